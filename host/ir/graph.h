@@ -1,0 +1,104 @@
+// loom's graph IR: quantized NHWC int8 graphs, the input of the compiler and
+// of the direct (untiled) reference implementation.
+//
+// Quantization follows ONNX's linear scheme real = scale * (q - zero_point).
+// Every op's integer semantics are fixed in docs/graph-format.md; the
+// multipliers are derived from the float scales by quantize_multiplier()
+// (common/quant.h), so the reference and the compiled plan agree bit for bit.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/tensor.h"
+
+namespace loom::ir {
+
+enum class OpKind : uint8_t {
+  Conv2d,         // inputs: x [N,H,W,C] i8, w [KH,KW,C/groups,M] i8, optional bias [M] i32
+  Gemm,           // inputs: a [M,K] i8, b [K,N] i8, optional bias [N] i32 (matmul = gemm without bias)
+  Relu,           // x i8 -> y i8
+  Clip,           // x i8 -> y i8 with attrs clip_min/clip_max (real values)
+  Add,            // a, b i8 (same shape) -> y i8
+  MaxPool,        // x [N,H,W,C] -> y
+  AvgPool,        // x [N,H,W,C] -> y (count_include_pad semantics, see docs)
+  GlobalAvgPool,  // x [N,H,W,C] -> y [N,1,1,C]
+  Reshape,        // x -> y with attr shape (one -1 allowed)
+  Flatten,        // x [N,...] -> y [N, prod(...)]
+};
+
+/// Name used in the JSON format ("conv2d", "gemm", "matmul", ...).
+const char* op_name(OpKind k);
+
+struct QParams {
+  std::vector<double> scale{1.0};  // one value, or one per output channel (conv/gemm weights only)
+  int32_t zero_point = 0;
+};
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::I8;
+  std::vector<int64_t> shape;
+  QParams q;
+  bool is_const = false;  // an initializer: `data` holds its values
+  Tensor data;
+};
+
+/// Post-op activation folded into conv/gemm/add (by the JSON author or by the
+/// compiler's activation-fusion pass), in the output's integer domain.
+struct Activation {
+  int32_t lo = -128;
+  int32_t hi = 127;
+};
+
+struct Attrs {
+  int64_t kernel_h = 1, kernel_w = 1;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int64_t groups = 1;
+  bool count_include_pad = true;       // avgpool
+  double clip_min = 0.0, clip_max = 0.0;  // clip (real values)
+  std::vector<int64_t> shape;          // reshape
+  Activation act;                      // conv/gemm/add fused clamp (integer domain)
+};
+
+struct Node {
+  std::string name;
+  OpKind op = OpKind::Relu;
+  std::vector<std::string> inputs;   // tensor names; "" = absent optional input
+  std::vector<std::string> outputs;
+  Attrs attrs;
+};
+
+struct Graph {
+  std::string name;
+  std::string source;                 // file it was read from (for messages)
+  std::map<std::string, TensorInfo> tensors;
+  std::vector<std::string> inputs;    // graph inputs in order
+  std::vector<std::string> outputs;   // graph outputs in order
+  std::vector<Node> nodes;            // topologically sorted after validate()
+
+  const TensorInfo& tensor(const std::string& n) const { return tensors.at(n); }
+  TensorInfo& tensor(const std::string& n) { return tensors.at(n); }
+};
+
+/// Reads the JSON graph format (docs/graph-format.md). Errors name the file,
+/// node and field.
+Expected<Graph> parse_graph_json(const std::string& path);
+Expected<Graph> parse_graph_json_text(const std::string& text, const std::string& source);
+
+/// Checks ops, arities, dtypes, quantization parameters, and infers/validates
+/// every shape; sorts nodes topologically (a cycle is an error).
+Status validate(Graph& g);
+
+/// Direct, untiled integer implementation of every op: the oracle that
+/// compiled plans are checked against. `inputs` maps graph input names.
+Expected<std::map<std::string, Tensor>> run_reference(const Graph& g, const std::map<std::string, Tensor>& inputs);
+
+/// Seeded random int8 inputs for every graph input (deterministic).
+std::map<std::string, Tensor> random_inputs(const Graph& g, uint64_t seed);
+
+}  // namespace loom::ir

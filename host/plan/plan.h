@@ -1,0 +1,64 @@
+// The plan: what the compiler emits and the runtime loads. A versioned binary
+// container (docs/plan-format.md): fixed header (magic, format version,
+// lengths, FNV-1a-64 checksum), a JSON metadata block, then binary sections
+// (constants and one instruction stream per core).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/tensor.h"
+#include "loom/spec_gen.h"
+
+namespace loom::plan {
+
+inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr char kMagic[8] = {'L', 'O', 'O', 'M', 'P', 'L', 'A', 'N'};
+
+/// A graph input or output: where it lives in device memory (relative to the
+/// plan's base) and how to interpret it.
+struct TensorBinding {
+  std::string name;
+  DType dtype = DType::I8;
+  std::vector<int64_t> shape;
+  double scale = 1.0;
+  int32_t zero_point = 0;
+  uint64_t offset = 0;  // bytes from the plan base; dense row-major NHWC
+};
+
+/// One compiled layer (for reports and per-layer counters).
+struct LayerInfo {
+  std::string name;  // graph node name(s), '+'-joined when fused
+  std::string op;
+  uint64_t macs = 0;
+  uint64_t bytes_read = 0;      // predicted DRAM traffic
+  uint64_t bytes_written = 0;
+  std::vector<uint32_t> insn_begin;  // per core: first instruction index of the layer
+  std::vector<uint32_t> insn_end;    // per core: one past the last
+};
+
+struct Plan {
+  std::string config;         // named hardware configuration
+  std::string graph_name;
+  std::string compiler;       // "loom <version>"
+  uint64_t memory_bytes = 0;  // device memory the plan needs from its base
+  uint64_t constants_offset = 0;
+  std::vector<uint8_t> constants;  // written at base + constants_offset
+  std::vector<TensorBinding> inputs;
+  std::vector<TensorBinding> outputs;
+  std::vector<std::vector<spec::Insn>> cores;  // per-core stream, dram addresses relative to base
+  std::vector<LayerInfo> layers;
+  uint32_t semaphores_used = 0;
+};
+
+/// Writes atomically (temporary file + rename): on error nothing is left.
+Status write_plan(const Plan& p, const std::string& path);
+/// Reads and verifies magic, version, lengths and checksum; errors name the
+/// file and the field.
+Expected<Plan> read_plan(const std::string& path);
+/// True when the file starts with the plan magic.
+bool looks_like_plan(const std::string& path);
+
+}  // namespace loom::plan

@@ -1,0 +1,56 @@
+// The device interface: the one seam between the runtime and every backend
+// (ref, rtl, tlm, cosim, xrt). Backends implement device memory, the spec's
+// register map and a way to let time pass; everything else (rings, windows,
+// doorbells, counters) the runtime does through registers, as on a board.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "loom/spec_gen.h"
+
+namespace loom::runtime {
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual std::string_view backend() const = 0;
+  virtual const spec::HwConfig& config() const = 0;
+
+  // Device memory: a flat byte-addressed space.
+  virtual Expected<uint64_t> alloc(uint64_t bytes, uint64_t align = 4096) = 0;
+  virtual void free(uint64_t addr) = 0;
+  virtual Status write(uint64_t addr, std::span<const uint8_t> bytes) = 0;
+  virtual Status read(uint64_t addr, std::span<uint8_t> bytes) = 0;
+
+  // s_axi_control, byte offsets from spec_gen.h.
+  virtual uint32_t read_reg(uint32_t offset) = 0;
+  virtual void write_reg(uint32_t offset, uint32_t value) = 0;
+
+  /// Lets the device run until no core can make progress (every started core
+  /// is done, in error, starved of ring entries or blocked for good) or
+  /// `timeout_cycles` pass. Untimed backends ignore the timeout.
+  virtual Status run_until_idle(uint64_t timeout_cycles) = 0;
+
+  /// Whether the backend models time, and the device cycles elapsed.
+  virtual bool has_time() const { return false; }
+  virtual uint64_t cycles() const { return 0; }
+};
+
+/// Backend registry: name -> factory. Backends register themselves.
+using DeviceFactory = std::function<Expected<std::unique_ptr<Device>>(const spec::HwConfig&)>;
+void register_backend(std::string name, std::string description, DeviceFactory f);
+Expected<std::unique_ptr<Device>> make_device(std::string_view backend, const spec::HwConfig& cfg);
+struct BackendInfo {
+  std::string name;
+  std::string description;
+};
+std::vector<BackendInfo> list_backends();
+
+}  // namespace loom::runtime
