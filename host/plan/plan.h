@@ -43,6 +43,8 @@ struct Plan {
   std::string config;         // named hardware configuration
   std::string graph_name;
   std::string compiler;       // "loom <version>"
+  std::string graph_source;   // graph file the plan was compiled from (for `loom run --check`)
+  uint64_t graph_hash = 0;    // FNV-1a-64 of that file's bytes
   uint64_t memory_bytes = 0;  // device memory the plan needs from its base
   uint64_t constants_offset = 0;
   std::vector<uint8_t> constants;  // written at base + constants_offset

@@ -1,0 +1,42 @@
+// Shared pieces of the `loom` subcommands: loading graphs and plans, inputs,
+// one-line errors.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/tensor.h"
+#include "ir/graph.h"
+#include "plan/plan.h"
+
+namespace loom::cli {
+
+using ordered_json = nlohmann::ordered_json;
+
+/// Prints "loom: error: <message>" on one line to stderr; returns 1.
+int fail(const Error& e);
+int fail(const std::string& msg);
+
+/// Reads and validates a graph file (.json).
+Expected<ir::Graph> load_graph(const std::string& path);
+
+/// Resolves --config: the named configuration or an error listing the names.
+Expected<const spec::HwConfig*> find_config(const std::string& name);
+
+/// Reads tensors from files (.pb/.npy) and binds them to the graph inputs in
+/// order, or makes seeded random ones when `files` is empty.
+Expected<std::map<std::string, Tensor>> load_inputs(const std::vector<std::string>& files,
+                                                    const std::vector<plan::TensorBinding>& bindings, uint64_t seed);
+
+uint64_t file_hash(const std::string& path);
+
+void register_info(CLI::App& app);
+void register_compile(CLI::App& app);
+void register_run(CLI::App& app);
+void register_builtin_backends();
+
+}  // namespace loom::cli

@@ -1,0 +1,73 @@
+// `loom compile`: graph -> plan for a named configuration.
+#include <iostream>
+
+#include "cli/cli_common.h"
+#include "compiler/compiler.h"
+
+namespace loom::cli {
+
+/// Compiles `path` for `cfg`; shared with `loom run GRAPH`.
+Expected<compiler::CompileResult> compile_graph(const std::string& path, const spec::HwConfig& cfg, int cores) {
+  auto g = load_graph(path);
+  if (!g) return g.error();
+  compiler::CompileOptions opt;
+  opt.num_cores = cores;
+  auto r = compiler::compile(*g, cfg, opt);
+  if (!r) return r.error();
+  r->plan.graph_source = path;
+  r->plan.graph_hash = file_hash(path);
+  return r;
+}
+
+void register_compile(CLI::App& app) {
+  struct Opts {
+    std::string graph, config = "default", out;
+    bool explain = false, json = false;
+    int cores = 0;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("compile", "Compile a graph into a plan for a hardware configuration");
+  cmd->add_option("GRAPH", o->graph, "Graph file (.json)")->required();
+  cmd->add_option("--config", o->config, "Hardware configuration (see `loom info`)")->capture_default_str();
+  cmd->add_option("-o,--output", o->out, "Plan file to write")->required();
+  cmd->add_option("--cores", o->cores, "Cores to use (0: all of the configuration)")->check(CLI::Range(0, 64));
+  cmd->add_flag("--explain", o->explain, "Print every compiler decision with its predicted numbers");
+  cmd->add_flag("--json", o->json, "Print a JSON summary");
+  cmd->callback([o] {
+    auto cfg = find_config(o->config);
+    if (!cfg) throw CLI::RuntimeError(fail(cfg.error()));
+    auto r = compile_graph(o->graph, **cfg, o->cores);
+    if (!r) throw CLI::RuntimeError(fail(r.error()));
+    Status s = plan::write_plan(r->plan, o->out);
+    if (!s) throw CLI::RuntimeError(fail(s.error()));
+    const auto& p = r->plan;
+    size_t insns = 0;
+    for (const auto& c : p.cores) insns += c.size();
+    if (o->json) {
+      ordered_json j{{"plan", o->out},
+                     {"config", p.config},
+                     {"graph", p.graph_name},
+                     {"cores", p.cores.size()},
+                     {"instructions", insns},
+                     {"layers", p.layers.size()},
+                     {"memory_bytes", p.memory_bytes},
+                     {"constants_bytes", p.constants.size()}};
+      j["stats"] = ordered_json::object();
+      for (const auto& [k, v] : r->stats) j["stats"][k] = v;
+      if (o->explain) {
+        j["decisions"] = ordered_json::array();
+        for (const auto& d : r->decisions)
+          j["decisions"].push_back(ordered_json{{"node", d.node}, {"pass", d.pass}, {"decision", d.text}});
+      }
+      std::cout << j.dump(2) << "\n";
+      return;
+    }
+    if (o->explain)
+      for (const auto& d : r->decisions) std::cout << "[" << d.pass << "] " << d.node << ": " << d.text << "\n";
+    std::cout << "wrote " << o->out << ": " << p.layers.size() << " layers, " << insns << " instructions on "
+              << p.cores.size() << " cores, " << p.memory_bytes << " bytes of device memory (config " << p.config
+              << ")\n";
+  });
+}
+
+}  // namespace loom::cli

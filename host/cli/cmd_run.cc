@@ -1,0 +1,188 @@
+// `loom run`: execute a plan (or a graph, compiled on the fly) on a backend,
+// optionally checking every output bit for bit against the direct reference.
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/cli_common.h"
+#include "common/tensor_io.h"
+#include "compiler/compiler.h"
+#include "runtime/device.h"
+#include "runtime/executor.h"
+
+namespace loom::cli {
+
+Expected<compiler::CompileResult> compile_graph(const std::string& path, const spec::HwConfig& cfg, int cores);
+
+namespace {
+
+struct Opts {
+  std::string model, backend = "ref", config, outputs, format = "pb", graph;
+  std::vector<std::string> inputs;
+  bool check = false, json = false;
+  uint64_t seed = 1;
+  int cores = 0;
+};
+
+ordered_json tensor_json(const std::string& name, const Tensor& t) {
+  return ordered_json{{"name", name}, {"dtype", dtype_name(t.dtype)}, {"shape", t.shape}};
+}
+
+int run(const Opts& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const bool is_plan = plan::looks_like_plan(o.model);
+  plan::Plan p;
+  std::string graph_path = o.graph;
+  if (is_plan) {
+    auto r = plan::read_plan(o.model);
+    if (!r) return fail(r.error());
+    p = std::move(*r);
+    if (!o.config.empty() && o.config != p.config)
+      return fail("--config: plan " + o.model + " was compiled for '" + p.config + "', not '" + o.config + "'");
+    if (graph_path.empty() && o.check) {
+      if (p.graph_source.empty() || file_hash(p.graph_source) != p.graph_hash)
+        return fail("--check: the graph " + (p.graph_source.empty() ? std::string("of the plan") : p.graph_source) +
+                    " is missing or changed since compilation; pass --graph FILE");
+      graph_path = p.graph_source;
+    }
+  } else {
+    auto cfg = find_config(o.config.empty() ? "default" : o.config);
+    if (!cfg) return fail(cfg.error());
+    auto r = compile_graph(o.model, **cfg, o.cores);
+    if (!r) return fail(r.error());
+    p = std::move(r->plan);
+    graph_path = o.model;
+  }
+  const auto* cfg = spec::find_config(p.config);
+
+  auto inputs = load_inputs(o.inputs, p.inputs, o.seed);
+  if (!inputs) return fail(inputs.error());
+
+  auto dev = runtime::make_device(o.backend, *cfg);
+  if (!dev) return fail(dev.error());
+  auto res = runtime::execute(**dev, p, *inputs);
+  if (!res) return fail(res.error());
+
+  ordered_json j;
+  j["model"] = o.model;
+  j["kind"] = is_plan ? "plan" : "graph";
+  j["backend"] = o.backend;
+  j["config"] = p.config;
+  if (o.inputs.empty()) j["seed"] = o.seed;
+
+  bool exact = true;
+  if (o.check) {
+    auto g = load_graph(graph_path);
+    if (!g) return fail(g.error());
+    auto ref = ir::run_reference(*g, *inputs);
+    if (!ref) return fail(ref.error());
+    ordered_json mism = ordered_json::array();
+    for (const auto& [name, t] : res->outputs) {
+      auto it = ref->find(name);
+      if (it == ref->end()) return fail("--check: reference produced no output '" + name + "'");
+      const Tensor& r = it->second;
+      int64_t diff = 0, maxd = 0;
+      if (r.dtype != t.dtype || r.shape != t.shape) {
+        diff = t.numel();
+      } else {
+        for (int64_t i = 0; i < t.numel(); ++i) {
+          const int64_t a = t.dtype == DType::I32 ? t.i32()[i] : t.i8()[i];
+          const int64_t b = r.dtype == DType::I32 ? r.i32()[i] : r.i8()[i];
+          if (a != b) {
+            ++diff;
+            maxd = std::max<int64_t>(maxd, std::llabs(a - b));
+          }
+        }
+      }
+      if (diff) {
+        exact = false;
+        mism.push_back(ordered_json{{"output", name}, {"mismatched_elements", diff}, {"max_abs_diff", maxd}});
+      }
+    }
+    j["bit_exact"] = exact;
+    if (!exact) j["mismatches"] = mism;
+  }
+
+  // Outputs are written only after a successful run, each file atomically.
+  ordered_json outs = ordered_json::array();
+  if (!o.outputs.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.outputs, ec);
+    if (ec) return fail(o.outputs + ": cannot create the output directory: " + ec.message());
+  }
+  for (size_t i = 0; i < res->outputs.size(); ++i) {
+    const auto& [name, t] = res->outputs[i];
+    auto tj = tensor_json(name, t);
+    if (!o.outputs.empty()) {
+      const std::string file = (std::filesystem::path(o.outputs) / ("output_" + std::to_string(i) + "." + o.format)).string();
+      Status s = write_tensor(t, file, name);
+      if (!s) return fail(s.error());
+      tj["file"] = file;
+    }
+    outs.push_back(tj);
+  }
+  j["outputs"] = outs;
+
+  uint64_t insns = 0;
+  ordered_json cores = ordered_json::array();
+  for (size_t c = 0; c < res->cores.size(); ++c) {
+    const auto& cr = res->cores[c];
+    insns += cr.instructions;
+    ordered_json ctr;
+    for (unsigned k = 0; k < spec::kNumCounters; ++k) ctr[std::string(spec::kCounterNames[k])] = cr.counters[k];
+    cores.push_back(ordered_json{{"core", c}, {"instructions", cr.instructions}, {"counters", ctr}});
+  }
+  j["has_time"] = res->has_time;
+  j["cycles"] = res->has_time ? ordered_json(res->cycles) : ordered_json(nullptr);
+  j["instructions"] = insns;
+  j["ring_refills"] = res->ring_refills;
+  j["cores"] = cores;
+  j["wall_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  if (o.json) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << "ran " << o.model << " on " << o.backend << " (config " << p.config << "): " << insns
+              << " instructions on " << res->cores.size() << " cores";
+    if (res->has_time) std::cout << ", " << res->cycles << " cycles";
+    std::cout << "\n";
+    for (const auto& oj : outs) {
+      std::cout << "  output " << oj["name"].get<std::string>() << " " << oj["dtype"].get<std::string>() << " "
+                << oj["shape"].dump();
+      if (oj.contains("file")) std::cout << " -> " << oj["file"].get<std::string>();
+      std::cout << "\n";
+    }
+    if (o.check) std::cout << "  check against the direct reference: " << (exact ? "bit-exact" : "MISMATCH") << "\n";
+  }
+  if (o.check && !exact) {
+    std::cerr << "loom: error: outputs differ from the direct reference\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void register_run(CLI::App& app) {
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("run", "Run a plan or a graph on a backend");
+  cmd->add_option("MODEL", o->model, "Plan file, or a graph (.json) compiled on the fly")->required();
+  cmd->add_option("--backend", o->backend, "Backend (see `loom info`)")->capture_default_str();
+  cmd->add_option("--config", o->config, "Hardware configuration (graphs: default 'default'; plans: must match)");
+  cmd->add_option("--inputs", o->inputs, "Input tensors (.pb or .npy), in graph input order")->expected(1, -1);
+  cmd->add_option("--outputs", o->outputs, "Directory for output_0.<fmt>, output_1.<fmt>, ... in graph output order");
+  cmd->add_option("--output-format", o->format, "Output file format")
+      ->check(CLI::IsMember({"pb", "npy"}))
+      ->capture_default_str();
+  cmd->add_flag("--check", o->check, "Compare every output with the direct reference implementation");
+  cmd->add_option("--graph", o->graph, "Graph to check a plan against (default: the one it was compiled from)");
+  cmd->add_option("--seed", o->seed, "Seed for random inputs when --inputs is not given")->capture_default_str();
+  cmd->add_option("--cores", o->cores, "Cores to compile a graph for (0: all)")->check(CLI::Range(0, 64));
+  cmd->add_flag("--json", o->json, "Print JSON");
+  cmd->callback([o] {
+    const int rc = run(*o);
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace loom::cli

@@ -1,0 +1,254 @@
+// Reads and writes the versioned plan container (docs/plan-format.md).
+#include "plan/plan.h"
+
+#include <cstring>
+#include <optional>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/hash.h"
+#include "common/tensor_io.h"
+
+namespace loom::plan {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kHeaderBytes = 40;  // magic 8, version 4, flags 4, meta_len 8, payload_len 8, checksum 8
+
+void put_u32(std::vector<uint8_t>& b, size_t at, uint32_t v) { std::memcpy(b.data() + at, &v, 4); }
+void put_u64(std::vector<uint8_t>& b, size_t at, uint64_t v) { std::memcpy(b.data() + at, &v, 8); }
+uint32_t get_u32(const std::vector<uint8_t>& b, size_t at) {
+  uint32_t v;
+  std::memcpy(&v, b.data() + at, 4);
+  return v;
+}
+uint64_t get_u64(const std::vector<uint8_t>& b, size_t at) {
+  uint64_t v;
+  std::memcpy(&v, b.data() + at, 8);
+  return v;
+}
+
+json binding_json(const TensorBinding& t) {
+  return json{{"name", t.name},   {"dtype", std::string(dtype_name(t.dtype))}, {"shape", t.shape},
+              {"scale", t.scale}, {"zero_point", t.zero_point},                {"offset", t.offset}};
+}
+
+// Typed field access that records which field was wrong.
+struct Reader {
+  const std::string& path;
+  std::string ctx;
+  std::optional<Error> err;
+
+  template <class T>
+  bool get(const json& j, const char* key, T* out) {
+    if (err) return false;
+    auto it = j.find(key);
+    if (it == j.end()) {
+      err = make_error(path + ": " + ctx, std::string("missing field '") + key + "'");
+      return false;
+    }
+    try {
+      *out = it->template get<T>();
+    } catch (const json::exception&) {
+      err = make_error(path + ": " + ctx, std::string("field '") + key + "' has the wrong type");
+      return false;
+    }
+    return true;
+  }
+};
+
+bool read_binding(Reader& r, const json& j, TensorBinding* t) {
+  if (!j.is_object()) {
+    r.err = make_error(r.path + ": " + r.ctx, "expected an object");
+    return false;
+  }
+  std::string dt;
+  if (!(r.get(j, "name", &t->name) && r.get(j, "dtype", &dt) && r.get(j, "shape", &t->shape) &&
+        r.get(j, "scale", &t->scale) && r.get(j, "zero_point", &t->zero_point) && r.get(j, "offset", &t->offset)))
+    return false;
+  if (!parse_dtype(dt, &t->dtype)) {
+    r.err = make_error(r.path + ": " + r.ctx, "field 'dtype': unknown dtype '" + dt + "'");
+    return false;
+  }
+  for (auto d : t->shape)
+    if (d <= 0 || d > (int64_t(1) << 32)) {
+      r.err = make_error(r.path + ": " + r.ctx, "field 'shape': dimension out of range");
+      return false;
+    }
+  return true;
+}
+
+}  // namespace
+
+Status write_plan(const Plan& p, const std::string& path) {
+  json meta;
+  meta["config"] = p.config;
+  meta["graph"] = p.graph_name;
+  meta["compiler"] = p.compiler;
+  meta["graph_source"] = p.graph_source;
+  meta["graph_hash"] = p.graph_hash;
+  meta["memory_bytes"] = p.memory_bytes;
+  meta["constants_offset"] = p.constants_offset;
+  meta["constants_bytes"] = p.constants.size();
+  meta["semaphores_used"] = p.semaphores_used;
+  meta["inputs"] = json::array();
+  for (const auto& t : p.inputs) meta["inputs"].push_back(binding_json(t));
+  meta["outputs"] = json::array();
+  for (const auto& t : p.outputs) meta["outputs"].push_back(binding_json(t));
+  meta["cores"] = json::array();
+  for (const auto& c : p.cores) meta["cores"].push_back(json{{"insns", c.size()}});
+  meta["layers"] = json::array();
+  for (const auto& l : p.layers)
+    meta["layers"].push_back(json{{"name", l.name},
+                                  {"op", l.op},
+                                  {"macs", l.macs},
+                                  {"bytes_read", l.bytes_read},
+                                  {"bytes_written", l.bytes_written},
+                                  {"insn_begin", l.insn_begin},
+                                  {"insn_end", l.insn_end}});
+  const std::string m = meta.dump();
+
+  size_t payload = p.constants.size();
+  for (const auto& c : p.cores) payload += c.size() * spec::kInsnBytes;
+  std::vector<uint8_t> buf(kHeaderBytes + m.size() + payload);
+  std::memcpy(buf.data(), kMagic, 8);
+  put_u32(buf, 8, kFormatVersion);
+  put_u32(buf, 12, 0);
+  put_u64(buf, 16, m.size());
+  put_u64(buf, 24, payload);
+  size_t at = kHeaderBytes;
+  std::memcpy(buf.data() + at, m.data(), m.size());
+  at += m.size();
+  if (!p.constants.empty()) std::memcpy(buf.data() + at, p.constants.data(), p.constants.size());
+  at += p.constants.size();
+  for (const auto& c : p.cores)
+    for (const auto& insn : c) {
+      std::memcpy(buf.data() + at, insn.w.data(), spec::kInsnBytes);
+      at += spec::kInsnBytes;
+    }
+  put_u64(buf, 32, fnv1a64(buf.data() + kHeaderBytes, buf.size() - kHeaderBytes));
+  return write_file_atomic(path, std::string_view(reinterpret_cast<const char*>(buf.data()), buf.size()));
+}
+
+bool looks_like_plan(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char m[8] = {};
+  f.read(m, 8);
+  return f.gcount() == 8 && std::memcmp(m, kMagic, 8) == 0;
+}
+
+Expected<Plan> read_plan(const std::string& path) {
+  auto bytes = read_file_bytes(path);
+  if (!bytes) return bytes.error();
+  const std::vector<uint8_t> b(bytes->begin(), bytes->end());
+  if (b.size() < kHeaderBytes)
+    return make_error(path, "truncated plan: " + std::to_string(b.size()) + " bytes, header needs " +
+                                std::to_string(kHeaderBytes));
+  if (std::memcmp(b.data(), kMagic, 8) != 0) return make_error(path, "not a loom plan (bad magic)");
+  const uint32_t version = get_u32(b, 8);
+  if (version != kFormatVersion)
+    return make_error(path, "field 'format_version': unsupported plan format version " + std::to_string(version) +
+                                " (this loom reads " + std::to_string(kFormatVersion) + ")");
+  const uint64_t meta_len = get_u64(b, 16), payload_len = get_u64(b, 24);
+  if (meta_len > b.size() || payload_len > b.size() || kHeaderBytes + meta_len + payload_len != b.size())
+    return make_error(path, "truncated or padded plan: header announces " +
+                                std::to_string(kHeaderBytes + meta_len + payload_len) + " bytes, file has " +
+                                std::to_string(b.size()));
+  if (fnv1a64(b.data() + kHeaderBytes, b.size() - kHeaderBytes) != get_u64(b, 32))
+    return make_error(path, "checksum mismatch: the plan is corrupted");
+
+  json meta;
+  try {
+    meta = json::parse(b.begin() + kHeaderBytes, b.begin() + kHeaderBytes + std::ptrdiff_t(meta_len));
+  } catch (const json::exception& e) {
+    return make_error(path, std::string("metadata is not valid JSON: ") + e.what());
+  }
+  if (!meta.is_object()) return make_error(path, "metadata is not a JSON object");
+
+  Plan p;
+  Reader r{path, "metadata", {}};
+  uint64_t const_bytes = 0;
+  r.get(meta, "config", &p.config);
+  r.get(meta, "graph", &p.graph_name);
+  r.get(meta, "compiler", &p.compiler);
+  r.get(meta, "graph_source", &p.graph_source);
+  r.get(meta, "graph_hash", &p.graph_hash);
+  r.get(meta, "memory_bytes", &p.memory_bytes);
+  r.get(meta, "constants_offset", &p.constants_offset);
+  r.get(meta, "constants_bytes", &const_bytes);
+  r.get(meta, "semaphores_used", &p.semaphores_used);
+  if (r.err) return *r.err;
+  const auto* cfg = spec::find_config(p.config);
+  if (!cfg) return make_error(path + ": metadata", "field 'config': unknown configuration '" + p.config + "'");
+  if (p.semaphores_used > cfg->semaphores)
+    return make_error(path + ": metadata", "field 'semaphores_used': exceeds the configuration's semaphores");
+
+  for (const char* key : {"inputs", "outputs"}) {
+    json arr;
+    r.ctx = "metadata";
+    if (!r.get(meta, key, &arr)) return *r.err;
+    if (!arr.is_array()) return make_error(path + ": metadata", std::string("field '") + key + "' is not an array");
+    for (size_t i = 0; i < arr.size(); ++i) {
+      TensorBinding t;
+      r.ctx = std::string(key) + "[" + std::to_string(i) + "]";
+      if (!read_binding(r, arr[i], &t)) return *r.err;
+      uint64_t bytes = dtype_size(t.dtype);
+      for (auto d : t.shape) bytes = (bytes > (uint64_t(1) << 40)) ? bytes : bytes * uint64_t(d);
+      if (t.offset > p.memory_bytes || bytes > p.memory_bytes - t.offset)
+        return make_error(path + ": " + r.ctx, "field 'offset': tensor lies outside the plan's memory");
+      (std::string(key) == "inputs" ? p.inputs : p.outputs).push_back(std::move(t));
+    }
+  }
+  if (const_bytes > p.memory_bytes || p.constants_offset > p.memory_bytes - const_bytes)
+    return make_error(path + ": metadata", "field 'constants_offset': constants lie outside the plan's memory");
+
+  json cores;
+  r.ctx = "metadata";
+  if (!r.get(meta, "cores", &cores)) return *r.err;
+  if (!cores.is_array() || cores.empty() || cores.size() > cfg->cores)
+    return make_error(path + ": metadata", "field 'cores': expected 1.." + std::to_string(cfg->cores) + " cores");
+  uint64_t need = const_bytes;
+  std::vector<uint64_t> counts;
+  for (size_t i = 0; i < cores.size(); ++i) {
+    uint64_t n = 0;
+    r.ctx = "cores[" + std::to_string(i) + "]";
+    if (!r.get(cores[i], "insns", &n)) return *r.err;
+    if (n > payload_len / spec::kInsnBytes) return make_error(path + ": " + r.ctx, "field 'insns': too large");
+    counts.push_back(n);
+    need += n * spec::kInsnBytes;
+  }
+  if (need != payload_len)
+    return make_error(path + ": metadata", "payload size " + std::to_string(payload_len) +
+                                               " does not match constants and streams (" + std::to_string(need) + ")");
+
+  json layers;
+  r.ctx = "metadata";
+  if (meta.contains("layers")) {
+    if (!r.get(meta, "layers", &layers)) return *r.err;
+    for (size_t i = 0; i < layers.size(); ++i) {
+      LayerInfo l;
+      r.ctx = "layers[" + std::to_string(i) + "]";
+      if (!(r.get(layers[i], "name", &l.name) && r.get(layers[i], "op", &l.op) && r.get(layers[i], "macs", &l.macs) &&
+            r.get(layers[i], "bytes_read", &l.bytes_read) && r.get(layers[i], "bytes_written", &l.bytes_written) &&
+            r.get(layers[i], "insn_begin", &l.insn_begin) && r.get(layers[i], "insn_end", &l.insn_end)))
+        return *r.err;
+      p.layers.push_back(std::move(l));
+    }
+  }
+
+  size_t at = kHeaderBytes + meta_len;
+  p.constants.assign(b.begin() + std::ptrdiff_t(at), b.begin() + std::ptrdiff_t(at + const_bytes));
+  at += const_bytes;
+  for (size_t c = 0; c < counts.size(); ++c) {
+    std::vector<spec::Insn> s(counts[c]);
+    for (auto& insn : s) {
+      std::memcpy(insn.w.data(), b.data() + at, spec::kInsnBytes);
+      at += spec::kInsnBytes;
+    }
+    p.cores.push_back(std::move(s));
+  }
+  return p;
+}
+
+}  // namespace loom::plan

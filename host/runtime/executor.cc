@@ -1,0 +1,221 @@
+// Plan executor: programs windows and command rings through registers,
+// streams instructions into the rings as they drain, and reads results back.
+#include "runtime/executor.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace loom::runtime {
+namespace {
+
+using spec::core_reg_addr;
+namespace creg = spec::core_reg;
+
+uint64_t tensor_bytes(const plan::TensorBinding& t) {
+  uint64_t n = dtype_size(t.dtype);
+  for (auto d : t.shape) n *= uint64_t(d);
+  return n;
+}
+
+std::string cause_names(uint32_t cause) {
+  std::string s;
+  for (size_t b = 0; b < spec::kErrorNames.size(); ++b)
+    if (cause & (1u << b)) s += (s.empty() ? "" : "|") + std::string(spec::kErrorNames[b]);
+  return s.empty() ? "unknown" : s;
+}
+
+uint32_t lo32(uint64_t v) { return uint32_t(v); }
+uint32_t hi32(uint64_t v) { return uint32_t(v >> 32); }
+
+struct CoreRing {
+  uint64_t ring_addr = 0;
+  uint32_t size = 0;        // entries, power of two
+  uint64_t written = 0;     // stream instructions written so far
+  uint32_t tail = 0;        // ring index
+  std::vector<spec::Insn> stream;
+};
+
+uint32_t ring_size_for(uint64_t n, uint32_t depth) {
+  uint32_t s = 2;
+  while (s < depth && s < n + 1) s <<= 1;
+  return std::min(s, depth);
+}
+
+}  // namespace
+
+std::vector<spec::Insn> relocate(const std::vector<spec::Insn>& stream, uint64_t base) {
+  std::vector<spec::Insn> out = stream;
+  for (auto& in : out) {
+    const auto op = spec::Opcode(spec::get_bits(in, 0, 6));
+    if (op == spec::Opcode::LOAD) {
+      auto l = spec::LoadInsn::decode(in);
+      l.dram_addr += base;
+      in = l.encode();
+    } else if (op == spec::Opcode::STORE) {
+      auto s = spec::StoreInsn::decode(in);
+      s.dram_addr += base;
+      in = s.encode();
+    }
+  }
+  return out;
+}
+
+Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std::string, Tensor>& inputs,
+                            const RunOptions& opt) {
+  const auto& cfg = dev.config();
+  if (p.config != cfg.name)
+    return make_error("plan", "compiled for configuration '" + p.config + "' but the device is '" +
+                                  std::string(cfg.name) + "'");
+  if (p.cores.size() > cfg.cores) return make_error("plan", "uses more cores than the device has");
+  if (dev.read_reg(spec::reg::ID) != spec::kIdValue)
+    return make_error(std::string(dev.backend()), "ID register mismatch: not a loom fabric");
+  if ((dev.read_reg(spec::reg::VERSION) >> 16) != spec::kVersionMajor)
+    return make_error(std::string(dev.backend()), "fabric major version differs from this loom's spec");
+
+  // Device memory: the plan's whole image in one allocation.
+  auto base_or = dev.alloc(std::max<uint64_t>(p.memory_bytes, 1));
+  if (!base_or) return base_or.error();
+  const uint64_t base = *base_or;
+  std::vector<uint64_t> allocations{base};
+  auto cleanup = [&] {
+    for (auto a : allocations) dev.free(a);
+  };
+
+  if (!p.constants.empty()) {
+    Status s = dev.write(base + p.constants_offset, p.constants);
+    if (!s) return cleanup(), s.error();
+  }
+  for (const auto& b : p.inputs) {
+    auto it = inputs.find(b.name);
+    if (it == inputs.end()) return cleanup(), make_error("input '" + b.name + "'", "missing");
+    const Tensor& t = it->second;
+    if (t.dtype != b.dtype || t.numel() != [&] {
+          int64_t n = 1;
+          for (auto d : b.shape) n *= d;
+          return n;
+        }())
+      return cleanup(), make_error("input '" + b.name + "'",
+                                   "expected " + std::string(dtype_name(b.dtype)) + " " + shape_str(b.shape) +
+                                       ", got " + std::string(dtype_name(t.dtype)) + " " + shape_str(t.shape));
+    Status s = dev.write(base + b.offset, t.data);
+    if (!s) return cleanup(), s.error();
+  }
+
+  // Rings and windows, one per core used by the plan.
+  const uint32_t ncores = uint32_t(p.cores.size());
+  std::vector<CoreRing> rings(ncores);
+  uint32_t mask = 0;
+  for (uint32_t c = 0; c < ncores; ++c) mask |= 1u << c;
+  dev.write_reg(spec::reg::SOFT_RESET, mask);
+  dev.write_reg(spec::reg::SEM_CLEAR, 0xFFFFFFFFu);
+  dev.write_reg(spec::reg::IRQ_STATUS, 0xFFFFFFFFu);
+  dev.write_reg(spec::reg::IRQ_ENABLE, mask | (mask << 8));
+  for (uint32_t c = 0; c < ncores; ++c) {
+    auto& r = rings[c];
+    r.stream = relocate(p.cores[c], base);
+    r.size = ring_size_for(r.stream.size(), cfg.ring_depth);
+    auto ra = dev.alloc(uint64_t(r.size) * spec::kInsnBytes);
+    if (!ra) return cleanup(), ra.error();
+    allocations.push_back(*ra);
+    r.ring_addr = *ra;
+    dev.write_reg(core_reg_addr(c, creg::RING_BASE_LO), lo32(r.ring_addr));
+    dev.write_reg(core_reg_addr(c, creg::RING_BASE_HI), hi32(r.ring_addr));
+    dev.write_reg(core_reg_addr(c, creg::RING_SIZE), r.size);
+    dev.write_reg(core_reg_addr(c, creg::WIN_BASE_LO), lo32(base));
+    dev.write_reg(core_reg_addr(c, creg::WIN_BASE_HI), hi32(base));
+    dev.write_reg(core_reg_addr(c, creg::WIN_LIMIT_LO), lo32(base + p.memory_bytes));
+    dev.write_reg(core_reg_addr(c, creg::WIN_LIMIT_HI), hi32(base + p.memory_bytes));
+    dev.write_reg(core_reg_addr(c, creg::CTR_CLEAR), 1);
+    r.tail = dev.read_reg(core_reg_addr(c, creg::RING_HEAD));
+  }
+
+  RunResult res;
+  res.has_time = dev.has_time();
+  const uint64_t start_cycles = dev.cycles();
+  std::vector<uint32_t> last_head(ncores, ~0u);
+  for (uint64_t round = 0;; ++round) {
+    // Refill every ring with as much of its stream as fits.
+    bool wrote = false;
+    for (uint32_t c = 0; c < ncores; ++c) {
+      auto& r = rings[c];
+      const uint32_t head = dev.read_reg(core_reg_addr(c, creg::RING_HEAD));
+      const uint32_t used = (r.tail - head) & (r.size - 1);
+      uint64_t room = r.size - 1 - used;
+      uint64_t n = std::min<uint64_t>(room, r.stream.size() - r.written);
+      while (n > 0) {
+        const uint64_t chunk = std::min<uint64_t>(n, r.size - r.tail);
+        Status s = dev.write(r.ring_addr + uint64_t(r.tail) * spec::kInsnBytes,
+                             {reinterpret_cast<const uint8_t*>(r.stream.data() + r.written),
+                              size_t(chunk * spec::kInsnBytes)});
+        if (!s) return cleanup(), s.error();
+        r.written += chunk;
+        r.tail = uint32_t((r.tail + chunk) & (r.size - 1));
+        n -= chunk;
+        wrote = true;
+        if (round > 0) ++res.ring_refills;
+        dev.write_reg(core_reg_addr(c, creg::RING_TAIL), r.tail);
+        dev.write_reg(core_reg_addr(c, creg::DOORBELL), 1);
+      }
+    }
+    Status s = dev.run_until_idle(opt.timeout_cycles);
+    if (!s) return cleanup(), s.error();
+
+    bool all_done = true, progressed = wrote;
+    for (uint32_t c = 0; c < ncores; ++c) {
+      auto& r = rings[c];
+      const uint32_t st = dev.read_reg(core_reg_addr(c, creg::STATUS));
+      if (st & 4u) {
+        const uint32_t cause = dev.read_reg(core_reg_addr(c, creg::ERR_CAUSE));
+        const uint32_t pc = dev.read_reg(core_reg_addr(c, creg::ERR_PC));
+        // The failing instruction is the in-flight one whose ring slot is pc.
+        const uint64_t idx = r.written - 1 - ((r.written - 1 - pc) & (r.size - 1));
+        std::string op = "?";
+        if (idx < r.stream.size())
+          if (const auto* info = spec::opcode_info(spec::get_bits(r.stream[idx], 0, 6))) op = std::string(info->name);
+        dev.write_reg(spec::reg::SOFT_RESET, 1u << c);
+        cleanup();
+        return make_error(std::string(dev.backend()) + ": core " + std::to_string(c),
+                          "device error " + cause_names(cause) + " at instruction " + std::to_string(idx) + " (" +
+                              op + ")");
+      }
+      const uint32_t head = dev.read_reg(core_reg_addr(c, creg::RING_HEAD));
+      if (head != last_head[c]) progressed = true;
+      last_head[c] = head;
+      if (!(st & 2u) || r.written < r.stream.size()) all_done = false;
+    }
+    if (all_done) break;
+    if (!progressed) {
+      std::string who;
+      for (uint32_t c = 0; c < ncores; ++c) {
+        const uint32_t st = dev.read_reg(core_reg_addr(c, creg::STATUS));
+        if (!(st & 2u))
+          who += " core " + std::to_string(c) + ((st & 8u) ? " (blocked on a semaphore)" : " (stopped before END)");
+      }
+      dev.write_reg(spec::reg::SOFT_RESET, mask);
+      cleanup();
+      return make_error(std::string(dev.backend()), "device made no progress:" + who);
+    }
+  }
+  res.cycles = dev.cycles() - start_cycles;
+
+  for (const auto& b : p.outputs) {
+    Tensor t(b.dtype, b.shape);
+    Status s = dev.read(base + b.offset, t.data);
+    if (!s) return cleanup(), s.error();
+    res.outputs.emplace_back(b.name, std::move(t));
+  }
+  res.cores.resize(ncores);
+  for (uint32_t c = 0; c < ncores; ++c) {
+    auto& cr = res.cores[c];
+    for (unsigned k = 0; k < spec::kNumCounters; ++k) {
+      const uint32_t off = core_reg_addr(c, spec::counter_offset(spec::Counter(k)));
+      cr.counters[k] = dev.read_reg(off) | (uint64_t(dev.read_reg(off + 4)) << 32);
+    }
+    cr.instructions = rings[c].stream.size();
+    cr.done = true;
+  }
+  cleanup();
+  return res;
+}
+
+}  // namespace loom::runtime

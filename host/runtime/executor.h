@@ -1,0 +1,44 @@
+// Runs a plan on any Device through the spec's register map, exactly as a
+// host driver would on a board: memory, windows, rings, doorbells, counters.
+#pragma once
+
+#include <array>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/tensor.h"
+#include "plan/plan.h"
+#include "runtime/device.h"
+
+namespace loom::runtime {
+
+struct RunOptions {
+  uint64_t timeout_cycles = 4'000'000'000ull;  // per run_until_idle call on timed backends
+};
+
+struct CoreReport {
+  std::array<uint64_t, spec::kNumCounters> counters{};
+  uint64_t instructions = 0;  // instructions in this core's stream
+  bool done = false;
+};
+
+struct RunResult {
+  std::vector<std::pair<std::string, Tensor>> outputs;  // graph output order
+  std::vector<CoreReport> cores;
+  bool has_time = false;
+  uint64_t cycles = 0;          // device cycles for the whole run (timed backends)
+  uint64_t ring_refills = 0;    // doorbells rung after the first one per core
+};
+
+/// Loads `p` on `dev`, runs it with `inputs` (by graph input name) and reads
+/// back the outputs. Device errors name the core, the cause and the
+/// instruction index in the core's stream.
+Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std::string, Tensor>& inputs,
+                            const RunOptions& opt = {});
+
+/// Adds `base` to the device-memory address of every LOAD/STORE.
+std::vector<spec::Insn> relocate(const std::vector<spec::Insn>& stream, uint64_t base);
+
+}  // namespace loom::runtime
