@@ -137,7 +137,7 @@ def gen_cpp(spec):
     w("")
     w("enum class Opcode : uint8_t {")
     for op in isa["opcodes"]:
-        w("  %s = %d,  // %s" % (op["name"], op["value"], op["doc"].split(":")[0].split(".")[0]))
+        w("  %s = %d,  // %s unit, %s class" % (op["name"], op["value"], op["unit"], op["class"]))
     w("};")
     w("")
     w("enum class Unit : uint8_t { %s };" % ", ".join(camel(u) for u in isa["units"]))
@@ -193,7 +193,7 @@ def gen_cpp(spec):
             w("      {\"%s\", %d, %d, %s}," % (f["name"], f["bit"], f["width"], "true" if f.get("signed") else "false"))
         w("  }};")
         w("")
-        w("  /// Encodes; fields are truncated to their width (check with valid()).")
+        w("  /// Encodes; fields are truncated to their width (check with invalid_field()).")
         w("  constexpr Insn encode() const {")
         w("    Insn in{};")
         w("    set_bits(in, 0, 6, uint64_t(kOpcode));")

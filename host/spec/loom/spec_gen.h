@@ -50,17 +50,17 @@ constexpr bool fits(int64_t v, unsigned width, bool is_signed) {
 }
 
 enum class Opcode : uint8_t {
-  NOP = 0,  // Does nothing; dependency flags are ignored
-  LOAD = 1,  // 2-D DMA from device memory into a scratchpad with row padding
-  STORE = 2,  // 2-D DMA from a scratchpad (OUT, or ACC for int32 results) to device memory
-  GEMM = 3,  // int8 x int8 -> int32 tile product on the systolic array
-  POSTOP = 4,  // Accumulator to int8
-  POOL = 5,  // Window reduction over gathered windows IN[in + (i*win + w)*c + ch] for i < p, w < win, ch < c
-  ELTWISE = 6,  // Quantized add of two int8 vectors in IN
-  SEM_SIGNAL = 7,  // After all earlier instructions of this core complete, adds 1 to fabric semaphore sem_id
-  SEM_WAIT = 8,  // Blocks the core until fabric semaphore sem_id is at least `count` (semaphores only grow until the host clears them)
-  FENCE = 9,  // Waits until every earlier instruction of this core has completed
-  END = 10,  // Drains the core, marks the stream complete (STATUS
+  NOP = 0,  // control unit, sync class
+  LOAD = 1,  // load unit, load class
+  STORE = 2,  // store unit, store class
+  GEMM = 3,  // compute unit, compute class
+  POSTOP = 4,  // compute unit, compute class
+  POOL = 5,  // compute unit, compute class
+  ELTWISE = 6,  // compute unit, compute class
+  SEM_SIGNAL = 7,  // control unit, sync class
+  SEM_WAIT = 8,  // control unit, sync class
+  FENCE = 9,  // control unit, sync class
+  END = 10,  // control unit, sync class
 };
 
 enum class Unit : uint8_t { Load, Compute, Store, Control };
@@ -126,7 +126,7 @@ struct NopInsn {
       {"push_next", 9, 1, false},
   }};
 
-  /// Encodes; fields are truncated to their width (check with valid()).
+  /// Encodes; fields are truncated to their width (check with invalid_field()).
   constexpr Insn encode() const {
     Insn in{};
     set_bits(in, 0, 6, uint64_t(kOpcode));
@@ -190,7 +190,7 @@ struct LoadInsn {
       {"sp_stride", 208, 24, false},
   }};
 
-  /// Encodes; fields are truncated to their width (check with valid()).
+  /// Encodes; fields are truncated to their width (check with invalid_field()).
   constexpr Insn encode() const {
     Insn in{};
     set_bits(in, 0, 6, uint64_t(kOpcode));
@@ -278,7 +278,7 @@ struct StoreInsn {
       {"sp_stride", 208, 24, false},
   }};
 
-  /// Encodes; fields are truncated to their width (check with valid()).
+  /// Encodes; fields are truncated to their width (check with invalid_field()).
   constexpr Insn encode() const {
     Insn in{};
     set_bits(in, 0, 6, uint64_t(kOpcode));
@@ -367,7 +367,7 @@ struct GemmInsn {
       {"ldc", 224, 16, false},
   }};
 
-  /// Encodes; fields are truncated to their width (check with valid()).
+  /// Encodes; fields are truncated to their width (check with invalid_field()).
   constexpr Insn encode() const {
     Insn in{};
     set_bits(in, 0, 6, uint64_t(kOpcode));
@@ -473,7 +473,7 @@ struct PostopInsn {
       {"res_mult", 224, 32, true},
   }};
 
-  /// Encodes; fields are truncated to their width (check with valid()).
+  /// Encodes; fields are truncated to their width (check with invalid_field()).
   constexpr Insn encode() const {
     Insn in{};
     set_bits(in, 0, 6, uint64_t(kOpcode));
@@ -580,7 +580,7 @@ struct PoolInsn {
       {"mult", 224, 32, true},
   }};
 
-  /// Encodes; fields are truncated to their width (check with valid()).
+  /// Encodes; fields are truncated to their width (check with invalid_field()).
   constexpr Insn encode() const {
     Insn in{};
     set_bits(in, 0, 6, uint64_t(kOpcode));
@@ -686,7 +686,7 @@ struct EltwiseInsn {
       {"b_mult", 224, 32, true},
   }};
 
-  /// Encodes; fields are truncated to their width (check with valid()).
+  /// Encodes; fields are truncated to their width (check with invalid_field()).
   constexpr Insn encode() const {
     Insn in{};
     set_bits(in, 0, 6, uint64_t(kOpcode));
@@ -771,7 +771,7 @@ struct SemSignalInsn {
       {"sem_id", 16, 8, false},
   }};
 
-  /// Encodes; fields are truncated to their width (check with valid()).
+  /// Encodes; fields are truncated to their width (check with invalid_field()).
   constexpr Insn encode() const {
     Insn in{};
     set_bits(in, 0, 6, uint64_t(kOpcode));
@@ -822,7 +822,7 @@ struct SemWaitInsn {
       {"count", 32, 32, false},
   }};
 
-  /// Encodes; fields are truncated to their width (check with valid()).
+  /// Encodes; fields are truncated to their width (check with invalid_field()).
   constexpr Insn encode() const {
     Insn in{};
     set_bits(in, 0, 6, uint64_t(kOpcode));
@@ -872,7 +872,7 @@ struct FenceInsn {
       {"push_next", 9, 1, false},
   }};
 
-  /// Encodes; fields are truncated to their width (check with valid()).
+  /// Encodes; fields are truncated to their width (check with invalid_field()).
   constexpr Insn encode() const {
     Insn in{};
     set_bits(in, 0, 6, uint64_t(kOpcode));
@@ -916,7 +916,7 @@ struct EndInsn {
       {"push_next", 9, 1, false},
   }};
 
-  /// Encodes; fields are truncated to their width (check with valid()).
+  /// Encodes; fields are truncated to their width (check with invalid_field()).
   constexpr Insn encode() const {
     Insn in{};
     set_bits(in, 0, 6, uint64_t(kOpcode));

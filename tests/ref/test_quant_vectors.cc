@@ -1,0 +1,146 @@
+// Hand-computed rounding-tie, wrap and saturation vectors through POSTOP and
+// ELTWISE: expected outputs are literals, not computed.
+#include <gtest/gtest.h>
+
+#include "harness.h"
+
+namespace loom::ref::test {
+namespace {
+
+struct PostopVec {
+  const char* what;
+  int32_t acc, bias, mult, shift;
+  int out_zp, clip_lo, clip_hi;
+  bool residual;
+  int res, res_zp;
+  int32_t res_mult;
+  int res_shift;
+  int expected;
+};
+
+constexpr int32_t kMax = INT32_MAX;
+
+const PostopVec kPostopVecs[] = {
+    {"+0.5 rounds away to +1", 1, 0, 1, 1, 0, -128, 127, false, 0, 0, 0, 1, 1},
+    {"-0.5 rounds away to -1", -1, 0, 1, 1, 0, -128, 127, false, 0, 0, 0, 1, -1},
+    {"+1.5 rounds to +2", 3, 0, 1, 1, 0, -128, 127, false, 0, 0, 0, 1, 2},
+    {"-1.5 rounds to -2", -3, 0, 1, 1, 0, -128, 127, false, 0, 0, 0, 1, -2},
+    {"+2.5 rounds to +3 (not to even)", 5, 0, 1, 1, 0, -128, 127, false, 0, 0, 0, 1, 3},
+    {"-2.5 rounds to -3 (not to even)", -5, 0, 1, 1, 0, -128, 127, false, 0, 0, 0, 1, -3},
+    {"+1.25 rounds down", 5, 0, 1, 2, 0, -128, 127, false, 0, 0, 0, 1, 1},
+    {"-1.75 rounds to -2", -7, 0, 1, 2, 0, -128, 127, false, 0, 0, 0, 1, -2},
+    {"tie with a Q31 multiplier", 3, 0, 1 << 30, 31, 0, -128, 127, false, 0, 0, 0, 1, 2},
+    {"bias is added before rounding", 2, 1, 1, 1, 0, -128, 127, false, 0, 0, 0, 1, 2},
+    {"acc + bias wraps in int32", kMax, 1, 1, 31, 0, -128, 127, false, 0, 0, 0, 1, -1},
+    {"both terms saturate to int32 before the sum", kMax, 0, kMax, 1, 0, -128, 127, true, -128, 127, kMax, 1, -1},
+    {"clamp at 127 after the zero point", 254, 0, 1, 1, 1, -128, 127, false, 0, 0, 0, 1, 127},
+    {"clamp at -128 after the zero point", -256, 0, 1, 1, -1, -128, 127, false, 0, 0, 0, 1, -128},
+    {"exactly 127 passes", 254, 0, 1, 1, 0, -128, 127, false, 0, 0, 0, 1, 127},
+    {"ReLU clamps at the zero point", -100, 0, 1, 1, 5, 5, 127, false, 0, 0, 0, 1, 5},
+    {"residual +1.5 rounds to +2", 0, 0, 1, 1, 0, -128, 127, true, 3, 0, 1, 1, 2},
+    {"residual -1.5 rounds to -2 after its zero point", 0, 0, 1, 1, 0, -128, 127, true, 0, 3, 1, 1, -2},
+};
+
+TEST(RefQuantVectors, Postop) {
+  for (const PostopVec& v : kPostopVecs) {
+    SCOPED_TRACE(v.what);
+    Harness h;
+    CoreState& s = h.core(0);
+    const auto acc = le32({v.acc}), par = le32({v.bias, v.mult, v.shift});
+    std::copy(acc.begin(), acc.end(), s.buf(Buffer::ACC).begin());
+    std::copy(par.begin(), par.end(), s.buf(Buffer::PARAM).begin());
+    s.buf(Buffer::IN)[0] = uint8_t(int8_t(v.res));
+    spec::PostopInsn p;
+    p.m = 1;
+    p.n = 1;
+    p.out_zp = v.out_zp;
+    p.clip_lo = v.clip_lo;
+    p.clip_hi = v.clip_hi;
+    p.residual = v.residual;
+    p.res_zp = v.res_zp;
+    p.res_mult = v.res_mult;
+    p.res_shift = v.res_shift;
+    h.run(0, {p.encode(), end_insn()});
+    ASSERT_EQ(h.err(0), 0u);
+    EXPECT_EQ(int(int8_t(s.buf(Buffer::OUT)[0])), v.expected);
+  }
+}
+
+struct EltVec {
+  const char* what;
+  int a, a_zp;
+  int32_t a_mult;
+  int a_shift;
+  int b, b_zp;
+  int32_t b_mult;
+  int b_shift;
+  int out_zp, clip_lo, clip_hi;
+  int expected;
+};
+
+const EltVec kEltVecs[] = {
+    {"+0.5 rounds away to +1", 1, 0, 1, 1, 0, 0, 0, 1, 0, -128, 127, 1},
+    {"-0.5 rounds away to -1", -1, 0, 1, 1, 0, 0, 0, 1, 0, -128, 127, -1},
+    {"+1.5 rounds to +2", 3, 0, 1, 1, 0, 0, 0, 1, 0, -128, 127, 2},
+    {"-1.5 rounds to -2", -3, 0, 1, 1, 0, 0, 0, 1, 0, -128, 127, -2},
+    {"+2.5 rounds to +3", 5, 0, 1, 1, 0, 0, 0, 1, 0, -128, 127, 3},
+    {"-2.5 rounds to -3", -5, 0, 1, 1, 0, 0, 0, 1, 0, -128, 127, -3},
+    {"each term rounds on its own", 1, 0, 1, 1, 1, 0, 1, 1, 0, -128, 127, 2},
+    {"opposite ties cancel", 1, 0, 1, 1, -1, 0, 1, 1, 0, -128, 127, 0},
+    {"zero point is subtracted before scaling", 0, -3, 1, 1, 0, 0, 0, 1, 0, -128, 127, 2},
+    {"both terms saturate to int32", 127, -128, kMax, 1, -128, 127, kMax, 1, 0, -128, 127, -1},
+    {"clamp at 127 with a zero point", 127, -128, 1 << 30, 30, 0, 0, 0, 1, -10, -128, 127, 127},
+    {"clamp at -128 with a zero point", -128, 127, 1 << 30, 30, 0, 0, 0, 1, 5, -128, 127, -128},
+    {"unary ReLU through clip_lo = out_zp", -50, 0, 1 << 30, 30, 0, 0, 0, 1, 3, 3, 127, 3},
+    {"a zero multiplier ignores its input", 10, 0, 1 << 30, 30, 127, 0, 0, 1, 0, -128, 127, 10},
+};
+
+TEST(RefQuantVectors, Eltwise) {
+  for (const EltVec& v : kEltVecs) {
+    SCOPED_TRACE(v.what);
+    Harness h;
+    CoreState& s = h.core(0);
+    s.buf(Buffer::IN)[0] = uint8_t(int8_t(v.a));
+    s.buf(Buffer::IN)[1] = uint8_t(int8_t(v.b));
+    spec::EltwiseInsn e;
+    e.count = 1;
+    e.a_addr = 0;
+    e.b_addr = 1;
+    e.a_zp = v.a_zp;
+    e.a_mult = v.a_mult;
+    e.a_shift = v.a_shift;
+    e.b_zp = v.b_zp;
+    e.b_mult = v.b_mult;
+    e.b_shift = v.b_shift;
+    e.out_zp = v.out_zp;
+    e.clip_lo = v.clip_lo;
+    e.clip_hi = v.clip_hi;
+    h.run(0, {e.encode(), end_insn()});
+    ASSERT_EQ(h.err(0), 0u);
+    EXPECT_EQ(int(int8_t(s.buf(Buffer::OUT)[0])), v.expected);
+  }
+}
+
+TEST(RefQuantVectors, PoolAvgTiesRoundAway) {
+  // avg of {1, 2} = 1.5 -> 2 and of {-1, -2} = -1.5 -> -2 with mult/2^shift = 1/2.
+  Harness h;
+  CoreState& s = h.core(0);
+  const int8_t x[] = {1, -1, 2, -2};  // two windows elements x two channels
+  for (int i = 0; i < 4; ++i) s.buf(Buffer::IN)[i] = uint8_t(x[i]);
+  spec::PoolInsn p;
+  p.avg = 1;
+  p.p = 1;
+  p.win = 2;
+  p.c = 2;
+  p.mult = 1;
+  p.shift = 1;
+  p.clip_lo = -128;
+  p.clip_hi = 127;
+  h.run(0, {p.encode(), end_insn()});
+  ASSERT_EQ(h.err(0), 0u);
+  EXPECT_EQ(int8_t(s.buf(Buffer::OUT)[0]), 2);
+  EXPECT_EQ(int8_t(s.buf(Buffer::OUT)[1]), -2);
+}
+
+}  // namespace
+}  // namespace loom::ref::test
