@@ -374,7 +374,10 @@ def gen_md_isa(spec):
          "absolute bit offsets. Requantization `rq(v, mult, shift)` = "
          "round_half_away_from_zero(v * mult / 2^shift), exact in 64-bit, "
          "saturated to int32." % (isa["insn_bits"], isa["insn_bits"] // 32), "",
-         "## Common fields", "", "| field | bits | description |", "|---|---|---|"]
+         ]
+    if isa.get("rules"):
+        o += ["## Execution rules", ""] + ["- " + md_escape(r) for r in isa["rules"]] + [""]
+    o += ["## Common fields", "", "| field | bits | description |", "|---|---|---|"]
     for f in isa["common_fields"]:
         o.append("| `%s` | [%d+:%d] | %s |" % (f["name"], f["bit"], f["width"], md_escape(f["doc"])))
     o += ["", "## Buffers", "", "| id | name | description |", "|---|---|---|"]
