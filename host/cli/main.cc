@@ -12,22 +12,20 @@ int main(int argc, char** argv) {
     CLI::App app{"loom: FPGA accelerator co-design stack (compiler, runtime, simulators)", "loom"};
     app.set_version_flag("--version", std::string("loom ") + LOOM_VERSION);
     app.require_subcommand(1);
-    app.failure_message([](const CLI::App*, const CLI::Error& e) {
-      return std::string("loom: error: ") + e.what() + " (see --help)\n";
-    });
     register_info(app);
     register_compile(app);
     register_run(app);
     try {
       app.parse(argc, argv);
+    } catch (const CLI::RuntimeError& e) {
+      return e.get_exit_code();  // a subcommand failed and already printed its one line
     } catch (const CLI::ParseError& e) {
       if (e.get_exit_code() == 0) return app.exit(e);
-      std::cerr << app.get_failure_message()(&app, e);
+      // One line: what is wrong and where to look.
+      std::cerr << "loom: error: " << e.what() << " (see --help)\n";
       return 2;
     }
-    return 0;  // subcommand callbacks throw CLI::RuntimeError with their exit code
-  } catch (const CLI::RuntimeError& e) {
-    return e.get_exit_code();
+    return 0;
   } catch (const std::bad_alloc&) {
     return fail("out of memory");
   } catch (const std::exception& e) {

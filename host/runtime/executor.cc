@@ -11,12 +11,6 @@ namespace {
 using spec::core_reg_addr;
 namespace creg = spec::core_reg;
 
-uint64_t tensor_bytes(const plan::TensorBinding& t) {
-  uint64_t n = dtype_size(t.dtype);
-  for (auto d : t.shape) n *= uint64_t(d);
-  return n;
-}
-
 std::string cause_names(uint32_t cause) {
   std::string s;
   for (size_t b = 0; b < spec::kErrorNames.size(); ++b)
@@ -89,11 +83,7 @@ Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std
     auto it = inputs.find(b.name);
     if (it == inputs.end()) return cleanup(), make_error("input '" + b.name + "'", "missing");
     const Tensor& t = it->second;
-    if (t.dtype != b.dtype || t.numel() != [&] {
-          int64_t n = 1;
-          for (auto d : b.shape) n *= d;
-          return n;
-        }())
+    if (t.dtype != b.dtype || t.shape != b.shape)
       return cleanup(), make_error("input '" + b.name + "'",
                                    "expected " + std::string(dtype_name(b.dtype)) + " " + shape_str(b.shape) +
                                        ", got " + std::string(dtype_name(t.dtype)) + " " + shape_str(t.shape));

@@ -1,0 +1,61 @@
+// The compiler driver: builds the pass pipeline and runs it, collecting
+// decisions and statistics.
+#include "compiler/compiler.h"
+
+#include <string>
+
+#include "compiler/pass.h"
+
+namespace loom::compiler {
+
+Budget make_budget(const spec::HwConfig& cfg, bool double_buffer) {
+  Budget b;
+  b.slots = double_buffer ? 2 : 1;
+  // IN/WGT/PARAM are shared by load and compute, OUT by compute and store:
+  // each double-buffered slot gets half. ACC never leaves the in-order
+  // compute unit, so it stays whole.
+  b.in = int64_t(cfg.in_kib) * 1024 / b.slots;
+  b.wgt = int64_t(cfg.wgt_kib) * 1024 / b.slots;
+  b.out = int64_t(cfg.out_kib) * 1024 / b.slots;
+  b.param = int64_t(cfg.param_kib) * 1024 / b.slots;
+  b.acc = int64_t(cfg.acc_kib) * 1024;
+  return b;
+}
+
+Expected<CompileState> make_state(const ir::Graph& g, const spec::HwConfig& cfg, const CompileOptions& opt) {
+  if (opt.num_cores < 0 || uint32_t(opt.num_cores) > cfg.cores)
+    return make_error("compile", "num_cores " + std::to_string(opt.num_cores) + " is outside [0, " +
+                                     std::to_string(cfg.cores) + "] for config '" + std::string(cfg.name) + "'");
+  CompileState s;
+  s.graph = g;
+  s.cfg = &cfg;
+  s.opt = opt;
+  s.cores = opt.num_cores == 0 ? int(cfg.cores) : opt.num_cores;
+  s.budget = make_budget(cfg, opt.double_buffer);
+  s.plan.config = std::string(cfg.name);
+  s.plan.graph_name = g.name;
+  s.plan.compiler = std::string("loom ") + LOOM_VERSION;
+  return s;
+}
+
+Expected<CompileResult> compile(const ir::Graph& g, const spec::HwConfig& cfg, const CompileOptions& opt) {
+  auto st = make_state(g, cfg, opt);
+  if (!st) return st.error();
+  CompileState& s = *st;
+  std::unique_ptr<Pass> passes[] = {make_legalize_pass(),  make_fuse_activation_pass(), make_tiling_pass(),
+                                    make_placement_pass(), make_memory_plan_pass(),     make_codegen_pass()};
+  CompileResult r;
+  for (auto& p : passes) {
+    Status ps = p->run(s);
+    if (!ps) {
+      if (!g.source.empty()) ps.context(g.source);
+      return ps.error();
+    }
+    for (const auto& [k, v] : p->statistics()) r.stats.emplace_back(std::string(p->name()) + "." + k, v);
+  }
+  r.plan = std::move(s.plan);
+  r.decisions = std::move(s.decisions);
+  return r;
+}
+
+}  // namespace loom::compiler

@@ -1,0 +1,39 @@
+// Public entry point of the compiler: a validated graph and a hardware
+// configuration in, a plan (per-core instruction streams + memory plan) out.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "ir/graph.h"
+#include "loom/spec_gen.h"
+#include "plan/plan.h"
+
+namespace loom::compiler {
+
+struct CompileOptions {
+  int num_cores = 0;          // 0: all cores of the config
+  bool double_buffer = true;  // two IN/WGT/OUT/PARAM slots so load, compute and store overlap
+};
+
+/// One explained choice, printed by `loom compile --explain`.
+struct Decision {
+  std::string node;  // layer name ('+'-joined when fused)
+  std::string pass;  // pass that took the decision
+  std::string text;
+};
+
+struct CompileResult {
+  plan::Plan plan;
+  std::vector<Decision> decisions;
+  std::vector<std::pair<std::string, int64_t>> stats;  // "<pass>.<statistic>", in pipeline order
+};
+
+/// Compiles `g` (already validated by ir::validate) for `cfg`. Errors name the
+/// node and, when an instruction field overflows, the field.
+Expected<CompileResult> compile(const ir::Graph& g, const spec::HwConfig& cfg, const CompileOptions& opt);
+
+}  // namespace loom::compiler

@@ -1,0 +1,117 @@
+// Builds one core's instruction stream for one layer and sets the dependency
+// token flags afterwards, once the number of steps is known.
+//
+// Token protocol (VTA-style), with `slots` buffer slots (2 when double
+// buffering):
+//  - load step s (all LOADs filling IN/WGT/PARAM slot s % slots): the first
+//    LOAD pops a "slot free" token from compute when s >= slots; the last
+//    LOAD pushes "inputs ready" to compute.
+//  - compute: the first instruction of step s pops "inputs ready"; the last
+//    instruction reading the slot pushes "slot free" back to load when a
+//    later step (s + slots) will pop it.
+//  - output tile o (OUT slot o % slots): the instruction writing OUT pops
+//    "OUT free" from store when o >= slots and pushes "OUT ready" to store;
+//    the first STORE pops it; the last STORE pushes "OUT free" back when
+//    tile o + slots exists.
+// Every pop follows its push in program order and every push is popped, so
+// the counters are balanced at the layer's end and the sequential golden
+// model never reports DEADLOCK.
+#pragma once
+
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "compiler/pass.h"
+
+namespace loom::compiler {
+
+using AnyInsn = std::variant<spec::LoadInsn, spec::StoreInsn, spec::GemmInsn, spec::PostopInsn, spec::PoolInsn,
+                             spec::EltwiseInsn, spec::SemSignalInsn, spec::SemWaitInsn, spec::EndInsn>;
+
+inline spec::Insn encode(const AnyInsn& i) {
+  return std::visit([](const auto& x) { return x.encode(); }, i);
+}
+inline std::string_view invalid_field(const AnyInsn& i) {
+  return std::visit([](const auto& x) { return x.invalid_field(); }, i);
+}
+
+class LayerStream {
+ public:
+  LayerStream(std::vector<AnyInsn>& out, int slots) : out_(out), slots_(slots) {}
+
+  /// Slot indices of the next load step and the next output tile.
+  int in_slot() const { return int(steps_.size() % size_t(slots_)); }
+  int out_slot() const { return int(outs_.size() % size_t(slots_)); }
+
+  void begin_step() { steps_.push_back({out_.size(), 0, 0, 0}); }
+  void load(const spec::LoadInsn& l) {
+    steps_.back().last_load = out_.size();
+    out_.push_back(l);
+  }
+  /// First compute instruction of the current step (pops "inputs ready").
+  void compute_first() { steps_.back().first_compute = out_.size(); }
+  /// Marks the instruction about to be added as the last reader of the slot.
+  void compute_release() { steps_.back().release = out_.size(); }
+  /// Marks the instruction about to be added as the one writing OUT.
+  void out_producer() { outs_.push_back({out_.size(), 0, 0}); }
+  void compute(const AnyInsn& c) { out_.push_back(c); }
+  void store(const spec::StoreInsn& st, bool first) {
+    if (first) outs_.back().first_store = out_.size();
+    outs_.back().last_store = out_.size();
+    out_.push_back(st);
+  }
+
+  void finalize() {
+    const size_t S = steps_.size(), O = outs_.size(), k = size_t(slots_);
+    for (size_t s = 0; s < S; ++s) {
+      if (s >= k) flag(steps_[s].first_load, Flags::pop_next);
+      flag(steps_[s].last_load, Flags::push_next);
+      flag(steps_[s].first_compute, Flags::pop_prev);
+      if (s + k < S) flag(steps_[s].release, Flags::push_prev);
+    }
+    for (size_t o = 0; o < O; ++o) {
+      if (o >= k) flag(outs_[o].producer, Flags::pop_next);
+      flag(outs_[o].producer, Flags::push_next);
+      flag(outs_[o].first_store, Flags::pop_prev);
+      if (o + k < O) flag(outs_[o].last_store, Flags::push_prev);
+    }
+  }
+
+ private:
+  struct Flags {
+    enum Which { pop_prev, pop_next, push_prev, push_next };
+  };
+  void flag(size_t idx, Flags::Which w) {
+    std::visit(
+        [w](auto& x) {
+          switch (w) {
+            case Flags::pop_prev:
+              x.pop_prev = 1;
+              break;
+            case Flags::pop_next:
+              x.pop_next = 1;
+              break;
+            case Flags::push_prev:
+              x.push_prev = 1;
+              break;
+            case Flags::push_next:
+              x.push_next = 1;
+              break;
+          }
+        },
+        out_[idx]);
+  }
+  struct Step {
+    size_t first_load, last_load, first_compute, release;
+  };
+  struct Out {
+    size_t producer, first_store, last_store;
+  };
+  std::vector<AnyInsn>& out_;
+  int slots_;
+  std::vector<Step> steps_;
+  std::vector<Out> outs_;
+};
+
+}  // namespace loom::compiler

@@ -1,0 +1,102 @@
+// Activation fusion: folds a relu/clip into the clamp of its producing
+// conv/gemm/add when that is bit-exact with running it separately.
+#include <algorithm>
+#include <string>
+
+#include "compiler/pass.h"
+#include "ir/op_quant.h"
+
+namespace loom::compiler {
+namespace {
+
+bool same_q(const ir::QParams& a, const ir::QParams& b) { return a.scale == b.scale && a.zero_point == b.zero_point; }
+
+class FuseActivationPass final : public Pass {
+ public:
+  std::string_view name() const override { return "fuse-activation"; }
+
+  Status run(CompileState& s) override {
+    ir::Graph& g = s.graph;
+    std::vector<bool> erased(g.nodes.size(), false);
+    for (size_t li = 0; li < s.layers.size(); ++li) {
+      Layer& act = s.layers[li];
+      if (!act.props->is_activation) continue;
+      const ir::Node& r = g.nodes[act.node];
+      std::string why;
+      Layer* prod = producer_layer(s, r.inputs[0]);
+      if (!prod || !prod->props->takes_activation) {
+        why = "producer is not a conv/gemm/add";
+      } else if (erased[prod->node]) {
+        why = "producer already removed";
+      } else {
+        why = try_fuse(s, *prod, act);
+      }
+      if (why.empty()) {
+        erased[act.node] = true;
+        bump("fused");
+        prod->name += "+" + r.name;
+        s.decide(prod->name, name(),
+                 "folded " + std::string(act.props->name) + " '" + r.name + "' into the output clamp [" +
+                     std::to_string(g.nodes[prod->node].attrs.act.lo) + ", " +
+                     std::to_string(g.nodes[prod->node].attrs.act.hi) + "]");
+      } else {
+        bump("not_fused");
+        s.decide(act.name, name(), "kept separate: " + why);
+      }
+    }
+    // Drop fused nodes and renumber the layers' node indices.
+    std::vector<size_t> remap(g.nodes.size(), 0);
+    std::vector<ir::Node> kept;
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      remap[i] = kept.size();
+      if (!erased[i]) kept.push_back(std::move(g.nodes[i]));
+    }
+    g.nodes = std::move(kept);
+    std::vector<Layer> layers;
+    for (auto& l : s.layers) {
+      if (erased[l.node]) continue;
+      l.node = remap[l.node];
+      layers.push_back(std::move(l));
+    }
+    s.layers = std::move(layers);
+    return Status::ok();
+  }
+
+ private:
+  static Layer* producer_layer(CompileState& s, const std::string& tensor) {
+    for (auto& l : s.layers)
+      if (s.graph.nodes[l.node].outputs[0] == tensor) return &l;
+    return nullptr;
+  }
+
+  /// Returns why fusing `act` into `prod` is not exact, or "" after fusing.
+  static std::string try_fuse(CompileState& s, Layer& prod, Layer& act) {
+    ir::Graph& g = s.graph;
+    ir::Node& p = g.nodes[prod.node];
+    const ir::Node& r = g.nodes[act.node];
+    const std::string& mid = r.inputs[0];
+    int consumers = 0;
+    for (const auto& n : g.nodes)
+      for (const auto& in : n.inputs) consumers += in == mid;
+    if (consumers != 1) return "'" + mid + "' has " + std::to_string(consumers) + " consumers";
+    if (std::count(g.outputs.begin(), g.outputs.end(), mid)) return "'" + mid + "' is a graph output";
+    if (!same_q(g.tensor(mid).q, g.tensor(r.outputs[0]).q)) return "input and output quantization differ";
+    auto eq = ir::elt_quant(g, r);
+    if (!eq) return "no integer parameters: " + eq.error().str();
+    // With equal quantization the activation is clamp(x, lo, hi) only if its
+    // requantization is the identity (mult / 2^shift == 1).
+    if (eq->a_zp != eq->y_zp || int64_t(eq->a.mult) != (int64_t(1) << eq->a.shift))
+      return "requantization is not the identity";
+    const int32_t lo = std::max(p.attrs.act.lo, eq->lo), hi = std::min(p.attrs.act.hi, eq->hi);
+    if (lo > hi) return "clamp ranges do not overlap";
+    p.attrs.act = {lo, hi};
+    p.outputs[0] = r.outputs[0];
+    return "";
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_fuse_activation_pass() { return std::make_unique<FuseActivationPass>(); }
+
+}  // namespace loom::compiler

@@ -1,0 +1,291 @@
+// Lowering of conv2d/gemm (implicit GEMM), pooling (gathered windows) and
+// elementwise layers to LOAD / GEMM / POSTOP / POOL / ELTWISE / STORE.
+#include "compiler/lower.h"
+
+#include <algorithm>
+
+#include "ir/op_quant.h"
+
+namespace loom::compiler {
+namespace {
+
+/// Where an NHWC image lives and how output pixels map onto it.
+struct GatherGeom {
+  int64_t H, W, C, OW, sh, sw, pt, pl;
+};
+
+/// im2col gather of kernel position (kh, kw) for output pixels [p0, p0+np)
+/// of image `img`: one LOAD per run of pixels in one output row; pixels whose
+/// input column falls outside the image become pad_lo/pad_hi rows filled with
+/// `pad`, and a row outside the image is all padding.
+void gather(LayerStream& ls, const GatherGeom& g, uint64_t x_base, int64_t img, int64_t p0, int64_t np, int64_t kh,
+            int64_t kw, int64_t ch0, int64_t cols, uint64_t sp0, int64_t sp_stride, int pad) {
+  for (int64_t p = p0; p < p0 + np;) {
+    const int64_t oh = p / g.OW, ow0 = p % g.OW;
+    const int64_t run = std::min(g.OW - ow0, p0 + np - p);
+    spec::LoadInsn ld;
+    ld.buf = uint64_t(spec::Buffer::IN);
+    ld.pad_value = pad;
+    ld.sp_addr = sp0 + uint64_t((p - p0) * sp_stride);
+    ld.sp_stride = uint64_t(sp_stride);
+    ld.cols = uint64_t(cols);
+    ld.dram_stride = uint64_t(g.sw * g.C);
+    ld.dram_addr = x_base;  // a valid address even when nothing is read
+    const int64_t ih = oh * g.sh - g.pt + kh;
+    // Output columns whose input column iw = ow*sw - pl + kw is inside [0, W).
+    const int64_t lo_num = g.pl - kw, hi_num = g.W + g.pl - kw;
+    const int64_t first_ok = lo_num <= 0 ? 0 : ceil_div(lo_num, g.sw);
+    const int64_t end_ok = hi_num <= 0 ? 0 : ceil_div(hi_num, g.sw);
+    const int64_t a = std::max(ow0, first_ok), b = std::min(ow0 + run, end_ok);
+    if (ih < 0 || ih >= g.H || a >= b) {
+      ld.rows = 0;
+      ld.pad_lo = uint64_t(run);
+    } else {
+      ld.pad_lo = uint64_t(a - ow0);
+      ld.rows = uint64_t(b - a);
+      ld.pad_hi = uint64_t(ow0 + run - b);
+      ld.dram_addr = x_base + uint64_t(((img * g.H + ih) * g.W + (a * g.sw - g.pl + kw)) * g.C + ch0);
+    }
+    ls.load(ld);
+    p += run;
+  }
+}
+
+Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& ls) {
+  const ir::Node& n = s.node(l);
+  auto q = ir::mac_quant(s.graph, n);
+  if (!q) return Status(q.error()).context("node '" + l.name + "'");
+  const MacGeom& m = l.mac;
+  const Budget& b = s.budget;
+  const GatherGeom gg{m.H, m.W, m.C, m.OW, m.sh, m.sw, m.pt, m.pl};
+  const uint64_t x = s.tensor_offset.at(n.inputs[0]);
+  const uint64_t y = s.tensor_offset.at(n.outputs[0]);
+  const uint64_t w = m.b_const ? l.wgt_offset : s.tensor_offset.at(n.inputs[1]);
+  const auto& ks = l.tiling.ksteps;
+  for (size_t ti = 0; ti < l.tiles.size(); ++ti) {
+    if (l.core_of_tile[ti] != core) continue;
+    const Tile& t = l.tiles[ti];
+    for (size_t k = 0; k < ks.size(); ++k) {
+      const KStep& st = ks[k];
+      const bool last = k + 1 == ks.size();
+      const uint64_t slot = uint64_t(ls.in_slot());
+      const uint64_t in = slot * uint64_t(b.in), wg = slot * uint64_t(b.wgt), pa = slot * uint64_t(b.param);
+      const int64_t tk = st.len();
+      ls.begin_step();
+      for (int64_t pos = st.pos0; pos < st.pos0 + st.npos; ++pos)
+        gather(ls, gg, x, t.img, t.m0, t.m, pos / m.KW, pos % m.KW, t.group * m.Cg + st.c0, st.cc,
+               in + uint64_t((pos - st.pos0) * st.cc), tk, q->x_zp);
+      spec::LoadInsn lw;
+      lw.buf = uint64_t(spec::Buffer::WGT);
+      lw.sp_addr = wg;
+      lw.dram_addr = w + uint64_t((t.group * m.K() + st.pos0 * m.Cg + st.c0) * m.Ng + t.n0);
+      lw.rows = uint64_t(tk);
+      lw.cols = uint64_t(t.n);
+      lw.dram_stride = uint64_t(m.Ng);
+      lw.sp_stride = uint64_t(t.n);
+      ls.load(lw);
+      if (last) {
+        spec::LoadInsn lp;
+        lp.buf = uint64_t(spec::Buffer::PARAM);
+        lp.sp_addr = pa;
+        lp.dram_addr = l.param_offset + uint64_t(12 * (t.group * m.Ng + t.n0));
+        lp.rows = 1;
+        lp.cols = uint64_t(12 * t.n);
+        lp.dram_stride = lp.cols;
+        lp.sp_stride = lp.cols;
+        ls.load(lp);
+      }
+      spec::GemmInsn gm;
+      gm.accumulate = k > 0;
+      gm.in_addr = in;
+      gm.wgt_addr = wg;
+      gm.acc_addr = 0;  // ACC is private to the in-order compute unit: one tile suffices
+      gm.m = uint64_t(t.m);
+      gm.n = uint64_t(t.n);
+      gm.k_len = uint64_t(tk);
+      gm.a_zp = q->x_zp;
+      gm.b_zp = q->w_zp;
+      gm.lda = uint64_t(tk);
+      gm.ldb = uint64_t(t.n);
+      gm.ldc = uint64_t(4 * t.n);
+      ls.compute_first();
+      if (!last) ls.compute_release();
+      ls.compute(gm);
+      if (!last) continue;
+      const uint64_t out = uint64_t(ls.out_slot()) * uint64_t(b.out);
+      spec::PostopInsn po;
+      po.acc_addr = 0;
+      po.out_addr = out;
+      po.param_addr = pa;
+      po.m = uint64_t(t.m);
+      po.n = uint64_t(t.n);
+      po.out_zp = q->y_zp;
+      po.clip_lo = q->lo;
+      po.clip_hi = q->hi;
+      po.res_shift = kMinShift;  // unused without `residual`, but kept in the legal range
+      ls.compute_release();
+      ls.out_producer();
+      ls.compute(po);
+      spec::StoreInsn sto;
+      sto.buf = uint64_t(spec::Buffer::OUT);
+      sto.sp_addr = out;
+      sto.dram_addr = y + uint64_t((t.img * m.M() + t.m0) * m.Cout + t.group * m.Ng + t.n0);
+      sto.rows = uint64_t(t.m);
+      sto.cols = uint64_t(t.n);
+      sto.dram_stride = uint64_t(m.Cout);
+      sto.sp_stride = uint64_t(t.n);
+      ls.store(sto, true);
+    }
+  }
+  return Status::ok();
+}
+
+Status lower_pool(const CompileState& s, const Layer& l, int core, LayerStream& ls) {
+  const ir::Node& n = s.node(l);
+  auto q = ir::pool_quant(s.graph, n);
+  if (!q) return Status(q.error()).context("node '" + l.name + "'");
+  const PoolGeom& g = l.pool;
+  const Budget& b = s.budget;
+  const bool avg = l.props->pool_avg;
+  const GatherGeom gg{g.H, g.W, g.C, g.OW, g.sh, g.sw, g.pt, g.pl};
+  const uint64_t x = s.tensor_offset.at(n.inputs[0]);
+  const uint64_t y = s.tensor_offset.at(n.outputs[0]);
+  const int64_t win = g.win();
+  // Padding must not win a max and must add nothing to an average.
+  const int pad = avg ? q->x_zp : -128;
+  for (size_t ti = 0; ti < l.tiles.size(); ++ti) {
+    if (l.core_of_tile[ti] != core) continue;
+    const Tile& t = l.tiles[ti];
+    const uint64_t in = uint64_t(ls.in_slot()) * uint64_t(b.in);
+    ls.begin_step();
+    if (g.global) {
+      // The window of the only output pixel is the whole image: one LOAD.
+      spec::LoadInsn ld;
+      ld.buf = uint64_t(spec::Buffer::IN);
+      ld.sp_addr = in;
+      ld.dram_addr = x + uint64_t(t.img * g.H * g.W * g.C + t.n0);
+      ld.rows = uint64_t(g.H * g.W);
+      ld.cols = uint64_t(t.n);
+      ld.dram_stride = uint64_t(g.C);
+      ld.sp_stride = uint64_t(t.n);
+      ls.load(ld);
+    } else {
+      for (int64_t pos = 0; pos < win; ++pos)
+        gather(ls, gg, x, t.img, t.m0, t.m, pos / g.KW, pos % g.KW, t.n0, t.n, in + uint64_t(pos * t.n), win * t.n,
+               pad);
+    }
+    const uint64_t out = uint64_t(ls.out_slot()) * uint64_t(b.out);
+    spec::PoolInsn po;
+    po.avg = avg;
+    po.shift = avg ? uint64_t(q->avg.shift) : uint64_t(kMinShift);
+    po.mult = avg ? q->avg.mult : 0;
+    po.in_addr = in;
+    po.out_addr = out;
+    po.p = uint64_t(t.m);
+    po.win = uint64_t(win);
+    po.c = uint64_t(t.n);
+    po.in_zp = q->x_zp;
+    po.out_zp = q->y_zp;
+    po.clip_lo = q->lo;
+    po.clip_hi = q->hi;
+    ls.compute_first();
+    ls.compute_release();
+    ls.out_producer();
+    ls.compute(po);
+    spec::StoreInsn st;
+    st.buf = uint64_t(spec::Buffer::OUT);
+    st.sp_addr = out;
+    st.dram_addr = y + uint64_t((t.img * g.OH * g.OW + t.m0) * g.C + t.n0);
+    st.rows = uint64_t(t.m);
+    st.cols = uint64_t(t.n);
+    st.dram_stride = uint64_t(g.C);
+    st.sp_stride = uint64_t(t.n);
+    ls.store(st, true);
+  }
+  return Status::ok();
+}
+
+Status lower_eltwise(const CompileState& s, const Layer& l, int core, LayerStream& ls) {
+  const ir::Node& n = s.node(l);
+  auto q = ir::elt_quant(s.graph, n);
+  if (!q) return Status(q.error()).context("node '" + l.name + "'");
+  const bool binary = n.op == ir::OpKind::Add;
+  const Budget& b = s.budget;
+  const uint64_t a_src = s.tensor_offset.at(n.inputs[0]);
+  const uint64_t b_src = binary ? s.tensor_offset.at(n.inputs[1]) : a_src;
+  const uint64_t y = s.tensor_offset.at(n.outputs[0]);
+  for (size_t ti = 0; ti < l.tiles.size(); ++ti) {
+    if (l.core_of_tile[ti] != core) continue;
+    const Tile& t = l.tiles[ti];
+    const uint64_t in = uint64_t(ls.in_slot()) * uint64_t(b.in);
+    const uint64_t in_b = binary ? in + uint64_t(l.tiling.tm) : in;
+    ls.begin_step();
+    auto load = [&](uint64_t src, uint64_t sp) {
+      spec::LoadInsn ld;
+      ld.buf = uint64_t(spec::Buffer::IN);
+      ld.sp_addr = sp;
+      ld.dram_addr = src + uint64_t(t.m0);
+      ld.rows = 1;
+      ld.cols = uint64_t(t.m);
+      ld.dram_stride = ld.cols;
+      ld.sp_stride = ld.cols;
+      ls.load(ld);
+    };
+    load(a_src, in);
+    if (binary) load(b_src, in_b);
+    const uint64_t out = uint64_t(ls.out_slot()) * uint64_t(b.out);
+    spec::EltwiseInsn e;
+    e.a_addr = in;
+    e.b_addr = in_b;
+    e.out_addr = out;
+    e.count = uint64_t(t.m);
+    e.a_zp = q->a_zp;
+    e.b_zp = q->b_zp;
+    e.out_zp = q->y_zp;
+    e.a_mult = q->a.mult;
+    e.a_shift = uint64_t(q->a.shift);
+    e.b_mult = binary ? q->b.mult : 0;
+    e.b_shift = binary ? uint64_t(q->b.shift) : uint64_t(kMinShift);
+    e.clip_lo = q->lo;
+    e.clip_hi = q->hi;
+    ls.compute_first();
+    ls.compute_release();
+    ls.out_producer();
+    ls.compute(e);
+    spec::StoreInsn st;
+    st.buf = uint64_t(spec::Buffer::OUT);
+    st.sp_addr = out;
+    st.dram_addr = y + uint64_t(t.m0);
+    st.rows = 1;
+    st.cols = uint64_t(t.m);
+    st.dram_stride = st.cols;
+    st.sp_stride = st.cols;
+    ls.store(st, true);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status lower_layer(const CompileState& s, const Layer& l, int core, std::vector<AnyInsn>& out) {
+  LayerStream ls(out, s.budget.slots);
+  Status st;
+  switch (l.props->kind) {
+    case LayerKind::Mac:
+      st = lower_mac(s, l, core, ls);
+      break;
+    case LayerKind::Pool:
+      st = lower_pool(s, l, core, ls);
+      break;
+    case LayerKind::Eltwise:
+      st = lower_eltwise(s, l, core, ls);
+      break;
+    case LayerKind::Alias:
+      break;
+  }
+  if (!st) return st;
+  ls.finalize();
+  return Status::ok();
+}
+
+}  // namespace loom::compiler

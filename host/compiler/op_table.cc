@@ -1,0 +1,31 @@
+// The operator table: which graph ops the fabric runs and how.
+#include "compiler/op_table.h"
+
+#include <array>
+
+namespace loom::compiler {
+namespace {
+
+using ir::OpKind;
+constexpr std::array<OpProps, 10> kOps{{
+    {OpKind::Conv2d, "conv2d", LayerKind::Mac, true, false, false},
+    {OpKind::Gemm, "gemm", LayerKind::Mac, true, false, false},
+    {OpKind::Relu, "relu", LayerKind::Eltwise, false, true, false},
+    {OpKind::Clip, "clip", LayerKind::Eltwise, false, true, false},
+    {OpKind::Add, "add", LayerKind::Eltwise, true, false, false},
+    {OpKind::MaxPool, "maxpool", LayerKind::Pool, false, false, false},
+    {OpKind::AvgPool, "avgpool", LayerKind::Pool, false, false, true},
+    {OpKind::GlobalAvgPool, "globalavgpool", LayerKind::Pool, false, false, true},
+    {OpKind::Reshape, "reshape", LayerKind::Alias, false, false, false},
+    {OpKind::Flatten, "flatten", LayerKind::Alias, false, false, false},
+}};
+
+}  // namespace
+
+const OpProps* op_props(ir::OpKind op) {
+  for (const auto& p : kOps)
+    if (p.op == op) return &p;
+  return nullptr;
+}
+
+}  // namespace loom::compiler

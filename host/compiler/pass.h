@@ -1,0 +1,144 @@
+// The pass interface and the state the pipeline threads through its passes
+// (layers, tiling, placement, memory plan, the plan being built).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "compiler/compiler.h"
+#include "compiler/op_table.h"
+
+namespace loom::compiler {
+
+/// conv2d and gemm as one convolution-shaped problem (gemm: one image of
+/// 1 x M pixels, a 1x1 kernel and K input channels), per group:
+/// C[M][Ng] = im2col(x)[M][K] * B[K][Ng] with K = KH*KW*Cg.
+struct MacGeom {
+  int64_t batch = 1, H = 1, W = 1, C = 1, OH = 1, OW = 1, KH = 1, KW = 1;
+  int64_t sh = 1, sw = 1, pt = 0, pl = 0;
+  int64_t groups = 1, Cg = 1, Ng = 1, Cout = 1;
+  bool b_const = true;  // gemm may multiply two activations
+  int64_t M() const { return OH * OW; }
+  int64_t K() const { return KH * KW * Cg; }
+};
+
+/// Pooling window geometry; `global` windows cover the whole image.
+struct PoolGeom {
+  int64_t batch = 1, H = 1, W = 1, C = 1, OH = 1, OW = 1, KH = 1, KW = 1;
+  int64_t sh = 1, sw = 1, pt = 0, pl = 0;
+  bool global = false;
+  int64_t win() const { return KH * KW; }
+};
+
+/// One step of the K loop: kernel positions [pos0, pos0+npos) times input
+/// channels [c0, c0+cc) of the group (npos > 1 only when cc is all of Cg).
+struct KStep {
+  int64_t pos0 = 0, npos = 1, c0 = 0, cc = 0;
+  int64_t len() const { return npos * cc; }
+};
+
+struct Tiling {
+  int64_t tm = 0;             // output pixels per tile (eltwise: elements per chunk)
+  int64_t tn = 0;             // output channels per tile (pool: channels per tile)
+  std::vector<KStep> ksteps;  // mac only
+  uint64_t bytes_read = 0;    // predicted DRAM traffic of the layer
+  uint64_t bytes_written = 0;
+};
+
+/// One unit of work that a core owns: an output tile.
+struct Tile {
+  int64_t img = 0, group = 0;
+  int64_t m0 = 0, m = 0;  // pixels (eltwise: elements)
+  int64_t n0 = 0, n = 0;  // channels within the group
+};
+
+struct Layer {
+  std::string name;  // node name(s), '+'-joined when fused
+  size_t node = 0;   // index into CompileState::graph.nodes
+  const OpProps* props = nullptr;
+  MacGeom mac;
+  PoolGeom pool;
+  int64_t elems = 0;  // eltwise element count
+  uint64_t macs = 0;
+  Tiling tiling;
+  std::vector<Tile> tiles;
+  std::vector<int> core_of_tile;
+  uint64_t wgt_offset = 0;    // mac: prepacked [group][K][Ng] weights (constant b only)
+  uint64_t param_offset = 0;  // mac: int32 (bias, mult, shift) per output channel
+};
+
+/// Scratchpad bytes a tile may use, after double buffering.
+struct Budget {
+  int64_t in = 0, wgt = 0, acc = 0, out = 0, param = 0;
+  int slots = 1;
+};
+Budget make_budget(const spec::HwConfig& cfg, bool double_buffer);
+
+struct CompileState {
+  ir::Graph graph;  // working copy: fusion rewrites it
+  const spec::HwConfig* cfg = nullptr;
+  CompileOptions opt;
+  int cores = 1;
+  Budget budget;
+  std::vector<Layer> layers;                      // graph order; alias layers emit no instructions
+  std::map<std::string, uint64_t> tensor_offset;  // device offset of every non-constant tensor (and placed constants)
+  plan::Plan plan;
+  std::vector<Decision> decisions;
+
+  const ir::Node& node(const Layer& l) const { return graph.nodes[l.node]; }
+  void decide(const std::string& node, std::string_view pass, std::string text) {
+    decisions.push_back({node, std::string(pass), std::move(text)});
+  }
+};
+
+/// A pipeline stage: a name, a run over the shared state and statistics.
+class Pass {
+ public:
+  virtual ~Pass() = default;
+  virtual std::string_view name() const = 0;
+  virtual Status run(CompileState& s) = 0;
+  const std::vector<std::pair<std::string, int64_t>>& statistics() const { return stats_; }
+
+ protected:
+  /// Adds to a statistic, keeping first-use order so output is deterministic.
+  void bump(const std::string& key, int64_t v = 1) {
+    for (auto& [k, x] : stats_)
+      if (k == key) {
+        x += v;
+        return;
+      }
+    stats_.emplace_back(key, v);
+  }
+  void set(const std::string& key, int64_t v) {
+    for (auto& [k, x] : stats_)
+      if (k == key) {
+        x = v;
+        return;
+      }
+    stats_.emplace_back(key, v);
+  }
+
+ private:
+  std::vector<std::pair<std::string, int64_t>> stats_;
+};
+
+// The passes, in pipeline order.
+std::unique_ptr<Pass> make_legalize_pass();
+std::unique_ptr<Pass> make_fuse_activation_pass();
+std::unique_ptr<Pass> make_tiling_pass();
+std::unique_ptr<Pass> make_placement_pass();
+std::unique_ptr<Pass> make_memory_plan_pass();
+std::unique_ptr<Pass> make_codegen_pass();
+
+/// Builds the initial state (graph copy, core count, budgets).
+Expected<CompileState> make_state(const ir::Graph& g, const spec::HwConfig& cfg, const CompileOptions& opt);
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+}  // namespace loom::compiler

@@ -1,0 +1,158 @@
+// Tiling: per layer, the tile sizes that fit the scratchpads (halved by
+// double buffering) and minimise predicted DRAM traffic, preferring
+// multiples of the systolic array.
+#include <algorithm>
+#include <string>
+#include <tuple>
+
+#include "compiler/pass.h"
+
+namespace loom::compiler {
+namespace {
+
+constexpr int64_t kField16 = 65535;  // m/n/k_len/lda/rows/cols are 16-bit fields
+
+std::string kib(int64_t bytes) { return std::to_string(bytes) + " B"; }
+
+/// Descending candidates: `full`, then multiples of `unit` below it, then
+/// halvings below `unit` so tiny budgets still find a tile.
+std::vector<int64_t> candidates(int64_t full, int64_t unit) {
+  std::vector<int64_t> v{full};
+  for (int64_t t = (full - 1) / unit * unit; t >= unit; t -= unit) v.push_back(t);
+  for (int64_t t = std::min(unit, full) / 2; t >= 1; t /= 2) v.push_back(t);
+  return v;
+}
+
+class TilingPass final : public Pass {
+ public:
+  std::string_view name() const override { return "tiling"; }
+
+  Status run(CompileState& s) override {
+    for (auto& l : s.layers) {
+      switch (l.props->kind) {
+        case LayerKind::Mac:
+          LOOM_TRY(tile_mac(s, l));
+          break;
+        case LayerKind::Pool:
+          LOOM_TRY(tile_pool(s, l));
+          break;
+        case LayerKind::Eltwise:
+          tile_eltwise(s, l);
+          break;
+        case LayerKind::Alias:
+          s.decide(l.name, name(), "aliases '" + s.node(l).inputs[0] + "' (no instructions)");
+          continue;
+      }
+      bump("layers");
+      bump("dram_bytes_read", int64_t(l.tiling.bytes_read));
+      bump("dram_bytes_written", int64_t(l.tiling.bytes_written));
+    }
+    return Status::ok();
+  }
+
+ private:
+  Status tile_mac(CompileState& s, Layer& l) {
+    const MacGeom& g = l.mac;
+    const Budget& b = s.budget;
+    const int64_t R = s.cfg->array_rows, C = s.cfg->array_cols;
+    const int64_t P = g.KH * g.KW, M = g.M(), K = g.K(), bg = g.batch * g.groups;
+    // K-step shapes: several whole kernel positions, or channel chunks of one.
+    std::vector<std::pair<int64_t, int64_t>> kshapes;  // (cc, npos)
+    for (int64_t np = P; np >= 1; --np) kshapes.emplace_back(g.Cg, np);
+    for (int64_t cc : candidates(g.Cg, R))
+      if (cc < g.Cg) kshapes.emplace_back(cc, 1);
+    // Lexicographic score: DRAM bytes, then steps (instructions), then bigger tiles.
+    using Score = std::tuple<uint64_t, int64_t, int64_t, int64_t>;
+    bool found = false;
+    Score best{};
+    int64_t btm = 0, btn = 0, bcc = 0, bnp = 0;
+    for (int64_t tn : candidates(g.Ng, C)) {
+      if (12 * tn > b.param || 4 * tn > kField16) continue;
+      for (auto [cc, np] : kshapes) {
+        const int64_t tk = cc * np;
+        if (tk > kField16 || tk * tn > b.wgt) continue;
+        int64_t tm = std::min({b.in / tk, b.out / tn, b.acc / (4 * tn), kField16, M});
+        if (tm < 1) continue;
+        if (tm < M && tm >= R) tm = tm / R * R;
+        const int64_t nm = ceil_div(M, tm), nn = ceil_div(g.Ng, tn);
+        const int64_t nk = cc == g.Cg ? ceil_div(P, np) : P * ceil_div(g.Cg, cc);
+        const uint64_t bytes = uint64_t(bg) * uint64_t(nn * M * K + nm * K * g.Ng + nm * 12 * g.Ng);
+        const Score sc{bytes, bg * nm * nn * nk, -tm, -tn};
+        if (!found || sc < best) found = true, best = sc, btm = tm, btn = tn, bcc = cc, bnp = np;
+      }
+    }
+    if (!found)
+      return make_error("node '" + l.name + "'",
+                        "no tile of this layer fits the scratchpads of config '" + std::string(s.cfg->name) + "'");
+    Tiling& t = l.tiling;
+    t.tm = btm, t.tn = btn;
+    t.ksteps.clear();
+    if (bcc == g.Cg) {
+      for (int64_t p = 0; p < P; p += bnp) t.ksteps.push_back({p, std::min(bnp, P - p), 0, g.Cg});
+    } else {
+      for (int64_t p = 0; p < P; ++p)
+        for (int64_t c = 0; c < g.Cg; c += bcc) t.ksteps.push_back({p, 1, c, std::min(bcc, g.Cg - c)});
+    }
+    t.bytes_read = std::get<0>(best);
+    t.bytes_written = uint64_t(g.batch * M * g.Cout);
+    const int64_t tk = bcc * bnp;
+    s.decide(l.name, name(),
+             "M=" + std::to_string(M) + " K=" + std::to_string(K) + " N=" + std::to_string(g.Ng) +
+                 (g.groups > 1 ? " x" + std::to_string(g.groups) + " groups" : "") + ": tm=" + std::to_string(btm) +
+                 " tn=" + std::to_string(btn) + " tk=" + std::to_string(tk) + " (" + std::to_string(t.ksteps.size()) +
+                 " K steps); IN " + kib(btm * tk) + "/" + kib(b.in) + ", WGT " + kib(tk * btn) + "/" + kib(b.wgt) +
+                 ", OUT " + kib(btm * btn) + "/" + kib(b.out) + (b.slots > 1 ? " per slot" : "") + ", ACC " +
+                 kib(4 * btm * btn) + "/" + kib(b.acc) + "; predicted DRAM bytes read " + std::to_string(t.bytes_read) +
+                 ", written " + std::to_string(t.bytes_written));
+    return Status::ok();
+  }
+
+  Status tile_pool(CompileState& s, Layer& l) {
+    const PoolGeom& g = l.pool;
+    const Budget& b = s.budget;
+    const int64_t win = g.win(), M = g.OH * g.OW;
+    int64_t cc = 0;
+    for (int64_t c : candidates(g.C, s.cfg->array_cols))
+      if (win * c <= b.in && c <= b.out && c <= kField16) {
+        cc = c;
+        break;
+      }
+    if (cc == 0 || win > kField16)
+      return make_error("node '" + l.name + "'",
+                        "a pooling window of " + std::to_string(win) + " elements does not fit the IN scratchpad");
+    int64_t tm = std::min({b.in / (win * cc), b.out / cc, kField16, M});
+    if (g.global) tm = 1;
+    if (tm < M && tm >= s.cfg->array_rows) tm = tm / s.cfg->array_rows * s.cfg->array_rows;
+    Tiling& t = l.tiling;
+    t.tm = tm, t.tn = cc;
+    t.bytes_read = uint64_t(g.batch * M * win * g.C);
+    t.bytes_written = uint64_t(g.batch * M * g.C);
+    s.decide(l.name, name(),
+             "window " + std::to_string(win) + ": " + std::to_string(tm) + " pixels x " + std::to_string(cc) +
+                 " channels per tile; IN " + kib(tm * win * cc) + "/" + kib(b.in) + ", OUT " + kib(tm * cc) + "/" +
+                 kib(b.out) + "; predicted DRAM bytes read " + std::to_string(t.bytes_read) + ", written " +
+                 std::to_string(t.bytes_written));
+    return Status::ok();
+  }
+
+  void tile_eltwise(CompileState& s, Layer& l) {
+    const Budget& b = s.budget;
+    const int64_t operands = s.node(l).op == ir::OpKind::Add ? 2 : 1;
+    int64_t chunk = std::min({b.in / operands, b.out, kField16, l.elems});
+    chunk = std::max<int64_t>(chunk, 1);
+    Tiling& t = l.tiling;
+    t.tm = chunk;
+    t.bytes_read = uint64_t(operands * l.elems);
+    t.bytes_written = uint64_t(l.elems);
+    s.decide(l.name, name(),
+             std::to_string(l.elems) + " elements in chunks of " + std::to_string(chunk) +
+                 "; predicted DRAM bytes read " + std::to_string(t.bytes_read) + ", written " +
+                 std::to_string(t.bytes_written));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_tiling_pass() { return std::make_unique<TilingPass>(); }
+
+}  // namespace loom::compiler

@@ -1,0 +1,172 @@
+// Builds small quantized test graphs in C++ (seeded weights), so compiler
+// tests need no JSON files.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace loom::compiler::test {
+
+/// splitmix64: a tiny portable PRNG so test weights are the same everywhere.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : s_(seed) {}
+  uint64_t next() {
+    uint64_t z = (s_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  int64_t range(int64_t lo, int64_t hi) { return lo + int64_t(next() % uint64_t(hi - lo + 1)); }
+
+ private:
+  uint64_t s_;
+};
+
+struct ConvSpec {
+  int64_t cout = 8, kh = 3, kw = 3, stride = 1, pad = 1, groups = 1;
+  bool bias = true;
+};
+
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(std::string name, uint64_t seed = 1) : rng_(seed) { g_.name = std::move(name); }
+
+  std::string input(const std::string& name, std::vector<int64_t> shape, double scale = 0.05, int32_t zp = -3) {
+    add_tensor(name, DType::I8, std::move(shape), scale, zp);
+    g_.inputs.push_back(name);
+    return name;
+  }
+
+  std::string conv(const std::string& name, const std::string& x, const ConvSpec& c) {
+    const auto xs = g_.tensor(x).shape;
+    const int64_t cg = xs[3] / c.groups;
+    const std::string w = name + ".w";
+    auto& wt = add_tensor(w, DType::I8, {c.kh, c.kw, cg, c.cout}, 0.02, 0);
+    wt.q.scale.assign(size_t(c.cout), 0.0);
+    for (int64_t j = 0; j < c.cout; ++j) wt.q.scale[size_t(j)] = 0.01 + 0.002 * double(j % 5);
+    wt.q.zero_point = int32_t(rng_.range(-4, 4));
+    fill_i8(wt);
+    ir::Node n;
+    n.name = name;
+    n.op = ir::OpKind::Conv2d;
+    n.inputs = {x, w};
+    if (c.bias) n.inputs.push_back(bias(name + ".b", c.cout));
+    n.attrs.kernel_h = c.kh, n.attrs.kernel_w = c.kw;
+    n.attrs.stride_h = n.attrs.stride_w = c.stride;
+    n.attrs.pad_top = n.attrs.pad_left = n.attrs.pad_bottom = n.attrs.pad_right = c.pad;
+    n.attrs.groups = c.groups;
+    const int64_t oh = (xs[1] + 2 * c.pad - c.kh) / c.stride + 1, ow = (xs[2] + 2 * c.pad - c.kw) / c.stride + 1;
+    const double k = double(c.kh * c.kw * cg);
+    return finish(n, {xs[0], oh, ow, c.cout}, out_scale(x, 0.014, k));
+  }
+
+  std::string gemm(const std::string& name, const std::string& a, int64_t n_out, bool with_bias = true) {
+    const auto as = g_.tensor(a).shape;
+    const std::string w = name + ".w";
+    auto& wt = add_tensor(w, DType::I8, {as[1], n_out}, 0.015, 2);
+    fill_i8(wt);
+    ir::Node n;
+    n.name = name;
+    n.op = ir::OpKind::Gemm;
+    n.inputs = {a, w};
+    if (with_bias) n.inputs.push_back(bias(name + ".b", n_out));
+    return finish(n, {as[0], n_out}, out_scale(a, 0.015, double(as[1])));
+  }
+
+  std::string unary(const std::string& name, ir::OpKind op, const std::string& x, double clip_min = 0,
+                    double clip_max = 0) {
+    ir::Node n;
+    n.name = name;
+    n.op = op;
+    n.inputs = {x};
+    n.attrs.clip_min = clip_min, n.attrs.clip_max = clip_max;
+    const auto& t = g_.tensor(x);
+    return finish(n, t.shape, t.q.scale[0], t.q.zero_point);
+  }
+
+  std::string add(const std::string& name, const std::string& a, const std::string& b, double scale = 0.07,
+                  int32_t zp = 1) {
+    ir::Node n;
+    n.name = name;
+    n.op = ir::OpKind::Add;
+    n.inputs = {a, b};
+    return finish(n, g_.tensor(a).shape, scale, zp);
+  }
+
+  std::string pool(const std::string& name, ir::OpKind op, const std::string& x, int64_t k, int64_t stride,
+                   int64_t pad) {
+    const auto xs = g_.tensor(x).shape;
+    ir::Node n;
+    n.name = name;
+    n.op = op;
+    n.inputs = {x};
+    std::vector<int64_t> ys{xs[0], 1, 1, xs[3]};
+    if (op != ir::OpKind::GlobalAvgPool) {
+      n.attrs.kernel_h = n.attrs.kernel_w = k;
+      n.attrs.stride_h = n.attrs.stride_w = stride;
+      n.attrs.pad_top = n.attrs.pad_left = n.attrs.pad_bottom = n.attrs.pad_right = pad;
+      ys = {xs[0], (xs[1] + 2 * pad - k) / stride + 1, (xs[2] + 2 * pad - k) / stride + 1, xs[3]};
+    }
+    const auto& t = g_.tensor(x);
+    const bool same = op == ir::OpKind::MaxPool;
+    return finish(n, ys, same ? t.q.scale[0] : t.q.scale[0] * 0.9, same ? t.q.zero_point : t.q.zero_point + 2);
+  }
+
+  std::string flatten(const std::string& name, const std::string& x) {
+    const auto& t = g_.tensor(x);
+    int64_t inner = 1;
+    for (size_t i = 1; i < t.shape.size(); ++i) inner *= t.shape[i];
+    ir::Node n;
+    n.name = name;
+    n.op = ir::OpKind::Flatten;
+    n.inputs = {x};
+    return finish(n, {t.shape[0], inner}, t.q.scale[0], t.q.zero_point);
+  }
+
+  void output(const std::string& t) { g_.outputs.push_back(t); }
+  ir::Graph& graph() { return g_; }
+
+ private:
+  ir::TensorInfo& add_tensor(const std::string& name, DType dt, std::vector<int64_t> shape, double scale, int32_t zp) {
+    ir::TensorInfo t;
+    t.name = name;
+    t.dtype = dt;
+    t.shape = std::move(shape);
+    t.q.scale = {scale};
+    t.q.zero_point = zp;
+    return g_.tensors[name] = std::move(t);
+  }
+  void fill_i8(ir::TensorInfo& t) {
+    t.is_const = true;
+    t.data = Tensor(DType::I8, t.shape);
+    for (int64_t i = 0; i < t.data.numel(); ++i) t.data.i8()[i] = int8_t(rng_.range(-127, 127));
+  }
+  std::string bias(const std::string& name, int64_t n) {
+    auto& b = add_tensor(name, DType::I32, {n}, 1.0, 0);
+    b.is_const = true;
+    b.data = Tensor(DType::I32, b.shape);
+    for (int64_t i = 0; i < n; ++i) b.data.i32()[i] = int32_t(rng_.range(-3000, 3000));
+    return name;
+  }
+  // Output scale that keeps accumulations of K random products mostly in range.
+  double out_scale(const std::string& x, double w_scale, double k) const {
+    return g_.tensor(x).q.scale[0] * w_scale * std::sqrt(k) * 90.0;
+  }
+  std::string finish(ir::Node& n, std::vector<int64_t> yshape, double scale, int32_t zp = -5) {
+    const std::string y = n.name + ".y";
+    add_tensor(y, DType::I8, std::move(yshape), scale, zp);
+    n.outputs = {y};
+    g_.nodes.push_back(n);
+    return y;
+  }
+
+  ir::Graph g_;
+  Rng rng_;
+};
+
+}  // namespace loom::compiler::test

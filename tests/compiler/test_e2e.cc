@@ -1,0 +1,195 @@
+// End-to-end: compiled plans run on the ref device must match the direct
+// reference implementation bit for bit, on every configuration.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <functional>
+#include <string>
+
+#include "compiler/compiler.h"
+#include "graphs.h"
+#include "plan_runner.h"
+
+namespace loom::compiler::test {
+namespace {
+
+using ir::OpKind;
+using Build = std::function<void(GraphBuilder&)>;
+
+struct Case {
+  const char* name;
+  Build build;
+};
+
+void check(const char* cfg_name, const Case& c, const CompileOptions& opt = {}, uint64_t seed = 7) {
+  SCOPED_TRACE(std::string("config=") + cfg_name + " case=" + c.name + " seed=" + std::to_string(seed));
+  const spec::HwConfig& cfg = *spec::find_config(cfg_name);
+  GraphBuilder b(c.name, seed);
+  c.build(b);
+  ir::Graph& g = b.graph();
+  Status v = ir::validate(g);
+  ASSERT_TRUE(v.is_ok()) << v.str();
+  auto r = compile(g, cfg, opt);
+  ASSERT_TRUE(r.is_ok()) << r.error().str();
+  const auto inputs = ir::random_inputs(g, seed);
+  auto want = ir::run_reference(g, inputs);
+  ASSERT_TRUE(want.is_ok()) << want.error().str();
+  auto got = run_plan(r->plan, cfg, inputs);
+  ASSERT_TRUE(got.is_ok()) << got.error().str();
+  for (const auto& out : g.outputs) {
+    const Tensor& w = want->at(out);
+    const Tensor& h = got->at(out);
+    ASSERT_EQ(w.shape, h.shape) << out;
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < w.data.size(); ++i)
+      if (w.data[i] != h.data[i] && bad++ == 0) first = i;
+    EXPECT_EQ(bad, 0u) << out << ": " << bad << " of " << w.data.size() << " bytes differ, first at " << first
+                       << " (want " << int(int8_t(w.data[first])) << ", got " << int(int8_t(h.data[first])) << ")";
+  }
+}
+
+const Case kCases[] = {
+    {"conv_s1_pad",
+     [](GraphBuilder& b) {
+       b.output(b.conv("c", b.input("x", {1, 10, 10, 8}), {16, 3, 3, 1, 1, 1}));
+     }},
+    {"conv_s2_pad",
+     [](GraphBuilder& b) {
+       b.output(b.conv("c", b.input("x", {2, 9, 9, 6}), {12, 3, 3, 2, 1, 1}));
+     }},
+    {"conv_1x1_nobias",
+     [](GraphBuilder& b) {
+       b.output(b.conv("c", b.input("x", {1, 7, 5, 24}), {20, 1, 1, 1, 0, 1, false}));
+     }},
+    {"conv_5x5_s2_pad2",
+     [](GraphBuilder& b) {
+       b.output(b.conv("c", b.input("x", {1, 11, 13, 3}), {8, 5, 5, 2, 2, 1}));
+     }},
+    {"conv_grouped",
+     [](GraphBuilder& b) {
+       b.output(b.conv("c", b.input("x", {1, 8, 8, 8}), {12, 3, 3, 1, 1, 2}));
+     }},
+    {"conv_depthwise",
+     [](GraphBuilder& b) {
+       b.output(b.conv("c", b.input("x", {1, 9, 9, 16}), {16, 3, 3, 1, 1, 16}));
+     }},
+    {"conv_depthwise_s2",
+     [](GraphBuilder& b) {
+       b.output(b.conv("c", b.input("x", {1, 10, 10, 8}), {8, 3, 3, 2, 1, 8}));
+     }},
+    {"gemm",
+     [](GraphBuilder& b) {
+       b.output(b.gemm("fc", b.input("a", {40, 100}), 70));
+     }},
+    {"matmul",
+     [](GraphBuilder& b) {
+       b.output(b.gemm("mm", b.input("a", {5, 33}), 9, false));
+     }},
+    {"conv_relu_fused",
+     [](GraphBuilder& b) {
+       b.output(b.unary("r", OpKind::Relu, b.conv("c", b.input("x", {1, 6, 6, 4}), {8, 3, 3, 1, 1, 1})));
+     }},
+    {"gemm_clip_fused",
+     [](GraphBuilder& b) {
+       b.output(b.unary("cl", OpKind::Clip, b.gemm("fc", b.input("a", {6, 20}), 10), 0.0, 0.4));
+     }},
+    {"add_relu",
+     [](GraphBuilder& b) {
+       const auto x = b.input("x", {1, 5, 5, 8});
+       const auto y = b.input("y", {1, 5, 5, 8}, 0.04, 2);
+       b.output(b.unary("r", OpKind::Relu, b.add("a", x, y)));
+     }},
+    {"relu_unfused",
+     [](GraphBuilder& b) {
+       const auto c = b.conv("c", b.input("x", {1, 6, 6, 4}), {8, 3, 3, 1, 1, 1});
+       b.output(b.unary("r", OpKind::Relu, c));
+       b.output(c);
+     }},
+    {"maxpool_k3s2p1",
+     [](GraphBuilder& b) {
+       b.output(b.pool("p", OpKind::MaxPool, b.input("x", {1, 11, 11, 12}), 3, 2, 1));
+     }},
+    {"avgpool_k2s2",
+     [](GraphBuilder& b) {
+       b.output(b.pool("p", OpKind::AvgPool, b.input("x", {2, 8, 8, 6}), 2, 2, 0));
+     }},
+    {"avgpool_k3s1p1",
+     [](GraphBuilder& b) {
+       b.output(b.pool("p", OpKind::AvgPool, b.input("x", {1, 7, 7, 5}), 3, 1, 1));
+     }},
+    {"globalavgpool",
+     [](GraphBuilder& b) {
+       b.output(b.pool("p", OpKind::GlobalAvgPool, b.input("x", {2, 7, 7, 40}), 0, 0, 0));
+     }},
+    {"small_net",
+     [](GraphBuilder& b) {
+       const auto x = b.input("x", {1, 12, 12, 3});
+       const auto c1 = b.unary("r1", OpKind::Relu, b.conv("c1", x, {16, 3, 3, 1, 1, 1}));
+       const auto p1 = b.pool("p1", OpKind::MaxPool, c1, 2, 2, 0);
+       const auto c2 = b.conv("c2", p1, {16, 3, 3, 1, 1, 1});
+       const auto a = b.unary("r2", OpKind::Relu, b.add("res", c2, p1));
+       const auto gp = b.pool("gap", OpKind::GlobalAvgPool, a, 0, 0, 0);
+       b.output(b.gemm("fc", b.flatten("fl", gp), 10));
+     }},
+};
+
+// Larger than the scratchpads of tiny (and partly of small): tiling over M, N and K.
+const Case kLarge[] = {
+    {"conv_large",
+     [](GraphBuilder& b) {
+       b.output(b.conv("c", b.input("x", {1, 20, 20, 64}), {96, 3, 3, 1, 1, 1}));
+     }},
+    {"gemm_large",
+     [](GraphBuilder& b) {
+       b.output(b.gemm("fc", b.input("a", {300, 700}), 260));
+     }},
+    {"add_large",
+     [](GraphBuilder& b) {
+       const auto x = b.input("x", {1, 40, 40, 24});
+       b.output(b.add("a", x, b.input("y", {1, 40, 40, 24}, 0.03, 0)));
+     }},
+    {"pool_large",
+     [](GraphBuilder& b) {
+       b.output(b.pool("p", OpKind::MaxPool, b.input("x", {1, 30, 30, 200}), 3, 1, 1));
+     }},
+};
+
+class E2E : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(E2E, OpsMatchReference) {
+  for (const auto& c : kCases) check(GetParam(), c);
+}
+TEST_P(E2E, LargeShapesMatchReference) {
+  for (const auto& c : kLarge) check(GetParam(), c);
+}
+TEST_P(E2E, SingleBufferedOneCoreMatchesReference) {
+  CompileOptions o;
+  o.num_cores = 1;
+  o.double_buffer = false;
+  for (const auto& c : kCases) check(GetParam(), c, o, 11);
+  check(GetParam(), kLarge[0], o, 11);
+}
+
+TEST(RefRun, RingsRefillAsTheyDrain) {
+  const spec::HwConfig& cfg = *spec::find_config("tiny");
+  GraphBuilder b("refill", 3);
+  kLarge[0].build(b);
+  ir::Graph& g = b.graph();
+  ASSERT_TRUE(ir::validate(g).is_ok());
+  auto r = compile(g, cfg, {});
+  ASSERT_TRUE(r.is_ok()) << r.error().str();
+  const auto inputs = ir::random_inputs(g, 3);
+  auto want = ir::run_reference(g, inputs);
+  ASSERT_TRUE(want.is_ok());
+  RunStats st;
+  auto got = run_plan(r->plan, cfg, inputs, 16, &st);
+  ASSERT_TRUE(got.is_ok()) << got.error().str();
+  EXPECT_GT(st.rounds, 10u);
+  EXPECT_EQ(got->at(g.outputs[0]).data, want->at(g.outputs[0]).data);
+}
+
+INSTANTIATE_TEST_SUITE_P(Configs, E2E, ::testing::Values("tiny", "small", "default"),
+                         [](const auto& info) { return std::string(info.param); });
+
+}  // namespace
+}  // namespace loom::compiler::test

@@ -1,0 +1,273 @@
+// Golden tests per pass: input graph -> expected decisions, statistics and
+// plan structure; plus the stream invariants every plan must satisfy.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <string>
+
+#include "compiler/compiler.h"
+#include "graphs.h"
+
+namespace loom::compiler::test {
+namespace {
+
+using ir::OpKind;
+
+const spec::HwConfig& cfg(const char* n) { return *spec::find_config(n); }
+
+CompileResult compile_ok(ir::Graph& g, const char* c = "tiny", CompileOptions o = {}) {
+  Status v = ir::validate(g);
+  EXPECT_TRUE(v.is_ok()) << v.str();
+  auto r = compile(g, cfg(c), o);
+  EXPECT_TRUE(r.is_ok()) << (r ? "" : r.error().str());
+  return r ? std::move(*r) : CompileResult{};
+}
+
+int64_t stat(const CompileResult& r, const std::string& key) {
+  for (const auto& [k, v] : r.stats)
+    if (k == key) return v;
+  return -1;
+}
+
+std::vector<std::string> decisions(const CompileResult& r, const std::string& pass) {
+  std::vector<std::string> out;
+  for (const auto& d : r.decisions)
+    if (d.pass == pass) out.push_back(d.node + ": " + d.text);
+  return out;
+}
+
+/// Replays one core's stream in program order as the golden model does:
+/// every pop needs an earlier push; all queues are empty at END.
+void expect_tokens_balanced(const std::vector<spec::Insn>& s) {
+  // Queues: load->compute, compute->load, compute->store, store->compute.
+  std::array<int64_t, 4> q{};
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto op = spec::Opcode(s[i].w[0] & 63u);
+    const auto* info = spec::opcode_info(uint64_t(op));
+    ASSERT_NE(info, nullptr);
+    const bool pop_prev = spec::get_bits(s[i], 6, 1), pop_next = spec::get_bits(s[i], 7, 1);
+    const bool push_prev = spec::get_bits(s[i], 8, 1), push_next = spec::get_bits(s[i], 9, 1);
+    int pp = -1, pn = -1, up = -1, un = -1;  // queue indices for this unit
+    switch (info->unit) {
+      case spec::Unit::Load:
+        pn = 1, un = 0;
+        break;
+      case spec::Unit::Compute:
+        pp = 0, pn = 3, up = 1, un = 2;
+        break;
+      case spec::Unit::Store:
+        pp = 2, up = 3;
+        break;
+      case spec::Unit::Control:
+        EXPECT_FALSE(pop_prev || pop_next || push_prev || push_next) << "control insn " << i << " carries token flags";
+        for (auto v : q) EXPECT_EQ(v, 0) << "tokens outstanding at control insn " << i;
+        continue;
+    }
+    if (pop_prev) {
+      ASSERT_TRUE(pp >= 0 && q[size_t(pp)] > 0) << "pop_prev without push at " << i;
+      --q[size_t(pp)];
+    }
+    if (pop_next) {
+      ASSERT_TRUE(pn >= 0 && q[size_t(pn)] > 0) << "pop_next without push at " << i;
+      --q[size_t(pn)];
+    }
+    if (push_prev) {
+      ASSERT_GE(up, 0) << "push_prev with no previous unit at " << i;
+      ++q[size_t(up)];
+    }
+    if (push_next) {
+      ASSERT_GE(un, 0) << "push_next with no next unit at " << i;
+      ++q[size_t(un)];
+    }
+  }
+}
+
+void expect_valid_plan(const CompileResult& r, unsigned cores) {
+  ASSERT_EQ(r.plan.cores.size(), cores);
+  for (const auto& s : r.plan.cores) {
+    ASSERT_FALSE(s.empty());
+    EXPECT_EQ(spec::Opcode(s.back().w[0] & 63u), spec::Opcode::END);
+    expect_tokens_balanced(s);
+  }
+}
+
+ir::Graph conv_relu_graph() {
+  GraphBuilder b("conv_relu");
+  const auto c = b.conv("conv1", b.input("x", {1, 8, 8, 16}), {32, 3, 3, 1, 1, 1});
+  b.output(b.unary("relu1", OpKind::Relu, c));
+  return b.graph();
+}
+
+TEST(Legalize, CountsOpsAndRejectsNonConstantConvWeights) {
+  ir::Graph g = conv_relu_graph();
+  auto r = compile_ok(g);
+  EXPECT_EQ(stat(r, "legalize.ops.conv2d"), 1);
+  EXPECT_EQ(stat(r, "legalize.ops.relu"), 1);
+  EXPECT_EQ(stat(r, "legalize.layers"), 2);
+
+  g.tensor("conv1.w").is_const = false;
+  g.inputs.push_back("conv1.w");
+  auto bad = compile(g, cfg("tiny"), {});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.error().str().find("node 'conv1'"), std::string::npos) << bad.error().str();
+  EXPECT_NE(bad.error().str().find("weights must be constant"), std::string::npos);
+}
+
+TEST(Legalize, RejectsAvgPoolExcludingPadding) {
+  GraphBuilder b("avg");
+  b.output(b.pool("pool1", OpKind::AvgPool, b.input("x", {1, 6, 6, 4}), 3, 1, 1));
+  ir::Graph& g = b.graph();
+  g.nodes[0].attrs.count_include_pad = false;
+  // validate() rejects this too; legalize must not rely on it.
+  EXPECT_FALSE(ir::validate(g).is_ok());
+  auto r = compile(g, cfg("tiny"), {});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.error().where, "node 'pool1'");
+}
+
+TEST(FuseActivation, FoldsReluIntoConv) {
+  ir::Graph g = conv_relu_graph();
+  auto r = compile_ok(g);
+  EXPECT_EQ(stat(r, "fuse-activation.fused"), 1);
+  const auto d = decisions(r, "fuse-activation");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0], "conv1+relu1: folded relu 'relu1' into the output clamp [-5, 127]");
+  ASSERT_EQ(r.plan.layers.size(), 1u);
+  EXPECT_EQ(r.plan.layers[0].name, "conv1+relu1");
+  EXPECT_EQ(r.plan.semaphores_used, 0u);
+}
+
+TEST(FuseActivation, KeepsReluWhenProducerOutputIsObserved) {
+  GraphBuilder b("observed");
+  const auto c = b.conv("conv1", b.input("x", {1, 4, 4, 4}), {4, 1, 1, 1, 0, 1});
+  b.output(b.unary("relu1", OpKind::Relu, c));
+  b.output(c);
+  auto r = compile_ok(b.graph());
+  EXPECT_EQ(stat(r, "fuse-activation.not_fused"), 1);
+  EXPECT_EQ(decisions(r, "fuse-activation")[0], "relu1: kept separate: 'conv1.y' is a graph output");
+  EXPECT_EQ(r.plan.layers.size(), 2u);
+}
+
+TEST(FuseActivation, KeepsReluWithTwoConsumersOrOtherQuantization) {
+  GraphBuilder b("fanout");
+  const auto x = b.input("x", {1, 4, 4, 4});
+  const auto c = b.conv("conv1", x, {4, 1, 1, 1, 0, 1});
+  const auto r1 = b.unary("relu1", OpKind::Relu, c);
+  b.output(b.add("add1", r1, c));
+  auto r = compile_ok(b.graph());
+  EXPECT_EQ(decisions(r, "fuse-activation")[0], "relu1: kept separate: 'conv1.y' has 2 consumers");
+
+  GraphBuilder b2("requant");
+  const auto c2 = b2.conv("conv1", b2.input("x", {1, 4, 4, 4}), {4, 1, 1, 1, 0, 1});
+  const auto r2 = b2.unary("relu1", OpKind::Relu, c2);
+  b2.graph().tensor(r2).q.scale = {0.5};
+  b2.output(r2);
+  auto rr = compile_ok(b2.graph());
+  EXPECT_EQ(decisions(rr, "fuse-activation")[0], "relu1: kept separate: input and output quantization differ");
+}
+
+TEST(Tiling, ConvOnTinyFitsHalvedScratchpads) {
+  GraphBuilder b("big");
+  b.output(b.conv("conv1", b.input("x", {1, 20, 20, 64}), {96, 3, 3, 1, 1, 1}));
+  auto r = compile_ok(b.graph());
+  const auto d = decisions(r, "tiling");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0],
+            "conv1: M=400 K=576 N=96: tm=84 tn=48 tk=64 (9 K steps); IN 5376 B/8192 B, WGT 3072 B/8192 B, "
+            "OUT 4032 B/4096 B per slot, ACC 16128 B/16384 B; predicted DRAM bytes read 743040, written 38400");
+  EXPECT_EQ(stat(r, "tiling.layers"), 1);
+}
+
+TEST(Tiling, SingleBufferingDoublesTheBudget) {
+  GraphBuilder b("gemm");
+  b.output(b.gemm("fc", b.input("a", {300, 700}), 260));
+  CompileOptions o;
+  o.double_buffer = false;
+  auto one = compile_ok(b.graph(), "tiny", o);
+  auto two = compile_ok(b.graph(), "tiny");
+  EXPECT_LE(one.plan.layers[0].bytes_read, two.plan.layers[0].bytes_read);
+  EXPECT_NE(decisions(one, "tiling")[0].find("/16384 B"), std::string::npos) << decisions(one, "tiling")[0];
+  EXPECT_NE(decisions(two, "tiling")[0].find("OUT 4080 B/4096 B per slot"), std::string::npos)
+      << decisions(two, "tiling")[0];
+}
+
+TEST(Placement, RoundRobinAndBarriers) {
+  GraphBuilder b("two_layers");
+  const auto c = b.conv("conv1", b.input("x", {1, 20, 20, 8}), {8, 3, 3, 1, 1, 1});
+  b.output(b.pool("pool1", OpKind::MaxPool, c, 2, 2, 0));
+  auto r = compile_ok(b.graph(), "small");
+  EXPECT_EQ(stat(r, "placement.barriers"), 1);
+  EXPECT_EQ(stat(r, "placement.cores"), 4);
+  for (const auto& d : decisions(r, "placement")) EXPECT_NE(d.find("round-robin over 4 cores"), std::string::npos) << d;
+  EXPECT_EQ(r.plan.semaphores_used, 1u);
+  // Every core: SEM_SIGNAL 0 then SEM_WAIT 0 for cores * 1 after layer 0.
+  for (size_t c2 = 0; c2 < 4; ++c2) {
+    const auto& s = r.plan.cores[c2];
+    const uint32_t end0 = r.plan.layers[0].insn_end[c2];
+    ASSERT_GE(s.size(), end0 + 2);
+    EXPECT_EQ(spec::Opcode(s[end0].w[0] & 63u), spec::Opcode::SEM_SIGNAL);
+    const auto w = spec::SemWaitInsn::decode(s[end0 + 1]);
+    EXPECT_EQ(spec::Opcode(s[end0 + 1].w[0] & 63u), spec::Opcode::SEM_WAIT);
+    EXPECT_EQ(w.sem_id, 0u);
+    EXPECT_EQ(w.count, 4u);
+    EXPECT_EQ(r.plan.layers[1].insn_begin[c2], end0 + 2);
+  }
+  expect_valid_plan(r, 4);
+}
+
+TEST(MemoryPlan, ConstantsThenActivationsAndAliases) {
+  GraphBuilder b("mem");
+  const auto x = b.input("x", {2, 3, 3, 4});
+  const auto f = b.flatten("flat", x);
+  b.output(b.gemm("fc", f, 5));
+  auto r = compile_ok(b.graph());
+  // Weights [36][5] = 180 B, padded to 192; PARAM 5 x 12 = 60 B.
+  EXPECT_EQ(stat(r, "memory-plan.constant_bytes"), 192 + 60);
+  EXPECT_EQ(stat(r, "memory-plan.aliases"), 1);
+  ASSERT_EQ(r.plan.inputs.size(), 1u);
+  EXPECT_EQ(r.plan.inputs[0].offset, 256u);
+  EXPECT_EQ(r.plan.outputs[0].offset, 256u + 128u);
+  EXPECT_EQ(r.plan.memory_bytes, 256u + 128u + 64u);
+  EXPECT_EQ(r.plan.constants.size(), 252u);
+  EXPECT_EQ(r.plan.compiler, std::string("loom ") + LOOM_VERSION);
+  EXPECT_EQ(r.plan.config, "tiny");
+}
+
+TEST(Codegen, StreamsAreValidAndTokenBalanced) {
+  for (const char* c : {"tiny", "small", "default"}) {
+    GraphBuilder b("net");
+    const auto x = b.input("x", {1, 16, 16, 8});
+    const auto c1 = b.unary("r1", OpKind::Relu, b.conv("c1", x, {24, 3, 3, 2, 1, 1}));
+    const auto p = b.pool("p1", OpKind::AvgPool, c1, 2, 2, 0);
+    b.output(b.add("add1", p, p));
+    auto r = compile_ok(b.graph(), c);
+    expect_valid_plan(r, cfg(c).cores);
+    for (const auto& s : r.plan.cores)
+      for (const auto& i : s) {
+        const auto op = spec::Opcode(i.w[0] & 63u);
+        if (op == spec::Opcode::LOAD) {
+          EXPECT_TRUE(spec::LoadInsn::decode(i).invalid_field().empty());
+        }
+      }
+  }
+}
+
+TEST(Codegen, FieldOverflowNamesTheNode) {
+  GraphBuilder b("huge_window");
+  b.output(b.pool("gap", OpKind::GlobalAvgPool, b.input("x", {1, 300, 300, 1}), 0, 0, 0));
+  ASSERT_TRUE(ir::validate(b.graph()).is_ok());
+  auto r = compile(b.graph(), cfg("default"), {});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.error().where, "node 'gap'");
+}
+
+TEST(Compile, RejectsTooManyCores) {
+  ir::Graph g = conv_relu_graph();
+  ASSERT_TRUE(ir::validate(g).is_ok());
+  CompileOptions o;
+  o.num_cores = 3;
+  EXPECT_FALSE(compile(g, cfg("tiny"), o).is_ok());
+}
+
+}  // namespace
+}  // namespace loom::compiler::test
