@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PRESET=${1:-ci}
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/loom-ccache}
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 if [ ! -f "build/$PRESET/build.ninja" ]; then
   cmake --preset "$PRESET" >/dev/null
 fi
