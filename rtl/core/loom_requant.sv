@@ -1,0 +1,127 @@
+// Pipelined requantization rq(v, mult, shift) = sat32(round_half_away(v * mult / 2^shift)).
+//
+// Bit-exact with loom::requantize (host/common/quant.h) for 1 <= shift <= 62.
+// Rounding without taking absolute values: for p = v * mult,
+//   p >= 0: (p + 2^(s-1))     >>> s   == floor((|p| + half) / 2^s)
+//   p <  0: (p + 2^(s-1) - 1) >>> s   == -floor((|p| + half) / 2^s)
+// so one 64-bit adder and one arithmetic shifter suffice. |p| < 2^62, so
+// neither the sum nor the shift can overflow 64 bits.
+//
+// Stages (Latency = 5): 1 operand registers (DSP A/B), 2 product (DSP M/P),
+// 3 rounding add, 4 arithmetic shift, 5 saturation. The pipeline stalls as a
+// whole: a stage advances when the stage after it is empty or advancing, so
+// valid/ready bubbles collapse. Datapath registers have no reset (FPGA
+// reset-free datapath); only the valid bits are reset.
+`include "loom_assert.svh"
+
+module loom_requant (
+  input  logic               clk_i,
+  input  logic               rst_ni,
+
+  input  logic               in_valid_i,
+  output logic               in_ready_o,
+  input  logic signed [31:0] v_i,
+  input  logic signed [31:0] mult_i,
+  input  logic        [5:0]  shift_i,
+
+  output logic               out_valid_o,
+  input  logic               out_ready_i,
+  output logic signed [31:0] y_o
+);
+
+  localparam int unsigned Latency = 5;
+
+  // Valid bits and per-stage advance enables.
+  logic [Latency-1:0] valid_d, valid_q;
+  logic [Latency-1:0] en;
+
+  always_comb begin
+    en[Latency-1] = ~valid_q[Latency-1] | out_ready_i;
+    for (int unsigned s = Latency - 1; s > 0; s--) begin
+      en[s-1] = ~valid_q[s-1] | en[s];
+    end
+  end
+
+  always_comb begin
+    valid_d = valid_q;
+    if (en[0]) begin
+      valid_d[0] = in_valid_i;
+    end
+    for (int unsigned s = 1; s < Latency; s++) begin
+      if (en[s]) begin
+        valid_d[s] = valid_q[s-1];
+      end
+    end
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      valid_q <= '0;
+    end else begin
+      valid_q <= valid_d;
+    end
+  end
+
+  // Datapath.
+  logic signed [31:0] v_d, v_q, mult_d, mult_q;
+  logic        [5:0]  sh1_d, sh1_q, sh2_d, sh2_q, sh3_d, sh3_q;
+  logic signed [63:0] prod_d, prod_q;
+  logic signed [63:0] sum_d, sum_q;
+  logic signed [63:0] shr_d, shr_q;
+  logic signed [31:0] y_d, y_q;
+  logic signed [63:0] rnd;
+
+  always_comb begin
+    // Stage 1: operand registers.
+    v_d    = en[0] ? v_i     : v_q;
+    mult_d = en[0] ? mult_i  : mult_q;
+    sh1_d  = en[0] ? shift_i : sh1_q;
+
+    // Stage 2: full 64-bit signed product.
+    prod_d = en[1] ? 64'(v_q) * 64'(mult_q) : prod_q;
+    sh2_d  = en[1] ? sh1_q : sh2_q;
+
+    // Stage 3: add half an LSB of the result, minus one for negative products.
+    // shift 0 is outside the contract; it degrades to no rounding.
+    rnd = '0;
+    if (sh2_q != 6'd0) begin
+      rnd = (64'sd1 <<< (sh2_q - 6'd1)) - (prod_q[63] ? 64'sd1 : 64'sd0);
+    end
+    sum_d = en[2] ? prod_q + rnd : sum_q;
+    sh3_d = en[2] ? sh2_q : sh3_q;
+
+    // Stage 4: arithmetic shift (floor division by 2^shift).
+    shr_d = en[3] ? (sum_q >>> sh3_q) : shr_q;
+
+    // Stage 5: saturate to int32.
+    y_d = y_q;
+    if (en[4]) begin
+      if (shr_q[63:31] == {33{shr_q[63]}}) begin
+        y_d = shr_q[31:0];
+      end else begin
+        y_d = shr_q[63] ? 32'sh8000_0000 : 32'sh7fff_ffff;
+      end
+    end
+  end
+
+  always_ff @(posedge clk_i) begin
+    v_q    <= v_d;
+    mult_q <= mult_d;
+    sh1_q  <= sh1_d;
+    prod_q <= prod_d;
+    sh2_q  <= sh2_d;
+    sum_q  <= sum_d;
+    sh3_q  <= sh3_d;
+    shr_q  <= shr_d;
+    y_q    <= y_d;
+  end
+
+  assign in_ready_o  = en[0];
+  assign out_valid_o = valid_q[Latency-1];
+  assign y_o         = y_q;
+
+  // Every accepted shift is inside the contract; outputs never vanish.
+  `LOOM_ASSERT(ShiftInRange_A, in_valid_i && in_ready_o |-> shift_i >= 6'd1 && shift_i <= 6'd62)
+  `LOOM_ASSERT(OutHeld_A, out_valid_o && !out_ready_i |=> out_valid_o && $stable(y_o))
+
+endmodule

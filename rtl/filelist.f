@@ -1,0 +1,10 @@
+// loom RTL source list: packages first, then leaf modules, then their parents.
++incdir+rtl/include
+rtl/generated/loom_pkg.sv
+rtl/core/loom_rtl_pkg.sv
+rtl/mem/loom_sp_ram.sv
+rtl/mem/loom_dp_ram.sv
+rtl/core/loom_requant.sv
+rtl/core/loom_postop.sv
+rtl/core/loom_systolic_pe.sv
+rtl/core/loom_systolic_array.sv
