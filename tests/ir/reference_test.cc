@@ -160,6 +160,31 @@ TEST(Reference, AvgPoolCountsPaddingAsZeroPoint) {
   EXPECT_EQ(run1(b, i8_tensor({1, 2, 2, 1}, {3, 4, 5, 6})), (std::vector<int>{3}));  // 10/4 -> 3
 }
 
+TEST(OpQuant, PoolParameters) {
+  GraphBuilder b;
+  b.act("x", {1, 6, 6, 2}, 0.3, 7, true).act("a", {}, 0.1, -4).act("y", {}, 0.1, -4).out("y");
+  b.node("ap", "avgpool", {"x"}, "a", {{"kernel", {3, 2}}, {"strides", {3, 2}}});
+  b.node("mp", "maxpool", {"a"}, "y", {{"kernel", {2, 3}}});
+  auto g = b.parse();
+  ASSERT_TRUE(g.is_ok()) << g.error().str();
+  auto avg = pool_quant(*g, g->nodes[0]);
+  ASSERT_TRUE(avg.is_ok()) << avg.error().str();
+  EXPECT_EQ(avg->window, 6);
+  EXPECT_EQ(avg->x_zp, 7);
+  EXPECT_EQ(avg->y_zp, -4);
+  Multiplier want;
+  ASSERT_TRUE(quantize_multiplier(0.3 / (0.1 * 6), &want));  // 0.5
+  EXPECT_EQ(avg->avg.mult, want.mult);
+  EXPECT_EQ(avg->avg.shift, want.shift);
+  auto mx = pool_quant(*g, g->nodes[1]);
+  ASSERT_TRUE(mx.is_ok()) << mx.error().str();
+  EXPECT_EQ(mx->window, 6);
+  EXPECT_EQ(mx->lo, -128);
+  EXPECT_EQ(mx->hi, 127);
+  EXPECT_FALSE(mac_quant(*g, g->nodes[0]).is_ok());  // wrong op family: an error, not a crash
+  EXPECT_FALSE(elt_quant(*g, g->nodes[1]).is_ok());
+}
+
 TEST(Reference, GlobalAvgPoolRoundsTiesAway) {
   GraphBuilder b;
   b.act("x", {1, 2, 2, 2}, 1.0, 0, true).act("y", {}, 1.0, 0).out("y");
