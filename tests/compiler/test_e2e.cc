@@ -7,13 +7,15 @@
 #include <string>
 
 #include "compiler/compiler.h"
-#include "graphs.h"
+#include "ir/builder.h"
 #include "plan_runner.h"
 
 namespace loom::compiler::test {
 namespace {
 
 using ir::OpKind;
+using ir::GraphBuilder;
+using ir::ConvSpec;
 using Build = std::function<void(GraphBuilder&)>;
 
 struct Case {

@@ -6,12 +6,14 @@
 #include <string>
 
 #include "compiler/compiler.h"
-#include "graphs.h"
+#include "ir/builder.h"
 
 namespace loom::compiler::test {
 namespace {
 
 using ir::OpKind;
+using ir::GraphBuilder;
+using ir::ConvSpec;
 
 const spec::HwConfig& cfg(const char* n) { return *spec::find_config(n); }
 

@@ -1,5 +1,5 @@
-// Builds small quantized test graphs in C++ (seeded weights), so compiler
-// tests need no JSON files.
+// Builds quantized graphs in C++ with seeded weights: tests, benchmarks and
+// synthetic workloads use it instead of JSON files.
 #pragma once
 
 #include <cmath>
@@ -9,7 +9,7 @@
 
 #include "ir/graph.h"
 
-namespace loom::compiler::test {
+namespace loom::ir {
 
 /// splitmix64: a tiny portable PRNG so test weights are the same everywhere.
 class Rng {
@@ -51,9 +51,9 @@ class GraphBuilder {
     for (int64_t j = 0; j < c.cout; ++j) wt.q.scale[size_t(j)] = 0.01 + 0.002 * double(j % 5);
     wt.q.zero_point = int32_t(rng_.range(-4, 4));
     fill_i8(wt);
-    ir::Node n;
+    Node n;
     n.name = name;
-    n.op = ir::OpKind::Conv2d;
+    n.op = OpKind::Conv2d;
     n.inputs = {x, w};
     if (c.bias) n.inputs.push_back(bias(name + ".b", c.cout));
     n.attrs.kernel_h = c.kh, n.attrs.kernel_w = c.kw;
@@ -70,17 +70,17 @@ class GraphBuilder {
     const std::string w = name + ".w";
     auto& wt = add_tensor(w, DType::I8, {as[1], n_out}, 0.015, 2);
     fill_i8(wt);
-    ir::Node n;
+    Node n;
     n.name = name;
-    n.op = ir::OpKind::Gemm;
+    n.op = OpKind::Gemm;
     n.inputs = {a, w};
     if (with_bias) n.inputs.push_back(bias(name + ".b", n_out));
     return finish(n, {as[0], n_out}, out_scale(a, 0.015, double(as[1])));
   }
 
-  std::string unary(const std::string& name, ir::OpKind op, const std::string& x, double clip_min = 0,
+  std::string unary(const std::string& name, OpKind op, const std::string& x, double clip_min = 0,
                     double clip_max = 0) {
-    ir::Node n;
+    Node n;
     n.name = name;
     n.op = op;
     n.inputs = {x};
@@ -91,29 +91,29 @@ class GraphBuilder {
 
   std::string add(const std::string& name, const std::string& a, const std::string& b, double scale = 0.07,
                   int32_t zp = 1) {
-    ir::Node n;
+    Node n;
     n.name = name;
-    n.op = ir::OpKind::Add;
+    n.op = OpKind::Add;
     n.inputs = {a, b};
     return finish(n, g_.tensor(a).shape, scale, zp);
   }
 
-  std::string pool(const std::string& name, ir::OpKind op, const std::string& x, int64_t k, int64_t stride,
+  std::string pool(const std::string& name, OpKind op, const std::string& x, int64_t k, int64_t stride,
                    int64_t pad) {
     const auto xs = g_.tensor(x).shape;
-    ir::Node n;
+    Node n;
     n.name = name;
     n.op = op;
     n.inputs = {x};
     std::vector<int64_t> ys{xs[0], 1, 1, xs[3]};
-    if (op != ir::OpKind::GlobalAvgPool) {
+    if (op != OpKind::GlobalAvgPool) {
       n.attrs.kernel_h = n.attrs.kernel_w = k;
       n.attrs.stride_h = n.attrs.stride_w = stride;
       n.attrs.pad_top = n.attrs.pad_left = n.attrs.pad_bottom = n.attrs.pad_right = pad;
       ys = {xs[0], (xs[1] + 2 * pad - k) / stride + 1, (xs[2] + 2 * pad - k) / stride + 1, xs[3]};
     }
     const auto& t = g_.tensor(x);
-    const bool same = op == ir::OpKind::MaxPool;
+    const bool same = op == OpKind::MaxPool;
     return finish(n, ys, same ? t.q.scale[0] : t.q.scale[0] * 0.9, same ? t.q.zero_point : t.q.zero_point + 2);
   }
 
@@ -121,19 +121,19 @@ class GraphBuilder {
     const auto& t = g_.tensor(x);
     int64_t inner = 1;
     for (size_t i = 1; i < t.shape.size(); ++i) inner *= t.shape[i];
-    ir::Node n;
+    Node n;
     n.name = name;
-    n.op = ir::OpKind::Flatten;
+    n.op = OpKind::Flatten;
     n.inputs = {x};
     return finish(n, {t.shape[0], inner}, t.q.scale[0], t.q.zero_point);
   }
 
   void output(const std::string& t) { g_.outputs.push_back(t); }
-  ir::Graph& graph() { return g_; }
+  Graph& graph() { return g_; }
 
  private:
-  ir::TensorInfo& add_tensor(const std::string& name, DType dt, std::vector<int64_t> shape, double scale, int32_t zp) {
-    ir::TensorInfo t;
+  TensorInfo& add_tensor(const std::string& name, DType dt, std::vector<int64_t> shape, double scale, int32_t zp) {
+    TensorInfo t;
     t.name = name;
     t.dtype = dt;
     t.shape = std::move(shape);
@@ -141,7 +141,7 @@ class GraphBuilder {
     t.q.zero_point = zp;
     return g_.tensors[name] = std::move(t);
   }
-  void fill_i8(ir::TensorInfo& t) {
+  void fill_i8(TensorInfo& t) {
     t.is_const = true;
     t.data = Tensor(DType::I8, t.shape);
     for (int64_t i = 0; i < t.data.numel(); ++i) t.data.i8()[i] = int8_t(rng_.range(-127, 127));
@@ -157,7 +157,7 @@ class GraphBuilder {
   double out_scale(const std::string& x, double w_scale, double k) const {
     return g_.tensor(x).q.scale[0] * w_scale * std::sqrt(k) * 90.0;
   }
-  std::string finish(ir::Node& n, std::vector<int64_t> yshape, double scale, int32_t zp = -5) {
+  std::string finish(Node& n, std::vector<int64_t> yshape, double scale, int32_t zp = -5) {
     const std::string y = n.name + ".y";
     add_tensor(y, DType::I8, std::move(yshape), scale, zp);
     n.outputs = {y};
@@ -165,8 +165,8 @@ class GraphBuilder {
     return y;
   }
 
-  ir::Graph g_;
+  Graph g_;
   Rng rng_;
 };
 
-}  // namespace loom::compiler::test
+}  // namespace loom::ir
