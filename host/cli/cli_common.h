@@ -37,6 +37,7 @@ uint64_t file_hash(const std::string& path);
 void register_info(CLI::App& app);
 void register_compile(CLI::App& app);
 void register_run(CLI::App& app);
+void register_bench(CLI::App& app);
 void register_builtin_backends();
 
 }  // namespace loom::cli

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
     register_info(app);
     register_compile(app);
     register_run(app);
+    register_bench(app);
     try {
       app.parse(argc, argv);
     } catch (const CLI::RuntimeError& e) {

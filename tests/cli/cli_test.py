@@ -111,6 +111,30 @@ class Demo(Base):
             self.assertIn("Usage", r.stdout)
 
 
+class Bench(Base):
+    def test_bench_gemm_reports_roofline_fields(self):
+        r = loom("bench", "gemm", "--m", "64", "--n", "48", "--k", "40", "--config", "tiny", "--check", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        j = json.loads(r.stdout)
+        self.assertEqual(j["macs"], 64 * 48 * 40)
+        self.assertEqual(j["counted_macs"], j["macs"])
+        self.assertEqual(j["peak_macs_per_cycle"], 2 * 4 * 4)
+        self.assertTrue(j["bit_exact"])
+        for k in ("cycles", "roofline_cycles", "roofline_fraction"):
+            self.assertIn(k, j)
+
+    def test_bench_conv_resnet_layer(self):
+        r = loom("bench", "conv", "--layer", "res5_3x3_512", "--config", "small", "--check", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        j = json.loads(r.stdout)
+        self.assertEqual(j["macs"], 7 * 7 * 512 * 9 * 512)
+        self.assertTrue(j["bit_exact"])
+
+    def test_bench_unknown_layer(self):
+        r = loom("bench", "conv", "--layer", "res9")
+        self.assert_one_line_error(r, "res9")
+
+
 class BadInput(Base):
     def test_malformed_json(self):
         p = self.path("g.json")
