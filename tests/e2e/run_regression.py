@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Runs entries of the regression list through the `loom` CLI on a backend and
+requires bit-exact outputs against the direct reference.
+
+  run_regression.py --loom BIN --root DIR --list [--tag fast]
+  run_regression.py --loom BIN --root DIR --backend ref --entry demo_cnn@tiny
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import yaml
+
+
+def load(root):
+    with open(os.path.join(root, "tests", "e2e", "regression.yaml")) as f:
+        return yaml.safe_load(f)["entries"]
+
+
+def cases(entries, tag):
+    for e in entries:
+        if tag and tag not in e.get("tags", []):
+            continue
+        for c in e["configs"]:
+            yield "%s@%s" % (e["name"], c), e, c
+
+
+def command(loom, root, e, cfg, backend):
+    k = e["kind"]
+    if k == "graph":
+        return [loom, "run", os.path.join(root, e["graph"]), "--config", cfg, "--backend", backend, "--check", "--json"]
+    if k == "gemm":
+        return [loom, "bench", "gemm", "--m", str(e["m"]), "--n", str(e["n"]), "--k", str(e["k"]), "--config", cfg,
+                "--backend", backend, "--check", "--json"]
+    if k == "conv":
+        cmd = [loom, "bench", "conv", "--config", cfg, "--backend", backend, "--check", "--json"]
+        if "layer" in e:
+            return cmd + ["--layer", e["layer"]]
+        return cmd + ["--hw", str(e["hw"]), "--cin", str(e["cin"]), "--cout", str(e["cout"]), "--kernel",
+                      str(e["kernel"]), "--stride", str(e["stride"]), "--pad", str(e["pad"])]
+    raise SystemExit("regression.yaml: entry %s: unknown kind '%s'" % (e["name"], k))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--loom", required=True)
+    ap.add_argument("--root", required=True)
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--tag", default="")
+    ap.add_argument("--backend", default="ref")
+    ap.add_argument("--entry", action="append", default=[])
+    a = ap.parse_args()
+    entries = load(a.root)
+    all_cases = {n: (e, c) for n, e, c in cases(entries, a.tag)}
+    if a.list:
+        print(";".join(sorted(all_cases)))
+        return 0
+    passed = failed = 0
+    for name in a.entry or sorted(all_cases):
+        if name not in all_cases:
+            print("unknown entry %s" % name)
+            failed += 1
+            continue
+        e, cfg = all_cases[name]
+        cmd = command(a.loom, a.root, e, cfg, a.backend)
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        ok = r.returncode == 0
+        info = ""
+        if ok:
+            j = json.loads(r.stdout)
+            ok = j.get("bit_exact") is True
+            info = "instructions=%s cycles=%s" % (j.get("instructions"), j.get("cycles"))
+        print("%s %s on %s: %s %s" % ("PASS" if ok else "FAIL", name, a.backend, info, r.stderr.strip()))
+        if not ok:
+            print("reproduce: " + " ".join(cmd))
+        passed += ok
+        failed += not ok
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
