@@ -61,8 +61,12 @@ class TilingPass final : public Pass {
     for (int64_t np = P; np >= 1; --np) kshapes.emplace_back(g.Cg, np);
     for (int64_t cc : candidates(g.Cg, R))
       if (cc < g.Cg) kshapes.emplace_back(cc, 1);
-    // Lexicographic score: DRAM bytes, then steps (instructions), then bigger tiles.
-    using Score = std::tuple<uint64_t, int64_t, int64_t, int64_t>;
+    // Lexicographic score: cores kept busy (output tiles are spread over the
+    // cores, so fewer tiles than cores leaves cores idle), then DRAM bytes,
+    // then the work of the most loaded core, then steps (instructions), then
+    // bigger tiles.
+    using Score = std::tuple<int64_t, uint64_t, int64_t, int64_t, int64_t, int64_t>;
+    const int64_t cores = s.cores;
     bool found = false;
     Score best{};
     int64_t btm = 0, btn = 0, bcc = 0, bnp = 0;
@@ -77,7 +81,8 @@ class TilingPass final : public Pass {
         const int64_t nm = ceil_div(M, tm), nn = ceil_div(g.Ng, tn);
         const int64_t nk = cc == g.Cg ? ceil_div(P, np) : P * ceil_div(g.Cg, cc);
         const uint64_t bytes = uint64_t(bg) * uint64_t(nn * M * K + nm * K * g.Ng + nm * 12 * g.Ng);
-        const Score sc{bytes, bg * nm * nn * nk, -tm, -tn};
+        const int64_t tiles = bg * nm * nn;
+        const Score sc{-std::min(tiles, cores), bytes, ceil_div(tiles, cores) * tm * tn, tiles * nk, -tm, -tn};
         if (!found || sc < best) found = true, best = sc, btm = tm, btn = tn, bcc = cc, bnp = np;
       }
     }
@@ -93,7 +98,7 @@ class TilingPass final : public Pass {
       for (int64_t p = 0; p < P; ++p)
         for (int64_t c = 0; c < g.Cg; c += bcc) t.ksteps.push_back({p, 1, c, std::min(bcc, g.Cg - c)});
     }
-    t.bytes_read = std::get<0>(best);
+    t.bytes_read = std::get<1>(best);
     t.bytes_written = uint64_t(g.batch * M * g.Cout);
     const int64_t tk = bcc * bnp;
     s.decide(l.name, name(),
