@@ -15,7 +15,7 @@ fi
 
 tops=("$@")
 if [[ ${#tops[@]} -eq 0 ]]; then
-  tops=(loom_sp_ram loom_dp_ram loom_requant loom_postop loom_systolic_array)
+  tops=(loom_sp_ram loom_dp_ram loom_requant loom_postop loom_systolic_array loom_csr loom_sem loom_axi_mux)
 fi
 
 status=0

@@ -1,0 +1,162 @@
+// Field and scratchpad-bounds checks of the compute unit's instructions, in the golden model's order.
+//
+// Purely combinational on the held instruction. The unit raises
+// ERR_ILLEGAL_INSN when illegal_o is set, else ERR_SCRATCHPAD_OOB when oob_o
+// is set; empty_o marks an instruction that passes its checks but has no
+// work (zero-size shapes, or GEMM with k_len = 0 and accumulate = 1), which
+// the unit retires without touching a scratchpad. Exactly as in
+// host/backends/ref/golden_compute.cc, POSTOP/POOL/ELTWISE with no elements
+// skip the bounds check, while GEMM always checks the ACC range.
+//
+// The spans are formed exactly (up to 49 bits for POOL's p*win*c), so no
+// wrapped product can sneak past the bound. The multipliers are wide but sit
+// on a register-to-register path of their own (the unit's check cycle).
+module loom_compute_check #(
+  parameter int unsigned InBytes    = 16384,
+  parameter int unsigned WgtBytes   = 16384,
+  parameter int unsigned AccBytes   = 16384,
+  parameter int unsigned OutBytes   = 8192,
+  parameter int unsigned ParamBytes = 4096
+) (
+  input  logic [255:0] insn_i,
+  output logic         illegal_o,
+  output logic         oob_o,
+  output logic         empty_o
+);
+
+  // True when [addr, addr + len) lies inside a scratchpad of `size` bytes.
+  function automatic logic fits(input logic [63:0] size, input logic [23:0] addr, input logic [63:0] len);
+    return (len == 64'd0) || ((64'(addr) + len) <= size);
+  endfunction
+
+  // (rows - 1) * stride + cols, or 0 when rows or cols is 0.
+  function automatic logic [63:0] span2d(input logic [15:0] rows, input logic [15:0] stride,
+                                         input logic [17:0] cols);
+    logic [31:0] r1, prod;
+    r1   = 32'(rows) - 32'd1;
+    prod = r1 * 32'(stride);
+    if (rows == 16'd0 || cols == 18'd0) begin
+      return 64'd0;
+    end
+    return 64'(prod) + 64'(cols);
+  endfunction
+
+  function automatic logic shift_ok(input logic [5:0] s);
+    return (s != 6'd0) && (s != 6'd63);
+  endfunction
+
+  logic [5:0] opcode;
+  assign opcode = insn_i[loom_pkg::INSN_OPCODE_LSB +: loom_pkg::INSN_OPCODE_W];
+
+  // GEMM fields.
+  logic        g_acc;
+  logic [23:0] g_in, g_wgt, g_c;
+  logic [15:0] g_m, g_n, g_k, g_lda, g_ldb, g_ldc;
+  assign g_acc = insn_i[loom_pkg::GEMM_ACCUMULATE_LSB];
+  assign g_in  = insn_i[loom_pkg::GEMM_IN_ADDR_LSB +: loom_pkg::GEMM_IN_ADDR_W];
+  assign g_wgt = insn_i[loom_pkg::GEMM_WGT_ADDR_LSB +: loom_pkg::GEMM_WGT_ADDR_W];
+  assign g_c   = insn_i[loom_pkg::GEMM_ACC_ADDR_LSB +: loom_pkg::GEMM_ACC_ADDR_W];
+  assign g_m   = insn_i[loom_pkg::GEMM_M_LSB +: loom_pkg::GEMM_M_W];
+  assign g_n   = insn_i[loom_pkg::GEMM_N_LSB +: loom_pkg::GEMM_N_W];
+  assign g_k   = insn_i[loom_pkg::GEMM_K_LEN_LSB +: loom_pkg::GEMM_K_LEN_W];
+  assign g_lda = insn_i[loom_pkg::GEMM_LDA_LSB +: loom_pkg::GEMM_LDA_W];
+  assign g_ldb = insn_i[loom_pkg::GEMM_LDB_LSB +: loom_pkg::GEMM_LDB_W];
+  assign g_ldc = insn_i[loom_pkg::GEMM_LDC_LSB +: loom_pkg::GEMM_LDC_W];
+
+  // POSTOP fields.
+  logic              p_res;
+  logic [5:0]        p_res_shift;
+  logic [23:0]       p_acc, p_out, p_par, p_res_addr;
+  logic [15:0]       p_m, p_n;
+  logic signed [7:0] p_lo, p_hi;
+  assign p_res       = insn_i[loom_pkg::POSTOP_RESIDUAL_LSB];
+  assign p_res_shift = insn_i[loom_pkg::POSTOP_RES_SHIFT_LSB +: loom_pkg::POSTOP_RES_SHIFT_W];
+  assign p_acc       = insn_i[loom_pkg::POSTOP_ACC_ADDR_LSB +: loom_pkg::POSTOP_ACC_ADDR_W];
+  assign p_out       = insn_i[loom_pkg::POSTOP_OUT_ADDR_LSB +: loom_pkg::POSTOP_OUT_ADDR_W];
+  assign p_par       = insn_i[loom_pkg::POSTOP_PARAM_ADDR_LSB +: loom_pkg::POSTOP_PARAM_ADDR_W];
+  assign p_res_addr  = insn_i[loom_pkg::POSTOP_RES_ADDR_LSB +: loom_pkg::POSTOP_RES_ADDR_W];
+  assign p_m         = insn_i[loom_pkg::POSTOP_M_LSB +: loom_pkg::POSTOP_M_W];
+  assign p_n         = insn_i[loom_pkg::POSTOP_N_LSB +: loom_pkg::POSTOP_N_W];
+  assign p_lo        = insn_i[loom_pkg::POSTOP_CLIP_LO_LSB +: loom_pkg::POSTOP_CLIP_LO_W];
+  assign p_hi        = insn_i[loom_pkg::POSTOP_CLIP_HI_LSB +: loom_pkg::POSTOP_CLIP_HI_W];
+
+  // POOL fields.
+  logic              o_avg;
+  logic [5:0]        o_shift;
+  logic [23:0]       o_in, o_out;
+  logic [15:0]       o_p, o_win, o_c;
+  logic signed [7:0] o_lo, o_hi;
+  assign o_avg   = insn_i[loom_pkg::POOL_AVG_LSB];
+  assign o_shift = insn_i[loom_pkg::POOL_SHIFT_LSB +: loom_pkg::POOL_SHIFT_W];
+  assign o_in    = insn_i[loom_pkg::POOL_IN_ADDR_LSB +: loom_pkg::POOL_IN_ADDR_W];
+  assign o_out   = insn_i[loom_pkg::POOL_OUT_ADDR_LSB +: loom_pkg::POOL_OUT_ADDR_W];
+  assign o_p     = insn_i[loom_pkg::POOL_P_LSB +: loom_pkg::POOL_P_W];
+  assign o_win   = insn_i[loom_pkg::POOL_WIN_LSB +: loom_pkg::POOL_WIN_W];
+  assign o_c     = insn_i[loom_pkg::POOL_C_LSB +: loom_pkg::POOL_C_W];
+  assign o_lo    = insn_i[loom_pkg::POOL_CLIP_LO_LSB +: loom_pkg::POOL_CLIP_LO_W];
+  assign o_hi    = insn_i[loom_pkg::POOL_CLIP_HI_LSB +: loom_pkg::POOL_CLIP_HI_W];
+
+  // ELTWISE fields.
+  logic [5:0]        e_ash, e_bsh;
+  logic [23:0]       e_a, e_b, e_out, e_cnt;
+  logic signed [7:0] e_lo, e_hi;
+  assign e_ash = insn_i[loom_pkg::ELTWISE_A_SHIFT_LSB +: loom_pkg::ELTWISE_A_SHIFT_W];
+  assign e_bsh = insn_i[loom_pkg::ELTWISE_B_SHIFT_LSB +: loom_pkg::ELTWISE_B_SHIFT_W];
+  assign e_a   = insn_i[loom_pkg::ELTWISE_A_ADDR_LSB +: loom_pkg::ELTWISE_A_ADDR_W];
+  assign e_b   = insn_i[loom_pkg::ELTWISE_B_ADDR_LSB +: loom_pkg::ELTWISE_B_ADDR_W];
+  assign e_out = insn_i[loom_pkg::ELTWISE_OUT_ADDR_LSB +: loom_pkg::ELTWISE_OUT_ADDR_W];
+  assign e_cnt = insn_i[loom_pkg::ELTWISE_COUNT_LSB +: loom_pkg::ELTWISE_COUNT_W];
+  assign e_lo  = insn_i[loom_pkg::ELTWISE_CLIP_LO_LSB +: loom_pkg::ELTWISE_CLIP_LO_W];
+  assign e_hi  = insn_i[loom_pkg::ELTWISE_CLIP_HI_LSB +: loom_pkg::ELTWISE_CLIP_HI_W];
+
+  // Products shared by the bounds checks.
+  logic [63:0] g_a_len, g_b_len, g_c_len, p_mn, o_pc, o_pwc;
+  assign g_a_len = (g_n == 16'd0 || g_k == 16'd0) ? 64'd0 : span2d(g_m, g_lda, 18'(g_k));
+  assign g_b_len = (g_m == 16'd0) ? 64'd0 : span2d(g_k, g_ldb, 18'(g_n));
+  assign g_c_len = span2d(g_m, g_ldc, {g_n, 2'b00});
+  assign p_mn    = 64'(32'(p_m) * 32'(p_n));
+  assign o_pc    = 64'(32'(o_p) * 32'(o_c));
+  assign o_pwc   = 64'(o_pc[31:0]) * 64'(o_win);
+
+  always_comb begin
+    illegal_o = 1'b0;
+    oob_o     = 1'b0;
+    empty_o   = 1'b0;
+    unique case (opcode)
+      loom_pkg::OpGemm: begin
+        illegal_o = (g_c[1:0] != 2'b00) || (g_ldc[1:0] != 2'b00);
+        oob_o     = !fits(64'(InBytes), g_in, g_a_len) || !fits(64'(WgtBytes), g_wgt, g_b_len) ||
+                    !fits(64'(AccBytes), g_c, g_c_len);
+        empty_o   = (g_m == 16'd0) || (g_n == 16'd0) || (g_k == 16'd0 && g_acc);
+      end
+      loom_pkg::OpPostop: begin
+        illegal_o = (p_acc[1:0] != 2'b00) || (p_par[1:0] != 2'b00) || (p_lo > p_hi) ||
+                    (p_res && !shift_ok(p_res_shift));
+        empty_o   = (p_mn == 64'd0);
+        oob_o     = !empty_o && (!fits(64'(AccBytes), p_acc, {p_mn[61:0], 2'b00}) ||
+                                 !fits(64'(OutBytes), p_out, p_mn) ||
+                                 !fits(64'(ParamBytes), p_par, 64'(p_n) * 64'd12) ||
+                                 (p_res && !fits(64'(InBytes), p_res_addr, p_mn)));
+      end
+      loom_pkg::OpPool: begin
+        illegal_o = (o_lo > o_hi) || (o_avg && !shift_ok(o_shift));
+        empty_o   = (o_p == 16'd0) || (o_win == 16'd0) || (o_c == 16'd0);
+        oob_o     = !empty_o && (!fits(64'(InBytes), o_in, o_pwc) || !fits(64'(OutBytes), o_out, o_pc));
+      end
+      loom_pkg::OpEltwise: begin
+        illegal_o = !shift_ok(e_ash) || !shift_ok(e_bsh) || (e_lo > e_hi);
+        empty_o   = (e_cnt == 24'd0);
+        oob_o     = !empty_o && (!fits(64'(InBytes), e_a, 64'(e_cnt)) || !fits(64'(InBytes), e_b, 64'(e_cnt)) ||
+                                 !fits(64'(OutBytes), e_out, 64'(e_cnt)));
+      end
+      // The dispatcher routes only the four compute opcodes here; anything
+      // else is rejected rather than executed as something it is not.
+      default: illegal_o = 1'b1;
+    endcase
+  end
+
+  // Bits of the instruction that no check looks at (zero points, multipliers, flags).
+  logic unused_insn;
+  assign unused_insn = ^insn_i;
+
+endmodule

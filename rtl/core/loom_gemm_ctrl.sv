@@ -1,0 +1,506 @@
+// GEMM controller of the compute unit: tiles m x n into Rows x Cols blocks on loom_systolic_array and writes results to ACC.
+//
+// Feed side (one block at a time, i0-major then j0): the A operand needs a
+// column of Rows bytes per beat, but a scratchpad read returns SpW bytes of
+// one row, so the controller stages A: it reads SpW bytes of each of the
+// block's rows (IN[in + (i0+r)*lda + kc], one read per row) into a
+// Rows x SpW staging register, then streams up to SpW beats from it, shifting
+// every staged row by one byte per accepted beat (byte 0 of each row is the
+// column). Each beat's B row is one WGT read (Cols bytes at
+// wgt + k*ldb + j0) issued the cycle before; a beat the array refuses is read
+// again, so no skid buffer is needed and the stream runs at one beat a cycle.
+//
+// Write-back side runs concurrently and walks the same block order on its
+// own counters (the array delivers tiles in order), so the feed of the next
+// block overlaps the write-back of the previous one. Each valid row is one
+// masked ACC write (Cols*4 <= SpW bytes); with `accumulate` the old row is
+// read first (read granted in one cycle, sum written the next) and the next
+// read is issued only after that write, so rows that alias each other see
+// each other's updates exactly as the golden model does.
+//
+// Ordering: the golden model writes C in row-major element order. Blocks of
+// Rows rows reorder rows of different column blocks, which is only
+// observable when C rows overlap (ldc < 4n); then the controller uses bands
+// of one row (band = 1) so the write order is row-major again.
+//
+// k_len = 0 with accumulate = 0 clears the m x n tile with zero writes, one
+// per row and column block (the unit skips k_len = 0 with accumulate = 1).
+//
+// Performance (first version, deliberately simple): staging does not overlap
+// streaming, and A is re-staged for every column block. Per block:
+// ceil(k/SpW) * (rb + 2) + k cycles of feed, plus the array's spacing of last
+// beats (max(Rows, Cols) cycles) for short k. Double-buffering the staging
+// register and reusing it across column blocks when k_len <= SpW would bring
+// a block close to k cycles.
+`include "loom_assert.svh"
+
+module loom_gemm_ctrl #(
+  parameter int unsigned Rows  = 4,
+  parameter int unsigned Cols  = 4,
+  parameter int unsigned SpW   = 16,
+  parameter int unsigned InAw  = 14,
+  parameter int unsigned WgtAw = 14,
+  parameter int unsigned AccAw = 14
+) (
+  input  logic                 clk_i,
+  input  logic                 rst_ni,
+
+  input  logic                 start_i,    // insn_i holds a checked GEMM, stable until idle
+  input  logic                 abort_i,    // halt/flush: drain the array and go idle
+  input  logic [255:0]         insn_i,
+  output logic                 busy_o,
+  output logic                 done_o,     // 1-cycle pulse: every result row is written
+  output logic                 active_o,
+  output logic [31:0]          macs_inc_o,
+
+  output logic                 in_rd_req_o,
+  output logic [InAw-1:0]      in_rd_addr_o,
+  input  logic [SpW*8-1:0]     in_rd_data_i,
+
+  output logic                 wgt_rd_req_o,
+  output logic [WgtAw-1:0]     wgt_rd_addr_o,
+  input  logic [SpW*8-1:0]     wgt_rd_data_i,
+
+  output logic                 acc_rd_req_o,
+  output logic [AccAw-1:0]     acc_rd_addr_o,
+  input  logic                 acc_rd_gnt_i,
+  input  logic [SpW*8-1:0]     acc_rd_data_i,
+
+  output logic                 acc_wr_req_o,
+  output logic [AccAw-1:0]     acc_wr_addr_o,
+  output logic [SpW*8-1:0]     acc_wr_data_o,
+  output logic [SpW-1:0]       acc_wr_mask_o
+);
+
+  localparam int unsigned RowIdxW = (Rows > 1) ? $clog2(Rows) : 1;
+
+  typedef enum logic [2:0] {
+    FIdle,
+    FBlk,     // set up the next block
+    FStage,   // read the block's A rows (one SpW chunk of k) into the staging register
+    FStream,  // stream the chunk's beats into the array
+    FZero,    // k_len = 0: clear the tile
+    FWaitWb,  // every beat sent; wait for the last result row
+    FDrain    // abort: close an open tile, discard results
+  } feed_e;
+
+  // ---------------------------------------------------------------------------
+  // Instruction fields.
+  // ---------------------------------------------------------------------------
+  logic        f_acc;
+  logic [31:0] f_in, f_wgt, f_c;
+  logic [16:0] f_m, f_n, f_k;
+  logic [31:0] f_lda, f_ldb, f_ldc;
+  logic [7:0]  f_azp, f_bzp;
+  assign f_acc = insn_i[loom_pkg::GEMM_ACCUMULATE_LSB];
+  assign f_in  = 32'(insn_i[loom_pkg::GEMM_IN_ADDR_LSB +: loom_pkg::GEMM_IN_ADDR_W]);
+  assign f_wgt = 32'(insn_i[loom_pkg::GEMM_WGT_ADDR_LSB +: loom_pkg::GEMM_WGT_ADDR_W]);
+  assign f_c   = 32'(insn_i[loom_pkg::GEMM_ACC_ADDR_LSB +: loom_pkg::GEMM_ACC_ADDR_W]);
+  assign f_m   = 17'(insn_i[loom_pkg::GEMM_M_LSB +: loom_pkg::GEMM_M_W]);
+  assign f_n   = 17'(insn_i[loom_pkg::GEMM_N_LSB +: loom_pkg::GEMM_N_W]);
+  assign f_k   = 17'(insn_i[loom_pkg::GEMM_K_LEN_LSB +: loom_pkg::GEMM_K_LEN_W]);
+  assign f_azp = insn_i[loom_pkg::GEMM_A_ZP_LSB +: loom_pkg::GEMM_A_ZP_W];
+  assign f_bzp = insn_i[loom_pkg::GEMM_B_ZP_LSB +: loom_pkg::GEMM_B_ZP_W];
+  assign f_lda = 32'(insn_i[loom_pkg::GEMM_LDA_LSB +: loom_pkg::GEMM_LDA_W]);
+  assign f_ldb = 32'(insn_i[loom_pkg::GEMM_LDB_LSB +: loom_pkg::GEMM_LDB_W]);
+  assign f_ldc = 32'(insn_i[loom_pkg::GEMM_LDC_LSB +: loom_pkg::GEMM_LDC_W]);
+
+  logic unused_insn;
+  assign unused_insn = ^{insn_i[255:240], insn_i[31:11], insn_i[9:0]};
+
+  // ---------------------------------------------------------------------------
+  // State.
+  // ---------------------------------------------------------------------------
+  feed_e              fs_d, fs_q;
+  logic [16:0]        band_d, band_q;          // rows per block: Rows, or 1 when C rows overlap
+  logic [31:0]        band_lda_d, band_lda_q, band_ldc_d, band_ldc_q;
+  logic [16:0]        i0_d, i0_q, j0_d, j0_q;  // feed block origin
+  logic [16:0]        rb_d, rb_q, cb_d, cb_q;  // feed block extent
+  logic [31:0]        macs_blk_d, macs_blk_q;
+  logic [16:0]        kc_d, kc_q, k_d, k_q;    // chunk base, beat index
+  logic [31:0]        a_base_d, a_base_q, a_ptr_d, a_ptr_q;
+  logic [16:0]        sr_d, sr_q;              // staging: next row to read
+  logic               st_pend_d, st_pend_q;
+  logic [16:0]        st_row_d, st_row_q;
+  logic [Rows*SpW*8-1:0] stage_d, stage_q;
+  logic [31:0]        b_addr_d, b_addr_q;      // WGT address of beat k_q
+  logic               pend_d, pend_q;          // WGT data for beat k_q arrives this cycle
+  logic               open_d, open_q;          // a tile's first beat is in, its last is not
+  // Zero fill.
+  logic [16:0]        z_i_d, z_i_q, z_j0_d, z_j0_q;
+  logic [31:0]        z_base_d, z_base_q;
+  // Write-back.
+  logic [16:0]        wb_i0_d, wb_i0_q, wb_j0_d, wb_j0_q;
+  logic [31:0]        wb_band_d, wb_band_q, wb_blk_d, wb_blk_q, wb_ptr_d, wb_ptr_q;
+  logic               wb_phase_d, wb_phase_q;  // accumulate: old row arrives this cycle
+
+  // Array interface.
+  logic                arr_in_valid, arr_in_ready, arr_in_first, arr_in_last, arr_fire;
+  logic [Rows*8-1:0]   arr_a;
+  logic                arr_out_valid, arr_out_ready, arr_out_last, arr_busy, arr_take;
+  logic [RowIdxW-1:0]  arr_out_row;
+  logic [Cols*32-1:0]  arr_out_c;
+
+  // Block extents: min(band, m - i0) and min(Cols, n - j0).
+  function automatic logic [16:0] min17(input logic [16:0] a, input logic [16:0] b);
+    return (a < b) ? a : b;
+  endfunction
+
+  logic [16:0] wb_rb, wb_cb, z_cb;
+  assign wb_rb = min17(band_q, f_m - wb_i0_q);
+  assign wb_cb = min17(17'(Cols), f_n - wb_j0_q);
+  assign z_cb  = min17(17'(Cols), f_n - z_j0_q);
+
+  function automatic logic [SpW-1:0] byte_mask(input logic [16:0] words);
+    logic [SpW-1:0] m;
+    m = '0;
+    for (int unsigned b = 0; b < SpW; b++) begin
+      m[b] = (17'(b / 4) < words);
+    end
+    return m;
+  endfunction
+
+  // ---------------------------------------------------------------------------
+  // Feed.
+  // ---------------------------------------------------------------------------
+  for (genvar r = 0; r < Rows; r++) begin : g_a_col
+    assign arr_a[8*r +: 8] = stage_q[r*SpW*8 +: 8];
+  end
+
+  assign arr_in_valid = (fs_q == FStream && pend_q) || (fs_q == FDrain && open_q);
+  assign arr_in_first = (fs_q == FStream) && (k_q == 17'd0);
+  assign arr_in_last  = (fs_q == FDrain) || (k_q == f_k - 17'd1);
+  assign arr_fire     = arr_in_valid && arr_in_ready;
+
+  logic wb_all;  // every block's rows are written
+  assign wb_all = (wb_i0_q >= f_m);
+
+  always_comb begin
+    fs_d       = fs_q;
+    band_d     = band_q;
+    band_lda_d = band_lda_q;
+    band_ldc_d = band_ldc_q;
+    i0_d       = i0_q;
+    j0_d       = j0_q;
+    rb_d       = rb_q;
+    cb_d       = cb_q;
+    macs_blk_d = macs_blk_q;
+    kc_d       = kc_q;
+    k_d        = k_q;
+    a_base_d   = a_base_q;
+    a_ptr_d    = a_ptr_q;
+    sr_d       = sr_q;
+    st_pend_d  = 1'b0;
+    st_row_d   = st_row_q;
+    stage_d    = stage_q;
+    b_addr_d   = b_addr_q;
+    pend_d     = 1'b0;
+    open_d     = open_q;
+    z_i_d      = z_i_q;
+    z_j0_d     = z_j0_q;
+    z_base_d   = z_base_q;
+    wb_i0_d    = wb_i0_q;  // the write-back process below owns these after start
+    in_rd_req_o   = 1'b0;
+    in_rd_addr_o  = InAw'(a_ptr_q);
+    wgt_rd_req_o  = 1'b0;
+    wgt_rd_addr_o = WgtAw'(b_addr_q);
+    done_o        = 1'b0;
+    macs_inc_o    = '0;
+
+    if (arr_fire) begin
+      open_d = !arr_in_last;
+    end
+
+    // Staging data lands the cycle after its read.
+    if (st_pend_q) begin
+      for (int unsigned r = 0; r < Rows; r++) begin
+        if (st_row_q == 17'(r)) begin
+          stage_d[r*SpW*8 +: SpW*8] = in_rd_data_i;
+        end
+      end
+    end
+
+    unique case (fs_q)
+      FIdle: begin
+        if (start_i) begin
+          // Overlapping C rows force row-major write order (see header).
+          band_d     = (f_m > 17'd1 && f_ldc < {13'd0, f_n, 2'b00}) ? 17'd1 : 17'(Rows);
+          band_lda_d = (band_d == 17'd1) ? f_lda : f_lda * 32'(Rows);
+          band_ldc_d = (band_d == 17'd1) ? f_ldc : f_ldc * 32'(Rows);
+          i0_d       = '0;
+          j0_d       = '0;
+          a_base_d   = f_in;
+          wb_i0_d    = '0;
+          z_i_d      = '0;
+          z_j0_d     = '0;
+          z_base_d   = f_c;
+          if (f_m == 17'd0 || f_n == 17'd0 || f_k == 17'd0) begin
+            wb_i0_d = f_m;  // no array work: nothing to write back
+            fs_d    = (f_m != 17'd0 && f_n != 17'd0 && !f_acc) ? FZero : FWaitWb;
+          end else begin
+            fs_d = FBlk;
+          end
+        end
+      end
+
+      FBlk: begin
+        rb_d       = min17(band_q, f_m - i0_q);
+        cb_d       = min17(17'(Cols), f_n - j0_q);
+        macs_blk_d = 32'(rb_d) * 32'(cb_d);
+        kc_d       = '0;
+        k_d        = '0;
+        a_ptr_d    = a_base_q;
+        b_addr_d   = f_wgt + 32'(j0_q);
+        sr_d       = '0;
+        fs_d       = FStage;
+      end
+
+      FStage: begin
+        if (sr_q < rb_q) begin
+          in_rd_req_o = 1'b1;
+          st_pend_d   = 1'b1;
+          st_row_d    = sr_q;
+          sr_d        = sr_q + 17'd1;
+          a_ptr_d     = a_ptr_q + f_lda;
+        end else if (!st_pend_q) begin
+          fs_d = FStream;
+        end
+      end
+
+      FStream: begin
+        if (!pend_q) begin
+          wgt_rd_req_o = 1'b1;
+          pend_d       = 1'b1;
+        end else if (arr_fire) begin
+          macs_inc_o = macs_blk_q;
+          for (int unsigned r = 0; r < Rows; r++) begin
+            stage_d[r*SpW*8 +: SpW*8] = stage_q[r*SpW*8 +: SpW*8] >> 8;
+          end
+          k_d      = k_q + 17'd1;
+          b_addr_d = b_addr_q + f_ldb;
+          if (arr_in_last) begin
+            // Block done: next column block, or next band.
+            if (j0_q + 17'(Cols) < f_n) begin
+              j0_d = j0_q + 17'(Cols);
+              fs_d = FBlk;
+            end else begin
+              j0_d     = '0;
+              i0_d     = i0_q + band_q;
+              a_base_d = a_base_q + band_lda_q;
+              fs_d     = (i0_q + band_q < f_m) ? FBlk : FWaitWb;
+            end
+          end else if (k_q + 17'd1 == kc_q + 17'(SpW)) begin
+            kc_d    = kc_q + 17'(SpW);
+            a_ptr_d = a_base_q + 32'(kc_q) + 32'(SpW);
+            sr_d    = '0;
+            fs_d    = FStage;
+          end else begin
+            wgt_rd_req_o  = 1'b1;
+            wgt_rd_addr_o = WgtAw'(b_addr_d);
+            pend_d        = 1'b1;
+          end
+        end else begin
+          // Refused: read the same B row again so it is on the bus next cycle.
+          wgt_rd_req_o = 1'b1;
+          pend_d       = 1'b1;
+        end
+      end
+
+      FZero: begin
+        if (z_j0_q + 17'(Cols) < f_n) begin
+          z_j0_d = z_j0_q + 17'(Cols);
+        end else begin
+          z_j0_d   = '0;
+          z_i_d    = z_i_q + 17'd1;
+          z_base_d = z_base_q + f_ldc;
+          if (z_i_q + 17'd1 >= f_m) begin
+            fs_d = FWaitWb;
+          end
+        end
+      end
+
+      FWaitWb: begin
+        if (wb_all && !arr_busy) begin
+          done_o = 1'b1;
+          fs_d   = FIdle;
+        end
+      end
+
+      FDrain: begin
+        if (!open_q && !arr_busy) begin
+          fs_d = FIdle;
+        end
+      end
+
+      default: fs_d = FIdle;
+    endcase
+
+    if (abort_i && fs_q != FIdle) begin
+      fs_d = FDrain;
+    end
+  end
+
+  // ---------------------------------------------------------------------------
+  // Write-back.
+  // ---------------------------------------------------------------------------
+  logic row_ok;
+  assign row_ok   = 17'(arr_out_row) < wb_rb;
+  assign arr_take = arr_out_valid && arr_out_ready;
+
+  always_comb begin
+    wb_j0_d    = wb_j0_q;
+    wb_band_d  = wb_band_q;
+    wb_blk_d   = wb_blk_q;
+    wb_ptr_d   = wb_ptr_q;
+    wb_phase_d = wb_phase_q;
+    arr_out_ready = 1'b1;
+    acc_rd_req_o  = 1'b0;
+    acc_rd_addr_o = AccAw'(wb_ptr_q);
+    acc_wr_req_o  = 1'b0;
+    acc_wr_addr_o = AccAw'(wb_ptr_q);
+    acc_wr_data_o = SpW*8'(arr_out_c);
+    acc_wr_mask_o = byte_mask(wb_cb);
+
+    if (fs_q == FIdle && start_i) begin
+      wb_j0_d    = '0;
+      wb_band_d  = f_c;
+      wb_blk_d   = f_c;
+      wb_ptr_d   = f_c;
+      wb_phase_d = 1'b0;
+    end else if (fs_q == FZero) begin
+      acc_wr_req_o  = 1'b1;
+      acc_wr_addr_o = AccAw'(z_base_q + {13'd0, z_j0_q[16:0], 2'b00});
+      acc_wr_data_o = '0;
+      acc_wr_mask_o = byte_mask(z_cb);
+    end else if (fs_q != FDrain && fs_q != FIdle && arr_out_valid && row_ok) begin
+      if (!f_acc) begin
+        acc_wr_req_o = 1'b1;
+      end else if (!wb_phase_q) begin
+        acc_rd_req_o  = 1'b1;
+        arr_out_ready = 1'b0;
+        wb_phase_d    = acc_rd_gnt_i;
+      end else begin
+        acc_wr_req_o = 1'b1;
+        for (int unsigned j = 0; j < Cols; j++) begin
+          acc_wr_data_o[32*j +: 32] = acc_rd_data_i[32*j +: 32] + arr_out_c[32*j +: 32];
+        end
+        wb_phase_d = 1'b0;
+      end
+    end
+
+    if (arr_take && fs_q != FDrain) begin
+      if (arr_out_last) begin
+        if (wb_j0_q + 17'(Cols) < f_n) begin
+          wb_j0_d  = wb_j0_q + 17'(Cols);
+          wb_blk_d = wb_blk_q + 32'(4 * Cols);
+          wb_ptr_d = wb_blk_d;
+        end else begin
+          wb_j0_d   = '0;
+          wb_band_d = wb_band_q + band_ldc_q;
+          wb_blk_d  = wb_band_d;
+          wb_ptr_d  = wb_band_d;
+        end
+      end else begin
+        wb_ptr_d = wb_ptr_q + f_ldc;
+      end
+    end
+  end
+
+  // wb_i0 advances with the write-back; it is also set at start (above).
+  logic [16:0] wb_i0_next;
+  always_comb begin
+    wb_i0_next = wb_i0_d;
+    if (arr_take && fs_q != FDrain && arr_out_last && !(wb_j0_q + 17'(Cols) < f_n)) begin
+      wb_i0_next = wb_i0_q + band_q;
+    end
+  end
+
+  // ---------------------------------------------------------------------------
+  // Registers: control state reset, datapath state reset-free.
+  // ---------------------------------------------------------------------------
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      fs_q       <= FIdle;
+      pend_q     <= 1'b0;
+      st_pend_q  <= 1'b0;
+      open_q     <= 1'b0;
+      wb_phase_q <= 1'b0;
+      wb_i0_q    <= '0;
+    end else begin
+      fs_q       <= fs_d;
+      pend_q     <= pend_d;
+      st_pend_q  <= st_pend_d;
+      open_q     <= open_d;
+      wb_phase_q <= wb_phase_d;
+      wb_i0_q    <= wb_i0_next;
+    end
+  end
+
+  always_ff @(posedge clk_i) begin
+    band_q     <= band_d;
+    band_lda_q <= band_lda_d;
+    band_ldc_q <= band_ldc_d;
+    i0_q       <= i0_d;
+    j0_q       <= j0_d;
+    rb_q       <= rb_d;
+    cb_q       <= cb_d;
+    macs_blk_q <= macs_blk_d;
+    kc_q       <= kc_d;
+    k_q        <= k_d;
+    a_base_q   <= a_base_d;
+    a_ptr_q    <= a_ptr_d;
+    sr_q       <= sr_d;
+    st_row_q   <= st_row_d;
+    stage_q    <= stage_d;
+    b_addr_q   <= b_addr_d;
+    z_i_q      <= z_i_d;
+    z_j0_q     <= z_j0_d;
+    z_base_q   <= z_base_d;
+    wb_j0_q    <= wb_j0_d;
+    wb_band_q  <= wb_band_d;
+    wb_blk_q   <= wb_blk_d;
+    wb_ptr_q   <= wb_ptr_d;
+  end
+
+  // ---------------------------------------------------------------------------
+  // The array.
+  // ---------------------------------------------------------------------------
+  loom_systolic_array #(
+    .Rows (Rows),
+    .Cols (Cols)
+  ) u_array (
+    .clk_i       (clk_i),
+    .rst_ni      (rst_ni),
+    .in_valid_i  (arr_in_valid),
+    .in_ready_o  (arr_in_ready),
+    .in_first_i  (arr_in_first),
+    .in_last_i   (arr_in_last),
+    .a_zp_i      (f_azp),
+    .b_zp_i      (f_bzp),
+    .a_i         (arr_a),
+    .b_i         (wgt_rd_data_i[Cols*8-1:0]),
+    .out_valid_o (arr_out_valid),
+    .out_ready_i (arr_out_ready),
+    .out_row_o   (arr_out_row),
+    .out_last_o  (arr_out_last),
+    .out_c_o     (arr_out_c),
+    .busy_o      (arr_busy)
+  );
+
+  assign busy_o   = (fs_q != FIdle);
+  assign active_o = (fs_q == FStage) || (fs_q == FStream) || (fs_q == FZero) || arr_busy;
+
+  logic unused_data;
+  // Bytes past Cols (B) and Cols*4 (old C) exist when SpW is wider than the array.
+  assign unused_data = ^{wgt_rd_data_i, acc_rd_data_i, cb_q};
+
+  // ---------------------------------------------------------------------------
+  // Assertions.
+  // ---------------------------------------------------------------------------
+  `LOOM_ASSERT_INIT(AccRowFits_A, Cols * 4 <= SpW)
+  `LOOM_ASSERT_INIT(RowsFitStage_A, Rows >= 1 && SpW >= 4)
+  // The write-back never runs past the tiles the feed produced.
+  `LOOM_ASSERT(WbBehindFeed_A, fs_q != FDrain && arr_take |-> !wb_all)
+  `LOOM_ASSERT(NoStartWhileBusy_A, start_i |-> fs_q == FIdle)
+
+endmodule
