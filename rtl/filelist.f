@@ -5,9 +5,16 @@ rtl/generated/loom_csr.sv
 rtl/fabric/loom_sem.sv
 rtl/fabric/loom_axi_mux.sv
 rtl/core/loom_rtl_pkg.sv
+rtl/mem/loom_spad.sv
 rtl/mem/loom_sp_ram.sv
 rtl/mem/loom_dp_ram.sv
 rtl/core/loom_requant.sv
 rtl/core/loom_postop.sv
 rtl/core/loom_systolic_pe.sv
 rtl/core/loom_systolic_array.sv
+rtl/core/loom_compute_check.sv
+rtl/core/loom_gemm_ctrl.sv
+rtl/core/loom_elem_ctrl.sv
+rtl/core/loom_compute_unit.sv
+rtl/core/loom_load_unit.sv
+rtl/core/loom_store_unit.sv

@@ -15,7 +15,7 @@ fi
 
 tops=("$@")
 if [[ ${#tops[@]} -eq 0 ]]; then
-  tops=(loom_sp_ram loom_dp_ram loom_requant loom_postop loom_systolic_array loom_csr loom_sem loom_axi_mux)
+  tops=(loom_sp_ram loom_dp_ram loom_requant loom_postop loom_systolic_array loom_csr loom_sem loom_axi_mux loom_spad loom_load_unit loom_store_unit loom_compute_unit)
 fi
 
 status=0

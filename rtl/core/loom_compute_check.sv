@@ -26,7 +26,7 @@ module loom_compute_check #(
 
   // True when [addr, addr + len) lies inside a scratchpad of `size` bytes.
   function automatic logic fits(input logic [63:0] size, input logic [23:0] addr, input logic [63:0] len);
-    return (len == 64'd0) || ((64'(addr) + len) <= size);
+    fits = (len == 64'd0) || ((64'(addr) + len) <= size);
   endfunction
 
   // (rows - 1) * stride + cols, or 0 when rows or cols is 0.
@@ -35,14 +35,11 @@ module loom_compute_check #(
     logic [31:0] r1, prod;
     r1   = 32'(rows) - 32'd1;
     prod = r1 * 32'(stride);
-    if (rows == 16'd0 || cols == 18'd0) begin
-      return 64'd0;
-    end
-    return 64'(prod) + 64'(cols);
+    span2d = (rows == 16'd0 || cols == 18'd0) ? 64'd0 : 64'(prod) + 64'(cols);
   endfunction
 
   function automatic logic shift_ok(input logic [5:0] s);
-    return (s != 6'd0) && (s != 6'd63);
+    shift_ok = (s != 6'd0) && (s != 6'd63);
   endfunction
 
   logic [5:0] opcode;

@@ -404,7 +404,7 @@ module loom_elem_ctrl #(
       EEltFeed: begin
         dp_in_valid = 1'b1;
         dp_acc      = 32'($signed(ea_q[7:0]));
-        dp_bias     = -32'(e_azp);
+        dp_bias     = 32'sd0 - 32'(e_azp);
         dp_mult     = e_amult;
         dp_shift    = e_ash;
         dp_res      = eb_q[7:0];
@@ -450,7 +450,7 @@ module loom_elem_ctrl #(
     out_ptr_d = out_ptr_q;
     out_wr_req_o  = dp_out_valid && (es_q != EDrain);
     out_wr_addr_o = OutAw'(out_ptr_q);
-    out_wr_data_o = SpW*8'(dp_out);
+    out_wr_data_o = (SpW*8)'(dp_out);
     out_wr_mask_o = SpW'(1);
     dp_out_ready  = (es_q == EDrain) || out_wr_gnt_i;
     if (es_q == EIdle && start_i) begin

@@ -126,6 +126,7 @@ module loom_gemm_ctrl #(
   logic [31:0]        b_addr_d, b_addr_q;      // WGT address of beat k_q
   logic               pend_d, pend_q;          // WGT data for beat k_q arrives this cycle
   logic               open_d, open_q;          // a tile's first beat is in, its last is not
+  logic               held_d, held_q;          // a beat was offered and refused last cycle
   // Zero fill.
   logic [16:0]        z_i_d, z_i_q, z_j0_d, z_j0_q;
   logic [31:0]        z_base_d, z_base_q;
@@ -143,7 +144,7 @@ module loom_gemm_ctrl #(
 
   // Block extents: min(band, m - i0) and min(Cols, n - j0).
   function automatic logic [16:0] min17(input logic [16:0] a, input logic [16:0] b);
-    return (a < b) ? a : b;
+    min17 = (a < b) ? a : b;
   endfunction
 
   logic [16:0] wb_rb, wb_cb, z_cb;
@@ -152,12 +153,9 @@ module loom_gemm_ctrl #(
   assign z_cb  = min17(17'(Cols), f_n - z_j0_q);
 
   function automatic logic [SpW-1:0] byte_mask(input logic [16:0] words);
-    logic [SpW-1:0] m;
-    m = '0;
     for (int unsigned b = 0; b < SpW; b++) begin
-      m[b] = (17'(b / 4) < words);
+      byte_mask[b] = (17'(b / 4) < words);
     end
-    return m;
   endfunction
 
   // ---------------------------------------------------------------------------
@@ -167,8 +165,10 @@ module loom_gemm_ctrl #(
     assign arr_a[8*r +: 8] = stage_q[r*SpW*8 +: 8];
   end
 
-  assign arr_in_valid = (fs_q == FStream && pend_q) || (fs_q == FDrain && open_q);
-  assign arr_in_first = (fs_q == FStream) && (k_q == 17'd0);
+  // Draining closes an open tile, and keeps offering a refused beat (the
+  // array requires valid to stay up) as the last beat of a throw-away tile.
+  assign arr_in_valid = (fs_q == FStream && pend_q) || (fs_q == FDrain && (open_q || held_q));
+  assign arr_in_first = (fs_q == FDrain) ? !open_q : (k_q == 17'd0);
   assign arr_in_last  = (fs_q == FDrain) || (k_q == f_k - 17'd1);
   assign arr_fire     = arr_in_valid && arr_in_ready;
 
@@ -207,6 +207,7 @@ module loom_gemm_ctrl #(
     done_o        = 1'b0;
     macs_inc_o    = '0;
 
+    held_d = arr_in_valid && !arr_in_ready;
     if (arr_fire) begin
       open_d = !arr_in_last;
     end
@@ -327,7 +328,7 @@ module loom_gemm_ctrl #(
       end
 
       FDrain: begin
-        if (!open_q && !arr_busy) begin
+        if (!open_q && !held_q && !arr_busy) begin
           fs_d = FIdle;
         end
       end
@@ -358,7 +359,7 @@ module loom_gemm_ctrl #(
     acc_rd_addr_o = AccAw'(wb_ptr_q);
     acc_wr_req_o  = 1'b0;
     acc_wr_addr_o = AccAw'(wb_ptr_q);
-    acc_wr_data_o = SpW*8'(arr_out_c);
+    acc_wr_data_o = (SpW*8)'(arr_out_c);
     acc_wr_mask_o = byte_mask(wb_cb);
 
     if (fs_q == FIdle && start_i) begin
@@ -424,6 +425,7 @@ module loom_gemm_ctrl #(
       pend_q     <= 1'b0;
       st_pend_q  <= 1'b0;
       open_q     <= 1'b0;
+      held_q     <= 1'b0;
       wb_phase_q <= 1'b0;
       wb_i0_q    <= '0;
     end else begin
@@ -431,6 +433,7 @@ module loom_gemm_ctrl #(
       pend_q     <= pend_d;
       st_pend_q  <= st_pend_d;
       open_q     <= open_d;
+      held_q     <= held_d;
       wb_phase_q <= wb_phase_d;
       wb_i0_q    <= wb_i0_next;
     end

@@ -422,6 +422,8 @@ module loom_load_unit #(
     if (halt_i && state_q != StIdle) begin
       state_d = axi_quiet ? StIdle : StDrain;
       err_d   = 1'b0;
+      // A burst launched this cycle is dropped: it was never offered.
+      if (!arvalid_q) arvalid_d = 1'b0;
     end
 
     if (flush_i) begin
@@ -522,7 +524,7 @@ module loom_load_unit #(
   `LOOM_ASSERT(OutstandingBound_A, 32'(outst_q) + 32'(arvalid_q) <= MaxOutstanding)
   `LOOM_ASSERT(RBeatExpected_A, m_axi_rvalid |-> outst_q != '0)
   `LOOM_ASSERT(GatherNoOverflow_A, gcnt_q <= GcW'(GBytes))
-  `LOOM_ASSERT(SpWrHeld_A, sp_wr_req_o && !sp_wr_gnt_i && !halt_i && !flush_i |=>
+  `LOOM_ASSERT(SpWrHeld_A, sp_wr_req_o && !sp_wr_gnt_i && !halt_i && !flush_i && !r_err |=>
                            sp_wr_req_o && $stable({sp_wr_addr_o, sp_wr_data_o, sp_wr_mask_o}))
   `LOOM_ASSERT(ArOnlyWhenChecked_A, m_axi_arvalid |-> state_q inside {StRun, StErr, StDrain})
 

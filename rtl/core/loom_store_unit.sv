@@ -390,6 +390,11 @@ module loom_store_unit #(
     if (halt_i && state_q != StIdle) begin
       state_d = axi_quiet ? StIdle : StDrain;
       err_d   = 1'b0;
+      // A burst launched this cycle is dropped: it was never offered.
+      if (!awvalid_q && beats_burst_q == '0) begin
+        awvalid_d     = 1'b0;
+        beats_burst_d = '0;
+      end
     end
 
     if (flush_i) begin

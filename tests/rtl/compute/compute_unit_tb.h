@@ -1,0 +1,557 @@
+// Random-instruction testbench body for loom_compute_unit, checked byte for byte against the golden model's exec_*.
+//
+// The five scratchpads are modelled here behind the loom_spad port contract
+// (data the cycle after a granted read, SpW-byte windows that wrap at the
+// end, byte-masked writes), on a loom::ref::CoreState, so the golden model's
+// exec_gemm/exec_postop/exec_pool/exec_eltwise run on an exact copy of what
+// the RTL sees. Grants on the shared ports (ACC read, OUT write) drop at
+// random. Each instruction checks: the scratchpads after it, the error cause
+// and pc, token pops (only when available, once, before any write) and
+// pushes (once, with retire), the MAC count, and that no masked write byte
+// falls past a scratchpad's end.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backends/ref/golden.h"
+#include "rtl_harness.h"
+
+namespace loom::rtltest::compute {
+
+using spec::Buffer;
+using ref::CoreState;
+using ref::exec_gemm;
+using ref::exec_postop;
+using ref::exec_pool;
+using ref::exec_eltwise;
+using ref::span_2d;
+
+struct TbConfig {
+  const char* name;      // test name printed in PASS/FAIL lines
+  const char* hw;        // spec configuration (sizes, array)
+  unsigned spw;          // scratchpad port width in bytes
+  int per_opcode;        // random instructions per opcode
+  uint64_t default_seed;
+};
+
+template <typename W>
+uint8_t wide_byte(const W& w, unsigned b) {
+  return uint8_t(w[b / 4] >> (8 * (b % 4)));
+}
+
+template <typename W>
+void set_wide(W& w, const std::vector<uint8_t>& mem, uint64_t addr, unsigned nbytes) {
+  for (unsigned i = 0; i < nbytes / 4; ++i) {
+    uint32_t v = 0;
+    for (unsigned k = 0; k < 4; ++k) v |= uint32_t(mem[(addr + 4 * i + k) % mem.size()]) << (8 * k);
+    w[i] = v;
+  }
+}
+
+template <typename W>
+void set_wide_random(W& w, unsigned nbytes, std::mt19937_64& rng) {
+  for (unsigned i = 0; i < nbytes / 4; ++i) w[i] = uint32_t(rng());
+}
+
+template <typename Model>
+class Bench {
+ public:
+  Bench(int argc, char** argv, const TbConfig& tc, const Options& opt)
+      : tc_(tc), opt_(opt), hw_(*spec::find_config(tc.hw)), argv0_(argv[0]), sim_(argc, argv, opt), rng_(opt.seed) {
+    s_.buf(Buffer::IN).assign(uint64_t(hw_.in_kib) * 1024, 0);
+    s_.buf(Buffer::WGT).assign(uint64_t(hw_.wgt_kib) * 1024, 0);
+    s_.buf(Buffer::ACC).assign(uint64_t(hw_.acc_kib) * 1024, 0);
+    s_.buf(Buffer::OUT).assign(uint64_t(hw_.out_kib) * 1024, 0);
+    s_.buf(Buffer::PARAM).assign(uint64_t(hw_.param_kib) * 1024, 0);
+    randomize_all();
+    Model& m = sim_.m();
+    m.flush_i = 0;
+    m.halt_i = 0;
+    m.insn_valid_i = 0;
+    m.tok_prev_avail_i = 0;
+    m.tok_next_avail_i = 0;
+    m.acc_rd_gnt_i = 1;
+    m.out_wr_gnt_i = 1;
+    sim_.reset();
+  }
+
+  int run();
+
+ private:
+  struct Result {
+    bool retired = false, errored = false, aborted = false;
+    uint32_t cause = 0, err_pc = 0;
+    uint64_t macs = 0;
+  };
+
+  void fail(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+  void randomize_all() {
+    for (auto& b : s_.sp)
+      for (auto& x : b) x = uint8_t(rng_());
+  }
+  uint64_t rnd(uint64_t lo, uint64_t hi) { return lo + rng_() % (hi - lo + 1); }
+  bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
+  uint64_t size(Buffer b) const { return s_.buf(b).size(); }
+  // An address for `span` bytes inside buffer b (aligned to `align`), or past its end when oob.
+  uint64_t place(Buffer b, uint64_t span, uint64_t align, bool oob) {
+    const uint64_t sz = size(b);
+    if (oob) return std::min<uint64_t>((sz - std::min(sz, span) + rnd(1, 64)) & ~(align - 1), (1u << 24) - align);
+    if (span >= sz) return 0;
+    return rnd(0, sz - span) & ~(align - 1);
+  }
+
+  spec::Insn gen_gemm(bool* long_running);
+  spec::Insn gen_postop(bool* long_running);
+  spec::Insn gen_pool(bool* long_running);
+  spec::Insn gen_eltwise(bool* long_running);
+  void set_tokens(const spec::Insn& in);
+
+  uint32_t golden(CoreState& st, const spec::Insn& in) {
+    switch (spec::Opcode(in.w[0] & 63)) {
+      case spec::Opcode::GEMM: return exec_gemm(st, spec::GemmInsn::decode(in));
+      case spec::Opcode::POSTOP: return exec_postop(st, spec::PostopInsn::decode(in));
+      case spec::Opcode::POOL: return exec_pool(st, spec::PoolInsn::decode(in));
+      case spec::Opcode::ELTWISE: return exec_eltwise(st, spec::EltwiseInsn::decode(in));
+      default: return spec::err::ILLEGAL_INSN;
+    }
+  }
+
+  void cycle(Result& r, bool popped_needed, bool* popped);
+  Result execute(const spec::Insn& in, uint32_t pc, bool abort_midway);
+  void check_insn(const spec::Insn& in, int op_idx, int n, bool long_running);
+
+  const TbConfig& tc_;
+  const Options& opt_;
+  const spec::HwConfig& hw_;
+  const char* argv0_;
+  Sim<Model> sim_;
+  std::mt19937_64 rng_;
+  CoreState s_;
+  uint64_t checked_ = 0, errors_ = 0;
+  std::string ctx_;
+  // Token model: counters the dispatcher would hold, and pending release.
+  uint64_t tok_prev_ = 0, tok_next_ = 0;
+  int release_at_ = -1;
+  uint32_t want_pop_prev_ = 0, want_pop_next_ = 0;
+  std::map<std::string, int> coverage_;
+  // Read data for the next cycle (captured at the edge).
+  bool rd_in_ = false, rd_wgt_ = false, rd_par_ = false, rd_acc_ = false;
+  uint64_t a_in_ = 0, a_wgt_ = 0, a_par_ = 0, a_acc_ = 0;
+};
+
+template <typename Model>
+void Bench<Model>::fail(const char* fmt, ...) {
+  ++errors_;
+  if (errors_ > 20) return;
+  std::printf("  [%s] ", ctx_.c_str());
+  va_list ap;
+  va_start(ap, fmt);
+  std::vprintf(fmt, ap);
+  va_end(ap);
+  std::printf("\n");
+}
+
+// One clock: sample the outputs, apply the scratchpad side effects, tick, drive read data.
+template <typename Model>
+void Bench<Model>::cycle(Result& r, bool pops_pending, bool* popped) {
+  Model& m = sim_.m();
+  const unsigned W = tc_.spw;
+  m.acc_rd_gnt_i = chance(0.8);
+  m.out_wr_gnt_i = chance(0.8);
+  m.tok_prev_avail_i = tok_prev_ > 0;
+  m.tok_next_avail_i = tok_next_ > 0;
+  sim_.settle();
+
+  // Tokens.
+  if (m.tok_prev_pop_o) {
+    if (!want_pop_prev_ || tok_prev_ == 0) fail("unexpected pop of prev token");
+    else { --tok_prev_; --want_pop_prev_; }
+  }
+  if (m.tok_next_pop_o) {
+    if (!want_pop_next_ || tok_next_ == 0) fail("unexpected pop of next token");
+    else { --tok_next_; --want_pop_next_; }
+  }
+  if (m.tok_prev_pop_o || m.tok_next_pop_o) *popped = want_pop_prev_ == 0 && want_pop_next_ == 0;
+  if ((m.tok_prev_push_o || m.tok_next_push_o) && !m.retire_o) fail("push without retire");
+
+  // Reads (captured before this cycle's writes land: the model never reads a byte it writes in the same cycle).
+  rd_in_ = m.in_rd_req_o;
+  a_in_ = m.in_rd_addr_o;
+  rd_wgt_ = m.wgt_rd_req_o;
+  a_wgt_ = m.wgt_rd_addr_o;
+  rd_par_ = m.param_rd_req_o;
+  a_par_ = m.param_rd_addr_o;
+  rd_acc_ = m.acc_rd_req_o && m.acc_rd_gnt_i;
+  a_acc_ = m.acc_rd_addr_o;
+  std::vector<uint8_t> in_snap, wgt_snap, par_snap, acc_snap;
+
+  // Writes.
+  auto apply = [&](Buffer b, uint64_t addr, const auto& data, uint64_t mask, const char* what) {
+    if (pops_pending && !*popped) fail("%s write before the tokens were popped", what);
+    auto& mem = s_.buf(b);
+    for (unsigned i = 0; i < W; ++i) {
+      if (!((mask >> i) & 1)) continue;
+      if (addr + i >= mem.size()) {
+        fail("%s write byte past the end (addr %" PRIu64 " + %u)", what, addr, i);
+        continue;
+      }
+      mem[addr + i] = wide_byte(data, i);
+    }
+  };
+  // Read data reflects memory before this edge's writes.
+  if (rd_in_) { in_snap.resize(W); for (unsigned i = 0; i < W; ++i) in_snap[i] = s_.buf(Buffer::IN)[(a_in_ + i) % size(Buffer::IN)]; }
+  if (rd_wgt_) { wgt_snap.resize(W); for (unsigned i = 0; i < W; ++i) wgt_snap[i] = s_.buf(Buffer::WGT)[(a_wgt_ + i) % size(Buffer::WGT)]; }
+  if (rd_par_) { par_snap.resize(W); for (unsigned i = 0; i < W; ++i) par_snap[i] = s_.buf(Buffer::PARAM)[(a_par_ + i) % size(Buffer::PARAM)]; }
+  if (rd_acc_) { acc_snap.resize(W); for (unsigned i = 0; i < W; ++i) acc_snap[i] = s_.buf(Buffer::ACC)[(a_acc_ + i) % size(Buffer::ACC)]; }
+  if (m.acc_wr_req_o) apply(Buffer::ACC, m.acc_wr_addr_o, m.acc_wr_data_o, uint64_t(m.acc_wr_mask_o), "ACC");
+  if (m.out_wr_req_o && m.out_wr_gnt_i) apply(Buffer::OUT, m.out_wr_addr_o, m.out_wr_data_o, uint64_t(m.out_wr_mask_o), "OUT");
+
+  r.macs += m.macs_inc_o;
+  if (m.retire_o) {
+    if (r.retired) fail("second retire");
+    r.retired = true;
+  }
+  if (m.err_o) {
+    r.errored = true;
+    r.cause = m.err_cause_o;
+    r.err_pc = m.err_pc_o;
+  }
+  sim_.tick();
+
+  auto drive = [&](auto& port, const std::vector<uint8_t>& snap) {
+    if (snap.empty()) {
+      set_wide_random(port, W, rng_);  // stale bus: must not be used
+    } else {
+      for (unsigned i = 0; i < W / 4; ++i)
+        port[i] = uint32_t(snap[4 * i]) | uint32_t(snap[4 * i + 1]) << 8 | uint32_t(snap[4 * i + 2]) << 16 |
+                  uint32_t(snap[4 * i + 3]) << 24;
+    }
+  };
+  drive(m.in_rd_data_i, in_snap);
+  drive(m.wgt_rd_data_i, wgt_snap);
+  drive(m.param_rd_data_i, par_snap);
+  drive(m.acc_rd_data_i, acc_snap);
+}
+
+template <typename Model>
+void Bench<Model>::set_tokens(const spec::Insn& in) {
+  want_pop_prev_ = (in.w[0] >> 6) & 1;
+  want_pop_next_ = (in.w[0] >> 7) & 1;
+  tok_prev_ = chance(0.5) ? rnd(1, 3) : 0;
+  tok_next_ = chance(0.5) ? rnd(1, 3) : 0;
+  release_at_ = int(rnd(0, 40));
+}
+
+template <typename Model>
+typename Bench<Model>::Result Bench<Model>::execute(const spec::Insn& in, uint32_t pc, bool abort_midway) {
+  Model& m = sim_.m();
+  Result r;
+  if (!m.insn_ready_o) fail("not ready while idle");
+  for (unsigned i = 0; i < 8; ++i) m.insn_i[i] = in.w[i];
+  m.pc_i = pc;
+  m.insn_valid_i = 1;
+  const bool pops = want_pop_prev_ || want_pop_next_;
+  bool popped = !pops;
+  cycle(r, pops, &popped);
+  m.insn_valid_i = 0;
+  const int abort_at = abort_midway ? int(rnd(5, 400)) : -1;
+  for (int c = 0; c < 4000000; ++c) {
+    if (c == release_at_) {
+      // The producers deliver the tokens this instruction waits for.
+      if (want_pop_prev_ && tok_prev_ == 0) tok_prev_ = 1;
+      if (want_pop_next_ && tok_next_ == 0) tok_next_ = 1;
+    }
+    if (c == abort_at && m.busy_o) {
+      m.halt_i = 1;
+      sim_.settle();
+      cycle(r, false, &popped);
+      m.halt_i = 0;
+      r.aborted = true;
+      for (int d = 0; d < 100000 && m.busy_o; ++d) cycle(r, false, &popped);
+      if (m.busy_o) fail("did not drain after halt");
+      return r;
+    }
+    if (pops && !popped && c > 2 && !m.stall_dep_o && m.busy_o && !r.errored)
+      fail("waiting for a token without stall_dep_o");
+    if (r.retired || r.errored) break;
+    cycle(r, pops, &popped);
+  }
+  if (r.errored) {
+    // The unit holds after an error until the core halts it.
+    for (int i = 0; i < 5; ++i) {
+      if (!m.busy_o) fail("idle after an error before halt");
+      cycle(r, pops, &popped);
+    }
+    m.halt_i = 1;
+    cycle(r, pops, &popped);
+    m.halt_i = 0;
+    for (int d = 0; d < 100000 && m.busy_o; ++d) cycle(r, pops, &popped);
+  }
+  if (!r.retired && !r.errored) fail("instruction neither retired nor faulted");
+  if (r.retired && !popped) fail("retired without popping its tokens");
+  return r;
+}
+
+template <typename Model>
+void Bench<Model>::check_insn(const spec::Insn& in, int op_idx, int n, bool long_running) {
+  static const char* kNames[] = {"GEMM", "POSTOP", "POOL", "ELTWISE"};
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%s #%d", kNames[op_idx], n);
+  ctx_ = buf;
+  const uint32_t pc = uint32_t(rnd(0, 65535));
+  set_tokens(in);
+  CoreState want = s_;
+  const uint32_t gerr = golden(want, in);
+  const bool abort_midway = long_running && gerr == 0 && chance(0.04);
+  const Result r = execute(in, pc, abort_midway);
+  ++checked_;
+  if (r.aborted) {
+    ++coverage_["abort"];
+    return;  // what the RTL wrote before the halt stays; the next instruction must still be exact
+  }
+  coverage_[std::string(kNames[op_idx]) + (gerr == 0 ? " ok" : gerr == spec::err::ILLEGAL_INSN ? " illegal" : " oob")]++;
+  if (gerr != 0) {
+    if (!r.errored) fail("expected error 0x%x, got none", gerr);
+    else if (r.cause != gerr) fail("error cause 0x%x, expected 0x%x", r.cause, gerr);
+    else if (r.err_pc != pc) fail("err_pc %u, expected %u", r.err_pc, pc);
+    if (r.retired) fail("faulting instruction retired");
+  } else {
+    if (r.errored) fail("unexpected error 0x%x", r.cause);
+    if (!r.retired) fail("did not retire");
+  }
+  const uint64_t want_macs = want.counter(spec::Counter::MACS) - s_.counter(spec::Counter::MACS);
+  if (r.macs != want_macs) fail("macs %" PRIu64 ", expected %" PRIu64, r.macs, want_macs);
+  s_.counters = want.counters;
+  static const char* kBuf[] = {"IN", "WGT", "ACC", "OUT", "PARAM"};
+  for (unsigned b = 0; b < spec::kNumBuffers; ++b) {
+    const auto& got = s_.sp[b];
+    const auto& exp = want.sp[b];
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (got[i] != exp[i]) {
+        fail("%s[%zu] = 0x%02x, expected 0x%02x", kBuf[b], i, got[i], exp[i]);
+        s_.sp[b] = exp;  // report a buffer once, then continue from the golden state
+        break;
+      }
+    }
+  }
+}
+
+// ---- Instruction generators ----
+
+template <typename Model>
+spec::Insn Bench<Model>::gen_gemm(bool* long_running) {
+  spec::GemmInsn g{};
+  const unsigned R = hw_.array_rows, C = hw_.array_cols, W = tc_.spw;
+  g.m = chance(0.05) ? 0 : rnd(1, 3 * R + 2);
+  g.n = chance(0.05) ? 0 : rnd(1, 3 * C + 2);
+  g.k_len = chance(0.06) ? 0 : chance(0.3) ? rnd(1, 4) : rnd(1, 3 * W);
+  g.accumulate = chance(0.5);
+  g.a_zp = int8_t(rng_());
+  g.b_zp = int8_t(rng_());
+  g.lda = chance(0.1) ? rnd(0, g.k_len) : g.k_len + rnd(0, 7);
+  g.ldb = chance(0.1) ? rnd(0, g.n) : g.n + rnd(0, 7);
+  g.ldc = chance(0.1) ? 4 * rnd(0, g.n) : 4 * (g.n + rnd(0, 3));  // ldc < 4n: overlapping C rows
+  const int bad = chance(0.12) ? int(rnd(0, 4)) : -1;
+  if (bad == 3) g.ldc |= rnd(1, 3);
+  const uint64_t a_len = g.n == 0 ? 0 : span_2d(g.m, g.lda, g.k_len);
+  const uint64_t b_len = g.m == 0 ? 0 : span_2d(g.k_len, g.ldb, g.n);
+  const uint64_t c_len = span_2d(g.m, g.ldc & ~3ull, 4 * g.n);
+  g.in_addr = place(Buffer::IN, a_len, 1, bad == 0);
+  g.wgt_addr = place(Buffer::WGT, b_len, 1, bad == 1);
+  g.acc_addr = place(Buffer::ACC, c_len, 4, bad == 2);
+  if (bad == 4) g.acc_addr |= rnd(1, 3);
+  g.pop_prev = chance(0.3);
+  g.pop_next = chance(0.3);
+  g.push_prev = chance(0.3);
+  g.push_next = chance(0.3);
+  *long_running = g.m * g.n * g.k_len > 200;
+  return g.encode();
+}
+
+template <typename Model>
+spec::Insn Bench<Model>::gen_postop(bool* long_running) {
+  spec::PostopInsn p{};
+  const unsigned C = hw_.array_cols;
+  p.m = chance(0.04) ? 0 : rnd(1, 12);
+  p.n = chance(0.04) ? 0 : rnd(1, 3 * C + 3);
+  p.residual = chance(0.5);
+  p.res_shift = p.residual ? rnd(1, 62) : rnd(0, 63);
+  p.out_zp = int8_t(rng_());
+  int lo = int8_t(rng_()), hi = int8_t(rng_());
+  if (lo > hi) std::swap(lo, hi);
+  if (chance(0.2)) { lo = -128; hi = 127; }
+  p.clip_lo = lo;
+  p.clip_hi = hi;
+  p.res_zp = int8_t(rng_());
+  p.res_mult = int32_t(chance(0.7) ? rnd(1u << 30, (1u << 31) - 1) : uint32_t(rng_()));
+  const uint64_t mn = p.m * p.n;
+  const int bad = chance(0.15) ? int(rnd(0, 8)) : -1;
+  p.acc_addr = place(Buffer::ACC, 4 * mn, 4, bad == 0);
+  p.out_addr = place(Buffer::OUT, mn, 1, bad == 1);
+  p.param_addr = place(Buffer::PARAM, 12 * p.n, 4, bad == 2);
+  p.res_addr = place(Buffer::IN, p.residual ? mn : 0, 1, bad == 3 && p.residual);
+  if (bad == 4) p.acc_addr |= rnd(1, 3);
+  if (bad == 5) p.param_addr |= rnd(1, 3);
+  if (bad == 6) std::swap(p.clip_lo, p.clip_hi), p.clip_lo += (p.clip_lo == p.clip_hi && p.clip_lo < 127);
+  if (bad == 7 && p.residual) p.res_shift = chance(0.5) ? 0 : 63;
+  // A well-formed parameter table, unless this instruction tests a bad shift.
+  auto& par = s_.buf(Buffer::PARAM);
+  if (bad != 2 && p.param_addr % 4 == 0) {
+    for (uint64_t j = 0; j < p.n; ++j) {
+      const uint64_t a = p.param_addr + 12 * j;
+      if (a + 12 > par.size()) break;
+      const uint32_t trip[3] = {uint32_t(chance(0.2) ? rng_() : rnd(0, 1 << 17) - (1 << 16)),
+                                uint32_t(chance(0.8) ? rnd(1u << 30, (1u << 31) - 1) : uint32_t(rng_())),
+                                uint32_t(chance(0.8) ? rnd(20, 40) : rnd(1, 62))};
+      for (int w = 0; w < 3; ++w)
+        for (int k = 0; k < 4; ++k) par[a + 4 * w + k] = uint8_t(trip[w] >> (8 * k));
+    }
+    if (bad == 8 && p.n > 0) {
+      const uint64_t a = p.param_addr + 12 * rnd(0, p.n - 1) + 8;
+      const int32_t bad_shift[] = {0, 63, -1, 100, INT32_MIN};
+      const uint32_t v = uint32_t(bad_shift[rnd(0, 4)]);
+      if (a + 4 <= par.size())
+        for (int k = 0; k < 4; ++k) par[a + k] = uint8_t(v >> (8 * k));
+    }
+  }
+  // Accumulators: mostly moderate, sometimes full range (wrap with the bias).
+  if (chance(0.5) && p.acc_addr % 4 == 0) {
+    auto& acc = s_.buf(Buffer::ACC);
+    for (uint64_t e = 0; e < mn && p.acc_addr + 4 * e + 4 <= acc.size(); ++e) {
+      const uint32_t v = uint32_t(rnd(0, 1 << 21) - (1 << 20));
+      for (int k = 0; k < 4; ++k) acc[p.acc_addr + 4 * e + k] = uint8_t(v >> (8 * k));
+    }
+  }
+  p.pop_prev = chance(0.3);
+  p.pop_next = chance(0.3);
+  p.push_prev = chance(0.3);
+  p.push_next = chance(0.3);
+  *long_running = mn > 30;
+  return p.encode();
+}
+
+template <typename Model>
+spec::Insn Bench<Model>::gen_pool(bool* long_running) {
+  spec::PoolInsn p{};
+  const unsigned W = tc_.spw;
+  p.avg = chance(0.5);
+  p.p = chance(0.04) ? 0 : rnd(1, 6);
+  p.win = chance(0.04) ? 0 : rnd(1, 9);
+  p.c = chance(0.04) ? 0 : rnd(1, 2 * W + 5);
+  p.shift = p.avg ? rnd(1, 62) : rnd(0, 63);
+  if (p.avg && chance(0.7)) p.shift = rnd(20, 34);
+  p.mult = int32_t(chance(0.7) ? rnd(1u << 28, (1u << 31) - 1) : uint32_t(rng_()));
+  p.in_zp = int8_t(rng_());
+  p.out_zp = int8_t(rng_());
+  int lo = int8_t(rng_()), hi = int8_t(rng_());
+  if (lo > hi) std::swap(lo, hi);
+  if (chance(0.3)) { lo = -128; hi = 127; }
+  p.clip_lo = lo;
+  p.clip_hi = hi;
+  const int bad = chance(0.12) ? int(rnd(0, 3)) : -1;
+  p.in_addr = place(Buffer::IN, p.p * p.win * p.c, 1, bad == 0);
+  p.out_addr = place(Buffer::OUT, p.p * p.c, 1, bad == 1);
+  if (bad == 2 && p.clip_lo < 127) p.clip_hi = p.clip_lo - 1 < -128 ? -128 : p.clip_lo, p.clip_lo = p.clip_hi + 1;
+  if (bad == 3 && p.avg) p.shift = chance(0.5) ? 0 : 63;
+  p.pop_prev = chance(0.3);
+  p.pop_next = chance(0.3);
+  p.push_prev = chance(0.3);
+  p.push_next = chance(0.3);
+  *long_running = p.p * p.c > 30;
+  return p.encode();
+}
+
+template <typename Model>
+spec::Insn Bench<Model>::gen_eltwise(bool* long_running) {
+  spec::EltwiseInsn e{};
+  const unsigned W = tc_.spw;
+  e.count = chance(0.04) ? 0 : rnd(1, 3 * W + 7);
+  e.a_shift = chance(0.7) ? rnd(28, 34) : rnd(1, 62);
+  e.b_shift = chance(0.7) ? rnd(28, 34) : rnd(1, 62);
+  e.a_mult = int32_t(chance(0.15) ? 0 : chance(0.7) ? rnd(1u << 30, (1u << 31) - 1) : uint32_t(rng_()));
+  e.b_mult = int32_t(chance(0.15) ? 0 : chance(0.7) ? rnd(1u << 30, (1u << 31) - 1) : uint32_t(rng_()));
+  e.a_zp = int8_t(rng_());
+  e.b_zp = int8_t(rng_());
+  e.out_zp = int8_t(rng_());
+  int lo = int8_t(rng_()), hi = int8_t(rng_());
+  if (lo > hi) std::swap(lo, hi);
+  if (chance(0.3)) { lo = -128; hi = 127; }
+  e.clip_lo = lo;
+  e.clip_hi = hi;
+  const int bad = chance(0.15) ? int(rnd(0, 5)) : -1;
+  e.a_addr = place(Buffer::IN, e.count, 1, bad == 0);
+  e.b_addr = place(Buffer::IN, e.count, 1, bad == 1);
+  e.out_addr = place(Buffer::OUT, e.count, 1, bad == 2);
+  if (bad == 3) e.a_shift = chance(0.5) ? 0 : 63;
+  if (bad == 4) e.b_shift = chance(0.5) ? 0 : 63;
+  if (bad == 5 && e.clip_lo < 127) e.clip_hi = e.clip_lo, e.clip_lo = e.clip_hi + 1;
+  e.pop_prev = chance(0.3);
+  e.pop_next = chance(0.3);
+  e.push_prev = chance(0.3);
+  e.push_next = chance(0.3);
+  *long_running = e.count > 30;
+  return e.encode();
+}
+
+template <typename Model>
+int Bench<Model>::run() {
+  print_seed(tc_.name, opt_);
+  std::printf("%s: %s config, Rows=%u Cols=%u SpW=%u\n", tc_.name, hw_.name.data(), hw_.array_rows,
+              hw_.array_cols, tc_.spw);
+  // Opcodes interleaved so each starts from whatever state the others left.
+  std::array<int, 4> count{};
+  const int total = 4 * tc_.per_opcode;
+  for (int i = 0; i < total && errors_ <= 20; ++i) {
+    const int op = int(rnd(0, 3));
+    if (count[op] >= tc_.per_opcode) { --i; continue; }
+    if (i % 64 == 63) randomize_all();
+    bool long_running = false;
+    spec::Insn in;
+    switch (op) {
+      case 0: in = gen_gemm(&long_running); break;
+      case 1: in = gen_postop(&long_running); break;
+      case 2: in = gen_pool(&long_running); break;
+      default: in = gen_eltwise(&long_running); break;
+    }
+    check_insn(in, op, count[op]++, long_running);
+  }
+  // An opcode the unit is never sent still fails cleanly rather than hanging.
+  {
+    ctx_ = "foreign opcode";
+    spec::Insn in{};
+    in.w[0] = uint32_t(spec::Opcode::LOAD);
+    want_pop_prev_ = want_pop_next_ = 0;
+    const Result r = execute(in, 7, false);
+    if (!r.errored || r.cause != spec::err::ILLEGAL_INSN) fail("LOAD sent to compute not rejected");
+    ++checked_;
+  }
+  for (const auto& [k, v] : coverage_) std::printf("  %-16s %d\n", k.c_str(), v);
+  for (const char* must : {"GEMM ok", "GEMM illegal", "GEMM oob", "POSTOP ok", "POSTOP illegal", "POSTOP oob",
+                           "POOL ok", "POOL illegal", "POOL oob", "ELTWISE ok", "ELTWISE illegal", "ELTWISE oob"})
+    if (coverage_[must] == 0) {
+      std::printf("  coverage hole: %s\n", must);
+      ++errors_;
+    }
+  if (sim_.assertion_failed()) {
+    std::printf("  an RTL assertion fired\n");
+    ++errors_;
+  }
+  std::printf("%s: %" PRIu64 " cycles\n", tc_.name, sim_.cycles());
+  return report(tc_.name, argv0_, opt_, checked_, errors_);
+}
+
+template <typename Model>
+int run_compute_tb(int argc, char** argv, const TbConfig& tc) {
+  const Options opt = parse_options(argc, argv, tc.default_seed);
+  Bench<Model> b(argc, argv, tc, opt);
+  return b.run();
+}
+
+}  // namespace loom::rtltest::compute
