@@ -1,0 +1,176 @@
+// RtlDevice: clocking, register access over AXI4-Lite and the idle detector.
+#include "backends/rtl/rtl_device.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+
+namespace loom::rtl {
+namespace {
+
+namespace cr = spec::core_reg;
+constexpr uint32_t kCoreBusy = 1u << 0;
+constexpr uint32_t kCoreBlocked = 1u << 3;
+
+std::string hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+}  // namespace
+
+RtlDevice::RtlDevice(const spec::HwConfig& cfg, const FabricMaker& make, const RtlOptions& opt)
+    : cfg_(cfg), opt_(opt) {
+  std::string trace = opt_.trace_path;
+  if (trace.empty())
+    if (const char* env = std::getenv("LOOM_RTL_TRACE")) trace = env;
+  sim_ = make(!trace.empty());
+  if (!trace.empty()) sim_->open_trace(trace);
+  const FabricShape shape = sim_->shape();
+  beat_bytes_ = shape.mem_bytes;
+  for (unsigned p = 0; p < shape.mem_ports; ++p) {
+    AxiMemoryOptions mo = opt_.mem;
+    mo.seed = opt_.mem.seed + p;
+    ports_.push_back(std::make_unique<Port>(mem_, beat_bytes_, mo, "rtl: m_axi[" + std::to_string(p) + "]"));
+  }
+  // Reset with the clock running, then release it at a falling edge.
+  sim_->set_clk(false);
+  sim_->set_rst_n(false);
+  drive_inputs();
+  sim_->dump();
+  in_reset_ = true;
+  for (uint32_t i = 0; i < std::max(opt_.reset_cycles, 2u); ++i) tick();
+  sim_->set_rst_n(true);
+  in_reset_ = false;
+  sim_->eval();
+}
+
+RtlDevice::~RtlDevice() { sim_->finish(); }
+
+Expected<uint64_t> RtlDevice::alloc(uint64_t bytes, uint64_t align) {
+  const uint64_t b = beat_bytes_;
+  return mem_.alloc((bytes + b - 1) / b * b, std::max(align, b));
+}
+void RtlDevice::free(uint64_t addr) { mem_.free(addr); }
+Status RtlDevice::write(uint64_t addr, std::span<const uint8_t> bytes) { return mem_.host_write(addr, bytes); }
+Status RtlDevice::read(uint64_t addr, std::span<uint8_t> bytes) { return mem_.host_read(addr, bytes); }
+
+void RtlDevice::drive_lite() {
+  lite_.drive(lite_pins_);
+  sim_->put_lite(lite_pins_);
+}
+
+void RtlDevice::drive_inputs() {
+  for (auto& port : ports_) {
+    port->model.drive(port->pins);
+    sim_->put_port(unsigned(&port - ports_.data()), port->pins);
+  }
+  drive_lite();
+  sim_->eval();
+}
+
+void RtlDevice::tick() {
+  // What settled after the last falling edge is what the rising edge samples.
+  for (unsigned p = 0; p < ports_.size(); ++p) {
+    Port& port = *ports_[p];
+    sim_->get_port(p, port.pins);
+    if (!in_reset_) {
+      port.checker.edge(port.pins);
+      port.model.edge(port.pins);
+    }
+  }
+  sim_->get_lite(lite_pins_);
+  if (!in_reset_) lite_.edge(lite_pins_);
+
+  sim_->set_clk(true);
+  sim_->advance_time();
+  sim_->eval();
+  sim_->dump();
+  // Inputs change at the falling edge, half a period away from sampling.
+  sim_->set_clk(false);
+  sim_->advance_time();
+  drive_inputs();
+  sim_->dump();
+  ++cycles_;
+}
+
+void RtlDevice::step(uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i) tick();
+}
+
+bool RtlDevice::finish_lite(const char* what, uint32_t offset) {
+  drive_lite();
+  sim_->eval();
+  for (uint32_t n = 0; lite_.busy(); ++n) {
+    if (n >= opt_.lite_timeout) {
+      lite_.abort();
+      drive_lite();
+      sim_->eval();
+      if (lite_failure_.empty())
+        lite_failure_ = std::string("register ") + what + " at " + hex(offset) + " got no response in " +
+                        std::to_string(opt_.lite_timeout) + " cycles";
+      return false;
+    }
+    tick();
+  }
+  if (lite_.resp() != kRespOkay) ++lite_err_resp_;
+  return true;
+}
+
+uint32_t RtlDevice::read_reg(uint32_t offset) {
+  lite_.start_read(offset);
+  if (!finish_lite("read", offset)) return 0xFFFFFFFFu;
+  return lite_.rdata();
+}
+
+void RtlDevice::write_reg(uint32_t offset, uint32_t value) {
+  lite_.start_write(offset, value);
+  finish_lite("write", offset);
+}
+
+Status RtlDevice::health() const {
+  if (!lite_failure_.empty()) return make_error("rtl device", lite_failure_);
+  if (sim_->assertion_failed())
+    return make_error("rtl device", "an RTL assertion failed at cycle " + std::to_string(cycles_) +
+                                        " (message on stderr; rerun with LOOM_RTL_TRACE=file.fst)");
+  for (const auto& port : ports_) LOOM_TRY(port->checker.status());
+  return Status::ok();
+}
+
+bool RtlDevice::quiescent(std::string* busy_cores) {
+  const uint32_t busy = read_reg(spec::reg::STATUS) & 0xFFu;
+  bool idle = true;
+  for (unsigned c = 0; c < cfg_.cores && c < 8; ++c) {
+    if (!(busy & (1u << c))) continue;
+    // A busy core that waits on a semaphore can only be woken by another
+    // core; it counts as stopped only if every other busy core is blocked too.
+    const uint32_t st = read_reg(spec::core_reg_addr(c, cr::STATUS));
+    if ((st & kCoreBusy) && !(st & kCoreBlocked)) {
+      idle = false;
+      if (busy_cores) *busy_cores += " " + std::to_string(c);
+    }
+  }
+  for (const auto& port : ports_) idle = idle && port->model.idle();
+  return idle;
+}
+
+Status RtlDevice::run_until_idle(uint64_t timeout_cycles) {
+  const uint64_t start = cycles_;
+  const uint64_t poll = std::max<uint32_t>(opt_.poll_interval, 1);
+  for (;;) {
+    LOOM_TRY(health());
+    std::string busy;
+    if (quiescent(&busy)) return health();
+    const uint64_t spent = cycles_ - start;
+    if (spent >= timeout_cycles)
+      return make_error("rtl device", "run_until_idle: timeout after " + std::to_string(spent) +
+                                          " cycles (limit " + std::to_string(timeout_cycles) + "); busy cores:" +
+                                          (busy.empty() ? std::string(" none (memory bursts in flight)") : busy));
+    step(std::min<uint64_t>(poll, timeout_cycles - spent));
+  }
+}
+
+}  // namespace loom::rtl

@@ -1,0 +1,131 @@
+// The `rtl` backend: the Verilated loom_fabric behind runtime::Device, with
+// C++ AXI4 memory models (and protocol checkers) on its memory ports and an
+// AXI4-Lite driver on its control port.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/ref/memory.h"
+#include "backends/rtl/axi_checker.h"
+#include "backends/rtl/axi_lite_master.h"
+#include "backends/rtl/axi_memory.h"
+#include "backends/rtl/fabric_sim.h"
+#include "runtime/device.h"
+
+namespace loom::rtl {
+
+struct RtlOptions {
+  /// Memory-port behaviour; port p uses seed `mem.seed + p`.
+  AxiMemoryOptions mem;
+  /// FST trace file; empty: the LOOM_RTL_TRACE environment variable, if set.
+  std::string trace_path;
+  /// Cycles run_until_idle clocks between two looks at the STATUS registers.
+  uint32_t poll_interval = 64;
+  /// Cycles one AXI4-Lite register access may take before it is abandoned.
+  uint32_t lite_timeout = 10'000;
+  uint32_t reset_cycles = 8;
+};
+
+/// Builds the Verilated model; `tracing` arms FST tracing before construction.
+using FabricMaker = std::function<std::unique_ptr<FabricSim>(bool tracing)>;
+
+class RtlDevice final : public runtime::Device {
+ public:
+  /// `make` provides the model (a verilated configuration or a test stand-in);
+  /// its shape must match `cfg` (make_rtl_device() checks this).
+  RtlDevice(const spec::HwConfig& cfg, const FabricMaker& make, const RtlOptions& opt = {});
+  ~RtlDevice() override;
+
+  std::string_view backend() const override { return "rtl"; }
+  const spec::HwConfig& config() const override { return cfg_; }
+
+  /// Allocations are rounded to whole bus beats so that a burst touching the
+  /// last bytes of a buffer does not read unallocated (DECERR) memory.
+  Expected<uint64_t> alloc(uint64_t bytes, uint64_t align = 4096) override;
+  void free(uint64_t addr) override;
+  /// Backdoor copies, like buffer syncs on a board: no fabric cycles pass.
+  Status write(uint64_t addr, std::span<const uint8_t> bytes) override;
+  Status read(uint64_t addr, std::span<uint8_t> bytes) override;
+
+  /// One AXI4-Lite transaction each, clocking the fabric until it completes.
+  /// A transaction that never completes is recorded in health() (the
+  /// interface has no error path here); reads then return 0xFFFFFFFF.
+  uint32_t read_reg(uint32_t offset) override;
+  void write_reg(uint32_t offset, uint32_t value) override;
+
+  /// Clocks until every core is idle, done, in error or blocked on a
+  /// semaphore with no other core busy, and no memory burst is in flight; or
+  /// until `timeout_cycles` pass (an error naming the timeout). Also fails on
+  /// protocol violations, RTL assertion failures and hung register accesses.
+  Status run_until_idle(uint64_t timeout_cycles) override;
+
+  bool has_time() const override { return true; }
+  uint64_t cycles() const override { return cycles_; }
+
+  /// Fabric accesses overlapping [addr, addr + len) answer with `kind`.
+  void inject_fault(uint64_t addr, uint64_t len, ref::FaultKind kind) { mem_.inject_fault(addr, len, kind); }
+  void clear_faults() { mem_.clear_faults(); }
+
+  bool irq_line() const { return sim_->interrupt(); }
+  /// Clocks the fabric `n` cycles with the memory models attached.
+  void step(uint64_t n = 1);
+  /// Ok, or the first problem seen: protocol violations, assertion failures,
+  /// register accesses that hung.
+  Status health() const;
+
+  unsigned mem_ports() const { return unsigned(ports_.size()); }
+  const AxiChecker& checker(unsigned port) const { return ports_[port]->checker; }
+  const AxiMemoryModel& memory_port(unsigned port) const { return ports_[port]->model; }
+  uint64_t lite_error_responses() const { return lite_err_resp_; }
+
+ private:
+  struct Port {
+    Port(ref::MemoryPort& mem, unsigned beat_bytes, const AxiMemoryOptions& opt, std::string name)
+        : model(mem, beat_bytes, opt), checker(std::move(name), beat_bytes) {}
+    AxiMemoryModel model;
+    AxiChecker checker;
+    AxiPins pins;
+  };
+
+  /// One clock cycle: sample, rising edge, falling edge, drive.
+  void tick();
+  /// Drives every input for the coming rising edge (at the falling edge).
+  void drive_inputs();
+  void drive_lite();
+  /// Runs the started AXI4-Lite transaction to completion; false on timeout.
+  bool finish_lite(const char* what, uint32_t offset);
+  /// True when no core can make progress and no burst is in flight.
+  bool quiescent(std::string* busy_cores);
+
+  spec::HwConfig cfg_;
+  RtlOptions opt_;
+  ref::DeviceMemory mem_;
+  std::unique_ptr<FabricSim> sim_;
+  unsigned beat_bytes_ = 8;
+  std::vector<std::unique_ptr<Port>> ports_;
+  AxiLiteMaster lite_;
+  LitePins lite_pins_;
+  bool in_reset_ = true;
+  uint64_t cycles_ = 0;
+  uint64_t lite_err_resp_ = 0;
+  std::string lite_failure_;  // first hung register access
+};
+
+/// Configurations verilated into this build (LOOM_RTL_CONFIGS), possibly none.
+std::vector<std::string_view> rtl_configs();
+
+/// The backend registry's factory: fails with a one-line message for a
+/// configuration that was not verilated into this build. Options come from
+/// the environment: LOOM_RTL_TRACE=file.fst, LOOM_RTL_SEED=n (memory stall
+/// and reorder randomness), LOOM_RTL_STALL=p (stall probability).
+Expected<std::unique_ptr<runtime::Device>> make_rtl_device(const spec::HwConfig& cfg);
+/// The same with explicit options (environment ignored except LOOM_RTL_TRACE
+/// when opt.trace_path is empty).
+Expected<std::unique_ptr<RtlDevice>> make_rtl_device(const spec::HwConfig& cfg, const RtlOptions& opt);
+
+}  // namespace loom::rtl

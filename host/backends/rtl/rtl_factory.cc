@@ -1,0 +1,47 @@
+// The rtl backend's factory: picks the verilated loom_fabric model for a
+// configuration and sets memory-port options from the config and environment.
+#include <cstdlib>
+#include <string>
+
+#include "backends/rtl/fabric_models.h"
+#include "backends/rtl/rtl_device.h"
+
+namespace loom::rtl {
+
+std::vector<std::string_view> rtl_configs() {
+  std::vector<std::string_view> v;
+  for (const auto& m : fabric_models()) v.push_back(m.config);
+  return v;
+}
+
+Expected<std::unique_ptr<RtlDevice>> make_rtl_device(const spec::HwConfig& cfg, const RtlOptions& opt) {
+  const std::string where = "rtl device: config '" + std::string(cfg.name) + "'";
+  for (const auto& m : fabric_models()) {
+    if (m.config != cfg.name) continue;
+    if (m.cores != cfg.cores || m.rows != cfg.array_rows || m.cols != cfg.array_cols ||
+        m.mem_ports != cfg.mem_ports || m.mem_bytes * 8 != cfg.mem_width_bits)
+      return make_error(where, "differs from the parameters loom_fabric was verilated with");
+    return std::make_unique<RtlDevice>(cfg, [&m](bool tracing) { return m.make(tracing); }, opt);
+  }
+  std::string have;
+  for (auto n : rtl_configs()) have += (have.empty() ? "" : ", ") + std::string(n);
+  return make_error(where, "was not verilated into this build (available: " +
+                               (have.empty() ? std::string("none") : have) +
+                               "; set LOOM_RTL_CONFIGS at configure time)");
+}
+
+Expected<std::unique_ptr<runtime::Device>> make_rtl_device(const spec::HwConfig& cfg) {
+  RtlOptions opt;
+  opt.mem.read_latency = cfg.mem_latency_cycles;
+  opt.mem.write_latency = cfg.mem_latency_cycles;
+  if (const char* s = std::getenv("LOOM_RTL_SEED")) {
+    opt.mem.seed = std::strtoull(s, nullptr, 0);
+    opt.mem.reorder_ids = true;
+  }
+  if (const char* s = std::getenv("LOOM_RTL_STALL")) opt.mem.stall_prob = std::strtod(s, nullptr);
+  auto d = make_rtl_device(cfg, opt);
+  if (!d) return d.error();
+  return std::unique_ptr<runtime::Device>(std::move(*d));
+}
+
+}  // namespace loom::rtl
