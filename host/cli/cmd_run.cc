@@ -1,6 +1,7 @@
 // `loom run`: execute a plan (or a graph, compiled on the fly) on a backend,
 // optionally checking every output bit for bit against the direct reference.
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -17,7 +18,7 @@ Expected<compiler::CompileResult> compile_graph(const std::string& path, const s
 namespace {
 
 struct Opts {
-  std::string model, backend = "ref", config, outputs, format = "pb", graph;
+  std::string model, backend = "ref", config, outputs, format = "pb", graph, wave;
   std::vector<std::string> inputs;
   bool check = false, json = false;
   uint64_t seed = 1;
@@ -58,6 +59,10 @@ int run(const Opts& o) {
   auto inputs = load_inputs(o.inputs, p.inputs, o.seed);
   if (!inputs) return fail(inputs.error());
 
+  if (!o.wave.empty()) {
+    if (o.backend != "rtl") return fail("--wave: waveforms come from the rtl backend, not '" + o.backend + "'");
+    ::setenv("LOOM_RTL_TRACE", o.wave.c_str(), 1);
+  }
   auto dev = runtime::make_device(o.backend, *cfg);
   if (!dev) return fail(dev.error());
   auto res = runtime::execute(**dev, p, *inputs);
@@ -130,7 +135,10 @@ int run(const Opts& o) {
     insns += cr.instructions;
     ordered_json ctr;
     for (unsigned k = 0; k < spec::kNumCounters; ++k) ctr[std::string(spec::kCounterNames[k])] = cr.counters[k];
-    cores.push_back(ordered_json{{"core", c}, {"instructions", cr.instructions}, {"counters", ctr}});
+    ordered_json cj{{"core", c}, {"instructions", cr.instructions}};
+    cj["cycles"] = res->has_time ? ordered_json(cr.counters[size_t(spec::Counter::CYCLES_BUSY)]) : ordered_json(nullptr);
+    cj["counters"] = ctr;
+    cores.push_back(cj);
   }
   j["has_time"] = res->has_time;
   j["cycles"] = res->has_time ? ordered_json(res->cycles) : ordered_json(nullptr);
@@ -178,6 +186,7 @@ void register_run(CLI::App& app) {
   cmd->add_option("--graph", o->graph, "Graph to check a plan against (default: the one it was compiled from)");
   cmd->add_option("--seed", o->seed, "Seed for random inputs when --inputs is not given")->capture_default_str();
   cmd->add_option("--cores", o->cores, "Cores to compile a graph for (0: all)")->check(CLI::Range(0, 64));
+  cmd->add_option("--wave", o->wave, "Write an FST waveform of the run (rtl backend)");
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->callback([o] {
     const int rc = run(*o);

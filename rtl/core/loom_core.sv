@@ -49,12 +49,12 @@ module loom_core #(
   output logic [15:0]                    err_pc_o,
   output logic                           irq_done_o,
   output logic                           irq_err_o,
-  output logic [NumCounters-1:0][63:0]   counters_o,
+  output logic [NumCounters*64-1:0]      counters_o,     // counter i (loom_pkg::CTR_*) at [64*i +: 64]
 
   // semaphores (fabric-wide)
   output logic                           sem_signal_o,
   output logic [7:0]                     sem_id_o,
-  input  logic [NumSems-1:0][31:0]       sem_value_i,
+  input  logic [NumSems*32-1:0]          sem_value_i,    // semaphore i at [32*i +: 32]
 
   // AXI4 master
   output logic                           m_axi_awvalid,
@@ -95,6 +95,10 @@ module loom_core #(
   localparam int unsigned ParamAW = $clog2(ParamBytes);
   localparam int unsigned SpDW    = SpW * 8;
   localparam int unsigned FCntW   = $clog2(FifoDepth + 1);
+  // The load unit's one write port is as wide as the largest buffer it fills.
+  localparam int unsigned LdMax01 = (InBytes > WgtBytes) ? InBytes : WgtBytes;
+  localparam int unsigned LdMax23 = (OutBytes > ParamBytes) ? OutBytes : ParamBytes;
+  localparam int unsigned LdSpAW  = $clog2((LdMax01 > LdMax23) ? LdMax01 : LdMax23);
 
   // ---------------------------------------------------------------------------
   // Core state: halt (first error until flush), busy, done.
@@ -235,7 +239,7 @@ module loom_core #(
   // load unit: scratchpad write port (buffer select) and AXI read
   logic             ld_sp_wr_req, ld_sp_wr_gnt;
   logic [2:0]       ld_sp_wr_buf;
-  logic [23:0]      ld_sp_wr_addr;
+  logic [LdSpAW-1:0] ld_sp_wr_addr;
   logic [SpDW-1:0]  ld_sp_wr_data;
   logic [SpW-1:0]   ld_sp_wr_mask;
   logic             ld_arvalid, ld_arready, ld_rvalid, ld_rready;
@@ -243,6 +247,11 @@ module loom_core #(
   logic [7:0]       ld_arlen;
   logic [2:0]       ld_arsize;
   logic [1:0]       ld_arburst;
+  logic             ldu_arvalid, ldu_arready;   // the unit's side of loom_axi_drain
+  logic [AddrW-1:0] ldu_araddr;
+  logic [7:0]       ldu_arlen;
+  logic [2:0]       ldu_arsize;
+  logic [1:0]       ldu_arburst;
 
   loom_load_unit #(
     .AddrW      (AddrW),
@@ -286,12 +295,12 @@ module loom_core #(
     .sp_wr_data_o     (ld_sp_wr_data),
     .sp_wr_mask_o     (ld_sp_wr_mask),
     .sp_wr_gnt_i      (ld_sp_wr_gnt),
-    .m_axi_arvalid    (ld_arvalid),
-    .m_axi_arready    (ld_arready),
-    .m_axi_araddr     (ld_araddr),
-    .m_axi_arlen      (ld_arlen),
-    .m_axi_arsize     (ld_arsize),
-    .m_axi_arburst    (ld_arburst),
+    .m_axi_arvalid    (ldu_arvalid),
+    .m_axi_arready    (ldu_arready),
+    .m_axi_araddr     (ldu_araddr),
+    .m_axi_arlen      (ldu_arlen),
+    .m_axi_arsize     (ldu_arsize),
+    .m_axi_arburst    (ldu_arburst),
     .m_axi_rvalid     (ld_rvalid),
     .m_axi_rready     (ld_rready),
     .m_axi_rdata      (m_axi_rdata),
@@ -299,11 +308,19 @@ module loom_core #(
     .m_axi_rlast      (m_axi_rlast)
   );
 
-  // store unit: scratchpad read port (buffer select) and AXI write
-  logic             st_sp_rd_req, st_sp_rd_gnt, st_sp_rd_valid;
-  logic [2:0]       st_sp_rd_buf;
-  logic [23:0]      st_sp_rd_addr;
-  logic [SpDW-1:0]  st_sp_rd_data;
+  // store unit: OUT and ACC read ports and AXI write
+  logic             st_out_rd_req, st_out_rd_gnt, st_acc_rd_req, st_acc_rd_gnt;
+  logic [OutAW-1:0] st_out_rd_addr;
+  logic [AccAW-1:0] st_acc_rd_addr;
+  logic [SpDW-1:0]  out_rd_data, acc_rd_data;
+  logic                st_wvalid, st_wready, st_wlast, st_bvalid, st_bready;
+  logic                st_awvalid, st_awready;
+  logic [AddrW-1:0]    st_awaddr;
+  logic [7:0]          st_awlen;
+  logic [2:0]          st_awsize;
+  logic [1:0]          st_awburst;
+  logic [MemBytes*8-1:0] st_wdata;
+  logic [MemBytes-1:0] st_wstrb;
 
   loom_store_unit #(
     .AddrW    (AddrW),
@@ -339,35 +356,39 @@ module loom_core #(
     .stall_dep_o      (st_stall_dep),
     .win_base_i       (win_base_i),
     .win_limit_i      (win_limit_i),
-    .sp_rd_req_o      (st_sp_rd_req),
-    .sp_rd_buf_o      (st_sp_rd_buf),
-    .sp_rd_addr_o     (st_sp_rd_addr),
-    .sp_rd_gnt_i      (st_sp_rd_gnt),
-    .sp_rd_valid_i    (st_sp_rd_valid),
-    .sp_rd_data_i     (st_sp_rd_data),
-    .m_axi_awvalid    (m_axi_awvalid),
-    .m_axi_awready    (m_axi_awready),
-    .m_axi_awaddr     (m_axi_awaddr),
-    .m_axi_awlen      (m_axi_awlen),
-    .m_axi_awsize     (m_axi_awsize),
-    .m_axi_awburst    (m_axi_awburst),
-    .m_axi_wvalid     (m_axi_wvalid),
-    .m_axi_wready     (m_axi_wready),
-    .m_axi_wdata      (m_axi_wdata),
-    .m_axi_wstrb      (m_axi_wstrb),
-    .m_axi_wlast      (m_axi_wlast),
-    .m_axi_bvalid     (m_axi_bvalid),
-    .m_axi_bready     (m_axi_bready),
+    .out_rd_req_o     (st_out_rd_req),
+    .out_rd_addr_o    (st_out_rd_addr),
+    .out_rd_gnt_i     (st_out_rd_gnt),
+    .out_rd_data_i    (out_rd_data),
+    .acc_rd_req_o     (st_acc_rd_req),
+    .acc_rd_addr_o    (st_acc_rd_addr),
+    .acc_rd_gnt_i     (st_acc_rd_gnt),
+    .acc_rd_data_i    (acc_rd_data),
+    .m_axi_awvalid    (st_awvalid),
+    .m_axi_awready    (st_awready),
+    .m_axi_awaddr     (st_awaddr),
+    .m_axi_awlen      (st_awlen),
+    .m_axi_awsize     (st_awsize),
+    .m_axi_awburst    (st_awburst),
+    .m_axi_wvalid     (st_wvalid),
+    .m_axi_wready     (st_wready),
+    .m_axi_wdata      (st_wdata),
+    .m_axi_wstrb      (st_wstrb),
+    .m_axi_wlast      (st_wlast),
+    .m_axi_bvalid     (st_bvalid),
+    .m_axi_bready     (st_bready),
     .m_axi_bresp      (m_axi_bresp)
   );
 
   // compute unit: one port per scratchpad side it uses
   logic               cu_in_rd_req, cu_wgt_rd_req, cu_param_rd_req, cu_acc_rd_req;
-  logic [23:0]        cu_in_rd_addr, cu_wgt_rd_addr, cu_param_rd_addr, cu_acc_rd_addr;
-  logic               cu_in_rd_valid, cu_wgt_rd_valid, cu_param_rd_valid, cu_acc_rd_valid;
-  logic [SpDW-1:0]    cu_in_rd_data, cu_wgt_rd_data, cu_param_rd_data, cu_acc_rd_data;
+  logic [InAW-1:0]    cu_in_rd_addr;
+  logic [WgtAW-1:0]   cu_wgt_rd_addr;
+  logic [ParamAW-1:0] cu_param_rd_addr;
+  logic [AccAW-1:0]   cu_acc_rd_addr, cu_acc_wr_addr;
+  logic [OutAW-1:0]   cu_out_wr_addr;
+  logic [SpDW-1:0]    cu_in_rd_data, cu_wgt_rd_data, cu_param_rd_data;
   logic               cu_acc_wr_req, cu_out_wr_req;
-  logic [23:0]        cu_acc_wr_addr, cu_out_wr_addr;
   logic [SpDW-1:0]    cu_acc_wr_data, cu_out_wr_data;
   logic [SpW-1:0]     cu_acc_wr_mask, cu_out_wr_mask;
 
@@ -408,20 +429,17 @@ module loom_core #(
     .stall_dep_o      (cu_stall_dep),
     .in_rd_req_o      (cu_in_rd_req),
     .in_rd_addr_o     (cu_in_rd_addr),
-    .in_rd_valid_i    (cu_in_rd_valid),
     .in_rd_data_i     (cu_in_rd_data),
     .wgt_rd_req_o     (cu_wgt_rd_req),
     .wgt_rd_addr_o    (cu_wgt_rd_addr),
-    .wgt_rd_valid_i   (cu_wgt_rd_valid),
     .wgt_rd_data_i    (cu_wgt_rd_data),
     .param_rd_req_o   (cu_param_rd_req),
     .param_rd_addr_o  (cu_param_rd_addr),
-    .param_rd_valid_i (cu_param_rd_valid),
     .param_rd_data_i  (cu_param_rd_data),
     .acc_rd_req_o     (cu_acc_rd_req),
     .acc_rd_addr_o    (cu_acc_rd_addr),
-    .acc_rd_valid_i   (cu_acc_rd_valid),
-    .acc_rd_data_i    (cu_acc_rd_data),
+    .acc_rd_gnt_i     (1'b1),
+    .acc_rd_data_i    (acc_rd_data),
     .acc_wr_req_o     (cu_acc_wr_req),
     .acc_wr_addr_o    (cu_acc_wr_addr),
     .acc_wr_data_o    (cu_acc_wr_data),
@@ -429,40 +447,33 @@ module loom_core #(
     .out_wr_req_o     (cu_out_wr_req),
     .out_wr_addr_o    (cu_out_wr_addr),
     .out_wr_data_o    (cu_out_wr_data),
-    .out_wr_mask_o    (cu_out_wr_mask)
+    .out_wr_mask_o    (cu_out_wr_mask),
+    .out_wr_gnt_i     (1'b1)
   );
 
   // ---------------------------------------------------------------------------
   // Scratchpads and their port muxes (docs/rtl-core.md, "Scratchpad ports").
   logic ld_wr_in, ld_wr_wgt, ld_wr_out, ld_wr_param;
-  logic st_rd_out, st_rd_acc;
-  logic st_out_gnt, st_acc_gnt;
-  logic st_rd_out_d, st_rd_out_q, st_rd_acc_d, st_rd_acc_q;
 
   assign ld_wr_in    = ld_sp_wr_req && (ld_sp_wr_buf == loom_pkg::BufIn);
   assign ld_wr_wgt   = ld_sp_wr_req && (ld_sp_wr_buf == loom_pkg::BufWgt);
   assign ld_wr_param = ld_sp_wr_req && (ld_sp_wr_buf == loom_pkg::BufParam);
-  // OUT: the compute unit's write wins; the load unit retries.
-  assign ld_wr_out   = ld_sp_wr_req && (ld_sp_wr_buf == loom_pkg::BufOut) && !cu_out_wr_req;
+  // OUT write: the compute unit wins (its grant is constant 1); the load
+  // unit holds its request until granted.
+  assign ld_wr_out    = ld_sp_wr_req && (ld_sp_wr_buf == loom_pkg::BufOut) && !cu_out_wr_req;
   assign ld_sp_wr_gnt = ld_wr_in || ld_wr_wgt || ld_wr_param || ld_wr_out;
 
-  // ACC read: the compute unit's read wins; the store unit retries.
-  assign st_rd_out    = st_sp_rd_req && (st_sp_rd_buf == loom_pkg::BufOut);
-  assign st_rd_acc    = st_sp_rd_req && (st_sp_rd_buf == loom_pkg::BufAcc) && !cu_acc_rd_req;
-  assign st_out_gnt   = st_rd_out;
-  assign st_acc_gnt   = st_rd_acc;
-  assign st_sp_rd_gnt = st_out_gnt || st_acc_gnt;
-  assign st_rd_out_d  = st_rd_out && !flush_i;
-  assign st_rd_acc_d  = st_rd_acc && !flush_i;
+  // ACC read: the compute unit wins; OUT read is the store unit's alone.
+  assign st_out_rd_gnt = st_out_rd_req;
+  assign st_acc_rd_gnt = st_acc_rd_req && !cu_acc_rd_req;
 
-  logic            in_rd_valid, wgt_rd_valid, param_rd_valid, acc_rd_valid, out_rd_valid;
-  logic [SpDW-1:0] out_rd_data, acc_rd_data;
+  logic in_rd_valid, wgt_rd_valid, param_rd_valid, acc_rd_valid, out_rd_valid;
 
   loom_spad #(.Bytes (InBytes), .SpW (SpW)) u_spad_in (
     .clk_i      (clk_i),
     .rst_ni     (rst_ni),
     .rd_req_i   (cu_in_rd_req),
-    .rd_addr_i  (cu_in_rd_addr[InAW-1:0]),
+    .rd_addr_i  (cu_in_rd_addr),
     .rd_valid_o (in_rd_valid),
     .rd_data_o  (cu_in_rd_data),
     .wr_req_i   (ld_wr_in),
@@ -475,7 +486,7 @@ module loom_core #(
     .clk_i      (clk_i),
     .rst_ni     (rst_ni),
     .rd_req_i   (cu_wgt_rd_req),
-    .rd_addr_i  (cu_wgt_rd_addr[WgtAW-1:0]),
+    .rd_addr_i  (cu_wgt_rd_addr),
     .rd_valid_o (wgt_rd_valid),
     .rd_data_o  (cu_wgt_rd_data),
     .wr_req_i   (ld_wr_wgt),
@@ -488,7 +499,7 @@ module loom_core #(
     .clk_i      (clk_i),
     .rst_ni     (rst_ni),
     .rd_req_i   (cu_param_rd_req),
-    .rd_addr_i  (cu_param_rd_addr[ParamAW-1:0]),
+    .rd_addr_i  (cu_param_rd_addr),
     .rd_valid_o (param_rd_valid),
     .rd_data_o  (cu_param_rd_data),
     .wr_req_i   (ld_wr_param),
@@ -500,12 +511,12 @@ module loom_core #(
   loom_spad #(.Bytes (OutBytes), .SpW (SpW)) u_spad_out (
     .clk_i      (clk_i),
     .rst_ni     (rst_ni),
-    .rd_req_i   (st_rd_out),
-    .rd_addr_i  (st_sp_rd_addr[OutAW-1:0]),
+    .rd_req_i   (st_out_rd_req),
+    .rd_addr_i  (st_out_rd_addr),
     .rd_valid_o (out_rd_valid),
     .rd_data_o  (out_rd_data),
     .wr_req_i   (cu_out_wr_req || ld_wr_out),
-    .wr_addr_i  (cu_out_wr_req ? cu_out_wr_addr[OutAW-1:0] : ld_sp_wr_addr[OutAW-1:0]),
+    .wr_addr_i  (cu_out_wr_req ? cu_out_wr_addr : ld_sp_wr_addr[OutAW-1:0]),
     .wr_data_i  (cu_out_wr_req ? cu_out_wr_data : ld_sp_wr_data),
     .wr_mask_i  (cu_out_wr_req ? cu_out_wr_mask : ld_sp_wr_mask)
   );
@@ -513,24 +524,15 @@ module loom_core #(
   loom_spad #(.Bytes (AccBytes), .SpW (SpW)) u_spad_acc (
     .clk_i      (clk_i),
     .rst_ni     (rst_ni),
-    .rd_req_i   (cu_acc_rd_req || st_rd_acc),
-    .rd_addr_i  (cu_acc_rd_req ? cu_acc_rd_addr[AccAW-1:0] : st_sp_rd_addr[AccAW-1:0]),
+    .rd_req_i   (cu_acc_rd_req || st_acc_rd_gnt),
+    .rd_addr_i  (cu_acc_rd_req ? cu_acc_rd_addr : st_acc_rd_addr),
     .rd_valid_o (acc_rd_valid),
     .rd_data_o  (acc_rd_data),
     .wr_req_i   (cu_acc_wr_req),
-    .wr_addr_i  (cu_acc_wr_addr[AccAW-1:0]),
+    .wr_addr_i  (cu_acc_wr_addr),
     .wr_data_i  (cu_acc_wr_data),
     .wr_mask_i  (cu_acc_wr_mask)
   );
-
-  // Read data goes to whoever was granted the request a cycle earlier.
-  assign cu_in_rd_valid    = in_rd_valid;
-  assign cu_wgt_rd_valid   = wgt_rd_valid;
-  assign cu_param_rd_valid = param_rd_valid;
-  assign cu_acc_rd_valid   = acc_rd_valid && !st_rd_acc_q;
-  assign cu_acc_rd_data    = acc_rd_data;
-  assign st_sp_rd_valid    = (out_rd_valid && st_rd_out_q) || (acc_rd_valid && st_rd_acc_q);
-  assign st_sp_rd_data     = st_rd_acc_q ? acc_rd_data : out_rd_data;
 
   // ---------------------------------------------------------------------------
   // AXI read mux: fetch is ID 0, the load unit ID 1. A granted request stays
@@ -564,12 +566,68 @@ module loom_core #(
   assign f_arready     = m_axi_arready && !ar_sel;
   assign ld_arready    = m_axi_arready && ar_sel;
 
+  logic ld_r_for_unit, ld_r_ready;
+
   assign f_rvalid      = m_axi_rvalid && (m_axi_rid == CoreIdW'(0));
-  assign ld_rvalid     = m_axi_rvalid && (m_axi_rid == CoreIdW'(1));
-  assign m_axi_rready  = (m_axi_rid == CoreIdW'(1)) ? ld_rready : f_rready;
+  assign ld_r_for_unit = m_axi_rvalid && (m_axi_rid == CoreIdW'(1));
+  assign m_axi_rready  = (m_axi_rid == CoreIdW'(1)) ? ld_r_ready : f_rready;
 
   // The store unit is the only writer.
   assign m_axi_awid    = '0;
+
+  // Responses to the units' requests that a flush orphaned are absorbed
+  // here (fetch drains its own bursts).
+  loom_axi_drain #(
+    .AddrW    (AddrW),
+    .MemBytes (MemBytes)
+  ) u_axi_drain (
+    .clk_i          (clk_i),
+    .rst_ni         (rst_ni),
+    .flush_i        (flush_i),
+    .unit_arvalid_i (ldu_arvalid),
+    .unit_arready_o (ldu_arready),
+    .unit_araddr_i  (ldu_araddr),
+    .unit_arlen_i   (ldu_arlen),
+    .unit_arsize_i  (ldu_arsize),
+    .unit_arburst_i (ldu_arburst),
+    .arvalid_o      (ld_arvalid),
+    .arready_i      (ld_arready),
+    .araddr_o       (ld_araddr),
+    .arlen_o        (ld_arlen),
+    .arsize_o       (ld_arsize),
+    .arburst_o      (ld_arburst),
+    .unit_awvalid_i (st_awvalid),
+    .unit_awready_o (st_awready),
+    .unit_awaddr_i  (st_awaddr),
+    .unit_awlen_i   (st_awlen),
+    .unit_awsize_i  (st_awsize),
+    .unit_awburst_i (st_awburst),
+    .awvalid_o      (m_axi_awvalid),
+    .awready_i      (m_axi_awready),
+    .awaddr_o       (m_axi_awaddr),
+    .awlen_o        (m_axi_awlen),
+    .awsize_o       (m_axi_awsize),
+    .awburst_o      (m_axi_awburst),
+    .rvalid_i       (ld_r_for_unit),
+    .rlast_i        (m_axi_rlast),
+    .rready_o       (ld_r_ready),
+    .unit_rvalid_o  (ld_rvalid),
+    .unit_rready_i  (ld_rready),
+    .unit_wvalid_i  (st_wvalid),
+    .unit_wready_o  (st_wready),
+    .unit_wdata_i   (st_wdata),
+    .unit_wstrb_i   (st_wstrb),
+    .unit_wlast_i   (st_wlast),
+    .wvalid_o       (m_axi_wvalid),
+    .wready_i       (m_axi_wready),
+    .wdata_o        (m_axi_wdata),
+    .wstrb_o        (m_axi_wstrb),
+    .wlast_o        (m_axi_wlast),
+    .bvalid_i       (m_axi_bvalid),
+    .bready_o       (m_axi_bready),
+    .unit_bvalid_o  (st_bvalid),
+    .unit_bready_i  (st_bready)
+  );
 
   // ---------------------------------------------------------------------------
   // First error, halt, busy/done, watchdog.
@@ -590,7 +648,7 @@ module loom_core #(
 
   function automatic logic older(logic [7:0] a, logic [7:0] b);
     // a was issued before b (differences stay far below 128).
-    return 8'(a - b) >= 8'd128;
+    older = (8'(a - b) >= 8'd128);
   endfunction
 
   always_comb begin
@@ -708,28 +766,31 @@ module loom_core #(
 
   // ---------------------------------------------------------------------------
   // Performance counters.
-  logic [NumCounters-1:0][63:0] ctr_d, ctr_q;
-  logic [NumCounters-1:0][63:0] ctr_inc;
+  // Counter i at [64*i +: 64]: flat vectors, as Yosys 0.23 rejects
+  // multi-dimensional packed arrays.
+  logic [NumCounters*64-1:0] ctr_d, ctr_q;
+  logic [NumCounters-1:0]    ctr_inc1;   // counters that add 0 or 1
+  logic [63:0]               hwm;
 
   always_comb begin
-    ctr_inc = '0;
-    ctr_inc[loom_pkg::CTR_CYCLES_BUSY]      = 64'(busy_q);
-    ctr_inc[loom_pkg::CTR_CYCLES_COMPUTE]   = 64'(cu_active);
-    ctr_inc[loom_pkg::CTR_CYCLES_STALL_MEM] = 64'(ld_stall_mem || st_stall_mem);
-    ctr_inc[loom_pkg::CTR_CYCLES_STALL_DEP] = 64'(ld_stall_dep || cu_stall_dep || st_stall_dep || d_blocked);
-    ctr_inc[loom_pkg::CTR_MACS]             = 64'(cu_macs);
-    ctr_inc[loom_pkg::CTR_BYTES_RD]         = 64'(ld_rd_bytes);
-    ctr_inc[loom_pkg::CTR_BYTES_WR]         = 64'(st_wr_bytes);
-    ctr_inc[loom_pkg::CTR_INSN_LOAD]        = 64'(ld_retire);
-    ctr_inc[loom_pkg::CTR_INSN_COMPUTE]     = 64'(cu_retire);
-    ctr_inc[loom_pkg::CTR_INSN_STORE]       = 64'(st_retire);
-    ctr_inc[loom_pkg::CTR_INSN_SYNC]        = 64'(d_sync_retire);
+    ctr_inc1 = '0;
+    ctr_inc1[loom_pkg::CTR_CYCLES_BUSY]      = busy_q;
+    ctr_inc1[loom_pkg::CTR_CYCLES_COMPUTE]   = cu_active;
+    ctr_inc1[loom_pkg::CTR_CYCLES_STALL_MEM] = ld_stall_mem || st_stall_mem;
+    ctr_inc1[loom_pkg::CTR_CYCLES_STALL_DEP] = ld_stall_dep || cu_stall_dep || st_stall_dep || d_blocked;
+    ctr_inc1[loom_pkg::CTR_INSN_LOAD]        = ld_retire;
+    ctr_inc1[loom_pkg::CTR_INSN_COMPUTE]     = cu_retire;
+    ctr_inc1[loom_pkg::CTR_INSN_STORE]       = st_retire;
+    ctr_inc1[loom_pkg::CTR_INSN_SYNC]        = d_sync_retire;
 
     for (int unsigned i = 0; i < NumCounters; i++) begin
-      ctr_d[i] = ctr_q[i] + ctr_inc[i];
+      ctr_d[64*i +: 64] = ctr_q[64*i +: 64] + 64'(ctr_inc1[i]);
     end
-    ctr_d[loom_pkg::CTR_QUEUE_HWM] = ctr_q[loom_pkg::CTR_QUEUE_HWM];
-    if (64'(f_count) > ctr_q[loom_pkg::CTR_QUEUE_HWM]) ctr_d[loom_pkg::CTR_QUEUE_HWM] = 64'(f_count);
+    ctr_d[64*loom_pkg::CTR_MACS +: 64]     = ctr_q[64*loom_pkg::CTR_MACS +: 64] + 64'(cu_macs);
+    ctr_d[64*loom_pkg::CTR_BYTES_RD +: 64] = ctr_q[64*loom_pkg::CTR_BYTES_RD +: 64] + 64'(ld_rd_bytes);
+    ctr_d[64*loom_pkg::CTR_BYTES_WR +: 64] = ctr_q[64*loom_pkg::CTR_BYTES_WR +: 64] + 64'(st_wr_bytes);
+    hwm = ctr_q[64*loom_pkg::CTR_QUEUE_HWM +: 64];
+    ctr_d[64*loom_pkg::CTR_QUEUE_HWM +: 64] = (64'(f_count) > hwm) ? 64'(f_count) : hwm;
     if (ctr_clear_i || flush_i) ctr_d = '0;
   end
 
@@ -746,8 +807,6 @@ module loom_core #(
       irq_err_q   <= 1'b0;
       wd_cnt_q    <= '0;
       issued_q    <= 1'b0;
-      st_rd_out_q <= 1'b0;
-      st_rd_acc_q <= 1'b0;
       ar_lock_q   <= 1'b0;
       ar_sel_q    <= 1'b0;
       ar_last_q   <= 1'b0;
@@ -769,8 +828,6 @@ module loom_core #(
       irq_err_q   <= irq_err_d;
       wd_cnt_q    <= wd_cnt_d;
       issued_q    <= issued_d;
-      st_rd_out_q <= st_rd_out_d;
-      st_rd_acc_q <= st_rd_acc_d;
       ar_lock_q   <= ar_lock_d;
       ar_sel_q    <= ar_sel_d;
       ar_last_q   <= ar_last_d;
@@ -800,15 +857,16 @@ module loom_core #(
   assign unused = ^{ld_macs, ld_wr_bytes, ld_active, cu_rd_bytes, cu_wr_bytes, cu_stall_mem,
                     st_macs, st_rd_bytes, st_active, ld_prev_pop_unused, ld_prev_push_unused,
                     st_next_pop_unused, st_next_push_unused, m_axi_bid,
-                    // scratchpad addresses are 24-bit fields; each buffer uses its low bits
-                    ld_sp_wr_addr, st_sp_rd_addr, cu_in_rd_addr, cu_wgt_rd_addr, cu_param_rd_addr,
-                    cu_acc_rd_addr, cu_acc_wr_addr, cu_out_wr_addr};
+                    // the load unit's address is as wide as its largest buffer
+                    ld_sp_wr_addr,
+                    // read data is taken the cycle after a granted request
+                    in_rd_valid, wgt_rd_valid, param_rd_valid, acc_rd_valid, out_rd_valid};
 
   `LOOM_ASSERT_INIT(a_spw, SpW >= MemBytes && SpW >= Cols * 4)
   `LOOM_ASSERT(a_ld_no_prev_tokens, !ld_prev_pop_unused && !ld_prev_push_unused)
   `LOOM_ASSERT(a_st_no_next_tokens, !st_next_pop_unused && !st_next_push_unused)
   `LOOM_ASSERT(a_ar_stable, !$past(m_axi_arvalid && !m_axi_arready) ||
                             (m_axi_arvalid && $stable(m_axi_arid) && $stable(m_axi_araddr)))
-  `LOOM_ASSERT(a_one_acc_reader, !(cu_acc_rd_req && st_rd_acc))
+  `LOOM_ASSERT(a_one_acc_reader, !(cu_acc_rd_req && st_acc_rd_gnt))
 
 endmodule : loom_core

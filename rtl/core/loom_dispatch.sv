@@ -55,7 +55,7 @@ module loom_dispatch #(
   // control instructions
   output logic                          sem_signal_o,    // 1-cycle pulse
   output logic [7:0]                    sem_id_o,
-  input  logic [NumSems-1:0][31:0]      sem_value_i,
+  input  logic [NumSems*32-1:0]         sem_value_i,     // semaphore i at [32*i +: 32]
   output logic                          blocked_o,       // SEM_WAIT not yet satisfied
   output logic                          end_o,           // END retired (1-cycle pulse)
   output logic [15:0]                   end_pc_o,
@@ -107,7 +107,7 @@ module loom_dispatch #(
   always_comb begin
     sem_value = '0;
     for (int unsigned i = 0; i < NumSems; i++) begin
-      if (32'(sem_id) == i) sem_value = sem_value_i[i];
+      if (32'(sem_id) == i) sem_value = sem_value_i[32*i +: 32];
     end
   end
 
@@ -197,11 +197,10 @@ module loom_dispatch #(
   logic [TokW-1:0] l2c_d, l2c_q, c2l_d, c2l_q, c2s_d, c2s_q, s2c_d, s2c_q;
 
   function automatic logic [TokW-1:0] tok_next(logic [TokW-1:0] cnt, logic push, logic pop);
-    logic [TokW-1:0] v;
-    v = cnt;
-    if (push && !pop) v = cnt + TokW'(1);
-    if (pop && !push) v = cnt - TokW'(1);
-    return v;
+    // Assignment to the name, not `return`: Yosys 0.23 reads only this form.
+    tok_next = cnt;
+    if (push && !pop) tok_next = cnt + TokW'(1);
+    if (pop && !push) tok_next = cnt - TokW'(1);
   endfunction
 
   always_comb begin

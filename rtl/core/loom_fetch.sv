@@ -125,10 +125,10 @@ module loom_fetch #(
     localparam int unsigned BeatsPerInsn = InsnBytes / MemBytes;
     localparam int unsigned PartW = (BeatsPerInsn > 1) ? $clog2(BeatsPerInsn) : 1;
 
-    logic [BeatsPerInsn-1:0][MemBytes*8-1:0] asm_d, asm_q;
-    logic [PartW-1:0]                        part_d, part_q;
-    logic [1:0]                              resp_d, resp_q;
-    logic [1:0]                              resp_now;
+    logic [255:0]     asm_d, asm_q;     // beat i at [i*MemBytes*8 +: MemBytes*8]
+    logic [PartW-1:0] part_d, part_q;
+    logic [1:0]       resp_d, resp_q;   // worst response of the beats so far
+    logic [1:0]       resp_now;
 
     assign m_axi_rready = (state_q == StData);
     assign beat_take    = m_axi_rvalid && m_axi_rready;
@@ -142,7 +142,7 @@ module loom_fetch #(
       push_insn = '0;
       push_resp = resp_now;
       if (beat_take && !discard_q) begin
-        asm_d[part_q] = m_axi_rdata;
+        asm_d[part_q*MemBytes*8 +: MemBytes*8] = m_axi_rdata;
         if (part_q == PartW'(BeatsPerInsn - 1)) begin
           push      = 1'b1;
           push_insn = asm_d;
@@ -180,7 +180,7 @@ module loom_fetch #(
     localparam int unsigned InsnPerBeat = MemBytes / InsnBytes;
     localparam int unsigned SlotW = (InsnPerBeat > 1) ? $clog2(InsnPerBeat) : 1;
 
-    logic [InsnPerBeat-1:0][255:0] beat_d, beat_q;
+    logic [MemBytes*8-1:0]         beat_d, beat_q;   // slot s at [s*256 +: 256]
     logic                          beat_v_d, beat_v_q;
     logic [1:0]                    bresp_d, bresp_q;
     logic [SlotW-1:0]              slot_d, slot_q;
@@ -194,7 +194,7 @@ module loom_fetch #(
       bresp_d   = bresp_q;
       slot_d    = slot_q;
       push      = 1'b0;
-      push_insn = beat_q[slot_q];
+      push_insn = beat_q[slot_q*256 +: 256];
       push_resp = bresp_q;
       if (burst_start) begin
         // The first beat of a burst may start in the middle of the word.

@@ -25,7 +25,8 @@ module loom_fifo #(
   output logic [CntW-1:0]  count_o
 );
 
-  logic [Depth-1:0][Width-1:0] mem_d, mem_q;
+  // Flat storage: Debian's Yosys 0.23 rejects multi-dimensional packed arrays.
+  logic [Depth*Width-1:0] mem_d, mem_q;
   logic [PtrW-1:0]             wptr_d, wptr_q, rptr_d, rptr_q;
   logic [CntW-1:0]             cnt_d, cnt_q;
 
@@ -34,7 +35,8 @@ module loom_fifo #(
   assign do_pop  = pop_i && (cnt_q != '0);
 
   function automatic logic [PtrW-1:0] ptr_inc(logic [PtrW-1:0] p);
-    return (p == PtrW'(Depth - 1)) ? '0 : p + PtrW'(1);
+    // Assignment to the name, not `return`: Yosys 0.23 reads only this form.
+    ptr_inc = (p == PtrW'(Depth - 1)) ? '0 : p + PtrW'(1);
   endfunction
 
   always_comb begin
@@ -43,7 +45,7 @@ module loom_fifo #(
     rptr_d = rptr_q;
     cnt_d  = cnt_q;
     if (do_push) begin
-      mem_d[wptr_q] = wdata_i;
+      mem_d[wptr_q*Width +: Width] = wdata_i;
       wptr_d        = ptr_inc(wptr_q);
     end
     if (do_pop) begin
@@ -78,7 +80,7 @@ module loom_fifo #(
     end
   end
 
-  assign rdata_o = mem_q[rptr_q];
+  assign rdata_o = mem_q[rptr_q*Width +: Width];
   assign full_o  = (cnt_q == CntW'(Depth));
   assign empty_o = (cnt_q == '0);
   assign count_o = cnt_q;
