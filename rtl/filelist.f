@@ -18,3 +18,9 @@ rtl/core/loom_elem_ctrl.sv
 rtl/core/loom_compute_unit.sv
 rtl/core/loom_load_unit.sv
 rtl/core/loom_store_unit.sv
+rtl/core/loom_fifo.sv
+rtl/core/loom_axi_drain.sv
+rtl/core/loom_fetch.sv
+rtl/core/loom_dispatch.sv
+rtl/core/loom_core.sv
+rtl/fabric/loom_fabric.sv
