@@ -1,25 +1,39 @@
 #!/usr/bin/env bash
-# Synthesizes the loom RTL blocks built so far for one named configuration with Yosys synth_xilinx (UltraScale+).
+# Synthesizes the loom Vitis kernel (the whole fabric) for one named configuration with Yosys synth_xilinx (UltraScale+).
 #
-# Usage: scripts/synth.sh CONFIG        (tiny | small | default | any name in docs/spec/configs.yaml)
+# Usage: scripts/synth.sh [--flat | --blocks] CONFIG   (tiny | small | default | any name in docs/spec/configs.yaml)
 #
-# Array rows/cols and scratchpad sizes come from loom_pkg (CFG_<NAME>_*), read
-# through small generated wrapper modules, so the generated package is the
-# only source of the numbers. Each block is synthesized out of context
-# (-noiopad) in its own Yosys run; the report sums the cells of the blocks
-# one core needs (1 systolic array, 1 post-op unit, the IN/WGT/ACC/OUT/PARAM
-# scratchpads). Outputs in build/synth/CONFIG/: report.txt (per block and
-# total), summary.json (one line), and one Yosys log per block.
-# Covers only the blocks built so far, not a complete core or fabric.
+# Default: synthesizes rtl/generated/loom_top_CONFIG.sv (from
+# scripts/gen_kernel_top.py) with every core, the control slave, the
+# semaphores, the memory-port muxes and the scratchpads, out of context
+# (-noiopad). The design is flattened except at loom_core, which keeps its
+# boundary: the cores are identical, so Yosys maps one core and counts it
+# NumCores times (much faster than mapping every copy), and the report gets a
+# per-core line for free. Constants do not propagate into a core across that
+# boundary, which costs a little; --flat flattens everything (slower).
+# --blocks: the older per-block report (systolic array, post-op unit and
+# scratchpad RAMs out of context, through small wrappers) in
+# build/synth/CONFIG/blocks/.
+#
+# Outputs in build/synth/CONFIG/: report.txt (whole kernel, per core, rest of
+# the fabric), summary.json (one line), yosys.log. Numbers are Yosys cell
+# counts after technology mapping: no place and route, no timing.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${root}"
 
-if [[ $# -ne 1 ]]; then
-  echo "usage: scripts/synth.sh CONFIG   (e.g. tiny, small, default)" >&2
+usage() {
+  echo "usage: scripts/synth.sh [--flat | --blocks] CONFIG   (e.g. tiny, small, default)" >&2
   exit 2
-fi
+}
+mode=kernel
+case "${1:-}" in
+  --flat)   mode=flat; shift ;;
+  --blocks) mode=blocks; shift ;;
+  -*)       usage ;;
+esac
+[[ $# -eq 1 ]] || usage
 cfg="$1"
 CFG="$(echo "${cfg}" | tr '[:lower:]' '[:upper:]')"
 pkg=rtl/generated/loom_pkg.sv
@@ -32,8 +46,21 @@ if ! grep -q "CFG_${CFG}_ARRAY_ROWS" "${pkg}"; then
   echo "synth.sh: unknown configuration '${cfg}' (no CFG_${CFG}_* in ${pkg})" >&2
   exit 2
 fi
+ysver="$(yosys -V | head -1)"
 
-out="build/synth/${cfg}"
+# Cell classes counted in the report (UltraScale+ primitives as Yosys emits them).
+count() {  # stat file, regex -> sum of matching cell counts in the last statistics block
+  awk -v re="$2" '/Printing statistics/ {delete n; f=1} f && $1 ~ re && $2 ~ /^[0-9]+$/ {n[$1]=$2}
+    END {s=0; for (k in n) s+=n[k]; print s}' "$1"
+}
+
+pkgval() {  # PARAM -> value of loom_pkg::CFG_<CFG>_PARAM
+  sed -n "s/.*CFG_${CFG}_$1 = \([0-9]*\);.*/\1/p" "${pkg}"
+}
+
+# --blocks: the per-block report of the compute blocks (array, post-op, scratchpad RAMs).
+synth_blocks() {
+out="build/synth/${cfg}/blocks"
 mkdir -p "${out}"
 wrap="${out}/loom_synth_wrappers.sv"
 
@@ -99,21 +126,14 @@ blocks=(loom_synth_array loom_postop loom_synth_sp_in loom_synth_sp_wgt loom_syn
 
 report="${out}/report.txt"
 summary="${out}/summary.json"
-rows=$(sed -n "s/.*CFG_${CFG}_ARRAY_ROWS = \([0-9]*\);.*/\1/p" "${pkg}")
+local rows cols; rows=$(sed -n "s/.*CFG_${CFG}_ARRAY_ROWS = \([0-9]*\);.*/\1/p" "${pkg}")
 cols=$(sed -n "s/.*CFG_${CFG}_ARRAY_COLS = \([0-9]*\);.*/\1/p" "${pkg}")
-ysver="$(yosys -V | head -1)"
-
-# Cell classes counted in the report (UltraScale+ primitives as Yosys emits them).
-count() {  # log regex -> sum of matching cell counts in the last statistics block
-  awk -v re="$2" '/Printing statistics/ {delete n; f=1} f && $1 ~ re && $2 ~ /^[0-9]+$/ {n[$1]=$2}
-    END {s=0; for (k in n) s+=n[k]; print s}' "$1"
-}
 
 {
   echo "loom synthesis report: configuration ${cfg} (array ${rows}x${cols})"
   echo "tool: ${ysver}; flow: synth_xilinx -family xcup -noiopad -uram, one run per block"
   echo "scope: blocks built so far (systolic array, post-op unit, scratchpad RAMs), not a full core or fabric"
-  echo "reproduce: scripts/synth.sh ${cfg}"
+  echo "reproduce: scripts/synth.sh --blocks ${cfg}"
   echo
   printf '%-22s %8s %8s %6s %8s %6s %6s\n' block LUT FF DSP RAMB36 RAMB18 URAM
 } > "${report}"
@@ -145,3 +165,137 @@ printf '{"config":"%s","rows":%d,"cols":%d,"lut":%d,"ff":%d,"dsp":%d,"ramb36":%d
 
 cat "${report}"
 echo "synth.sh: wrote ${report} and ${summary}" >&2
+}
+
+# RTL sources: rtl/filelist.f in its order, then the core and fabric files
+# it does not list yet, then the kernel top.
+kernel_sources() {
+  local f
+  local -a listed=()
+  while read -r f; do
+    [[ -z "${f}" || "${f}" == //* || "${f}" == +* ]] && continue
+    listed+=("${f}")
+  done < rtl/filelist.f
+  printf '%s\n' "${listed[@]}"
+  for f in rtl/core/loom_fifo.sv rtl/core/loom_axi_drain.sv rtl/core/loom_fetch.sv \
+           rtl/core/loom_dispatch.sv rtl/core/loom_core.sv rtl/fabric/loom_fabric.sv; do
+    if ! printf '%s\n' "${listed[@]}" | grep -qx "${f}"; then
+      echo "${f}"
+    fi
+  done
+  echo "rtl/generated/loom_top_${cfg}.sv"
+}
+
+# One line of the report from a statistics block: LUT FF DSP RAMB36 RAMB18 URAM LUTRAM CARRY.
+cells_of() {  # stat file -> "lut ff dsp b36 b18 uram lutram carry"
+  echo "$(count "$1" '^LUT[1-6]$') $(count "$1" '^FD[CPRS]E$') $(count "$1" '^DSP48E2$')" \
+       "$(count "$1" '^RAMB36E2$') $(count "$1" '^RAMB18E2$') $(count "$1" '^URAM288$')" \
+       "$(count "$1" '^(RAM(16|32|64|128|256|512)X1[SD]|RAM(32|64)M(16)?|SRL16E|SRLC32E)$')" \
+       "$(count "$1" '^CARRY[48]$')"
+}
+
+synth_kernel() {
+  local top="loom_top_${cfg}"
+  local out="build/synth/${cfg}"
+  mkdir -p "${out}"
+  if ! python3 scripts/gen_kernel_top.py --check >/dev/null 2>&1 || [[ ! -f "rtl/generated/${top}.sv" ]]; then
+    echo "synth.sh: rtl/generated/${top}.sv is missing or stale; run scripts/gen_kernel_top.py" >&2
+    exit 1
+  fi
+  local -a srcs
+  mapfile -t srcs < <(kernel_sources)
+
+  local cores cols membytes spw width uram_rows
+  cores=$(pkgval CORES)
+  cols=$(pkgval ARRAY_COLS)
+  membytes=$(( $(pkgval MEM_WIDTH_BITS) / 8 ))
+  spw=$(( cols * 4 > membytes ? cols * 4 : membytes ))
+  width=$(( spw * 8 ))
+  # Scratchpad banks are SpW*8 bits wide. A bank of 1 Mbit or more goes to
+  # URAM288, a smaller one to block RAM. The style is set explicitly because
+  # with no ram_style Yosys 0.23 tries distributed RAM for some BRAM-sized
+  # memories and aborts in its LUTRAM mapper; loom_core instantiates the
+  # scratchpads with RamAuto, so the attribute is set here on the inferred
+  # $mem_v2 cells, between the coarse and the memory-mapping steps.
+  uram_rows=$(( (1048576 + width - 1) / width ))
+
+  local keep="" flat_note="flattened except at loom_core (one core mapped, counted ${cores}x)"
+  if [[ "${mode}" == kernel ]]; then
+    keep="setattr -mod -set keep_hierarchy 1 *loom_core*;"
+  else
+    flat_note="fully flattened"
+  fi
+  local sx="synth_xilinx -family xcup -noiopad -uram -flatten -top ${top}"
+  local log="${out}/yosys.log" st="${out}/stat.txt"
+  echo "synth.sh: ${cfg}: ${top} (${flat_note}); log in ${log}" >&2
+  local t0=${SECONDS}
+  if ! yosys -q -l "${log}" -p "read_verilog -sv -I rtl/include ${srcs[*]}; \
+      hierarchy -check -top ${top}; ${keep} \
+      ${sx} -run :map_memory; \
+      setattr -set ram_style \"ultra\" t:\$mem_v2 r:WIDTH=${width} %i r:SIZE>=${uram_rows} %i; \
+      setattr -set ram_style \"block\" t:\$mem_v2 r:WIDTH=${width} %i r:SIZE<${uram_rows} %i; \
+      ${sx} -run map_memory:; \
+      tee -q -o ${st} stat -top ${top}" >/dev/null 2>&1; then
+    echo "synth.sh: yosys failed on ${top}; the error is at the end of ${log}:" >&2
+    grep -m3 -E 'ERROR|error' "${log}" >&2 || tail -5 "${log}" >&2
+    exit 1
+  fi
+  local secs=$(( SECONDS - t0 ))
+  local mem
+  mem=$(sed -n 's/.*MEM: \([0-9.]*\) MB peak.*/\1/p' "${log}" | tail -1)
+
+  # Whole kernel: the design-hierarchy block at the end of `stat -top`.
+  local tot core=""
+  awk 'BEGIN {print "Printing statistics"} /=== design hierarchy ===/ {f=1} f' "${st}" > "${out}/stat_total.txt"
+  tot=$(cells_of "${out}/stat_total.txt")
+  if [[ "${mode}" == kernel ]]; then
+    awk 'BEGIN {print "Printing statistics"} /^=== .*loom_core ===$/ {f=1; next} /^=== / {f=0} f' \
+      "${st}" > "${out}/stat_core.txt"
+    core=$(cells_of "${out}/stat_core.txt")
+  fi
+
+  local report="${out}/report.txt" summary="${out}/summary.json"
+  local fmt='%-28s %8s %8s %6s %7s %7s %6s %8s %7s\n'
+  {
+    echo "loom synthesis report: kernel ${top} (configuration ${cfg}: ${cores} cores of" \
+         "$(pkgval ARRAY_ROWS)x${cols}, $(pkgval MEM_PORTS) memory ports of $(pkgval MEM_WIDTH_BITS) bits)"
+    echo "tool: ${ysver}"
+    echo "flow: ${sx}, ${flat_note}"
+    echo "scratchpad banks: ${width} bits wide; >= ${uram_rows} rows -> URAM288, smaller -> block RAM"
+    echo "time: ${secs} s wall, peak memory ${mem:-?} MB"
+    echo "reproduce: scripts/synth.sh$([[ ${mode} == flat ]] && echo ' --flat') ${cfg}"
+    echo "Yosys estimates after technology mapping: no place and route, no timing."
+    echo "LUT = LUT1..LUT6 (logic); LUTRAM = distributed RAM and SRL cells; CARRY = CARRY4/CARRY8"
+    echo
+    # shellcheck disable=SC2059
+    printf "${fmt}" part LUT FF DSP RAMB36 RAMB18 URAM LUTRAM CARRY
+    if [[ -n "${core}" ]]; then
+      local -a c t; read -ra c <<<"${core}"; read -ra t <<<"${tot}"
+      # shellcheck disable=SC2059
+      printf "${fmt}" "loom_core (each)" "${c[@]}"
+      # shellcheck disable=SC2059
+      printf "${fmt}" "loom_core x ${cores}" $(for i in 0 1 2 3 4 5 6 7; do echo $(( c[i] * cores )); done)
+      # shellcheck disable=SC2059
+      printf "${fmt}" "rest (csr, sem, muxes, top)" $(for i in 0 1 2 3 4 5 6 7; do echo $(( t[i] - c[i] * cores )); done)
+    fi
+    # shellcheck disable=SC2059
+    printf "${fmt}" "total ${top}" ${tot}
+  } > "${report}"
+
+  local -a t; read -ra t <<<"${tot}"
+  local core_json=""
+  if [[ -n "${core}" ]]; then
+    local -a c; read -ra c <<<"${core}"
+    core_json=$(printf ',"per_core":{"lut":%d,"ff":%d,"dsp":%d,"ramb36":%d,"ramb18":%d,"uram":%d,"lutram":%d,"carry":%d}' "${c[@]}")
+  fi
+  printf '{"config":"%s","top":"%s","cores":%d,"lut":%d,"ff":%d,"dsp":%d,"ramb36":%d,"ramb18":%d,"uram":%d,"lutram":%d,"carry":%d%s,"seconds":%d,"peak_mb":%s,"flow":"%s","tool":"%s","scope":"whole kernel, Yosys estimate, no place and route"}\n' \
+    "${cfg}" "${top}" "${cores}" "${t[@]}" "${core_json}" "${secs}" "${mem:-0}" "${mode}" "${ysver}" > "${summary}"
+
+  cat "${report}"
+  echo "synth.sh: wrote ${report} and ${summary}" >&2
+}
+
+case "${mode}" in
+  blocks) synth_blocks ;;
+  *)      synth_kernel ;;
+esac
