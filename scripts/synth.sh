@@ -241,8 +241,10 @@ synth_kernel() {
     exit 1
   fi
   local secs=$(( SECONDS - t0 ))
-  local mem
+  local mem cpu
   mem=$(sed -n 's/.*MEM: \([0-9.]*\) MB peak.*/\1/p' "${log}" | tail -1)
+  cpu=$(sed -n 's/.*CPU: user \([0-9.]*\)s system \([0-9.]*\)s.*/\1 \2/p' "${log}" | tail -1 |
+        awk '{printf "%d", $1 + $2}')
 
   # Whole kernel: the design-hierarchy block at the end of `stat -top`.
   local tot core=""
@@ -262,7 +264,7 @@ synth_kernel() {
     echo "tool: ${ysver}"
     echo "flow: ${sx}, ${flat_note}"
     echo "scratchpad banks: ${width} bits wide; >= ${uram_rows} rows -> URAM288, smaller -> block RAM"
-    echo "time: ${secs} s wall, peak memory ${mem:-?} MB"
+    echo "time: ${secs} s wall, ${cpu:-?} s CPU (one thread), peak memory ${mem:-?} MB"
     echo "reproduce: scripts/synth.sh$([[ ${mode} == flat ]] && echo ' --flat') ${cfg}"
     echo "Yosys estimates after technology mapping: no place and route, no timing."
     echo "LUT = LUT1..LUT6 (logic); LUTRAM = distributed RAM and SRL cells; CARRY = CARRY4/CARRY8"
@@ -288,8 +290,8 @@ synth_kernel() {
     local -a c; read -ra c <<<"${core}"
     core_json=$(printf ',"per_core":{"lut":%d,"ff":%d,"dsp":%d,"ramb36":%d,"ramb18":%d,"uram":%d,"lutram":%d,"carry":%d}' "${c[@]}")
   fi
-  printf '{"config":"%s","top":"%s","cores":%d,"lut":%d,"ff":%d,"dsp":%d,"ramb36":%d,"ramb18":%d,"uram":%d,"lutram":%d,"carry":%d%s,"seconds":%d,"peak_mb":%s,"flow":"%s","tool":"%s","scope":"whole kernel, Yosys estimate, no place and route"}\n' \
-    "${cfg}" "${top}" "${cores}" "${t[@]}" "${core_json}" "${secs}" "${mem:-0}" "${mode}" "${ysver}" > "${summary}"
+  printf '{"config":"%s","top":"%s","cores":%d,"lut":%d,"ff":%d,"dsp":%d,"ramb36":%d,"ramb18":%d,"uram":%d,"lutram":%d,"carry":%d%s,"seconds":%d,"cpu_seconds":%d,"peak_mb":%s,"flow":"%s","tool":"%s","scope":"whole kernel, Yosys estimate, no place and route"}\n' \
+    "${cfg}" "${top}" "${cores}" "${t[@]}" "${core_json}" "${secs}" "${cpu:-0}" "${mem:-0}" "${mode}" "${ysver}" > "${summary}"
 
   cat "${report}"
   echo "synth.sh: wrote ${report} and ${summary}" >&2
