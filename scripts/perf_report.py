@@ -56,7 +56,11 @@ def main():
     w = lines.append
     w("## RTL cycles against the roofline (`rtl` backend)")
     w("")
-    w("Measured %s on %s." % (datetime.date.today().isoformat(), machine()))
+    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "rtl", "host"],
+                           capture_output=True, text=True).stdout.strip()
+    w("Measured %s at commit %s%s on %s." % (datetime.date.today().isoformat(), rev or "?",
+                                              " (with local changes)" if dirty else "", machine()))
     w("Reproduce all tables: `python3 scripts/perf_report.py --loom %s --configs %s%s`."
       % (a.loom, a.configs, " --quick" if a.quick else ""))
     w("`roofline_cycles` = max(MACs / peak MACs per cycle, compulsory DRAM bytes / bytes per cycle);"
