@@ -66,6 +66,9 @@ def main():
         e, cfg = all_cases[name]
         cmd = command(a.loom, a.root, e, cfg, a.backend)
         r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0 and "not verilated into this build" in r.stderr:
+            print("SKIPPED %s on %s: %s" % (name, a.backend, r.stderr.strip()))
+            continue
         ok = r.returncode == 0
         info = ""
         if ok:
