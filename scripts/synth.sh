@@ -1,35 +1,40 @@
 #!/usr/bin/env bash
 # Synthesizes the loom Vitis kernel (the whole fabric) for one named configuration with Yosys synth_xilinx (UltraScale+).
 #
-# Usage: scripts/synth.sh [--flat | --blocks] CONFIG   (tiny | small | default | any name in docs/spec/configs.yaml)
+# Usage: scripts/synth.sh [--flat | --hier | --blocks] CONFIG   (tiny | small | default | any name in docs/spec/configs.yaml)
 #
 # Default: synthesizes rtl/generated/loom_top_CONFIG.sv (from
 # scripts/gen_kernel_top.py) with every core, the control slave, the
 # semaphores, the memory-port muxes and the scratchpads, out of context
 # (-noiopad). The design is flattened except at loom_core, which keeps its
 # boundary: the cores are identical, so Yosys maps one core and counts it
-# NumCores times (much faster than mapping every copy), and the report gets a
+# NumCores times instead of mapping every copy, and the report gets a
 # per-core line for free. Constants do not propagate into a core across that
-# boundary, which costs a little; --flat flattens everything (slower).
+# boundary; --flat flattens everything (every copy is mapped).
+# --hier: no flattening at all; every module is mapped once per parameter
+# set and the report lists each module's own cells (a per-unit breakdown;
+# no constants cross any boundary, so totals come out slightly higher).
 # --blocks: the older per-block report (systolic array, post-op unit and
 # scratchpad RAMs out of context, through small wrappers) in
 # build/synth/CONFIG/blocks/.
 #
-# Outputs in build/synth/CONFIG/: report.txt (whole kernel, per core, rest of
-# the fabric), summary.json (one line), yosys.log. Numbers are Yosys cell
-# counts after technology mapping: no place and route, no timing.
+# Outputs in build/synth/CONFIG/ (build/synth/CONFIG/flat|hier|blocks/ for
+# the other modes): report.txt (whole kernel, per core, rest of the fabric),
+# summary.json (one line), yosys.log. Numbers are Yosys cell counts after
+# technology mapping: no place and route, no timing.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${root}"
 
 usage() {
-  echo "usage: scripts/synth.sh [--flat | --blocks] CONFIG   (e.g. tiny, small, default)" >&2
+  echo "usage: scripts/synth.sh [--flat | --hier | --blocks] CONFIG   (e.g. tiny, small, default)" >&2
   exit 2
 }
 mode=kernel
 case "${1:-}" in
   --flat)   mode=flat; shift ;;
+  --hier)   mode=hier; shift ;;
   --blocks) mode=blocks; shift ;;
   -*)       usage ;;
 esac
@@ -197,6 +202,7 @@ cells_of() {  # stat file -> "lut ff dsp b36 b18 uram lutram carry"
 synth_kernel() {
   local top="loom_top_${cfg}"
   local out="build/synth/${cfg}"
+  [[ "${mode}" == kernel ]] || out="${out}/${mode}"
   mkdir -p "${out}"
   if ! python3 scripts/gen_kernel_top.py --check >/dev/null 2>&1 || [[ ! -f "rtl/generated/${top}.sv" ]]; then
     echo "synth.sh: rtl/generated/${top}.sv is missing or stale; run scripts/gen_kernel_top.py" >&2
@@ -220,12 +226,13 @@ synth_kernel() {
   uram_rows=$(( (1048576 + width - 1) / width ))
 
   local keep="" flat_note="flattened except at loom_core (one core mapped, counted ${cores}x)"
-  if [[ "${mode}" == kernel ]]; then
-    keep="setattr -mod -set keep_hierarchy 1 *loom_core*;"
-  else
-    flat_note="fully flattened"
-  fi
   local sx="synth_xilinx -family xcup -noiopad -uram -flatten -top ${top}"
+  case "${mode}" in
+    kernel) keep="setattr -mod -set keep_hierarchy 1 *loom_core*;" ;;
+    flat)   flat_note="fully flattened" ;;
+    hier)   flat_note="not flattened (each module mapped once per parameter set)"
+            sx="synth_xilinx -family xcup -noiopad -uram -top ${top}" ;;
+  esac
   local log="${out}/yosys.log" st="${out}/stat.txt"
   echo "synth.sh: ${cfg}: ${top} (${flat_note}); log in ${log}" >&2
   local t0=${SECONDS}
@@ -257,7 +264,7 @@ synth_kernel() {
   fi
 
   local report="${out}/report.txt" summary="${out}/summary.json"
-  local fmt='%-28s %8s %8s %6s %7s %7s %6s %8s %7s\n'
+  local fmt='%-36s %8s %8s %6s %7s %7s %6s %8s %7s\n'
   {
     echo "loom synthesis report: kernel ${top} (configuration ${cfg}: ${cores} cores of" \
          "$(pkgval ARRAY_ROWS)x${cols}, $(pkgval MEM_PORTS) memory ports of $(pkgval MEM_WIDTH_BITS) bits)"
@@ -265,7 +272,7 @@ synth_kernel() {
     echo "flow: ${sx}, ${flat_note}"
     echo "scratchpad banks: ${width} bits wide; >= ${uram_rows} rows -> URAM288, smaller -> block RAM"
     echo "time: ${secs} s wall, ${cpu:-?} s CPU (one thread), peak memory ${mem:-?} MB"
-    echo "reproduce: scripts/synth.sh$([[ ${mode} == flat ]] && echo ' --flat') ${cfg}"
+    echo "reproduce: scripts/synth.sh$([[ ${mode} != kernel ]] && echo " --${mode}") ${cfg}"
     echo "Yosys estimates after technology mapping: no place and route, no timing."
     echo "LUT = LUT1..LUT6 (logic); LUTRAM = distributed RAM and SRL cells; CARRY = CARRY4/CARRY8"
     echo
@@ -282,6 +289,28 @@ synth_kernel() {
     fi
     # shellcheck disable=SC2059
     printf "${fmt}" "total ${top}" ${tot}
+    if [[ "${mode}" == hier ]]; then
+      echo
+      echo "per module (indented under its first parent): own cells, submodules excluded; x instances in the design"
+      # shellcheck disable=SC2059
+      printf "${fmt}" module LUT FF DSP RAMB36 RAMB18 URAM LUTRAM CARRY
+      local name n d
+      while read -r name n d; do
+        WANT="${name}" awk 'BEGIN {print "Printing statistics"} $0 == "=== " ENVIRON["WANT"] " ===" {f=1; next}
+          /^=== / {f=0} f' "${st}" > "${out}/stat_mod.txt"
+        local -a m; read -ra m <<<"$(cells_of "${out}/stat_mod.txt")"
+        # shellcheck disable=SC2059
+        printf "${fmt}" "$(printf '%*s' $((2 * d)) '')$(echo "${name}" | grep -o 'loom_[a-z0-9_]*' | head -1) x${n}" "${m[@]}"
+      done < <(awk '/=== design hierarchy ===/ {f=1; next} f && /Number of/ {exit}
+                    f && NF == 2 && $2 ~ /^[0-9]+$/ {
+                      match($0, /^ */); d = (RLENGTH - 3) / 2
+                      mult[d] = $2 * (d > 0 ? mult[d - 1] : 1)
+                      if (!($1 in tot)) {order[++k] = $1; depth[$1] = d}
+                      tot[$1] += mult[d]
+                    }
+                    END {for (i = 1; i <= k; i++) print order[i], tot[order[i]], depth[order[i]]}' "${st}")
+      rm -f "${out}/stat_mod.txt"
+    fi
   } > "${report}"
 
   local -a t; read -ra t <<<"${tot}"
