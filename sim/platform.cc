@@ -1,0 +1,49 @@
+// Platform: construction and binding of the process-wide SystemC top module.
+#include "platform.h"
+
+#include <cstdlib>
+#include <string>
+
+#include <tlm>
+
+namespace loom::tlm {
+
+Platform::Platform(sc_core::sc_module_name name) : sc_core::sc_module(name), mem_("mem") {
+  for (unsigned c = 0; c < cores_.size(); ++c) {
+    cores_[c] = std::make_unique<CoreModel>(("core" + std::to_string(c)).c_str(), c, [this] { poke_semaphores(); });
+    cores_[c]->socket.bind(mem_.socket);  // socket id c: the channel maps it to port c % ports
+  }
+}
+
+Platform& Platform::instance() {
+  // Keeps the SystemC banner off stdout, where CLI JSON goes.
+  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
+  static Platform* p = [] {
+    auto* top = new Platform("loom_tlm");
+    // Elaborate and let every thread reach its idle wait now, so each device
+    // (the first included) wakes them in the same order: results then do not
+    // depend on what ran earlier in the process.
+    sc_core::sc_start(sc_core::SC_ZERO_TIME);
+    return top;
+  }();
+  return *p;
+}
+
+void Platform::attach(DeviceState* st, sc_core::sc_time period) {
+  st_ = st;
+  TimingParams tp;
+  if (st != nullptr) {
+    tp = TimingParams::from(st->cfg);
+    mem_.configure(tp.mem_ports, tp.mem_bytes, tp.latency, period);
+    // The quantum bounds how far a thread runs ahead of simulated time, and so
+    // how far out of order bursts of different cores can reach a memory port.
+    ::tlm::tlm_global_quantum::instance().set(period * 256.0);
+  }
+  for (auto& c : cores_) c->attach(st, tp, period);
+}
+
+}  // namespace loom::tlm
+
+// libsystemc's main() needs an sc_main; loom builds its platform through
+// make_tlm_device instead, so programs with their own main() never run this.
+__attribute__((weak)) int sc_main(int, char*[]) { return 1; }

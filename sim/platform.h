@@ -1,0 +1,42 @@
+// The tlm virtual platform's top module: owns the cores and the memory
+// channel, and is built once per process (SystemC elaborates once) with
+// spec::kMaxCores cores, then attached to one device at a time.
+#pragma once
+
+#include <array>
+#include <memory>
+
+#include <systemc>
+
+#include "core_model.h"
+#include "device_state.h"
+#include "mem_channel.h"
+
+namespace loom::tlm {
+
+class Platform : public sc_core::sc_module {
+ public:
+  /// The process-wide platform, elaborated on first use and never destroyed.
+  static Platform& instance();
+
+  /// Binds the platform to a device's state (nullptr detaches) and resets
+  /// every core and port; `period` is one device clock cycle.
+  void attach(DeviceState* st, sc_core::sc_time period);
+  DeviceState* attached() const { return st_; }
+
+  CoreModel& core(unsigned c) { return *cores_.at(c); }
+  MemChannel& memory() { return mem_; }
+  /// Wakes SEM_WAITs after the host cleared semaphores.
+  void poke_semaphores() {
+    for (auto& c : cores_) c->poke();
+  }
+
+ private:
+  explicit Platform(sc_core::sc_module_name name);
+
+  MemChannel mem_;
+  std::array<std::unique_ptr<CoreModel>, spec::kMaxCores> cores_;
+  DeviceState* st_ = nullptr;
+};
+
+}  // namespace loom::tlm

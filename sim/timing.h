@@ -1,0 +1,98 @@
+// Instruction timing of the tlm model: cycle formulas for the compute unit
+// and DMA burst splitting, derived from the configuration and the RTL's
+// microarchitecture documented in docs/rtl-core.md and in the headers of the
+// rtl/core units (outstanding bursts, GEMM staging, element datapath).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "loom/spec_gen.h"
+
+namespace loom::tlm {
+
+/// Timing parameters, all taken from a spec::HwConfig.
+struct TimingParams {
+  uint32_t rows = 1;         // systolic array rows
+  uint32_t cols = 1;         // systolic array columns
+  uint32_t mem_bytes = 8;    // bytes per memory beat (mem_width_bits / 8)
+  uint32_t spw = 16;         // scratchpad port width in bytes: max(Cols*4, MemBytes)
+  uint32_t latency = 40;     // memory latency in cycles
+  uint32_t mem_ports = 1;
+
+  static TimingParams from(const spec::HwConfig& cfg) {
+    TimingParams p;
+    p.rows = std::max(1u, cfg.array_rows);
+    p.cols = std::max(1u, cfg.array_cols);
+    p.mem_bytes = std::max(1u, cfg.mem_width_bits / 8);
+    p.spw = std::max(p.cols * 4, p.mem_bytes);
+    p.latency = cfg.mem_latency_cycles;
+    p.mem_ports = std::max(1u, cfg.mem_ports);
+    return p;
+  }
+};
+
+/// Fixed cost of handing an instruction to a unit and starting it.
+inline constexpr uint64_t kIssueCycles = 2;
+/// Idle cycle the DMA row walkers spend between rows.
+inline constexpr uint64_t kRowGapCycles = 1;
+/// Pipeline fill/drain of the element-wise datapath (loom_postop).
+inline constexpr uint64_t kPipeCycles = 4;
+/// Bursts a load or store unit keeps in flight (loom_load_unit /
+/// loom_store_unit MaxOutstanding).
+inline constexpr unsigned kMaxOutstanding = 4;
+
+constexpr uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+/// GEMM (loom_gemm_ctrl): the output is tiled into Rows x Cols blocks. A is
+/// staged per SpW-byte chunk of k into double buffers, so after the first
+/// chunk's staging (Rows reads) the array takes one beat a cycle: a block
+/// costs k cycles, but last beats are spaced at least max(Rows, Cols) apart.
+/// The last block's rows drain through the array (Cols + 2) and are written
+/// back one row a cycle (two with accumulate). When rows of C alias
+/// (ldc < 4n) the RTL runs one-row blocks.
+inline uint64_t gemm_cycles(const TimingParams& t, const spec::GemmInsn& g) {
+  if (g.m == 0 || g.n == 0) return kIssueCycles;
+  const uint64_t block_rows = (g.m > 1 && g.ldc < 4 * g.n) ? 1 : t.rows;
+  const uint64_t blocks = ceil_div(g.m, block_rows) * ceil_div(g.n, t.cols);
+  const uint64_t per_block = std::max<uint64_t>(g.k_len, std::max(t.rows, t.cols));
+  const uint64_t writeback = std::min<uint64_t>(g.m, block_rows) * (g.accumulate ? 2 : 1);
+  return kIssueCycles + t.rows + blocks * per_block + t.cols + 2 + writeback;
+}
+
+/// POSTOP (loom_elem_ctrl): a scan of the n per-channel shifts, then one
+/// element a cycle.
+inline uint64_t postop_cycles(const spec::PostopInsn& p) { return kIssueCycles + kPipeCycles + p.n + p.m * p.n; }
+/// POOL: per output pixel and SpW-channel chunk, win + 1 read cycles, then
+/// one element a cycle, not overlapped.
+inline uint64_t pool_cycles(const TimingParams& t, const spec::PoolInsn& p) {
+  return kIssueCycles + kPipeCycles + p.p * (ceil_div(p.c, t.spw) * (p.win + 1) + p.c);
+}
+/// ELTWISE: three read cycles per SpW-byte chunk, then one element a cycle.
+inline uint64_t eltwise_cycles(const TimingParams& t, const spec::EltwiseInsn& e) {
+  return kIssueCycles + kPipeCycles + ceil_div(e.count, t.spw) * 3 + e.count;
+}
+
+/// One AXI burst: start address (beat-aligned) and beats.
+struct Burst {
+  uint64_t addr = 0;
+  uint32_t beats = 0;
+};
+
+/// Splits a row [addr, addr + bytes) into INCR bursts of `beat`-byte beats,
+/// aligned to the beat, at most 256 beats, never crossing a 4 KiB boundary.
+inline void split_row(uint64_t addr, uint64_t bytes, uint32_t beat, std::vector<Burst>& out) {
+  out.clear();
+  if (bytes == 0) return;
+  uint64_t a = addr / beat * beat;
+  const uint64_t end = ceil_div(addr + bytes, beat) * beat;
+  while (a < end) {
+    const uint64_t page_end = (a / 4096 + 1) * 4096;
+    const uint64_t lim = std::min({end, page_end, a + uint64_t(256) * beat});
+    out.push_back({a, uint32_t((lim - a) / beat)});
+    a = lim;
+  }
+}
+
+}  // namespace loom::tlm

@@ -1,0 +1,20 @@
+// The `tlm` backend's public entry point: a SystemC/TLM-2.0 virtual platform of
+// the fabric behind runtime::Device, functionally the golden model, timed by
+// an approximate model of the RTL's units and memory ports.
+#pragma once
+
+#include <memory>
+
+#include "common/status.h"
+#include "loom/spec_gen.h"
+#include "runtime/device.h"
+
+namespace loom::tlm {
+
+/// Builds a tlm device for `cfg`. SystemC elaborates once per process, so all
+/// devices share one platform (sized for spec::kMaxCores cores) that is reset
+/// and reconfigured for each new device; only one tlm device may be alive at a
+/// time in a process (a second one fails with a one-line error).
+Expected<std::unique_ptr<runtime::Device>> make_tlm_device(const spec::HwConfig& cfg);
+
+}  // namespace loom::tlm

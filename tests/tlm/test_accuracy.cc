@@ -1,0 +1,161 @@
+// Accuracy and speed report of the tlm backend: cycles per GEMM/convolution
+// shape against RTL cycles (mean and worst relative error), and simulated
+// cycles per wall second on the demo network. RTL cycles come from
+// docs/performance.md, or are measured live when LOOM_TLM_RTL_LOOM names a
+// `loom` binary with the rtl backend (run as a separate process, so Verilator
+// and SystemC never share one). Printed only; a functional mismatch with ref
+// fails, an inaccuracy does not.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "backends/ref/ref_device.h"
+#include "tlm_device.h"
+#include "workloads.h"
+
+namespace loom::tlm_test {
+namespace {
+
+struct RtlRow {
+  const char* config;
+  const char* kind;  // "gemm" or a conv layer name
+  int64_t m, n, k;   // GEMM shape (unused for conv)
+  uint64_t rtl_cycles;
+};
+
+// docs/performance.md, "RTL cycles against the roofline" (RTL of 4825c9d).
+constexpr RtlRow kRtl[] = {
+    {"tiny", "gemm", 64, 64, 64, 17034},
+    {"tiny", "gemm", 128, 128, 128, 109502},
+    {"tiny", "gemm", 256, 256, 256, 803976},
+    {"tiny", "gemm", 512, 512, 512, 6270382},
+    {"tiny", "gemm", 1024, 64, 256, 803976},
+    {"tiny", "gemm", 49, 2048, 512, 2668576},
+    {"tiny", "res2_3x3_64", 0, 0, 0, 5516792},
+    {"tiny", "res3_1x1_128_512", 0, 0, 0, 2565410},
+    {"tiny", "res4_3x3_256", 0, 0, 0, 5800388},
+    {"tiny", "res5_3x3_512", 0, 0, 0, 6321678},
+    {"tiny", "res5_1x1_2048_512", 0, 0, 0, 2832826},
+    {"small", "gemm", 64, 64, 64, 4860},
+    {"small", "gemm", 128, 128, 128, 20696},
+    {"small", "gemm", 256, 256, 256, 116296},
+    {"small", "gemm", 512, 512, 512, 789926},
+    {"small", "gemm", 1024, 64, 256, 116006},
+    {"small", "gemm", 49, 2048, 512, 413434},
+    {"small", "res2_3x3_64", 0, 0, 0, 729880},
+    {"small", "res3_1x1_128_512", 0, 0, 0, 426596},
+    {"small", "res4_3x3_256", 0, 0, 0, 844086},
+    {"small", "res5_3x3_512", 0, 0, 0, 703564},
+    {"small", "res5_1x1_2048_512", 0, 0, 0, 319798},
+    {"default", "gemm", 64, 64, 64, 4780},
+    {"default", "gemm", 128, 128, 128, 13292},
+    {"default", "gemm", 256, 256, 256, 50518},
+    {"default", "gemm", 512, 512, 512, 253722},
+    {"default", "gemm", 1024, 64, 256, 58878},
+    {"default", "gemm", 49, 2048, 512, 114968},
+    {"default", "res2_3x3_64", 0, 0, 0, 324322},
+    {"default", "res3_1x1_128_512", 0, 0, 0, 219160},
+    {"default", "res4_3x3_256", 0, 0, 0, 238056},
+    {"default", "res5_3x3_512", 0, 0, 0, 210210},
+    {"default", "res5_1x1_2048_512", 0, 0, 0, 106832},
+};
+
+// The ResNet-50 shapes of `loom bench conv` used above.
+constexpr ConvShape kConvs[] = {
+    {"res2_3x3_64", 56, 64, 64, 3, 1, 1},        {"res3_1x1_128_512", 28, 128, 512, 1, 1, 0},
+    {"res4_3x3_256", 14, 256, 256, 3, 1, 1},     {"res5_3x3_512", 7, 512, 512, 3, 1, 1},
+    {"res5_1x1_2048_512", 7, 2048, 512, 1, 1, 0},
+};
+
+/// The `loom bench` arguments that build the row's workload.
+std::string bench_args(const RtlRow& r) {
+  if (std::string(r.kind) == "gemm")
+    return "gemm --m " + std::to_string(r.m) + " --n " + std::to_string(r.n) + " --k " + std::to_string(r.k);
+  return std::string("conv --layer ") + r.kind;
+}
+
+/// RTL cycles measured by `loom bench ... --backend rtl --json` in a child
+/// process; 0 when the run fails.
+uint64_t measure_rtl(const std::string& loom, const RtlRow& r) {
+  const std::string cmd =
+      loom + " bench " + bench_args(r) + " --config " + r.config + " --backend rtl --json 2>/dev/null";
+  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
+  if (!p) return 0;
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p.get())) > 0;) out.append(buf, n);
+  std::smatch m;
+  if (!std::regex_search(out, m, std::regex("\"cycles\": ([0-9]+)"))) return 0;
+  return std::stoull(m[1].str());
+}
+
+ir::Graph graph_for(const RtlRow& r) {
+  if (std::string(r.kind) == "gemm") return gemm_graph(r.m, r.n, r.k);
+  for (const auto& c : kConvs)
+    if (std::string(r.kind) == c.name) return conv_graph(c);
+  throw std::runtime_error("unknown workload");
+}
+
+TEST(TlmAccuracy, CyclesAgainstRtl) {
+  // Live RTL runs cost real time (100-400 k cycles/s): rows above
+  // LOOM_TLM_RTL_MAX_CYCLES (default 1 M, by the documented count) are skipped then.
+  const char* live = std::getenv("LOOM_TLM_RTL_LOOM");
+  const char* max_env = std::getenv("LOOM_TLM_RTL_MAX_CYCLES");
+  const uint64_t limit = live == nullptr ? ~uint64_t(0) : max_env ? std::strtoull(max_env, nullptr, 0) : 1'000'000;
+  std::printf("\nRTL cycles: %s\n", live ? "measured live" : "docs/performance.md (RTL of commit 4825c9d)");
+  std::printf("\n%-8s %-20s %10s %10s %8s %12s\n", "config", "workload", "rtl", "tlm", "error", "tlm cyc/s");
+  double sum = 0, worst = 0;
+  std::string worst_name;
+  int n = 0;
+  for (const RtlRow& r : kRtl) {
+    if (r.rtl_cycles > limit) continue;
+    const uint64_t rtl_cycles = live ? measure_rtl(live, r) : r.rtl_cycles;
+    if (rtl_cycles == 0) {
+      std::printf("%-8s %-20s rtl run failed: %s bench %s --config %s --backend rtl --json\n", r.config, r.kind,
+                  live, bench_args(r).c_str(), r.config);
+      continue;
+    }
+    const spec::HwConfig* cfg = spec::find_config(r.config);
+    ASSERT_NE(cfg, nullptr);
+    const std::string name = std::string(r.kind) == "gemm" ? "gemm " + std::to_string(r.m) + "x" +
+                                                                 std::to_string(r.n) + "x" + std::to_string(r.k)
+                                                           : std::string(r.kind);
+    auto dev = tlm::make_tlm_device(*cfg);
+    ASSERT_TRUE(dev) << dev.error().str();
+    auto run = compile_and_run(graph_for(r), **dev);
+    ASSERT_TRUE(run) << name << ": " << run.error().str();
+    const double tlm = double(run->result.cycles);
+    const double err = (tlm - double(rtl_cycles)) / double(rtl_cycles);
+    std::printf("%-8s %-20s %10llu %10.0f %+7.1f%% %12.0f\n", r.config, name.c_str(),
+                (unsigned long long)rtl_cycles, tlm, 100 * err, tlm / std::max(run->wall_seconds, 1e-9));
+    sum += std::fabs(err);
+    if (std::fabs(err) > worst) worst = std::fabs(err), worst_name = std::string(r.config) + " " + name;
+    ++n;
+  }
+  ASSERT_GT(n, 0);
+  std::printf("tlm vs rtl over %d workloads: mean |error| %.1f%%, worst %.1f%% (%s)\n\n", n, 100 * sum / n,
+              100 * worst, worst_name.c_str());
+}
+
+TEST(TlmSpeed, DemoSimulatedCyclesPerSecond) {
+  auto g = ir::parse_graph_json(std::string(LOOM_SOURCE_DIR) + "/examples/demo_cnn.json");
+  ASSERT_TRUE(g) << g.error().str();
+  for (auto name : {"tiny", "small", "default"}) {
+    auto dev = tlm::make_tlm_device(*spec::find_config(name));
+    ASSERT_TRUE(dev) << dev.error().str();
+    auto run = compile_and_run(*g, **dev);
+    ASSERT_TRUE(run) << run.error().str();
+    std::printf("demo_cnn on tlm/%s: %llu cycles in %.3f s wall = %.0f simulated cycles/s\n", name,
+                (unsigned long long)run->result.cycles, run->wall_seconds,
+                double(run->result.cycles) / std::max(run->wall_seconds, 1e-9));
+  }
+}
+
+}  // namespace
+}  // namespace loom::tlm_test
