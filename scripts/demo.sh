@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up, builds, and runs the demo: the bundled demo CNN compiled
-# for every named configuration, run on the golden model (`ref`) and on the
+# for every named configuration, run on the golden model (`ref`), the SystemC/TLM
+# virtual platform (`tlm`) and the
 # Verilated RTL fabric (`rtl`, for each configuration verilated into this
 # build: `tiny` by default), each checked bit for bit against the direct
 # reference.
@@ -27,7 +28,7 @@ for cfg in tiny small default; do
   echo "== demo_cnn on config '$cfg' =="
   plan="$OUT/demo_cnn.$cfg.plan"
   "$LOOM" compile examples/demo_cnn.json --config "$cfg" -o "$plan"
-  for backend in ref rtl; do
+  for backend in ref tlm rtl; do
     if ! "$LOOM" run "$plan" --backend "$backend" --check --outputs "$OUT/$cfg.$backend" --json \
         > "$OUT/run.$cfg.$backend.json" 2> "$OUT/run.$cfg.$backend.err"; then
       if grep -q "not verilated into this build" "$OUT/run.$cfg.$backend.err"; then

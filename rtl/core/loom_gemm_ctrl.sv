@@ -1,13 +1,18 @@
 // GEMM controller of the compute unit: tiles m x n into Rows x Cols blocks on loom_systolic_array and writes results to ACC.
 //
-// Feed side (one block at a time, i0-major then j0): the A operand needs a
-// column of Rows bytes per beat, but a scratchpad read returns SpW bytes of
-// one row, so the controller stages A: it reads SpW bytes of each of the
+// Feed side: the A operand needs a column of Rows bytes per beat, but a
+// scratchpad read returns SpW bytes of one row, so the controller stages A:
+// for each chunk of SpW values of k it reads SpW bytes of each of the
 // block's rows (IN[in + (i0+r)*lda + kc], one read per row) into a
-// Rows x SpW staging register, then streams up to SpW beats from it, shifting
+// Rows x SpW staging buffer, then streams up to SpW beats from it, shifting
 // every staged row by one byte per accepted beat (byte 0 of each row is the
-// column). Each beat's B row is one WGT read (Cols bytes at
-// wgt + k*ldb + j0) issued the cycle before; a beat the array refuses is read
+// column). There are two staging buffers: a stager walks the chunk sequence
+// (blocks i0-major then j0, chunks of k within a block) on its own counters
+// and fills one buffer while the stream drains the other, so staging (rb
+// reads per chunk, rb <= Rows <= SpW) hides behind streaming and the stream
+// runs from chunk to chunk and block to block without a gap. Each beat's B
+// row is one WGT read (Cols bytes at wgt + k*ldb + j0) issued the cycle
+// before; a beat the array refuses (or that waits for its A chunk) is read
 // again, so no skid buffer is needed and the stream runs at one beat a cycle.
 //
 // Write-back side runs concurrently and walks the same block order on its
@@ -26,12 +31,10 @@
 // k_len = 0 with accumulate = 0 clears the m x n tile with zero writes, one
 // per row and column block (the unit skips k_len = 0 with accumulate = 1).
 //
-// Performance (first version, deliberately simple): staging does not overlap
-// streaming, and A is re-staged for every column block. Per block:
-// ceil(k/SpW) * (rb + 2) + k cycles of feed, plus the array's spacing of last
-// beats (max(Rows, Cols) cycles) for short k. Double-buffering the staging
-// register and reusing it across column blocks when k_len <= SpW would bring
-// a block close to k cycles.
+// Performance: a block costs k cycles of feed once the first chunk is
+// staged (A is re-staged for every column block, hidden behind the previous
+// chunk's stream when the chunk has at least rb beats), plus the array's
+// spacing of last beats (max(Rows, Cols) cycles) for short k.
 `include "loom_assert.svh"
 
 module loom_gemm_ctrl #(
@@ -76,9 +79,7 @@ module loom_gemm_ctrl #(
 
   typedef enum logic [2:0] {
     FIdle,
-    FBlk,     // set up the next block
-    FStage,   // read the block's A rows (one SpW chunk of k) into the staging register
-    FStream,  // stream the chunk's beats into the array
+    FRun,     // stream beats into the array (waiting for a staged chunk when there is none)
     FZero,    // k_len = 0: clear the tile
     FWaitWb,  // every beat sent; wait for the last result row
     FDrain    // abort: close an open tile, discard results
@@ -111,22 +112,31 @@ module loom_gemm_ctrl #(
   // ---------------------------------------------------------------------------
   // State.
   // ---------------------------------------------------------------------------
+  localparam int unsigned StW = Rows * SpW * 8;  // one staging buffer
+
   feed_e              fs_d, fs_q;
   logic [16:0]        band_d, band_q;          // rows per block: Rows, or 1 when C rows overlap
   logic [31:0]        band_lda_d, band_lda_q, band_ldc_d, band_ldc_q;
-  logic [16:0]        i0_d, i0_q, j0_d, j0_q;  // feed block origin
-  logic [16:0]        rb_d, rb_q, cb_d, cb_q;  // feed block extent
+  // Stream: block origin, chunk base, beat index, MACs per beat, WGT address of beat k_q.
+  logic [16:0]        i0_d, i0_q, j0_d, j0_q;
   logic [31:0]        macs_blk_d, macs_blk_q;
-  logic [16:0]        kc_d, kc_q, k_d, k_q;    // chunk base, beat index
-  logic [31:0]        a_base_d, a_base_q, a_ptr_d, a_ptr_q;
-  logic [16:0]        sr_d, sr_q;              // staging: next row to read
-  logic               st_pend_d, st_pend_q;
-  logic [16:0]        st_row_d, st_row_q;
-  logic [Rows*SpW*8-1:0] stage_d, stage_q;
-  logic [31:0]        b_addr_d, b_addr_q;      // WGT address of beat k_q
+  logic [16:0]        kc_d, kc_q, k_d, k_q;
+  logic [31:0]        b_addr_d, b_addr_q;
+  logic               cur_d, cur_q;            // staging buffer being streamed
   logic               pend_d, pend_q;          // WGT data for beat k_q arrives this cycle
   logic               open_d, open_q;          // a tile's first beat is in, its last is not
   logic               held_d, held_q;          // a beat was offered and refused last cycle
+  // Stager: the chunk it fills, the next row to read and its IN address.
+  logic [16:0]        s_i0_d, s_i0_q, s_j0_d, s_j0_q, s_kc_d, s_kc_q, s_row_d, s_row_q;
+  logic [31:0]        s_abase_d, s_abase_q, s_ptr_d, s_ptr_q;
+  logic               s_buf_d, s_buf_q;        // buffer being filled
+  logic               s_done_d, s_done_q;      // every chunk of the instruction is staged
+  logic               st_pend_d, st_pend_q;    // IN data for row st_row_q arrives this cycle
+  logic               st_fin_d, st_fin_q;      // ... and it is the chunk's last row
+  logic               st_buf_d, st_buf_q;
+  logic [16:0]        st_row_d, st_row_q;
+  logic [1:0]         full_d, full_q;          // buffer holds a complete staged chunk
+  logic [2*StW-1:0]   stage_d, stage_q;
   // Zero fill.
   logic [16:0]        z_i_d, z_i_q, z_j0_d, z_j0_q;
   logic [31:0]        z_base_d, z_base_q;
@@ -147,10 +157,11 @@ module loom_gemm_ctrl #(
     min17 = (a < b) ? a : b;
   endfunction
 
-  logic [16:0] wb_rb, wb_cb, z_cb;
+  logic [16:0] wb_rb, wb_cb, z_cb, s_rb;
   assign wb_rb = min17(band_q, f_m - wb_i0_q);
   assign wb_cb = min17(17'(Cols), f_n - wb_j0_q);
   assign z_cb  = min17(17'(Cols), f_n - z_j0_q);
+  assign s_rb  = min17(band_q, f_m - s_i0_q);
 
   function automatic logic [SpW-1:0] byte_mask(input logic [16:0] words);
     for (int unsigned b = 0; b < SpW; b++) begin
@@ -162,18 +173,27 @@ module loom_gemm_ctrl #(
   // Feed.
   // ---------------------------------------------------------------------------
   for (genvar r = 0; r < Rows; r++) begin : g_a_col
-    assign arr_a[8*r +: 8] = stage_q[r*SpW*8 +: 8];
+    assign arr_a[8*r +: 8] = cur_q ? stage_q[StW + r*SpW*8 +: 8] : stage_q[r*SpW*8 +: 8];
   end
 
   // Draining closes an open tile, and keeps offering a refused beat (the
   // array requires valid to stay up) as the last beat of a throw-away tile.
-  assign arr_in_valid = (fs_q == FStream && pend_q) || (fs_q == FDrain && (open_q || held_q));
+  assign arr_in_valid = (fs_q == FRun && pend_q && full_q[cur_q]) ||
+                        (fs_q == FDrain && (open_q || held_q));
   assign arr_in_first = (fs_q == FDrain) ? !open_q : (k_q == 17'd0);
   assign arr_in_last  = (fs_q == FDrain) || (k_q == f_k - 17'd1);
   assign arr_fire     = arr_in_valid && arr_in_ready;
 
   logic wb_all;  // every block's rows are written
   assign wb_all = (wb_i0_q >= f_m);
+
+  // Next stream block after (i0_q, j0_q), for the last beat of a block.
+  logic        nb_wrap, nb_end;
+  logic [16:0] nb_i0, nb_j0;
+  assign nb_wrap = !(j0_q + 17'(Cols) < f_n);
+  assign nb_j0   = nb_wrap ? 17'd0 : j0_q + 17'(Cols);
+  assign nb_i0   = nb_wrap ? i0_q + band_q : i0_q;
+  assign nb_end  = nb_i0 >= f_m;
 
   always_comb begin
     fs_d       = fs_q;
@@ -182,26 +202,33 @@ module loom_gemm_ctrl #(
     band_ldc_d = band_ldc_q;
     i0_d       = i0_q;
     j0_d       = j0_q;
-    rb_d       = rb_q;
-    cb_d       = cb_q;
     macs_blk_d = macs_blk_q;
     kc_d       = kc_q;
     k_d        = k_q;
-    a_base_d   = a_base_q;
-    a_ptr_d    = a_ptr_q;
-    sr_d       = sr_q;
-    st_pend_d  = 1'b0;
-    st_row_d   = st_row_q;
-    stage_d    = stage_q;
     b_addr_d   = b_addr_q;
+    cur_d      = cur_q;
     pend_d     = 1'b0;
     open_d     = open_q;
+    s_i0_d     = s_i0_q;
+    s_j0_d     = s_j0_q;
+    s_kc_d     = s_kc_q;
+    s_row_d    = s_row_q;
+    s_abase_d  = s_abase_q;
+    s_ptr_d    = s_ptr_q;
+    s_buf_d    = s_buf_q;
+    s_done_d   = s_done_q;
+    st_pend_d  = 1'b0;
+    st_fin_d   = 1'b0;
+    st_buf_d   = st_buf_q;
+    st_row_d   = st_row_q;
+    full_d     = full_q;
+    stage_d    = stage_q;
     z_i_d      = z_i_q;
     z_j0_d     = z_j0_q;
     z_base_d   = z_base_q;
     wb_i0_d    = wb_i0_q;  // the write-back process below owns these after start
     in_rd_req_o   = 1'b0;
-    in_rd_addr_o  = InAw'(a_ptr_q);
+    in_rd_addr_o  = InAw'(s_ptr_q);
     wgt_rd_req_o  = 1'b0;
     wgt_rd_addr_o = WgtAw'(b_addr_q);
     done_o        = 1'b0;
@@ -212,11 +239,50 @@ module loom_gemm_ctrl #(
       open_d = !arr_in_last;
     end
 
-    // Staging data lands the cycle after its read.
+    // Staging data lands the cycle after its read; the chunk's last row
+    // makes the buffer full.
     if (st_pend_q) begin
       for (int unsigned r = 0; r < Rows; r++) begin
-        if (st_row_q == 17'(r)) begin
+        if (st_row_q == 17'(r) && st_buf_q) begin
+          stage_d[StW + r*SpW*8 +: SpW*8] = in_rd_data_i;
+        end
+        if (st_row_q == 17'(r) && !st_buf_q) begin
           stage_d[r*SpW*8 +: SpW*8] = in_rd_data_i;
+        end
+      end
+      if (st_fin_q) begin
+        full_d[st_buf_q] = 1'b1;
+      end
+    end
+
+    // Stager: one row read per cycle into the free buffer, in stream order.
+    if (fs_q == FRun && !s_done_q && !full_q[s_buf_q]) begin
+      in_rd_req_o = 1'b1;
+      st_pend_d   = 1'b1;
+      st_row_d    = s_row_q;
+      st_buf_d    = s_buf_q;
+      st_fin_d    = (s_row_q + 17'd1 >= s_rb);
+      if (s_row_q + 17'd1 < s_rb) begin
+        s_row_d = s_row_q + 17'd1;
+        s_ptr_d = s_ptr_q + f_lda;
+      end else begin
+        s_row_d = '0;
+        s_buf_d = !s_buf_q;
+        if (s_kc_q + 17'(SpW) < f_k) begin
+          s_kc_d  = s_kc_q + 17'(SpW);
+          s_ptr_d = s_abase_q + 32'(s_kc_d);
+        end else begin
+          s_kc_d = '0;
+          if (s_j0_q + 17'(Cols) < f_n) begin
+            s_j0_d  = s_j0_q + 17'(Cols);
+            s_ptr_d = s_abase_q;
+          end else begin
+            s_j0_d    = '0;
+            s_i0_d    = s_i0_q + band_q;
+            s_abase_d = s_abase_q + band_lda_q;
+            s_ptr_d   = s_abase_d;
+            s_done_d  = (s_i0_d >= f_m);
+          end
         end
       end
     end
@@ -230,78 +296,74 @@ module loom_gemm_ctrl #(
           band_ldc_d = (band_d == 17'd1) ? f_ldc : f_ldc * 32'(Rows);
           i0_d       = '0;
           j0_d       = '0;
-          a_base_d   = f_in;
+          kc_d       = '0;
+          k_d        = '0;
+          b_addr_d   = f_wgt;
+          macs_blk_d = 32'(min17(band_d, f_m)) * 32'(min17(17'(Cols), f_n));
+          cur_d      = 1'b0;
+          s_i0_d     = '0;
+          s_j0_d     = '0;
+          s_kc_d     = '0;
+          s_row_d    = '0;
+          s_abase_d  = f_in;
+          s_ptr_d    = f_in;
+          s_buf_d    = 1'b0;
+          s_done_d   = 1'b0;
+          full_d     = '0;
           wb_i0_d    = '0;
           z_i_d      = '0;
           z_j0_d     = '0;
           z_base_d   = f_c;
           if (f_m == 17'd0 || f_n == 17'd0 || f_k == 17'd0) begin
-            wb_i0_d = f_m;  // no array work: nothing to write back
-            fs_d    = (f_m != 17'd0 && f_n != 17'd0 && !f_acc) ? FZero : FWaitWb;
+            wb_i0_d  = f_m;  // no array work: nothing to write back
+            s_done_d = 1'b1;
+            fs_d     = (f_m != 17'd0 && f_n != 17'd0 && !f_acc) ? FZero : FWaitWb;
           end else begin
-            fs_d = FBlk;
+            fs_d = FRun;
           end
         end
       end
 
-      FBlk: begin
-        rb_d       = min17(band_q, f_m - i0_q);
-        cb_d       = min17(17'(Cols), f_n - j0_q);
-        macs_blk_d = 32'(rb_d) * 32'(cb_d);
-        kc_d       = '0;
-        k_d        = '0;
-        a_ptr_d    = a_base_q;
-        b_addr_d   = f_wgt + 32'(j0_q);
-        sr_d       = '0;
-        fs_d       = FStage;
-      end
-
-      FStage: begin
-        if (sr_q < rb_q) begin
-          in_rd_req_o = 1'b1;
-          st_pend_d   = 1'b1;
-          st_row_d    = sr_q;
-          sr_d        = sr_q + 17'd1;
-          a_ptr_d     = a_ptr_q + f_lda;
-        end else if (!st_pend_q) begin
-          fs_d = FStream;
-        end
-      end
-
-      FStream: begin
-        if (!pend_q) begin
-          wgt_rd_req_o = 1'b1;
-          pend_d       = 1'b1;
-        end else if (arr_fire) begin
+      FRun: begin
+        if (arr_fire) begin
           macs_inc_o = macs_blk_q;
-          for (int unsigned r = 0; r < Rows; r++) begin
-            stage_d[r*SpW*8 +: SpW*8] = stage_q[r*SpW*8 +: SpW*8] >> 8;
+          if (cur_q) begin
+            for (int unsigned r = 0; r < Rows; r++) begin
+              stage_d[StW + r*SpW*8 +: SpW*8] = stage_q[StW + r*SpW*8 +: SpW*8] >> 8;
+            end
+          end else begin
+            for (int unsigned r = 0; r < Rows; r++) begin
+              stage_d[r*SpW*8 +: SpW*8] = stage_q[r*SpW*8 +: SpW*8] >> 8;
+            end
           end
           k_d      = k_q + 17'd1;
           b_addr_d = b_addr_q + f_ldb;
+          if (arr_in_last || k_q + 17'd1 == kc_q + 17'(SpW)) begin
+            // Chunk done: hand its buffer back to the stager.
+            full_d[cur_q] = 1'b0;
+            cur_d         = !cur_q;
+            kc_d          = kc_q + 17'(SpW);
+          end
           if (arr_in_last) begin
             // Block done: next column block, or next band.
-            if (j0_q + 17'(Cols) < f_n) begin
-              j0_d = j0_q + 17'(Cols);
-              fs_d = FBlk;
-            end else begin
-              j0_d     = '0;
-              i0_d     = i0_q + band_q;
-              a_base_d = a_base_q + band_lda_q;
-              fs_d     = (i0_q + band_q < f_m) ? FBlk : FWaitWb;
+            i0_d       = nb_i0;
+            j0_d       = nb_j0;
+            kc_d       = '0;
+            k_d        = '0;
+            b_addr_d   = f_wgt + 32'(nb_j0);
+            macs_blk_d = 32'(min17(band_q, f_m - nb_i0)) * 32'(min17(17'(Cols), f_n - nb_j0));
+            if (nb_end) begin
+              fs_d = FWaitWb;
             end
-          end else if (k_q + 17'd1 == kc_q + 17'(SpW)) begin
-            kc_d    = kc_q + 17'(SpW);
-            a_ptr_d = a_base_q + 32'(kc_q) + 32'(SpW);
-            sr_d    = '0;
-            fs_d    = FStage;
-          end else begin
+          end
+          if (!(arr_in_last && nb_end)) begin
             wgt_rd_req_o  = 1'b1;
             wgt_rd_addr_o = WgtAw'(b_addr_d);
             pend_d        = 1'b1;
           end
         end else begin
-          // Refused: read the same B row again so it is on the bus next cycle.
+          // First beat, a refused beat, or a beat waiting for its chunk:
+          // read the same B row (again) so it is on the bus next cycle.
           wgt_rd_req_o = 1'b1;
           pend_d       = 1'b1;
         end
@@ -424,6 +486,7 @@ module loom_gemm_ctrl #(
       fs_q       <= FIdle;
       pend_q     <= 1'b0;
       st_pend_q  <= 1'b0;
+      full_q     <= '0;
       open_q     <= 1'b0;
       held_q     <= 1'b0;
       wb_phase_q <= 1'b0;
@@ -432,6 +495,7 @@ module loom_gemm_ctrl #(
       fs_q       <= fs_d;
       pend_q     <= pend_d;
       st_pend_q  <= st_pend_d;
+      full_q     <= full_d;
       open_q     <= open_d;
       held_q     <= held_d;
       wb_phase_q <= wb_phase_d;
@@ -445,17 +509,23 @@ module loom_gemm_ctrl #(
     band_ldc_q <= band_ldc_d;
     i0_q       <= i0_d;
     j0_q       <= j0_d;
-    rb_q       <= rb_d;
-    cb_q       <= cb_d;
     macs_blk_q <= macs_blk_d;
     kc_q       <= kc_d;
     k_q        <= k_d;
-    a_base_q   <= a_base_d;
-    a_ptr_q    <= a_ptr_d;
-    sr_q       <= sr_d;
+    b_addr_q   <= b_addr_d;
+    cur_q      <= cur_d;
+    s_i0_q     <= s_i0_d;
+    s_j0_q     <= s_j0_d;
+    s_kc_q     <= s_kc_d;
+    s_row_q    <= s_row_d;
+    s_abase_q  <= s_abase_d;
+    s_ptr_q    <= s_ptr_d;
+    s_buf_q    <= s_buf_d;
+    s_done_q   <= s_done_d;
+    st_fin_q   <= st_fin_d;
+    st_buf_q   <= st_buf_d;
     st_row_q   <= st_row_d;
     stage_q    <= stage_d;
-    b_addr_q   <= b_addr_d;
     z_i_q      <= z_i_d;
     z_j0_q     <= z_j0_d;
     z_base_q   <= z_base_d;
@@ -491,11 +561,11 @@ module loom_gemm_ctrl #(
   );
 
   assign busy_o   = (fs_q != FIdle);
-  assign active_o = (fs_q == FStage) || (fs_q == FStream) || (fs_q == FZero) || arr_busy;
+  assign active_o = (fs_q == FRun) || (fs_q == FZero) || arr_busy;
 
   logic unused_data;
   // Bytes past Cols (B) and Cols*4 (old C) exist when SpW is wider than the array.
-  assign unused_data = ^{wgt_rd_data_i, acc_rd_data_i, cb_q};
+  assign unused_data = ^{wgt_rd_data_i, acc_rd_data_i};
 
   // ---------------------------------------------------------------------------
   // Assertions.
@@ -505,5 +575,7 @@ module loom_gemm_ctrl #(
   // The write-back never runs past the tiles the feed produced.
   `LOOM_ASSERT(WbBehindFeed_A, fs_q != FDrain && arr_take |-> !wb_all)
   `LOOM_ASSERT(NoStartWhileBusy_A, start_i |-> fs_q == FIdle)
+  // The stager never writes the buffer being streamed.
+  `LOOM_ASSERT(StageIntoFree_A, st_pend_q |-> !full_q[st_buf_q])
 
 endmodule
