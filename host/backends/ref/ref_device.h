@@ -9,6 +9,7 @@
 #include <span>
 #include <string_view>
 
+#include "backends/ref/control_regs.h"
 #include "backends/ref/golden.h"
 #include "backends/ref/memory.h"
 #include "runtime/device.h"
@@ -41,39 +42,19 @@ class RefDevice final : public runtime::Device {
   void clear_faults() { mem_.clear_faults(); }
 
   /// The interrupt output: OR of IRQ_STATUS bits enabled in IRQ_ENABLE.
-  bool irq_line() const { return (irq_status_ & irq_enable_) != 0; }
+  bool irq_line() const { return regs_.irq_line(); }
 
   /// White-box access to the model (scratchpads, tokens) for tests.
   Fabric& fabric() { return fabric_; }
 
  private:
-  /// Command-fetch state of one core; the rest lives in CoreState.
-  struct RingCtl {
-    uint64_t base = 0;
-    uint32_t size = 0;
-    uint32_t head = 0;
-    uint32_t tail = 0;
-    bool running = false;  // fetching since a doorbell
-    bool done = false;     // END retired since the doorbell
-    bool blocked = false;  // waiting on a semaphore
-  };
-
-  uint32_t read_core_reg(unsigned c, uint32_t off) const;
-  void write_core_reg(unsigned c, uint32_t off, uint32_t value);
-  void doorbell(unsigned c);
-  void soft_reset(unsigned c);
-  void fault(unsigned c, uint32_t cause);
   /// Fetches and executes one instruction; true when the core's state advanced.
   bool step(unsigned c);
 
   spec::HwConfig cfg_;
   DeviceMemory mem_;
   Fabric fabric_;
-  std::array<RingCtl, spec::kMaxCores> rings_{};
-  uint32_t scratch_ = 0;
-  uint32_t irq_enable_ = 0;
-  uint32_t irq_status_ = 0;
-  uint32_t watchdog_ = 0;
+  ControlRegs regs_;
 };
 
 /// Factory for the backend registry; fails with a one-line error when the
