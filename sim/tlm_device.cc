@@ -14,21 +14,9 @@
 namespace loom::tlm {
 namespace {
 
-namespace cr = spec::core_reg;
-
-constexpr uint32_t kCoreBusy = 1u << 0;
-constexpr uint32_t kCoreDone = 1u << 1;
-constexpr uint32_t kCoreError = 1u << 2;
-constexpr uint32_t kCoreBlocked = 1u << 3;
-
-uint32_t lo32(uint64_t v) { return uint32_t(v); }
-uint32_t hi16(uint64_t v) { return uint32_t(v >> 32) & 0xFFFFu; }
-uint64_t with_lo(uint64_t v, uint32_t lo) { return (v & ~uint64_t(0xFFFFFFFFu)) | lo; }
-uint64_t with_hi(uint64_t v, uint32_t hi) { return (v & 0xFFFFFFFFu) | (uint64_t(hi & 0xFFFFu) << 32); }
-
 bool g_device_alive = false;
 
-class TlmDevice final : public runtime::Device {
+class TlmDevice final : public runtime::Device, private ref::ControlRegs::Hooks {
  public:
   explicit TlmDevice(const spec::HwConfig& cfg)
       : st_(cfg), platform_(Platform::instance()),
@@ -43,6 +31,7 @@ class TlmDevice final : public runtime::Device {
       sc_core::sc_start(sc_core::sc_max_time() - sc_core::sc_time_stamp() - sc_core::sc_time::from_value(1),
                         sc_core::SC_EXIT_ON_STARVATION);
     base_ = sc_core::sc_time_stamp();
+    st_.regs.set_hooks(this);
     platform_.attach(&st_, period_);
     // Quantum boundaries are absolute simulated times; starting each device
     // on one keeps its cycle counts independent of what ran before it.
@@ -67,218 +56,29 @@ class TlmDevice final : public runtime::Device {
   Status write(uint64_t addr, std::span<const uint8_t> bytes) override { return st_.mem.host_write(addr, bytes); }
   Status read(uint64_t addr, std::span<uint8_t> bytes) override { return st_.mem.host_read(addr, bytes); }
 
-  uint32_t read_reg(uint32_t offset) override;
-  void write_reg(uint32_t offset, uint32_t value) override;
+  uint32_t read_reg(uint32_t offset) override { return st_.regs.read(offset); }
+  void write_reg(uint32_t offset, uint32_t value) override { st_.regs.write(offset, value); }
   Status run_until_idle(uint64_t timeout_cycles) override;
 
   bool has_time() const override { return true; }
   uint64_t cycles() const override { return uint64_t((sc_core::sc_time_stamp() - base_) / period_); }
 
  private:
-  uint32_t read_core_reg(unsigned c, uint32_t off) const;
-  void write_core_reg(unsigned c, uint32_t off, uint32_t value);
-  void doorbell(unsigned c);
-  void soft_reset(unsigned c);
+  // The platform's reactions to the host's register writes.
+  void started(unsigned c, bool was_running) override { platform_.core(c).start(was_running); }
+  void tail_written(unsigned c) override { platform_.core(c).poke(); }
+  void core_reset(unsigned c) override { platform_.core(c).reset(); }
+  void semaphores_cleared(uint32_t mask) override {
+    for (unsigned i = 0; i < st_.sem_times.size(); ++i)
+      if (mask & (1u << i)) st_.sem_times[i].clear();
+    platform_.poke_semaphores();
+  }
 
   DeviceState st_;
   Platform& platform_;
   sc_core::sc_time period_;
   sc_core::sc_time base_;
-  uint32_t scratch_ = 0;
-  uint32_t irq_enable_ = 0;
-  uint32_t watchdog_ = 0;
 };
-
-uint32_t TlmDevice::read_reg(uint32_t offset) {
-  if ((offset & 3) != 0) return 0;
-  const spec::HwConfig& cfg = st_.cfg;
-  if (offset >= spec::kCoreBase) {
-    const uint32_t c = (offset - spec::kCoreBase) / spec::kCoreStride;
-    if (c >= cfg.cores) return 0;
-    return read_core_reg(c, (offset - spec::kCoreBase) % spec::kCoreStride);
-  }
-  switch (offset) {
-    case spec::reg::ID:
-      return spec::kIdValue;
-    case spec::reg::VERSION:
-      return spec::kVersion;
-    case spec::reg::HWCFG:
-      return (cfg.cores & 0xFFu) | (cfg.array_rows & 0xFFu) << 8 | (cfg.array_cols & 0xFFu) << 16 |
-             (cfg.mem_ports & 0xFFu) << 24;
-    case spec::reg::SCRATCH:
-      return scratch_;
-    case spec::reg::STATUS: {
-      uint32_t v = 0;
-      for (unsigned c = 0; c < cfg.cores; ++c) {
-        if (st_.rings[c].running) v |= 1u << c;
-        if (st_.fabric.core(c).err_cause != 0) v |= 1u << (8 + c);
-      }
-      return v;
-    }
-    case spec::reg::IRQ_ENABLE:
-      return irq_enable_;
-    case spec::reg::IRQ_STATUS:
-      return st_.irq_status;
-    case spec::reg::WATCHDOG:
-      return watchdog_;
-    default:
-      break;
-  }
-  if (offset >= spec::reg::SEM_VALUE &&
-      offset < spec::reg::SEM_VALUE + spec::reg::SEM_VALUE_COUNT * spec::reg::SEM_VALUE_STRIDE)
-    return st_.fabric.semaphore((offset - spec::reg::SEM_VALUE) / spec::reg::SEM_VALUE_STRIDE);
-  return 0;
-}
-
-uint32_t TlmDevice::read_core_reg(unsigned c, uint32_t off) const {
-  const RingCtl& r = st_.rings[c];
-  const ref::CoreState& s = st_.fabric.core(c);
-  const uint32_t ctr_end = cr::COUNTERS + 8 * spec::kNumCounters;
-  if (off >= cr::COUNTERS && off < ctr_end) {
-    const uint64_t v = s.counters[(off - cr::COUNTERS) / 8];
-    return (off & 4) ? uint32_t(v >> 32) : uint32_t(v);
-  }
-  switch (off) {
-    case cr::RING_BASE_LO:
-      return lo32(r.base);
-    case cr::RING_BASE_HI:
-      return hi16(r.base);
-    case cr::RING_SIZE:
-      return r.size;
-    case cr::RING_HEAD:
-      return r.head;
-    case cr::RING_TAIL:
-      return r.tail;
-    case cr::STATUS:
-      return (r.running ? kCoreBusy : 0) | (r.done ? kCoreDone : 0) | (s.err_cause ? kCoreError : 0) |
-             (r.blocked ? kCoreBlocked : 0);
-    case cr::ERR_CAUSE:
-      return s.err_cause;
-    case cr::ERR_PC:
-      return s.err_pc;
-    case cr::WIN_BASE_LO:
-      return lo32(s.win_base);
-    case cr::WIN_BASE_HI:
-      return hi16(s.win_base);
-    case cr::WIN_LIMIT_LO:
-      return lo32(s.win_limit);
-    case cr::WIN_LIMIT_HI:
-      return hi16(s.win_limit);
-    default:
-      return 0;
-  }
-}
-
-void TlmDevice::write_reg(uint32_t offset, uint32_t value) {
-  if ((offset & 3) != 0) return;
-  const spec::HwConfig& cfg = st_.cfg;
-  if (offset >= spec::kCoreBase) {
-    const uint32_t c = (offset - spec::kCoreBase) / spec::kCoreStride;
-    if (c < cfg.cores) write_core_reg(c, (offset - spec::kCoreBase) % spec::kCoreStride, value);
-    return;
-  }
-  switch (offset) {
-    case spec::reg::SCRATCH:
-      scratch_ = value;
-      break;
-    case spec::reg::IRQ_ENABLE:
-      irq_enable_ = value;
-      break;
-    case spec::reg::IRQ_STATUS:
-      st_.irq_status &= ~value;
-      break;
-    case spec::reg::SOFT_RESET:
-      for (unsigned c = 0; c < cfg.cores; ++c)
-        if (value & (1u << c)) soft_reset(c);
-      break;
-    case spec::reg::WATCHDOG:
-      watchdog_ = value;  // stored for read-back; the model does not expire it
-      break;
-    case spec::reg::SEM_CLEAR:
-      for (unsigned i = 0; i < st_.fabric.num_semaphores(); ++i)
-        if (value & (1u << i)) {
-          st_.fabric.clear_semaphore(i);
-          st_.sem_times[i].clear();
-        }
-      platform_.poke_semaphores();
-      break;
-    default:
-      break;
-  }
-}
-
-void TlmDevice::write_core_reg(unsigned c, uint32_t off, uint32_t value) {
-  RingCtl& r = st_.rings[c];
-  ref::CoreState& s = st_.fabric.core(c);
-  switch (off) {
-    case cr::RING_BASE_LO:
-      r.base = with_lo(r.base, value);
-      break;
-    case cr::RING_BASE_HI:
-      r.base = with_hi(r.base, value);
-      break;
-    case cr::RING_SIZE:
-      r.size = value;
-      break;
-    case cr::RING_TAIL:
-      r.tail = value;
-      platform_.core(c).poke();
-      break;
-    case cr::DOORBELL:
-      if (value & 1) doorbell(c);
-      break;
-    case cr::ERR_CAUSE:
-      s.err_cause &= ~value;
-      break;
-    case cr::WIN_BASE_LO:
-      s.win_base = with_lo(s.win_base, value);
-      break;
-    case cr::WIN_BASE_HI:
-      s.win_base = with_hi(s.win_base, value);
-      break;
-    case cr::WIN_LIMIT_LO:
-      s.win_limit = with_lo(s.win_limit, value);
-      break;
-    case cr::WIN_LIMIT_HI:
-      s.win_limit = with_hi(s.win_limit, value);
-      break;
-    case cr::CTR_CLEAR:
-      if (value & 1) s.counters.fill(0);
-      break;
-    default:
-      break;
-  }
-}
-
-void TlmDevice::doorbell(unsigned c) {
-  RingCtl& r = st_.rings[c];
-  ref::CoreState& s = st_.fabric.core(c);
-  if (s.err_cause != 0) return;
-  const bool was_running = r.running;
-  r.done = false;
-  r.blocked = false;
-  const bool pow2 = r.size != 0 && (r.size & (r.size - 1)) == 0;
-  if (!pow2 || r.size > st_.cfg.ring_depth || (r.base & 31) != 0 || r.tail >= r.size || r.head >= r.size) {
-    st_.fabric.raise(c, spec::err::ILLEGAL_INSN, r.head);
-    r.running = false;
-    st_.irq_status |= 1u << (8 + c);
-    return;
-  }
-  r.running = true;
-  uint64_t& hwm = s.counter(spec::Counter::QUEUE_HWM);
-  const uint64_t occupancy = (r.tail - r.head) & (r.size - 1);
-  if (occupancy > hwm) hwm = occupancy;
-  platform_.core(c).start(was_running);
-}
-
-void TlmDevice::soft_reset(unsigned c) {
-  RingCtl& r = st_.rings[c];
-  r.head = r.tail = 0;
-  r.running = r.done = r.blocked = false;
-  st_.fabric.reset_core(c);
-  st_.irq_status &= ~((1u << c) | (1u << (8 + c)));
-  platform_.core(c).reset();
-}
 
 Status TlmDevice::run_until_idle(uint64_t timeout_cycles) {
   if (!sc_core::sc_pending_activity()) return Status::ok();  // nothing started: no time passes

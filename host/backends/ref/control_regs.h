@@ -38,6 +38,8 @@ class ControlRegs {
   ControlRegs(const spec::HwConfig& cfg, Fabric& fabric, Hooks* hooks = nullptr)
       : cfg_(cfg), fabric_(fabric), hooks_(hooks ? hooks : &none_) {}
 
+  void set_hooks(Hooks* hooks) { hooks_ = hooks ? hooks : &none_; }
+
   /// Unaligned or unmapped offsets read 0 and ignore writes, like an AXI-Lite
   /// slave that decodes word addresses and answers OKAY everywhere.
   uint32_t read(uint32_t offset) const;
