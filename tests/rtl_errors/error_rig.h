@@ -16,6 +16,7 @@
 
 #include "backends/ref/ref_device.h"
 #include "backends/rtl/rtl_device.h"
+#include "support/insn_builders.h"
 #include "loom/spec_gen.h"
 
 namespace loom::rtl_errors {
@@ -206,36 +207,8 @@ class OnBackend : public ::testing::TestWithParam<std::string> {
 
 inline std::string backend_name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
 
-// ---- instruction builders (field names as in docs/spec/isa.md) ----
-
-inline Insn load(Buffer b, uint64_t sp, uint64_t dram, uint64_t rows, uint64_t cols, uint64_t dram_stride = 0,
-                 uint64_t sp_stride = 0, uint64_t pad_lo = 0, uint64_t pad_hi = 0, int64_t pad_value = 0) {
-  spec::LoadInsn l;
-  l.buf = uint64_t(b);
-  l.sp_addr = sp;
-  l.dram_addr = dram;
-  l.rows = rows;
-  l.cols = cols;
-  l.dram_stride = dram_stride ? dram_stride : cols;
-  l.sp_stride = sp_stride ? sp_stride : cols;
-  l.pad_lo = pad_lo;
-  l.pad_hi = pad_hi;
-  l.pad_value = pad_value;
-  return l.encode();
-}
-
-inline Insn store(Buffer b, uint64_t sp, uint64_t dram, uint64_t rows, uint64_t cols, uint64_t dram_stride = 0,
-                  uint64_t sp_stride = 0) {
-  spec::StoreInsn s;
-  s.buf = uint64_t(b);
-  s.sp_addr = sp;
-  s.dram_addr = dram;
-  s.rows = rows;
-  s.cols = cols;
-  s.dram_stride = dram_stride ? dram_stride : cols;
-  s.sp_stride = sp_stride ? sp_stride : cols;
-  return s.encode();
-}
+// ---- instruction builders: tests/support/insn_builders.h, plus GEMM ----
+using namespace loom::test;
 
 /// C[m x n] (int32 in ACC at `acc`, row pitch 4n) = A[m x k] (IN at `in`) * B[k x n] (WGT at `wgt`).
 inline Insn gemm(uint64_t in, uint64_t wgt, uint64_t acc, uint64_t m, uint64_t n, uint64_t k) {
@@ -252,34 +225,6 @@ inline Insn gemm(uint64_t in, uint64_t wgt, uint64_t acc, uint64_t m, uint64_t n
   return g.encode();
 }
 
-inline Insn nop() { return spec::NopInsn{}.encode(); }
-inline Insn fence() { return spec::FenceInsn{}.encode(); }
-inline Insn end_insn() { return spec::EndInsn{}.encode(); }
-inline Insn sem_signal(uint64_t id) {
-  spec::SemSignalInsn s;
-  s.sem_id = id;
-  return s.encode();
-}
-inline Insn sem_wait(uint64_t id, uint64_t count) {
-  spec::SemWaitInsn s;
-  s.sem_id = id;
-  s.count = count;
-  return s.encode();
-}
-inline Insn with_tokens(Insn in, bool pop_prev, bool pop_next, bool push_prev, bool push_next) {
-  spec::set_bits(in, 6, 1, pop_prev);
-  spec::set_bits(in, 7, 1, pop_next);
-  spec::set_bits(in, 8, 1, push_prev);
-  spec::set_bits(in, 9, 1, push_next);
-  return in;
-}
-
-inline std::vector<uint8_t> random_bytes(std::mt19937& rng, size_t n) {
-  std::uniform_int_distribution<int> d(0, 255);
-  std::vector<uint8_t> v(n);
-  for (auto& x : v) x = uint8_t(d(rng));
-  return v;
-}
 
 /// A self-checking stream for one core: `pairs` LOAD->FENCE->STORE copies of
 /// `bytes` bytes through OUT, then one 4x4x8 GEMM stored from ACC, then END
