@@ -4,6 +4,7 @@
 #include "core_model.h"
 
 #include <algorithm>
+#include <string>
 
 namespace loom::tlm {
 namespace {
@@ -41,6 +42,7 @@ CoreModel::CoreModel(sc_core::sc_module_name name, unsigned index, std::function
 
 void CoreModel::attach(DeviceState* st, const TimingParams& tp, sc_time period) {
   st_ = st;
+  trace_ = nullptr;
   tp_ = tp;
   period_ = period;
   reset();
@@ -69,6 +71,13 @@ void CoreModel::start(bool was_running) {
     busy_since_ = std::max(sc_core::sc_time_stamp(), units_free_at());
   }
   poke();
+}
+
+void CoreModel::trace(runtime::TraceTrack track, spec::Opcode op, sc_time from, sc_time to, std::string_view name) {
+  if (trace_ == nullptr || to <= from || from < trace_base_) return;
+  if (name.empty())
+    if (const spec::OpcodeInfo* info = spec::opcode_info(uint64_t(op))) name = info->name;
+  trace_->interval(index_, track, name, to_cycles(from - trace_base_), to_cycles(to - trace_base_));
 }
 
 sc_time CoreModel::units_free_at() const { return std::max({free_at_[0], free_at_[1], free_at_[2]}); }
@@ -115,6 +124,8 @@ void CoreModel::stop_running(sc_time at) {
 
 void CoreModel::halt(uint32_t cause, uint32_t pc, sc_time at) {
   if (cause) st_->fabric.raise(index_, cause, pc);
+  if (trace_ != nullptr && at >= trace_base_)
+    trace_->instant(index_, "error", to_cycles(at - trace_base_), "ring slot " + std::to_string(pc));
   stop_running(at);
   st_->irq_status |= 1u << (8 + index_);
   fifo_.clear();
@@ -265,7 +276,11 @@ void CoreModel::dispatch_once(tlm_quantumkeeper& qk, uint64_t gen) {
     }
   }
   const sc_time waited = qk.get_current_time() - t0;
-  if (!to_unit) counter(spec::Counter::CYCLES_STALL_DEP) += to_cycles(waited);
+  if (!to_unit) {
+    counter(spec::Counter::CYCLES_STALL_DEP) += to_cycles(waited);
+    trace(runtime::TraceTrack::Dispatch, spec::Opcode::NOP, t0, t0 + waited,
+          info != nullptr && info->op == spec::Opcode::SEM_WAIT ? "wait semaphore" : "drain units");
+  }
 
   const ref::Outcome o = st_->fabric.execute(index_, e.insn, e.pc);
   if (o == ref::Outcome::Blocked) {
@@ -285,7 +300,9 @@ void CoreModel::dispatch_once(tlm_quantumkeeper& qk, uint64_t gen) {
   if (to_unit) {
     job_[unsigned(info->unit)] = Job{e.insn, info->op, qk.get_current_time()};
   } else {
+    const sc_time ts = qk.get_current_time();
     spend(qk, gen, 1);
+    trace(runtime::TraceTrack::Dispatch, info->op, ts, qk.get_current_time());
     if (info->op == spec::Opcode::SEM_SIGNAL) {
       const auto s = spec::SemSignalInsn::decode(e.insn);
       st_->sem_times[s.sem_id].push_back(qk.get_current_time());
@@ -336,8 +353,16 @@ void CoreModel::run_job(spec::Unit unit, const Job& j, tlm_quantumkeeper& qk, ui
     tq.pop_front();
   }
   counter(spec::Counter::CYCLES_STALL_DEP) += to_cycles(qk.get_current_time() - t0);
+  using runtime::TraceTrack;
+  if (trace_ != nullptr) {
+    const TraceTrack stall = unit == spec::Unit::Load      ? TraceTrack::StallLoad
+                             : unit == spec::Unit::Compute ? TraceTrack::StallCompute
+                                                           : TraceTrack::StallStore;
+    trace(stall, j.op, t0, qk.get_current_time(), "wait token");
+  }
 
   spend(qk, gen, kIssueCycles);
+  const sc_time t_run = qk.get_current_time();
   switch (j.op) {
     case spec::Opcode::LOAD: {
       const auto l = spec::LoadInsn::decode(j.insn);
@@ -363,6 +388,13 @@ void CoreModel::run_job(spec::Unit unit, const Job& j, tlm_quantumkeeper& qk, ui
       spend(qk, gen, c);
       break;
     }
+  }
+  if (trace_ != nullptr) {
+    const TraceTrack t = unit == spec::Unit::Load    ? TraceTrack::Load
+                         : unit == spec::Unit::Store ? TraceTrack::Store
+                         : j.op == spec::Opcode::GEMM ? TraceTrack::Gemm
+                                                      : TraceTrack::PostOp;
+    trace(t, j.op, t_run, qk.get_current_time());
   }
   if (qk.need_sync()) sync(qk, gen);
   for (int i = 2; i < 4; ++i)

@@ -17,6 +17,7 @@
 #include <tlm_utils/tlm_quantumkeeper.h>
 
 #include "device_state.h"
+#include "runtime/trace.h"
 #include "timing.h"
 
 namespace loom::tlm {
@@ -38,6 +39,11 @@ class CoreModel : public sc_core::sc_module {
   void reset();
   /// Wakes the threads after a register write that may unblock them.
   void poke();
+  /// Records unit intervals to `sink` (nullptr: off), in cycles since `base`.
+  void set_trace(runtime::TraceSink* sink, sc_core::sc_time base) {
+    trace_ = sink;
+    trace_base_ = base;
+  }
 
  private:
   /// Thrown inside a thread when its core was reset under it.
@@ -81,6 +87,9 @@ class CoreModel : public sc_core::sc_module {
   void at_least(tlm_utils::tlm_quantumkeeper& qk, sc_core::sc_time t);
   void spend(tlm_utils::tlm_quantumkeeper& qk, uint64_t gen, uint64_t cycles);
   uint64_t to_cycles(sc_core::sc_time t) const { return uint64_t(t / period_); }
+  /// Reports [from, to) on `track` when tracing is on.
+  void trace(runtime::TraceTrack track, spec::Opcode op, sc_core::sc_time from, sc_core::sc_time to,
+             std::string_view name = {});
   bool units_idle() const { return !job_[0] && !job_[1] && !job_[2]; }
   sc_core::sc_time units_free_at() const;
   uint64_t& counter(spec::Counter c) { return st_->fabric.core(index_).counter(c); }
@@ -106,6 +115,8 @@ class CoreModel : public sc_core::sc_module {
   std::array<std::deque<sc_core::sc_time>, ref::kNumTokenQueues> tokens_;
   sc_core::sc_time busy_since_;
   std::vector<uint8_t> scratch_;  // data pointer of timing-only payloads
+  runtime::TraceSink* trace_ = nullptr;
+  sc_core::sc_time trace_base_;
 };
 
 }  // namespace loom::tlm

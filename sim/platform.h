@@ -26,6 +26,11 @@ class Platform : public sc_core::sc_module {
 
   CoreModel& core(unsigned c) { return *cores_.at(c); }
   MemChannel& memory() { return mem_; }
+  /// Per-core timelines to `sink` (nullptr: off), cycles counted from `base`;
+  /// attach() turns them off.
+  void set_trace(runtime::TraceSink* sink, sc_core::sc_time base) {
+    for (auto& c : cores_) c->set_trace(sink, base);
+  }
   /// Wakes SEM_WAITs after the host cleared semaphores.
   void poke_semaphores() {
     for (auto& c : cores_) c->poke();

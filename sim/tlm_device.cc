@@ -8,6 +8,7 @@
 
 #include "backends/ref/golden.h"
 #include "platform.h"
+#include "runtime/trace.h"
 
 #include <tlm>
 
@@ -62,10 +63,18 @@ class TlmDevice final : public runtime::Device, private ref::ControlRegs::Hooks 
 
   bool has_time() const override { return true; }
   uint64_t cycles() const override { return uint64_t((sc_core::sc_time_stamp() - base_) / period_); }
+  bool set_trace(runtime::TraceSink* sink) override {
+    trace_ = sink;
+    platform_.set_trace(sink, base_);
+    return true;
+  }
 
  private:
   // The platform's reactions to the host's register writes.
-  void started(unsigned c, bool was_running) override { platform_.core(c).start(was_running); }
+  void started(unsigned c, bool was_running) override {
+    if (trace_ != nullptr) trace_->instant(c, "doorbell", cycles());
+    platform_.core(c).start(was_running);
+  }
   void tail_written(unsigned c) override { platform_.core(c).poke(); }
   void core_reset(unsigned c) override { platform_.core(c).reset(); }
   void semaphores_cleared(uint32_t mask) override {
@@ -78,6 +87,7 @@ class TlmDevice final : public runtime::Device, private ref::ControlRegs::Hooks 
   Platform& platform_;
   sc_core::sc_time period_;
   sc_core::sc_time base_;
+  runtime::TraceSink* trace_ = nullptr;
 };
 
 Status TlmDevice::run_until_idle(uint64_t timeout_cycles) {

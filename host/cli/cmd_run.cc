@@ -10,6 +10,7 @@
 #include "compiler/compiler.h"
 #include "runtime/device.h"
 #include "runtime/executor.h"
+#include "runtime/trace.h"
 
 namespace loom::cli {
 
@@ -18,7 +19,7 @@ Expected<compiler::CompileResult> compile_graph(const std::string& path, const s
 namespace {
 
 struct Opts {
-  std::string model, backend = "ref", config, outputs, format = "pb", graph, wave;
+  std::string model, backend = "ref", config, outputs, format = "pb", graph, wave, trace;
   std::vector<std::string> inputs;
   bool check = false, json = false;
   uint64_t seed = 1;
@@ -65,7 +66,17 @@ int run(const Opts& o) {
   }
   auto dev = runtime::make_device(o.backend, *cfg);
   if (!dev) return fail(dev.error());
+  runtime::TraceRecorder trace;
+  if (!o.trace.empty() && !(*dev)->set_trace(&trace))
+    return fail("--trace: the " + o.backend + " backend records no timelines (use tlm or rtl)");
   auto res = runtime::execute(**dev, p, *inputs);
+  (*dev)->set_trace(nullptr);
+  // A failed run still gets its trace (its error instants show where it stopped).
+  if (!o.trace.empty())
+    if (Status s = trace.write_json(o.trace, o.backend, p.config, cfg->clock_mhz, cfg->cores,
+                                    res ? res->cycles : (*dev)->cycles() - trace.origin());
+        !s)
+      return fail(s.error());
   if (!res) return fail(res.error());
 
   ordered_json j;
@@ -187,6 +198,7 @@ void register_run(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Seed for random inputs when --inputs is not given")->capture_default_str();
   cmd->add_option("--cores", o->cores, "Cores to compile a graph for (0: all)")->check(CLI::Range(0, 64));
   cmd->add_option("--wave", o->wave, "Write an FST waveform of the run (rtl backend)");
+  cmd->add_option("--trace", o->trace, "Write per-core timelines as Chrome trace JSON (tlm, rtl; docs/trace.md)");
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->callback([o] {
     const int rc = run(*o);

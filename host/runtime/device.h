@@ -17,6 +17,8 @@
 
 namespace loom::runtime {
 
+class TraceSink;  // runtime/trace.h
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -41,6 +43,15 @@ class Device {
   /// Whether the backend models time, and the device cycles elapsed.
   virtual bool has_time() const { return false; }
   virtual uint64_t cycles() const { return 0; }
+
+  /// Optional per-core timelines (docs/trace.md): a timed backend that can
+  /// record them reports unit intervals and instants to `sink` (nullptr:
+  /// stop) and returns true; the default records nothing and returns false.
+  /// The sink must outlive the recording.
+  virtual bool set_trace(TraceSink* sink) {
+    (void)sink;
+    return false;
+  }
 };
 
 /// Backend registry: name -> factory. Backends register themselves.

@@ -129,6 +129,69 @@ uint32_t RtlDevice::read_reg(uint32_t offset) {
 void RtlDevice::write_reg(uint32_t offset, uint32_t value) {
   lite_.start_write(offset, value);
   finish_lite("write", offset);
+  if (trace_ == nullptr) return;
+  // Doorbells become instants; clears and soft resets zero the counters.
+  for (unsigned c = 0; c < trace_cores_.size(); ++c) {
+    if (offset == spec::core_reg_addr(c, cr::DOORBELL) && (value & 1u)) {
+      trace_->instant(c, "doorbell", cycles_);
+      // An idle core's next window starts here, so no interval precedes it.
+      if (!(trace_cores_[c].status & kCoreBusy)) trace_cores_[c].at = std::max(trace_cores_[c].at, cycles_);
+    }
+    if ((offset == spec::core_reg_addr(c, cr::CTR_CLEAR) && (value & 1u)) ||
+        (offset == spec::reg::SOFT_RESET && (value & (1u << c))))
+      trace_cores_[c] = TraceCore{cycles_, {}, 0};
+  }
+}
+
+namespace {
+// The counters a trace samples, in TraceCore::ctr order.
+constexpr std::array<spec::Counter, 5> kTraced{spec::Counter::CYCLES_COMPUTE, spec::Counter::CYCLES_STALL_MEM,
+                                               spec::Counter::CYCLES_STALL_DEP, spec::Counter::BYTES_RD,
+                                               spec::Counter::BYTES_WR};
+}  // namespace
+
+bool RtlDevice::set_trace(runtime::TraceSink* sink) {
+  trace_ = nullptr;  // the baseline reads below are not traced
+  if (sink != nullptr) {
+    trace_cores_.assign(cfg_.cores, TraceCore{});
+    for (unsigned c = 0; c < cfg_.cores; ++c) {
+      TraceCore& t = trace_cores_[c];
+      t.at = cycles_;
+      for (size_t k = 0; k < kTraced.size(); ++k)
+        t.ctr[k] = read_reg(spec::core_reg_addr(c, spec::counter_offset(kTraced[k])));
+      t.status = read_reg(spec::core_reg_addr(c, cr::STATUS));
+    }
+  }
+  trace_ = sink;
+  return true;
+}
+
+void RtlDevice::sample_trace() {
+  using runtime::TraceTrack;
+  for (unsigned c = 0; c < trace_cores_.size(); ++c) {
+    TraceCore& t = trace_cores_[c];
+    // The window ends where this core's reads begin; the counters advance
+    // while the reads run, and that goes into the next window.
+    const uint64_t now = cycles_;
+    std::array<uint32_t, 5> v{};
+    for (size_t k = 0; k < kTraced.size(); ++k)
+      v[k] = read_reg(spec::core_reg_addr(c, spec::counter_offset(kTraced[k])));
+    const uint32_t status = read_reg(spec::core_reg_addr(c, cr::STATUS));
+    const uint64_t w = now > t.at ? now - t.at : 0;
+    auto put = [&](TraceTrack track, const char* name, uint64_t len) {
+      if (len > 0) trace_->interval(c, track, name, t.at, t.at + std::min(len, w));
+    };
+    const auto d = [&](size_t k) { return uint64_t(uint32_t(v[k] - t.ctr[k])); };
+    put(TraceTrack::Compute, "compute", d(0));
+    put(TraceTrack::StallMem, "stall: memory", d(1));
+    put(TraceTrack::StallDep, "stall: dependency", d(2));
+    put(TraceTrack::Load, "load", (d(3) + beat_bytes_ - 1) / beat_bytes_);
+    put(TraceTrack::Store, "store", (d(4) + beat_bytes_ - 1) / beat_bytes_);
+    if ((status & 4u) && !(t.status & 4u)) trace_->instant(c, "error", now);
+    t.at = now;
+    t.ctr = v;
+    t.status = status;
+  }
 }
 
 Status RtlDevice::health() const {
@@ -163,6 +226,7 @@ Status RtlDevice::run_until_idle(uint64_t timeout_cycles) {
   for (;;) {
     LOOM_TRY(health());
     std::string busy;
+    if (trace_ != nullptr) sample_trace();
     if (quiescent(&busy)) return health();
     const uint64_t spent = cycles_ - start;
     if (spent >= timeout_cycles)

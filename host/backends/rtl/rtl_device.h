@@ -3,6 +3,7 @@
 // AXI4-Lite driver on its control port.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "backends/rtl/axi_memory.h"
 #include "backends/rtl/fabric_sim.h"
 #include "runtime/device.h"
+#include "runtime/trace.h"
 
 namespace loom::rtl {
 
@@ -66,6 +68,9 @@ class RtlDevice final : public runtime::Device {
 
   bool has_time() const override { return true; }
   uint64_t cycles() const override { return cycles_; }
+  /// Per-core timelines sampled from the cores' counters and STATUS over the
+  /// register map at every idle check of run_until_idle (docs/trace.md).
+  bool set_trace(runtime::TraceSink* sink) override;
 
   /// Fabric accesses overlapping [addr, addr + len) answer with `kind`.
   void inject_fault(uint64_t addr, uint64_t len, ref::FaultKind kind) { mem_.inject_fault(addr, len, kind); }
@@ -101,6 +106,18 @@ class RtlDevice final : public runtime::Device {
   bool finish_lite(const char* what, uint32_t offset);
   /// True when no core can make progress and no burst is in flight.
   bool quiescent(std::string* busy_cores);
+  /// Reads the traced counters of every core and reports what changed since
+  /// the last sample as intervals at the start of that window.
+  void sample_trace();
+
+  /// Counter values (low 32 bits) and STATUS of one core at its last sample.
+  struct TraceCore {
+    uint64_t at = 0;
+    std::array<uint32_t, 5> ctr{};
+    uint32_t status = 0;
+  };
+  runtime::TraceSink* trace_ = nullptr;
+  std::vector<TraceCore> trace_cores_;
 
   spec::HwConfig cfg_;
   RtlOptions opt_;
