@@ -1,0 +1,53 @@
+// The kernel-side requantization (hls/include/loom_hls_quant.h) equals the
+// golden model's (host/common/quant.h): every shift 1..62 crossed with edge
+// and random multipliers and values, plus the int8 output clamp over its
+// whole input range.
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "common/quant.h"
+#include "ir/builder.h"
+#include "loom_hls_quant.h"
+
+int main() {
+  loom::ir::Rng rng(0x5155414E54);
+  // Values the kernels pass: int32 accumulators (any value after the wrap),
+  // int8 differences, pool sums; multipliers: any int32.
+  std::vector<int64_t> values = {0, 1, -1, 2, -2, 127, -128, 255, -255, 256, 65535, -65536, 255 * 65535,
+                                 -255 * 65535, INT32_MAX, INT32_MIN, INT32_MAX - 1, INT32_MIN + 1, 1 << 30,
+                                 -(1 << 30)};
+  for (int i = 0; i < 200; ++i) values.push_back(rng.range(INT32_MIN, INT32_MAX));
+  for (int i = 0; i < 100; ++i) values.push_back(rng.range(-70000, 70000));
+  std::vector<int32_t> mults = {0, 1, -1, 2, INT32_MAX, INT32_MIN, INT32_MIN + 1, 1 << 30, (1 << 30) + 1,
+                                -(1 << 30)};
+  for (int i = 0; i < 40; ++i) mults.push_back(int32_t(rng.range(INT32_MIN, INT32_MAX)));
+  for (int i = 0; i < 20; ++i) mults.push_back(int32_t(rng.range(1 << 30, INT32_MAX)));
+  // Exact ties: v * mult = (2q + 1) * 2^(shift-1) must round away from zero.
+  long long compared = 0;
+  int failures = 0;
+  auto check = [&](int64_t v, int32_t m, int s) {
+    ++compared;
+    const int32_t want = loom::requantize(v, m, s), got = loom_hls::requantize(v, m, s);
+    if (want != got && failures++ < 5)
+      std::fprintf(stderr, "MISMATCH requantize(%lld, %d, %d): kernel %d, golden %d\n", (long long)v, m, s, got, want);
+  };
+  for (int s = 1; s <= 62; ++s) {
+    for (int64_t v : values)
+      for (int32_t m : mults) check(v, m, s);
+    for (int64_t q = -40; q <= 40; ++q) {
+      if (s <= 31) check(((2 * q + 1) << (s - 1)), 1, s);  // ties, both signs
+    }
+  }
+  for (int64_t v = -70000; v <= 70000; ++v) {
+    ++compared;
+    for (int lo : {-128, -5, 0}) {
+      const int hi = lo == 0 ? 127 : 6;
+      if (loom::clamp_i8(v, lo, hi) != loom_hls::clamp_out(v, lo, hi) && failures++ < 5)
+        std::fprintf(stderr, "MISMATCH clamp(%lld, %d, %d)\n", (long long)v, lo, hi);
+    }
+  }
+  std::printf("hls.quant.equal: %lld comparisons, %d failures\n", compared, failures);
+  return failures == 0 ? 0 : 1;
+}
