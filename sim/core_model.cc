@@ -424,6 +424,14 @@ void CoreModel::dma_rows(bool write, uint64_t addr, uint64_t rows, uint64_t stri
         issue = std::max(issue, inflight.front());
         inflight.pop_front();
       }
+      // Bursts reach the port in simulated-time order (the memory serves
+      // them first come, first served, as the RTL's round-robin mux and
+      // memory model do): the walker catches up with simulated time before
+      // each one, so other cores' earlier bursts get in first.
+      if (issue > sc_core::sc_time_stamp()) {
+        at_least(qk, issue);
+        sync(qk, gen);
+      }
       const uint32_t bytes = b.beats * tp_.mem_bytes;
       gp.set_address(b.addr);
       gp.set_data_length(bytes);
@@ -437,12 +445,6 @@ void CoreModel::dma_rows(bool write, uint64_t addr, uint64_t rows, uint64_t stri
       beats_total += b.beats;
       issue += period_ * double(write ? b.beats : 1);
       if (!write) rows_done = std::max(rows_done + period_ * double(b.beats), done);
-      // A long DMA yields at quantum boundaries so bursts of other cores
-      // reach the port in roughly simulated-time order.
-      if (issue > sc_core::sc_time_stamp() + ::tlm::tlm_global_quantum::instance().get()) {
-        at_least(qk, issue);
-        sync(qk, gen);
-      }
     }
     rows_done += period_ * double(kRowGapCycles);
     if (write) issue += period_ * double(kRowGapCycles);
