@@ -24,7 +24,6 @@ int main() {
                                 -(1 << 30)};
   for (int i = 0; i < 40; ++i) mults.push_back(int32_t(rng.range(INT32_MIN, INT32_MAX)));
   for (int i = 0; i < 20; ++i) mults.push_back(int32_t(rng.range(1 << 30, INT32_MAX)));
-  // Exact ties: v * mult = (2q + 1) * 2^(shift-1) must round away from zero.
   long long compared = 0;
   int failures = 0;
   auto check = [&](int64_t v, int32_t m, int s) {
@@ -36,8 +35,9 @@ int main() {
   for (int s = 1; s <= 62; ++s) {
     for (int64_t v : values)
       for (int32_t m : mults) check(v, m, s);
+    // Exact ties: v * mult = (2q + 1) * 2^(shift-1) must round away from zero.
     for (int64_t q = -40; q <= 40; ++q) {
-      if (s <= 31) check(((2 * q + 1) << (s - 1)), 1, s);  // ties, both signs
+      if (s <= 31) check((2 * q + 1) * (int64_t(1) << (s - 1)), 1, s);  // ties, both signs
     }
   }
   for (int64_t v = -70000; v <= 70000; ++v) {
