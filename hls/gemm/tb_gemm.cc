@@ -3,6 +3,7 @@
 // exec_postop) with raw integer parameters, and against the direct reference
 // (ir::run_reference) on one-node gemm graphs. Also checks the status codes:
 // a rejected call writes nothing.
+#include <algorithm>
 #include <climits>
 #include <cstring>
 
@@ -35,8 +36,8 @@ std::vector<int8_t> golden(const Case& c) {
   s.buf(Buffer::ACC).assign(4 * mn, 0);
   s.buf(Buffer::OUT).assign(mn, 0);
   s.buf(Buffer::PARAM).assign(12 * size_t(c.n), 0);
-  std::memcpy(s.buf(Buffer::IN).data(), c.a.data(), mk);
-  std::memcpy(s.buf(Buffer::WGT).data(), c.b.data(), kn);
+  std::copy(c.a.begin(), c.a.end(), s.buf(Buffer::IN).begin());
+  std::copy(c.b.begin(), c.b.end(), s.buf(Buffer::WGT).begin());
   for (size_t i = 0; i < c.params.size(); ++i) put32(s.buf(Buffer::PARAM), 4 * i, c.params[i]);
   loom::spec::GemmInsn g;
   g.m = uint64_t(c.m), g.n = uint64_t(c.n), g.k_len = uint64_t(c.k);
