@@ -38,6 +38,7 @@ void register_info(CLI::App& app);
 void register_compile(CLI::App& app);
 void register_run(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_zoo(CLI::App& app);
 void register_builtin_backends();
 
 }  // namespace loom::cli

@@ -1,0 +1,112 @@
+// `loom zoo`: the model zoo (ResNet-50, MobileNetV2, BERT-base encoder layer)
+// as quantized ONNX with seeded weights. The networks are built and quantized
+// by scripts/zoo.py with ONNX Runtime's quantization tool; this command finds
+// a Python with onnx and onnxruntime, runs the script and passes its exit code
+// on.
+//
+// LOOM_PYTHON overrides the interpreter (default python3 on PATH) and
+// LOOM_ZOO_SCRIPT the script (default: the source tree's scripts/zoo.py).
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "cli/cli_common.h"
+
+extern char** environ;
+
+namespace loom::cli {
+
+namespace {
+
+struct ZooOpts {
+  std::string name, output, slice;
+  int seq = 0;  // passed on only when given
+  int64_t seed = 1;
+  bool json = false;
+};
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : fallback;
+}
+
+// Runs argv, stdout/stderr inherited unless `quiet`. Returns the exit code, or
+// -1 when the program could not be started, 128+signal when it was killed.
+int spawn(const std::vector<std::string>& args, bool quiet) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (quiet) {
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  }
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+int run_zoo(std::vector<std::string> script_args) {
+  const std::string python = env_or("LOOM_PYTHON", "python3");
+  const std::string script = env_or("LOOM_ZOO_SCRIPT", LOOM_ZOO_SCRIPT);
+  if (!std::filesystem::is_regular_file(script))
+    return fail("zoo: script " + script + " not found (set LOOM_ZOO_SCRIPT to scripts/zoo.py of a loom checkout)");
+  const int probe = spawn({python, "-c", "import numpy, onnx, onnxruntime.quantization"}, true);
+  if (probe == -1) return fail("zoo: cannot run '" + python + "' (install Python 3 or set LOOM_PYTHON)");
+  if (probe != 0)
+    return fail("zoo: " + python + " lacks numpy, onnx or onnxruntime (run scripts/setup.sh)");
+  std::vector<std::string> args{python, script};
+  args.insert(args.end(), script_args.begin(), script_args.end());
+  const int rc = spawn(args, false);
+  if (rc == -1) return fail("zoo: cannot run '" + python + "'");
+  if (rc > 128) return fail("zoo: " + script + " was killed by signal " + std::to_string(rc - 128));
+  return rc;  // the script printed its own one-line error
+}
+
+}  // namespace
+
+void register_zoo(CLI::App& app) {
+  auto* cmd = app.add_subcommand("zoo", "Real networks as quantized ONNX with seeded weights (ONNX Runtime QDQ)");
+  cmd->require_subcommand(1);
+  auto o = std::make_shared<ZooOpts>();
+
+  auto* list = cmd->add_subcommand("list", "List the zoo models with their shapes, MACs and parameter counts");
+  list->add_flag("--json", o->json, "Print JSON");
+  list->callback([o] {
+    std::vector<std::string> args{"list"};
+    if (o->json) args.push_back("--json");
+    if (int rc = run_zoo(args); rc != 0) throw CLI::RuntimeError(rc);
+  });
+
+  auto* build = cmd->add_subcommand(
+      "build", "Build one model: DIR/model.onnx, DIR/test_data_set_0/input_0.pb and ONNX Runtime's output_0.pb");
+  build->add_option("name", o->name, "resnet50, mobilenetv2 or bert")->required();
+  auto* seq = build->add_option("--seq", o->seq, "BERT sequence length: 32, 64, 128, 256, 384 or 512");
+  build->add_option("--slice", o->slice, "Part of the network (resnet50: stem, stage1..stage4; mobilenetv2: stem, block)");
+  build->add_option("--seed", o->seed, "Seed of weights, calibration data and input")->capture_default_str();
+  build->add_option("-o,--output", o->output, "Output folder")->required();
+  build->callback([o, seq] {
+    if (o->seed < 0) throw CLI::RuntimeError(fail("--seed: must be >= 0, not " + std::to_string(o->seed)));
+    std::vector<std::string> args{"build", o->name, "-o", o->output, "--seed", std::to_string(o->seed)};
+    if (seq->count() > 0) args.insert(args.end(), {"--seq", std::to_string(o->seq)});
+    if (!o->slice.empty()) args.insert(args.end(), {"--slice", o->slice});
+    if (int rc = run_zoo(args); rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace loom::cli

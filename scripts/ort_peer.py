@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""ONNX Runtime as loom's numerical peer on the zoo models.
+
+For each zoo model (scripts/zoo.py) this builds the quantized ONNX model and
+its seeded input, runs
+
+  * ONNX Runtime, CPU execution provider, ORT_ENABLE_ALL (the default level:
+    QDQ groups become ORT's integer kernels QLinearConv / QLinearMatMul /
+    QLinearSoftmax where its fusion rules allow), one thread -- the reference;
+  * ONNX Runtime at ORT_DISABLE_ALL (the graph as written: DequantizeLinear ->
+    float op -> QuantizeLinear) -- ORT against itself, to size the rounding
+    noise that is inherent to the model rather than to loom;
+  * loom: `loom run model.onnx --backend B --inputs input_0.pb --outputs DIR`
+    for each backend asked for,
+
+and compares every output element in units of the output's quantization step
+(the graph outputs come out of a DequantizeLinear, so each float is
+scale * (q - zero_point) and q is recovered exactly): identical, within 1 LSB,
+or worse. Prints a Markdown table; --doc FILE replaces the table between the
+`<!-- ort-peer:begin -->` / `<!-- ort-peer:end -->` markers in FILE.
+
+Usage:
+  ort_peer.py [--models fast|all|NAME[,NAME...]] [--loom BIN] [--backends ref,tlm]
+              [--work DIR] [--doc docs/zoo.md] [--seed N]
+NAME is a variant key as printed by --list (e.g. resnet50/stem, bert/32).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import zoo  # noqa: E402
+
+FAST = ["resnet50/stem", "mobilenetv2/block", "bert/32"]
+
+
+def variant_key(name, seq, slice_):
+    return name + ("/%d" % seq if seq else "") + ("/" + slice_ if slice_ else "")
+
+
+def all_variants():
+    return {variant_key(*v): v for v in zoo.variants()}
+
+
+ALL = ["resnet50/stem", "resnet50/stage1", "resnet50", "mobilenetv2/block", "mobilenetv2"] + \
+    ["bert/%d" % L for L in zoo.BERT_SEQS]
+
+
+def ort_run(model_path, feeds, level):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.graph_optimization_level = level
+    s = ort.InferenceSession(model_path, so, providers=["CPUExecutionProvider"])
+    return s.run(None, feeds)
+
+
+def ort_kernels(model_path, tmpdir):
+    """Counts of the kernels ORT_ENABLE_ALL actually runs (from its optimized graph)."""
+    import collections
+
+    import onnx
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.log_severity_level = 3
+    so.optimized_model_filepath = os.path.join(tmpdir, "ort_optimized.onnx")
+    ort.InferenceSession(model_path, so, providers=["CPUExecutionProvider"])
+    m = onnx.load(so.optimized_model_filepath)
+    c = collections.Counter(n.op_type for n in m.graph.node)
+    integer = sum(v for k, v in c.items() if k.startswith("QLinear"))
+    flt = sum(c.get(k, 0) for k in ("Conv", "MatMul", "Gemm", "FusedConv", "FusedMatMul", "FusedGemm"))
+    return {"integer_kernels": integer, "float_conv_matmul": flt, "ops": dict(sorted(c.items()))}
+
+
+def output_quant(model, out_name):
+    """(scale, zero_point) of the DequantizeLinear producing a graph output."""
+    from onnx import numpy_helper
+
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    for n in model.graph.node:
+        if out_name in n.output:
+            if n.op_type != "DequantizeLinear":
+                raise RuntimeError("output %s is produced by %s, not DequantizeLinear" % (out_name, n.op_type))
+            zp = inits[n.input[2]] if len(n.input) > 2 and n.input[2] else 0
+            return float(inits[n.input[1]]), int(zp)
+    raise RuntimeError("output %s has no producer" % out_name)
+
+
+def to_q(y, scale, zp):
+    import numpy as np
+
+    return np.rint(np.asarray(y, np.float64) / scale).astype(np.int64) + zp
+
+
+def compare(qa, qb):
+    import numpy as np
+
+    d = np.abs(qa.astype(np.int64) - qb.astype(np.int64))
+    n = d.size
+    return {"elements": int(n), "identical": float((d == 0).sum()) / n, "within_1": float((d <= 1).sum()) / n,
+            "differ": int((d != 0).sum()), "beyond_1": int((d > 1).sum()), "max_lsb": int(d.max()) if n else 0}
+
+
+def run_loom(loom, backend, model_path, input_pb, out_dir, timeout):
+    os.makedirs(out_dir, exist_ok=True)
+    cmd = [loom, "run", model_path, "--backend", backend, "--inputs", input_pb, "--outputs", out_dir]
+    t0 = time.time()
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, "timed out after %d s" % timeout, time.time() - t0
+    if r.returncode != 0:
+        lines = [l for l in r.stderr.splitlines() if l.strip()]
+        return None, (lines[-1] if lines else "exit %d" % r.returncode), time.time() - t0
+    p = os.path.join(out_dir, "output_0.pb")
+    if not os.path.exists(p):
+        return None, "no output_0.pb written", time.time() - t0
+    return p, None, time.time() - t0
+
+
+def load_pb(path):
+    import onnx
+    from onnx import numpy_helper
+
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return numpy_helper.to_array(t)
+
+
+def peer(key, work, seed, loom, backends, timeout):
+    import onnx
+    import onnxruntime as ort
+
+    name, seq, slice_ = all_variants()[key]
+    d = os.path.join(work, key.replace("/", "_"))
+    meta = zoo.build(name, seq, slice_, seed, d)
+    model_path = os.path.join(d, "model.onnx")
+    input_pb = os.path.join(d, "test_data_set_0", "input_0.pb")
+    model = onnx.load(model_path)
+    scale, zp = output_quant(model, model.graph.output[0].name)
+    x = load_pb(input_pb)
+    feeds = {model.graph.input[0].name: x}
+    ref_pb = load_pb(os.path.join(d, "test_data_set_0", "output_0.pb"))
+    t0 = time.time()
+    y_all = ort_run(model_path, feeds, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)[0]
+    t_all = time.time() - t0
+    y_none = ort_run(model_path, feeds, ort.GraphOptimizationLevel.ORT_DISABLE_ALL)[0]
+    q_ref = to_q(y_all, scale, zp)
+    # The stored reference must be what ORT computes now (same version, same machine class).
+    stored = compare(to_q(ref_pb, scale, zp), q_ref)
+    row = {
+        "model": key,
+        "macs": meta["macs"],
+        "output": meta["output"],
+        "out_scale": scale,
+        "out_zero_point": zp,
+        "ort_seconds": round(t_all, 3),
+        "ort_kernels": ort_kernels(model_path, d),
+        "stored_reference_identical": stored["identical"] == 1.0,
+        "ort_disable_all_vs_enable_all": compare(to_q(y_none, scale, zp), q_ref),
+        "loom": {},
+    }
+    for b in backends:
+        out_pb, err, secs = run_loom(loom, b, model_path, input_pb, os.path.join(d, "loom_" + b), timeout)
+        if err:
+            row["loom"][b] = {"error": err, "seconds": round(secs, 1)}
+        else:
+            c = compare(to_q(load_pb(out_pb), scale, zp), q_ref)
+            c["seconds"] = round(secs, 1)
+            row["loom"][b] = c
+    return row
+
+
+def pct(x):
+    # Never print 100.00 % for a fraction that is not exactly 1.
+    s = "%.3f %%" % (100.0 * x)
+    return "99.999 %" if x < 1.0 and s.startswith("100.") else s
+
+
+def cmp_cell(c):
+    return "%s / %s / %d LSB (%d differ, %d by > 1)" % (pct(c["identical"]), pct(c["within_1"]), c["max_lsb"],
+                                                       c["differ"], c["beyond_1"])
+
+
+def table(rows, backends):
+    head = ["model", "MACs", "output elements", "ORT integer kernels / float Conv+MatMul",
+            "ORT DISABLE_ALL vs ENABLE_ALL: identical / within 1 LSB / max"]
+    head += ["loom %s vs ORT: identical / within 1 LSB / max" % b for b in backends]
+    lines = ["| " + " | ".join(head) + " |", "|---|---:|---:|---|---|" + "---|" * len(backends)]
+    for r in rows:
+        o = r["ort_disable_all_vs_enable_all"]
+        cells = ["`%s`" % r["model"], "%.3g" % r["macs"], str(o["elements"]),
+                 "%d / %d" % (r["ort_kernels"]["integer_kernels"], r["ort_kernels"]["float_conv_matmul"]),
+                 cmp_cell(o)]
+        for b in backends:
+            l = r["loom"].get(b, {})
+            if "error" in l:
+                cells.append("not run: %s" % l["error"].replace("|", "\\|"))
+            else:
+                cells.append(cmp_cell(l))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_doc(path, text):
+    begin, end = "<!-- ort-peer:begin -->", "<!-- ort-peer:end -->"
+    with open(path) as f:
+        doc = f.read()
+    if begin not in doc or end not in doc:
+        raise RuntimeError("%s has no %s ... %s markers" % (path, begin, end))
+    head, rest = doc.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(head + begin + "\n" + text + "\n" + end + tail)
+    os.replace(tmp, path)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--models", default="fast", help="fast, all, or comma-separated variant keys")
+    ap.add_argument("--list", action="store_true", help="print the variant keys and exit")
+    ap.add_argument("--loom", default=os.path.join(os.path.dirname(HERE), "build", "zoo", "bin", "loom"))
+    ap.add_argument("--backends", default="ref,tlm")
+    ap.add_argument("--work", default=os.path.join(os.path.dirname(HERE), "build", "zoo", "peer"))
+    ap.add_argument("--seed", type=int, default=zoo.DEFAULT_SEED)
+    ap.add_argument("--timeout", type=int, default=1800, help="seconds per loom run")
+    ap.add_argument("--doc", help="Markdown file whose ort-peer table to replace")
+    ap.add_argument("--json", help="also write the rows as JSON here")
+    a = ap.parse_args()
+    variants = all_variants()
+    if a.list:
+        print("\n".join(variants))
+        return 0
+    keys = FAST if a.models == "fast" else ALL if a.models == "all" else a.models.split(",")
+    for k in keys:
+        if k not in variants:
+            print("loom: error: ort_peer: unknown model '%s' (see --list)" % k, file=sys.stderr)
+            return 1
+    backends = [b for b in a.backends.split(",") if b]
+    if backends and not os.access(a.loom, os.X_OK):
+        print("loom: error: ort_peer: --loom %s is not an executable (build the loom target)" % a.loom,
+              file=sys.stderr)
+        return 1
+    os.makedirs(a.work, exist_ok=True)
+    rows = []
+    try:
+        for k in keys:
+            print("ort_peer: %s ..." % k, file=sys.stderr, flush=True)
+            rows.append(peer(k, a.work, a.seed, a.loom, backends, a.timeout))
+    except zoo.ZooError as e:
+        print("loom: error: ort_peer: %s" % e, file=sys.stderr)
+        return 1
+    import onnxruntime
+
+    text = table(rows, backends) + "\n\nMeasured with onnxruntime %s (`scripts/ort_peer.py --models %s --backends %s`)." % (
+        onnxruntime.__version__, a.models, ",".join(backends) or '""')
+    print(text)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=2)
+    if a.doc:
+        write_doc(a.doc, text)
+    bad = [r["model"] for r in rows if not r["stored_reference_identical"]]
+    if bad:
+        print("loom: error: ort_peer: stored output_0.pb differs from ORT's output now for %s" % ", ".join(bad),
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,552 @@
+#!/usr/bin/env python3
+"""The loom model zoo: real network shapes as quantized ONNX with seeded weights.
+
+Each model is built as a float ONNX graph (onnx.helper) with weights drawn from
+a seeded numpy generator, then quantized by ONNX Runtime's own quantization
+tool and written in the ONNX test-data layout:
+
+  DIR/model.onnx
+  DIR/test_data_set_0/input_0.pb     seeded input (float32, NCHW / [1, L, 768])
+  DIR/test_data_set_0/output_0.pb    ONNX Runtime's output on it (reference)
+  DIR/zoo.json                       name, shapes, MACs, parameters, options
+
+Quantization (onnxruntime.quantization.quantize_static):
+  quant_format=QDQ, activation_type=QInt8, weight_type=QInt8, per_channel=True,
+  calibrate_method=MinMax, extra_options ActivationSymmetric=False,
+  WeightSymmetric=True; calibration on CALIB_SAMPLES seeded normal samples.
+The result is saved with ir_version 8 and default-domain opset 17 (the ONNX
+release loom's importer links accepts opset <= 17, IR <= 8) and checked with
+onnx.checker.
+
+Same seed -> byte-identical files.
+
+Usage:
+  zoo.py list [--json]
+  zoo.py build NAME [--seq L] [--slice S] [--seed N] -o DIR
+"""
+import argparse
+import json
+import logging
+import math
+import os
+import shutil
+import sys
+import tempfile
+
+OPSET = 17
+IR_VERSION = 8
+CALIB_SAMPLES = 4
+DEFAULT_SEED = 1
+BERT_SEQS = (32, 64, 128, 256, 384, 512)
+RESNET_SLICES = ("stem", "stage1", "stage2", "stage3", "stage4", "full")
+MOBILENET_SLICES = ("stem", "block", "full")
+
+QUANT_OPTIONS = {
+    "quant_format": "QDQ",
+    "activation_type": "QInt8",
+    "weight_type": "QInt8",
+    "per_channel": True,
+    "reduce_range": False,
+    "calibrate_method": "MinMax",
+    "calibration_samples": CALIB_SAMPLES,
+    "extra_options": {"ActivationSymmetric": False, "WeightSymmetric": True},
+}
+
+
+class ZooError(Exception):
+    pass
+
+
+def _imports():
+    try:
+        import numpy  # noqa: F401
+        import onnx  # noqa: F401
+    except ImportError as e:
+        raise ZooError("python module missing: %s (run scripts/setup.sh)" % e.name)
+
+
+# --------------------------------------------------------------------------
+# Graph building
+
+
+class Net:
+    """A float ONNX graph under construction with seeded initializers."""
+
+    def __init__(self, seed):
+        import numpy as np
+
+        self.np = np
+        self.rng = np.random.default_rng(seed)
+        self.nodes = []
+        self.inits = []
+        self.n = 0
+
+    def name(self, base):
+        self.n += 1
+        return "%s_%d" % (base, self.n)
+
+    def const(self, base, arr):
+        from onnx import numpy_helper
+
+        nm = self.name(base)
+        self.inits.append(numpy_helper.from_array(arr, nm))
+        return nm
+
+    def weight(self, base, shape, fan_in, gain=1.0):
+        std = gain * math.sqrt(2.0 / fan_in)
+        return self.const(base, (self.rng.standard_normal(shape) * std).astype(self.np.float32))
+
+    def bias(self, base, n):
+        return self.const(base, (self.rng.standard_normal(n) * 0.05).astype(self.np.float32))
+
+    def node(self, op, inputs, base=None, **attrs):
+        from onnx import helper
+
+        out = self.name(base or op.lower())
+        self.nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
+        return out
+
+    # Layers (conv weights OIHW; batch norm folded into weight and bias).
+    def conv(self, x, cin, cout, k, stride=1, group=1, gain=1.0):
+        w = self.weight("w", (cout, cin // group, k, k), (cin // group) * k * k, gain)
+        b = self.bias("b", cout)
+        p = k // 2
+        return self.node("Conv", [x, w, b], "conv", kernel_shape=[k, k], strides=[stride, stride],
+                         pads=[p, p, p, p], group=group)
+
+    def relu(self, x):
+        return self.node("Relu", [x])
+
+    def relu6(self, x):
+        np = self.np
+        lo = self.const("zero", np.array(0.0, np.float32))
+        hi = self.const("six", np.array(6.0, np.float32))
+        return self.node("Clip", [x, lo, hi], "relu6")
+
+    def linear(self, x, fin, fout, gain=1.0):
+        """x @ W + b as MatMul + Add (the form transformer exporters write)."""
+        w = self.weight("w", (fin, fout), fin, gain)
+        b = self.bias("b", fout)
+        return self.node("Add", [self.node("MatMul", [x, w]), b])
+
+    def model(self, graph_name, in_name, in_shape, out, out_shape):
+        from onnx import TensorProto, helper
+
+        g = helper.make_graph(self.nodes, graph_name,
+                              [helper.make_tensor_value_info(in_name, TensorProto.FLOAT, in_shape)],
+                              [helper.make_tensor_value_info(out, TensorProto.FLOAT, out_shape)], self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="loom-zoo",
+                              producer_version="1")
+        m.ir_version = IR_VERSION
+        return m
+
+
+def resnet50(seed, slice_="full"):
+    """ResNet-50 v1.5 (stride in the 3x3 conv), 224x224, batch 1, BN folded."""
+    net = Net(seed)
+    x = net.relu(net.conv("input", 3, 64, 7, stride=2))
+    x = net.node("MaxPool", [x], "maxpool", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    shape = [1, 64, 56, 56]
+    stages = [(64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)]
+    n_stages = {"stem": 0, "stage1": 1, "stage2": 2, "stage3": 3, "stage4": 4, "full": 4}[slice_]
+    cin = 64
+    for si, (width, blocks, stride) in enumerate(stages[:n_stages]):
+        for bi in range(blocks):
+            s = stride if bi == 0 else 1
+            cout = width * 4
+            y = net.relu(net.conv(x, cin, width, 1))
+            y = net.relu(net.conv(y, width, width, 3, stride=s))
+            y = net.conv(y, width, cout, 1, gain=0.25)  # residual branch starts small
+            sc = net.conv(x, cin, cout, 1, stride=s) if (s != 1 or cin != cout) else x
+            x = net.relu(net.node("Add", [y, sc], "add"))
+            cin = cout
+        hw = 56 // (2 ** si)
+        shape = [1, cin, hw, hw]
+    out_shape = shape
+    if slice_ == "full":
+        x = net.node("GlobalAveragePool", [x], "gap")
+        x = net.node("Flatten", [x], "flatten", axis=1)
+        w = net.weight("fc_w", (1000, 2048), 2048)
+        b = net.bias("fc_b", 1000)
+        x = net.node("Gemm", [x, w, b], "fc", transB=1)
+        out_shape = [1, 1000]
+    return net.model("resnet50" if slice_ == "full" else "resnet50_" + slice_, "input", [1, 3, 224, 224], x,
+                     out_shape)
+
+
+MOBILENET_V2 = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+                (6, 320, 1, 1)]  # expansion t, channels c, repeats n, first stride s
+
+
+def mobilenetv2(seed, slice_="full"):
+    """MobileNetV2 1.0, 224x224, batch 1: inverted residuals with depthwise 3x3 and ReLU6 (Clip 0..6)."""
+    net = Net(seed)
+    x = net.relu6(net.conv("input", 3, 32, 3, stride=2))
+    hw, cin = 112, 32
+    # "block": the stem and the first three inverted residuals (no expansion;
+    # expansion 6 with stride 2; expansion 6 with a residual add).
+    limit = {"stem": 0, "block": 3, "full": 10 ** 9}[slice_]
+    done = 0
+    for t, c, n, s in MOBILENET_V2:
+        for i in range(n):
+            if done >= limit:
+                break
+            stride = s if i == 0 else 1
+            hidden = cin * t
+            y = x
+            if t != 1:
+                y = net.relu6(net.conv(y, cin, hidden, 1))
+            y = net.relu6(net.conv(y, hidden, hidden, 3, stride=stride, group=hidden))
+            y = net.conv(y, hidden, c, 1, gain=0.5)  # linear bottleneck
+            if stride == 1 and cin == c:
+                y = net.node("Add", [x, y], "add")
+            x, cin, hw = y, c, hw // stride
+            done += 1
+    out_shape = [1, cin, hw, hw]
+    if slice_ == "full":
+        x = net.relu6(net.conv(x, cin, 1280, 1))
+        x = net.node("GlobalAveragePool", [x], "gap")
+        x = net.node("Flatten", [x], "flatten", axis=1)
+        w = net.weight("fc_w", (1000, 1280), 1280)
+        b = net.bias("fc_b", 1000)
+        x = net.node("Gemm", [x, w, b], "fc", transB=1)
+        out_shape = [1, 1000]
+    return net.model("mobilenetv2" if slice_ == "full" else "mobilenetv2_" + slice_, "input", [1, 3, 224, 224],
+                     x, out_shape)
+
+
+def bert_layer(seed, seq):
+    """One BERT-base encoder layer (hidden 768, 12 heads of 64, FFN 3072, GELU
+    via Erf, post-LayerNorm), batch 1, no attention mask: the graph a PyTorch
+    export at opset 17 writes."""
+    net = Net(seed)
+    np = net.np
+    H, NH, DH, FF = 768, 12, 64, 3072
+    x = "input"
+
+    def i64(v):
+        return net.const("shape", np.array(v, np.int64))
+
+    def heads(t):
+        t = net.node("Reshape", [t, i64([1, seq, NH, DH])], "reshape")
+        return t
+
+    q = net.node("Transpose", [heads(net.linear(x, H, H))], "transpose", perm=[0, 2, 1, 3])
+    k = net.node("Transpose", [heads(net.linear(x, H, H))], "transpose", perm=[0, 2, 3, 1])
+    v = net.node("Transpose", [heads(net.linear(x, H, H))], "transpose", perm=[0, 2, 1, 3])
+    s = net.node("MatMul", [q, k], "scores")
+    s = net.node("Div", [s, net.const("sqrt_dh", np.array(math.sqrt(DH), np.float32))], "scale")
+    p = net.node("Softmax", [s], "softmax", axis=-1)
+    ctx = net.node("MatMul", [p, v], "context")
+    ctx = net.node("Transpose", [ctx], "transpose", perm=[0, 2, 1, 3])
+    ctx = net.node("Reshape", [ctx, i64([1, seq, H])], "reshape")
+    a = net.node("Add", [net.linear(ctx, H, H, gain=0.5), x], "residual")
+
+    def layernorm(t):
+        g = net.const("ln_g", (1.0 + 0.05 * net.rng.standard_normal(H)).astype(np.float32))
+        b = net.const("ln_b", (0.05 * net.rng.standard_normal(H)).astype(np.float32))
+        return net.node("LayerNormalization", [t, g, b], "layernorm", axis=-1, epsilon=1e-12)
+
+    a = layernorm(a)
+    f = net.linear(a, H, FF)
+    # GELU(f) = 0.5 * f * (1 + erf(f / sqrt(2)))
+    e = net.node("Erf", [net.node("Div", [f, net.const("sqrt2", np.array(math.sqrt(2.0), np.float32))])])
+    e = net.node("Add", [e, net.const("one", np.array(1.0, np.float32))])
+    f = net.node("Mul", [net.node("Mul", [f, e]), net.const("half", np.array(0.5, np.float32))], "gelu")
+    o = net.node("Add", [net.linear(f, FF, H, gain=0.5), a], "residual")
+    o = layernorm(o)
+    return net.model("bert_layer_seq%d" % seq, "input", [1, seq, H], o, [1, seq, H])
+
+
+MODELS = {
+    "resnet50": {"doc": "ResNet-50 v1.5, 16 bottleneck blocks, 224x224, batch 1", "slices": RESNET_SLICES},
+    "mobilenetv2": {"doc": "MobileNetV2 1.0, 17 inverted residuals (depthwise 3x3, ReLU6), 224x224, batch 1",
+                    "slices": MOBILENET_SLICES},
+    "bert": {"doc": "BERT-base encoder layer: hidden 768, 12 heads, FFN 3072, GELU, LayerNorm", "seqs": BERT_SEQS},
+}
+
+
+def float_model(name, seq, slice_, seed):
+    if name == "resnet50":
+        return resnet50(seed, slice_ or "full")
+    if name == "mobilenetv2":
+        return mobilenetv2(seed, slice_ or "full")
+    return bert_layer(seed, seq)
+
+
+def validate_args(name, seq, slice_):
+    if name not in MODELS:
+        raise ZooError("unknown model '%s' (models: %s)" % (name, ", ".join(MODELS)))
+    info = MODELS[name]
+    if name == "bert":
+        if slice_ is not None:
+            raise ZooError("--slice: bert has no slices (use --seq)")
+        if seq is None:
+            raise ZooError("--seq: bert needs a sequence length (one of %s)" % ", ".join(map(str, BERT_SEQS)))
+        if seq not in BERT_SEQS:
+            raise ZooError("--seq %d: not a zoo sequence length (one of %s)" % (seq, ", ".join(map(str, BERT_SEQS))))
+    else:
+        if seq is not None:
+            raise ZooError("--seq: only bert takes a sequence length, not %s" % name)
+        if slice_ is not None and slice_ not in info["slices"]:
+            raise ZooError("--slice %s: not a slice of %s (one of %s)" % (slice_, name, ", ".join(info["slices"])))
+
+
+# --------------------------------------------------------------------------
+# Counting
+
+
+def count(model):
+    """MACs of Conv/MatMul/Gemm (from inferred shapes) and float parameters."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper, shape_inference
+
+    inf = shape_inference.infer_shapes(model)
+    shapes = {}
+    for vi in list(inf.graph.value_info) + list(inf.graph.input) + list(inf.graph.output):
+        shapes[vi.name] = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+    for t in model.graph.initializer:
+        shapes[t.name] = list(t.dims)
+    macs = 0
+    for n in model.graph.node:
+        if n.op_type == "Conv":
+            w = shapes[n.input[1]]
+            macs += int(np.prod(shapes[n.output[0]])) * int(np.prod(w[1:]))
+        elif n.op_type == "MatMul":
+            macs += int(np.prod(shapes[n.output[0]])) * shapes[n.input[0]][-1]
+        elif n.op_type == "Gemm":
+            macs += int(np.prod(shapes[n.output[0]])) * shapes[n.input[0]][-1]
+    params = sum(int(np.prod(t.dims)) for t in model.graph.initializer
+                 if t.data_type == onnx.TensorProto.FLOAT and len(t.dims) >= 1)
+    return macs, params
+
+
+def describe(name, seq, slice_, seed=DEFAULT_SEED):
+    m = float_model(name, seq, slice_, seed)
+    macs, params = count(m)
+
+    def dims(vi):
+        return [d.dim_value for d in vi.type.tensor_type.shape.dim]
+
+    return {
+        "name": name,
+        "seq": seq,
+        "slice": slice_,
+        "input": dims(m.graph.input[0]),
+        "output": dims(m.graph.output[0]),
+        "macs": macs,
+        "params": params,
+        "nodes": len(m.graph.node),
+    }
+
+
+def variants():
+    yield ("resnet50", None, None)
+    for s in RESNET_SLICES[:-1]:
+        yield ("resnet50", None, s)
+    yield ("mobilenetv2", None, None)
+    for s in MOBILENET_SLICES[:-1]:
+        yield ("mobilenetv2", None, s)
+    for L in BERT_SEQS:
+        yield ("bert", L, None)
+
+
+def cmd_list(args):
+    _imports()
+    rows = [describe(*v) for v in variants()]
+    if args.json:
+        print(json.dumps({"models": rows, "quantization": QUANT_OPTIONS, "opset": OPSET, "ir_version": IR_VERSION},
+                         indent=2))
+        return
+    print("loom zoo: float graphs with seeded weights, quantized by ONNX Runtime (QDQ, int8, per-channel weights)")
+    print()
+    for n, info in MODELS.items():
+        print("  %-12s %s" % (n, info["doc"]))
+    print()
+    print("%-12s %-7s %-6s %-16s %-16s %12s %12s" % ("model", "slice", "seq", "input", "output", "MACs", "params"))
+    for r in rows:
+        print("%-12s %-7s %-6s %-16s %-16s %12d %12d" % (
+            r["name"], r["slice"] or "-", r["seq"] or "-", "x".join(map(str, r["input"])),
+            "x".join(map(str, r["output"])), r["macs"], r["params"]))
+    print()
+    print("build: loom zoo build NAME [--slice S] [--seq L] -o DIR")
+
+
+# --------------------------------------------------------------------------
+# Quantization and test data
+
+
+class _Reader:
+    """Seeded calibration samples (standard normal, the input's shape)."""
+
+    def __init__(self, in_name, shape, seed):
+        import numpy as np
+
+        rng = np.random.default_rng(seed + 1000)
+        self.samples = [{in_name: rng.standard_normal(shape).astype(np.float32)} for _ in range(CALIB_SAMPLES)]
+        self.i = 0
+
+    def get_next(self):
+        if self.i >= len(self.samples):
+            return None
+        self.i += 1
+        return self.samples[self.i - 1]
+
+    def rewind(self):
+        self.i = 0
+
+
+def quantize(fmodel, seed, tmp):
+    try:
+        import onnxruntime  # noqa: F401
+        from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+    except ImportError:
+        raise ZooError("python module missing: onnxruntime (run scripts/setup.sh)")
+    import onnx
+
+    fpath = os.path.join(tmp, "float.onnx")
+    qpath = os.path.join(tmp, "quant.onnx")
+    onnx.save(fmodel, fpath)
+    # The quantizer logs advice (pre-processing, per-channel axes of rank-1
+    # LayerNorm gains) through the root logger; only errors matter here.
+    logging.getLogger().setLevel(logging.ERROR)
+    inp = fmodel.graph.input[0]
+    shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+    quantize_static(fpath, qpath, _Reader(inp.name, shape, seed), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8, per_channel=True,
+                    reduce_range=False, calibrate_method=CalibrationMethod.MinMax,
+                    extra_options={"ActivationSymmetric": False, "WeightSymmetric": True})
+    q = onnx.load(qpath)
+    # The quantizer may raise the opset; loom's ONNX (1.12) accepts <= 17 and IR <= 8.
+    for o in q.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            o.version = OPSET
+    others = [o.domain for o in q.opset_import if o.domain not in ("", "ai.onnx")]
+    if others:
+        raise ZooError("quantized model uses operator domains outside ONNX: %s" % ", ".join(others))
+    q.ir_version = IR_VERSION
+    q.producer_name = "loom-zoo"
+    q.producer_version = "1"
+    del q.metadata_props[:]
+    onnx.checker.check_model(q, full_check=True)
+    if max(o.version for o in q.opset_import) > OPSET:
+        raise ZooError("quantized model needs opset > %d" % OPSET)
+    return q
+
+
+def run_ort(model_bytes, feeds):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    s = ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"])
+    return s.run(None, feeds)
+
+
+def build(name, seq, slice_, seed, out_dir):
+    _imports()
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    validate_args(name, seq, slice_)
+    fm = float_model(name, seq, slice_, seed)
+    macs, params = count(fm)
+    parent = os.path.dirname(os.path.abspath(out_dir)) or "."
+    if not os.path.isdir(parent):
+        raise ZooError("-o %s: parent folder %s does not exist" % (out_dir, parent))
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise ZooError("-o %s: exists and is not a folder" % out_dir)
+    # Build everything in a temporary folder next to the target, then move it
+    # into place: a failure leaves nothing half-written.
+    tmp = tempfile.mkdtemp(prefix=".zoo_", dir=parent)
+    try:
+        q = quantize(fm, seed, tmp)
+        inp = q.graph.input[0]
+        shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+        x = np.random.default_rng(seed + 2000).standard_normal(shape).astype(np.float32)
+        data = q.SerializeToString()
+        outs = run_ort(data, {inp.name: x})
+        stage = os.path.join(tmp, "out")
+        os.makedirs(os.path.join(stage, "test_data_set_0"))
+        with open(os.path.join(stage, "model.onnx"), "wb") as f:
+            f.write(data)
+        with open(os.path.join(stage, "test_data_set_0", "input_0.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(x, inp.name).SerializeToString())
+        for i, (o, vi) in enumerate(zip(outs, q.graph.output)):
+            with open(os.path.join(stage, "test_data_set_0", "output_%d.pb" % i), "wb") as f:
+                f.write(numpy_helper.from_array(np.asarray(o), vi.name).SerializeToString())
+        meta = {
+            "name": name,
+            "seq": seq,
+            "slice": slice_,
+            "seed": seed,
+            "input": shape,
+            "output": [d.dim_value for d in q.graph.output[0].type.tensor_type.shape.dim],
+            "macs": macs,
+            "params": params,
+            "opset": OPSET,
+            "ir_version": IR_VERSION,
+            "quantization": QUANT_OPTIONS,
+            "reference": "onnxruntime %s, CPUExecutionProvider, ORT_ENABLE_ALL, 1 thread" % _ort_version(),
+            "ops": sorted({n.op_type for n in q.graph.node}),
+        }
+        with open(os.path.join(stage, "zoo.json"), "w") as f:
+            json.dump(meta, f, indent=2, sort_keys=True)
+            f.write("\n")
+        if os.path.isdir(out_dir):
+            for entry in ("model.onnx", "test_data_set_0", "zoo.json"):
+                p = os.path.join(out_dir, entry)
+                if os.path.isdir(p):
+                    shutil.rmtree(p)
+                elif os.path.exists(p):
+                    os.remove(p)
+            for entry in os.listdir(stage):
+                os.rename(os.path.join(stage, entry), os.path.join(out_dir, entry))
+        else:
+            os.rename(stage, out_dir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return meta
+
+
+def _ort_version():
+    import onnxruntime
+
+    return onnxruntime.__version__
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="zoo.py", description="loom model zoo")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    lp = sub.add_parser("list", help="list the models with shapes, MACs and parameters")
+    lp.add_argument("--json", action="store_true")
+    bp = sub.add_parser("build", help="build one model into a folder")
+    bp.add_argument("name")
+    bp.add_argument("--seq", type=int)
+    bp.add_argument("--slice", dest="slice_")
+    bp.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    bp.add_argument("-o", "--output", required=True)
+    args = ap.parse_args(argv)
+    try:
+        if args.cmd == "list":
+            cmd_list(args)
+        else:
+            if args.seed < 0:
+                raise ZooError("--seed %d: must be >= 0" % args.seed)
+            meta = build(args.name, args.seq, args.slice_, args.seed, args.output)
+            print("zoo: %s -> %s (%d MACs, %d parameters, ops: %s)" % (
+                args.name + ("" if args.slice_ is None else " --slice " + args.slice_) +
+                ("" if args.seq is None else " --seq %d" % args.seq), args.output, meta["macs"], meta["params"],
+                " ".join(meta["ops"])))
+    except ZooError as e:
+        print("loom: error: zoo: %s" % e, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
