@@ -152,7 +152,7 @@ void CoreModel::fetch_thread() {
           wait_change(qk, gen, 0);
         }
         if (was_full) at_least(qk, last_pop_);
-        fetch_once(qk);
+        fetch_once(qk, gen);
         if (qk.need_sync()) sync(qk, gen);
       }
     } catch (const Abandon&) {
@@ -160,7 +160,7 @@ void CoreModel::fetch_thread() {
   }
 }
 
-void CoreModel::fetch_once(tlm_quantumkeeper& qk) {
+void CoreModel::fetch_once(tlm_quantumkeeper& qk, uint64_t gen) {
   const RingCtl& r = st_->rings[index_];
   const uint64_t addr = r.base + uint64_t(spec::kInsnBytes) * fetch_ptr_;
   // One burst: up to the FIFO's free space, stopping at the tail, the ring's
@@ -195,6 +195,12 @@ void CoreModel::fetch_once(tlm_quantumkeeper& qk) {
     if (f.fault) break;  // the dispatcher halts on it; nothing after it matters
   }
 
+  // Like DMA bursts, a fetch reaches the port at its simulated time, so it
+  // never reserves the read channel ahead of other cores' earlier bursts.
+  if (qk.get_local_time() != sc_core::SC_ZERO_TIME) {
+    qk.sync();
+    if (gen != gen_) throw Abandon{};
+  }
   ::tlm::tlm_generic_payload gp;
   gp.set_command(::tlm::TLM_READ_COMMAND);
   gp.set_address(addr);
@@ -403,33 +409,40 @@ void CoreModel::run_job(spec::Unit unit, const Job& j, tlm_quantumkeeper& qk, ui
 
 void CoreModel::dma_rows(bool write, uint64_t addr, uint64_t rows, uint64_t stride, uint64_t cols,
                          tlm_quantumkeeper& qk, uint64_t gen) {
-  // Two walkers as in the RTL units: the address walker issues one burst a
-  // cycle (a store's W beats one a cycle) with at most kMaxOutstanding in
-  // flight; the row walker (load) consumes beats as they arrive, with one
-  // idle cycle per row. The unit retires when both are done.
+  // Two walkers as in the RTL units. The address walker (after the unit's
+  // check and dependency states) spends a cycle setting up each row, then
+  // launches a burst and holds it until the handshake, at most
+  // kMaxOutstanding in flight; a slot frees when the burst's last read beat
+  // (or its write response) arrives. A store's W beats follow one a cycle.
+  // The row walker (load) consumes beats as they arrive, with one idle cycle
+  // per row. The unit retires when both are done.
   std::vector<Burst> bursts;
   std::deque<sc_time> inflight;
   ::tlm::tlm_generic_payload gp;
   gp.set_command(write ? ::tlm::TLM_WRITE_COMMAND : ::tlm::TLM_READ_COMMAND);
   gp.set_data_ptr(scratch_.data());
   const sc_time start = qk.get_current_time();
-  sc_time issue = start;
-  sc_time rows_done = start;
-  sc_time last = start;
+  sc_time issue = start + period_ * double(kDmaStartCycles);
+  sc_time rows_done = issue;
+  sc_time last = issue;
   uint64_t beats_total = 0;
   for (uint64_t i = 0; i < rows; ++i) {
     split_row(addr + i * stride, cols, tp_.mem_bytes, bursts);
+    issue += period_ * double(kRowSetupCycles);
     for (const Burst& b : bursts) {
       if (inflight.size() >= kMaxOutstanding) {
         issue = std::max(issue, inflight.front());
         inflight.pop_front();
       }
+      // The request reaches the memory kAddrCycles after the launch (the
+      // handshake, then the memory registers it).
+      const sc_time req = issue + period_ * double(kAddrCycles);
       // Bursts reach the port in simulated-time order (the memory serves
       // them first come, first served, as the RTL's round-robin mux and
       // memory model do): the walker catches up with simulated time before
       // each one, so other cores' earlier bursts get in first.
-      if (issue > sc_core::sc_time_stamp()) {
-        at_least(qk, issue);
+      if (req > sc_core::sc_time_stamp()) {
+        at_least(qk, req);
         sync(qk, gen);
       }
       const uint32_t bytes = b.beats * tp_.mem_bytes;
@@ -437,19 +450,21 @@ void CoreModel::dma_rows(bool write, uint64_t addr, uint64_t rows, uint64_t stri
       gp.set_data_length(bytes);
       gp.set_streaming_width(bytes);
       gp.set_response_status(::tlm::TLM_INCOMPLETE_RESPONSE);
-      sc_time delay = issue - sc_core::sc_time_stamp();
+      sc_time delay = req - sc_core::sc_time_stamp();
       socket->b_transport(gp, delay);
-      const sc_time done = sc_core::sc_time_stamp() + delay;
+      // A write response is registered a cycle after the memory's latency.
+      const sc_time done = sc_core::sc_time_stamp() + delay + (write ? period_ : sc_core::SC_ZERO_TIME);
       inflight.push_back(done);
       last = std::max(last, done);
       beats_total += b.beats;
-      issue += period_ * double(write ? b.beats : 1);
+      // The next launch: after the handshake, or after this burst's W beats.
+      issue += period_ * double(write ? std::max<uint64_t>(b.beats, kAddrCycles) : kAddrCycles);
       if (!write) rows_done = std::max(rows_done + period_ * double(b.beats), done);
     }
     rows_done += period_ * double(kRowGapCycles);
     if (write) issue += period_ * double(kRowGapCycles);
   }
-  const sc_time end = std::max({last, rows_done, issue});
+  const sc_time end = std::max({last, rows_done, issue}) + period_ * double(kDmaRetireCycles);
   const uint64_t took = to_cycles(end - start);
   counter(spec::Counter::CYCLES_STALL_MEM) += took - std::min(took, beats_total + rows * kRowGapCycles);
   at_least(qk, end);

@@ -69,7 +69,7 @@ class CoreModel : public sc_core::sc_module {
   void store_thread() { unit_thread(spec::Unit::Store); }
   void unit_thread(spec::Unit u);
 
-  void fetch_once(tlm_utils::tlm_quantumkeeper& qk);
+  void fetch_once(tlm_utils::tlm_quantumkeeper& qk, uint64_t gen);
   void dispatch_once(tlm_utils::tlm_quantumkeeper& qk, uint64_t gen);
   void run_job(spec::Unit u, const Job& j, tlm_utils::tlm_quantumkeeper& qk, uint64_t gen);
   /// DMA of `rows` rows of `cols` bytes, one burst outstanding at a time.

@@ -37,8 +37,26 @@ struct TimingParams {
 inline constexpr uint64_t kIssueCycles = 2;
 /// Idle cycle the DMA row walkers spend between rows.
 inline constexpr uint64_t kRowGapCycles = 1;
-/// Pipeline fill/drain of the element-wise datapath (loom_postop).
-inline constexpr uint64_t kPipeCycles = 4;
+/// LOAD/STORE: the unit's check and dependency-token states before its
+/// walkers start (StIdle -> StDep -> StRun in loom_load_unit/loom_store_unit).
+inline constexpr uint64_t kDmaStartCycles = 2;
+/// Address walker: one cycle to set up each row's first burst.
+inline constexpr uint64_t kRowSetupCycles = 1;
+/// Address walker: a burst's launch and handshake cycles; the memory sees the
+/// request one cycle after the handshake (and answers latency cycles later).
+inline constexpr uint64_t kAddrCycles = 2;
+/// LOAD/STORE: from the last beat or response to the retire pulse.
+inline constexpr uint64_t kDmaRetireCycles = 0;
+/// Fixed cost of an element instruction (POSTOP, POOL, ELTWISE) besides its
+/// elements and reads: loom_elem_ctrl's start and done handshakes and the
+/// fill and drain of loom_postop (two 5-stage loom_requant pipelines and the
+/// clamp/OUT-write stages). 14 makes a POSTOP cost m*n + n + 16 cycles back to
+/// back, as measured on the RTL (tiny and small alike).
+inline constexpr uint64_t kPipeCycles = 14;
+/// Fixed cost of a GEMM beyond the array's fill, blocks and drain: the
+/// compute unit's check and the controller's start and done handshakes
+/// (measured on the RTL: 3 cycles on tiny and small, for any shape).
+inline constexpr uint64_t kGemmFixedCycles = 3;
 /// Bursts a load or store unit keeps in flight (loom_load_unit /
 /// loom_store_unit MaxOutstanding).
 inline constexpr unsigned kMaxOutstanding = 4;
@@ -50,7 +68,8 @@ constexpr uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 /// chunk's staging (Rows reads) the array takes one beat a cycle: a block
 /// costs k cycles, but last beats are spaced at least max(Rows, Cols) apart.
 /// The last block's rows drain through the array (Cols + 2) and are written
-/// back one row a cycle (two with accumulate). When rows of C alias
+/// back one row a cycle (two with accumulate, which also delays every later
+/// block by its rows). When rows of C alias
 /// (ldc < 4n) the RTL runs one-row blocks.
 inline uint64_t gemm_cycles(const TimingParams& t, const spec::GemmInsn& g) {
   if (g.m == 0 || g.n == 0) return kIssueCycles;
@@ -58,7 +77,11 @@ inline uint64_t gemm_cycles(const TimingParams& t, const spec::GemmInsn& g) {
   const uint64_t blocks = ceil_div(g.m, block_rows) * ceil_div(g.n, t.cols);
   const uint64_t per_block = std::max<uint64_t>(g.k_len, std::max(t.rows, t.cols));
   const uint64_t writeback = std::min<uint64_t>(g.m, block_rows) * (g.accumulate ? 2 : 1);
-  return kIssueCycles + t.rows + blocks * per_block + t.cols + 2 + writeback;
+  // With accumulate, a block's read-modify-write rows (read, then write the
+  // next cycle) hold the ACC port, so every block after the first waits
+  // block_rows cycles for the previous block's write-back.
+  const uint64_t acc_wait = g.accumulate ? (blocks - 1) * block_rows : 0;
+  return kIssueCycles + kGemmFixedCycles + t.rows + blocks * per_block + acc_wait + t.cols + 2 + writeback;
 }
 
 /// POSTOP (loom_elem_ctrl): a scan of the n per-channel shifts, then one

@@ -64,6 +64,10 @@ constexpr RtlRow kRtl[] = {
     {"default", "res4_3x3_256", 0, 0, 0, 194416},
     {"default", "res5_3x3_512", 0, 0, 0, 175208},
     {"default", "res5_1x1_2048_512", 0, 0, 0, 91286},
+    // examples/demo_cnn.json (docs/performance.md summary: demo on rtl).
+    {"tiny", "demo", 0, 0, 0, 194210},
+    {"small", "demo", 0, 0, 0, 115072},
+    {"default", "demo", 0, 0, 0, 148732},
 };
 
 // The ResNet-50 shapes of `loom bench conv` used above.
@@ -80,11 +84,17 @@ std::string bench_args(const RtlRow& r) {
   return std::string("conv --layer ") + r.kind;
 }
 
+/// The `loom` command (after the binary) that runs the row on the RTL.
+std::string rtl_args(const RtlRow& r) {
+  const std::string tail = std::string(" --config ") + r.config + " --backend rtl --json";
+  if (std::string(r.kind) == "demo") return "run " + std::string(LOOM_SOURCE_DIR) + "/examples/demo_cnn.json" + tail;
+  return "bench " + bench_args(r) + tail;
+}
+
 /// RTL cycles measured by `loom bench ... --backend rtl --json` in a child
 /// process; 0 when the run fails.
 uint64_t measure_rtl(const std::string& loom, const RtlRow& r) {
-  const std::string cmd =
-      loom + " bench " + bench_args(r) + " --config " + r.config + " --backend rtl --json 2>/dev/null";
+  const std::string cmd = loom + " " + rtl_args(r) + " 2>/dev/null";
   std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
   if (!p) return 0;
   std::string out;
@@ -97,6 +107,11 @@ uint64_t measure_rtl(const std::string& loom, const RtlRow& r) {
 
 ir::Graph graph_for(const RtlRow& r) {
   if (std::string(r.kind) == "gemm") return gemm_graph(r.m, r.n, r.k);
+  if (std::string(r.kind) == "demo") {
+    auto g = ir::parse_graph_json(std::string(LOOM_SOURCE_DIR) + "/examples/demo_cnn.json");
+    if (!g) throw std::runtime_error(g.error().str());
+    return std::move(*g);
+  }
   for (const auto& c : kConvs)
     if (std::string(r.kind) == c.name) return conv_graph(c);
   throw std::runtime_error("unknown workload");
@@ -117,8 +132,7 @@ TEST(TlmAccuracy, CyclesAgainstRtl) {
     if (r.rtl_cycles > limit) continue;
     const uint64_t rtl_cycles = live ? measure_rtl(live, r) : r.rtl_cycles;
     if (rtl_cycles == 0) {
-      std::printf("%-8s %-20s rtl run failed: %s bench %s --config %s --backend rtl --json\n", r.config, r.kind,
-                  live, bench_args(r).c_str(), r.config);
+      std::printf("%-8s %-20s rtl run failed: %s %s\n", r.config, r.kind, live, rtl_args(r).c_str());
       continue;
     }
     const spec::HwConfig* cfg = spec::find_config(r.config);
