@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""Tests of `loom zoo` as a user runs it: the generated models are
+deterministic, pass onnx.checker at the opset loom's importer accepts, carry
+ONNX Runtime's own output as reference, and the listing reports shapes, MACs
+and parameter counts that agree with the architectures computed here
+independently. Bad arguments give one error line and leave nothing behind.
+
+Usage: zoo_test.py LOOM_BINARY ROOT [unittest args...]
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+LOOM = None
+ROOT = None
+MAX_OPSET = 17
+MAX_IR = 8
+
+
+def loom(*args, env=None):
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    return subprocess.run([LOOM] + [str(a) for a in args], capture_output=True, text=True, timeout=600, env=e)
+
+
+def files_under(d):
+    out = {}
+    for base, _, names in os.walk(d):
+        for n in names:
+            p = os.path.join(base, n)
+            with open(p, "rb") as f:
+                out[os.path.relpath(p, d)] = f.read()
+    return out
+
+
+# Independent counts from the published architectures (BN folded into conv bias).
+def resnet50_counts(stages=4, head=True):
+    params, macs = 0, 0
+
+    def conv(cin, cout, k, hw_out):
+        nonlocal params, macs
+        params += cout * cin * k * k + cout
+        macs += cout * cin * k * k * hw_out * hw_out
+
+    conv(3, 64, 7, 112)
+    cin, hw = 64, 56
+    for si, (w, n) in enumerate([(64, 3), (128, 4), (256, 6), (512, 3)][:stages]):
+        for b in range(n):
+            s = 2 if (b == 0 and si > 0) else 1
+            ho = hw // s
+            conv(cin, w, 1, hw)
+            conv(w, w, 3, ho)
+            conv(w, 4 * w, 1, ho)
+            if b == 0:
+                conv(cin, 4 * w, 1, ho)
+            cin, hw = 4 * w, ho
+    if head:
+        params += 2048 * 1000 + 1000
+        macs += 2048 * 1000
+    return macs, params
+
+
+def bert_counts(L, H=768, FF=3072, heads=12):
+    params = 4 * (H * H + H) + (H * FF + FF) + (FF * H + H) + 4 * H
+    macs = L * (4 * H * H + 2 * H * FF) + 2 * heads * L * L * (H // heads)
+    return macs, params
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="loom_zoo_")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def path(self, *p):
+        return os.path.join(self.dir, *p)
+
+    def build(self, out, *args):
+        r = loom("zoo", "build", *args, "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return out
+
+    def assert_one_line_error(self, r, *needles):
+        self.assertNotEqual(r.returncode, 0, "exit code 0 on bad input; stdout=%s" % r.stdout)
+        lines = [l for l in r.stderr.splitlines() if l.strip()]
+        self.assertEqual(len(lines), 1, "expected one error line, got: %r" % r.stderr)
+        self.assertTrue(lines[0].startswith("loom: error:"), lines[0])
+        for n in needles:
+            self.assertIn(n, lines[0])
+
+    def check_model(self, d, in_shape, out_shape):
+        import numpy as np
+        import onnx
+        import onnxruntime as ort
+        from onnx import numpy_helper
+
+        m = onnx.load(os.path.join(d, "model.onnx"))
+        self.assertLessEqual(m.ir_version, MAX_IR)
+        opsets = {o.domain: o.version for o in m.opset_import}
+        self.assertEqual(set(opsets), {""}, "only the default ONNX domain")
+        self.assertGreaterEqual(opsets[""], 13)
+        self.assertLessEqual(opsets[""], MAX_OPSET)
+        onnx.checker.check_model(m, full_check=True)
+        ops = {n.op_type for n in m.graph.node}
+        self.assertIn("QuantizeLinear", ops)
+        self.assertIn("DequantizeLinear", ops)
+        # Weights are int8 and per-channel (a DequantizeLinear with a 1-D scale over an int8 initializer).
+        inits = {t.name: t for t in m.graph.initializer}
+        per_channel = 0
+        for n in m.graph.node:
+            if n.op_type == "DequantizeLinear" and n.input[0] in inits:
+                t = inits[n.input[0]]
+                self.assertIn(t.data_type, (onnx.TensorProto.INT8, onnx.TensorProto.INT32), n.name)
+                if len(inits[n.input[1]].dims) == 1 and inits[n.input[1]].dims[0] > 1:
+                    per_channel += 1
+        self.assertGreater(per_channel, 0, "no per-channel weights")
+        # Activations are int8 too.
+        for n in m.graph.node:
+            if n.op_type == "QuantizeLinear":
+                self.assertEqual(inits[n.input[2]].data_type, onnx.TensorProto.INT8, n.name)
+        x = onnx.TensorProto()
+        with open(os.path.join(d, "test_data_set_0", "input_0.pb"), "rb") as f:
+            x.ParseFromString(f.read())
+        y = onnx.TensorProto()
+        with open(os.path.join(d, "test_data_set_0", "output_0.pb"), "rb") as f:
+            y.ParseFromString(f.read())
+        xa, ya = numpy_helper.to_array(x), numpy_helper.to_array(y)
+        self.assertEqual(list(xa.shape), in_shape)
+        self.assertEqual(list(ya.shape), out_shape)
+        self.assertEqual(x.name, m.graph.input[0].name)
+        self.assertEqual(y.name, m.graph.output[0].name)
+        # The stored reference is ONNX Runtime's output on the stored input.
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1
+        s = ort.InferenceSession(os.path.join(d, "model.onnx"), so, providers=["CPUExecutionProvider"])
+        got = s.run(None, {m.graph.input[0].name: xa})[0]
+        np.testing.assert_array_equal(got, ya)
+        self.assertGreater(np.unique(ya).size, 10, "degenerate output")
+        return m
+
+
+class Determinism(Base):
+    def same_twice(self, *args):
+        a = self.build(self.path("a"), *args)
+        b = self.build(self.path("b"), *args)
+        fa, fb = files_under(a), files_under(b)
+        self.assertEqual(sorted(fa), ["model.onnx", "test_data_set_0/input_0.pb", "test_data_set_0/output_0.pb",
+                                      "zoo.json"])
+        for k in fa:
+            self.assertEqual(fa[k], fb[k], "%s differs between two builds with the same seed" % k)
+        c = self.build(self.path("c"), *args, "--seed", "2")
+        fc = files_under(c)
+        for k in ("model.onnx", "test_data_set_0/input_0.pb", "test_data_set_0/output_0.pb"):
+            self.assertNotEqual(fa[k], fc[k], "%s does not depend on the seed" % k)
+
+    def test_resnet50_stem(self):
+        self.same_twice("resnet50", "--slice", "stem")
+
+    def test_bert_seq32(self):
+        self.same_twice("bert", "--seq", "32")
+
+
+class Checker(Base):
+    def test_resnet50_stem(self):
+        self.check_model(self.build(self.path("m"), "resnet50", "--slice", "stem"), [1, 3, 224, 224],
+                         [1, 64, 56, 56])
+
+    def test_mobilenetv2_block(self):
+        m = self.check_model(self.build(self.path("m"), "mobilenetv2", "--slice", "block"), [1, 3, 224, 224],
+                             [1, 24, 56, 56])
+        groups = [a.i for n in m.graph.node if n.op_type == "Conv" for a in n.attribute if a.name == "group"]
+        self.assertTrue(any(g > 1 for g in groups), "no depthwise convolution")
+
+    def test_bert_seq32(self):
+        m = self.check_model(self.build(self.path("m"), "bert", "--seq", "32"), [1, 32, 768], [1, 32, 768])
+        ops = {n.op_type for n in m.graph.node}
+        for op in ("MatMul", "Softmax", "LayerNormalization", "Erf", "Transpose", "Reshape"):
+            self.assertIn(op, ops)
+
+
+class AllVariants(Base):
+    """Every zoo model at full size (slow: about a minute, 60 MB written)."""
+
+    def test_every_variant(self):
+        r = loom("zoo", "list", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for v in json.loads(r.stdout)["models"]:
+            args = [v["name"]]
+            if v["slice"]:
+                args += ["--slice", v["slice"]]
+            if v["seq"]:
+                args += ["--seq", str(v["seq"])]
+            d = self.build(self.path("m"), *args)
+            self.check_model(d, v["input"], v["output"])
+            with open(os.path.join(d, "zoo.json")) as f:
+                meta = json.load(f)
+            self.assertEqual((meta["macs"], meta["params"]), (v["macs"], v["params"]))
+            shutil.rmtree(d)
+
+
+class List(Base):
+    def listing(self):
+        r = loom("zoo", "list", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return {(m["name"], m["slice"], m["seq"]): m for m in json.loads(r.stdout)["models"]}
+
+    def test_json_counts_match_architectures(self):
+        ms = self.listing()
+        r50 = ms[("resnet50", None, None)]
+        self.assertEqual((r50["macs"], r50["params"]), resnet50_counts())
+        self.assertEqual((r50["input"], r50["output"]), ([1, 3, 224, 224], [1, 1000]))
+        self.assertEqual(ms[("resnet50", "stage1", None)]["macs"], resnet50_counts(1, False)[0])
+        for L in (32, 64, 128, 256, 384, 512):
+            b = ms[("bert", None, L)]
+            self.assertEqual((b["macs"], b["params"]), bert_counts(L), L)
+            self.assertEqual(b["input"], [1, L, 768])
+        mb = ms[("mobilenetv2", None, None)]
+        # MobileNetV2 1.0 at 224: about 300 M MACs and 3.5 M parameters (BN folded).
+        self.assertTrue(295e6 < mb["macs"] < 305e6, mb["macs"])
+        self.assertTrue(3.4e6 < mb["params"] < 3.55e6, mb["params"])
+
+    def test_text_lists_every_model(self):
+        r = loom("zoo", "list")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rows = [l.split() for l in r.stdout.splitlines()]
+        r50 = [x for x in rows if x[:3] == ["resnet50", "-", "-"]]
+        self.assertEqual(len(r50), 1)
+        self.assertEqual(r50[0][3:], ["1x3x224x224", "1x1000"] + [str(v) for v in resnet50_counts()])
+        for L in (32, 64, 128, 256, 384, 512):
+            self.assertTrue(any(x[:3] == ["bert", "-", str(L)] for x in rows), L)
+        self.assertTrue(any(x[:2] == ["mobilenetv2", "block"] for x in rows))
+
+
+class BadInput(Base):
+    def bad(self, args, *needles, env=None):
+        out = self.path("out")
+        r = loom("zoo", "build", *args, "-o", out, env=env)
+        self.assert_one_line_error(r, *needles)
+        self.assertEqual(os.listdir(self.dir), [], "partial output left behind")
+
+    def test_unknown_model(self):
+        self.bad(["vgg16"], "vgg16")
+
+    def test_bert_without_seq(self):
+        self.bad(["bert"], "--seq")
+
+    def test_bert_bad_seq(self):
+        self.bad(["bert", "--seq", "100"], "--seq 100")
+
+    def test_bad_slice(self):
+        self.bad(["resnet50", "--slice", "stage9"], "stage9")
+
+    def test_seq_on_cnn(self):
+        self.bad(["resnet50", "--seq", "32"], "--seq")
+
+    def test_negative_seed(self):
+        self.bad(["bert", "--seq", "32", "--seed", "-1"], "--seed")
+
+    def test_missing_parent_folder(self):
+        r = loom("zoo", "build", "bert", "--seq", "32", "-o", self.path("no", "such", "dir"))
+        self.assert_one_line_error(r, self.path("no", "such"))
+        self.assertEqual(os.listdir(self.dir), [])
+
+    def test_missing_python(self):
+        self.bad(["bert", "--seq", "32"], "/nonexistent/python3", env={"LOOM_PYTHON": "/nonexistent/python3"})
+
+    def test_python_without_onnxruntime(self):
+        # An interpreter that cannot import onnxruntime (isolated, no site packages).
+        fake = self.path("..", os.path.basename(self.dir) + "_py")
+        with open(fake, "w") as f:
+            f.write("#!/bin/sh\nexec %s -S -I \"$@\"\n" % sys.executable)
+        os.chmod(fake, 0o755)
+        try:
+            self.bad(["bert", "--seq", "32"], "onnxruntime", env={"LOOM_PYTHON": fake})
+        finally:
+            os.remove(fake)
+
+
+if __name__ == "__main__":
+    LOOM, ROOT = sys.argv[1], sys.argv[2]
+    unittest.main(argv=[sys.argv[0]] + sys.argv[3:], verbosity=1)
