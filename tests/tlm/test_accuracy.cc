@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <regex>
 #include <string>
@@ -118,21 +119,37 @@ ir::Graph graph_for(const RtlRow& r) {
 }
 
 TEST(TlmAccuracy, CyclesAgainstRtl) {
-  // Live RTL runs cost real time (100-400 k cycles/s): rows above
+  // Live RTL runs cost real time (20-400 k cycles/s): rows above
   // LOOM_TLM_RTL_MAX_CYCLES (default 1 M, by the documented count) are skipped then.
+  // LOOM_TLM_ACCURACY_CONFIGS (comma-separated) restricts the configurations.
   const char* live = std::getenv("LOOM_TLM_RTL_LOOM");
   const char* max_env = std::getenv("LOOM_TLM_RTL_MAX_CYCLES");
+  const char* configs = std::getenv("LOOM_TLM_ACCURACY_CONFIGS");
   const uint64_t limit = live == nullptr ? ~uint64_t(0) : max_env ? std::strtoull(max_env, nullptr, 0) : 1'000'000;
   std::printf("\nRTL cycles: %s\n", live ? "measured live" : "docs/performance.md (RTL of commit 7ee7833)");
   std::printf("\n%-8s %-20s %10s %10s %8s %12s\n", "config", "workload", "rtl", "tlm", "error", "tlm cyc/s");
-  double sum = 0, worst = 0;
-  std::string worst_name;
-  int n = 0;
+  struct Stats {
+    double sum = 0, worst = 0;
+    std::string worst_name;
+    int n = 0;
+    void add(double err, const std::string& name) {
+      sum += std::fabs(err);
+      if (std::fabs(err) > worst) worst = std::fabs(err), worst_name = name;
+      ++n;
+    }
+    double mean() const { return n ? sum / n : 0; }
+  };
+  std::map<std::string, Stats> per_config;
+  Stats all;
+  int failed = 0;
   for (const RtlRow& r : kRtl) {
     if (r.rtl_cycles > limit) continue;
+    if (configs != nullptr && ("," + std::string(configs) + ",").find("," + std::string(r.config) + ",") == std::string::npos)
+      continue;
     const uint64_t rtl_cycles = live ? measure_rtl(live, r) : r.rtl_cycles;
     if (rtl_cycles == 0) {
       std::printf("%-8s %-20s rtl run failed: %s %s\n", r.config, r.kind, live, rtl_args(r).c_str());
+      ++failed;
       continue;
     }
     const spec::HwConfig* cfg = spec::find_config(r.config);
@@ -148,13 +165,24 @@ TEST(TlmAccuracy, CyclesAgainstRtl) {
     const double err = (tlm - double(rtl_cycles)) / double(rtl_cycles);
     std::printf("%-8s %-20s %10llu %10.0f %+7.1f%% %12.0f\n", r.config, name.c_str(),
                 (unsigned long long)rtl_cycles, tlm, 100 * err, tlm / std::max(run->wall_seconds, 1e-9));
-    sum += std::fabs(err);
-    if (std::fabs(err) > worst) worst = std::fabs(err), worst_name = std::string(r.config) + " " + name;
-    ++n;
+    per_config[r.config].add(err, name);
+    all.add(err, std::string(r.config) + " " + name);
   }
-  ASSERT_GT(n, 0);
-  std::printf("tlm vs rtl over %d workloads: mean |error| %.1f%%, worst %.1f%% (%s)\n\n", n, 100 * sum / n,
-              100 * worst, worst_name.c_str());
+  ASSERT_GT(all.n, 0);
+  for (const auto& [c, st] : per_config)
+    std::printf("%-8s %2d workloads: mean |error| %.1f%%, worst %.1f%% (%s)\n", c.c_str(), st.n, 100 * st.mean(),
+                100 * st.worst, st.worst_name.c_str());
+  std::printf("tlm vs rtl over %d workloads: mean |error| %.1f%%, worst %.1f%% (%s)\n\n", all.n, 100 * all.mean(),
+              100 * all.worst, all.worst_name.c_str());
+  // The gate of issue 4 applies when both sides are measured now; against
+  // the documented table it is a report (a compiler change moves both).
+  if (live != nullptr) {
+    EXPECT_EQ(failed, 0) << "rtl runs failed";
+    for (const auto& [c, st] : per_config) {
+      EXPECT_LE(st.mean(), 0.03) << c << ": mean |error| over " << st.n << " workloads";
+      EXPECT_LE(st.worst, 0.10) << c << ": worst |error| (" << st.worst_name << ")";
+    }
+  }
 }
 
 TEST(TlmSpeed, DemoSimulatedCyclesPerSecond) {
