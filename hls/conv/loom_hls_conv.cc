@@ -23,6 +23,8 @@ namespace {
 
 constexpr int TM = kConvTileM;
 
+// One weight row for all lanes; Vitis HLS packs a struct carried by an
+// hls::stream into one wide word, so a row moves in one stream beat.
 struct WRow {
   int8_t v[TM];
 };
@@ -61,7 +63,6 @@ group_loop:
       for (int r = 0; r < s.kh * s.kw * cpg; ++r) {
 #pragma HLS LOOP_TRIPCOUNT min = 1 max = 4608
         WRow row;
-#pragma HLS ARRAY_PARTITION variable = row.v complete
       lane_loop:
         for (int j = 0; j < TM; ++j) {
 #pragma HLS PIPELINE II = 1

@@ -22,6 +22,8 @@ namespace {
 
 constexpr int TN = kGemmTileN;
 
+// One weight row for all lanes; Vitis HLS packs a struct carried by an
+// hls::stream into one wide word, so a row moves in one stream beat.
 struct WRow {
   int8_t v[TN];
 };
@@ -49,7 +51,6 @@ tile_loop:
     for (int kk = 0; kk < k; ++kk) {
 #pragma HLS LOOP_TRIPCOUNT min = 1 max = 4096
       WRow r;
-#pragma HLS ARRAY_PARTITION variable = r.v complete
     lane_loop:
       for (int j = 0; j < TN; ++j) {
 #pragma HLS PIPELINE II = 1
