@@ -211,8 +211,8 @@ def table(rows, backends):
     return "\n".join(lines)
 
 
-def write_doc(path, text):
-    begin, end = "<!-- ort-peer:begin -->", "<!-- ort-peer:end -->"
+def write_doc(path, text, section="ort-peer"):
+    begin, end = "<!-- %s:begin -->" % section, "<!-- %s:end -->" % section
     with open(path) as f:
         doc = f.read()
     if begin not in doc or end not in doc:
@@ -223,6 +223,146 @@ def write_doc(path, text):
     with open(tmp, "w") as f:
         f.write(head + begin + "\n" + text + "\n" + end + tail)
     os.replace(tmp, path)
+
+
+# --------------------------------------------------------------------------
+# Rounding study: one integer layer, ONNX Runtime's kernel against the rules.
+
+
+def loom_quantize_multiplier(real):
+    """host/common/quant.h quantize_multiplier: real = mult / 2^shift, mult in [2^30, 2^31)."""
+    import math
+
+    f, e = math.frexp(real)
+    m = int(round(f * (1 << 31)))  # llround: half away from zero; f > 0
+    shift = 31 - e
+    if m == 1 << 31:
+        m >>= 1
+        shift -= 1
+    return m, shift
+
+
+def loom_requantize(v, mult, shift):
+    """host/common/quant.h requantize: exact v * mult / 2^shift, ties away from zero (int64 arrays)."""
+    import numpy as np
+
+    p = v.astype(object) * mult  # exact (Python integers)
+    mag = np.abs(p)
+    q = (mag + (1 << (shift - 1))) >> shift
+    tie = (mag & ((1 << shift) - 1)) == (1 << (shift - 1))
+    return np.where(p < 0, -q, q).astype(np.int64), tie
+
+
+def rounding_study(key, work, seed):
+    """Runs the model's first Conv alone as ONNX Runtime's QLinearConv (int8
+    output made a graph output) and recomputes it: the exact int32
+    accumulator, ONNX Runtime's requantization as its kernel does it (float32
+    scale product, ties to even), and loom's rule (31-bit multiplier, exact
+    product, ties away from zero)."""
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from numpy.lib.stride_tricks import sliding_window_view
+    from onnx import TensorProto, helper, numpy_helper
+
+    name, seq, slice_ = all_variants()[key]
+    d = os.path.join(work, key.replace("/", "_"))
+    zoo.build(name, seq, slice_, seed, d)
+    m = onnx.load(os.path.join(d, "model.onnx"))
+    inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    prod = {o: n for n in m.graph.node for o in n.output}
+    cons = {}
+    for n in m.graph.node:
+        for i in n.input:
+            cons.setdefault(i, []).append(n)
+    conv = next(n for n in m.graph.node if n.op_type == "Conv")
+    dq_x, dq_w, dq_b = (prod[i] for i in conv.input[:3])
+    q_out = next(c for c in cons[conv.output[0]] if c.op_type == "QuantizeLinear")
+    attrs = {a.name: helper.get_attribute_value(a) for a in conv.attribute}
+    sx, zx = float(inits[dq_x.input[1]]), int(inits[dq_x.input[2]])
+    wq, sw = inits[dq_w.input[0]].astype(np.int64), inits[dq_w.input[1]].astype(np.float32)
+    bq = inits[dq_b.input[0]].astype(np.int64)
+    sy, zy = np.float32(inits[q_out.input[1]]), int(inits[q_out.input[2]])
+    if np.any(inits[dq_w.input[2]] != 0):
+        raise RuntimeError("study expects symmetric weights")
+
+    # Keep the layer alone with the DequantizeLinear after it as the only
+    # graph output (ONNX Runtime fuses neither a Q whose output is a graph
+    # output nor one with a second consumer).
+    dq_out = next(c for c in cons[q_out.output[0]] if c.op_type == "DequantizeLinear")
+    keep, todo = set(), [dq_out]
+    while todo:
+        n = todo.pop()
+        if id(n) in keep:
+            continue
+        keep.add(id(n))
+        todo += [prod[i] for i in n.input if i in prod]
+    nodes = [n for n in m.graph.node if id(n) in keep]
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
+    del m.graph.output[:]
+    m.graph.output.append(helper.make_tensor_value_info(dq_out.output[0], TensorProto.FLOAT, None))
+    x = load_pb(os.path.join(d, "test_data_set_0", "input_0.pb"))
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.log_severity_level = 3
+    so.optimized_model_filepath = os.path.join(d, "study_optimized.onnx")
+    s = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    got = to_q(s.run(None, {m.graph.input[0].name: x})[0], float(sy), zy)  # NCHW
+    kernels = {n.op_type for n in onnx.load(so.optimized_model_filepath).graph.node}
+    if "QLinearConv" not in kernels:
+        raise RuntimeError("ONNX Runtime did not run %s as QLinearConv" % conv.name)
+
+    # Input quantization as MlasQuantizeLinear: float32 divide, ties to even.
+    qx = np.clip(np.rint(x / np.float32(sx)) + zx, -128, 127).astype(np.int64) - zx
+    k, st, pads, g = attrs["kernel_shape"][0], attrs["strides"][0], attrs["pads"], attrs.get("group", 1)
+    if g != 1:
+        raise RuntimeError("study handles group 1 only")
+    xp = np.pad(qx[0], ((0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    win = sliding_window_view(xp, (k, k), axis=(1, 2))[:, ::st, ::st]  # C, OH, OW, k, k
+    acc = np.einsum("chwij,ocij->ohw", win, wq, optimize=True) + bq[:, None, None]
+    if got.shape[1:] != acc.shape:
+        raise RuntimeError("shape mismatch %s vs %s" % (got.shape, acc.shape))
+
+    # ONNX Runtime's QLinearConv: output_scales[c] = x_scale * w_scale[c] / y_scale in
+    # float32; MlasRequantizeOutput: float(acc) * scale, clamp, round to nearest even, + zp.
+    osc = (np.float32(sx) * sw) / sy
+    f = acc.astype(np.float32) * osc[:, None, None]
+    ort_rule = np.clip(np.rint(np.clip(f, -128 - zy, 127 - zy)), -128 - zy, 127 - zy).astype(np.int64) + zy
+    # loom's rule, with the real multiplier x_scale * w_scale[c] / y_scale in double.
+    loom_rule = np.empty_like(acc)
+    ties = np.zeros(acc.shape, bool)
+    for c in range(acc.shape[0]):
+        mult, shift = loom_quantize_multiplier(float(np.float64(sx) * np.float64(sw[c]) / np.float64(sy)))
+        r, t = loom_requantize(acc[c], mult, shift)
+        loom_rule[c], ties[c] = np.clip(r + zy, -128, 127), t
+    diff = loom_rule != got[0]
+    n = acc.size
+    return {
+        "model": key,
+        "layer": conv.name,
+        "elements": int(n),
+        "ort_rule_reproduces_ort": int((ort_rule == got[0]).sum()) == n,
+        "loom_rule_differs": int(diff.sum()),
+        "ties": int(ties.sum()),
+        "differs_at_ties": int((diff & ties).sum()),
+        "differs_elsewhere": int((diff & ~ties).sum()),
+        "max_lsb": int(np.abs(loom_rule - got[0]).max()),
+        "acc_over_2_24": int((np.abs(acc) >= (1 << 24)).sum()),
+    }
+
+
+def study_table(rows):
+    lines = ["| model | layer | elements | ORT kernel reproduced | loom rule differs | exact ties (.5 LSB) | "
+             "differs at ties | differs elsewhere | max | abs(acc) >= 2^24 |",
+             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append("| `%s` | `%s` | %d | %s | %d | %d | %d | %d | %d LSB | %d |" % (
+            r["model"], r["layer"], r["elements"], "yes, every element" if r["ort_rule_reproduces_ort"] else "NO",
+            r["loom_rule_differs"], r["ties"], r["differs_at_ties"], r["differs_elsewhere"], r["max_lsb"],
+            r["acc_over_2_24"]))
+    return "\n".join(lines)
 
 
 def main():
@@ -236,6 +376,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per loom run")
     ap.add_argument("--doc", help="Markdown file whose ort-peer table to replace")
     ap.add_argument("--json", help="also write the rows as JSON here")
+    ap.add_argument("--rounding-study", action="store_true",
+                    help="recompute the first Conv of ResNet-50 and MobileNetV2 under both rounding rules")
     a = ap.parse_args()
     variants = all_variants()
     if a.list:
@@ -252,6 +394,13 @@ def main():
               file=sys.stderr)
         return 1
     os.makedirs(a.work, exist_ok=True)
+    if a.rounding_study:
+        text = study_table([rounding_study(k, a.work, a.seed) for k in ("resnet50/stem", "mobilenetv2/stem")])
+        text += "\n\nMeasured with `scripts/ort_peer.py --rounding-study`."
+        print(text)
+        if a.doc:
+            write_doc(a.doc, text, "rounding-study")
+        return 0
     rows = []
     try:
         for k in keys:

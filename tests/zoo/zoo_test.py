@@ -237,6 +237,28 @@ class List(Base):
         self.assertTrue(any(x[:2] == ["mobilenetv2", "block"] for x in rows))
 
 
+class Peer(Base):
+    def peer(self, *args):
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "ort_peer.py"), "--work", self.dir] +
+                           list(args), capture_output=True, text=True, timeout=600)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout
+
+    def test_rounding_study_reproduces_ort_kernel(self):
+        # numpy's replay of MlasRequantizeOutput matches ONNX Runtime's QLinearConv on every element.
+        out = self.peer("--rounding-study")
+        rows = [l for l in out.splitlines() if l.startswith("| `")]
+        self.assertEqual(len(rows), 2, out)
+        for r in rows:
+            self.assertIn("yes, every element", r)
+
+    def test_ort_side_fast(self):
+        # The stored references are what ONNX Runtime computes now; the table has every fast model.
+        out = self.peer("--models", "fast", "--backends", "")
+        for k in ("resnet50/stem", "mobilenetv2/block", "bert/32"):
+            self.assertIn("| `%s` |" % k, out)
+
+
 class BadInput(Base):
     def bad(self, args, *needles, env=None):
         out = self.path("out")
