@@ -152,6 +152,22 @@ int main() {
     check_golden(t, random_case(rng, count, true), "sizes+edges");
   }
   for (int i = 0; i < 80; ++i) check_golden(t, random_case(rng, int(rng.range(1, 500)), i % 2 == 1), "random");
+  // Unary form with a non-zero b multiplier: b is not read and its term is 0,
+  // as in the golden model with b_mult = 0.
+  for (int i = 0; i < 10; ++i) {
+    Case c = random_case(rng, int(rng.range(1, 200)), i % 2 == 1);
+    c.b_mult = int(rng.range(1 << 30, INT32_MAX));
+    c.b_zp = int(rng.range(-128, 127));
+    std::vector<int8_t> y(size_t(c.count), int8_t(0x5A));
+    const int st = run(c, 0, y);
+    Case ref = c;
+    ref.b_mult = 0;
+    const auto want = golden(ref);
+    if (st != loom_hls::kOk)
+      t.fail(describe(c, "unary-nonzero-b-mult") + ": kernel status " + std::to_string(st));
+    else
+      t.check(describe(c, "unary-nonzero-b-mult"), y.data(), want.data(), want.size());
+  }
   uint64_t seed = 1;
   for (OpKind op : {OpKind::Add, OpKind::Relu, OpKind::Clip})
     for (int count : {1, 5, 300}) check_graph(t, seed++, op, count);
