@@ -12,6 +12,10 @@
 
 #include "ir/builder.h"
 #include "ir/graph.h"
+#include "loom_hls_latency.h"
+#ifdef LOOM_HLS_STANDIN
+#include "loom_hls_standin/hls_stream.h"
+#endif
 
 namespace loom_hls_tb {
 
@@ -45,11 +49,49 @@ struct Tally {
   }
   void pass_case() { ++cases; }
 
+  /// Compares the latency model's shape-dependent cycles (the model minus
+  /// kDataflowOverhead) with the same sum built from the loop trip counts the
+  /// C simulation executed (stream writes, stand-in builds only).
+  void check_model(const std::string& what, uint64_t model_cycles, uint64_t counted) {
+    ++models;
+    if (model_cycles - loom_hls::kDataflowOverhead != counted) {
+      ++failures;
+      std::fprintf(stderr, "LATENCY MODEL %s: model %llu cycles + overhead, loop trip counts give %llu\n",
+                   what.c_str(), (unsigned long long)(model_cycles - loom_hls::kDataflowOverhead),
+                   (unsigned long long)counted);
+    }
+  }
+  int models = 0;
+
   int finish(const char* name) const {
-    std::printf("%s: %d cases, %lld outputs compared, %d failures\n", name, cases, (long long)outputs, failures);
+    std::printf("%s: %d cases, %lld outputs compared, %d latency-model checks, %d failures\n", name, cases,
+                (long long)outputs, models, failures);
     return failures == 0 && cases > 0 ? 0 : 1;
   }
 };
+
+/// Elements written to the named stream since the last reset_stream_counts()
+/// (0 outside the stand-in build, where the model checks are skipped).
+inline void reset_stream_counts() {
+#ifdef LOOM_HLS_STANDIN
+  hls::standin_write_counts().clear();
+#endif
+}
+inline uint64_t stream_writes(const char* name) {
+#ifdef LOOM_HLS_STANDIN
+  auto& m = hls::standin_write_counts();
+  auto it = m.find(name);
+  return it == m.end() ? 0 : it->second;
+#else
+  (void)name;
+  return 0;
+#endif
+}
+#ifdef LOOM_HLS_STANDIN
+inline constexpr bool kCountStreams = true;
+#else
+inline constexpr bool kCountStreams = false;
+#endif
 
 inline std::vector<int8_t> random_i8(Rng& rng, size_t n, int lo = -128, int hi = 127) {
   std::vector<int8_t> v(n);

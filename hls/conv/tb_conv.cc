@@ -58,6 +58,7 @@ void check_conv(Tally& t, const ConvCase& k, uint64_t seed) {
   }
   std::vector<int8_t> out(size_t(ys[0] * ys[1] * ys[2] * ys[3]), int8_t(0x5A));
   const auto& a = g.nodes[0].attrs;
+  reset_stream_counts();
   const int st = loom_hls_conv(xv.data(), wt.i8(), params.data(), out.data(), k.batch, k.h, k.w, k.c, m,
                                int(a.kernel_h), int(a.kernel_w), int(a.stride_h), int(a.stride_w), int(a.pad_top),
                                int(a.pad_left), int(ys[1]), int(ys[2]), int(a.groups), q->x_zp, q->w_zp, q->y_zp,
@@ -65,6 +66,14 @@ void check_conv(Tally& t, const ConvCase& k, uint64_t seed) {
   if (st != loom_hls::kOk) {
     t.fail(describe(k) + ": kernel status " + std::to_string(st));
     return;
+  }
+  if (kCountStreams) {
+    const uint64_t counted = uint64_t(m) + 3 * stream_writes("param_stream") + 16 * stream_writes("w_stream") +
+                             stream_writes("x_stream") + stream_writes("y_stream");
+    t.check_model(describe(k),
+                  loom_hls::conv_cycles(uint64_t(k.batch), uint64_t(ys[1]), uint64_t(ys[2]), uint64_t(k.c), uint64_t(m),
+                                        uint64_t(a.kernel_h), uint64_t(a.kernel_w), uint64_t(a.groups)),
+                  counted);
   }
   const auto want = reference_output(g, {{x, xv}});
   t.check(describe(k), out.data(), want.data(), want.size());

@@ -57,11 +57,13 @@ int run(const Case& c, int has_b, std::vector<int8_t>& y) {
 
 void check_golden(Tally& t, const Case& c, const char* tag) {
   std::vector<int8_t> y(size_t(c.count), int8_t(0x5A));
+  reset_stream_counts();
   const int st = run(c, 1, y);
   if (st != loom_hls::kOk) {
     t.fail(describe(c, tag) + ": kernel status " + std::to_string(st));
     return;
   }
+  if (kCountStreams) t.check_model(describe(c, tag), loom_hls::eltwise_cycles(uint64_t(c.count)), stream_writes("y_stream"));
   const auto want = golden(c);
   t.check(describe(c, tag), y.data(), want.data(), want.size());
 }

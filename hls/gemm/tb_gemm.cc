@@ -105,10 +105,18 @@ Case random_case(Rng& rng, int m, int n, int k, bool edges) {
 
 void check_case(Tally& t, const Case& c, const char* tag) {
   std::vector<int8_t> y(size_t(c.m) * c.n, int8_t(0x5A));
+  reset_stream_counts();
   const int st = run_kernel(c, y);
   if (st != loom_hls::kOk) {
     t.fail(describe(c, tag) + ": kernel status " + std::to_string(st));
     return;
+  }
+  if (kCountStreams && c.m > 0 && c.n > 0) {
+    // shift check (N) + param loop at II=3 + weight fill (16 lane reads per
+    // row) + MAC loop + post-op loop.
+    const uint64_t counted = uint64_t(c.n) + 3 * stream_writes("param_stream") + 16 * stream_writes("w_stream") +
+                             stream_writes("a_stream") + stream_writes("y_stream");
+    t.check_model(describe(c, tag), loom_hls::gemm_cycles(uint64_t(c.m), uint64_t(c.n), uint64_t(c.k)), counted);
   }
   const auto want = golden(c);
   t.check(describe(c, tag), y.data(), want.data(), want.size());

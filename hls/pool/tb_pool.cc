@@ -46,6 +46,7 @@ void check_pool(Tally& t, const PoolCase& p, uint64_t seed) {
   auto xv = random_i8(rng, size_t(p.batch) * p.h * p.w * p.c);
   if (p.input_fill != 0) std::fill(xv.begin(), xv.end(), int8_t(p.input_fill > 0 ? 127 : -128));
   std::vector<int8_t> out(size_t(ys[0] * ys[1] * ys[2] * ys[3]), int8_t(0x5A));
+  reset_stream_counts();
   const int st = loom_hls_pool(xv.data(), out.data(), p.batch, p.h, p.w, p.c, global ? p.h : int(a.kernel_h),
                                global ? p.w : int(a.kernel_w), global ? 1 : int(a.stride_h),
                                global ? 1 : int(a.stride_w), global ? 0 : int(a.pad_top),
@@ -54,6 +55,15 @@ void check_pool(Tally& t, const PoolCase& p, uint64_t seed) {
   if (st != loom_hls::kOk) {
     t.fail(describe(p) + ": kernel status " + std::to_string(st));
     return;
+  }
+  if (kCountStreams) {
+    // Every tap of every pixel passes through the channel loop, which runs
+    // at least kPoolMinPass slots.
+    const uint64_t c = uint64_t(p.c), pass = c > loom_hls::kPoolMinPass ? c : loom_hls::kPoolMinPass;
+    const uint64_t counted = c + stream_writes("tap_stream") / c * pass + stream_writes("y_stream");
+    const uint64_t kh = global ? uint64_t(p.h) : uint64_t(a.kernel_h), kw = global ? uint64_t(p.w) : uint64_t(a.kernel_w);
+    t.check_model(describe(p), loom_hls::pool_cycles(uint64_t(p.batch), uint64_t(ys[1]), uint64_t(ys[2]), c, kh, kw),
+                  counted);
   }
   const auto want = reference_output(g, {{x, xv}});
   t.check(describe(p), out.data(), want.data(), want.size());

@@ -17,10 +17,20 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstdint>
 #include <deque>
+#include <map>
 #include <string>
 
 namespace hls {
+
+/// Stand-in only: elements written to each stream, by stream name, since the
+/// last clear. The testbenches read it to check the latency model against the
+/// loop trip counts a C simulation executed.
+inline std::map<std::string, uint64_t>& standin_write_counts() {
+  static std::map<std::string, uint64_t> counts;
+  return counts;
+}
 
 template <typename T>
 class stream {
@@ -30,7 +40,10 @@ class stream {
   stream(const stream&) = delete;
   stream& operator=(const stream&) = delete;
 
-  void write(const T& v) { q_.push_back(v); }
+  void write(const T& v) {
+    q_.push_back(v);
+    ++standin_write_counts()[name_];
+  }
   T read() {
     if (q_.empty()) {
       std::fprintf(stderr, "hls::stream '%s': read from an empty stream\n", name_.c_str());
