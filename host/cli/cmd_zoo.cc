@@ -68,8 +68,7 @@ int run_zoo(std::vector<std::string> script_args) {
     return fail("zoo: script " + script + " not found (set LOOM_ZOO_SCRIPT to scripts/zoo.py of a loom checkout)");
   const int probe = spawn({python, "-c", "import numpy, onnx, onnxruntime.quantization"}, true);
   if (probe == -1) return fail("zoo: cannot run '" + python + "' (install Python 3 or set LOOM_PYTHON)");
-  if (probe != 0)
-    return fail("zoo: " + python + " lacks numpy, onnx or onnxruntime (run scripts/setup.sh)");
+  if (probe != 0) return fail("zoo: " + python + " lacks numpy, onnx or onnxruntime (run scripts/setup.sh)");
   std::vector<std::string> args{python, script};
   args.insert(args.end(), script_args.begin(), script_args.end());
   const int rc = spawn(args, false);
@@ -97,7 +96,8 @@ void register_zoo(CLI::App& app) {
       "build", "Build one model: DIR/model.onnx, DIR/test_data_set_0/input_0.pb and ONNX Runtime's output_0.pb");
   build->add_option("name", o->name, "resnet50, mobilenetv2 or bert")->required();
   auto* seq = build->add_option("--seq", o->seq, "BERT sequence length: 32, 64, 128, 256, 384 or 512");
-  build->add_option("--slice", o->slice, "Part of the network (resnet50: stem, stage1..stage4; mobilenetv2: stem, block)");
+  build->add_option("--slice", o->slice,
+                    "Part of the network (resnet50: stem, stage1..stage4; mobilenetv2: stem, block)");
   build->add_option("--seed", o->seed, "Seed of weights, calibration data and input")->capture_default_str();
   build->add_option("-o,--output", o->output, "Output folder")->required();
   build->callback([o, seq] {
