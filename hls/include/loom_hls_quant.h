@@ -18,7 +18,6 @@ inline int32_t sat_i32(int64_t v) {
 /// round_half_away_from_zero(v * mult / 2^shift) saturated to int32.
 /// Preconditions (as in loom::requantize): v fits int32, 1 <= shift <= 62.
 inline int32_t requantize(int64_t v, int32_t mult, int shift) {
-#pragma HLS INLINE
   const int64_t p = v * int64_t(mult);
   // |p| as unsigned without negating INT64_MIN (|p| < 2^62 anyway).
   const uint64_t mag = p < 0 ? uint64_t(-(p + 1)) + 1 : uint64_t(p);
@@ -29,7 +28,6 @@ inline int32_t requantize(int64_t v, int32_t mult, int shift) {
 
 /// Clamps to [lo, hi] (lo <= hi, both within int8) and narrows to int8.
 inline int8_t clamp_out(int64_t v, int32_t lo, int32_t hi) {
-#pragma HLS INLINE
   return int8_t(v < lo ? lo : (v > hi ? hi : v));
 }
 
