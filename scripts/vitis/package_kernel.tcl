@@ -77,8 +77,8 @@ set_property ipi_drc {ignore_freq_hz true} $core
 set_property vitis_drc {ctrl_protocol user_managed} $core
 ipx::create_xgui_files $core
 ipx::update_checksums $core
-if {![ipx::check_integrity -kernel $core]} {
-  puts stderr "package_kernel.tcl: ipx::check_integrity -kernel failed for $top"
+if {[catch {ipx::check_integrity -kernel $core} msg]} {
+  puts stderr "package_kernel.tcl: ipx::check_integrity -kernel failed for $top: $msg"
   exit 1
 }
 ipx::save_core $core

@@ -10,6 +10,14 @@
                                    register offsets in host/spec/loom/spec_gen.h
   test_vitis_flow.py link_configs  constraints/*.cfg connect exactly the
                                    configuration's gmem ports at its clock
+  test_vitis_flow.py make_flow     the Makefile's targets with stand-in v++ /
+                                   vivado / emconfigutil that record their
+                                   arguments: what each tool is called with,
+                                   the timing check after a hw link, bad
+                                   BOARD / TARGET / PLATFORM
+  test_vitis_flow.py package_tcl   package_kernel.tcl under tclsh with the
+                                   Vivado commands stood in (mock_vivado.tcl):
+                                   sources, interfaces, register map, package_xo
 """
 import os
 import re
@@ -221,8 +229,164 @@ def test_link_configs():
     return 0
 
 
+FAKE_TOOL = r"""#!/usr/bin/env python3
+# Stand-in for an AMD tool in loom's flow test: records its arguments and
+# creates the files the next step expects.
+import os, shutil, sys
+name, args = os.path.basename(sys.argv[0]), sys.argv[1:]
+with open(os.environ["FAKE_LOG"], "a") as log:
+    log.write(name + " " + " ".join(args) + "\n")
+def arg(flag):
+    return args[args.index(flag) + 1] if flag in args else None
+if name == "vivado":
+    xo = args[-1]
+    os.makedirs(os.path.dirname(xo), exist_ok=True)
+    open(xo, "w").close()
+elif name == "v++":
+    out = arg("-o")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    open(out, "w").close()
+    if arg("-t") == "hw":
+        impl = os.path.join(arg("--temp_dir"), "link", "vivado", "vpl", "prj", "prj.runs", "impl_1")
+        os.makedirs(impl, exist_ok=True)
+        shutil.copy(os.environ["FAKE_TIMING_REPORT"], os.path.join(impl, "level0_wrapper_timing_summary_routed.rpt"))
+elif name == "emconfigutil":
+    od = arg("--od")
+    os.makedirs(od, exist_ok=True)
+    open(os.path.join(od, "emconfig.json"), "w").close()
+"""
+
+
+def test_make_flow():
+    work = tempfile.mkdtemp(prefix="loom-vitis-flow-")
+    try:
+        bindir = os.path.join(work, "bin")
+        os.makedirs(bindir)
+        for tool in ("v++", "vivado", "emconfigutil"):
+            path = os.path.join(bindir, tool)
+            with open(path, "w") as f:
+                f.write(FAKE_TOOL)
+            os.chmod(path, 0o755)
+        os.makedirs(os.path.join(work, "xrt"))
+        log = os.path.join(work, "tools.log")
+        env = dict(os.environ, PATH=bindir + ":/usr/bin:/bin", XILINX_XRT=os.path.join(work, "xrt"), FAKE_LOG=log)
+
+        def make(*targs, report="timing_met.rpt"):
+            if os.path.exists(log):
+                os.remove(log)
+            e = dict(env, FAKE_TIMING_REPORT=os.path.join(DATA, report))
+            r = run(["make", "--no-print-directory", "-C", VITIS] + list(targs), env=e)
+            calls = open(log).read().splitlines() if os.path.exists(log) else []
+            return r, calls
+
+        out = os.path.join(work, "u55c")
+        r, calls = make("xclbin", "TARGET=hw", f"OUT={out}")
+        expect(r.returncode == 0, f"xclbin hw with a met report: exit {r.returncode}: {r.stderr}")
+        expect(re.search(r"timing: .*level0_wrapper_timing_summary_routed\.rpt: WNS 0\.087 ns, WHS 0\.010 ns: met",
+                         r.stdout) is not None, f"xclbin hw: no timing line in {r.stdout!r}")
+        viv = [c for c in calls if c.startswith("vivado ")]
+        vpp = [c for c in calls if c.startswith("v++ ")]
+        gen = os.path.join(out, "gen")
+        xo = os.path.join(out, "loom_top_default.xo")
+        expect(len(viv) == 1 and viv[0].endswith(
+            f"-source {VITIS}/package_kernel.tcl -tclargs default xcu55c-fsvh2892-2L-e {gen} {xo}"),
+            f"vivado call: {viv}")
+        expect(os.path.exists(os.path.join(gen, "kernel.xml")) and os.path.exists(os.path.join(gen, "regs.tcl")),
+               "xo: kernel.xml / regs.tcl not generated before packaging")
+        want = (f"v++ -l -t hw --platform xilinx_u55c_gen3x16_xdma_3_202210_1 --config {ROOT}/constraints/u55c.cfg "
+                f"--vivado.prop run.impl_1.STEPS.OPT_DESIGN.TCL.PRE={ROOT}/constraints/slr_pblock.tcl "
+                f"--temp_dir {out}/hw/_x -o {out}/hw/loom_default.xclbin {xo}")
+        expect(vpp == [want], f"v++ call: {vpp}, want [{want}]")
+
+        r, calls = make("xclbin", "TARGET=hw", f"OUT={out}", report="timing_setup_violated.rpt")
+        ours = [l for l in r.stderr.splitlines() if "negative setup slack" in l]
+        expect(r.returncode != 0 and len(ours) == 1, f"xclbin hw with negative WNS: exit {r.returncode}: {r.stderr!r}")
+
+        r, calls = make("xclbin", "BOARD=u250", "TARGET=hw_emu", f"OUT={work}/u250")
+        vpp = [c for c in calls if c.startswith("v++ ")]
+        expect(r.returncode == 0 and len(vpp) == 1 and "-t hw_emu" in vpp[0] and "constraints/u250.cfg" in vpp[0]
+               and "xilinx_u250_gen3x16_xdma_4_1_202210_1" in vpp[0] and "timing:" not in r.stdout,
+               f"xclbin u250 hw_emu: exit {r.returncode}, calls {calls}")
+        viv = [c for c in calls if c.startswith("vivado ")]
+        expect(len(viv) == 1 and "-tclargs default xcu250-figd2104-2L-e" in viv[0], f"u250 vivado call: {viv}")
+
+        r, calls = make("emconfig", f"OUT={out}")
+        expect(r.returncode == 0 and os.path.exists(os.path.join(out, "hw_emu", "emconfig.json")) and
+               calls == [f"emconfigutil --platform xilinx_u55c_gen3x16_xdma_3_202210_1 --od {out}/hw_emu"],
+               f"emconfig: exit {r.returncode}, calls {calls}")
+
+        r, calls = make("xo", "BOARD=kv260", f"OUT={work}/kv260")
+        expect(r.returncode == 0 and len(calls) == 1 and "-tclargs tiny xck26-sfvc784-2LV-c" in calls[0],
+               f"xo kv260: exit {r.returncode}, calls {calls}")
+
+        bad = [
+            (["xclbin", "BOARD=kv260"], "no default platform for BOARD 'kv260'"),
+            (["xclbin", "BOARD=vck5000"], "unknown BOARD 'vck5000'"),
+            (["xclbin", "TARGET=sw_emu"], "TARGET 'sw_emu' must be hw or hw_emu"),
+            (["xo", "CONFIG=huge"], "no RTL kernel top rtl/generated/loom_top_huge.sv"),
+            (["run", f"LOOM={work}/no-loom"], f"{work}/no-loom not built"),
+            (["timing"], "give REPORT="),
+        ]
+        for targs, msg in bad:
+            r, calls = make(*targs, f"OUT={work}/bad")
+            ours = [l for l in r.stderr.splitlines() if l.startswith("loom vitis flow:")]
+            expect(r.returncode != 0 and len(ours) == 1 and msg in ours[0] and calls == [],
+                   f"make {' '.join(targs)}: exit {r.returncode}, calls {calls}, stderr {r.stderr!r}")
+            expect(not os.path.exists(f"{work}/bad"), f"make {' '.join(targs)} wrote its output directory")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def test_package_tcl():
+    tclsh = shutil.which("tclsh")
+    if not tclsh:
+        print("tclsh not installed: package_kernel.tcl cannot be run here")
+        return SKIP
+    mock = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mock_vivado.tcl")
+    filelist = [l.strip() for l in open(os.path.join(ROOT, "rtl", "filelist.f"))
+                if l.strip() and not l.startswith(("//", "+incdir+"))]
+    for name, cfg in configs().items():
+        work = tempfile.mkdtemp(prefix="loom-pkg-")
+        try:
+            gen, xo, log = os.path.join(work, "gen"), os.path.join(work, f"loom_top_{name}.xo"), os.path.join(work, "log")
+            r = run([sys.executable, os.path.join(VITIS, "gen_kernel_xml.py"), name, gen])
+            expect(r.returncode == 0, f"{name}: gen_kernel_xml: {r.stderr}")
+            top_sv = os.path.join(ROOT, "rtl", "generated", f"loom_top_{name}.sv")
+            r = run([tclsh, mock, os.path.join(VITIS, "package_kernel.tcl"), log, top_sv, name, "xcu55c-fsvh2892-2L-e",
+                     gen, xo])
+            expect(r.returncode == 0, f"{name}: package_kernel.tcl exit {r.returncode}: {r.stderr.strip()}")
+            calls = open(log).read().splitlines() if os.path.exists(log) else []
+            added = {c.split()[-1] for c in calls if c.startswith("add_files")}
+            for f in filelist + [f"rtl/generated/loom_top_{name}.sv"]:
+                expect(os.path.join(ROOT, f) in added, f"{name}: {f} not added to the project")
+            expect(f"set_property top loom_top_{name} sources_1" in calls, f"{name}: top not set")
+            assoc = [c for c in calls if c.startswith("ipx::associate_bus_interfaces -busif")]
+            want = ["s_axi_control"] + [f"m_axi_gmem{i}" for i in range(cfg["mem_ports"])]
+            expect(sorted(c.split()[2] for c in assoc) == sorted(want) and all("-clock ap_clk" in c for c in assoc),
+                   f"{name}: bus interfaces associated: {assoc}")
+            expect("ipx::associate_bus_interfaces -clock ap_clk -reset ap_rst_n core" in calls, f"{name}: reset")
+            expect("ipx::add_bus_parameter SENSITIVITY interrupt" in calls, f"{name}: interrupt sensitivity")
+            regs = [c.split()[1] for c in calls if c.startswith("ipx::add_register ")]
+            n_tcl = open(os.path.join(gen, "regs.tcl")).read().count("ipx::add_register ")
+            expect(len(regs) == n_tcl and "ID" in regs and "CORE0_DOORBELL" in regs and "gmem0" in regs,
+                   f"{name}: {len(regs)} registers added, regs.tcl has {n_tcl}")
+            expect(f"package_xo -force -xo_path {xo} -kernel_name loom_top_{name} -ip_directory {gen}/ip "
+                   f"-kernel_xml {gen}/kernel.xml" in calls, f"{name}: package_xo call: "
+                   f"{[c for c in calls if c.startswith('package_xo')]}")
+            expect(any(c.startswith("ipx::check_integrity -kernel") for c in calls), f"{name}: no integrity check")
+            os.remove(os.path.join(gen, "kernel.xml"))
+            r = run([tclsh, mock, os.path.join(VITIS, "package_kernel.tcl"), log, top_sv, name, "p", gen, xo])
+            expect(r.returncode == 1 and "kernel.xml does not exist" in r.stderr,
+                   f"{name}: without kernel.xml: exit {r.returncode}, {r.stderr!r}")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
 def main():
-    tests = {"timing": test_timing, "env": test_env, "kernel_xml": test_kernel_xml, "link_configs": test_link_configs}
+    tests = {"timing": test_timing, "env": test_env, "kernel_xml": test_kernel_xml, "link_configs": test_link_configs,
+             "make_flow": test_make_flow, "package_tcl": test_package_tcl}
     if len(sys.argv) != 2 or sys.argv[1] not in tests:
         print("usage: test_vitis_flow.py " + "|".join(tests), file=sys.stderr)
         return 2
