@@ -4,7 +4,9 @@ names the U55C part, a clock, an existing syn.file whose extern "C" top is
 syn.top, and an existing tb.file; the top's pointer arguments each have an
 m_axi pragma on its own gmem bundle and an s_axilite pragma, every scalar
 argument and the return value an s_axilite pragma, and the dataflow region
-exists. Prints one line per problem; exit 1 when there is any."""
+exists; scripts/vitis/Makefile's HLS_ARGS_<kernel> (the arguments the link
+connects to memory) are exactly the top's pointer arguments. Prints one line
+per problem; exit 1 when there is any."""
 import pathlib
 import re
 import sys
@@ -81,6 +83,12 @@ def check(kernel, problems):
         problems.append(f"{kernel}: no s_axilite pragma for the return value")
     if "#pragma HLS DATAFLOW" not in src:
         problems.append(f"{kernel}: no DATAFLOW region")
+    makefile = (HLS.parent / "scripts" / "vitis" / "Makefile").read_text()
+    m = re.search(r"^HLS_ARGS_" + kernel + r"\s*:=(.*)$", makefile, re.M)
+    pointers = [name for name, is_ptr in args if is_ptr]
+    if not m or m.group(1).split() != pointers:
+        problems.append(f"scripts/vitis/Makefile: HLS_ARGS_{kernel} is {m.group(1).split() if m else None}, "
+                        f"the top's pointer arguments are {pointers}")
 
 
 def main():

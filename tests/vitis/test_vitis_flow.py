@@ -242,6 +242,13 @@ if name == "vivado":
     xo = args[-1]
     os.makedirs(os.path.dirname(xo), exist_ok=True)
     open(xo, "w").close()
+elif name == "v++" and "--mode" in args:
+    log_cwd = os.getcwd()
+    with open(os.environ["FAKE_LOG"], "a") as log:
+        log.write("cwd " + log_cwd + "\n")
+    out = [a.split("=", 1)[1] for a in args if a.startswith("--hls.package.output.file=")][0]
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    open(out, "w").close()
 elif name == "v++":
     out = arg("-o")
     os.makedirs(os.path.dirname(out), exist_ok=True)
@@ -310,6 +317,26 @@ def test_make_flow():
         viv = [c for c in calls if c.startswith("vivado ")]
         expect(len(viv) == 1 and "-tclargs default xcu250-figd2104-2L-e" in viv[0], f"u250 vivado call: {viv}")
 
+        # HLS kernels linked beside the RTL kernel.
+        hout = f"{work}/u250-hls"
+        r, calls = make("xclbin", "BOARD=u250", "TARGET=hw_emu", "HLS_KERNELS=gemm eltwise", f"OUT={hout}")
+        hls_calls = [c for c in calls if c.startswith("v++ -c --mode hls")]
+        cwds = [c for c in calls if c.startswith("cwd ")]
+        expect(r.returncode == 0 and len(hls_calls) == 2, f"xclbin with HLS kernels: exit {r.returncode}, {calls}")
+        for k, call, cwd in zip(("gemm", "eltwise"), hls_calls, cwds):
+            expect(call == f"v++ -c --mode hls --config hls_config.cfg --part xcu250-figd2104-2L-e --work_dir "
+                   f"{hout}/hls/vitis_{k} --hls.package.output.file={hout}/hls/loom_hls_{k}.xo"
+                   and cwd == f"cwd {ROOT}/hls/{k}", f"HLS export of {k}: {call} in {cwd}")
+        link = [c for c in calls if c.startswith("v++ -l")]
+        want_link = ("--connectivity.nk loom_hls_gemm:1:loom_hls_gemm_1 --connectivity.sp loom_hls_gemm_1.a:DDR[1] "
+                     "--connectivity.sp loom_hls_gemm_1.b:DDR[1] --connectivity.sp loom_hls_gemm_1.params:DDR[1] "
+                     "--connectivity.sp loom_hls_gemm_1.y:DDR[1] --connectivity.nk loom_hls_eltwise:1:loom_hls_eltwise_1 "
+                     "--connectivity.sp loom_hls_eltwise_1.a:DDR[1] --connectivity.sp loom_hls_eltwise_1.b:DDR[1] "
+                     "--connectivity.sp loom_hls_eltwise_1.y:DDR[1]")
+        expect(len(link) == 1 and want_link in link[0] and link[0].endswith(
+            f"{hout}/loom_top_default.xo {hout}/hls/loom_hls_gemm.xo {hout}/hls/loom_hls_eltwise.xo"),
+            f"link with HLS kernels: {link}")
+
         r, calls = make("emconfig", f"OUT={out}")
         expect(r.returncode == 0 and os.path.exists(os.path.join(out, "hw_emu", "emconfig.json")) and
                calls == [f"emconfigutil --platform xilinx_u55c_gen3x16_xdma_3_202210_1 --od {out}/hw_emu"],
@@ -326,6 +353,8 @@ def test_make_flow():
             (["xo", "CONFIG=huge"], "no RTL kernel top rtl/generated/loom_top_huge.sv"),
             (["run", f"LOOM={work}/no-loom"], f"{work}/no-loom not built"),
             (["timing"], "give REPORT="),
+            (["xclbin", "HLS_KERNELS=gemm fft"], "unknown HLS kernel 'fft'"),
+            (["hls-xo"], "give HLS_KERNELS="),
         ]
         for targs, msg in bad:
             r, calls = make(*targs, f"OUT={work}/bad")
