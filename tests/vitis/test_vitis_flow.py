@@ -257,6 +257,9 @@ elif name == "v++":
         impl = os.path.join(arg("--temp_dir"), "link", "vivado", "vpl", "prj", "prj.runs", "impl_1")
         os.makedirs(impl, exist_ok=True)
         shutil.copy(os.environ["FAKE_TIMING_REPORT"], os.path.join(impl, "level0_wrapper_timing_summary_routed.rpt"))
+        if os.environ.get("FAKE_PHYSOPT_REPORT"):
+            shutil.copy(os.environ["FAKE_PHYSOPT_REPORT"],
+                        os.path.join(impl, "level0_wrapper_timing_summary_postroute_physopted.rpt"))
 elif name == "emconfigutil":
     od = arg("--od")
     os.makedirs(od, exist_ok=True)
@@ -278,10 +281,11 @@ def test_make_flow():
         log = os.path.join(work, "tools.log")
         env = dict(os.environ, PATH=bindir + ":/usr/bin:/bin", XILINX_XRT=os.path.join(work, "xrt"), FAKE_LOG=log)
 
-        def make(*targs, report="timing_met.rpt"):
+        def make(*targs, report="timing_met.rpt", physopt=""):
             if os.path.exists(log):
                 os.remove(log)
-            e = dict(env, FAKE_TIMING_REPORT=os.path.join(DATA, report))
+            e = dict(env, FAKE_TIMING_REPORT=os.path.join(DATA, report),
+                     FAKE_PHYSOPT_REPORT=os.path.join(DATA, physopt) if physopt else "")
             r = run(["make", "--no-print-directory", "-C", VITIS] + list(targs), env=e)
             calls = open(log).read().splitlines() if os.path.exists(log) else []
             return r, calls
@@ -308,6 +312,11 @@ def test_make_flow():
         r, calls = make("xclbin", "TARGET=hw", f"OUT={out}", report="timing_setup_violated.rpt")
         ours = [l for l in r.stderr.splitlines() if "negative setup slack" in l]
         expect(r.returncode != 0 and len(ours) == 1, f"xclbin hw with negative WNS: exit {r.returncode}: {r.stderr!r}")
+
+        # After post-route phys_opt its report is the final one.
+        r, calls = make("xclbin", "TARGET=hw", f"OUT={out}", physopt="timing_hold_violated.rpt")
+        expect(r.returncode != 0 and "postroute_physopted.rpt: WHS -0.034 ns" in r.stderr,
+               f"xclbin hw with a violated post-route phys_opt report: exit {r.returncode}: {r.stderr!r}")
 
         r, calls = make("xclbin", "BOARD=u250", "TARGET=hw_emu", f"OUT={work}/u250")
         vpp = [c for c in calls if c.startswith("v++ ")]
