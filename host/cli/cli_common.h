@@ -34,6 +34,22 @@ Expected<std::map<std::string, Tensor>> load_inputs(const std::vector<std::strin
 
 uint64_t file_hash(const std::string& path);
 
+/// ONNX models (.onnx) behind `loom run` / `loom compile` (cmd_onnx.cc).
+struct OnnxRunArgs {
+  std::string model, backend, config, outputs;
+  std::vector<std::string> inputs;
+  bool check = false, json = false;
+  int cores = 0;
+};
+struct OnnxCompileArgs {
+  std::string model, config, out;
+  bool explain = false, json = false;
+  int cores = 0;
+};
+bool is_onnx_model(const std::string& path);
+int run_onnx(const OnnxRunArgs& a);
+int compile_onnx(const OnnxCompileArgs& a);
+
 void register_info(CLI::App& app);
 void register_compile(CLI::App& app);
 void register_run(CLI::App& app);

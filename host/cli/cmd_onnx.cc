@@ -1,0 +1,200 @@
+// `loom run model.onnx` and `loom compile model.onnx`: the ONNX frontend
+// behind the usual commands (docs/onnx.md).
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/cli_common.h"
+#include "common/tensor_io.h"
+#include "frontend/onnx/model.h"
+#include "frontend/onnx/program.h"
+#include "frontend/onnx/value.h"
+
+namespace loom::cli {
+
+bool is_onnx_model(const std::string& path) { return onnxfe::is_onnx_path(path); }
+
+namespace {
+
+void add_program_json(ordered_json& j, const onnxfe::Program& p) {
+  j["onnx_nodes"] = p.model.nodes.size();
+  j["folded_qdq"] = p.folded_qdq;
+  ordered_json segs = ordered_json::array();
+  size_t dev_ops = 0;
+  for (const auto& s : p.segments) {
+    size_t insns = 0;
+    for (const auto& c : s.plan.cores) insns += c.size();
+    dev_ops += s.nodes.size();
+    segs.push_back(ordered_json{{"nodes", s.nodes}, {"inputs", s.inputs}, {"outputs", s.outputs},
+                                {"layers", s.plan.layers.size()}, {"instructions", insns},
+                                {"memory_bytes", s.plan.memory_bytes}});
+  }
+  j["device_ops"] = dev_ops;
+  j["segments"] = segs;
+  j["fallback_op_count"] = p.fallback_ops.size();
+  j["fallback_ops"] = p.fallback_ops;
+  j["notes"] = p.notes;
+}
+
+void print_explain(const onnxfe::Program& p) {
+  for (size_t k = 0; k < p.segments.size(); ++k) {
+    const auto& s = p.segments[k];
+    std::cout << "[onnx] segment " << k << " on the fabric: " << s.nodes.size() << " ops\n";
+    for (const auto& d : s.decisions) std::cout << "[" << d.pass << "] " << d.node << ": " << d.text << "\n";
+  }
+  for (const auto& n : p.notes) std::cout << "[onnx] " << n << "\n";
+  std::cout << "[onnx] fallback_ops (" << p.fallback_ops.size() << "):";
+  for (const auto& f : p.fallback_ops) std::cout << " " << f;
+  std::cout << "\n";
+}
+
+Expected<std::map<std::string, onnxfe::Value>> read_inputs(const onnxfe::Model& m, const std::vector<std::string>& files) {
+  if (files.size() != m.inputs.size()) {
+    return make_error("--inputs", std::to_string(files.size()) + " files given; " + m.path + " has " +
+                                      std::to_string(m.inputs.size()) + " graph inputs");
+  }
+  std::map<std::string, onnxfe::Value> in;
+  for (size_t k = 0; k < files.size(); ++k) {
+    auto v = onnxfe::read_value(files[k]);
+    if (!v) return v.error();
+    in[m.inputs[k]] = std::move(*v);
+  }
+  return in;
+}
+
+}  // namespace
+
+int run_onnx(const OnnxRunArgs& a) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto cfg = find_config(a.config.empty() ? "default" : a.config);
+  if (!cfg) return fail(cfg.error());
+  auto m = onnxfe::load_model(a.model);
+  if (!m) return fail(m.error());
+  auto inputs = read_inputs(*m, a.inputs);
+  if (!inputs) return fail(inputs.error());
+  onnxfe::ProgramOptions po;
+  po.cores = a.cores;
+  auto prog = onnxfe::build_program(*m, *inputs, **cfg, po);
+  if (!prog) return fail(prog.error());
+  auto res = onnxfe::run_program(*prog, a.backend, **cfg, *inputs);
+  if (!res) return fail(res.error());
+
+  ordered_json j;
+  j["model"] = a.model;
+  j["kind"] = "onnx";
+  j["backend"] = a.backend;
+  j["config"] = (*cfg)->name;
+  add_program_json(j, *prog);
+
+  bool exact = true;
+  if (a.check) {
+    // The oracle: the same model with every op on the host, ONNX semantics.
+    onnxfe::ProgramOptions host;
+    host.use_device = false;
+    auto hp = onnxfe::build_program(*m, *inputs, **cfg, host);
+    if (!hp) return fail(hp.error());
+    auto hr = onnxfe::run_program(*hp, a.backend, **cfg, *inputs);
+    if (!hr) return fail(hr.error());
+    ordered_json mism = ordered_json::array();
+    for (size_t k = 0; k < res->outputs.size(); ++k) {
+      const auto& x = res->outputs[k].second;
+      const auto& y = hr->outputs[k].second;
+      int64_t diff = 0;
+      if (x.type != y.type || x.shape != y.shape) diff = x.numel();
+      else
+        for (int64_t i = 0; i < x.numel(); ++i) diff += x.at(i) != y.at(i);
+      if (diff) {
+        exact = false;
+        mism.push_back(ordered_json{{"output", res->outputs[k].first}, {"mismatched_elements", diff}});
+      }
+    }
+    j["bit_exact"] = exact;
+    if (!exact) j["mismatches"] = mism;
+  }
+
+  ordered_json outs = ordered_json::array();
+  if (!a.outputs.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(a.outputs, ec);
+    if (ec) return fail(a.outputs + ": cannot create the output directory: " + ec.message());
+  }
+  for (size_t k = 0; k < res->outputs.size(); ++k) {
+    const auto& [name, v] = res->outputs[k];
+    ordered_json oj{{"name", name}, {"dtype", onnxfe::elem_name(v.type)}, {"shape", v.shape}};
+    if (!a.outputs.empty()) {
+      const std::string file = (std::filesystem::path(a.outputs) / ("output_" + std::to_string(k) + ".pb")).string();
+      Status s = write_file_atomic(file, onnxfe::to_proto_bytes(v, name));
+      if (!s) return fail(s.error());
+      oj["file"] = file;
+    }
+    outs.push_back(oj);
+  }
+  j["outputs"] = outs;
+  j["has_time"] = res->has_time;
+  j["cycles"] = res->has_time ? ordered_json(res->device_cycles) : ordered_json(nullptr);
+  j["instructions"] = res->instructions;
+  j["wall_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (a.json) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << "ran " << a.model << " on " << a.backend << " (config " << (*cfg)->name << "): "
+              << j["device_ops"].get<size_t>() << " ops in " << prog->segments.size() << " device segments, "
+              << prog->fallback_ops.size() << " host fallback ops";
+    if (res->has_time) std::cout << ", " << res->device_cycles << " device cycles";
+    std::cout << "\n";
+    for (const auto& oj : outs) {
+      std::cout << "  output " << oj["name"].get<std::string>() << " " << oj["dtype"].get<std::string>() << " "
+                << oj["shape"].dump();
+      if (oj.contains("file")) std::cout << " -> " << oj["file"].get<std::string>();
+      std::cout << "\n";
+    }
+    if (a.check) std::cout << "  check against the host (ONNX semantics): " << (exact ? "bit-exact" : "MISMATCH") << "\n";
+  }
+  if (a.check && !exact) {
+    std::cerr << "loom: error: outputs differ from the host reference\n";
+    return 1;
+  }
+  return 0;
+}
+
+int compile_onnx(const OnnxCompileArgs& a) {
+  auto cfg = find_config(a.config);
+  if (!cfg) return fail(cfg.error());
+  auto m = onnxfe::load_model(a.model);
+  if (!m) return fail(m.error());
+  onnxfe::ProgramOptions po;
+  po.cores = a.cores;
+  auto prog = onnxfe::build_program(*m, {}, **cfg, po);
+  if (!prog) return fail(prog.error());
+  ordered_json j{{"model", a.model}, {"config", (*cfg)->name}};
+  add_program_json(j, *prog);
+  if (a.explain && !a.json) print_explain(*prog);
+  if (prog->segments.size() != 1) {
+    if (a.json) std::cout << j.dump(2) << "\n";
+    return fail(a.model + ": has " + std::to_string(prog->segments.size()) +
+                " device segments; a plan file holds exactly one (run the model with `loom run " + a.model + "`)");
+  }
+  plan::Plan p = prog->segments[0].plan;
+  p.graph_source.clear();  // the plan's graph is a segment, not a file `--check` could reread
+  p.graph_hash = 0;
+  Status s = plan::write_plan(p, a.out);
+  if (!s) return fail(s.error());
+  j["plan"] = a.out;
+  j["plan_inputs"] = prog->segments[0].inputs;
+  j["plan_outputs"] = prog->segments[0].outputs;
+  if (a.json) {
+    if (a.explain) {
+      j["decisions"] = ordered_json::array();
+      for (const auto& d : prog->segments[0].decisions)
+        j["decisions"].push_back(ordered_json{{"node", d.node}, {"pass", d.pass}, {"decision", d.text}});
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "wrote " << a.out << ": segment of " << prog->segments[0].nodes.size() << " ops (config "
+            << (*cfg)->name << "); " << prog->fallback_ops.size()
+            << " host fallback ops are not in the plan and run only under `loom run " << a.model << "`\n";
+  return 0;
+}
+
+}  // namespace loom::cli

@@ -1,0 +1,425 @@
+// Import and checking of ONNX models. Every check that can name a file, node
+// and field runs before onnx::checker, whose own message is kept on one line.
+#include "frontend/onnx/model.h"
+
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <queue>
+#include <set>
+
+#include "common/tensor_io.h"
+
+namespace loom::onnxfe {
+
+namespace fs = std::filesystem;
+
+int64_t Node::get_i(const std::string& a, int64_t def) const {
+  auto it = attrs.find(a);
+  return it == attrs.end() ? def : it->second.i;
+}
+float Node::get_f(const std::string& a, float def) const {
+  auto it = attrs.find(a);
+  return it == attrs.end() ? def : it->second.f;
+}
+std::string Node::get_s(const std::string& a, const std::string& def) const {
+  auto it = attrs.find(a);
+  return it == attrs.end() ? def : it->second.s;
+}
+std::vector<int64_t> Node::get_ints(const std::string& a, std::vector<int64_t> def) const {
+  auto it = attrs.find(a);
+  return it == attrs.end() ? def : it->second.ints;
+}
+
+bool is_onnx_path(const std::string& path) {
+  return path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0;
+}
+
+namespace {
+
+std::string one_line(std::string s) {
+  for (auto& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  const size_t max = 400;
+  if (s.size() > max) s = s.substr(0, max) + "...";
+  return s;
+}
+
+// Resolves a tensor's external data inside the model's folder only.
+Expected<std::string> external_bytes(const onnx::TensorProto& t, const std::string& dir, const std::string& where) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : t.external_data()) {
+    try {
+      if (kv.key() == "location") location = kv.value();
+      if (kv.key() == "offset") offset = std::stoll(kv.value());
+      if (kv.key() == "length") length = std::stoll(kv.value());
+    } catch (const std::exception&) {
+      return make_error(where + ": field 'external_data'", "'" + kv.key() + "' is not a number: '" + kv.value() + "'");
+    }
+  }
+  if (location.empty()) return make_error(where + ": field 'external_data'", "no 'location' given");
+  const fs::path loc(location);
+  if (loc.is_absolute()) {
+    return make_error(where + ": field 'external_data'",
+                      "location '" + location + "' is an absolute path; it must be relative to the model's folder");
+  }
+  std::error_code ec;
+  const fs::path base = fs::weakly_canonical(fs::path(dir.empty() ? "." : dir), ec);
+  const fs::path full = fs::weakly_canonical(fs::path(dir.empty() ? "." : dir) / loc, ec);
+  auto rel = full.lexically_relative(base);
+  if (ec || rel.empty() || *rel.begin() == "..") {
+    return make_error(where + ": field 'external_data'",
+                      "location '" + location + "' leaves the model's folder (" + base.string() + ")");
+  }
+  if (offset < 0 || length < -1) return make_error(where + ": field 'external_data'", "negative offset or length");
+  auto bytes = read_file_bytes(full.string());
+  if (!bytes) return make_error(where + ": field 'external_data'", bytes.error().str());
+  if (uint64_t(offset) > bytes->size() || (length >= 0 && uint64_t(offset + length) > bytes->size())) {
+    return make_error(where + ": field 'external_data'", "offset/length lie beyond the end of '" + location + "'");
+  }
+  return bytes->substr(size_t(offset), length < 0 ? std::string::npos : size_t(length));
+}
+
+Attr convert_attr(const onnx::AttributeProto& a) {
+  Attr r;
+  r.type = a.type();
+  r.i = a.i();
+  r.f = a.f();
+  r.s = a.s();
+  r.ints.assign(a.ints().begin(), a.ints().end());
+  r.floats.assign(a.floats().begin(), a.floats().end());
+  return r;
+}
+
+TensorType type_of(const onnx::TypeProto& tp) {
+  TensorType t;
+  if (!tp.has_tensor_type()) return t;
+  t.type = tp.tensor_type().elem_type();
+  if (tp.tensor_type().has_shape()) {
+    t.has_shape = true;
+    for (const auto& d : tp.tensor_type().shape().dim()) {
+      if (!d.has_dim_value()) {
+        t.has_shape = false;
+        t.shape.clear();
+        break;
+      }
+      t.shape.push_back(d.dim_value());
+    }
+  }
+  return t;
+}
+
+Status check_value_info(const onnx::ValueInfoProto& v, const std::string& where) {
+  if (!v.type().has_tensor_type()) return make_error(where + ": field 'type'", "only tensor types are supported");
+  const auto& tt = v.type().tensor_type();
+  if (!elem_supported(tt.elem_type())) {
+    return make_error(where + ": field 'elem_type'",
+                      elem_name(tt.elem_type()) + " is not supported (float32, uint8, int8, int32, int64, bool are)");
+  }
+  if (tt.has_shape()) {
+    std::vector<int64_t> dims;
+    bool all_known = true;
+    for (const auto& d : tt.shape().dim()) {
+      if (d.has_dim_value()) {
+        dims.push_back(d.dim_value());
+      } else {
+        all_known = false;
+      }
+    }
+    if (all_known) {
+      LOOM_TRY(check_dims(dims, where + ": field 'shape'"));
+    } else {
+      for (size_t k = 0; k < dims.size(); ++k)
+        if (dims[k] < 1) return make_error(where + ": field 'shape'", "dimension " + std::to_string(dims[k]) + " is not >= 1");
+    }
+  }
+  return {};
+}
+
+// Quantization parameters must match the tensors they describe.
+Status check_quant(const Model& m, const Node& n) {
+  auto type_of_t = [&](const std::string& t) -> int32_t {
+    if (auto c = m.consts.find(t); c != m.consts.end()) return c->second.type;
+    if (auto it = m.types.find(t); it != m.types.end()) return it->second.type;
+    return 0;
+  };
+  auto shape_of = [&](const std::string& t, std::vector<int64_t>* s) -> bool {
+    if (auto c = m.consts.find(t); c != m.consts.end()) return *s = c->second.shape, true;
+    if (auto it = m.types.find(t); it != m.types.end() && it->second.has_shape) return *s = it->second.shape, true;
+    return false;
+  };
+  auto numel = [](const std::vector<int64_t>& s) {
+    int64_t k = 1;
+    for (auto d : s) k *= d;
+    return k;
+  };
+  // (data, scale, zero_point, channel count or -1 for per-tensor only)
+  auto pair = [&](size_t data, size_t scale, size_t zp, int64_t channels, const char* what) -> Status {
+    const std::string w = m.where(n);
+    const std::string d = n.in(data), s = n.in(scale), z = n.in(zp);
+    if (d.empty() || s.empty()) return {};
+    const int32_t dt = type_of_t(d);
+    if (!z.empty()) {
+      const int32_t zt = type_of_t(z);
+      if (dt && zt && dt != zt) {
+        return make_error(w + ": input '" + z + "'", std::string(what) + " zero point is " + elem_name(zt) +
+                                                         " but '" + d + "' is " + elem_name(dt));
+      }
+    }
+    if (type_of_t(s) && type_of_t(s) != kFloat)
+      return make_error(w + ": input '" + s + "'", std::string(what) + " scale must be float32, got " +
+                                                       elem_name(type_of_t(s)));
+    std::vector<int64_t> ss, zs;
+    if (shape_of(s, &ss)) {
+      const int64_t k = numel(ss);
+      if (k != 1 && (channels < 0 || k != channels)) {
+        return make_error(w + ": input '" + s + "'",
+                          std::string(what) + " scale has " + std::to_string(k) + " values; expected 1" +
+                              (channels >= 0 ? " or one per channel (" + std::to_string(channels) + ")" : ""));
+      }
+      if (!z.empty() && shape_of(z, &zs) && numel(zs) != k) {
+        return make_error(w + ": input '" + z + "'", std::string(what) + " zero point has " +
+                                                         std::to_string(numel(zs)) + " values but the scale has " +
+                                                         std::to_string(k));
+      }
+    }
+    return {};
+  };
+  std::vector<int64_t> ws;
+  if (n.op == "QLinearConv") {
+    int64_t ch = -1;
+    if (shape_of(n.in(3), &ws) && !ws.empty()) ch = ws[0];
+    LOOM_TRY(pair(0, 1, 2, -1, "x"));
+    LOOM_TRY(pair(3, 4, 5, ch, "w"));
+  } else if (n.op == "QLinearMatMul") {
+    int64_t ch = -1;
+    if (shape_of(n.in(3), &ws) && !ws.empty()) ch = ws.back();
+    LOOM_TRY(pair(0, 1, 2, -1, "a"));
+    LOOM_TRY(pair(3, 4, 5, ch, "b"));
+  } else if (n.op == "QuantizeLinear" || n.op == "DequantizeLinear") {
+    std::vector<int64_t> xs;
+    int64_t ch = -1;
+    if (shape_of(n.in(0), &xs) && !xs.empty()) {
+      int64_t axis = n.get_i("axis", 1);
+      if (axis < 0) axis += int64_t(xs.size());
+      if (axis >= 0 && axis < int64_t(xs.size())) ch = xs[size_t(axis)];
+    }
+    if (n.op == "DequantizeLinear") {
+      LOOM_TRY(pair(0, 1, 2, ch, "x"));
+    } else {
+      // QuantizeLinear: the zero point's type is the output's type.
+      LOOM_TRY(pair(0, 1, 99, ch, "y"));
+      const int32_t zt = type_of_t(n.in(2));
+      if (zt && zt != kUint8 && zt != kInt8)
+        return make_error(m.where(n) + ": input '" + n.in(2) + "'", "zero point must be uint8 or int8, got " + elem_name(zt));
+    }
+  } else if (n.op == "MatMulInteger" || n.op == "ConvInteger") {
+    const std::string w = m.where(n);
+    for (auto [d, z] : {std::pair<size_t, size_t>{0, 2}, {1, 3}}) {
+      const int32_t dt = type_of_t(n.in(d)), zt = type_of_t(n.in(z));
+      if (!n.in(z).empty() && dt && zt && dt != zt)
+        return make_error(w + ": input '" + n.in(z) + "'",
+                          "zero point is " + elem_name(zt) + " but '" + n.in(d) + "' is " + elem_name(dt));
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Expected<Model> load_model(const std::string& path) {
+  auto bytes = read_file_bytes(path);
+  if (!bytes) return bytes.error();
+  return load_model_bytes(*bytes, path, fs::path(path).parent_path().string());
+}
+
+Expected<Model> load_model_bytes(const std::string& bytes, const std::string& path, const std::string& dir) {
+  onnx::ModelProto mp;
+  if (bytes.empty()) return make_error(path, "empty file; not an ONNX model");
+  if (!mp.ParseFromString(bytes)) {
+    return make_error(path, "not a valid ONNX model: protobuf parsing failed (truncated or not an ONNX file)");
+  }
+  if (!mp.has_graph() || mp.ir_version() <= 0) {
+    return make_error(path, "not an ONNX model: no graph or no ir_version (truncated or not an ONNX file)");
+  }
+  Model m;
+  m.path = path;
+  m.ir_version = mp.ir_version();
+  if (mp.ir_version() > 8) {
+    return make_error(path + ": field 'ir_version'",
+                      std::to_string(mp.ir_version()) + " is newer than the supported IR version 8");
+  }
+  bool has_default = false;
+  for (const auto& os : mp.opset_import()) {
+    if (os.domain().empty() || os.domain() == "ai.onnx") {
+      has_default = true;
+      m.opset = os.version();
+      if (os.version() < kMinOpset || os.version() > kMaxOpset) {
+        return make_error(path + ": field 'opset_import'", "opset " + std::to_string(os.version()) +
+                                                               " of the default domain is not supported (" +
+                                                               std::to_string(kMinOpset) + " to " +
+                                                               std::to_string(kMaxOpset) + " are)");
+      }
+    } else if (os.domain() != "com.microsoft") {
+      return make_error(path + ": field 'opset_import'", "domain '" + os.domain() + "' is not supported");
+    }
+  }
+  if (!has_default) return make_error(path + ": field 'opset_import'", "no opset for the default ONNX domain");
+
+  onnx::GraphProto* g = mp.mutable_graph();
+  m.name = g->name();
+  if (g->sparse_initializer_size() > 0)
+    return make_error(path + ": field 'sparse_initializer'", "sparse initializers are not supported");
+
+  // Initializers (external data resolved inside the model's folder).
+  for (auto& t : *g->mutable_initializer()) {
+    const std::string where = path + ": initializer '" + t.name() + "'";
+    if (t.name().empty()) return make_error(path + ": initializer", "has no name");
+    if (m.consts.count(t.name())) return make_error(where, "declared twice");
+    if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
+      auto ext = external_bytes(t, dir, where);
+      if (!ext) return ext.error();
+      t.set_raw_data(*ext);
+      t.clear_external_data();
+      t.set_data_location(onnx::TensorProto_DataLocation_DEFAULT);
+    }
+    auto v = from_proto(t, where);
+    if (!v) return v.error();
+    m.consts.emplace(t.name(), std::move(*v));
+  }
+
+  std::set<std::string> defined;
+  for (const auto& in : g->input()) {
+    const std::string where = path + ": graph input '" + in.name() + "'";
+    if (m.consts.count(in.name())) continue;  // IR < 4: initializers are listed as inputs too
+    LOOM_TRY(check_value_info(in, where));
+    m.inputs.push_back(in.name());
+    m.types[in.name()] = type_of(in.type());
+    defined.insert(in.name());
+  }
+  for (const auto& [name, v] : m.consts) defined.insert(name);
+  for (const auto& out : g->output()) {
+    LOOM_TRY(check_value_info(out, path + ": graph output '" + out.name() + "'"));
+    m.outputs.push_back(out.name());
+  }
+  if (m.outputs.empty()) return make_error(path + ": field 'output'", "the graph has no outputs");
+
+  // Nodes: names, producers, missing tensors, then a topological order.
+  std::vector<Node> nodes;
+  std::map<std::string, size_t> producer;
+  for (int k = 0; k < g->node_size(); ++k) {
+    const auto& np = g->node(k);
+    Node n;
+    n.op = np.op_type();
+    n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    n.name = np.name().empty() ? n.op + "_" + std::to_string(k) : np.name();
+    n.inputs.assign(np.input().begin(), np.input().end());
+    n.outputs.assign(np.output().begin(), np.output().end());
+    for (const auto& a : np.attribute()) {
+      if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS)
+        return make_error(m.where(n) + ": attribute '" + a.name() + "'", "subgraphs are not supported");
+      n.attrs[a.name()] = convert_attr(a);
+    }
+    for (const auto& o : n.outputs) {
+      if (o.empty()) continue;
+      if (defined.count(o) && !producer.count(o))
+        return make_error(m.where(n) + ": output '" + o + "'", "is also a graph input or initializer");
+      if (producer.count(o))
+        return make_error(m.where(n) + ": output '" + o + "'", "is also produced by node '" + nodes[producer[o]].name + "'");
+      producer[o] = nodes.size();
+    }
+    if (n.op == "Constant" && n.domain.empty()) {
+      const onnx::TensorProto* tp = nullptr;
+      for (const auto& a : np.attribute())
+        if (a.name() == "value" && a.has_t()) tp = &a.t();
+      if (tp == nullptr)
+        return make_error(m.where(n) + ": field 'attribute'", "only the 'value' form of Constant is supported");
+      auto v = from_proto(*tp, m.where(n) + ": attribute 'value'");
+      if (!v) return v.error();
+      if (n.outputs.size() != 1) return make_error(m.where(n) + ": field 'output'", "expected one output");
+      m.consts[n.outputs[0]] = std::move(*v);
+    }
+    nodes.push_back(std::move(n));
+  }
+  for (const auto& n : nodes) {
+    for (const auto& i : n.inputs) {
+      if (i.empty() || defined.count(i) || producer.count(i)) continue;
+      return make_error(m.where(n) + ": input '" + i + "'",
+                        "is not a graph input, an initializer or the output of any node (missing initializer?)");
+    }
+  }
+  for (const auto& o : m.outputs) {
+    if (!defined.count(o) && !producer.count(o))
+      return make_error(path + ": graph output '" + o + "'", "no node produces it");
+  }
+  // Kahn's algorithm, stable in file order.
+  std::vector<int> pending(nodes.size(), 0);
+  std::vector<std::vector<size_t>> users(nodes.size());
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    for (const auto& i : nodes[k].inputs) {
+      auto it = producer.find(i);
+      if (i.empty() || it == producer.end()) continue;
+      ++pending[k];
+      users[it->second].push_back(k);
+    }
+  }
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+  for (size_t k = 0; k < nodes.size(); ++k)
+    if (pending[k] == 0) ready.push(k);
+  std::vector<size_t> order;
+  while (!ready.empty()) {
+    const size_t k = ready.top();
+    ready.pop();
+    order.push_back(k);
+    for (size_t u : users[k])
+      if (--pending[u] == 0) ready.push(u);
+  }
+  if (order.size() != nodes.size()) {
+    for (size_t k = 0; k < nodes.size(); ++k)
+      if (pending[k] > 0) return make_error(m.where(nodes[k]), "the graph has a cycle through this node");
+  }
+  // The checker expects the file's node list in topological order.
+  {
+    std::vector<onnx::NodeProto> sorted;
+    sorted.reserve(order.size());
+    for (size_t k : order) sorted.push_back(g->node(int(k)));
+    g->clear_node();
+    for (auto& np : sorted) *g->add_node() = std::move(np);
+  }
+  for (size_t k : order) {
+    if (nodes[k].op == "Constant" && nodes[k].domain.empty()) continue;
+    m.nodes.push_back(std::move(nodes[k]));
+  }
+
+  try {
+    onnx::checker::check_model(mp);
+  } catch (const std::exception& e) {
+    return make_error(path, "ONNX checker: " + one_line(e.what()));
+  }
+  try {
+    // Strict (type-checked, node errors fatal) unless nodes of other domains
+    // are present, whose schemas the ONNX library does not know.
+    const bool custom = std::any_of(m.nodes.begin(), m.nodes.end(), [](const Node& n) { return !n.domain.empty(); });
+    onnx::ShapeInferenceOptions opts{!custom, custom ? 0 : 1, false};
+    onnx::shape_inference::InferShapes(mp, onnx::OpSchemaRegistry::Instance(), opts);
+  } catch (const std::exception& e) {
+    return make_error(path, "ONNX shape inference: " + one_line(e.what()));
+  }
+  for (const auto& vi : mp.graph().value_info()) {
+    LOOM_TRY(check_value_info(vi, path + ": tensor '" + vi.name() + "'"));
+    m.types[vi.name()] = type_of(vi.type());
+  }
+  for (const auto& vi : mp.graph().output()) {
+    if (!m.types.count(vi.name())) m.types[vi.name()] = type_of(vi.type());
+  }
+  for (const auto& n : m.nodes) LOOM_TRY(check_quant(m, n));
+  return m;
+}
+
+}  // namespace loom::onnxfe

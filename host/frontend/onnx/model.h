@@ -1,0 +1,76 @@
+// An imported ONNX model: checked (structure, opsets, dims, external-data
+// paths, cycles, missing tensors, then onnx::checker and shape inference),
+// with initializers and Constant nodes converted to host values and the nodes
+// in topological order.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "frontend/onnx/value.h"
+
+namespace onnx {
+class AttributeProto;
+}
+
+namespace loom::onnxfe {
+
+inline constexpr int64_t kMinOpset = 10;
+inline constexpr int64_t kMaxOpset = 17;
+
+struct Attr {
+  int32_t type = 0;  // onnx::AttributeProto::AttributeType
+  int64_t i = 0;
+  float f = 0;
+  std::string s;
+  std::vector<int64_t> ints;
+  std::vector<float> floats;
+};
+
+struct Node {
+  std::string name;    // as in the model, or "<op>_<index>" when it has none
+  std::string op;      // op_type
+  std::string domain;  // "" for ai.onnx, "com.microsoft", or "loom" for folded QDQ ops
+  std::vector<std::string> inputs;   // "" = absent optional input
+  std::vector<std::string> outputs;
+  std::map<std::string, Attr> attrs;
+
+  bool has(const std::string& a) const { return attrs.count(a) != 0; }
+  int64_t get_i(const std::string& a, int64_t def) const;
+  float get_f(const std::string& a, float def) const;
+  std::string get_s(const std::string& a, const std::string& def) const;
+  std::vector<int64_t> get_ints(const std::string& a, std::vector<int64_t> def = {}) const;
+  std::string in(size_t k) const { return k < inputs.size() ? inputs[k] : std::string(); }
+};
+
+struct TensorType {
+  int32_t type = 0;            // 0: unknown
+  std::vector<int64_t> shape;  // valid when has_shape
+  bool has_shape = false;
+};
+
+struct Model {
+  std::string path;   // for messages
+  std::string name;
+  int64_t ir_version = 0;
+  int64_t opset = 0;  // of the default domain
+  std::vector<Node> nodes;                 // topological order
+  std::map<std::string, Value> consts;     // initializers and Constant outputs
+  std::map<std::string, TensorType> types; // from the model and shape inference
+  std::vector<std::string> inputs;         // graph inputs that are not initializers
+  std::vector<std::string> outputs;
+
+  std::string where(const Node& n) const { return path + ": node '" + n.name + "' (" + n.op + ")"; }
+};
+
+/// Reads and checks `path`. Errors are one line naming the file, node and field.
+Expected<Model> load_model(const std::string& path);
+/// The same from bytes; `dir` is the folder external data is resolved in.
+Expected<Model> load_model_bytes(const std::string& bytes, const std::string& path, const std::string& dir);
+
+/// True when `path` names an ONNX model (by extension).
+bool is_onnx_path(const std::string& path);
+
+}  // namespace loom::onnxfe

@@ -1,0 +1,615 @@
+// QDQ folding, partitioning into device segments and host ops, and the
+// segment runner. Layout rule: ONNX tensors are NCHW; inside a segment
+// rank-4 tensors are NHWC, converted at the segment's boundary (host
+// transposes), and weights are converted once at import. uint8 tensors run
+// as int8: a uint8 tensor q with zero point z is the int8 tensor q - 128 with
+// zero point z - 128 (same real values), converted at the boundary.
+#include "frontend/onnx/program.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <set>
+
+#include "frontend/onnx/host_ops.h"
+#include "runtime/device.h"
+#include "runtime/executor.h"
+
+namespace loom::onnxfe {
+
+namespace {
+
+using Known = std::function<const Value*(const std::string&)>;
+
+bool scalar_int_equal(const Value& v) {
+  for (auto x : v.i)
+    if (x != v.i[0]) return false;
+  return !v.i.empty();
+}
+
+// ---- QDQ folding ------------------------------------------------------------
+
+struct Uses {
+  std::map<std::string, std::vector<size_t>> consumers;
+  std::map<std::string, size_t> producer;
+};
+
+Uses uses_of(const Model& m) {
+  Uses u;
+  for (size_t k = 0; k < m.nodes.size(); ++k) {
+    for (const auto& i : m.nodes[k].inputs)
+      if (!i.empty()) u.consumers[i].push_back(k);
+    for (const auto& o : m.nodes[k].outputs)
+      if (!o.empty()) u.producer[o] = k;
+  }
+  return u;
+}
+
+int fold_qdq(Model& m, const Known& known) {
+  int folded = 0;
+  Uses u = uses_of(m);
+  std::set<size_t> drop;
+  auto dq_of = [&](const std::string& t) -> const Node* {
+    auto it = u.producer.find(t);
+    if (it == u.producer.end()) return nullptr;
+    const Node& d = m.nodes[it->second];
+    if (d.op != "DequantizeLinear" || !d.domain.empty() || d.inputs.size() < 3 || d.in(2).empty()) return nullptr;
+    if (!known(d.in(1)) || !known(d.in(2))) return nullptr;
+    return &d;
+  };
+  auto sole_q = [&](const std::string& t) -> const Node* {
+    auto it = u.consumers.find(t);
+    if (it == u.consumers.end() || it->second.size() != 1) return nullptr;
+    if (std::find(m.outputs.begin(), m.outputs.end(), t) != m.outputs.end()) return nullptr;
+    const Node& q = m.nodes[it->second[0]];
+    if (q.op != "QuantizeLinear" || !q.domain.empty() || q.in(2).empty()) return nullptr;
+    const Value* s = known(q.in(1));
+    const Value* z = known(q.in(2));
+    if (!s || !z || s->numel() != 1 || z->numel() != 1) return nullptr;
+    return &q;
+  };
+  auto scalar = [&](const Node* d) {
+    const Value* s = known(d->in(1));
+    const Value* z = known(d->in(2));
+    return s && z && s->numel() == 1 && z->numel() == 1 && (z->type == kInt8 || z->type == kUint8);
+  };
+  for (size_t k = 0; k < m.nodes.size(); ++k) {
+    Node& n = m.nodes[k];
+    if (!n.domain.empty()) continue;
+    const bool conv = n.op == "Conv", mm = n.op == "MatMul", add = n.op == "Add";
+    if (!conv && !mm && !add) continue;
+    if (n.outputs.size() != 1) continue;
+    const Node* q = sole_q(n.outputs[0]);
+    const Node* d0 = dq_of(n.in(0));
+    const Node* d1 = dq_of(n.in(1));
+    if (!q || !d0 || !d1 || !scalar(d0)) continue;
+    Node f;
+    f.name = n.name;
+    f.attrs = n.attrs;
+    f.outputs = q->outputs;
+    if (add) {
+      if (!scalar(d1)) continue;
+      f.op = "QLinearAdd";
+      f.domain = "com.microsoft";
+      f.inputs = {d0->in(0), d0->in(1), d0->in(2), d1->in(0), d1->in(1), d1->in(2), q->in(1), q->in(2)};
+    } else {
+      const Value* w = known(d1->in(0));
+      const Value* ws = known(d1->in(1));
+      const Value* wz = known(d1->in(2));
+      if (!w || w->is_float() || !scalar_int_equal(*wz)) continue;
+      f.op = conv ? "QLinearConv" : "QLinearMatMul";
+      f.domain = "loom";
+      f.inputs = {d0->in(0), d0->in(1), d0->in(2), d1->in(0), d1->in(1), d1->in(2), q->in(1), q->in(2)};
+      if (!n.in(2).empty()) {
+        if (!conv) continue;
+        // Bias: an int32 tensor behind a DequantizeLinear (what ONNX Runtime
+        // writes), or a float constant quantized with x_scale * w_scale.
+        const Value* xs = known(d0->in(1));
+        const int64_t mch = w->shape.empty() ? 1 : w->shape[0];
+        Value bq = Value::make(kInt32, {mch});
+        auto bit = u.producer.find(n.in(2));
+        const Value* bf = known(n.in(2));
+        if (bit != u.producer.end() && m.nodes[bit->second].op == "DequantizeLinear" &&
+            known(m.nodes[bit->second].in(0)) && known(m.nodes[bit->second].in(0))->type == kInt32) {
+          const Value* bi = known(m.nodes[bit->second].in(0));
+          if (bi->numel() != mch) continue;
+          bq.i = bi->i;
+        } else if (bf && bf->is_float() && bf->numel() == mch) {
+          for (int64_t c = 0; c < mch; ++c) {
+            const double s = double(xs->f[0]) * double(ws->numel() == 1 ? ws->f[0] : ws->f[size_t(c)]);
+            bq.i[size_t(c)] = int64_t(std::clamp(std::nearbyint(double(bf->f[size_t(c)]) / s), -2147483648.0, 2147483647.0));
+          }
+        } else {
+          continue;
+        }
+        const std::string bname = n.name + "/bias_q";
+        m.consts[bname] = bq;
+        f.inputs.push_back(bname);
+      }
+    }
+    drop.insert(u.consumers[n.outputs[0]][0]);
+    n = f;
+    ++folded;
+  }
+  if (folded) {
+    std::vector<Node> kept;
+    for (size_t k = 0; k < m.nodes.size(); ++k)
+      if (!drop.count(k)) kept.push_back(std::move(m.nodes[k]));
+    m.nodes = std::move(kept);
+    // Dead-code elimination: DequantizeLinear nodes now feeding nothing.
+    for (bool changed = true; changed;) {
+      changed = false;
+      std::set<std::string> used(m.outputs.begin(), m.outputs.end());
+      for (const auto& n : m.nodes)
+        for (const auto& i : n.inputs) used.insert(i);
+      std::vector<Node> live;
+      for (auto& n : m.nodes) {
+        const bool any = std::any_of(n.outputs.begin(), n.outputs.end(), [&](const std::string& o) { return used.count(o); });
+        if (any) live.push_back(std::move(n));
+        else changed = true;
+      }
+      m.nodes = std::move(live);
+    }
+  }
+  return folded;
+}
+
+// ---- device mapping -------------------------------------------------------
+
+struct SegBuilder {
+  const Model& m;
+  const Known& known;
+  Segment seg;
+  std::map<std::string, std::vector<int64_t>> onnx_shape;  // ONNX-side shape of every segment tensor
+  std::map<std::string, int32_t> onnx_type;
+  int serial = 0;
+
+  std::vector<int64_t> shape_of(const std::string& t) const {
+    if (const Value* v = known(t)) return v->shape;
+    auto it = m.types.find(t);
+    return it != m.types.end() && it->second.has_shape ? it->second.shape : std::vector<int64_t>{};
+  }
+  int32_t type_of(const std::string& t) const {
+    if (const Value* v = known(t)) return v->type;
+    auto it = m.types.find(t);
+    return it != m.types.end() ? it->second.type : 0;
+  }
+  static std::vector<int64_t> to_nhwc(const std::vector<int64_t>& s) {
+    return s.size() == 4 ? std::vector<int64_t>{s[0], s[2], s[3], s[1]} : s;
+  }
+  // Declares activation `t` with quantization (scale, zp on the ONNX side).
+  // False when it already exists with different quantization.
+  bool activation(const std::string& t, double scale, int64_t zp, bool* is_new) {
+    const int32_t ty = type_of(t);
+    if (ty != kInt8 && ty != kUint8) return false;
+    const int64_t off = ty == kUint8 ? 128 : 0;
+    auto it = seg.graph.tensors.find(t);
+    if (it != seg.graph.tensors.end()) {
+      *is_new = false;
+      return it->second.q.scale.size() == 1 && it->second.q.scale[0] == scale && it->second.q.zero_point == zp - off;
+    }
+    auto s = shape_of(t);
+    if (s.empty()) return false;
+    ir::TensorInfo ti;
+    ti.name = t;
+    ti.dtype = DType::I8;
+    ti.shape = to_nhwc(s);
+    ti.q.scale = {scale};
+    ti.q.zero_point = int32_t(zp - off);
+    seg.graph.tensors[t] = ti;
+    onnx_shape[t] = s;
+    onnx_type[t] = ty;
+    *is_new = true;
+    return true;
+  }
+  bool in_seg(const std::string& t) const { return seg.graph.tensors.count(t) != 0; }
+};
+
+float f0(const Value* v) { return v->f[0]; }
+int64_t i0(const Value* v) { return v->i[0]; }
+
+// Tries to express `n` as device ops in `b`; on failure `b` is unchanged.
+bool map_device(SegBuilder& b, const Node& n, std::string* why) {
+  const Known& K = b.known;
+  auto all_known = [&](std::initializer_list<size_t> idx) {
+    for (size_t k : idx)
+      if (n.in(k).empty() || !K(n.in(k))) return false;
+    return true;
+  };
+  const Segment saved_seg = b.seg;
+  const auto saved_shape = b.onnx_shape;
+  const auto saved_type = b.onnx_type;
+  auto fail = [&](const std::string& w) {
+    b.seg = saved_seg;
+    b.onnx_shape = saved_shape;
+    b.onnx_type = saved_type;
+    *why = w;
+    return false;
+  };
+  auto new_input = [&](const std::string& t, bool fresh) {
+    if (fresh) b.seg.inputs.push_back(t);
+  };
+  const bool qconv = (n.op == "QLinearConv" && (n.domain.empty() || n.domain == "loom"));
+  const bool qmm = (n.op == "QLinearMatMul" && (n.domain.empty() || n.domain == "loom"));
+  if (qconv || qmm) {
+    if (!all_known({1, 2, 3, 4, 5, 6, 7})) return fail("weights or quantization parameters are not constants");
+    const Value *xs = K(n.in(1)), *xz = K(n.in(2)), *w = K(n.in(3)), *ws = K(n.in(4)), *wz = K(n.in(5)),
+                *ys = K(n.in(6)), *yz = K(n.in(7));
+    const Value* bias = n.inputs.size() > 8 && !n.in(8).empty() ? K(n.in(8)) : nullptr;
+    if (n.inputs.size() > 8 && !n.in(8).empty() && !bias) return fail("bias is not a constant");
+    if (xs->numel() != 1 || xz->numel() != 1 || ys->numel() != 1 || yz->numel() != 1)
+      return fail("activation quantization must be per-tensor");
+    if (!scalar_int_equal(*wz)) return fail("per-channel weight zero points differ");
+    const int32_t wt = w->type;
+    if (wt != kInt8 && wt != kUint8) return fail("weights must be int8 or uint8");
+    const int64_t woff = wt == kUint8 ? 128 : 0;
+    const std::string x = n.in(0), y = n.outputs[0];
+    const int32_t yt = yz->type;
+    if (b.type_of(y) != yt && b.type_of(y) != 0) return fail("output type differs from its zero point's type");
+    bool fresh = false;
+    if (!b.activation(x, f0(xs), i0(xz), &fresh)) return fail("input '" + x + "' has no int8/uint8 static shape or its quantization differs from its producer's");
+    new_input(x, fresh);
+    const auto xsh = b.onnx_shape[x];
+    ir::Node nd;
+    nd.name = n.name;
+    nd.inputs = {x, n.name + "/w"};
+    nd.outputs = {y};
+    ir::TensorInfo wi;
+    wi.name = n.name + "/w";
+    wi.dtype = DType::I8;
+    wi.is_const = true;
+    wi.q.zero_point = int32_t(i0(wz) - woff);
+    wi.q.scale.assign(ws->f.begin(), ws->f.end());
+    std::vector<int64_t> ysh;
+    int64_t channels = 0;
+    if (qconv) {
+      if (xsh.size() != 4 || w->shape.size() != 4) return fail("only 2-D convolutions run on the fabric");
+      for (auto d : n.get_ints("dilations", {1, 1}))
+        if (d != 1) return fail("dilations other than 1");
+      if (n.get_s("auto_pad", "NOTSET") != "NOTSET") return fail("auto_pad other than NOTSET");
+      const int64_t M = w->shape[0], cpg = w->shape[1], KH = w->shape[2], KW = w->shape[3];
+      const int64_t g = n.get_i("group", 1);
+      auto st = n.get_ints("strides", {1, 1});
+      auto pads = n.get_ints("pads", {0, 0, 0, 0});
+      if (st.size() != 2 || pads.size() != 4) return fail("strides/pads are not 2-D");
+      if (pads[0] >= KH || pads[2] >= KH || pads[1] >= KW || pads[3] >= KW) return fail("padding not smaller than the kernel");
+      if (g < 1 || xsh[1] % g || M % g || cpg * g != xsh[1]) return fail("group does not fit");
+      nd.op = ir::OpKind::Conv2d;
+      nd.attrs.kernel_h = KH, nd.attrs.kernel_w = KW, nd.attrs.stride_h = st[0], nd.attrs.stride_w = st[1];
+      nd.attrs.pad_top = pads[0], nd.attrs.pad_left = pads[1], nd.attrs.pad_bottom = pads[2], nd.attrs.pad_right = pads[3];
+      nd.attrs.groups = g;
+      wi.shape = {KH, KW, cpg, M};
+      wi.data = Tensor(DType::I8, wi.shape);
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t c = 0; c < cpg; ++c)
+          for (int64_t r = 0; r < KH; ++r)
+            for (int64_t s = 0; s < KW; ++s)
+              wi.data.i8()[((r * KW + s) * cpg + c) * M + m] = int8_t(w->i[size_t(((m * cpg + c) * KH + r) * KW + s)] - woff);
+      const int64_t oh = (xsh[2] + pads[0] + pads[2] - KH) / st[0] + 1, ow = (xsh[3] + pads[1] + pads[3] - KW) / st[1] + 1;
+      if (oh < 1 || ow < 1) return fail("empty output");
+      ysh = {xsh[0], M, oh, ow};
+      channels = M;
+    } else {
+      if (xsh.size() != 2 || w->shape.size() != 2) return fail("only 2-D matmuls run on the fabric");
+      const int64_t K2 = w->shape[0], N = w->shape[1];
+      if (xsh[1] != K2) return fail("inner dimensions differ");
+      nd.op = ir::OpKind::Gemm;
+      wi.shape = {K2, N};
+      wi.data = Tensor(DType::I8, wi.shape);
+      for (int64_t k = 0; k < K2 * N; ++k) wi.data.i8()[k] = int8_t(w->i[size_t(k)] - woff);
+      ysh = {xsh[0], N};
+      channels = N;
+    }
+    if (ws->numel() != 1 && ws->numel() != channels) return fail("weight scale count does not match the channels");
+    b.seg.graph.tensors[wi.name] = wi;
+    if (bias) {
+      if (bias->type != kInt32 || bias->numel() != channels) return fail("bias is not int32 with one value per channel");
+      ir::TensorInfo bi;
+      bi.name = n.name + "/b";
+      bi.dtype = DType::I32;
+      bi.is_const = true;
+      bi.shape = {channels};
+      bi.data = Tensor(DType::I32, bi.shape);
+      for (int64_t c = 0; c < channels; ++c) bi.data.i32()[c] = int32_t(bias->i[size_t(c)]);
+      b.seg.graph.tensors[bi.name] = bi;
+      nd.inputs.push_back(bi.name);
+    }
+    if (b.in_seg(y)) return fail("output defined twice");
+    ir::TensorInfo yi;
+    yi.name = y;
+    yi.dtype = DType::I8;
+    yi.shape = SegBuilder::to_nhwc(ysh);
+    yi.q.scale = {f0(ys)};
+    yi.q.zero_point = int32_t(i0(yz) - (yt == kUint8 ? 128 : 0));
+    if (yt != kInt8 && yt != kUint8) return fail("output must be int8 or uint8");
+    b.seg.graph.tensors[y] = yi;
+    b.onnx_shape[y] = ysh;
+    b.onnx_type[y] = yt;
+    b.seg.graph.nodes.push_back(nd);
+    b.seg.nodes.push_back(n.name);
+    return true;
+  }
+  if (n.op == "QLinearAdd" && n.domain == "com.microsoft") {
+    if (!all_known({1, 2, 4, 5, 6, 7})) return fail("quantization parameters are not constants");
+    const Value *as = K(n.in(1)), *az = K(n.in(2)), *bs = K(n.in(4)), *bz = K(n.in(5)), *ys = K(n.in(6)), *yz = K(n.in(7));
+    if (b.shape_of(n.in(0)) != b.shape_of(n.in(3)) || b.shape_of(n.in(0)).empty()) return fail("the fabric's add does not broadcast");
+    if (b.type_of(n.in(0)) != yz->type || b.type_of(n.in(3)) != yz->type) return fail("mixed int8/uint8 operands");
+    bool f1 = false, f2 = false;
+    if (!b.activation(n.in(0), f0(as), i0(az), &f1)) return fail("input quantization differs from its producer's");
+    new_input(n.in(0), f1);
+    if (n.in(3) != n.in(0)) {
+      if (!b.activation(n.in(3), f0(bs), i0(bz), &f2)) return fail("input quantization differs from its producer's");
+      new_input(n.in(3), f2);
+    } else if (f0(as) != f0(bs) || i0(az) != i0(bz)) {
+      return fail("one tensor with two quantizations");
+    }
+    const std::string y = n.outputs[0];
+    const int32_t yt = yz->type;
+    ir::TensorInfo yi;
+    yi.name = y;
+    yi.dtype = DType::I8;
+    yi.shape = SegBuilder::to_nhwc(b.shape_of(n.in(0)));
+    yi.q.scale = {f0(ys)};
+    yi.q.zero_point = int32_t(i0(yz) - (yt == kUint8 ? 128 : 0));
+    b.seg.graph.tensors[y] = yi;
+    b.onnx_shape[y] = b.shape_of(n.in(0));
+    b.onnx_type[y] = yt;
+    ir::Node nd;
+    nd.name = n.name;
+    nd.op = ir::OpKind::Add;
+    nd.inputs = {n.in(0), n.in(3)};
+    nd.outputs = {y};
+    b.seg.graph.nodes.push_back(nd);
+    b.seg.nodes.push_back(n.name);
+    return true;
+  }
+  if (n.op == "MaxPool" && n.domain.empty()) {
+    const std::string x = n.in(0);
+    const int32_t xt = b.type_of(x);
+    if (xt != kInt8 && xt != kUint8) return fail("float MaxPool runs on the host");
+    if (n.outputs.size() > 1) return fail("Indices output");
+    auto xsh = b.shape_of(x);
+    if (xsh.size() != 4) return fail("only 2-D pooling runs on the fabric");
+    auto k = n.get_ints("kernel_shape");
+    auto st = n.get_ints("strides", {1, 1});
+    auto pads = n.get_ints("pads", {0, 0, 0, 0});
+    for (auto d : n.get_ints("dilations", {1, 1}))
+      if (d != 1) return fail("dilations other than 1");
+    if (n.get_i("ceil_mode", 0) || n.get_s("auto_pad", "NOTSET") != "NOTSET" || n.get_i("storage_order", 0))
+      return fail("ceil_mode/auto_pad/storage_order");
+    if (k.size() != 2 || st.size() != 2 || pads.size() != 4) return fail("not 2-D");
+    if (pads[0] >= k[0] || pads[2] >= k[0] || pads[1] >= k[1] || pads[3] >= k[1]) return fail("padding not smaller than the kernel");
+    double scale = 1.0;
+    int64_t zp = 0;
+    if (b.in_seg(x)) {
+      scale = b.seg.graph.tensors[x].q.scale[0];
+      zp = b.seg.graph.tensors[x].q.zero_point + (xt == kUint8 ? 128 : 0);
+    }
+    bool fresh = false;
+    if (!b.activation(x, scale, zp, &fresh)) return fail("input has no static shape");
+    new_input(x, fresh);
+    const int64_t oh = (xsh[2] + pads[0] + pads[2] - k[0]) / st[0] + 1, ow = (xsh[3] + pads[1] + pads[3] - k[1]) / st[1] + 1;
+    const std::vector<int64_t> ysh{xsh[0], xsh[1], oh, ow};
+    const std::string y = n.outputs[0];
+    ir::TensorInfo yi = b.seg.graph.tensors[x];
+    yi.name = y;
+    yi.shape = SegBuilder::to_nhwc(ysh);
+    b.seg.graph.tensors[y] = yi;
+    b.onnx_shape[y] = ysh;
+    b.onnx_type[y] = xt;
+    ir::Node nd;
+    nd.name = n.name;
+    nd.op = ir::OpKind::MaxPool;
+    nd.inputs = {x};
+    nd.outputs = {y};
+    nd.attrs.kernel_h = k[0], nd.attrs.kernel_w = k[1], nd.attrs.stride_h = st[0], nd.attrs.stride_w = st[1];
+    nd.attrs.pad_top = pads[0], nd.attrs.pad_left = pads[1], nd.attrs.pad_bottom = pads[2], nd.attrs.pad_right = pads[3];
+    b.seg.graph.nodes.push_back(nd);
+    b.seg.nodes.push_back(n.name);
+    return true;
+  }
+  *why = "";
+  return false;
+}
+
+}  // namespace
+
+Expected<Program> build_program(Model model, const std::map<std::string, Value>& bound, const spec::HwConfig& cfg,
+                                const ProgramOptions& opt) {
+  Program p;
+  p.model = std::move(model);
+  Model& m = p.model;
+  Known known = [&](const std::string& t) -> const Value* {
+    if (auto it = m.consts.find(t); it != m.consts.end()) return &it->second;
+    if (auto it = bound.find(t); it != bound.end()) return &it->second;
+    return nullptr;
+  };
+  if (opt.use_device) p.folded_qdq = fold_qdq(m, known);
+
+  // Every op must run somewhere.
+  std::set<std::string> consumed_later;
+  for (const auto& n : m.nodes) {
+    std::string why;
+    if (!host_supports(n, m.opset, &why)) {
+      // Device-only forms are mapped below; anything else is an error now.
+      return make_error(m.where(n), "op " + (n.domain.empty() ? n.op : n.domain + "." + n.op) +
+                                        " is supported neither by the fabric nor by the host fallback (" + why + ")");
+    }
+  }
+
+  std::vector<bool> on_device(m.nodes.size(), false);
+  std::vector<int> seg_of(m.nodes.size(), -1);
+  if (opt.use_device) {
+    std::unique_ptr<SegBuilder> cur;
+    std::vector<size_t> cur_nodes;
+    auto close = [&]() -> Status {
+      if (!cur || cur_nodes.empty()) {
+        cur.reset();
+        cur_nodes.clear();
+        return {};
+      }
+      Segment seg = std::move(cur->seg);
+      // Boundary outputs: produced here, needed by later nodes or the graph.
+      std::set<std::string> produced;
+      for (const auto& nd : seg.graph.nodes) produced.insert(nd.outputs[0]);
+      std::set<std::string> needed(m.outputs.begin(), m.outputs.end());
+      for (size_t k = 0; k < m.nodes.size(); ++k) {
+        if (std::find(cur_nodes.begin(), cur_nodes.end(), k) != cur_nodes.end()) continue;
+        for (const auto& i : m.nodes[k].inputs) needed.insert(i);
+      }
+      for (const auto& nd : seg.graph.nodes)
+        if (needed.count(nd.outputs[0])) seg.outputs.push_back(nd.outputs[0]);
+      for (const auto& t : seg.inputs) {
+        seg.nhwc[t] = cur->onnx_shape[t].size() == 4;
+        seg.u8[t] = cur->onnx_type[t] == kUint8;
+      }
+      for (const auto& t : seg.outputs) {
+        seg.nhwc[t] = cur->onnx_shape[t].size() == 4;
+        seg.u8[t] = cur->onnx_type[t] == kUint8;
+      }
+      seg.graph.inputs = seg.inputs;
+      seg.graph.outputs = seg.outputs;
+      seg.graph.name = m.name.empty() ? "onnx" : m.name;
+      seg.graph.name += "/segment" + std::to_string(p.segments.size());
+      seg.graph.source = m.path;
+      std::string why;
+      Status s = ir::validate(seg.graph);
+      if (s) {
+        compiler::CompileOptions co;
+        co.num_cores = opt.cores;
+        auto r = compiler::compile(seg.graph, cfg, co);
+        if (r) {
+          seg.plan = std::move(r->plan);
+          seg.plan.graph_source = m.path;
+          seg.decisions = std::move(r->decisions);
+          const int idx = int(p.segments.size());
+          for (size_t k : cur_nodes) on_device[k] = true, seg_of[k] = idx;
+          p.segments.push_back(std::move(seg));
+        } else {
+          why = r.error().str();
+        }
+      } else {
+        why = s.str();
+      }
+      if (!why.empty()) p.notes.push_back("segment of " + std::to_string(cur_nodes.size()) + " ops from '" +
+                                          m.nodes[cur_nodes[0]].name + "' runs on the host: " + why);
+      cur.reset();
+      cur_nodes.clear();
+      return {};
+    };
+    for (size_t k = 0; k < m.nodes.size(); ++k) {
+      if (!cur) cur = std::make_unique<SegBuilder>(SegBuilder{m, known, {}, {}, {}, 0});
+      std::string why;
+      if (map_device(*cur, m.nodes[k], &why)) {
+        cur_nodes.push_back(k);
+      } else {
+        if (!why.empty()) p.notes.push_back("'" + m.nodes[k].name + "' (" + m.nodes[k].op + ") runs on the host: " + why);
+        LOOM_TRY(close());
+      }
+    }
+    LOOM_TRY(close());
+  }
+  int last_seg = -1;
+  for (size_t k = 0; k < m.nodes.size(); ++k) {
+    if (on_device[k]) {
+      if (seg_of[k] != last_seg) p.steps.push_back(Step{seg_of[k], 0});
+      last_seg = seg_of[k];
+    } else {
+      p.steps.push_back(Step{-1, k});
+      p.fallback_ops.push_back(m.nodes[k].name + " (" + m.nodes[k].op + ")");
+      last_seg = -1;
+    }
+  }
+  return p;
+}
+
+namespace {
+
+Tensor to_device(const Value& v, bool nhwc, bool u8) {
+  std::vector<int64_t> s = v.shape;
+  if (nhwc) s = {v.shape[0], v.shape[2], v.shape[3], v.shape[1]};
+  Tensor t(DType::I8, s);
+  const int64_t off = u8 ? 128 : 0;
+  if (!nhwc) {
+    for (int64_t k = 0; k < v.numel(); ++k) t.i8()[k] = int8_t(v.i[size_t(k)] - off);
+    return t;
+  }
+  const int64_t N = v.shape[0], C = v.shape[1], H = v.shape[2], W = v.shape[3];
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t w = 0; w < W; ++w)
+          t.i8()[((n * H + h) * W + w) * C + c] = int8_t(v.i[size_t(((n * C + c) * H + h) * W + w)] - off);
+  return t;
+}
+
+Value from_device(const Tensor& t, bool nhwc, bool u8) {
+  std::vector<int64_t> s = t.shape;
+  if (nhwc) s = {t.shape[0], t.shape[3], t.shape[1], t.shape[2]};
+  Value v = Value::make(u8 ? kUint8 : kInt8, s);
+  const int64_t off = u8 ? 128 : 0;
+  if (!nhwc) {
+    for (int64_t k = 0; k < v.numel(); ++k) v.i[size_t(k)] = int64_t(t.i8()[k]) + off;
+    return v;
+  }
+  const int64_t N = s[0], C = s[1], H = s[2], W = s[3];
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t w = 0; w < W; ++w)
+          v.i[size_t(((n * C + c) * H + h) * W + w)] = int64_t(t.i8()[((n * H + h) * W + w) * C + c]) + off;
+  return v;
+}
+
+}  // namespace
+
+Expected<ProgramRun> run_program(const Program& p, const std::string& backend, const spec::HwConfig& cfg,
+                                 const std::map<std::string, Value>& inputs) {
+  const Model& m = p.model;
+  std::map<std::string, Value> env = m.consts;
+  for (const auto& name : m.inputs) {
+    auto it = inputs.find(name);
+    if (it == inputs.end()) return make_error(m.path, "no value given for graph input '" + name + "'");
+    const Value& v = it->second;
+    auto ti = m.types.find(name);
+    if (ti != m.types.end()) {
+      if (ti->second.type && ti->second.type != v.type)
+        return make_error(m.path + ": graph input '" + name + "'", "expects " + elem_name(ti->second.type) + ", got " + elem_name(v.type));
+      if (ti->second.has_shape && ti->second.shape != v.shape)
+        return make_error(m.path + ": graph input '" + name + "'", "expects shape " + shape_string(ti->second.shape) + ", got " + shape_string(v.shape));
+    }
+    env[name] = v;
+  }
+  ProgramRun run;
+  for (const auto& st : p.steps) {
+    if (st.segment < 0) {
+      LOOM_TRY(run_host(m, m.nodes[st.node], env));
+      continue;
+    }
+    const Segment& seg = p.segments[size_t(st.segment)];
+    std::map<std::string, Tensor> din;
+    for (const auto& t : seg.inputs) {
+      const Value& v = env.at(t);
+      const auto& ti = seg.graph.tensors.at(t);
+      Tensor dt = to_device(v, seg.nhwc.at(t), seg.u8.at(t));
+      if (dt.shape != ti.shape)
+        return make_error(m.path + ": tensor '" + t + "'", "has shape " + shape_string(v.shape) + " at run time; the segment was compiled for another shape");
+      din[t] = std::move(dt);
+    }
+    auto dev = runtime::make_device(backend, cfg);
+    if (!dev) return dev.error();
+    auto r = runtime::execute(**dev, seg.plan, din);
+    if (!r) return r.error();
+    if (r->has_time) run.has_time = true, run.device_cycles += r->cycles;
+    for (const auto& c : r->cores) run.instructions += c.instructions;
+    for (const auto& [name, t] : r->outputs) env[name] = from_device(t, seg.nhwc.at(name), seg.u8.at(name));
+  }
+  for (const auto& o : m.outputs) {
+    auto it = env.find(o);
+    if (it == env.end()) return make_error(m.path + ": graph output '" + o + "'", "was not computed");
+    run.outputs.emplace_back(o, it->second);
+  }
+  return run;
+}
+
+}  // namespace loom::onnxfe
