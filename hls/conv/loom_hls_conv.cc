@@ -236,11 +236,13 @@ extern "C" int loom_hls_conv(const int8_t* x, const int8_t* w, const int32_t* pa
   if (int64_t(kh) * kw * (c / groups) > kConvMaxR) return kOverLimit;
   if (!clamp_ok(clip_lo, clip_hi)) return kBadClamp;
   if (!zp_ok(x_zp) || !zp_ok(w_zp) || !zp_ok(y_zp)) return kBadParam;
+  bool shifts_ok = true;  // no early exit, so the loop pipelines
 shift_check:
   for (int j = 0; j < m; ++j) {
 #pragma HLS PIPELINE II = 1
-    if (!shift_ok(params[3 * j + 2])) return kBadParam;
+    shifts_ok = shift_ok(params[3 * j + 2]) && shifts_ok;
   }
+  if (!shifts_ok) return kBadParam;
   if (batch == 0 || oh == 0 || ow == 0 || m == 0) return kOk;
   const Shape s = {batch, h, wd, c, m, kh, kw, stride_h, stride_w, pad_top, pad_left, oh, ow, groups};
   conv_dataflow(x, w, params, y, s, x_zp, w_zp, y_zp, clip_lo, clip_hi);

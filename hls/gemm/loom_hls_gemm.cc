@@ -192,11 +192,13 @@ extern "C" int loom_hls_gemm(const int8_t* a, const int8_t* b, const int32_t* pa
   if (!clamp_ok(clip_lo, clip_hi)) return kBadClamp;
   if (!zp_ok(a_zp) || !zp_ok(b_zp) || !zp_ok(y_zp)) return kBadParam;
   // Every channel's shift is checked before any output is written.
+  bool shifts_ok = true;  // no early exit, so the loop pipelines
 shift_check:
   for (int j = 0; j < n; ++j) {
 #pragma HLS PIPELINE II = 1
-    if (!shift_ok(params[3 * j + 2])) return kBadParam;
+    shifts_ok = shift_ok(params[3 * j + 2]) && shifts_ok;
   }
+  if (!shifts_ok) return kBadParam;
   if (m == 0 || n == 0) return kOk;
   gemm_dataflow(a, b, params, y, m, n, k, a_zp, b_zp, y_zp, clip_lo, clip_hi);
   return kOk;
