@@ -8,6 +8,24 @@
 
 namespace loom::compiler {
 
+const char* fusion_name(Fusion f) {
+  switch (f) {
+    case Fusion::None:
+      return "none";
+    case Fusion::Greedy:
+      return "greedy";
+    case Fusion::Cost:
+      return "cost";
+  }
+  return "?";
+}
+
+Expected<Fusion> parse_fusion(const std::string& s) {
+  for (Fusion f : {Fusion::None, Fusion::Greedy, Fusion::Cost})
+    if (s == fusion_name(f)) return f;
+  return make_error("--fusion", "unknown policy '" + s + "' (none, greedy or cost)");
+}
+
 Budget make_budget(const spec::HwConfig& cfg, bool double_buffer) {
   Budget b;
   b.slots = double_buffer ? 2 : 1;
@@ -52,6 +70,11 @@ Expected<CompileResult> compile(const ir::Graph& g, const spec::HwConfig& cfg, c
       return ps.error();
     }
     for (const auto& [k, v] : p->statistics()) r.stats.emplace_back(std::string(p->name()) + "." + k, v);
+  }
+  for (const auto& l : s.layers) {
+    if (l.props->kind == LayerKind::Alias) continue;
+    r.predicted.push_back({l.name, l.cost.cycles, l.cost.dram_read, l.cost.dram_written, l.cost.insns});
+    r.predicted_cycles += l.cost.cycles;
   }
   r.plan = std::move(s.plan);
   r.decisions = std::move(s.decisions);

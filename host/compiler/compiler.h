@@ -14,9 +14,17 @@
 
 namespace loom::compiler {
 
+/// Which producer-consumer groups fuse: none, every legal one (greedy), or
+/// those the cost model predicts to be faster (cost, the default).
+enum class Fusion : uint8_t { None, Greedy, Cost };
+const char* fusion_name(Fusion f);
+/// Parses "none" / "greedy" / "cost".
+Expected<Fusion> parse_fusion(const std::string& s);
+
 struct CompileOptions {
   int num_cores = 0;          // 0: all cores of the config
   bool double_buffer = true;  // two IN/WGT/OUT/PARAM slots so load, compute and store overlap
+  Fusion fusion = Fusion::Cost;
 };
 
 /// One explained choice, printed by `loom compile --explain`.
@@ -26,8 +34,16 @@ struct Decision {
   std::string text;
 };
 
+/// The cost model's prediction for one emitted layer (fused group).
+struct LayerPrediction {
+  std::string name;
+  uint64_t cycles = 0, dram_read = 0, dram_written = 0, insns = 0;
+};
+
 struct CompileResult {
   plan::Plan plan;
+  std::vector<LayerPrediction> predicted;  // per emitted layer, plan order
+  uint64_t predicted_cycles = 0;           // sum over layers
   std::vector<Decision> decisions;
   std::vector<std::pair<std::string, int64_t>> stats;  // "<pass>.<statistic>", in pipeline order
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "compiler/cost_model.h"
 #include "compiler/pass.h"
 #include "ir/op_quant.h"
 
@@ -23,13 +24,18 @@ class FuseActivationPass final : public Pass {
       if (!act.props->is_activation) continue;
       const ir::Node& r = g.nodes[act.node];
       std::string why;
+      saving_.clear();
       Layer* prod = producer_layer(s, r.inputs[0]);
-      if (!prod || !prod->props->takes_activation) {
+      if (s.opt.fusion == Fusion::None) {
+        why = "fusion policy none";
+      } else if (!prod || !prod->props->takes_activation) {
         why = "producer is not a conv/gemm/add";
       } else if (erased[prod->node]) {
         why = "producer already removed";
       } else {
-        why = try_fuse(s, *prod, act);
+        why = legal(s, *prod, act);
+        if (why.empty() && s.opt.fusion == Fusion::Cost) why = weigh(s, act);
+        if (why.empty()) apply(s, *prod, act);
       }
       if (why.empty()) {
         erased[act.node] = true;
@@ -38,7 +44,7 @@ class FuseActivationPass final : public Pass {
         s.decide(prod->name, name(),
                  "folded " + std::string(act.props->name) + " '" + r.name + "' into the output clamp [" +
                      std::to_string(g.nodes[prod->node].attrs.act.lo) + ", " +
-                     std::to_string(g.nodes[prod->node].attrs.act.hi) + "]");
+                     std::to_string(g.nodes[prod->node].attrs.act.hi) + "]" + saving_);
       } else {
         bump("not_fused");
         s.decide(act.name, name(), "kept separate: " + why);
@@ -69,10 +75,26 @@ class FuseActivationPass final : public Pass {
     return nullptr;
   }
 
-  /// Returns why fusing `act` into `prod` is not exact, or "" after fusing.
-  static std::string try_fuse(CompileState& s, Layer& prod, Layer& act) {
+  /// The cost policy: folding the clamp costs the producer nothing (its
+  /// POSTOP/ELTWISE clamp fields), so the group is faster exactly when the
+  /// activation layer it removes has a positive predicted cost. Records the
+  /// predicted saving for the decision text.
+  std::string weigh(const CompileState& s, const Layer& act) {
+    Layer alone = act;
+    alone.tiling.tm = std::max<int64_t>(1, std::min({s.budget.in, s.budget.out, int64_t(65535), act.elems}));
+    const Cost c = estimate(CostParams::from(*s.cfg), alone, s.cores, s.budget.slots);
+    saving_ = "; cost model: saves " + std::to_string(c.cycles) + " predicted cycles, " +
+              std::to_string(c.dram_read + c.dram_written) + " DRAM bytes and " + std::to_string(c.insns) +
+              " instructions, no scratchpad added";
+    bump("saved_predicted_cycles", int64_t(c.cycles));
+    if (c.cycles == 0) return "cost model predicts no saving";
+    return "";
+  }
+
+  /// Returns why fusing `act` into `prod` is not exact, or "" when it is.
+  static std::string legal(CompileState& s, Layer& prod, Layer& act) {
     ir::Graph& g = s.graph;
-    ir::Node& p = g.nodes[prod.node];
+    const ir::Node& p = g.nodes[prod.node];
     const ir::Node& r = g.nodes[act.node];
     const std::string& mid = r.inputs[0];
     int consumers = 0;
@@ -89,10 +111,19 @@ class FuseActivationPass final : public Pass {
       return "requantization is not the identity";
     const int32_t lo = std::max(p.attrs.act.lo, eq->lo), hi = std::min(p.attrs.act.hi, eq->hi);
     if (lo > hi) return "clamp ranges do not overlap";
-    p.attrs.act = {lo, hi};
-    p.outputs[0] = r.outputs[0];
     return "";
   }
+
+  static void apply(CompileState& s, Layer& prod, Layer& act) {
+    ir::Graph& g = s.graph;
+    ir::Node& p = g.nodes[prod.node];
+    const ir::Node& r = g.nodes[act.node];
+    auto eq = ir::elt_quant(g, r);
+    p.attrs.act = {std::max(p.attrs.act.lo, eq->lo), std::min(p.attrs.act.hi, eq->hi)};
+    p.outputs[0] = r.outputs[0];
+  }
+
+  std::string saving_;
 };
 
 }  // namespace

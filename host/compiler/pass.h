@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "compiler/compiler.h"
+#include "compiler/cost_model.h"
 #include "compiler/op_table.h"
 
 namespace loom::compiler {
@@ -70,6 +71,7 @@ struct Layer {
   std::vector<int> core_of_tile;
   uint64_t wgt_offset = 0;    // mac: prepacked [group][K][Ng] weights (constant b only)
   uint64_t param_offset = 0;  // mac: int32 (bias, mult, shift) per output channel
+  Cost cost;                  // the cost model's prediction for the chosen tiling
 };
 
 /// Scratchpad bytes a tile may use, after double buffering.

@@ -5,12 +5,15 @@
 #include <string>
 #include <tuple>
 
+#include "compiler/cost_model.h"
 #include "compiler/pass.h"
 
 namespace loom::compiler {
 namespace {
 
 constexpr int64_t kField16 = 65535;  // m/n/k_len/lda/rows/cols are 16-bit fields
+/// Candidates per layer the cost model evaluates (best pre-scores first).
+constexpr size_t kSearch = 24;
 
 std::string kib(int64_t bytes) { return std::to_string(bytes) + " B"; }
 
@@ -61,15 +64,17 @@ class TilingPass final : public Pass {
     for (int64_t np = P; np >= 1; --np) kshapes.emplace_back(g.Cg, np);
     for (int64_t cc : candidates(g.Cg, R))
       if (cc < g.Cg) kshapes.emplace_back(cc, 1);
-    // Lexicographic score: cores kept busy (output tiles are spread over the
-    // cores, so fewer tiles than cores leaves cores idle), then DRAM bytes,
-    // then the work of the most loaded core, then steps (instructions), then
-    // bigger tiles.
+    // Candidates that fit; the cost model ranks the most promising ones by
+    // predicted cycles. A cheap lexicographic pre-score (cores kept busy,
+    // DRAM bytes, work of the busiest core, steps, bigger tiles) keeps the
+    // search short on wide layers.
     using Score = std::tuple<int64_t, uint64_t, int64_t, int64_t, int64_t, int64_t>;
+    struct Cand {
+      Score pre;
+      int64_t tm, tn, cc, np;
+    };
+    std::vector<Cand> cands;
     const int64_t cores = s.cores;
-    bool found = false;
-    Score best{};
-    int64_t btm = 0, btn = 0, bcc = 0, bnp = 0;
     for (int64_t tn : candidates(g.Ng, C)) {
       if (12 * tn > b.param || 4 * tn > kField16) continue;
       for (auto [cc, np] : kshapes) {
@@ -82,23 +87,35 @@ class TilingPass final : public Pass {
         const int64_t nk = cc == g.Cg ? ceil_div(P, np) : P * ceil_div(g.Cg, cc);
         const uint64_t bytes = uint64_t(bg) * uint64_t(nn * M * K + nm * K * g.Ng + nm * 12 * g.Ng);
         const int64_t tiles = bg * nm * nn;
-        const Score sc{-std::min(tiles, cores), bytes, ceil_div(tiles, cores) * tm * tn, tiles * nk, -tm, -tn};
-        if (!found || sc < best) found = true, best = sc, btm = tm, btn = tn, bcc = cc, bnp = np;
+        cands.push_back({{-std::min(tiles, cores), bytes, ceil_div(tiles, cores) * tm * tn, tiles * nk, -tm, -tn},
+                         tm, tn, cc, np});
       }
     }
-    if (!found)
+    if (cands.empty())
       return make_error("node '" + l.name + "'",
                         "no tile of this layer fits the scratchpads of config '" + std::string(s.cfg->name) + "'");
+    const size_t keep = std::min<size_t>(cands.size(), kSearch);
+    std::partial_sort(cands.begin(), cands.begin() + ptrdiff_t(keep), cands.end(),
+                      [](const Cand& a, const Cand& c) { return a.pre < c.pre; });
+    const CostParams cp = CostParams::from(*s.cfg);
     Tiling& t = l.tiling;
-    t.tm = btm, t.tn = btn;
-    t.ksteps.clear();
-    if (bcc == g.Cg) {
-      for (int64_t p = 0; p < P; p += bnp) t.ksteps.push_back({p, std::min(bnp, P - p), 0, g.Cg});
-    } else {
-      for (int64_t p = 0; p < P; ++p)
-        for (int64_t c = 0; c < g.Cg; c += bcc) t.ksteps.push_back({p, 1, c, std::min(bcc, g.Cg - c)});
+    size_t best = 0;
+    uint64_t best_cycles = 0, first_cycles = 0;
+    Tiling best_t;
+    for (size_t i = 0; i < keep; ++i) {
+      const Cand& c = cands[i];
+      t.tm = c.tm, t.tn = c.tn;
+      t.ksteps = ksteps(g, c.cc, c.np);
+      const Cost cost = estimate(cp, l, s.cores, b.slots);
+      if (i == 0) first_cycles = cost.cycles;
+      if (i == 0 || cost.cycles < best_cycles) best = i, best_cycles = cost.cycles, best_t = t, l.cost = cost;
     }
-    t.bytes_read = std::get<1>(best);
+    t = best_t;
+    const int64_t btm = cands[best].tm, btn = cands[best].tn, bcc = cands[best].cc, bnp = cands[best].np;
+    bump("candidates", int64_t(cands.size()));
+    bump("evaluated", int64_t(keep));
+    bump("predicted_cycles", int64_t(best_cycles));
+    t.bytes_read = std::get<1>(cands[best].pre);
     t.bytes_written = uint64_t(g.batch * M * g.Cout);
     const int64_t tk = bcc * bnp;
     s.decide(l.name, name(),
@@ -108,8 +125,28 @@ class TilingPass final : public Pass {
                  " K steps); IN " + kib(btm * tk) + "/" + kib(b.in) + ", WGT " + kib(tk * btn) + "/" + kib(b.wgt) +
                  ", OUT " + kib(btm * btn) + "/" + kib(b.out) + (b.slots > 1 ? " per slot" : "") + ", ACC " +
                  kib(4 * btm * btn) + "/" + kib(b.acc) + "; predicted DRAM bytes read " + std::to_string(t.bytes_read) +
-                 ", written " + std::to_string(t.bytes_written));
+                 ", written " + std::to_string(t.bytes_written) + "; " + l.cost.summary() + "; best of " +
+                 std::to_string(keep) + " evaluated of " + std::to_string(cands.size()) + " candidates" +
+                 (best == 0 ? "" : " (the DRAM-bytes-first choice predicts " + std::to_string(first_cycles) + ")"));
     return Status::ok();
+  }
+
+  std::string cost_of(const CompileState& s, Layer& l) {
+    l.cost = estimate(CostParams::from(*s.cfg), l, s.cores, s.budget.slots);
+    bump("predicted_cycles", int64_t(l.cost.cycles));
+    return l.cost.summary();
+  }
+
+  static std::vector<KStep> ksteps(const MacGeom& g, int64_t cc, int64_t np) {
+    const int64_t P = g.KH * g.KW;
+    std::vector<KStep> v;
+    if (cc == g.Cg) {
+      for (int64_t p = 0; p < P; p += np) v.push_back({p, std::min(np, P - p), 0, g.Cg});
+    } else {
+      for (int64_t p = 0; p < P; ++p)
+        for (int64_t c = 0; c < g.Cg; c += cc) v.push_back({p, 1, c, std::min(cc, g.Cg - c)});
+    }
+    return v;
   }
 
   Status tile_pool(CompileState& s, Layer& l) {
@@ -136,7 +173,7 @@ class TilingPass final : public Pass {
              "window " + std::to_string(win) + ": " + std::to_string(tm) + " pixels x " + std::to_string(cc) +
                  " channels per tile; IN " + kib(tm * win * cc) + "/" + kib(b.in) + ", OUT " + kib(tm * cc) + "/" +
                  kib(b.out) + "; predicted DRAM bytes read " + std::to_string(t.bytes_read) + ", written " +
-                 std::to_string(t.bytes_written));
+                 std::to_string(t.bytes_written) + "; " + cost_of(s, l));
     return Status::ok();
   }
 
@@ -152,7 +189,7 @@ class TilingPass final : public Pass {
     s.decide(l.name, name(),
              std::to_string(l.elems) + " elements in chunks of " + std::to_string(chunk) +
                  "; predicted DRAM bytes read " + std::to_string(t.bytes_read) + ", written " +
-                 std::to_string(t.bytes_written));
+                 std::to_string(t.bytes_written) + "; " + cost_of(s, l));
   }
 };
 

@@ -1,0 +1,316 @@
+// The cost model (see cost_model.h and docs/compiler.md, "Cost model").
+#include "compiler/cost_model.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "compiler/pass.h"
+#include "timing.h"  // sim/timing.h: the tlm platform's per-instruction formulas
+
+namespace loom::compiler {
+namespace {
+
+using tlm::kDmaStartCycles;
+using tlm::kIssueCycles;
+using tlm::kMaxOutstanding;
+using tlm::kRowGapCycles;
+using tlm::kRowSetupCycles;
+
+uint64_t cdiv(uint64_t a, uint64_t b) { return b ? (a + b - 1) / b : 0; }
+
+tlm::TimingParams timing(const CostParams& p) {
+  tlm::TimingParams t;
+  t.rows = uint32_t(p.rows);
+  t.cols = uint32_t(p.cols);
+  t.mem_bytes = uint32_t(p.mem_bytes);
+  t.spw = uint32_t(p.spw);
+  t.latency = uint32_t(p.latency);
+  t.mem_ports = uint32_t(p.ports);
+  return t;
+}
+
+uint64_t gemm(const CostParams& p, uint64_t m, uint64_t n, uint64_t k, bool acc) {
+  spec::GemmInsn g;
+  g.m = m, g.n = n, g.k_len = k, g.ldc = 4 * n, g.accumulate = acc;
+  return tlm::gemm_cycles(timing(p), g);
+}
+uint64_t postop(uint64_t m, uint64_t n) {
+  spec::PostopInsn po;
+  po.m = m, po.n = n;
+  return tlm::postop_cycles(po);
+}
+
+/// Busy cycles and traffic of one unit, accumulated per tile.
+struct Acc {
+  uint64_t cycles = 0, insns = 0, bursts = 0, beats = 0, bytes = 0;
+  void dma(const CostParams& p, bool write, uint64_t rows, uint64_t cols, uint64_t stride, uint64_t times = 1) {
+    uint64_t bu = 0, be = 0;
+    cycles += times * dma_cycles(p, write, rows, cols, stride, &bu, &be);
+    insns += times;
+    bursts += times * bu;
+    beats += times * be;
+    bytes += times * rows * cols;
+  }
+};
+
+/// One output tile of one core: per K step the load and compute work, then
+/// the store. With double buffering the units overlap step by step.
+struct TileCost {
+  uint64_t time = 0;  // steady-state cycles the tile adds to its core
+  uint64_t first_load = 0, last_tail = 0;
+  Acc ld, cp, st;
+};
+
+void finish_tile(TileCost& t, const std::vector<std::pair<uint64_t, uint64_t>>& steps, int slots) {
+  uint64_t sum = 0;
+  for (auto [l, c] : steps) sum += slots > 1 ? std::max(l, c) : l + c;
+  t.time = slots > 1 ? std::max(sum, t.st.cycles) : sum + t.st.cycles;
+  t.first_load = steps.empty() ? 0 : steps.front().first;
+  t.last_tail = t.st.cycles;
+}
+
+/// Pixel runs of `m` consecutive output pixels in rows of `ow`: each run is
+/// one gather LOAD per kernel position.
+uint64_t runs(uint64_t m, uint64_t ow) {
+  if (ow == 0 || m == 0) return 1;
+  return std::min<uint64_t>(m, m / ow + (m % ow != 0 ? 1 : 0) + (m > ow && m % ow != 0 ? 1 : 0));
+}
+
+/// Share of (output pixel, kernel position) pairs whose input pixel lies in
+/// the padding.
+double pad_share(const MacGeom& g) {
+  const auto valid = [](int64_t out, int64_t in, int64_t k, int64_t s, int64_t pad) {
+    int64_t v = 0;
+    for (int64_t o = 0; o < out; ++o) v += (o * s - pad + k) >= 0 && (o * s - pad + k) < in;
+    return v;
+  };
+  int64_t ok = 0;
+  for (int64_t kh = 0; kh < g.KH; ++kh)
+    for (int64_t kw = 0; kw < g.KW; ++kw) ok += valid(g.OH, g.H, kh, g.sh, g.pt) * valid(g.OW, g.W, kw, g.sw, g.pl);
+  const int64_t all = g.OH * g.OW * g.KH * g.KW;
+  return all ? 1.0 - double(ok) / double(all) : 0.0;
+}
+
+TileCost mac_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n, const std::vector<KStep>& ks,
+                  int slots, bool residual, double pad_share) {
+  TileCost t;
+  std::vector<std::pair<uint64_t, uint64_t>> steps;
+  const uint64_t r = runs(m, uint64_t(g.OW));
+  // Equal consecutive K steps cost the same: reuse the previous step's numbers.
+  int64_t prev_npos = -1, prev_cc = -1;
+  bool prev_acc = false;
+  TileCost d;
+  for (size_t k = 0; k < ks.size(); ++k) {
+    const bool last = k + 1 == ks.size();
+    if (!last && ks[k].npos == prev_npos && ks[k].cc == prev_cc && (k > 0) == prev_acc) {
+      for (auto [dst, src] : {std::pair{&t.ld, &d.ld}, std::pair{&t.cp, &d.cp}}) {
+        dst->cycles += src->cycles, dst->insns += src->insns, dst->bursts += src->bursts;
+        dst->beats += src->beats, dst->bytes += src->bytes;
+      }
+      steps.push_back(steps.back());
+      continue;
+    }
+    const TileCost before = t;
+    const uint64_t l0 = t.ld.cycles, c0 = t.cp.cycles;
+    // im2col gather: one LOAD per kernel position and pixel run; the share
+    // of pixels that fall into the padding is written without memory
+    // traffic (a beat a cycle plus the row gap).
+    const uint64_t rows = cdiv(m, r), cc = uint64_t(ks[k].cc), times = uint64_t(ks[k].npos) * r;
+    const uint64_t pad_rows = uint64_t(double(rows) * pad_share + 0.5);
+    t.ld.dma(p, false, rows - pad_rows, cc, uint64_t(g.sw * g.C), times);
+    t.ld.cycles += times * pad_rows * (cdiv(cc, p.mem_bytes) + kRowGapCycles);
+    t.ld.dma(p, false, uint64_t(ks[k].len()), n, uint64_t(g.Ng));  // B tile
+    if (last) t.ld.dma(p, false, 1, 12 * n, 12 * n);                 // PARAM slice
+    if (last && residual) t.ld.dma(p, false, m, n, uint64_t(g.Cout));
+    t.cp.cycles += gemm(p, m, n, uint64_t(ks[k].len()), k > 0);
+    ++t.cp.insns;
+    if (last) t.cp.cycles += postop(m, n), ++t.cp.insns;
+    steps.emplace_back(t.ld.cycles - l0, t.cp.cycles - c0);
+    for (auto [dst, a, b] : {std::tuple{&d.ld, &t.ld, &before.ld}, std::tuple{&d.cp, &t.cp, &before.cp}}) {
+      dst->cycles = a->cycles - b->cycles, dst->insns = a->insns - b->insns, dst->bursts = a->bursts - b->bursts;
+      dst->beats = a->beats - b->beats, dst->bytes = a->bytes - b->bytes;
+    }
+    prev_npos = ks[k].npos, prev_cc = ks[k].cc, prev_acc = k > 0;
+  }
+  t.st.dma(p, true, m, n, uint64_t(g.Cout));
+  finish_tile(t, steps, slots);
+  return t;
+}
+
+TileCost pool_tile(const CostParams& p, const PoolGeom& g, uint64_t m, uint64_t c, int slots) {
+  TileCost t;
+  if (g.global) {
+    t.ld.dma(p, false, uint64_t(g.H * g.W), c, uint64_t(g.C));
+  } else {
+    const uint64_t r = runs(m, uint64_t(g.OW));
+    t.ld.dma(p, false, cdiv(m, r), c, uint64_t(g.sw * g.C), uint64_t(g.win()) * r);
+  }
+  spec::PoolInsn pi;
+  pi.p = m, pi.win = g.global ? uint64_t(g.H * g.W) : uint64_t(g.win()), pi.c = c;
+  t.cp.cycles = tlm::pool_cycles(timing(p), pi), t.cp.insns = 1;
+  t.st.dma(p, true, m, c, uint64_t(g.C));
+  finish_tile(t, {{t.ld.cycles, t.cp.cycles}}, slots);
+  return t;
+}
+
+TileCost eltwise_tile(const CostParams& p, uint64_t count, int operands, int slots) {
+  TileCost t;
+  t.ld.dma(p, false, 1, count, count, uint64_t(operands));
+  spec::EltwiseInsn e;
+  e.count = count;
+  t.cp.cycles = tlm::eltwise_cycles(timing(p), e), t.cp.insns = 1;
+  t.st.dma(p, true, 1, count, count);
+  finish_tile(t, {{t.ld.cycles, t.cp.cycles}}, slots);
+  return t;
+}
+
+/// Adds `count` tiles like `t` to the layer totals.
+struct Totals {
+  uint64_t tiles = 0, time = 0, first_load = 0, last_tail = 0, max_time = 0;
+  Acc ld, cp, st;
+  void add(const TileCost& t, uint64_t count) {
+    if (count == 0) return;
+    tiles += count;
+    time += count * t.time;
+    max_time = std::max(max_time, t.time);
+    first_load = std::max(first_load, t.first_load);
+    last_tail = std::max(last_tail, t.last_tail);
+    for (auto [dst, src] : {std::pair{&ld, &t.ld}, std::pair{&cp, &t.cp}, std::pair{&st, &t.st}}) {
+      dst->cycles += count * src->cycles;
+      dst->insns += count * src->insns;
+      dst->bursts += count * src->bursts;
+      dst->beats += count * src->beats;
+      dst->bytes += count * src->bytes;
+    }
+  }
+};
+
+/// Edge classes of a 2-D tiling: full and last tiles along each dimension.
+template <class F>
+void classes(uint64_t M, uint64_t tm, uint64_t N, uint64_t tn, uint64_t reps, F&& f) {
+  const uint64_t nm = cdiv(M, tm), nn = cdiv(N, tn);
+  const uint64_t ml = M - (nm - 1) * tm, nl = N - (nn - 1) * tn;
+  f(tm, tn, reps * (nm - 1) * (nn - 1));
+  f(ml, tn, reps * (nn - 1));
+  f(tm, nl, reps * (nm - 1));
+  f(ml, nl, reps);
+}
+
+}  // namespace
+
+std::string Cost::summary() const {
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "predicted %llu cycles (busiest core %llu: load %llu, compute %llu, store %llu; busiest port %llu), "
+                "DRAM %llu B read + %llu B written, %llu insns, %llu bursts of %.1f beats",
+                (unsigned long long)cycles, (unsigned long long)core_cycles, (unsigned long long)load_cycles,
+                (unsigned long long)compute_cycles, (unsigned long long)store_cycles, (unsigned long long)port_cycles,
+                (unsigned long long)dram_read, (unsigned long long)dram_written, (unsigned long long)insns,
+                (unsigned long long)bursts, beats_per_burst());
+  return buf;
+}
+
+CostParams CostParams::from(const spec::HwConfig& cfg) {
+  const auto t = tlm::TimingParams::from(cfg);
+  CostParams p;
+  p.rows = t.rows, p.cols = t.cols, p.mem_bytes = t.mem_bytes, p.spw = t.spw, p.latency = t.latency;
+  p.ports = t.mem_ports;
+  return p;
+}
+
+uint64_t dma_cycles(const CostParams& p, bool write, uint64_t rows, uint64_t cols, uint64_t stride,
+                    uint64_t* bursts, uint64_t* beats) {
+  // Beats of a row: unaligned rows (stride not a multiple of the beat) touch
+  // one more beat half of the time. Bursts: at most 256 beats, never across
+  // a 4 KiB page.
+  const uint64_t mb = p.mem_bytes;
+  uint64_t bt = cdiv(cols, mb);
+  if (rows > 1 && stride % mb != 0 && cols % mb != 1) bt += 1;
+  const uint64_t bu = std::max<uint64_t>(cdiv(bt, 256), cdiv(cols, 4096));
+  if (bursts) *bursts = rows * bu;
+  if (beats) *beats = rows * bt;
+  const uint64_t fixed = kIssueCycles + kDmaStartCycles;
+  if (rows == 0 || cols == 0) return fixed;
+  // Per row: the address walker's setup and one handshake per burst; at most
+  // kMaxOutstanding bursts in flight, each held for request + latency +
+  // beats; the row walker consumes one beat a cycle plus a gap per row.
+  // A read's slot frees when its first beat is answered (request + latency),
+  // a write's when its response arrives after the last beat.
+  const uint64_t hold = 2 + p.latency + (write ? cdiv(bt, bu) : 0);
+  const uint64_t row = std::max({kRowSetupCycles + bu, bt + kRowGapCycles, cdiv(bu * hold, kMaxOutstanding)});
+  // The first burst's latency is never hidden (a write waits for its response).
+  return fixed + rows * row + p.latency + 2 + (write ? 1 : 0);
+}
+
+uint64_t barrier_cycles() { return 2 * kIssueCycles; }
+
+Cost estimate(const CostParams& p, const Layer& l, int cores, int slots, bool residual_in) {
+  Cost c;
+  Totals tot;
+  switch (l.props->kind) {
+    case LayerKind::Alias:
+      return c;
+    case LayerKind::Mac: {
+      const MacGeom& g = l.mac;
+      const Tiling& t = l.tiling;
+      classes(uint64_t(g.M()), uint64_t(t.tm), uint64_t(g.Ng), uint64_t(t.tn), uint64_t(g.batch * g.groups),
+              [&, ps = pad_share(g)](uint64_t m, uint64_t n, uint64_t count) {
+                if (count) tot.add(mac_tile(p, g, m, n, t.ksteps, slots, residual_in, ps), count);
+              });
+      int64_t tk = 0;
+      for (const auto& k : t.ksteps) tk = std::max(tk, k.len());
+      c.sp_in = uint64_t(t.tm * tk + (residual_in ? t.tm * t.tn : 0));
+      c.sp_wgt = uint64_t(tk * t.tn);
+      c.sp_out = uint64_t(t.tm * t.tn);
+      c.sp_acc = uint64_t(4 * t.tm * t.tn);
+      c.sp_param = uint64_t(12 * t.tn);
+      break;
+    }
+    case LayerKind::Pool: {
+      const PoolGeom& g = l.pool;
+      const Tiling& t = l.tiling;
+      classes(uint64_t(g.OH * g.OW), uint64_t(t.tm), uint64_t(g.C), uint64_t(t.tn), uint64_t(g.batch),
+              [&](uint64_t m, uint64_t n, uint64_t count) {
+                if (count) tot.add(pool_tile(p, g, m, n, slots), count);
+              });
+      c.sp_in = uint64_t(t.tm * (g.global ? g.H * g.W : g.win()) * t.tn);
+      c.sp_out = uint64_t(t.tm * t.tn);
+      break;
+    }
+    case LayerKind::Eltwise: {
+      const int operands = l.props->op == ir::OpKind::Add ? 2 : 1;
+      const uint64_t E = uint64_t(l.elems), tm = uint64_t(std::max<int64_t>(l.tiling.tm, 1));
+      const uint64_t n = cdiv(E, tm);
+      tot.add(eltwise_tile(p, tm, operands, slots), n - 1);
+      tot.add(eltwise_tile(p, E - (n - 1) * tm, operands, slots), 1);
+      c.sp_in = uint64_t(operands) * tm;
+      c.sp_out = tm;
+      break;
+    }
+  }
+  const uint64_t used = std::min<uint64_t>(uint64_t(std::max(cores, 1)), std::max<uint64_t>(tot.tiles, 1));
+  const uint64_t per_core = cdiv(tot.tiles, used);  // round-robin: the busiest core's tiles
+  const auto share = [&](uint64_t v) { return tot.tiles ? v * per_core / tot.tiles : 0; };
+  c.tiles = int(tot.tiles);
+  c.cores_used = int(used);
+  c.load_cycles = share(tot.ld.cycles);
+  c.compute_cycles = share(tot.cp.cycles);
+  c.store_cycles = share(tot.st.cycles);
+  c.core_cycles = std::max(share(tot.time), tot.max_time) + tot.first_load + tot.last_tail;
+  // Cores c, c + ports, ... share a port; reads and writes use separate channels.
+  const uint64_t on_port = cdiv(used, std::min<uint64_t>(p.ports, used));
+  const uint64_t port_beats = std::max(tot.ld.beats, tot.st.beats) * on_port / used;
+  c.port_cycles = port_beats + p.latency;
+  c.cycles = std::max(c.core_cycles, c.port_cycles) + barrier_cycles();
+  c.dram_read = tot.ld.bytes;
+  c.dram_written = tot.st.bytes;
+  c.insns = tot.ld.insns + tot.cp.insns + tot.st.insns;
+  c.bursts = tot.ld.bursts + tot.st.bursts;
+  c.beats = tot.ld.beats + tot.st.beats;
+  return c;
+}
+
+}  // namespace loom::compiler

@@ -1,0 +1,67 @@
+// The compiler's cost model: predicted cycles, DRAM traffic, scratchpad
+// occupancy and memory-port burstiness of a layer for a given tiling and
+// core count. Every parameter comes from the hardware configuration
+// (spec::HwConfig) through the same timing parameters and per-instruction
+// formulas the tlm platform uses (sim/timing.h); the formulas are documented
+// in docs/compiler.md ("Cost model").
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "loom/spec_gen.h"
+
+namespace loom::compiler {
+
+struct Layer;
+struct Budget;
+
+/// Predicted numbers of one layer (or fused group) under one tiling.
+struct Cost {
+  uint64_t cycles = 0;          // predicted wall cycles of the layer, barrier included
+  uint64_t core_cycles = 0;     // busiest core: its load/compute/store pipeline
+  uint64_t port_cycles = 0;     // busiest memory port: beats of all its cores plus a latency
+  uint64_t load_cycles = 0;     // busiest core: busy cycles per unit
+  uint64_t compute_cycles = 0;
+  uint64_t store_cycles = 0;
+  uint64_t dram_read = 0;       // bytes, whole layer
+  uint64_t dram_written = 0;
+  uint64_t insns = 0;           // instructions, whole layer
+  uint64_t bursts = 0;          // DMA bursts, whole layer
+  uint64_t beats = 0;           // DMA beats, whole layer
+  uint64_t sp_in = 0, sp_wgt = 0, sp_out = 0, sp_acc = 0, sp_param = 0;  // bytes per slot
+  int tiles = 0;
+  int cores_used = 0;
+
+  /// Mean beats per burst: short bursts pay the memory latency more often.
+  double beats_per_burst() const { return bursts ? double(beats) / double(bursts) : 0.0; }
+  /// "cycles=... (core ..., port ...) dram=... insns=... bursts=... (x.y beats)".
+  std::string summary() const;
+};
+
+/// The timing parameters of a configuration.
+struct CostParams {
+  uint64_t rows = 1, cols = 1;   // systolic array
+  uint64_t mem_bytes = 8;        // bytes per memory beat
+  uint64_t spw = 16;             // scratchpad port width
+  uint64_t latency = 40;         // memory latency (cycles)
+  uint64_t ports = 1;            // memory ports; core c uses port c % ports
+  static CostParams from(const spec::HwConfig& cfg);
+};
+
+/// Cycles of one LOAD (read) or STORE (write) of `rows` rows of `cols` bytes
+/// `stride` bytes apart, uncontended; also counts its bursts and beats.
+uint64_t dma_cycles(const CostParams& p, bool write, uint64_t rows, uint64_t cols, uint64_t stride,
+                    uint64_t* bursts = nullptr, uint64_t* beats = nullptr);
+
+/// Cost of `l` with the tiling in l.tiling (tm, tn, ksteps) spread over
+/// `cores` cores, with `slots` scratchpad slots (2: double buffering).
+/// `residual_in` adds an m x n int8 residual tile per output tile to IN and
+/// its LOAD (a residual add folded into POSTOP).
+Cost estimate(const CostParams& p, const Layer& l, int cores, int slots, bool residual_in = false);
+
+/// The cost of the barrier that separates two layers (SEM_SIGNAL + SEM_WAIT
+/// on every core).
+uint64_t barrier_cycles();
+
+}  // namespace loom::compiler

@@ -1,0 +1,111 @@
+// The cost model: DMA and layer predictions behave as the formulas say, the
+// chosen tiles fit the scratchpads, and predicted cycles track the tlm
+// platform on single layers (the same spec-derived timing parameters).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include "compiler/compiler.h"
+#include "compiler/cost_model.h"
+#include "ir/builder.h"
+#ifdef LOOM_HAVE_TLM
+#include "runtime/executor.h"
+#include "tlm_device.h"
+#endif
+
+namespace loom::compiler::test {
+namespace {
+
+using ir::ConvSpec;
+using ir::GraphBuilder;
+using ir::OpKind;
+
+TEST(CostModel, DmaCyclesFollowRowsBeatsAndLatency) {
+  const CostParams p = CostParams::from(*spec::find_config("tiny"));
+  uint64_t bursts = 0, beats = 0;
+  const uint64_t one = dma_cycles(p, false, 1, 64, 64, &bursts, &beats);
+  EXPECT_EQ(bursts, 1u);
+  EXPECT_EQ(beats, 64u / p.mem_bytes);
+  // A single row pays the full memory latency.
+  EXPECT_GE(one, p.latency + beats);
+  // More rows cost more, but rows overlap (outstanding bursts): far less than
+  // one latency per row.
+  const uint64_t many = dma_cycles(p, false, 64, 64, 64, &bursts, &beats);
+  EXPECT_EQ(bursts, 64u);
+  EXPECT_GT(many, one);
+  EXPECT_LT(many, 64 * one / 2);
+  // A row longer than 256 beats needs several bursts.
+  dma_cycles(p, false, 1, 5000, 5000, &bursts, &beats);
+  EXPECT_EQ(beats, (5000 + p.mem_bytes - 1) / p.mem_bytes);
+  EXPECT_EQ(bursts, (beats + 255) / 256);
+}
+
+ir::Graph conv(int64_t hw, int64_t cin, int64_t cout, int64_t k, int64_t stride) {
+  GraphBuilder b("conv");
+  b.output(b.conv("c", b.input("x", {1, hw, hw, cin}), {cout, k, k, stride, k / 2, 1}));
+  Status v = ir::validate(b.graph());
+  EXPECT_TRUE(v.is_ok()) << v.str();
+  return b.graph();
+}
+
+TEST(CostModel, PredictionsGrowWithWorkAndFewerCores) {
+  const auto& cfg = *spec::find_config("small");
+  auto small = compile(conv(8, 16, 16, 3, 1), cfg, {});
+  auto big = compile(conv(16, 32, 32, 3, 1), cfg, {});
+  ASSERT_TRUE(small.is_ok() && big.is_ok());
+  EXPECT_GT(big->predicted_cycles, small->predicted_cycles);
+  CompileOptions one;
+  one.num_cores = 1;
+  auto single = compile(conv(16, 32, 32, 3, 1), cfg, one);
+  ASSERT_TRUE(single.is_ok());
+  EXPECT_GT(single->predicted_cycles, big->predicted_cycles);
+  // Compute bound: never below the MACs over the array's peak.
+  const double macs = 16.0 * 16 * 32 * 32 * 9;
+  EXPECT_GT(double(single->predicted_cycles), macs / double(cfg.array_rows * cfg.array_cols));
+  // Predicted DRAM bytes: at least the compulsory traffic.
+  EXPECT_GE(single->predicted[0].dram_read, uint64_t(16 * 16 * 32 + 9 * 32 * 32));
+  EXPECT_EQ(single->predicted[0].dram_written, uint64_t(16 * 16 * 32));
+}
+
+#ifdef LOOM_HAVE_TLM
+struct Shape {
+  const char* config;
+  int64_t hw, cin, cout, k, stride;
+};
+
+/// Predicted against tlm-measured cycles of single conv layers.
+TEST(CostModel, TracksTlmOnSingleLayers) {
+  const Shape shapes[] = {{"tiny", 8, 16, 16, 3, 1},  {"tiny", 14, 32, 8, 1, 1},  {"tiny", 7, 64, 64, 1, 1},
+                          {"tiny", 12, 8, 24, 3, 2},  {"small", 16, 32, 32, 3, 1}, {"small", 14, 64, 128, 1, 1},
+                          {"small", 8, 128, 64, 3, 1}, {"small", 28, 16, 16, 3, 2}};
+  double sum = 0, worst = 0;
+  for (const auto& s : shapes) {
+    const auto& cfg = *spec::find_config(s.config);
+    ir::Graph g = conv(s.hw, s.cin, s.cout, s.k, s.stride);
+    auto r = compile(g, cfg, {});
+    ASSERT_TRUE(r.is_ok()) << r.error().str();
+    auto dev = tlm::make_tlm_device(cfg);
+    ASSERT_TRUE(dev.is_ok()) << dev.error().str();
+    auto res = runtime::execute(**dev, r->plan, ir::random_inputs(g, 3));
+    ASSERT_TRUE(res.is_ok()) << res.error().str();
+    const double err = (double(r->predicted_cycles) - double(res->cycles)) / double(res->cycles);
+    std::printf("%s conv %lldx%lldx%lld -> %lld k%lld s%lld: predicted %llu, tlm %llu (%+.1f %%)\n", s.config,
+                (long long)s.hw, (long long)s.hw, (long long)s.cin, (long long)s.cout, (long long)s.k,
+                (long long)s.stride, (unsigned long long)r->predicted_cycles, (unsigned long long)res->cycles,
+                100 * err);
+    if (std::getenv("LOOM_COST_DEBUG"))
+      for (const auto& d : r->decisions) std::printf("  [%s] %s\n", d.pass.c_str(), d.text.c_str());
+    sum += std::fabs(err);
+    worst = std::max(worst, std::fabs(err));
+  }
+  const double mean = sum / double(std::size(shapes));
+  std::printf("mean |error| %.1f %%, worst %.1f %%\n", 100 * mean, 100 * worst);
+  EXPECT_LT(mean, 0.20);
+  EXPECT_LT(worst, 0.5);
+}
+#endif
+
+}  // namespace
+}  // namespace loom::compiler::test
