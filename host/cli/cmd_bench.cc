@@ -123,9 +123,12 @@ int bench_graph(ir::Graph& g, const Common& c, uint64_t macs, uint64_t bytes, or
 
 }  // namespace
 
+void register_bench_fusion(CLI::App* bench);  // cmd_bench_fusion.cc
+
 void register_bench(CLI::App& app) {
   auto* bench = app.add_subcommand("bench", "Benchmarks reported against the configuration's roofline");
   bench->require_subcommand(1);
+  register_bench_fusion(bench);
 
   struct GemmOpts {
     Common c;

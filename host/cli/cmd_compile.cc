@@ -6,12 +6,11 @@
 
 namespace loom::cli {
 
-/// Compiles `path` for `cfg`; shared with `loom run GRAPH`.
-Expected<compiler::CompileResult> compile_graph(const std::string& path, const spec::HwConfig& cfg, int cores) {
+/// Compiles `path` for `cfg` with `opt`.
+Expected<compiler::CompileResult> compile_graph(const std::string& path, const spec::HwConfig& cfg,
+                                                const compiler::CompileOptions& opt) {
   auto g = load_graph(path);
   if (!g) return g.error();
-  compiler::CompileOptions opt;
-  opt.num_cores = cores;
   auto r = compiler::compile(*g, cfg, opt);
   if (!r) return r.error();
   r->plan.graph_source = path;
@@ -19,9 +18,16 @@ Expected<compiler::CompileResult> compile_graph(const std::string& path, const s
   return r;
 }
 
+/// Compiles `path` for `cfg` with default options; shared with `loom run GRAPH`.
+Expected<compiler::CompileResult> compile_graph(const std::string& path, const spec::HwConfig& cfg, int cores) {
+  compiler::CompileOptions opt;
+  opt.num_cores = cores;
+  return compile_graph(path, cfg, opt);
+}
+
 void register_compile(CLI::App& app) {
   struct Opts {
-    std::string graph, config = "default", out;
+    std::string graph, config = "default", out, fusion = "cost";
     bool explain = false, json = false;
     int cores = 0;
   };
@@ -31,6 +37,8 @@ void register_compile(CLI::App& app) {
   cmd->add_option("--config", o->config, "Hardware configuration (see `loom info`)")->capture_default_str();
   cmd->add_option("-o,--output", o->out, "Plan file to write")->required();
   cmd->add_option("--cores", o->cores, "Cores to use (0: all of the configuration)")->check(CLI::Range(0, 64));
+  cmd->add_option("--fusion", o->fusion, "Fusion policy: none, greedy (every legal group) or cost")
+      ->capture_default_str();
   cmd->add_flag("--explain", o->explain, "Print every compiler decision with its predicted numbers");
   cmd->add_flag("--json", o->json, "Print a JSON summary");
   cmd->callback([o] {
@@ -41,7 +49,12 @@ void register_compile(CLI::App& app) {
     }
     auto cfg = find_config(o->config);
     if (!cfg) throw CLI::RuntimeError(fail(cfg.error()));
-    auto r = compile_graph(o->graph, **cfg, o->cores);
+    auto fusion = compiler::parse_fusion(o->fusion);
+    if (!fusion) throw CLI::RuntimeError(fail(fusion.error()));
+    compiler::CompileOptions opt;
+    opt.num_cores = o->cores;
+    opt.fusion = *fusion;
+    auto r = compile_graph(o->graph, **cfg, opt);
     if (!r) throw CLI::RuntimeError(fail(r.error()));
     Status s = plan::write_plan(r->plan, o->out);
     if (!s) throw CLI::RuntimeError(fail(s.error()));
@@ -56,10 +69,19 @@ void register_compile(CLI::App& app) {
                      {"instructions", insns},
                      {"layers", p.layers.size()},
                      {"memory_bytes", p.memory_bytes},
-                     {"constants_bytes", p.constants.size()}};
+                     {"constants_bytes", p.constants.size()},
+                     {"fusion", o->fusion},
+                     {"predicted_cycles", r->predicted_cycles}};
       j["stats"] = ordered_json::object();
       for (const auto& [k, v] : r->stats) j["stats"][k] = v;
       if (o->explain) {
+        j["predicted"] = ordered_json::array();
+        for (const auto& l : r->predicted)
+          j["predicted"].push_back(ordered_json{{"layer", l.name},
+                                                {"cycles", l.cycles},
+                                                {"dram_read", l.dram_read},
+                                                {"dram_written", l.dram_written},
+                                                {"insns", l.insns}});
         j["decisions"] = ordered_json::array();
         for (const auto& d : r->decisions)
           j["decisions"].push_back(ordered_json{{"node", d.node}, {"pass", d.pass}, {"decision", d.text}});
@@ -72,6 +94,7 @@ void register_compile(CLI::App& app) {
     std::cout << "wrote " << o->out << ": " << p.layers.size() << " layers, " << insns << " instructions on "
               << p.cores.size() << " cores, " << p.memory_bytes << " bytes of device memory (config " << p.config
               << ")\n";
+    if (o->explain) std::cout << "predicted " << r->predicted_cycles << " cycles (fusion " << o->fusion << ")\n";
   });
 }
 
