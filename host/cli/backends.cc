@@ -4,6 +4,9 @@
 #ifdef LOOM_HAVE_TLM
 #include "tlm_device.h"
 #endif
+#if defined(LOOM_HAVE_XRT) || defined(LOOM_HAVE_XRT_EMU)
+#include "backends/xrt/xrt_backends.h"
+#endif
 #include "cli/cli_common.h"
 #include "runtime/device.h"
 
@@ -17,6 +20,19 @@ void register_builtin_backends() {
 #ifdef LOOM_HAVE_TLM
   runtime::register_backend("tlm", "SystemC/TLM-2.0 virtual platform: bit-exact, approximate cycles, fast",
                             [](const spec::HwConfig& cfg) { return tlm::make_tlm_device(cfg); });
+#endif
+#ifdef LOOM_HAVE_XRT
+  runtime::register_backend("xrt", "an Alveo/Kria card through XRT (LOOM_XCLBIN, LOOM_XRT_DEVICE)",
+                            [](const spec::HwConfig& cfg) { return xrt_hw::make_device(cfg); });
+#else
+  runtime::register_backend("xrt", "not built: " LOOM_XRT_MISSING_REASON,
+                            [](const spec::HwConfig&) -> Expected<std::unique_ptr<runtime::Device>> {
+                              return make_error("xrt", "not built into this loom: " LOOM_XRT_MISSING_REASON);
+                            });
+#endif
+#ifdef LOOM_HAVE_XRT_EMU
+  runtime::register_backend("xrt-emu", "the xrt backend on the XRT emulation over the Verilated fabric",
+                            [](const spec::HwConfig& cfg) { return xrt_emu::make_device(cfg); });
 #endif
 }
 

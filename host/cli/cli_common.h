@@ -54,6 +54,7 @@ void register_info(CLI::App& app);
 void register_compile(CLI::App& app);
 void register_run(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_bringup(CLI::App& app);
 void register_zoo(CLI::App& app);
 void register_builtin_backends();
 

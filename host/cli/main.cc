@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
     register_compile(app);
     register_run(app);
     register_bench(app);
+    register_bringup(app);
     register_zoo(app);
     try {
       app.parse(argc, argv);

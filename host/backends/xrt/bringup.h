@@ -1,0 +1,62 @@
+// `loom bringup`: ordered board checks modelled on `xbutil validate`, run
+// against any backend that offers a bringup::Target (xrt, xrt-emu). Each
+// check passes, fails or is skipped with a reason; a check whose
+// prerequisite failed is skipped.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/device.h"
+
+namespace loom::bringup {
+
+/// What bringup needs from a backend beyond runtime::Device: the steps of
+/// opening a card one at a time, and its interrupt.
+class Target {
+ public:
+  virtual ~Target() = default;
+  virtual std::string backend() const = 0;
+  /// True for an emulation, whose slow checks are capped.
+  virtual bool emulated() const = 0;
+  /// Opens the card; the error says why not (e.g. "no device").
+  virtual Status open_device() = 0;
+  /// Loads the xclbin and opens the kernel's register map; returns its UUID.
+  virtual Expected<std::string> load_xclbin() = 0;
+  /// The device, once load_xclbin() succeeded.
+  virtual runtime::Device& device() = 0;
+  /// Arms the kernel interrupt and waits up to `timeout_ms` for it: true when
+  /// it fired, false on timeout.
+  virtual Expected<bool> wait_interrupt(unsigned timeout_ms) = 0;
+  /// Where the card and xclbin came from, for the report.
+  virtual std::string describe() const = 0;
+};
+
+enum class Outcome { Pass, Fail, Skip };
+
+struct Check {
+  std::string name;
+  Outcome outcome = Outcome::Skip;
+  std::string detail;  // the reason, or what was measured
+  // Measurements for --json: (name, value).
+  std::vector<std::pair<std::string, double>> values;
+};
+
+struct Options {
+  /// Largest DMA loopback size; sizes run from 4 KiB upwards in x4 steps.
+  uint64_t dma_max_bytes = uint64_t(64) << 20;
+  /// Wall-clock limit on the interrupt wait.
+  unsigned irq_timeout_ms = 2000;
+};
+
+/// Runs the checks in order: device opened, xclbin loaded, identity
+/// registers, scratch register, DMA loopback, smoke GEMM on every core,
+/// counters, window violation, interrupt.
+std::vector<Check> run(Target& t, const Options& opt);
+
+const char* outcome_name(Outcome o);
+
+}  // namespace loom::bringup

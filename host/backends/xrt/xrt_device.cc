@@ -1,0 +1,353 @@
+// XrtDevice: the XRT call sequence of a loom host on a board (see xrt_device.h).
+#include "backends/xrt/xrt_device.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <thread>
+
+#include "backends/xrt/xrt_backends.h"
+
+#ifndef LOOM_XRT_BACKEND
+#error "LOOM_XRT_BACKEND names the backend (\"xrt\" or \"xrt-emu\")"
+#endif
+
+namespace loom::LOOM_XRT_NS {
+namespace {
+
+namespace cr = spec::core_reg;
+constexpr const char* kBackend = LOOM_XRT_BACKEND;
+constexpr uint64_t kMinAlign = 64;
+
+std::string hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+/// One line of what XRT threw (XRT messages may span lines).
+std::string one_line(const char* s) {
+  std::string m = s ? s : "unknown error";
+  for (char& c : m)
+    if (c == '\n' || c == '\r') c = ' ';
+  while (!m.empty() && m.back() == ' ') m.pop_back();
+  return m;
+}
+
+std::string default_xclbin(const spec::HwConfig& cfg) {
+#ifdef LOOM_XRT_DEFAULT_XCLBIN
+  std::string p = LOOM_XRT_DEFAULT_XCLBIN;
+  const auto at = p.find("{config}");
+  if (at != std::string::npos) p.replace(at, 8, std::string(cfg.name));
+  return p;
+#else
+  (void)cfg;
+  return "";
+#endif
+}
+
+uint64_t env_u64(const char* name, uint64_t def) {
+  const char* s = std::getenv(name);
+  if (s == nullptr || *s == '\0') return def;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(s, &end, 10);
+  return (end && *end == '\0') ? uint64_t(v) : def;
+}
+
+}  // namespace
+
+XrtOptions options_from_env() {
+  XrtOptions o;
+  o.device_index = unsigned(env_u64("LOOM_XRT_DEVICE", 0));
+  if (const char* s = std::getenv("LOOM_XCLBIN")) o.xclbin = s;
+  o.timeout_ms = unsigned(env_u64("LOOM_XRT_TIMEOUT_MS", o.timeout_ms));
+  o.arena_bytes = std::max<uint64_t>(env_u64("LOOM_XRT_ARENA_MIB", o.arena_bytes >> 20), 1) << 20;
+  return o;
+}
+
+XrtDevice::XrtDevice(const spec::HwConfig& cfg, XrtOptions opt) : cfg_(cfg), opt_(std::move(opt)) {
+  if (opt_.xclbin.empty()) opt_.xclbin = default_xclbin(cfg_);
+}
+
+XrtDevice::~XrtDevice() {
+  // Buffers go before the kernel handle and the device, as XRT expects.
+  arenas_.clear();
+  ip_ = xrt::ip();
+}
+
+std::string_view XrtDevice::backend() const { return kBackend; }
+
+Error XrtDevice::xrt_error(const std::string& what, const std::exception& e) const {
+  return make_error(std::string(kBackend) + ": device " + std::to_string(opt_.device_index), what + ": " + one_line(e.what()));
+}
+
+Status XrtDevice::open_device() {
+  const std::string where = std::string(kBackend) + ": device " + std::to_string(opt_.device_index);
+  unsigned count = 0;
+  try {
+    count = xrt::system::enumerate_devices();
+  } catch (const std::exception& e) {
+    // No XRT runtime (driver, shim library or XILINX_XRT): no card can be open.
+    return make_error(where, "no device; XRT says: " + one_line(e.what()));
+  }
+  if (count == 0) return make_error(where, "no device");
+  if (opt_.device_index >= count)
+    return make_error(where, "no device with index " + std::to_string(opt_.device_index) + " (XRT sees " +
+                                 std::to_string(count) + " card" + (count == 1 ? "" : "s") + ")");
+  try {
+    dev_ = xrt::device(opt_.device_index);
+  } catch (const std::exception& e) {
+    return xrt_error("opening the card", e);
+  }
+  return Status::ok();
+}
+
+Expected<std::string> XrtDevice::load_xclbin() {
+  const std::string where = std::string(kBackend) + ": device " + std::to_string(opt_.device_index);
+  if (opt_.xclbin.empty()) return make_error(where, "no xclbin given (--xclbin FILE or LOOM_XCLBIN)");
+  std::string ip_name;
+  try {
+    const xrt::xclbin xb(opt_.xclbin);
+    // The RTL kernel's instance and the memory bank its AXI4 masters reach.
+    bool found = false;
+    for (const auto& ip : xb.get_ips()) {
+      const std::string name = ip.get_name();
+      if (name.rfind("loom_top", 0) != 0) continue;
+      const auto colon = name.find(':');
+      ip_name = colon == std::string::npos ? name : name.substr(0, colon) + ":{" + name.substr(colon + 1) + "}";
+      for (const auto& arg : ip.get_args()) {
+        const auto mems = arg.get_mems();
+        if (!mems.empty()) {
+          group_ = uint32_t(mems.front().get_index());
+          break;
+        }
+      }
+      found = true;
+      break;
+    }
+    if (!found) return make_error(where + ": xclbin '" + opt_.xclbin + "'", "has no loom_top kernel");
+    uuid_ = dev_.load_xclbin(xb);
+    ip_ = xrt::ip(dev_, uuid_, ip_name);
+    have_ip_ = true;
+  } catch (const std::exception& e) {
+    return xrt_error("loading xclbin '" + opt_.xclbin + "'", e);
+  }
+  arenas_.clear();
+  return uuid_.to_string();
+}
+
+Status XrtDevice::check_identity() {
+  const std::string where = std::string(kBackend) + ": device " + std::to_string(opt_.device_index);
+  const uint32_t id = read_reg(spec::reg::ID);
+  const uint32_t ver = read_reg(spec::reg::VERSION);
+  const uint32_t hw = read_reg(spec::reg::HWCFG);
+  if (!reg_error_.empty()) return make_error(where, reg_error_);
+  if (id != spec::kIdValue)
+    return make_error(where, "ID register reads " + hex(id) + ", expected " + hex(spec::kIdValue) + ": not a loom kernel");
+  if ((ver >> 16) != spec::kVersionMajor)
+    return make_error(where, "kernel spec version " + std::to_string(ver >> 16) + "." + std::to_string(ver & 0xFFFF) +
+                                 ", this loom speaks " + std::to_string(spec::kVersionMajor) + ".x");
+  const uint32_t want = cfg_.cores | (cfg_.array_rows << 8) | (cfg_.array_cols << 16) | (cfg_.mem_ports << 24);
+  if (hw != want)
+    return make_error(where, "HWCFG " + hex(hw) + " (cores " + std::to_string(hw & 0xFF) + ", array " +
+                                 std::to_string((hw >> 8) & 0xFF) + "x" + std::to_string((hw >> 16) & 0xFF) +
+                                 ", ports " + std::to_string(hw >> 24) + ") is not configuration '" +
+                                 std::string(cfg_.name) + "'");
+  return Status::ok();
+}
+
+Expected<bool> XrtDevice::wait_interrupt(unsigned timeout_ms) {
+  try {
+    auto irq = ip_.create_interrupt_notify();
+    irq.enable();
+    const bool fired = irq.wait(std::chrono::milliseconds(timeout_ms)) == std::cv_status::no_timeout;
+    irq.disable();
+    return fired;
+  } catch (const std::exception& e) {
+    return xrt_error("waiting for the kernel interrupt", e);
+  }
+}
+
+uint32_t XrtDevice::read_reg(uint32_t offset) {
+  if (!have_ip_) {
+    if (reg_error_.empty()) reg_error_ = "register read at " + hex(offset) + " before an xclbin was loaded";
+    return 0xFFFFFFFFu;
+  }
+  try {
+    return ip_.read_register(offset);
+  } catch (const std::exception& e) {
+    if (reg_error_.empty()) reg_error_ = "register read at " + hex(offset) + ": " + one_line(e.what());
+    return 0xFFFFFFFFu;
+  }
+}
+
+void XrtDevice::write_reg(uint32_t offset, uint32_t value) {
+  if (!have_ip_) {
+    if (reg_error_.empty()) reg_error_ = "register write at " + hex(offset) + " before an xclbin was loaded";
+    return;
+  }
+  try {
+    ip_.write_register(offset, value);
+  } catch (const std::exception& e) {
+    if (reg_error_.empty()) reg_error_ = "register write at " + hex(offset) + ": " + one_line(e.what());
+  }
+}
+
+Expected<uint64_t> XrtDevice::alloc(uint64_t bytes, uint64_t align) {
+  align = std::max(align, kMinAlign);
+  if ((align & (align - 1)) != 0) return make_error(std::string(kBackend), "alloc: alignment " + std::to_string(align) + " is not a power of two");
+  bytes = (std::max<uint64_t>(bytes, 1) + kMinAlign - 1) / kMinAlign * kMinAlign;
+  // First fit in an existing arena.
+  for (auto& a : arenas_) {
+    auto fit = [&](uint64_t lo, uint64_t hi) -> int64_t {
+      const uint64_t cand = ((a->base + lo + align - 1) & ~(align - 1)) - a->base;
+      return cand + bytes <= hi ? int64_t(cand) : -1;
+    };
+    uint64_t prev_end = 0;
+    int64_t at = -1;
+    for (const auto& [off, len] : a->used) {
+      if ((at = fit(prev_end, off)) >= 0) break;
+      prev_end = off + len;
+    }
+    if (at < 0) at = fit(prev_end, a->size);
+    if (at >= 0) {
+      a->used[uint64_t(at)] = bytes;
+      return a->base + uint64_t(at);
+    }
+  }
+  // A new arena BO in the kernel's memory bank.
+  const uint64_t size = std::max(opt_.arena_bytes, (bytes + align + 4095) / 4096 * 4096);
+  auto a = std::make_unique<Arena>();
+  try {
+    a->bo = xrt::bo(dev_, size_t(size), xrt::bo::flags::normal, group_);
+    a->base = a->bo.address();
+  } catch (const std::exception& e) {
+    return xrt_error("allocating a " + std::to_string(size >> 20) + " MiB buffer in memory bank " + std::to_string(group_), e);
+  }
+  a->size = size;
+  const uint64_t off = ((a->base + align - 1) & ~(align - 1)) - a->base;
+  a->used[off] = bytes;
+  arenas_.push_back(std::move(a));
+  return arenas_.back()->base + off;
+}
+
+void XrtDevice::free(uint64_t addr) {
+  for (auto& a : arenas_)
+    if (addr >= a->base && addr < a->base + a->size) a->used.erase(addr - a->base);
+}
+
+XrtDevice::Arena* XrtDevice::find(uint64_t addr, uint64_t len) {
+  for (auto& a : arenas_) {
+    if (addr < a->base || addr - a->base >= a->size) continue;
+    const uint64_t off = addr - a->base;
+    auto it = a->used.upper_bound(off);
+    if (it == a->used.begin()) return nullptr;
+    --it;
+    return off + len <= it->first + it->second ? a.get() : nullptr;
+  }
+  return nullptr;
+}
+
+Status XrtDevice::write(uint64_t addr, std::span<const uint8_t> bytes) {
+  if (bytes.empty()) return Status::ok();
+  Arena* a = find(addr, bytes.size());
+  if (a == nullptr)
+    return make_error(std::string(kBackend), "write of " + std::to_string(bytes.size()) + " bytes at " + hex(addr) +
+                                                 " outside every allocation");
+  try {
+    a->bo.write(bytes.data(), bytes.size(), size_t(addr - a->base));
+    a->bo.sync(XCL_BO_SYNC_BO_TO_DEVICE, bytes.size(), size_t(addr - a->base));
+  } catch (const std::exception& e) {
+    return xrt_error("writing " + std::to_string(bytes.size()) + " bytes at " + hex(addr), e);
+  }
+  return Status::ok();
+}
+
+Status XrtDevice::read(uint64_t addr, std::span<uint8_t> bytes) {
+  if (bytes.empty()) return Status::ok();
+  Arena* a = find(addr, bytes.size());
+  if (a == nullptr)
+    return make_error(std::string(kBackend), "read of " + std::to_string(bytes.size()) + " bytes at " + hex(addr) +
+                                                 " outside every allocation");
+  try {
+    a->bo.sync(XCL_BO_SYNC_BO_FROM_DEVICE, bytes.size(), size_t(addr - a->base));
+    a->bo.read(bytes.data(), bytes.size(), size_t(addr - a->base));
+  } catch (const std::exception& e) {
+    return xrt_error("reading " + std::to_string(bytes.size()) + " bytes at " + hex(addr), e);
+  }
+  return Status::ok();
+}
+
+Status XrtDevice::run_until_idle(uint64_t timeout_cycles) {
+  (void)timeout_cycles;  // the card's clock is not visible here: the limit is wall time
+  const std::string where = std::string(kBackend) + ": device " + std::to_string(opt_.device_index);
+  const auto start = std::chrono::steady_clock::now();
+  for (uint64_t poll = 0;; ++poll) {
+    if (!reg_error_.empty()) return make_error(where, reg_error_);
+    // Stopped: every busy core waits on a semaphore only another core can raise.
+    const uint32_t busy = read_reg(spec::reg::STATUS) & 0xFFu;
+    std::string running;
+    uint32_t running_mask = 0;
+    for (unsigned c = 0; c < cfg_.cores && c < spec::kMaxCores; ++c) {
+      if (!(busy & (1u << c))) continue;
+      const uint32_t st = read_reg(spec::core_reg_addr(c, cr::STATUS));
+      if ((st & 1u) && !(st & 8u)) {
+        running += " " + std::to_string(c);
+        running_mask |= 1u << c;
+      }
+    }
+    if (!reg_error_.empty()) return make_error(where, reg_error_);
+    if (running_mask == 0) return Status::ok();
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+    if (uint64_t(ms) >= opt_.timeout_ms) {
+      write_reg(spec::reg::SOFT_RESET, running_mask);
+      return make_error(where, "run did not complete within " + std::to_string(opt_.timeout_ms) +
+                                   " ms (LOOM_XRT_TIMEOUT_MS); cores" + running + " were still busy and were reset");
+    }
+    // Poll at full rate briefly, then back off so a long run does not hog the bus.
+    if (poll > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+namespace {
+
+class XrtTarget final : public bringup::Target {
+ public:
+  XrtTarget(const spec::HwConfig& cfg, XrtOptions opt) : dev_(cfg, std::move(opt)) {}
+  std::string backend() const override { return kBackend; }
+  bool emulated() const override { return std::string_view(kBackend) != "xrt"; }
+  Status open_device() override { return dev_.open_device(); }
+  Expected<std::string> load_xclbin() override { return dev_.load_xclbin(); }
+  runtime::Device& device() override { return dev_; }
+  Expected<bool> wait_interrupt(unsigned timeout_ms) override { return dev_.wait_interrupt(timeout_ms); }
+  std::string describe() const override {
+    return "device " + std::to_string(dev_.device_index()) + ", xclbin " +
+           (dev_.xclbin_path().empty() ? std::string("(none)") : dev_.xclbin_path());
+  }
+
+ private:
+  XrtDevice dev_;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<runtime::Device>> make_device(const spec::HwConfig& cfg) {
+  auto d = std::make_unique<XrtDevice>(cfg, options_from_env());
+  LOOM_TRY(d->open_device());
+  auto u = d->load_xclbin();
+  if (!u) return u.error();
+  LOOM_TRY(d->check_identity());
+  return std::unique_ptr<runtime::Device>(std::move(d));
+}
+
+std::unique_ptr<bringup::Target> make_bringup_target(const spec::HwConfig& cfg, unsigned index,
+                                                     const std::string& xclbin) {
+  XrtOptions o = options_from_env();
+  o.device_index = index;
+  if (!xclbin.empty()) o.xclbin = xclbin;
+  return std::make_unique<XrtTarget>(cfg, std::move(o));
+}
+
+}  // namespace loom::LOOM_XRT_NS

@@ -1,0 +1,101 @@
+// The `xrt` backend: runtime::Device on the XRT native C++ API, exactly as on
+// a board. The card's user-managed RTL kernel (loom_top) is reached through
+// xrt::ip register reads and writes at the spec's offsets; device memory is
+// carved out of large xrt::bo arenas in the kernel's memory bank, with
+// explicit syncs both ways; runs complete by polling the spec's STATUS
+// registers with a wall-clock timeout and are aborted with SOFT_RESET when it
+// expires. Every XRT call is wrapped: what XRT throws becomes a one-line
+// loom error.
+//
+// This file and xrt_device.cc build twice (host/backends/xrt/CMakeLists.txt):
+// against /usr/include/xrt (LOOM_XRT_NS = xrt_hw) and against the emulation
+// in emu/ (LOOM_XRT_NS = xrt_emu).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <experimental/xrt_ip.h>
+#include <experimental/xrt_system.h>
+#include <experimental/xrt_xclbin.h>
+#include <xrt/xrt_bo.h>
+#include <xrt/xrt_device.h>
+#include <xrt/xrt_uuid.h>
+
+#include "backends/xrt/bringup.h"
+#include "runtime/device.h"
+
+#ifndef LOOM_XRT_NS
+#error "LOOM_XRT_NS names the build (xrt_hw or xrt_emu)"
+#endif
+
+namespace loom::LOOM_XRT_NS {
+
+struct XrtOptions {
+  unsigned device_index = 0;
+  std::string xclbin;  // empty: no default on hardware; the built-in one on xrt-emu
+  /// Wall-clock limit on one run_until_idle (LOOM_XRT_TIMEOUT_MS).
+  unsigned timeout_ms = 120'000;
+  /// Size of each device-memory arena BO (LOOM_XRT_ARENA_MIB).
+  uint64_t arena_bytes = uint64_t(64) << 20;
+};
+
+class XrtDevice final : public runtime::Device {
+ public:
+  XrtDevice(const spec::HwConfig& cfg, XrtOptions opt);
+  ~XrtDevice() override;
+
+  /// The steps of opening a card, in order.
+  Status open_device();
+  Expected<std::string> load_xclbin();  // returns the UUID
+  /// ID, VERSION and HWCFG against the spec and `cfg`.
+  Status check_identity();
+  /// Arms the kernel's interrupt and waits for it; false on timeout.
+  Expected<bool> wait_interrupt(unsigned timeout_ms);
+
+  std::string_view backend() const override;
+  const spec::HwConfig& config() const override { return cfg_; }
+  Expected<uint64_t> alloc(uint64_t bytes, uint64_t align = 4096) override;
+  void free(uint64_t addr) override;
+  /// bo.write + sync(TO_DEVICE) of exactly the bytes written.
+  Status write(uint64_t addr, std::span<const uint8_t> bytes) override;
+  /// sync(FROM_DEVICE) + bo.read of exactly the bytes read.
+  Status read(uint64_t addr, std::span<uint8_t> bytes) override;
+  /// A failed access is remembered (first one) and reported by the next
+  /// run_until_idle; reads then return 0xFFFFFFFF.
+  uint32_t read_reg(uint32_t offset) override;
+  void write_reg(uint32_t offset, uint32_t value) override;
+  Status run_until_idle(uint64_t timeout_cycles) override;
+
+  const std::string& xclbin_path() const { return opt_.xclbin; }
+  unsigned device_index() const { return opt_.device_index; }
+
+ private:
+  struct Arena {
+    xrt::bo bo;
+    uint64_t base = 0, size = 0;
+    std::map<uint64_t, uint64_t> used;  // offset -> bytes
+  };
+  /// The arena holding [addr, addr + len), or nullptr.
+  Arena* find(uint64_t addr, uint64_t len);
+  Error xrt_error(const std::string& what, const std::exception& e) const;
+
+  spec::HwConfig cfg_;
+  XrtOptions opt_;
+  xrt::device dev_;
+  xrt::uuid uuid_;
+  xrt::ip ip_;
+  bool have_ip_ = false;
+  uint32_t group_ = 0;
+  std::vector<std::unique_ptr<Arena>> arenas_;
+  std::string reg_error_;
+};
+
+/// XrtOptions from the environment: LOOM_XRT_DEVICE, LOOM_XCLBIN,
+/// LOOM_XRT_TIMEOUT_MS, LOOM_XRT_ARENA_MIB.
+XrtOptions options_from_env();
+
+}  // namespace loom::LOOM_XRT_NS

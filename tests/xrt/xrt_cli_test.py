@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""The xrt backends and `loom bringup` as a user runs them.
+
+usage: xrt_cli_test.py LOOM ROOT CASE
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+LOOM, ROOT, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
+CHECKS = ["device opened", "xclbin loaded", "identity registers", "scratch register", "dma loopback",
+          "smoke gemm", "counters", "window violation", "interrupt"]
+
+
+def run(args, env=None, timeout=600):
+    e = dict(os.environ)
+    for k in ("LOOM_XRT_EMU_FAULT", "LOOM_XCLBIN", "LOOM_XRT_DEVICE", "LOOM_XRT_EMU_DEVICES"):
+        e.pop(k, None)
+    e.update(env or {})
+    return subprocess.run([LOOM] + args, capture_output=True, text=True, env=e, timeout=timeout)
+
+
+def expect(cond, msg):
+    if not cond:
+        print("FAIL:", msg)
+        sys.exit(1)
+
+
+def bringup_json(env=None, extra=()):
+    r = run(["bringup", "--backend", "xrt-emu", "--config", "tiny", "--json", *extra], env)
+    try:
+        j = json.loads(r.stdout)
+    except json.JSONDecodeError:
+        expect(False, "bringup --json printed no JSON: %r %r" % (r.stdout[-500:], r.stderr[-500:]))
+    expect([c["name"] for c in j["checks"]] == CHECKS, "check order: %s" % [c["name"] for c in j["checks"]])
+    return r, {c["name"]: c for c in j["checks"]}, j
+
+
+def one_line_error(r, *needles):
+    expect(r.returncode != 0, "exit code 0 for a failing command")
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    expect(len(lines) == 1, "expected one line on stderr, got %r" % r.stderr)
+    for n in needles:
+        expect(n in lines[0], "%r not in %r" % (n, lines[0]))
+
+
+def plan(tmp, cfg="tiny"):
+    p = os.path.join(tmp, "demo.%s.plan" % cfg)
+    r = run(["compile", os.path.join(ROOT, "examples/demo_cnn.json"), "--config", cfg, "-o", p])
+    expect(r.returncode == 0, "compile failed: " + r.stderr)
+    return p
+
+
+def case_bringup_emu_passes():
+    r, checks, j = bringup_json()
+    bad = {n: c for n, c in checks.items() if c["result"] != "pass"}
+    expect(r.returncode == 0 and not bad and j["ok"], "bringup on xrt-emu: %s %s" % (bad, r.stderr))
+    dma = checks["dma loopback"]["values"]
+    sizes = [4096 << (2 * i) for i in range(8)]  # 4 KiB .. 64 MiB
+    expect(sorted(dma) == sorted(["h2d_MBps_%d" % n for n in sizes] + ["d2h_MBps_%d" % n for n in sizes]),
+           "dma sizes: %s" % sorted(dma))
+    expect(all(v > 0 for v in dma.values()), "dma bandwidths: %s" % dma)
+    expect(checks["xclbin loaded"]["detail"].startswith("uuid "), checks["xclbin loaded"]["detail"])
+    # The text form: one line per check, in order.
+    t = run(["bringup", "--backend", "xrt-emu", "--config", "tiny", "--dma-max-mib", "1"])
+    expect(t.returncode == 0, t.stdout + t.stderr)
+    got = [l.split(":")[0] for l in t.stdout.splitlines()[1:-1]]
+    expect(got == CHECKS, "text lines: %s" % got)
+
+
+def case_bringup_xrt_no_device():
+    r = run(["bringup", "--backend", "xrt", "--config", "tiny"])
+    expect(r.returncode != 0, "bringup on xrt without a card exited 0")
+    lines = r.stdout.splitlines()
+    expect(any(l.startswith("device opened: fail (no device") for l in lines), r.stdout)
+    for name in CHECKS[1:]:
+        expect(any(l.startswith(name + ": skip") for l in lines), "%s not skipped: %s" % (name, r.stdout))
+
+
+def case_bringup_fault_id():
+    r, checks, _ = bringup_json({"LOOM_XRT_EMU_FAULT": "id"}, ["--dma-max-mib", "1"])
+    expect(r.returncode != 0, "a corrupted ID register passed bringup")
+    failed = [n for n, c in checks.items() if c["result"] == "fail"]
+    expect(failed == ["identity registers"], "failed checks: %s" % failed)
+    expect("ID reads" in checks["identity registers"]["detail"], checks["identity registers"]["detail"])
+    for n in CHECKS[:2]:
+        expect(checks[n]["result"] == "pass", n)
+
+
+def case_bringup_fault_irq():
+    r, checks, _ = bringup_json({"LOOM_XRT_EMU_FAULT": "irq"}, ["--dma-max-mib", "1"])
+    expect(r.returncode != 0, "a lost interrupt passed bringup")
+    failed = [n for n, c in checks.items() if c["result"] == "fail"]
+    expect(failed == ["interrupt"], "failed checks: %s" % failed)
+    expect("the host never saw it" in checks["interrupt"]["detail"], checks["interrupt"]["detail"])
+
+
+def case_run_xrt_no_device():
+    with tempfile.TemporaryDirectory() as tmp:
+        r = run(["run", plan(tmp), "--backend", "xrt"])
+        one_line_error(r, "no device")
+
+
+def case_run_emu_bit_exact():
+    with tempfile.TemporaryDirectory() as tmp:
+        r = run(["run", plan(tmp), "--backend", "xrt-emu", "--check", "--json"])
+        expect(r.returncode == 0, r.stderr)
+        j = json.loads(r.stdout)
+        expect(j["bit_exact"] is True and j["backend"] == "xrt-emu", "not bit-exact: %s" % r.stdout[:400])
+
+
+def case_emu_malformed_xclbin():
+    with tempfile.TemporaryDirectory() as tmp:
+        p = plan(tmp)
+        bad = os.path.join(tmp, "bad.xclbin")
+        with open(bad, "w") as f:
+            f.write("format: loom-emu-xclbin 1\nconfig: tiny\nip loom_top\n")
+        r = run(["run", p, "--backend", "xrt-emu"], {"LOOM_XCLBIN": bad})
+        one_line_error(r, "bad.xclbin", "line 3")
+        with open(bad, "wb") as f:
+            f.write(b"xclbin2\0\0\0\x01\x02")
+        r = run(["run", p, "--backend", "xrt-emu"], {"LOOM_XCLBIN": bad})
+        one_line_error(r, "bad.xclbin", "not an emulated xclbin")
+        r = run(["run", p, "--backend", "xrt-emu"], {"LOOM_XCLBIN": os.path.join(tmp, "missing.xclbin")})
+        one_line_error(r, "missing.xclbin", "cannot open")
+        # An xclbin for another configuration: HWCFG does not match the plan's.
+        r = run(["run", p, "--backend", "xrt-emu"],
+                {"LOOM_XCLBIN": os.path.join(ROOT, "host/backends/xrt/emu/xclbin/loom_small.xclbin")})
+        one_line_error(r, "xrt-emu")
+        r = run(["run", p, "--backend", "xrt-emu"], {"LOOM_XRT_DEVICE": "3"})
+        one_line_error(r, "no device with index 3")
+
+
+globals()["case_" + CASE]()
+print("PASS", CASE)
