@@ -8,7 +8,7 @@ APT_PACKAGES=(
   verilator libsystemc-dev yosys
   libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
-  libxrt-dev uuid-dev
+  libxrt-dev uuid-dev libyaml-dev
   python3 python3-pip python3-yaml
 )
 PY_PACKAGES=(pyyaml numpy onnx onnxruntime matplotlib)

@@ -56,6 +56,9 @@ void register_run(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_bringup(CLI::App& app);
 void register_zoo(CLI::App& app);
+void register_serve(CLI::App& app);
+void register_report(CLI::App& app);
+void register_experiment(CLI::App& app);
 void register_builtin_backends();
 
 }  // namespace loom::cli

@@ -18,6 +18,9 @@ int main(int argc, char** argv) {
     register_bench(app);
     register_bringup(app);
     register_zoo(app);
+    register_serve(app);
+    register_report(app);
+    register_experiment(app);
     try {
       app.parse(argc, argv);
     } catch (const CLI::RuntimeError& e) {

@@ -1,0 +1,92 @@
+// `loom report`: turns a `loom serve` result or a `loom experiment` sweep into
+// an HTML page with matplotlib charts, drawn by scripts/report.py.
+//
+// LOOM_PYTHON overrides the interpreter (default python3 on PATH) and
+// LOOM_REPORT_SCRIPT the script (default: the source tree's scripts/report.py).
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "cli/cli_common.h"
+
+extern char** environ;
+
+namespace loom::cli {
+
+/// Starts argv with stdout (and stderr) sent to the given files ("" keeps
+/// them); returns the pid or -1.
+pid_t spawn_process(const std::vector<std::string>& args, const std::string& out, const std::string& err) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (!out.empty()) posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (!err.empty()) posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  return rc == 0 ? pid : -1;
+}
+
+/// Exit code of `pid`, 128+signal when killed, -1 on a wait error.
+int wait_process(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+namespace {
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : fallback;
+}
+
+struct ReportOpts {
+  std::string result, output;
+};
+
+int report(const ReportOpts& o) {
+  std::ifstream f(o.result);
+  if (!f) return fail(o.result + ": cannot open the result file");
+  ordered_json j = ordered_json::parse(f, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return fail(o.result + ": not a JSON result of loom serve or loom experiment");
+  const std::string kind = j.value("kind", "");
+  if (kind != "serve" && kind != "sweep")
+    return fail(o.result + ": field 'kind' is '" + kind + "', expected 'serve' or 'sweep'");
+  const std::string py = env_or("LOOM_PYTHON", "python3");
+  const std::string script = env_or("LOOM_REPORT_SCRIPT", LOOM_REPORT_SCRIPT);
+  if (!std::filesystem::exists(script)) return fail(script + ": report script not found (set LOOM_REPORT_SCRIPT)");
+  const pid_t probe = spawn_process({py, "-c", "import matplotlib"}, "/dev/null", "/dev/null");
+  const int prc = probe < 0 ? -1 : wait_process(probe);
+  if (prc != 0)
+    return fail(prc == -1 || prc == 127 ? py + ": python3 not found; loom report needs python3 with matplotlib"
+                                        : py + ": matplotlib is not installed; loom report needs it (pip install matplotlib)");
+  const pid_t pid = spawn_process({py, script, o.result, o.output}, "", "");
+  if (pid < 0) return fail(py + ": cannot start " + script);
+  const int rc = wait_process(pid);
+  return rc == 0 ? 0 : 1;  // the script printed its own one-line error
+}
+
+}  // namespace
+
+void register_report(CLI::App& app) {
+  auto o = std::make_shared<ReportOpts>();
+  auto* c = app.add_subcommand("report", "HTML report with charts of a loom serve result or a loom experiment sweep");
+  c->add_option("result", o->result, "result JSON (loom serve -o, or loom experiment's results.json)")->required();
+  c->add_option("-o,--output", o->output, "output directory")->required();
+  c->callback([o] {
+    if (int rc = report(*o)) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace loom::cli

@@ -1,0 +1,128 @@
+// `loom serve`: replays a serving workload (docs/serving.md) on service times
+// measured on a timed backend and prints the result (latency percentiles,
+// throughput, batching, per-core utilization, fairness, accounting).
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "cli/cli_common.h"
+#include "serve/server.h"
+#include "serve/service.h"
+#include "serve/workload.h"
+
+namespace loom::cli {
+
+namespace {
+
+struct ServeOpts {
+  std::string workload, backend = "tlm", config, batching, scheduling, output, cache;
+  int64_t seed = -1;
+  int max_batch = 0;
+  double load_scale = 1.0;
+  bool json = false, progress = false, admission = false;
+};
+
+// Writes `text` to `path` through a temporary file and a rename.
+Status write_atomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f) return make_error(path, "cannot write the file");
+    f << text;
+    if (!f.flush()) {
+      std::filesystem::remove(tmp);
+      return make_error(path, "write failed");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp);
+    return make_error(path, "cannot write the file: " + ec.message());
+  }
+  return {};
+}
+
+int serve(const ServeOpts& o) {
+  auto w = serve::load_workload(o.workload);
+  if (!w) return fail(w.error());
+  if (o.seed >= 0) w->seed = uint64_t(o.seed);
+  if (!o.config.empty()) w->config = o.config;
+  if (!o.batching.empty()) {
+    if (!serve::valid_batching(o.batching))
+      return fail("--batching: unknown batching policy '" + o.batching + "' (none, fixed, deadline)");
+    w->batching = o.batching;
+  }
+  if (!o.scheduling.empty()) {
+    if (!serve::valid_scheduling(o.scheduling))
+      return fail("--scheduling: unknown scheduling policy '" + o.scheduling + "' (static, dynamic, auto)");
+    w->scheduling = o.scheduling;
+  }
+  if (o.max_batch > 0) w->max_batch = o.max_batch;
+  if (o.admission) w->admission = true;
+  if (!(o.load_scale > 0)) return fail("--load-scale: must be > 0");
+  auto cfg = find_config(w->config);
+  if (!cfg) return fail(cfg.error());
+  serve::ServiceModel sm(**cfg, o.backend, o.cache);
+  serve::ServeOptions so;
+  so.backend = o.backend;
+  so.load_scale = o.load_scale;
+  so.progress = o.progress;
+  auto r = serve::run_serve(*w, so, sm);
+  if (!r) return fail(r.error());
+  const std::string text = r->dump(2) + "\n";
+  if (!o.output.empty())
+    if (Status s = write_atomic(o.output, text); !s) return fail(s.error());
+  if (o.progress)
+    std::cerr << "loom serve: " << sm.backend_runs() << " service times measured on " << o.backend << ", "
+              << sm.disk_hits() << " from the cache\n";
+  if (o.json) {
+    std::cout << text;
+    return 0;
+  }
+  const auto& j = *r;
+  std::printf("%s on %s/%s: batching %s, scheduling %s\n", o.workload.c_str(), o.backend.c_str(),
+              w->config.c_str(), w->batching.c_str(), j["scheduling"]["used"].get<std::string>().c_str());
+  std::printf("  requests: %lld submitted, %lld completed, %lld dropped; throughput %.1f req/s\n",
+              (long long)j["submitted"].get<int64_t>(), (long long)j["completed"].get<int64_t>(),
+              (long long)j["dropped"].get<int64_t>(), j["throughput_rps"].get<double>());
+  for (const auto& s : j["streams"]) {
+    const auto& l = s["latency"];
+    auto v = [](const nlohmann::ordered_json& x) { return x.is_null() ? 0.0 : x.get<double>() / 1000.0; };
+    std::printf("  %-12s p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  SLO %.2f ms met %.1f%%\n",
+                s["name"].get<std::string>().c_str(), v(l["p50_us"]), v(l["p99_us"]), v(l["p999_us"]),
+                s["slo_ms"].get<double>(), 100.0 * s["slo_attainment"].get<double>());
+  }
+  std::printf("  fairness: Jain %.3f, ANTT %.3f, STP %.3f; core imbalance %.3f\n",
+              j["fairness"]["jain"].get<double>(), j["fairness"]["antt"].get<double>(),
+              j["fairness"]["stp"].get<double>(), j["core_imbalance"].get<double>());
+  return 0;
+}
+
+}  // namespace
+
+void register_serve(CLI::App& app) {
+  auto o = std::make_shared<ServeOpts>();
+  auto* c = app.add_subcommand("serve", "replay a serving workload on service times measured on a timed backend");
+  c->add_option("workload", o->workload, "workload file (.yaml)")->required();
+  c->add_option("--backend", o->backend, "timed backend that measures service times (tlm, rtl)");
+  c->add_option("--seed", o->seed, "override the workload's seed");
+  c->add_option("--config", o->config, "override the workload's hardware configuration");
+  c->add_option("--batching", o->batching, "none | fixed | deadline");
+  c->add_option("--scheduling", o->scheduling, "static | dynamic | auto");
+  c->add_option("--max-batch", o->max_batch, "override the workload's max_batch");
+  c->add_option("--load-scale", o->load_scale, "multiply every arrival rate by this factor");
+  c->add_flag("--admission", o->admission, "turn admission control on (drops requests predicted to miss their SLO)");
+  c->add_option("--cache", o->cache, "directory caching measured service times by plan hash");
+  c->add_flag("--json", o->json, "print the result as JSON");
+  c->add_option("-o,--output", o->output, "also write the JSON result to this file");
+  c->add_flag("--progress", o->progress, "progress lines on stderr");
+  c->callback([o] {
+    if (int rc = serve(*o)) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace loom::cli

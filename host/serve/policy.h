@@ -1,0 +1,50 @@
+// Batching decisions, as pure functions of one stream's queue so they can be
+// tested on crafted queues and timed on their own (tests/serve).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <string>
+
+namespace loom::serve {
+
+enum class Batching { None, Fixed, Deadline };
+
+struct QueuedReq {
+  double arrival_us = 0;
+  double deadline_us = 0;  // arrival + SLO
+  int64_t seq = 1;
+};
+
+struct BatchParams {
+  Batching policy = Batching::Fixed;
+  int max_batch = 8;
+  double max_delay_us = 1000;  // fixed: longest the oldest request waits for a fuller batch
+  double slack_margin = 0.1;   // deadline: fraction of each SLO kept in reserve
+  int64_t max_seq = 1;         // deadline: largest shape the stream can send (for the next arrival)
+};
+
+/// Service time in microseconds of a batch of `batch` requests padded to `seq`.
+using ServiceFn = std::function<double(int64_t seq, int batch)>;
+
+struct BatchDecision {
+  int n = 0;  // requests to dispatch now from the queue's front (0: wait)
+  double wake_us = std::numeric_limits<double>::infinity();  // when n == 0: decide again then
+  bool fallback = false;  // deadline: no batch meets its deadlines; the oldest goes alone
+};
+
+/// none: one request. fixed (Triton's dynamic batcher): max_batch when that
+/// many wait, else everything once the oldest has waited max_delay. deadline:
+/// among batches of the oldest 1..max_batch whose predicted completion meets
+/// every member's deadline (less the margin), the one with the highest
+/// throughput (requests per microsecond); it waits for one more request only
+/// while that batch would still meet the deadlines and raise throughput.
+BatchDecision decide_batch(const BatchParams& p, const std::deque<QueuedReq>& q, double now_us,
+                           const ServiceFn& service);
+
+const char* batching_name(Batching b);
+bool parse_batching(const std::string& s, Batching& out);
+
+}  // namespace loom::serve

@@ -1,0 +1,611 @@
+#include "serve/server.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <iostream>
+#include <map>
+#include <queue>
+#include <sstream>
+
+#include "ir/builder.h"
+#include "serve/metrics.h"
+#include "serve/policy.h"
+
+namespace loom::serve {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct Req {
+  int stream = 0;
+  double arrival = 0, deadline = 0;
+  int64_t seq = 1;
+  double start = -1, done = -1;
+  bool dropped = false;
+};
+
+double uniform(ir::Rng& r) { return double(r.next() >> 11) * 0x1.0p-53; }
+double expo(ir::Rng& r, double rate_per_us) { return -std::log(1.0 - uniform(r)) / rate_per_us; }
+
+const std::vector<double>& weights_at(const ShapeDist& d, double t_us) {
+  const std::vector<double>* w = &d.weights;
+  for (const auto& dr : d.drift)
+    if (t_us >= dr.at_ms * 1000.0) w = &dr.weights;
+  return *w;
+}
+
+int64_t draw_seq(const ShapeDist& d, double t_us, ir::Rng& r) {
+  const auto& w = weights_at(d, t_us);
+  double sum = 0;
+  for (double x : w) sum += x;
+  double u = uniform(r) * sum;
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (u < w[i]) return d.values[i];
+    u -= w[i];
+  }
+  for (size_t i = w.size(); i-- > 0;)
+    if (w[i] > 0) return d.values[i];
+  return d.values.back();
+}
+
+// Arrivals of one stream, seeded by (workload seed, stream index) only, so a
+// stream sees the same requests alone and in any mix.
+std::vector<Req> arrivals(const Stream& s, int idx, uint64_t seed, double duration_us, double scale) {
+  ir::Rng rng(seed * 0x9E3779B97F4A7C15ull + uint64_t(idx) * 0x632BE59BD9B4E019ull + 1);
+  std::vector<Req> out;
+  auto push = [&](double t, int64_t seq) {
+    Req r;
+    r.stream = idx;
+    r.arrival = t;
+    r.deadline = t + s.slo_ms * 1000.0;
+    r.seq = seq > 0 ? seq : draw_seq(s.shapes, t, rng);
+    out.push_back(r);
+  };
+  const auto& a = s.arrival;
+  auto full = [&] { return s.requests > 0 && int64_t(out.size()) >= s.requests; };
+  if (a.kind == Arrival::Kind::Trace) {
+    for (size_t i = 0; i < a.trace_ms.size() && !full(); ++i) {
+      const double t = a.trace_ms[i] * 1000.0 / scale;
+      if (t >= duration_us) break;
+      push(t, a.trace_seq[i]);
+    }
+    return out;
+  }
+  double t = 0;
+  if (a.kind == Arrival::Kind::Poisson) {
+    const double rate = a.rate * scale / 1e6;
+    while (!full()) {
+      t += expo(rng, rate);
+      if (t >= duration_us) break;
+      push(t, 0);
+    }
+    return out;
+  }
+  // Bursty: on/off periods of fixed length, Poisson within each at its rate;
+  // an exponential gap that crosses a period boundary restarts at the
+  // boundary (memorylessness keeps this exact).
+  const double on = a.on_ms * 1000.0, off = a.off_ms * 1000.0, period = on + off;
+  while (!full() && t < duration_us) {
+    const double ph = std::fmod(t, period);
+    const bool is_on = ph < on;
+    const double end = t - ph + (is_on ? on : period);
+    const double rate = (is_on ? a.on_rate : a.off_rate) * scale / 1e6;
+    const double gap = rate > 0 ? expo(rng, rate) : kInf;
+    if (t + gap >= end) {
+      t = end;
+      continue;
+    }
+    t += gap;
+    if (t >= duration_us) break;
+    push(t, 0);
+  }
+  return out;
+}
+
+enum class Sched { Static, Dynamic };
+
+struct SimOut {
+  std::vector<Req> reqs;
+  std::vector<double> core_busy;
+  std::vector<int64_t> core_batches;
+  std::map<int, int64_t> batch_hist;
+  int64_t fallbacks = 0, steals = 0, port_limit_waits = 0;
+  double makespan = 0;
+};
+
+class Sim {
+ public:
+  Sim(const Workload& w, const std::vector<int>& active, Sched sched, const spec::HwConfig& cfg, ServiceModel& sm,
+      const ServeOptions& o)
+      : w_(w), active_(active), sched_(sched), cfg_(cfg), sm_(sm), o_(o) {}
+
+  Status partition(std::vector<int>& home, std::vector<int>& count) const {
+    const int cores = int(cfg_.cores);
+    const int ns = int(active_.size());
+    count.assign(size_t(ns), 0);
+    int fixed = 0, flexible = 0;
+    for (int i = 0; i < ns; ++i) {
+      const int c = active_.size() == 1 ? 0 : w_.streams[size_t(active_[size_t(i)])].cores;
+      count[size_t(i)] = c;
+      fixed += c;
+      if (c == 0) ++flexible;
+    }
+    if (fixed > cores)
+      return make_error(w_.source, "static partition: streams ask for " + std::to_string(fixed) + " cores, config '" +
+                                       std::string(cfg_.name) + "' has " + std::to_string(cores));
+    int rest = cores - fixed;
+    for (int i = 0; i < ns && flexible; ++i)
+      if (count[size_t(i)] == 0) {
+        count[size_t(i)] = rest / flexible + (rest % flexible ? 1 : 0);
+        rest -= count[size_t(i)];
+        --flexible;
+      }
+    home.assign(size_t(cores), -1);
+    int c = 0;
+    for (int i = 0; i < ns; ++i)
+      for (int k = 0; k < count[size_t(i)]; ++k) home[size_t(c++)] = i;
+    for (int i = 0; i < ns; ++i)
+      if (count[size_t(i)] == 0 && sched_ == Sched::Static)
+        return make_error(w_.source, "static partition: stream '" + w_.streams[size_t(active_[size_t(i)])].name +
+                                         "' gets no core (" + std::to_string(cores) + " cores for " +
+                                         std::to_string(ns) + " streams)");
+    // Dynamic: cores left without a home (fixed counts below the total) serve everyone.
+    return {};
+  }
+
+  Expected<SimOut> run(Batching batching) {
+    const int cores = int(cfg_.cores);
+    const int ports = int(std::max(1u, cfg_.mem_ports));
+    std::vector<int> home, count;
+    if (Status s = partition(home, count); !s) return s.error();
+    SimOut out;
+    const double dur = w_.duration_ms * 1000.0;
+    for (size_t i = 0; i < active_.size(); ++i) {
+      auto a = arrivals(w_.streams[size_t(active_[i])], active_[i], w_.seed, dur, o_.load_scale);
+      for (auto& r : a) r.stream = int(i);
+      out.reqs.insert(out.reqs.end(), a.begin(), a.end());
+    }
+    std::stable_sort(out.reqs.begin(), out.reqs.end(), [](const Req& a, const Req& b) { return a.arrival < b.arrival; });
+    out.core_busy.assign(size_t(cores), 0);
+    out.core_batches.assign(size_t(cores), 0);
+
+    const size_t ns = active_.size();
+    std::vector<std::deque<int>> queue(ns);
+    std::vector<std::deque<QueuedReq>> qview(ns);
+    std::vector<BatchParams> bp(ns);
+    for (size_t i = 0; i < ns; ++i) {
+      const Stream& s = w_.streams[size_t(active_[i])];
+      bp[i].policy = batching;
+      bp[i].max_batch = w_.max_batch;
+      bp[i].max_delay_us = w_.max_queue_delay_ms * 1000.0;
+      bp[i].slack_margin = w_.slack_margin;
+      bp[i].max_seq = *std::max_element(s.shapes.values.begin(), s.shapes.values.end());
+    }
+    Status err;
+    auto svc = [&](size_t si, int64_t seq, int n) -> double {
+      auto c = sm_.cycles(w_.streams[size_t(active_[si])].model, seq, n);
+      if (!c) {
+        if (err) err = c.error();
+        return kInf;
+      }
+      return sm_.cycles_to_us(*c);
+    };
+
+    struct Ev {
+      double t;
+      int64_t order;
+      int kind;  // 0 done, 1 arrival, 2 wake
+      int idx;
+      bool operator>(const Ev& o) const { return t != o.t ? t > o.t : order > o.order; }
+    };
+    std::priority_queue<Ev, std::vector<Ev>, std::greater<Ev>> ev;
+    int64_t order = 0;
+    for (size_t i = 0; i < out.reqs.size(); ++i) ev.push({out.reqs[i].arrival, order++, 1, int(i)});
+    std::vector<bool> busy(size_t(cores), false);
+    std::vector<int> port_busy(size_t(ports), 0);
+    std::vector<std::vector<int>> running(static_cast<size_t>(cores), std::vector<int>{});
+    std::vector<double> wake(ns, kInf);
+    auto port_of = [&](int c) { return c % ports; };
+
+    auto dispatch = [&](int core, size_t si, int n, double now) {
+      int64_t seq = 1;
+      std::vector<int> batch;
+      for (int k = 0; k < n; ++k) {
+        const int ri = queue[si].front();
+        queue[si].pop_front();
+        qview[si].pop_front();
+        out.reqs[size_t(ri)].start = now;
+        seq = std::max(seq, out.reqs[size_t(ri)].seq);
+        batch.push_back(ri);
+      }
+      const int other = port_busy[size_t(port_of(core))];
+      const double d = svc(si, seq, n) * (1.0 + w_.port_contention * other);
+      ++port_busy[size_t(port_of(core))];
+      busy[size_t(core)] = true;
+      running[size_t(core)] = std::move(batch);
+      out.core_busy[size_t(core)] += d;
+      ++out.core_batches[size_t(core)];
+      ++out.batch_hist[n];
+      if (sched_ == Sched::Dynamic && home[size_t(core)] >= 0 && home[size_t(core)] != int(si)) ++out.steals;
+      ev.push({now + d, order++, 0, core});
+    };
+
+    auto schedule = [&](double now) {
+      for (;;) {
+        if (!err) return;
+        // Decisions of every stream with waiting requests.
+        std::vector<BatchDecision> dec(ns);
+        bool any = false;
+        for (size_t si = 0; si < ns; ++si) {
+          if (queue[si].empty()) continue;
+          dec[si] = decide_batch(bp[si], qview[si], now, [&](int64_t s, int n) { return svc(si, s, n); });
+          if (dec[si].n > 0) any = true;
+          else if (dec[si].wake_us < wake[si] || wake[si] <= now) {
+            wake[si] = dec[si].wake_us;
+            if (std::isfinite(dec[si].wake_us)) ev.push({dec[si].wake_us, order++, 2, int(si)});
+          }
+        }
+        if (!any) return;
+        int core = -1;
+        size_t pick = ns;
+        if (sched_ == Sched::Static) {
+          for (int c = 0; c < cores && core < 0; ++c)
+            if (!busy[size_t(c)] && home[size_t(c)] >= 0 && dec[size_t(home[size_t(c)])].n > 0)
+              core = c, pick = size_t(home[size_t(c)]);
+        } else {
+          // Topology-aware: the idle core on the least busy memory port, within the limit.
+          int best_load = 1 << 30;
+          bool limited = false;
+          for (int c = 0; c < cores; ++c) {
+            if (busy[size_t(c)]) continue;
+            const int load = port_busy[size_t(port_of(c))];
+            if (w_.max_per_port > 0 && load >= w_.max_per_port) {
+              limited = true;
+              continue;
+            }
+            if (load < best_load) best_load = load, core = c;
+          }
+          if (core < 0) {
+            if (limited) ++out.port_limit_waits;
+            return;
+          }
+          // Priority, then the core's home streams, then earliest deadline (EDF).
+          for (size_t si = 0; si < ns; ++si) {
+            if (dec[si].n == 0) continue;
+            if (pick == ns) {
+              pick = si;
+              continue;
+            }
+            const auto& a = w_.streams[size_t(active_[si])];
+            const auto& b = w_.streams[size_t(active_[pick])];
+            const bool ha = home[size_t(core)] == int(si), hb = home[size_t(core)] == int(pick);
+            const double da = qview[si].front().deadline_us, db = qview[pick].front().deadline_us;
+            if (a.priority != b.priority ? a.priority > b.priority : ha != hb ? ha : da < db) pick = si;
+          }
+        }
+        if (core < 0 || pick == ns) return;
+        if (dec[pick].fallback) ++out.fallbacks;
+        dispatch(core, pick, dec[pick].n, now);
+      }
+    };
+
+    size_t arrived = 0, next_report = out.reqs.size() / 10 + 1;
+    while (!ev.empty()) {
+      const Ev e = ev.top();
+      ev.pop();
+      const double now = e.t;
+      if (e.kind == 1) {
+        Req& r = out.reqs[size_t(e.idx)];
+        const size_t si = size_t(r.stream);
+        bool drop = false;
+        if (w_.admission) {
+          // Predicted completion: the queue ahead drains one request at a time
+          // on the cores that can serve this stream.
+          const int serving = sched_ == Sched::Static ? count[si] : cores;
+          const double s1 = svc(si, r.seq, 1);
+          const double pred = now + s1 * (1.0 + double(queue[si].size()) / double(std::max(1, serving)));
+          drop = pred > r.deadline;
+        }
+        if (drop) {
+          r.dropped = true;
+        } else {
+          queue[si].push_back(e.idx);
+          qview[si].push_back({r.arrival, r.deadline, r.seq});
+        }
+        if (o_.progress && ++arrived >= next_report) {
+          std::cerr << "loom serve: " << arrived << "/" << out.reqs.size() << " requests arrived, t = " << now / 1000.0
+                    << " ms\n";
+          next_report += out.reqs.size() / 10 + 1;
+        }
+      } else if (e.kind == 0) {
+        for (int ri : running[size_t(e.idx)]) out.reqs[size_t(ri)].done = now;
+        running[size_t(e.idx)].clear();
+        busy[size_t(e.idx)] = false;
+        --port_busy[size_t(port_of(e.idx))];
+        out.makespan = std::max(out.makespan, now);
+      } else {
+        if (wake[size_t(e.idx)] == now) wake[size_t(e.idx)] = kInf;
+      }
+      schedule(now);
+      if (!err) return err.error();
+    }
+    return out;
+  }
+
+ private:
+  const Workload& w_;
+  std::vector<int> active_;
+  Sched sched_;
+  const spec::HwConfig& cfg_;
+  ServiceModel& sm_;
+  const ServeOptions& o_;
+};
+
+json pct_json(std::vector<double> v, const char* suffix = "_us") {
+  std::sort(v.begin(), v.end());
+  json j;
+  const std::pair<const char*, double> ps[] = {{"p50", 50}, {"p95", 95}, {"p99", 99}, {"p999", 99.9}};
+  for (auto [name, p] : ps) {
+    auto x = percentile(v, p);
+    j[std::string(name) + suffix] = x ? json(*x) : json(nullptr);
+  }
+  double s = 0;
+  for (double x : v) s += x;
+  j[std::string("mean") + suffix] = v.empty() ? json(nullptr) : json(s / double(v.size()));
+  j[std::string("max") + suffix] = v.empty() ? json(nullptr) : json(v.back());
+  return j;
+}
+
+json cdf_points(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  json a = json::array();
+  if (v.empty()) return a;
+  for (int i = 0; i <= 100; ++i) a.push_back(*percentile(v, std::max(0.001, double(i))));
+  return a;
+}
+
+double mean_latency(const SimOut& s, int stream) {
+  double sum = 0;
+  int64_t n = 0;
+  for (const auto& r : s.reqs)
+    if (r.stream == stream && !r.dropped) sum += r.done - r.arrival, ++n;
+  return n ? sum / double(n) : 0;
+}
+
+struct AutoChoice {
+  Sched sched;
+  std::string reason;
+};
+
+Expected<AutoChoice> choose_auto(const Workload& w, const spec::HwConfig& cfg, ServiceModel& sm, double scale) {
+  // Measured service-time variance per stream (batch 1 over its shapes, first
+  // weights), burstiness of its arrivals, and the load each stream would put
+  // on an equal static share of the cores.
+  std::ostringstream why;
+  double max_cv = 0, max_burst = 0;
+  std::vector<double> rho;
+  const int ns = int(w.streams.size());
+  for (int i = 0; i < ns; ++i) {
+    const Stream& s = w.streams[size_t(i)];
+    double sw = 0, m1 = 0, m2 = 0;
+    for (size_t k = 0; k < s.shapes.values.size(); ++k) {
+      auto c = sm.cycles(s.model, s.shapes.values[k], 1);
+      if (!c) return c.error();
+      const double us = sm.cycles_to_us(*c), wt = s.shapes.weights[k];
+      sw += wt, m1 += wt * us, m2 += wt * us * us;
+    }
+    m1 /= sw, m2 /= sw;
+    const double cv = std::sqrt(std::max(0.0, m2 - m1 * m1)) / m1;
+    double rate = 0, burst = 1;
+    const auto& a = s.arrival;
+    if (a.kind == Arrival::Kind::Poisson) {
+      rate = a.rate;
+    } else if (a.kind == Arrival::Kind::Bursty) {
+      rate = (a.on_rate * a.on_ms + a.off_rate * a.off_ms) / (a.on_ms + a.off_ms);
+      burst = rate > 0 ? a.on_rate / rate : 1;
+    } else {
+      const size_t n = a.trace_ms.size();
+      const double span = n > 1 ? a.trace_ms.back() - a.trace_ms.front() : 0;
+      rate = span > 0 ? double(n - 1) / span * 1000.0 : 0;
+      double g1 = 0, g2 = 0;
+      for (size_t k = 1; k < n; ++k) {
+        const double g = a.trace_ms[k] - a.trace_ms[k - 1];
+        g1 += g, g2 += g * g;
+      }
+      if (n > 2 && g1 > 0) {
+        g1 /= double(n - 1), g2 /= double(n - 1);
+        burst = std::sqrt(std::max(0.0, g2 - g1 * g1)) / g1;  // CV of the gaps: 1 for Poisson
+      }
+    }
+    const double share = std::max(1.0, double(cfg.cores) / double(ns));
+    rho.push_back(rate * scale * m1 / 1e6 / share);
+    max_cv = std::max(max_cv, cv);
+    max_burst = std::max(max_burst, burst);
+  }
+  const double rmax = *std::max_element(rho.begin(), rho.end()), rmin = *std::min_element(rho.begin(), rho.end());
+  const double imbalance = rmin > 0 ? rmax / rmin : (rmax > 0 ? kInf : 1);
+  why.setf(std::ios::fixed);
+  why.precision(2);
+  why << "service-time CV " << max_cv << " (limit 0.50), arrival burstiness " << max_burst
+      << " (limit 1.50), static-share load imbalance " << imbalance << " (limit 1.25)";
+  const bool dyn = ns > 1 && (max_cv > 0.5 || max_burst > 1.5 || imbalance > 1.25);
+  if (ns == 1) return AutoChoice{Sched::Static, "one stream: static and dynamic coincide; " + why.str()};
+  return AutoChoice{dyn ? Sched::Dynamic : Sched::Static,
+                    (dyn ? "dynamic: a measure exceeds its limit: " : "static: every measure within its limit: ") +
+                        why.str()};
+}
+
+}  // namespace
+
+Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel& sm) {
+  const spec::HwConfig* cfg = spec::find_config(w.config);
+  if (!cfg) return make_error(w.source + ": field 'config'", "unknown configuration '" + w.config + "'");
+  Batching batching;
+  if (!parse_batching(w.batching, batching))
+    return make_error("--batching", "unknown batching policy '" + w.batching + "' (none, fixed, deadline)");
+  Sched sched = Sched::Dynamic;
+  std::string reason;
+  if (w.scheduling == "static") sched = Sched::Static;
+  else if (w.scheduling == "dynamic") sched = Sched::Dynamic;
+  else if (w.scheduling == "auto") {
+    auto c = choose_auto(w, *cfg, sm, o.load_scale);
+    if (!c) return c.error();
+    sched = c->sched;
+    reason = c->reason;
+  } else {
+    return make_error("--scheduling", "unknown scheduling policy '" + w.scheduling + "' (static, dynamic, auto)");
+  }
+
+  // An SLO below the service time of a single smallest request can never be met.
+  for (const auto& s : w.streams) {
+    const int64_t smin = *std::min_element(s.shapes.values.begin(), s.shapes.values.end());
+    auto c = sm.cycles(s.model, smin, 1);
+    if (!c) return c.error();
+    const double us = sm.cycles_to_us(*c);
+    if (s.slo_ms * 1000.0 < us) {
+      std::ostringstream m;
+      m << "slo_ms " << s.slo_ms << " is below the service time of one request (" << us / 1000.0 << " ms measured on "
+        << sm.backend() << ")";
+      return make_error(w.source + ": stream '" + s.name + "'", m.str());
+    }
+  }
+
+  std::vector<int> all;
+  for (int i = 0; i < int(w.streams.size()); ++i) all.push_back(i);
+  Sim sim(w, all, sched, *cfg, sm, o);
+  auto res = sim.run(batching);
+  if (!res) return res.error();
+  const SimOut& r = *res;
+
+  // Isolated runs (each stream alone on the whole fabric, same policies) for
+  // ANTT and STP.
+  std::vector<double> alone;
+  ServeOptions quiet = o;
+  quiet.progress = false;
+  for (int i = 0; i < int(w.streams.size()); ++i) {
+    Sim one(w, {i}, sched, *cfg, sm, quiet);
+    auto ro = one.run(batching);
+    if (!ro) return ro.error();
+    alone.push_back(mean_latency(*ro, 0));
+  }
+
+  json j;
+  j["kind"] = "serve";
+  j["workload"] = w.source;
+  j["backend"] = o.backend;
+  j["config"] = w.config;
+  j["seed"] = w.seed;
+  j["load_scale"] = o.load_scale;
+  j["batching"] = w.batching;
+  j["max_batch"] = w.max_batch;
+  j["max_queue_delay_ms"] = w.max_queue_delay_ms;
+  j["scheduling"] = {{"requested", w.scheduling},
+                     {"used", sched == Sched::Static ? "static" : "dynamic"},
+                     {"reason", reason.empty() ? json(nullptr) : json(reason)}};
+  j["admission"] = w.admission;
+  j["duration_ms"] = w.duration_ms;
+  j["makespan_ms"] = r.makespan / 1000.0;
+
+  int64_t submitted = int64_t(r.reqs.size()), completed = 0, dropped = 0;
+  std::vector<double> all_lat;
+  json streams = json::array();
+  std::vector<double> inv_slowdown;
+  double antt = 0;
+  const std::vector<double> edges{0, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000};
+  for (size_t si = 0; si < w.streams.size(); ++si) {
+    const Stream& s = w.streams[si];
+    std::vector<double> lat, wait;
+    int64_t sub = 0, comp = 0, drop = 0, met = 0;
+    for (const auto& q : r.reqs) {
+      if (q.stream != int(si)) continue;
+      ++sub;
+      if (q.dropped) {
+        ++drop;
+        continue;
+      }
+      if (q.done < 0) continue;  // would be an accounting error, caught below
+      ++comp;
+      lat.push_back(q.done - q.arrival);
+      wait.push_back(q.start - q.arrival);
+      if (q.done - q.arrival <= s.slo_ms * 1000.0) ++met;
+    }
+    completed += comp, dropped += drop;
+    all_lat.insert(all_lat.end(), lat.begin(), lat.end());
+    json sj;
+    sj["name"] = s.name;
+    sj["model"] = model_key(s.model);
+    sj["priority"] = s.priority;
+    sj["slo_ms"] = s.slo_ms;
+    sj["submitted"] = sub;
+    sj["completed"] = comp;
+    sj["dropped"] = drop;
+    sj["throughput_rps"] = r.makespan > 0 ? double(comp) / r.makespan * 1e6 : 0.0;
+    sj["latency"] = pct_json(lat);
+    json qw = pct_json(wait);
+    json hist = json::array();
+    for (size_t k = 0; k < edges.size(); ++k) {
+      const double lo = edges[k], hi = k + 1 < edges.size() ? edges[k + 1] : kInf;
+      int64_t n = 0;
+      for (double x : wait) n += x >= lo && x < hi;
+      hist.push_back({{"lo_us", lo}, {"hi_us", std::isfinite(hi) ? json(hi) : json(nullptr)}, {"count", n}});
+    }
+    qw["histogram"] = hist;
+    sj["queue_wait"] = qw;
+    sj["slo_attainment"] = sub ? double(met) / double(sub) : 1.0;
+    const double shared = mean_latency(r, int(si));
+    const double slow = alone[si] > 0 && shared > 0 ? shared / alone[si] : 1.0;
+    sj["isolated_mean_latency_us"] = alone[si];
+    sj["slowdown"] = slow;
+    antt += slow;
+    inv_slowdown.push_back(1.0 / slow);
+    sj["latency_cdf_us"] = cdf_points(lat);
+    streams.push_back(sj);
+  }
+  if (submitted != completed + dropped)
+    return make_error("loom serve", "accounting error: submitted " + std::to_string(submitted) + " != completed " +
+                                        std::to_string(completed) + " + dropped " + std::to_string(dropped));
+  j["submitted"] = submitted;
+  j["completed"] = completed;
+  j["dropped"] = dropped;
+  j["throughput_rps"] = r.makespan > 0 ? double(completed) / r.makespan * 1e6 : 0.0;
+  j["latency"] = pct_json(all_lat);
+  j["streams"] = streams;
+  json bh = json::object();
+  for (const auto& [n, c] : r.batch_hist) bh[std::to_string(n)] = c;
+  j["batch_sizes"] = bh;
+  json cores = json::array();
+  double umax = 0, usum = 0;
+  const int ports = int(std::max(1u, cfg->mem_ports));
+  for (size_t c = 0; c < r.core_busy.size(); ++c) {
+    const double u = r.makespan > 0 ? r.core_busy[c] / r.makespan : 0;
+    umax = std::max(umax, u), usum += u;
+    cores.push_back({{"core", c}, {"port", int(c) % ports}, {"busy_us", r.core_busy[c]}, {"utilization", u},
+                     {"batches", r.core_batches[c]}});
+  }
+  j["cores"] = cores;
+  const double umean = usum / double(std::max<size_t>(1, r.core_busy.size()));
+  j["core_imbalance"] = umean > 0 ? umax / umean - 1.0 : 0.0;
+  j["fairness"] = {{"jain", jain_index(inv_slowdown)},
+                   {"antt", antt / double(w.streams.size())},
+                   {"stp", [&] {
+                      double s = 0;
+                      for (double x : inv_slowdown) s += x;
+                      return s;
+                    }()}};
+  j["fallbacks"] = {{"deadline_infeasible", r.fallbacks}};
+  j["steals"] = r.steals;
+  j["port_limit_waits"] = r.port_limit_waits;
+  j["port_contention"] = w.port_contention;
+  j["max_per_port"] = w.max_per_port;
+  json tab = json::array();
+  for (const auto& m : sm.measurements())
+    tab.push_back({{"model", m.model}, {"seq", m.seq}, {"batch", m.batch}, {"cycles", m.cycles},
+                   {"us", sm.cycles_to_us(m.cycles)}});
+  j["service_times"] = {{"backend", sm.backend()}, {"clock_mhz", cfg->clock_mhz}, {"table", tab}};
+  return j;
+}
+
+}  // namespace loom::serve

@@ -1,0 +1,312 @@
+#include "serve/workload.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "serve/yaml_json.h"
+
+namespace loom::serve {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+struct Reader {
+  std::string where;
+  Error err(const std::string& field, const std::string& what) const {
+    return make_error(where + ": field '" + field + "'", what);
+  }
+};
+
+Status check_keys(const json& o, const std::string& where, std::initializer_list<const char*> keys) {
+  for (const auto& [k, v] : o.items()) {
+    (void)v;
+    if (std::none_of(keys.begin(), keys.end(), [&](const char* a) { return k == a; }))
+      return make_error(where, "unknown field '" + k + "'");
+  }
+  return {};
+}
+
+Expected<double> num(const json& o, const std::string& where, const char* key, double def, bool required,
+                     double lo = 0, bool lo_open = false) {
+  if (!o.contains(key)) {
+    if (required) return make_error(where, "missing field '" + std::string(key) + "'");
+    return def;
+  }
+  const auto& v = o[key];
+  if (!v.is_number()) return make_error(where + ": field '" + key + "'", "expected a number");
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || d < lo || (lo_open && d == lo))
+    return make_error(where + ": field '" + key + "'",
+                      "must be " + std::string(lo_open ? "> " : ">= ") + std::to_string(int64_t(lo)) + ", got " +
+                          v.dump());
+  return d;
+}
+
+Expected<std::string> str(const json& o, const std::string& where, const char* key, const std::string& def,
+                          bool required) {
+  if (!o.contains(key)) {
+    if (required) return make_error(where, "missing field '" + std::string(key) + "'");
+    return def;
+  }
+  if (!o[key].is_string()) return make_error(where + ": field '" + key + "'", "expected a string");
+  return o[key].get<std::string>();
+}
+
+Expected<std::vector<double>> weights(const json& v, const std::string& where, size_t n) {
+  if (!v.is_array() || v.size() != n)
+    return make_error(where, "expected a list of " + std::to_string(n) + " weights");
+  std::vector<double> w;
+  double sum = 0;
+  for (const auto& x : v) {
+    if (!x.is_number() || !(x.get<double>() >= 0)) return make_error(where, "weights must be numbers >= 0");
+    w.push_back(x.get<double>());
+    sum += w.back();
+  }
+  if (!(sum > 0)) return make_error(where, "weights sum to 0");
+  return w;
+}
+
+Status parse_trace(Arrival& a, const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return make_error(path, "cannot open the trace file");
+  std::string line;
+  int ln = 0;
+  double last = -1;
+  while (std::getline(f, line)) {
+    ++ln;
+    const auto h = line.find('#');
+    if (h != std::string::npos) line.resize(h);
+    std::istringstream ls(line);
+    double t;
+    if (!(ls >> t)) {
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      return make_error(path + ":" + std::to_string(ln), "expected 'time_ms [seq_len]'");
+    }
+    int64_t seq = 0;
+    if (!(ls >> seq)) seq = 0;
+    else if (seq <= 0) return make_error(path + ":" + std::to_string(ln), "seq_len must be > 0");
+    if (!std::isfinite(t) || t < 0 || t < last)
+      return make_error(path + ":" + std::to_string(ln), "times must be >= 0 and non-decreasing");
+    last = t;
+    a.trace_ms.push_back(t);
+    a.trace_seq.push_back(seq);
+  }
+  if (a.trace_ms.empty()) return make_error(path, "the trace holds no arrivals");
+  return {};
+}
+
+Status parse_stream(const json& s, size_t idx, const std::string& src, const std::string& dir, Stream& out) {
+  std::string where = src + ": streams[" + std::to_string(idx) + "]";
+  if (!s.is_object()) return make_error(where, "expected a mapping");
+  LOOM_TRY(check_keys(s, where,
+                      {"name", "model", "hidden", "ffn", "layers", "priority", "slo_ms", "arrival", "seq_len",
+                       "cores", "requests"}));
+  auto name = str(s, where, "name", "stream" + std::to_string(idx), false);
+  if (!name) return name.error();
+  out.name = *name;
+  where = src + ": stream '" + out.name + "'";
+  auto model = str(s, where, "model", "", true);
+  if (!model) return model.error();
+  out.model.name = *model;
+  if (*model == "gemm_chain") {
+    out.model.kind = ModelSpec::Kind::GemmChain;
+    for (auto [key, dst] : {std::pair{"hidden", &out.model.hidden}, std::pair{"ffn", &out.model.ffn},
+                            std::pair{"layers", &out.model.layers}}) {
+      auto v = num(s, where, key, double(*dst), false, 1);
+      if (!v) return v.error();
+      if (*v != std::floor(*v) || *v > 4096) return make_error(where + ": field '" + key + "'", "expected an integer in 1..4096");
+      *dst = int64_t(*v);
+    }
+  } else if (model->size() > 5 && model->substr(model->size() - 5) == ".json") {
+    out.model.kind = ModelSpec::Kind::Graph;
+    std::filesystem::path p(*model);
+    if (p.is_relative() && !std::filesystem::exists(p)) p = std::filesystem::path(dir) / p;
+    out.model.name = p.string();
+    if (!std::filesystem::exists(p)) return make_error(where + ": field 'model'", "graph file " + *model + " not found");
+  } else {
+    return make_error(where + ": field 'model'",
+                      "unknown model '" + *model + "' (built-in: gemm_chain; or a .json graph path)");
+  }
+  auto pr = num(s, where, "priority", 0, false, -1000);
+  if (!pr) return pr.error();
+  out.priority = int(*pr);
+  auto slo = num(s, where, "slo_ms", 0, true, 0, true);
+  if (!slo) return slo.error();
+  out.slo_ms = *slo;
+  auto cores = num(s, where, "cores", 0, false, 0);
+  if (!cores) return cores.error();
+  out.cores = int(*cores);
+  auto req = num(s, where, "requests", 0, false, 0);
+  if (!req) return req.error();
+  out.requests = int64_t(*req);
+
+  if (!s.contains("arrival")) return make_error(where, "missing field 'arrival'");
+  const auto& a = s["arrival"];
+  const std::string aw = where + ": arrival";
+  if (!a.is_object() || a.size() != 1)
+    return make_error(aw, "expected one of poisson: {rate}, bursty: {on_rate, off_rate, on_ms, off_ms}, trace: {file}");
+  const std::string kind = a.begin().key();
+  const auto& av = a.begin().value();
+  const std::string kw = aw + ": " + kind;
+  if (!av.is_object()) return make_error(kw, "expected a mapping");
+  if (kind == "poisson") {
+    LOOM_TRY(check_keys(av, kw, {"rate"}));
+    out.arrival.kind = Arrival::Kind::Poisson;
+    auto r = num(av, kw, "rate", 0, true, 0, true);
+    if (!r) return r.error();
+    out.arrival.rate = *r;
+  } else if (kind == "bursty") {
+    LOOM_TRY(check_keys(av, kw, {"on_rate", "off_rate", "on_ms", "off_ms"}));
+    out.arrival.kind = Arrival::Kind::Bursty;
+    auto on = num(av, kw, "on_rate", 0, true, 0, true);
+    if (!on) return on.error();
+    auto off = num(av, kw, "off_rate", 0, true, 0);
+    if (!off) return off.error();
+    auto onm = num(av, kw, "on_ms", 0, true, 0, true);
+    if (!onm) return onm.error();
+    auto offm = num(av, kw, "off_ms", 0, true, 0, true);
+    if (!offm) return offm.error();
+    out.arrival.on_rate = *on, out.arrival.off_rate = *off, out.arrival.on_ms = *onm, out.arrival.off_ms = *offm;
+  } else if (kind == "trace") {
+    LOOM_TRY(check_keys(av, kw, {"file"}));
+    out.arrival.kind = Arrival::Kind::Trace;
+    auto f = str(av, kw, "file", "", true);
+    if (!f) return f.error();
+    std::filesystem::path p(*f);
+    if (p.is_relative() && !std::filesystem::exists(p)) p = std::filesystem::path(dir) / p;
+    out.arrival.trace_file = p.string();
+    LOOM_TRY(parse_trace(out.arrival, out.arrival.trace_file));
+  } else {
+    return make_error(aw, "unknown arrival process '" + kind + "' (poisson, bursty, trace)");
+  }
+
+  if (s.contains("seq_len")) {
+    const auto& q = s["seq_len"];
+    const std::string qw = where + ": seq_len";
+    if (out.model.kind == ModelSpec::Kind::Graph)
+      return make_error(qw, "a .json graph has a fixed shape; seq_len applies to gemm_chain");
+    if (!q.is_object()) return make_error(qw, "expected {values: [...], weights: [...], drift: [...]}");
+    LOOM_TRY(check_keys(q, qw, {"values", "weights", "drift"}));
+    if (!q.contains("values") || !q["values"].is_array() || q["values"].empty())
+      return make_error(qw, "field 'values' must be a non-empty list");
+    out.shapes.values.clear();
+    for (const auto& v : q["values"]) {
+      if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > 4096)
+        return make_error(qw + ": field 'values'", "sequence lengths must be integers in 1..4096");
+      out.shapes.values.push_back(v.get<int64_t>());
+    }
+    const size_t n = out.shapes.values.size();
+    if (q.contains("weights")) {
+      auto w = weights(q["weights"], qw + ": field 'weights'", n);
+      if (!w) return w.error();
+      out.shapes.weights = *w;
+    } else {
+      out.shapes.weights.assign(n, 1.0);
+    }
+    if (q.contains("drift")) {
+      if (!q["drift"].is_array()) return make_error(qw + ": field 'drift'", "expected a list of {at_ms, weights}");
+      double last = -1;
+      for (size_t i = 0; i < q["drift"].size(); ++i) {
+        const auto& d = q["drift"][i];
+        const std::string dw = qw + ": drift[" + std::to_string(i) + "]";
+        if (!d.is_object()) return make_error(dw, "expected {at_ms, weights}");
+        LOOM_TRY(check_keys(d, dw, {"at_ms", "weights"}));
+        auto at = num(d, dw, "at_ms", 0, true, 0);
+        if (!at) return at.error();
+        if (*at <= last) return make_error(dw, "at_ms must increase");
+        last = *at;
+        if (!d.contains("weights")) return make_error(dw, "missing field 'weights'");
+        auto w = weights(d["weights"], dw + ": field 'weights'", n);
+        if (!w) return w.error();
+        out.shapes.drift.push_back({*at, *w});
+      }
+    }
+  } else if (out.model.kind == ModelSpec::Kind::GemmChain) {
+    out.shapes.values = {16};
+    out.shapes.weights = {1.0};
+  }
+  return {};
+}
+
+}  // namespace
+
+bool valid_batching(const std::string& s) { return s == "none" || s == "fixed" || s == "deadline"; }
+bool valid_scheduling(const std::string& s) { return s == "static" || s == "dynamic" || s == "auto"; }
+
+Expected<Workload> parse_workload_text(const std::string& text, const std::string& source) {
+  auto doc = parse_yaml_text(text, source);
+  if (!doc) return doc.error();
+  const json& j = *doc;
+  if (!j.is_object()) return make_error(source, "expected a mapping at the top level");
+  LOOM_TRY(check_keys(j, source,
+                      {"config", "streams", "duration_ms", "seed", "batching", "scheduling", "max_batch",
+                       "max_queue_delay_ms", "slack_margin", "admission", "port_contention", "max_per_port"}));
+  Workload w;
+  w.source = source;
+  const std::string dir = std::filesystem::path(source).parent_path().string();
+  auto cfg = str(j, source, "config", w.config, false);
+  if (!cfg) return cfg.error();
+  w.config = *cfg;
+  auto dur = num(j, source, "duration_ms", 0, true, 0, true);
+  if (!dur) return dur.error();
+  w.duration_ms = *dur;
+  auto seed = num(j, source, "seed", 1, false, 0);
+  if (!seed) return seed.error();
+  w.seed = uint64_t(*seed);
+  auto b = str(j, source, "batching", w.batching, false);
+  if (!b) return b.error();
+  if (!valid_batching(*b))
+    return make_error(source + ": field 'batching'", "unknown batching policy '" + *b + "' (none, fixed, deadline)");
+  w.batching = *b;
+  auto sc = str(j, source, "scheduling", w.scheduling, false);
+  if (!sc) return sc.error();
+  if (!valid_scheduling(*sc))
+    return make_error(source + ": field 'scheduling'",
+                      "unknown scheduling policy '" + *sc + "' (static, dynamic, auto)");
+  w.scheduling = *sc;
+  auto mb = num(j, source, "max_batch", w.max_batch, false, 1);
+  if (!mb) return mb.error();
+  if (*mb > 64) return make_error(source + ": field 'max_batch'", "must be <= 64");
+  w.max_batch = int(*mb);
+  auto md = num(j, source, "max_queue_delay_ms", w.max_queue_delay_ms, false, 0);
+  if (!md) return md.error();
+  w.max_queue_delay_ms = *md;
+  auto sm = num(j, source, "slack_margin", w.slack_margin, false, 0);
+  if (!sm) return sm.error();
+  if (*sm >= 1) return make_error(source + ": field 'slack_margin'", "must be < 1");
+  w.slack_margin = *sm;
+  if (j.contains("admission")) {
+    if (!j["admission"].is_boolean()) return make_error(source + ": field 'admission'", "expected true or false");
+    w.admission = j["admission"].get<bool>();
+  }
+  auto pc = num(j, source, "port_contention", w.port_contention, false, 0);
+  if (!pc) return pc.error();
+  w.port_contention = *pc;
+  auto mp = num(j, source, "max_per_port", 0, false, 0);
+  if (!mp) return mp.error();
+  w.max_per_port = int(*mp);
+  if (!j.contains("streams") || !j["streams"].is_array() || j["streams"].empty())
+    return make_error(source, "field 'streams' must be a non-empty list");
+  for (size_t i = 0; i < j["streams"].size(); ++i) {
+    Stream s;
+    LOOM_TRY(parse_stream(j["streams"][i], i, source, dir, s));
+    for (const auto& o : w.streams)
+      if (o.name == s.name) return make_error(source + ": stream '" + s.name + "'", "duplicate stream name");
+    w.streams.push_back(std::move(s));
+  }
+  return w;
+}
+
+Expected<Workload> load_workload(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return make_error(path, "cannot open the workload file");
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return parse_workload_text(ss.str(), path);
+}
+
+}  // namespace loom::serve

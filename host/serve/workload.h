@@ -1,0 +1,78 @@
+// A serving workload: streams of requests (model, priority, SLO, arrival
+// process, shape distribution with drift) and the server's knobs. Read from a
+// YAML file (docs/serving.md lists every field).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace loom::serve {
+
+struct ModelSpec {
+  enum class Kind { GemmChain, Graph };
+  Kind kind = Kind::GemmChain;
+  std::string name;          // "gemm_chain" or the graph path
+  int64_t hidden = 64;       // gemm_chain: width of the residual stream
+  int64_t ffn = 128;         // gemm_chain: inner width
+  int64_t layers = 1;        // gemm_chain: number of (hidden->ffn->hidden) blocks
+};
+
+struct ShapeDist {
+  // Sequence lengths (rows per request) and their weights; a graph model has
+  // one implicit shape (values = {1}).
+  std::vector<int64_t> values{1};
+  std::vector<double> weights{1.0};
+  struct Drift {
+    double at_ms = 0;
+    std::vector<double> weights;
+  };
+  std::vector<Drift> drift;  // sorted by at_ms; weights switch at that time
+};
+
+struct Arrival {
+  enum class Kind { Poisson, Bursty, Trace };
+  Kind kind = Kind::Poisson;
+  double rate = 0;                 // poisson: requests per second
+  double on_rate = 0, off_rate = 0, on_ms = 0, off_ms = 0;  // bursty
+  std::string trace_file;          // trace: one "time_ms [seq_len]" per line
+  std::vector<double> trace_ms;
+  std::vector<int64_t> trace_seq;  // 0: draw from the shape distribution
+};
+
+struct Stream {
+  std::string name;
+  ModelSpec model;
+  int priority = 0;  // larger is served first by the dynamic scheduler
+  double slo_ms = 0;
+  Arrival arrival;
+  ShapeDist shapes;
+  int cores = 0;        // static partition size (0: equal split)
+  int64_t requests = 0; // cap on generated requests (0: until duration)
+};
+
+struct Workload {
+  std::string source;
+  std::string config = "default";
+  std::vector<Stream> streams;
+  double duration_ms = 0;
+  uint64_t seed = 1;
+  std::string batching = "fixed";      // none | fixed | deadline
+  std::string scheduling = "dynamic";  // static | dynamic | auto
+  int max_batch = 8;
+  double max_queue_delay_ms = 1.0;
+  double slack_margin = 0.1;     // deadline batching: fraction of the SLO kept in reserve
+  bool admission = false;
+  double port_contention = 0.15; // service-time stretch per other busy core on the same memory port
+  int max_per_port = 0;          // dynamic: busy cores allowed per port (0: no limit)
+};
+
+Expected<Workload> load_workload(const std::string& path);
+Expected<Workload> parse_workload_text(const std::string& text, const std::string& source);
+
+bool valid_batching(const std::string& s);
+bool valid_scheduling(const std::string& s);
+
+}  // namespace loom::serve

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""HTML report of a `loom serve` result or a `loom experiment` sweep, with
+matplotlib charts: latency CDFs, queue-wait histograms, per-core utilization,
+batch sizes (serve); throughput-p99 curves and SLO attainment (sweep).
+
+Usage: report.py RESULT.json OUT_DIR   (run by `loom report`)
+"""
+import html
+import json
+import os
+import sys
+
+
+def die(msg):
+    print("loom: error: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def main():
+    if len(sys.argv) != 3:
+        die("usage: report.py RESULT.json OUT_DIR")
+    src, out = sys.argv[1], sys.argv[2]
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        die("matplotlib is not installed; loom report needs it (pip install matplotlib)")
+    try:
+        with open(src) as f:
+            res = json.load(f)
+    except (OSError, ValueError) as e:
+        die("%s: cannot read the result: %s" % (src, str(e).splitlines()[0]))
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        die("%s: cannot create the output directory: %s" % (out, e.strerror))
+
+    figs = []
+
+    def save(fig, name, title):
+        path = os.path.join(out, name)
+        fig.tight_layout()
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        figs.append((name, title))
+
+    rows = []
+    try:
+        if res.get("kind") == "serve":
+            head = "loom serve: %s on %s/%s, batching %s, scheduling %s" % (
+                res["workload"], res["backend"], res["config"], res["batching"], res["scheduling"]["used"])
+            if res["scheduling"].get("reason"):
+                rows.append(("auto scheduling", res["scheduling"]["reason"]))
+            rows += [("requests", "%d submitted, %d completed, %d dropped" % (res["submitted"], res["completed"], res["dropped"])),
+                     ("throughput", "%.1f req/s" % res["throughput_rps"]),
+                     ("fairness", "Jain %.3f, ANTT %.3f, STP %.3f" % (res["fairness"]["jain"], res["fairness"]["antt"], res["fairness"]["stp"])),
+                     ("core imbalance", "%.3f" % res["core_imbalance"])]
+            for s in res["streams"]:
+                l = s["latency"]
+                fmt = lambda v: "-" if v is None else "%.3f ms" % (v / 1000.0)
+                rows.append(("stream " + s["name"], "p50 %s, p95 %s, p99 %s, p99.9 %s, SLO %.2f ms met %.1f%%" % (
+                    fmt(l["p50_us"]), fmt(l["p95_us"]), fmt(l["p99_us"]), fmt(l["p999_us"]), s["slo_ms"], 100 * s["slo_attainment"])))
+            fig, ax = plt.subplots(figsize=(7, 4))
+            for s in res["streams"]:
+                pts = s["latency_cdf_us"]
+                if pts:
+                    ax.plot([p / 1000.0 for p in pts], [i / 100.0 for i in range(len(pts))], label=s["name"])
+                    ax.axvline(s["slo_ms"], linestyle=":", color="grey")
+            ax.set_xlabel("latency (ms)"); ax.set_ylabel("fraction of requests"); ax.set_title("Latency CDF (dotted: SLOs)")
+            ax.legend(); ax.grid(alpha=0.3)
+            save(fig, "latency_cdf.png", "Latency CDFs")
+            fig, ax = plt.subplots(figsize=(7, 4))
+            for s in res["streams"]:
+                h = s["queue_wait"]["histogram"]
+                labels = ["%g" % b["lo_us"] for b in h]
+                ax.plot(range(len(h)), [b["count"] for b in h], marker="o", label=s["name"])
+            ax.set_xticks(range(len(labels))); ax.set_xticklabels(labels, rotation=45)
+            ax.set_xlabel("queue wait bucket lower edge (us)"); ax.set_ylabel("requests"); ax.set_title("Queue-wait histogram")
+            ax.legend(); ax.grid(alpha=0.3)
+            save(fig, "queue_wait.png", "Queue-wait histograms")
+            fig, ax = plt.subplots(figsize=(7, 3.5))
+            cores = res["cores"]
+            ax.bar([str(c["core"]) for c in cores], [100 * c["utilization"] for c in cores],
+                   color=["C%d" % c["port"] for c in cores])
+            ax.set_xlabel("core (colour: memory port)"); ax.set_ylabel("utilization (%)"); ax.set_ylim(0, 100)
+            ax.set_title("Per-core utilization")
+            save(fig, "core_utilization.png", "Per-core utilization")
+            fig, ax = plt.subplots(figsize=(7, 3.5))
+            bs = sorted(res["batch_sizes"].items(), key=lambda kv: int(kv[0]))
+            ax.bar([k for k, _ in bs], [v for _, v in bs])
+            ax.set_xlabel("batch size"); ax.set_ylabel("batches"); ax.set_title("Batch-size histogram")
+            save(fig, "batch_sizes.png", "Batch sizes")
+        elif res.get("kind") == "sweep":
+            head = "loom experiment: %s (%d runs)" % (res["sweep"], len(res["runs"]))
+            groups = {}
+            for r in res["runs"]:
+                groups.setdefault((r["config"], r["batching"], r["scheduling"]), []).append(r)
+            fig, ax = plt.subplots(figsize=(7, 4.5))
+            for key, runs in sorted(groups.items()):
+                by_load = {}
+                for r in runs:
+                    by_load.setdefault(r["load_scale"], []).append(r)
+                loads = sorted(by_load)
+                tput = [sum(r["throughput_rps"] for r in by_load[l]) / len(by_load[l]) for l in loads]
+                p99 = [sum((r["p99_us"] or 0) for r in by_load[l]) / len(by_load[l]) / 1000.0 for l in loads]
+                ax.plot(tput, p99, marker="o", label="/".join(key))
+            ax.set_xlabel("throughput (req/s)"); ax.set_ylabel("p99 latency (ms)"); ax.set_title("Throughput vs p99 (mean over seeds)")
+            ax.legend(fontsize=7); ax.grid(alpha=0.3)
+            save(fig, "throughput_p99.png", "Throughput-p99 curves")
+            fig, ax = plt.subplots(figsize=(7, 4))
+            for key, runs in sorted(groups.items()):
+                by_load = {}
+                for r in runs:
+                    by_load.setdefault(r["load_scale"], []).append(r)
+                loads = sorted(by_load)
+                ax.plot(loads, [100 * sum(r["slo_attainment"] for r in by_load[l]) / len(by_load[l]) for l in loads],
+                        marker="o", label="/".join(key))
+            ax.set_xlabel("load scale"); ax.set_ylabel("SLO attainment (%)"); ax.set_title("SLO attainment vs load")
+            ax.legend(fontsize=7); ax.grid(alpha=0.3)
+            save(fig, "slo_attainment.png", "SLO attainment")
+            cols = ["config", "batching", "scheduling", "scheduling_used", "load_scale", "seed", "throughput_rps", "p99_us", "slo_attainment", "stp", "antt"]
+            table = "<table border=1 cellpadding=3><tr>" + "".join("<th>%s</th>" % c for c in cols) + "</tr>"
+            for r in res["runs"]:
+                table += "<tr>" + "".join("<td>%s</td>" % html.escape(("%.4g" % r[c]) if isinstance(r[c], float) else str(r[c])) for c in cols) + "</tr>"
+            table += "</table>"
+            rows.append(("runs", table))
+        else:
+            die("%s: field 'kind' must be 'serve' or 'sweep'" % src)
+    except (KeyError, TypeError, ValueError) as e:
+        die("%s: not a complete loom result (%s)" % (src, e))
+
+    body = ["<html><head><meta charset='utf-8'><title>loom report</title></head><body>",
+            "<h1>%s</h1>" % html.escape(head), "<table>"]
+    for k, v in rows:
+        body.append("<tr><th align=left valign=top>%s</th><td>%s</td></tr>" % (html.escape(k), v if v.startswith("<table") else html.escape(v)))
+    body.append("</table>")
+    for name, title in figs:
+        body.append("<h2>%s</h2><img src='%s'>" % (html.escape(title), name))
+    body.append("</body></html>")
+    tmp = os.path.join(out, "index.html.tmp")
+    with open(tmp, "w") as f:
+        f.write("\n".join(body))
+    os.replace(tmp, os.path.join(out, "index.html"))
+    print("loom report: %s" % os.path.join(out, "index.html"))
+
+
+if __name__ == "__main__":
+    main()

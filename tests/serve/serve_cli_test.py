@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""`loom serve`, `loom experiment` and `loom report` as a user runs them, on
+the tlm backend: accounting (submitted == completed + dropped), determinism
+(same seed -> byte-identical result, another seed -> a different one), and
+bad input (one line, non-zero exit, no result file).
+
+Usage: serve_cli_test.py LOOM_BINARY ROOT [unittest args...]
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+LOOM = None
+ROOT = None
+
+WORKLOAD = """config: tiny
+duration_ms: {duration}
+seed: 3
+batching: {batching}
+scheduling: {scheduling}
+max_batch: 4
+max_queue_delay_ms: 0.2
+streams:
+  - name: short
+    model: gemm_chain
+    hidden: 16
+    ffn: 32
+    priority: 1
+    slo_ms: {slo}
+    arrival: {{poisson: {{rate: {rate}}}}}
+    seq_len: {{values: [4, 8, 16], weights: [3, 2, 1], drift: [{{at_ms: 10, weights: [1, 2, 3]}}]}}
+  - name: bursty
+    model: gemm_chain
+    hidden: 16
+    ffn: 32
+    slo_ms: 4
+    arrival: {{bursty: {{on_rate: 4000, off_rate: 200, on_ms: 2, off_ms: 6}}}}
+    seq_len: {{values: [8, 16]}}
+"""
+
+
+def loom(*args):
+    return subprocess.run([LOOM] + [str(a) for a in args], capture_output=True, text=True, timeout=110)
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="loom_serve_")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def workload(self, name="w_workload.yaml", **kw):
+        args = dict(duration=20, batching="fixed", scheduling="dynamic", slo=3, rate=1500)
+        args.update(kw)
+        p = self.path(name)
+        with open(p, "w") as f:
+            f.write(WORKLOAD.format(**args))
+        return p
+
+    def serve(self, w, *extra):
+        r = loom("serve", w, "--backend", "tlm", "--json", *extra)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout
+
+    def assert_one_line_error(self, r, *needles):
+        self.assertNotEqual(r.returncode, 0, "exit code 0 on bad input; stdout=%s" % r.stdout[:300])
+        lines = [l for l in r.stderr.splitlines() if l.strip()]
+        self.assertEqual(len(lines), 1, "expected one error line, got: %r" % r.stderr)
+        self.assertTrue(lines[0].startswith("loom: error:"), lines[0])
+        for n in needles:
+            self.assertIn(n, lines[0])
+
+
+class Serve(Base):
+    def check_accounting(self, res):
+        self.assertGreater(res["submitted"], 20)
+        self.assertEqual(res["submitted"], res["completed"] + res["dropped"])
+        self.assertEqual(sum(s["submitted"] for s in res["streams"]), res["submitted"])
+        for s in res["streams"]:
+            self.assertEqual(s["submitted"], s["completed"] + s["dropped"])
+            lat = s["latency"]
+            for k in ("p50_us", "p95_us", "p99_us", "p999_us"):
+                self.assertIn(k, lat)
+            self.assertLessEqual(lat["p50_us"], lat["p99_us"])
+            self.assertLessEqual(lat["p99_us"], lat["p999_us"])
+            self.assertLessEqual(lat["p999_us"], lat["max_us"])
+            self.assertEqual(sum(b["count"] for b in s["queue_wait"]["histogram"]), s["completed"])
+        batched = sum(int(k) * v for k, v in res["batch_sizes"].items())
+        self.assertEqual(batched, res["completed"])
+        for c in res["cores"]:
+            self.assertGreaterEqual(c["utilization"], 0)
+            self.assertLessEqual(c["utilization"], 1.0 + 1e-9)
+        self.assertTrue(res["service_times"]["table"])
+        self.assertTrue(all(t["cycles"] > 0 for t in res["service_times"]["table"]))
+
+    def test_accounting_and_determinism(self):
+        w = self.workload()
+        out = self.path("r.json")
+        a = self.serve(w, "--seed", 5, "-o", out)
+        b = self.serve(w, "--seed", 5)
+        c = self.serve(w, "--seed", 6)
+        self.assertEqual(a, b, "same seed gave different results")
+        self.assertNotEqual(a, c, "a different seed gave the same result")
+        with open(out) as f:
+            self.assertEqual(f.read(), a)
+        res = json.loads(a)
+        self.check_accounting(res)
+        self.assertEqual(res["dropped"], 0)  # admission control off: nothing is dropped
+        # Admission control on: drops are counted, and the books still balance.
+        adm = json.loads(self.serve(self.workload(name="hot_workload.yaml", rate=400000, duration=5, slo=0.1), "--admission"))
+        self.check_accounting(adm)
+        self.assertGreater(adm["dropped"], 0)
+
+    def test_batching_and_scheduling_policies_run(self):
+        w = self.workload()
+        seen = {}
+        for b in ("none", "fixed", "deadline"):
+            for s in ("static", "dynamic", "auto"):
+                res = json.loads(self.serve(w, "--batching", b, "--scheduling", s))
+                self.check_accounting(res)
+                self.assertEqual(res["batching"], b)
+                self.assertIn(res["scheduling"]["used"], ("static", "dynamic"))
+                if s == "auto":
+                    self.assertTrue(res["scheduling"]["reason"])
+                seen[(b, s)] = res
+        self.assertEqual(set(seen[("none", "dynamic")]["batch_sizes"]), {"1"})
+        self.assertGreater(max(int(k) for k in seen[("fixed", "dynamic")]["batch_sizes"]), 1)
+
+    def test_experiment_sweep_and_report(self):
+        w = self.workload()
+        sweep = self.path("s_sweep.yaml")
+        with open(sweep, "w") as f:
+            f.write("workload: %s\nbatching: [fixed, deadline]\nscheduling: [dynamic]\nloads: [0.5, 1.0]\nseeds: [1]\n" % w)
+        out = self.path("exp")
+        r = loom("experiment", sweep, "-j", 2, "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("[4/4]", r.stderr)  # progress lines
+        with open(os.path.join(out, "results.json")) as f:
+            res = json.load(f)
+        self.assertEqual(res["kind"], "sweep")
+        self.assertEqual(len(res["runs"]), 4)
+        with open(os.path.join(out, "results.csv")) as f:
+            self.assertEqual(len(f.read().strip().splitlines()), 5)
+        for run in res["runs"]:
+            self.assertEqual(run["submitted"], run["completed"] + run["dropped"])
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            r = loom("report", os.path.join(out, "results.json"), "-o", self.path("rep"))
+            self.assert_one_line_error(r, "matplotlib")
+            return
+        for src in (os.path.join(out, "results.json"), os.path.join(out, "runs", "0.json")):
+            rep = self.path("rep_" + os.path.basename(src))
+            r = loom("report", src, "-o", rep)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertTrue(os.path.exists(os.path.join(rep, "index.html")))
+            self.assertTrue([f for f in os.listdir(rep) if f.endswith(".png")])
+
+
+class BadInput(Base):
+    def test_malformed_yaml(self):
+        p = self.path("bad_workload.yaml")
+        with open(p, "w") as f:
+            f.write("streams:\n  - name: [a\n    model: x\n")
+        r = loom("serve", p, "--json", "-o", self.path("r.json"))
+        self.assert_one_line_error(r, p, "malformed YAML")
+        self.assertFalse(os.path.exists(self.path("r.json")))
+
+    def test_unknown_model(self):
+        w = self.workload()
+        with open(w) as f:
+            text = f.read().replace("model: gemm_chain", "model: resnet9000", 1)
+        with open(w, "w") as f:
+            f.write(text)
+        self.assert_one_line_error(loom("serve", w, "--json"), "unknown model 'resnet9000'", "stream 'short'")
+
+    def test_unknown_policy(self):
+        w = self.workload()
+        self.assert_one_line_error(loom("serve", w, "--batching", "greedy"), "--batching", "greedy")
+        self.assert_one_line_error(loom("serve", w, "--scheduling", "random"), "--scheduling", "random")
+        self.assert_one_line_error(loom("serve", self.workload(name="b_workload.yaml", batching="bogus")),
+                                   "field 'batching'", "bogus")
+
+    def test_impossible_slo(self):
+        w = self.workload(slo=0.001)
+        r = loom("serve", w, "--json", "-o", self.path("r.json"))
+        self.assert_one_line_error(r, "stream 'short'", "slo_ms 0.001", "below the service time")
+        self.assertFalse(os.path.exists(self.path("r.json")))
+
+    def test_negative_rate(self):
+        self.assert_one_line_error(loom("serve", self.workload(rate=-5)), "field 'rate'", "-5")
+
+    def test_untimed_backend(self):
+        self.assert_one_line_error(loom("serve", self.workload(), "--backend", "ref"), "ref", "timed backend")
+
+
+if __name__ == "__main__":
+    LOOM, ROOT = sys.argv[1], sys.argv[2]
+    unittest.main(argv=[sys.argv[0]] + sys.argv[3:], verbosity=2)

@@ -1,0 +1,150 @@
+// Unit tests of the serving library: percentile and fairness math against
+// hand-computed cases, each batching policy's decision on crafted queues, and
+// workload-file errors.
+#include <gtest/gtest.h>
+
+#include "serve/metrics.h"
+#include "serve/policy.h"
+#include "serve/workload.h"
+
+namespace loom::serve {
+namespace {
+
+TEST(Percentile, NearestRankOnTenValues) {
+  // 10 values: p50 is the 5th smallest, p95 and p99 the 10th, p10 the 1st.
+  std::vector<double> v{1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  EXPECT_EQ(*percentile(v, 50), 5);
+  EXPECT_EQ(*percentile(v, 51), 6);
+  EXPECT_EQ(*percentile(v, 95), 10);
+  EXPECT_EQ(*percentile(v, 10), 1);
+  EXPECT_EQ(*percentile(v, 99.9), 10);
+}
+
+TEST(Percentile, ThousandValues) {
+  std::vector<double> v;
+  for (int i = 1; i <= 1000; ++i) v.push_back(i * 2.0);
+  EXPECT_EQ(*percentile(v, 50), 1000.0);   // rank 500
+  EXPECT_EQ(*percentile(v, 99), 1980.0);   // rank 990
+  EXPECT_EQ(*percentile(v, 99.9), 1998.0); // rank 999
+  EXPECT_FALSE(percentile({}, 50).has_value());
+}
+
+TEST(Fairness, JainIndex) {
+  EXPECT_DOUBLE_EQ(jain_index({1, 1, 1, 1}), 1.0);
+  EXPECT_DOUBLE_EQ(jain_index({1, 0, 0, 0}), 0.25);
+  EXPECT_DOUBLE_EQ(jain_index({1, 2}), 9.0 / 10.0);  // (1+2)^2 / (2 * 5)
+}
+
+std::deque<QueuedReq> queue_of(std::initializer_list<std::tuple<double, double, int64_t>> rs) {
+  std::deque<QueuedReq> q;
+  for (auto [a, d, s] : rs) q.push_back({a, d, s});
+  return q;
+}
+
+// Service: 100 us fixed cost + 10 us per request-row unit (seq * batch / 16).
+double svc(int64_t seq, int batch) { return 100.0 + 10.0 * double(seq * batch) / 16.0; }
+
+TEST(Batching, NoneTakesOne) {
+  BatchParams p;
+  p.policy = Batching::None;
+  auto q = queue_of({{0, 1000, 16}, {1, 1001, 16}, {2, 1002, 16}});
+  auto d = decide_batch(p, q, 5, svc);
+  EXPECT_EQ(d.n, 1);
+}
+
+TEST(Batching, FixedWaitsThenFlushes) {
+  BatchParams p;
+  p.policy = Batching::Fixed;
+  p.max_batch = 4;
+  p.max_delay_us = 50;
+  auto q = queue_of({{10, 1000, 16}, {20, 1000, 16}});
+  auto d = decide_batch(p, q, 30, svc);
+  EXPECT_EQ(d.n, 0);
+  EXPECT_DOUBLE_EQ(d.wake_us, 60);  // oldest arrival + delay
+  d = decide_batch(p, q, 60, svc);
+  EXPECT_EQ(d.n, 2);
+  auto full = queue_of({{10, 1000, 16}, {11, 1000, 16}, {12, 1000, 16}, {13, 1000, 16}, {14, 1000, 16}});
+  d = decide_batch(p, full, 15, svc);
+  EXPECT_EQ(d.n, 4);  // max_batch reached: no waiting
+}
+
+TEST(Batching, DeadlinePicksLargestFeasible) {
+  BatchParams p;
+  p.policy = Batching::Deadline;
+  p.max_batch = 8;
+  p.slack_margin = 0;
+  p.max_seq = 16;
+  // Five requests; the oldest's deadline (t=300) allows at most
+  // 100 + 10*n <= 300 - 0 at now=0 -> n <= 20, all five fit; throughput rises
+  // with n, so all five. Waiting for a sixth: latest start = 300 - 160 = 140 > 0
+  // and 6/160 > 5/150, so it waits until 140.
+  auto q = queue_of({{0, 300, 16}, {0, 400, 16}, {0, 400, 16}, {0, 400, 16}, {0, 400, 16}});
+  auto d = decide_batch(p, q, 0, svc);
+  EXPECT_EQ(d.n, 0);
+  EXPECT_DOUBLE_EQ(d.wake_us, 140);
+  d = decide_batch(p, q, 140, svc);
+  EXPECT_EQ(d.n, 5);
+  EXPECT_FALSE(d.fallback);
+}
+
+TEST(Batching, DeadlineLimitsBatchToMeetTheOldest) {
+  BatchParams p;
+  p.policy = Batching::Deadline;
+  p.max_batch = 8;
+  p.slack_margin = 0;
+  p.max_seq = 64;
+  // seq 64 rows: svc(64, n) = 100 + 40 n. Oldest deadline 250 at now=0:
+  // n = 1 (140) and n = 3 (220) fit, n = 4 (260) does not.
+  auto q = queue_of({{0, 250, 64}, {0, 900, 64}, {0, 900, 64}, {0, 900, 64}, {0, 900, 64}});
+  auto d = decide_batch(p, q, 0, svc);
+  EXPECT_EQ(d.n, 3);
+}
+
+TEST(Batching, DeadlineFallsBackWhenNothingFits) {
+  BatchParams p;
+  p.policy = Batching::Deadline;
+  p.slack_margin = 0.1;
+  auto q = queue_of({{0, 100, 16}, {0, 1000, 16}});
+  auto d = decide_batch(p, q, 50, svc);  // 50 + 110 > 90: infeasible
+  EXPECT_EQ(d.n, 1);
+  EXPECT_TRUE(d.fallback);
+}
+
+std::string err_of(const std::string& yaml) {
+  auto w = parse_workload_text(yaml, "w.yaml");
+  return w ? std::string("ok") : w.error().str();
+}
+
+const char* kGood = R"(duration_ms: 5
+streams:
+  - name: a
+    model: gemm_chain
+    slo_ms: 2
+    arrival: {poisson: {rate: 100}}
+)";
+
+TEST(Workload, ParsesAGoodFile) {
+  auto w = parse_workload_text(kGood, "w.yaml");
+  ASSERT_TRUE(w) << w.error().str();
+  ASSERT_EQ(w->streams.size(), 1u);
+  EXPECT_EQ(w->streams[0].arrival.rate, 100);
+  EXPECT_EQ(w->streams[0].slo_ms, 2);
+}
+
+TEST(Workload, Errors) {
+  EXPECT_NE(err_of("streams: [a, b\n").find("malformed YAML"), std::string::npos);
+  std::string y = kGood;
+  EXPECT_NE(err_of(y.replace(y.find("gemm_chain"), 10, "resnet9000")).find("unknown model 'resnet9000'"),
+            std::string::npos);
+  y = kGood;
+  EXPECT_NE(err_of(y.replace(y.find("rate: 100"), 9, "rate: -5")).find("field 'rate'"), std::string::npos);
+  EXPECT_NE(err_of(std::string(kGood) + "batching: greedy\n").find("unknown batching policy 'greedy'"),
+            std::string::npos);
+  EXPECT_NE(err_of(std::string(kGood) + "scheduling: random\n").find("unknown scheduling policy"), std::string::npos);
+  y = kGood;
+  EXPECT_NE(err_of(y.replace(y.find("slo_ms: 2"), 9, "slo_ms: 0")).find("field 'slo_ms'"), std::string::npos);
+  EXPECT_NE(err_of("streams: []\nduration_ms: 1\n").find("non-empty"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace loom::serve
