@@ -28,7 +28,8 @@ for cfg in tiny small default; do
   echo "== demo_cnn on config '$cfg' =="
   plan="$OUT/demo_cnn.$cfg.plan"
   "$LOOM" compile examples/demo_cnn.json --config "$cfg" -o "$plan"
-  for backend in ref tlm rtl; do
+  # On tiny also `xrt-emu`: the xrt backend's XRT call sequence on its emulation over the RTL.
+  for backend in ref tlm rtl $([ "$cfg" = tiny ] && echo xrt-emu); do
     if ! "$LOOM" run "$plan" --backend "$backend" --check --outputs "$OUT/$cfg.$backend" --json \
         > "$OUT/run.$cfg.$backend.json" 2> "$OUT/run.$cfg.$backend.err"; then
       if grep -q "not verilated into this build" "$OUT/run.$cfg.$backend.err"; then

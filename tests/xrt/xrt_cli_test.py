@@ -133,5 +133,13 @@ def case_emu_malformed_xclbin():
         one_line_error(r, "no device with index 3")
 
 
+
+def case_run_emu_timeout_resets():
+    # A run that cannot finish in time is aborted with SOFT_RESET and named.
+    with tempfile.TemporaryDirectory() as tmp:
+        r = run(["run", plan(tmp), "--backend", "xrt-emu"], {"LOOM_XRT_TIMEOUT_MS": "1", "LOOM_XRT_EMU_FREE_RUN": "0"})
+        one_line_error(r, "did not complete within 1 ms", "were reset")
+
+
 globals()["case_" + CASE]()
 print("PASS", CASE)
