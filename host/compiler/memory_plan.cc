@@ -1,7 +1,10 @@
 // Memory planning: lays out device memory relative to the plan base:
-// constants (prepacked weights, PARAM tables, constant operands), then one
-// buffer per activation; reshape/flatten alias their input.
+// constants (prepacked weights, PARAM tables, constant operands), then the
+// activations, reusing a buffer once its last reader has run;
+// reshape/flatten alias their input.
 #include <cstring>
+#include <iterator>
+#include <map>
 #include <string>
 
 #include "compiler/pass.h"
@@ -43,23 +46,102 @@ class MemoryPlanPass final : public Pass {
     }
     const uint64_t const_bytes = c.size();
     s.plan.constants_offset = 0;
-    uint64_t top = align_up(const_bytes, kAlign);
+    // Activations with liveness reuse: a buffer is free once the last layer
+    // reading it (through any alias) has run; layers are separated by
+    // barriers, so a later layer may overwrite it. Graph inputs and outputs
+    // keep their own buffers. First fit over a list of free blocks.
+    const uint64_t base = align_up(const_bytes, kAlign);
+    uint64_t top = base, no_reuse = base;
+    std::map<std::string, std::string> root;  // alias -> the tensor owning the buffer
+    const auto owner = [&](const std::string& t) {
+      auto it = root.find(t);
+      return it == root.end() ? t : it->second;
+    };
+    for (const auto& l : s.layers)
+      if (l.props->kind == LayerKind::Alias) root[s.node(l).outputs[0]] = owner(s.node(l).inputs[0]);
+    constexpr size_t kPinned = ~size_t(0);
+    std::map<std::string, size_t> last_use;
+    for (const auto& t : g.inputs) last_use[owner(t)] = kPinned;
+    for (const auto& t : g.outputs) last_use[owner(t)] = kPinned;
+    for (size_t i = 0; i < s.layers.size(); ++i) {
+      const auto& l = s.layers[i];
+      if (l.props->kind == LayerKind::Alias) continue;
+      for (const auto& in : s.node(l).inputs) {
+        if (in.empty() || g.tensor(in).is_const) continue;
+        auto& u = last_use[owner(in)];
+        if (u != kPinned) u = i;
+      }
+    }
+    std::map<uint64_t, uint64_t> free_blocks;  // offset -> size
+    std::map<std::string, uint64_t> size_of;
+    const auto release = [&](uint64_t off, uint64_t size) {
+      auto it = free_blocks.emplace(off, size).first;
+      if (auto nx = std::next(it); nx != free_blocks.end() && it->first + it->second == nx->first) {
+        it->second += nx->second;
+        free_blocks.erase(nx);
+      }
+      if (it != free_blocks.begin()) {
+        auto pv = std::prev(it);
+        if (pv->first + pv->second == it->first) {
+          pv->second += it->second;
+          free_blocks.erase(it);
+        }
+      }
+    };
     auto place = [&](const std::string& name) {
       if (s.tensor_offset.count(name)) return;
       const ir::TensorInfo& t = g.tensor(name);
-      s.tensor_offset[name] = top;
-      top = align_up(top + uint64_t(numel(t.shape)) * dtype_size(t.dtype), kAlign);
+      const uint64_t size = align_up(uint64_t(numel(t.shape)) * dtype_size(t.dtype), kAlign);
+      no_reuse += size;
+      size_of[name] = size;
       bump("activation_buffers");
+      for (auto it = free_blocks.begin(); it != free_blocks.end(); ++it)
+        if (it->second >= size) {
+          s.tensor_offset[name] = it->first;
+          if (it->second > size) free_blocks.emplace(it->first + size, it->second - size);
+          free_blocks.erase(it);
+          bump("reused_buffers");
+          return;
+        }
+      // Grow the top; a free block ending at the top is extended instead.
+      if (!free_blocks.empty()) {
+        auto last = std::prev(free_blocks.end());
+        if (last->first + last->second == top) {
+          s.tensor_offset[name] = last->first;
+          top = last->first + size;
+          free_blocks.erase(last);
+          bump("reused_buffers");
+          return;
+        }
+      }
+      s.tensor_offset[name] = top;
+      top += size;
     };
     for (const auto& in : g.inputs) place(in);
-    for (const auto& l : s.layers) {
+    std::vector<std::string> live;  // owners placed so far and not yet released
+    for (size_t i = 0; i < s.layers.size(); ++i) {
+      const auto& l = s.layers[i];
       const ir::Node& n = s.node(l);
-      if (l.props->kind == LayerKind::Alias && !s.tensor_offset.count(n.outputs[0])) {
-        s.tensor_offset[n.outputs[0]] = s.tensor_offset.at(n.inputs[0]);
-        bump("aliases");
-      } else {
-        place(n.outputs[0]);
+      if (l.props->kind == LayerKind::Alias) {
+        if (!s.tensor_offset.count(n.outputs[0])) {
+          s.tensor_offset[n.outputs[0]] = s.tensor_offset.at(n.inputs[0]);
+          bump("aliases");
+        }
+        continue;
       }
+      // Buffers whose last reader ran before this layer (behind a barrier).
+      for (auto it = live.begin(); it != live.end();) {
+        auto u = last_use.find(*it);
+        const bool dead = u == last_use.end() || (u->second != kPinned && u->second < i);
+        if (dead) {
+          release(s.tensor_offset.at(*it), size_of.at(*it));
+          it = live.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      place(n.outputs[0]);
+      live.push_back(n.outputs[0]);
     }
     s.plan.memory_bytes = top;
     auto bind = [&](const std::string& name) {
@@ -78,11 +160,13 @@ class MemoryPlanPass final : public Pass {
     for (const auto& in : g.inputs) s.plan.inputs.push_back(bind(in));
     for (const auto& out : g.outputs) s.plan.outputs.push_back(bind(out));
     set("constant_bytes", int64_t(const_bytes));
-    set("activation_bytes", int64_t(top - align_up(const_bytes, kAlign)));
+    set("activation_bytes", int64_t(top - base));
+    set("activation_bytes_without_reuse", int64_t(no_reuse - base));
     set("memory_bytes", int64_t(top));
     s.decide(g.name, name(),
-             "constants " + std::to_string(const_bytes) + " B at 0, activations " +
-                 std::to_string(top - align_up(const_bytes, kAlign)) + " B, total " + std::to_string(top) + " B");
+             "constants " + std::to_string(const_bytes) + " B at 0, activations " + std::to_string(top - base) +
+                 " B (liveness reuse; " + std::to_string(no_reuse - base) + " B without), peak device memory " +
+                 std::to_string(top) + " B");
     return Status::ok();
   }
 

@@ -274,6 +274,25 @@ TEST(MemoryPlan, ConstantsThenActivationsAndAliases) {
   EXPECT_EQ(r.plan.config, "tiny");
 }
 
+TEST(MemoryPlan, ReusesABufferOnceItsLastReaderHasRun) {
+  // x -> c1 -> c2 -> c3 -> y: c1's output is dead after c2, so c3 takes its
+  // buffer; c2's output stays live while c3 reads it; x and y are pinned.
+  GraphBuilder b("chain");
+  auto y = b.conv("c1", b.input("x", {1, 8, 8, 8}), {8, 1, 1, 1, 0, 1});
+  y = b.conv("c2", y, {8, 1, 1, 1, 0, 1});
+  b.output(b.conv("c3", y, {8, 1, 1, 1, 0, 1}));
+  auto r = compile_ok(b.graph());
+  EXPECT_EQ(stat(r, "memory-plan.activation_buffers"), 4);
+  EXPECT_EQ(stat(r, "memory-plan.reused_buffers"), 1);
+  EXPECT_EQ(stat(r, "memory-plan.activation_bytes"), 3 * 512);
+  EXPECT_EQ(stat(r, "memory-plan.activation_bytes_without_reuse"), 4 * 512);
+  const auto d = decisions(r, "memory-plan");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_NE(d[0].find("peak device memory " + std::to_string(r.plan.memory_bytes) + " B"), std::string::npos) << d[0];
+  // The graph output does not overlap the input it is computed from.
+  EXPECT_NE(r.plan.outputs[0].offset, r.plan.inputs[0].offset);
+}
+
 TEST(Codegen, StreamsAreValidAndTokenBalanced) {
   for (const char* c : {"tiny", "small", "default"}) {
     GraphBuilder b("net");
