@@ -109,9 +109,13 @@ def compare(qa, qb):
             "differ": int((d != 0).sum()), "beyond_1": int((d > 1).sum()), "max_lsb": int(d.max()) if n else 0}
 
 
-def run_loom(loom, backend, model_path, input_pb, out_dir, timeout):
+def run_loom(loom, backend, model_path, input_pb, out_dir, timeout, config=None, check=False):
     os.makedirs(out_dir, exist_ok=True)
     cmd = [loom, "run", model_path, "--backend", backend, "--inputs", input_pb, "--outputs", out_dir]
+    if config:
+        cmd += ["--config", config]
+    if check:
+        cmd.append("--check")
     t0 = time.time()
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -136,7 +140,7 @@ def load_pb(path):
     return numpy_helper.to_array(t)
 
 
-def peer(key, work, seed, loom, backends, timeout):
+def peer(key, work, seed, loom, backends, timeout, config=None, check=False):
     import onnx
     import onnxruntime as ort
 
@@ -170,7 +174,8 @@ def peer(key, work, seed, loom, backends, timeout):
         "loom": {},
     }
     for b in backends:
-        out_pb, err, secs = run_loom(loom, b, model_path, input_pb, os.path.join(d, "loom_" + b), timeout)
+        out_pb, err, secs = run_loom(loom, b, model_path, input_pb, os.path.join(d, "loom_" + b), timeout,
+                                     config, check)
         if err:
             row["loom"][b] = {"error": err, "seconds": round(secs, 1)}
         else:
@@ -374,6 +379,8 @@ def main():
     ap.add_argument("--work", default=os.path.join(os.path.dirname(HERE), "build", "zoo", "peer"))
     ap.add_argument("--seed", type=int, default=zoo.DEFAULT_SEED)
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per loom run")
+    ap.add_argument("--config", help="hardware configuration for loom run (default: loom's default)")
+    ap.add_argument("--check", action="store_true", help="also pass --check to loom run (bit-exact vs its reference)")
     ap.add_argument("--doc", help="Markdown file whose ort-peer table to replace")
     ap.add_argument("--json", help="also write the rows as JSON here")
     ap.add_argument("--rounding-study", action="store_true",
@@ -405,14 +412,18 @@ def main():
     try:
         for k in keys:
             print("ort_peer: %s ..." % k, file=sys.stderr, flush=True)
-            rows.append(peer(k, a.work, a.seed, a.loom, backends, a.timeout))
+            rows.append(peer(k, a.work, a.seed, a.loom, backends, a.timeout, a.config, a.check))
     except zoo.ZooError as e:
         print("loom: error: ort_peer: %s" % e, file=sys.stderr)
         return 1
     import onnxruntime
 
-    text = table(rows, backends) + "\n\nMeasured with onnxruntime %s (`scripts/ort_peer.py --models %s --backends %s`)." % (
-        onnxruntime.__version__, a.models, ",".join(backends) or '""')
+    cmdline = "scripts/ort_peer.py --models %s --backends %s" % (a.models, ",".join(backends) or '""')
+    if a.config:
+        cmdline += " --config " + a.config
+    if a.check:
+        cmdline += " --check"
+    text = table(rows, backends) + "\n\nMeasured with onnxruntime %s (`%s`)." % (onnxruntime.__version__, cmdline)
     print(text)
     if a.json:
         with open(a.json, "w") as f:
