@@ -125,10 +125,10 @@ def case_emu_malformed_xclbin():
         one_line_error(r, "bad.xclbin", "not an emulated xclbin")
         r = run(["run", p, "--backend", "xrt-emu"], {"LOOM_XCLBIN": os.path.join(tmp, "missing.xclbin")})
         one_line_error(r, "missing.xclbin", "cannot open")
-        # An xclbin for another configuration: HWCFG does not match the plan's.
-        r = run(["run", p, "--backend", "xrt-emu"],
-                {"LOOM_XCLBIN": os.path.join(ROOT, "host/backends/xrt/emu/xclbin/loom_small.xclbin")})
-        one_line_error(r, "xrt-emu")
+        # A tiny bitstream under a plan for small: HWCFG does not match.
+        r = run(["run", plan(tmp, "small"), "--backend", "xrt-emu"],
+                {"LOOM_XCLBIN": os.path.join(ROOT, "host/backends/xrt/emu/xclbin/loom_tiny.xclbin")})
+        one_line_error(r, "HWCFG", "is not configuration 'small'")
         r = run(["run", p, "--backend", "xrt-emu"], {"LOOM_XRT_DEVICE": "3"})
         one_line_error(r, "no device with index 3")
 
