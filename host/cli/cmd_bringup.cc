@@ -1,5 +1,6 @@
 // `loom bringup`: ordered board checks modelled on `xbutil validate`
 // (host/backends/xrt/bringup.h), on a card (xrt) or its emulation (xrt-emu).
+#include <cstdlib>
 #include <iostream>
 
 #include "backends/xrt/bringup.h"
