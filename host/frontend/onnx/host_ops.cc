@@ -506,7 +506,8 @@ Status pool(const Ctx& c) {
   if (s.size() != sd || d.size() != sd || p.size() != 2 * sd) return c.err("attributes", "strides/dilations/pads do not match the rank");
   const bool ceil_mode = c.n.get_i("ceil_mode", 0) != 0;
   const bool include_pad = c.n.get_i("count_include_pad", 0) != 0;
-  if (c.n.get_i("storage_order", 0) != 0) return c.err("attribute 'storage_order'", "only 0 is supported");
+  const bool col_major = c.n.get_i("storage_order", 0) != 0;  // only changes MaxPool's Indices
+  if (col_major && sd != 2) return c.err("attribute 'storage_order'", "1 is supported for 2-D pooling only");
   const std::string ap = global ? "NOTSET" : c.n.get_s("auto_pad", "NOTSET");
   std::vector<int64_t> out(sd), pb(sd), pe(sd);
   for (size_t a = 0; a < sd; ++a) {
@@ -517,13 +518,14 @@ Status pool(const Ctx& c) {
   std::vector<int64_t> oshape{x.shape[0], x.shape[1]};
   oshape.insert(oshape.end(), out.begin(), out.end());
   Value y = Value::make(x.type, oshape);
+  Value ind = Value::make(kInt64, oshape);  // MaxPool's optional Indices (row-major over the whole input)
   int64_t plane_in = 1, plane_out = 1, win = 1;
   for (size_t a = 0; a < sd; ++a) plane_in *= in[a], plane_out *= out[a], win *= k[a];
   const auto ist = strides_of(in), ost = strides_of(out), kst = strides_of(k);
   for (int64_t nc = 0; nc < x.shape[0] * x.shape[1]; ++nc)
     for (int64_t o = 0; o < plane_out; ++o) {
       double best = -INFINITY, sum = 0;
-      int64_t count = 0, best_i = INT64_MIN;
+      int64_t count = 0, best_i = INT64_MIN, best_at = -1;
       for (int64_t w = 0; w < win; ++w) {
         int64_t off = 0;
         bool inside = true, in_pad = true;
@@ -541,13 +543,20 @@ Status pool(const Ctx& c) {
         const int64_t idx = nc * plane_in + off;
         ++count;
         if (x.is_float()) {
+          if (double(x.f[size_t(idx)]) > best || best_at < 0) best_at = idx;
           best = std::max(best, double(x.f[size_t(idx)]));
           sum += double(x.f[size_t(idx)]);
         } else {
+          if (x.i[size_t(idx)] > best_i) best_at = idx;
           best_i = std::max(best_i, x.i[size_t(idx)]);
         }
       }
       const int64_t yi = nc * plane_out + o;
+      if (col_major && best_at >= 0) {
+        const int64_t off = best_at - nc * plane_in;
+        best_at = nc * plane_in + (off / in[1]) + (off % in[1]) * in[0];
+      }
+      ind.i[size_t(yi)] = best_at;
       if (is_max) {
         if (x.is_float()) y.f[size_t(yi)] = float(best);
         else y.i[size_t(yi)] = best_i;
@@ -556,6 +565,7 @@ Status pool(const Ctx& c) {
       }
     }
   c.out(0, std::move(y));
+  if (is_max) c.out(1, std::move(ind));
   return {};
 }
 
@@ -761,6 +771,9 @@ Status layer_norm(const Ctx& c) {
   std::vector<int64_t> bi;
   if (c.has(2)) bi = broadcast_index(c.in(2).shape, ls);
   Value y = x;
+  std::vector<int64_t> stat_shape(x.shape.begin(), x.shape.begin() + axis);
+  stat_shape.resize(x.shape.size(), 1);
+  Value mean_v = Value::make(kFloat, stat_shape), inv_v = Value::make(kFloat, stat_shape);
   for (int64_t o = 0; o < outer; ++o) {
     double mean = 0, var = 0;
     for (int64_t l = 0; l < len; ++l) mean += x.f[size_t(o * len + l)];
@@ -768,6 +781,8 @@ Status layer_norm(const Ctx& c) {
     for (int64_t l = 0; l < len; ++l) var += (x.f[size_t(o * len + l)] - mean) * (x.f[size_t(o * len + l)] - mean);
     var /= double(len);
     const double inv = 1.0 / std::sqrt(var + eps);
+    mean_v.f[size_t(o)] = float(mean);
+    inv_v.f[size_t(o)] = float(inv);
     for (int64_t l = 0; l < len; ++l) {
       double v = (x.f[size_t(o * len + l)] - mean) * inv * sc.f[size_t(si[size_t(l)])];
       if (c.has(2)) v += c.in(2).f[size_t(bi[size_t(l)])];
@@ -775,6 +790,8 @@ Status layer_norm(const Ctx& c) {
     }
   }
   c.out(0, std::move(y));
+  c.out(1, std::move(mean_v));
+  c.out(2, std::move(inv_v));
   return {};
 }
 
@@ -815,14 +832,6 @@ std::string key(const Node& n) { return n.domain.empty() ? n.op : n.domain + "."
 bool host_supports(const Node& n, int64_t, std::string* why) {
   if (!table().count(key(n))) {
     if (why) *why = "no host implementation of " + key(n);
-    return false;
-  }
-  if ((n.op == "MaxPool") && n.outputs.size() > 1 && !n.outputs[1].empty()) {
-    if (why) *why = "MaxPool's Indices output is not supported";
-    return false;
-  }
-  if (n.op == "LayerNormalization" && n.outputs.size() > 1) {
-    if (why) *why = "LayerNormalization's Mean/InvStdDev outputs are not supported";
     return false;
   }
   return true;

@@ -397,6 +397,9 @@ Expected<Model> load_model_bytes(const std::string& bytes, const std::string& pa
     m.nodes.push_back(std::move(nodes[k]));
   }
 
+  // Quantization parameters first on what is known before inference (graph
+  // inputs, initializers), so the message names the node and the operand.
+  for (const auto& n : m.nodes) LOOM_TRY(check_quant(m, n));
   try {
     onnx::checker::check_model(mp);
   } catch (const std::exception& e) {

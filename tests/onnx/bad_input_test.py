@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""Bad ONNX input through `loom run` / `loom compile`: each case builds a
+broken model and requires one clear error line naming the file and the node
+or field, a non-zero exit, no crash and no output written.
+
+usage: bad_input_test.py LOOM CASE
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def qconv_model(x_zp_type=TensorProto.UINT8, w_scale_len=1, channels=2, opset=13, drop_w=False):
+    """A QLinearConv with constant weights and quantization parameters."""
+    w = numpy_helper.from_array(np.ones((channels, 1, 1, 1), np.uint8), "w")
+    inits = [
+        helper.make_tensor("xs", TensorProto.FLOAT, [], [0.5]),
+        helper.make_tensor("xz", x_zp_type, [], [1]),
+        helper.make_tensor("ws", TensorProto.FLOAT, [w_scale_len], [0.25] * w_scale_len),
+        helper.make_tensor("wz", TensorProto.UINT8, [], [0]),
+        helper.make_tensor("ys", TensorProto.FLOAT, [], [1.0]),
+        helper.make_tensor("yz", TensorProto.UINT8, [], [3]),
+    ]
+    if not drop_w:
+        inits.append(w)
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], name="qconv")
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 1, 4, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.UINT8, [1, channels, 4, 4])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def relu_model(shape=(1, 4), opset=13, init=None):
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [init] if init else [])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def save(m, path):
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+
+
+# case -> (builder(dir) -> model path, substrings the error must contain)
+def case_truncated(d):
+    p = os.path.join(d, "trunc.onnx")
+    b = qconv_model().SerializeToString()
+    open(p, "wb").write(b[: len(b) // 2])
+    return p, ["trunc.onnx"]
+
+
+def case_not_protobuf(d):
+    p = os.path.join(d, "text.onnx")
+    open(p, "w").write("this is a text file, not a protobuf\n" * 4)
+    return p, ["text.onnx"]
+
+
+def case_external_data_escape(d):
+    sub = os.path.join(d, "model")
+    os.makedirs(sub)
+    open(os.path.join(d, "secret.bin"), "wb").write(b"\0" * 16)
+    t = helper.make_tensor("c", TensorProto.FLOAT, [4], [0.0] * 4)
+    t.ClearField("float_data")
+    t.data_location = TensorProto.EXTERNAL
+    e = t.external_data.add()
+    e.key, e.value = "location", "../secret.bin"
+    g = helper.make_graph([helper.make_node("Add", ["x", "c"], ["y"], name="add")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], [t])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    p = os.path.join(sub, "ext.onnx")
+    save(m, p)
+    return p, ["ext.onnx", "initializer 'c'", "external_data", "leaves the model's folder"]
+
+
+def case_dims_overflow(d):
+    t = TensorProto()
+    t.name, t.data_type = "big", TensorProto.FLOAT
+    t.dims.extend([1 << 32, 1 << 32])
+    t.raw_data = b"\0" * 8
+    m = relu_model(init=t)
+    p = os.path.join(d, "overflow.onnx")
+    save(m, p)
+    return p, ["overflow.onnx", "initializer 'big'", "dims", "overflows"]
+
+
+def case_negative_dim(d):
+    p = os.path.join(d, "neg.onnx")
+    save(relu_model(shape=(1, -3)), p)
+    return p, ["neg.onnx", "graph input 'x'", "shape", "-3"]
+
+
+def case_zero_dim(d):
+    p = os.path.join(d, "zero.onnx")
+    save(relu_model(shape=(0, 4)), p)
+    return p, ["zero.onnx", "graph input 'x'", "shape", "is 0"]
+
+
+def case_cycle(d):
+    g = helper.make_graph([helper.make_node("Add", ["x", "b"], ["a"], name="n1"),
+                           helper.make_node("Relu", ["a"], ["b"], name="n2")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                          [helper.make_tensor_value_info("b", TensorProto.FLOAT, [4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    p = os.path.join(d, "cycle.onnx")
+    save(m, p)
+    return p, ["cycle.onnx", "node 'n1'", "cycle"]
+
+
+def case_missing_initializer(d):
+    p = os.path.join(d, "missing.onnx")
+    save(qconv_model(drop_w=True), p)
+    return p, ["missing.onnx", "node 'qconv'", "input 'w'", "missing initializer"]
+
+
+def case_zero_point_dtype(d):
+    p = os.path.join(d, "zptype.onnx")
+    save(qconv_model(x_zp_type=TensorProto.INT8), p)
+    return p, ["zptype.onnx", "qconv", "xz"]
+
+
+def case_scale_length(d):
+    p = os.path.join(d, "scalelen.onnx")
+    save(qconv_model(w_scale_len=3, channels=2), p)
+    return p, ["scalelen.onnx", "node 'qconv'", "input 'ws'", "3 values", "(2)"]
+
+
+def case_opset_too_new(d):
+    p = os.path.join(d, "opset18.onnx")
+    save(relu_model(opset=18), p)
+    return p, ["opset18.onnx", "opset_import", "opset 18", "10 to 17"]
+
+
+def case_opset_too_old(d):
+    p = os.path.join(d, "opset9.onnx")
+    save(relu_model(opset=9), p)
+    return p, ["opset9.onnx", "opset_import", "opset 9"]
+
+
+def case_unsupported_op(d):
+    g = helper.make_graph([helper.make_node("Einsum", ["x", "x"], ["y"], name="ein", equation="i,i->i")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    p = os.path.join(d, "einsum.onnx")
+    save(m, p)
+    return p, ["einsum.onnx", "node 'ein'", "Einsum", "neither by the fabric nor by the host"]
+
+
+CASES = {k[len("case_"):]: v for k, v in globals().items() if k.startswith("case_")}
+
+
+def main():
+    loom, case = sys.argv[1], sys.argv[2]
+    with tempfile.TemporaryDirectory() as d:
+        model, needles = CASES[case](d)
+        inp = os.path.join(d, "in.pb")
+        open(inp, "wb").write(numpy_helper.from_array(np.zeros((1, 4), np.float32)).SerializeToString())
+        out = os.path.join(d, "out")
+        for cmd in ([loom, "run", model, "--inputs", inp, "--outputs", out],
+                    [loom, "compile", model, "-o", os.path.join(d, "plan.bin")]):
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+            err = p.stderr.strip()
+            assert p.returncode not in (0,) and 0 < p.returncode < 128, "exit %d: %s" % (p.returncode, err)
+            assert len(err.splitlines()) == 1, "expected one error line, got:\n" + err
+            assert err.startswith("loom: error: "), err
+            for n in needles:
+                assert n in err, "'%s' missing from: %s" % (n, err)
+            assert not os.path.exists(out) or not os.listdir(out), "outputs written despite the error"
+            assert not os.path.exists(os.path.join(d, "plan.bin")), "plan written despite the error"
+        print("ok:", err)
+
+
+if __name__ == "__main__":
+    main()
