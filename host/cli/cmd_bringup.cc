@@ -19,6 +19,7 @@ class Missing final : public bringup::Target {
   Status open_device() override { return make_error(backend_, why_); }
   Expected<std::string> load_xclbin() override { return make_error(backend_, why_); }
   runtime::Device& device() override { std::abort(); }
+  Status arm_interrupt() override { return make_error(backend_, why_); }
   Expected<bool> wait_interrupt(unsigned) override { return make_error(backend_, why_); }
   std::string describe() const override { return backend_; }
 

@@ -288,6 +288,8 @@ class Runner {
     const uint32_t before = d.read_reg(spec::reg::IRQ_STATUS);
     if (before != 0) return failed(c, "IRQ_STATUS reads " + hex(before) + " after clearing every bit");
     d.write_reg(spec::reg::IRQ_ENABLE, 1u);  // core 0 completion
+    Status armed = t_.arm_interrupt();
+    if (!armed) return failed(c, armed.error().str());
     const uint32_t head = d.read_reg(spec::core_reg_addr(0, cr::RING_HEAD)) & (size - 1);
     const spec::Insn end = spec::EndInsn{}.encode();
     Status ws = d.write(*ring + uint64_t(head) * spec::kInsnBytes,

@@ -28,8 +28,11 @@ class Target {
   virtual Expected<std::string> load_xclbin() = 0;
   /// The device, once load_xclbin() succeeded.
   virtual runtime::Device& device() = 0;
-  /// Arms the kernel interrupt and waits up to `timeout_ms` for it: true when
-  /// it fired, false on timeout.
+  /// Opens and enables the host's notification of the kernel interrupt;
+  /// done before the interrupt can be raised.
+  virtual Status arm_interrupt() = 0;
+  /// Waits up to `timeout_ms` for the armed interrupt: true when it fired,
+  /// false on timeout.
   virtual Expected<bool> wait_interrupt(unsigned timeout_ms) = 0;
   /// Where the card and xclbin came from, for the report.
   virtual std::string describe() const = 0;

@@ -73,6 +73,7 @@ XrtDevice::XrtDevice(const spec::HwConfig& cfg, XrtOptions opt) : cfg_(cfg), opt
 
 XrtDevice::~XrtDevice() {
   // Buffers go before the kernel handle and the device, as XRT expects.
+  irq_.reset();
   arenas_.clear();
   ip_ = xrt::ip();
 }
@@ -158,14 +159,29 @@ Status XrtDevice::check_identity() {
   return Status::ok();
 }
 
-Expected<bool> XrtDevice::wait_interrupt(unsigned timeout_ms) {
+Status XrtDevice::arm_interrupt() {
+  const std::string where = std::string(kBackend) + ": device " + std::to_string(opt_.device_index);
+  if (!have_ip_) return make_error(where, "interrupt: no xclbin loaded");
   try {
-    auto irq = ip_.create_interrupt_notify();
-    irq.enable();
-    const bool fired = irq.wait(std::chrono::milliseconds(timeout_ms)) == std::cv_status::no_timeout;
-    irq.disable();
+    irq_ = std::make_unique<xrt::ip::interrupt>(ip_.create_interrupt_notify());
+    irq_->enable();
+  } catch (const std::exception& e) {
+    irq_.reset();
+    return xrt_error("arming the kernel interrupt", e);
+  }
+  return Status::ok();
+}
+
+Expected<bool> XrtDevice::wait_interrupt(unsigned timeout_ms) {
+  const std::string where = std::string(kBackend) + ": device " + std::to_string(opt_.device_index);
+  if (!irq_) return make_error(where, "interrupt: not armed");
+  try {
+    const bool fired = irq_->wait(std::chrono::milliseconds(timeout_ms)) == std::cv_status::no_timeout;
+    irq_->disable();
+    irq_.reset();
     return fired;
   } catch (const std::exception& e) {
+    irq_.reset();
     return xrt_error("waiting for the kernel interrupt", e);
   }
 }
@@ -321,6 +337,7 @@ class XrtTarget final : public bringup::Target {
   Status open_device() override { return dev_.open_device(); }
   Expected<std::string> load_xclbin() override { return dev_.load_xclbin(); }
   runtime::Device& device() override { return dev_; }
+  Status arm_interrupt() override { return dev_.arm_interrupt(); }
   Expected<bool> wait_interrupt(unsigned timeout_ms) override { return dev_.wait_interrupt(timeout_ms); }
   std::string describe() const override {
     return "device " + std::to_string(dev_.device_index()) + ", xclbin " +

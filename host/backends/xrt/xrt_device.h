@@ -53,7 +53,9 @@ class XrtDevice final : public runtime::Device {
   Expected<std::string> load_xclbin();  // returns the UUID
   /// ID, VERSION and HWCFG against the spec and `cfg`.
   Status check_identity();
-  /// Arms the kernel's interrupt and waits for it; false on timeout.
+  /// Opens and enables the notification of the kernel's interrupt.
+  Status arm_interrupt();
+  /// Waits for the armed interrupt; false on timeout. Disarms it.
   Expected<bool> wait_interrupt(unsigned timeout_ms);
 
   std::string_view backend() const override;
@@ -89,6 +91,7 @@ class XrtDevice final : public runtime::Device {
   xrt::uuid uuid_;
   xrt::ip ip_;
   bool have_ip_ = false;
+  std::unique_ptr<xrt::ip::interrupt> irq_;
   uint32_t group_ = 0;
   std::vector<std::unique_ptr<Arena>> arenas_;
   std::string reg_error_;
