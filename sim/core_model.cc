@@ -59,6 +59,7 @@ void CoreModel::reset() {
   free_at_.fill(now);
   for (auto& q : tokens_) q.clear();
   busy_since_ = now;
+  dep_counted_ = now;
   poke();
 }
 
@@ -78,6 +79,15 @@ void CoreModel::trace(runtime::TraceTrack track, spec::Opcode op, sc_time from, 
   if (name.empty())
     if (const spec::OpcodeInfo* info = spec::opcode_info(uint64_t(op))) name = info->name;
   trace_->interval(index_, track, name, to_cycles(from - trace_base_), to_cycles(to - trace_base_));
+}
+
+void CoreModel::stall_dep(sc_time from, sc_time to) {
+  // The RTL counts a cycle once however many units wait in it, so only the
+  // part of [from, to) after the latest wait counted so far is added.
+  from = std::max(from, dep_counted_);
+  if (to <= from) return;
+  counter(spec::Counter::CYCLES_STALL_DEP) += to_cycles(to - from);
+  dep_counted_ = to;
 }
 
 sc_time CoreModel::units_free_at() const { return std::max({free_at_[0], free_at_[1], free_at_[2]}); }
@@ -270,6 +280,7 @@ void CoreModel::dispatch_once(tlm_quantumkeeper& qk, uint64_t gen) {
     while (!units_idle()) wait_change(qk, gen, 1);
     at_least(qk, units_free_at());
   }
+  const sc_time drained = qk.get_current_time();
   if (info != nullptr && info->op == spec::Opcode::SEM_WAIT) {
     const auto w = spec::SemWaitInsn::decode(e.insn);
     if (w.sem_id < st_->sem_times.size() && w.count > 0) {
@@ -281,11 +292,11 @@ void CoreModel::dispatch_once(tlm_quantumkeeper& qk, uint64_t gen) {
       at_least(qk, ts[w.count - 1]);
     }
   }
-  const sc_time waited = qk.get_current_time() - t0;
   if (!to_unit) {
-    counter(spec::Counter::CYCLES_STALL_DEP) += to_cycles(waited);
-    trace(runtime::TraceTrack::Dispatch, spec::Opcode::NOP, t0, t0 + waited,
-          info != nullptr && info->op == spec::Opcode::SEM_WAIT ? "wait semaphore" : "drain units");
+    // Only the semaphore wait is a dependency stall (the RTL's d_blocked).
+    stall_dep(drained, qk.get_current_time());
+    trace(runtime::TraceTrack::Dispatch, spec::Opcode::NOP, t0, drained, "drain units");
+    trace(runtime::TraceTrack::Dispatch, spec::Opcode::NOP, drained, qk.get_current_time(), "wait semaphore");
   }
 
   const ref::Outcome o = st_->fabric.execute(index_, e.insn, e.pc);
@@ -358,7 +369,7 @@ void CoreModel::run_job(spec::Unit unit, const Job& j, tlm_quantumkeeper& qk, ui
     at_least(qk, tq.front());
     tq.pop_front();
   }
-  counter(spec::Counter::CYCLES_STALL_DEP) += to_cycles(qk.get_current_time() - t0);
+  stall_dep(t0, qk.get_current_time());
   using runtime::TraceTrack;
   if (trace_ != nullptr) {
     const TraceTrack stall = unit == spec::Unit::Load      ? TraceTrack::StallLoad

@@ -93,6 +93,9 @@ class CoreModel : public sc_core::sc_module {
   bool units_idle() const { return !job_[0] && !job_[1] && !job_[2]; }
   sc_core::sc_time units_free_at() const;
   uint64_t& counter(spec::Counter c) { return st_->fabric.core(index_).counter(c); }
+  /// Adds a unit's or the dispatcher's dependency wait [from, to) to
+  /// CYCLES_STALL_DEP, counting cycles in which several wait once.
+  void stall_dep(sc_core::sc_time from, sc_core::sc_time to);
 
   unsigned index_;
   std::function<void()> sem_signal_;
@@ -114,6 +117,7 @@ class CoreModel : public sc_core::sc_module {
   std::array<sc_core::sc_time, kUnits> free_at_{};
   std::array<std::deque<sc_core::sc_time>, ref::kNumTokenQueues> tokens_;
   sc_core::sc_time busy_since_;
+  sc_core::sc_time dep_counted_;  // end of the dependency stalls counted so far
   std::vector<uint8_t> scratch_;  // data pointer of timing-only payloads
   runtime::TraceSink* trace_ = nullptr;
   sc_core::sc_time trace_base_;
