@@ -59,7 +59,13 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
   const Budget& b = s.budget;
   const GatherGeom gg{m.H, m.W, m.C, m.OW, m.sh, m.sw, m.pt, m.pl};
   const uint64_t x = s.tensor_offset.at(n.inputs[0]);
-  const uint64_t y = s.tensor_offset.at(n.outputs[0]);
+  const uint64_t y = s.tensor_offset.at(l.out_tensor(s.graph));
+  // A folded residual add: the m x n residual tile sits in IN after the
+  // largest A tile of the step.
+  const uint64_t r = l.res.on ? s.tensor_offset.at(l.res.tensor) : 0;
+  int64_t max_tk = 0;
+  for (const auto& k : l.tiling.ksteps) max_tk = std::max(max_tk, k.len());
+  const uint64_t res_off = uint64_t(l.tiling.tm * max_tk);
   const uint64_t w = m.b_const ? l.wgt_offset : s.tensor_offset.at(n.inputs[1]);
   const auto& ks = l.tiling.ksteps;
   for (size_t ti = 0; ti < l.tiles.size(); ++ti) {
@@ -94,6 +100,17 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
         lp.dram_stride = lp.cols;
         lp.sp_stride = lp.cols;
         ls.load(lp);
+        if (l.res.on) {
+          spec::LoadInsn lr;
+          lr.buf = uint64_t(spec::Buffer::IN);
+          lr.sp_addr = in + res_off;
+          lr.dram_addr = r + uint64_t((t.img * m.M() + t.m0) * m.Cout + t.group * m.Ng + t.n0);
+          lr.rows = uint64_t(t.m);
+          lr.cols = uint64_t(t.n);
+          lr.dram_stride = uint64_t(m.Cout);
+          lr.sp_stride = uint64_t(t.n);
+          ls.load(lr);
+        }
       }
       spec::GemmInsn gm;
       gm.accumulate = k > 0;
@@ -123,6 +140,16 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
       po.clip_lo = q->lo;
       po.clip_hi = q->hi;
       po.res_shift = kMinShift;  // unused without `residual`, but kept in the legal range
+      if (l.res.on) {
+        po.residual = 1;
+        po.res_addr = in + res_off;
+        po.res_zp = l.res.zp;
+        po.res_mult = l.res.mult;
+        po.res_shift = uint64_t(l.res.shift);
+        po.out_zp = l.res.out_zp;
+        po.clip_lo = l.res.lo;
+        po.clip_hi = l.res.hi;
+      }
       ls.compute_release();
       ls.out_producer();
       ls.compute(po);

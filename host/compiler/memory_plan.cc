@@ -66,7 +66,9 @@ class MemoryPlanPass final : public Pass {
     for (size_t i = 0; i < s.layers.size(); ++i) {
       const auto& l = s.layers[i];
       if (l.props->kind == LayerKind::Alias) continue;
-      for (const auto& in : s.node(l).inputs) {
+      auto reads = s.node(l).inputs;
+      if (l.res.on) reads.push_back(l.res.tensor);
+      for (const auto& in : reads) {
         if (in.empty() || g.tensor(in).is_const) continue;
         auto& u = last_use[owner(in)];
         if (u != kPinned) u = i;
@@ -140,8 +142,8 @@ class MemoryPlanPass final : public Pass {
           ++it;
         }
       }
-      place(n.outputs[0]);
-      live.push_back(n.outputs[0]);
+      place(l.out_tensor(g));
+      live.push_back(l.out_tensor(g));
     }
     s.plan.memory_bytes = top;
     auto bind = [&](const std::string& name) {

@@ -72,6 +72,20 @@ struct Layer {
   uint64_t wgt_offset = 0;    // mac: prepacked [group][K][Ng] weights (constant b only)
   uint64_t param_offset = 0;  // mac: int32 (bias, mult, shift) per output channel
   Cost cost;                  // the cost model's prediction for the chosen tiling
+  /// mac: a residual add folded into POSTOP (fuse-residual proposes it, the
+  /// tiling pass decides per the fusion policy). The layer then writes `out`
+  /// (the add's output) instead of its own output tensor.
+  struct Residual {
+    bool candidate = false, on = false;
+    std::string add;     // the add node's name
+    size_t add_node = 0; // its index into CompileState::graph.nodes
+    std::string tensor;  // the other add operand, read into IN per output tile
+    std::string out;     // the add's output
+    int32_t zp = 0, out_zp = 0, lo = -128, hi = 127;
+    int32_t mult = 0;
+    int shift = 1;
+  } res;
+  const std::string& out_tensor(const ir::Graph& g) const { return res.on ? res.out : g.nodes[node].outputs[0]; }
 };
 
 /// Scratchpad bytes a tile may use, after double buffering.
@@ -132,6 +146,7 @@ class Pass {
 // The passes, in pipeline order.
 std::unique_ptr<Pass> make_legalize_pass();
 std::unique_ptr<Pass> make_fuse_activation_pass();
+std::unique_ptr<Pass> make_fuse_residual_pass();
 std::unique_ptr<Pass> make_tiling_pass();
 std::unique_ptr<Pass> make_placement_pass();
 std::unique_ptr<Pass> make_memory_plan_pass();

@@ -31,10 +31,16 @@ class TilingPass final : public Pass {
   std::string_view name() const override { return "tiling"; }
 
   Status run(CompileState& s) override {
+    std::vector<size_t> absorbed;  // graph nodes of residual adds folded into their producer
     for (auto& l : s.layers) {
+      if (std::count(absorbed.begin(), absorbed.end(), l.node)) continue;
       switch (l.props->kind) {
         case LayerKind::Mac:
-          LOOM_TRY(tile_mac(s, l));
+          if (l.res.candidate) {
+            LOOM_TRY(weigh_residual(s, l));
+            if (l.res.on) absorbed.push_back(l.res.add_node);
+          }
+          LOOM_TRY(tile_mac(s, l, l.res.on, false));
           break;
         case LayerKind::Pool:
           LOOM_TRY(tile_pool(s, l));
@@ -50,11 +56,56 @@ class TilingPass final : public Pass {
       bump("dram_bytes_read", int64_t(l.tiling.bytes_read));
       bump("dram_bytes_written", int64_t(l.tiling.bytes_written));
     }
+    std::vector<Layer> kept;
+    for (auto& l : s.layers)
+      if (!std::count(absorbed.begin(), absorbed.end(), l.node)) kept.push_back(std::move(l));
+    s.layers = std::move(kept);
     return Status::ok();
   }
 
  private:
-  Status tile_mac(CompileState& s, Layer& l) {
+  /// A legal residual group: the producer tiled with the residual tile in IN
+  /// against the producer and the add as two layers. `greedy` fuses whenever
+  /// a tile fits; `cost` only when the fused group is predicted faster.
+  Status weigh_residual(CompileState& s, Layer& l) {
+    const Layer* add = nullptr;
+    for (const auto& x : s.layers)
+      if (x.node == l.res.add_node) add = &x;
+    if (!add) return Status::ok();
+    const CostParams cp = CostParams::from(*s.cfg);
+    LOOM_TRY(tile_mac(s, l, false, true));
+    const Cost plain = l.cost;
+    Layer alone = *add;
+    alone.tiling.tm = std::max<int64_t>(1, std::min({s.budget.in / 2, s.budget.out, kField16, add->elems}));
+    const Cost add_cost = estimate(cp, alone, s.cores, s.budget.slots);
+    const Status fits = tile_mac(s, l, true, true);
+    const Cost fused = l.cost;
+    const uint64_t separate = plain.cycles + add_cost.cycles;
+    std::string text;
+    if (!fits) {
+      text = "kept separate: no tile fits IN with the residual tile";
+    } else if (s.opt.fusion == Fusion::Cost && fused.cycles >= separate) {
+      text = "kept separate (cost): fused predicts " + std::to_string(fused.cycles) + " cycles with the residual tile in IN (tile " +
+             std::to_string(l.tiling.tm) + "x" + std::to_string(l.tiling.tn) + ", " + std::to_string(fused.dram_read) +
+             " B read), separate " + std::to_string(plain.cycles) + " + " + std::to_string(add_cost.cycles) + " = " +
+             std::to_string(separate) + " cycles";
+      bump("residual_refused");
+    } else {
+      l.res.on = true;
+      text = std::string("folded the add into POSTOP (") + fusion_name(s.opt.fusion) + "): fused predicts " +
+             std::to_string(fused.cycles) + " cycles, separate " + std::to_string(plain.cycles) + " + " +
+             std::to_string(add_cost.cycles) + " = " + std::to_string(separate) + "; saves " +
+             std::to_string(int64_t(add_cost.dram_read + add_cost.dram_written) -
+                            int64_t(fused.dram_read - plain.dram_read)) +
+             " DRAM bytes and " + std::to_string(add_cost.insns) + " add instructions";
+      bump("residual_fused");
+    }
+    s.decide(l.name + "+" + l.res.add, name(), text);
+    if (l.res.on) l.name += "+" + l.res.add;
+    return Status::ok();
+  }
+
+  Status tile_mac(CompileState& s, Layer& l, bool residual, bool quiet) {
     const MacGeom& g = l.mac;
     const Budget& b = s.budget;
     const int64_t R = s.cfg->array_rows, C = s.cfg->array_cols;
@@ -80,7 +131,8 @@ class TilingPass final : public Pass {
       for (auto [cc, np] : kshapes) {
         const int64_t tk = cc * np;
         if (tk > kField16 || tk * tn > b.wgt) continue;
-        int64_t tm = std::min({b.in / tk, b.out / tn, b.acc / (4 * tn), kField16, M});
+        // A residual tile (m x n int8) shares IN with the A tile.
+        int64_t tm = std::min({b.in / (tk + (residual ? tn : 0)), b.out / tn, b.acc / (4 * tn), kField16, M});
         if (tm < 1) continue;
         if (tm < M && tm >= R) tm = tm / R * R;
         const int64_t nm = ceil_div(M, tm), nn = ceil_div(g.Ng, tn);
@@ -106,11 +158,12 @@ class TilingPass final : public Pass {
       const Cand& c = cands[i];
       t.tm = c.tm, t.tn = c.tn;
       t.ksteps = ksteps(g, c.cc, c.np);
-      const Cost cost = estimate(cp, l, s.cores, b.slots);
+      const Cost cost = estimate(cp, l, s.cores, b.slots, residual);
       if (i == 0) first_cycles = cost.cycles;
       if (i == 0 || cost.cycles < best_cycles) best = i, best_cycles = cost.cycles, best_t = t, l.cost = cost;
     }
     t = best_t;
+    if (quiet) return Status::ok();
     const int64_t btm = cands[best].tm, btn = cands[best].tn, bcc = cands[best].cc, bnp = cands[best].np;
     bump("candidates", int64_t(cands.size()));
     bump("evaluated", int64_t(keep));
@@ -122,7 +175,7 @@ class TilingPass final : public Pass {
              "M=" + std::to_string(M) + " K=" + std::to_string(K) + " N=" + std::to_string(g.Ng) +
                  (g.groups > 1 ? " x" + std::to_string(g.groups) + " groups" : "") + ": tm=" + std::to_string(btm) +
                  " tn=" + std::to_string(btn) + " tk=" + std::to_string(tk) + " (" + std::to_string(t.ksteps.size()) +
-                 " K steps); IN " + kib(btm * tk) + "/" + kib(b.in) + ", WGT " + kib(tk * btn) + "/" + kib(b.wgt) +
+                 " K steps); IN " + kib(btm * tk + (residual ? btm * btn : 0)) + "/" + kib(b.in) + ", WGT " + kib(tk * btn) + "/" + kib(b.wgt) +
                  ", OUT " + kib(btm * btn) + "/" + kib(b.out) + (b.slots > 1 ? " per slot" : "") + ", ACC " +
                  kib(4 * btm * btn) + "/" + kib(b.acc) + "; predicted DRAM bytes read " + std::to_string(t.bytes_read) +
                  ", written " + std::to_string(t.bytes_written) + "; " + l.cost.summary() + "; best of " +

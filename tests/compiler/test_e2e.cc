@@ -9,6 +9,7 @@
 #include "compiler/compiler.h"
 #include "ir/builder.h"
 #include "plan_runner.h"
+#include "residual_graphs.h"
 
 namespace loom::compiler::test {
 namespace {
@@ -170,6 +171,24 @@ TEST_P(E2E, SingleBufferedOneCoreMatchesReference) {
   o.double_buffer = false;
   for (const auto& c : kCases) check(GetParam(), c, o, 11);
   check(GetParam(), kLarge[0], o, 11);
+}
+
+// Residual adds folded into POSTOP (where provably exact) and kept separate,
+// under every fusion policy, bit-exact with the reference.
+TEST(E2EResidual, EveryPolicyMatchesReference) {
+  const Case cases[] = {
+      {"residual_1x1", [](GraphBuilder& b) { residual_block(b, 6, 16, 1, true); }},
+      {"residual_3x3_relu", [](GraphBuilder& b) { residual_block(b, 7, 24, 3, true, true); }},
+      {"residual_random", [](GraphBuilder& b) { residual_block(b, 5, 8, 3, false); }},
+      {"residual_wide_3x3", [](GraphBuilder& b) { residual_block(b, 8, 128, 3, true); }},
+  };
+  for (const char* cfg : {"tiny", "small", "default"})
+    for (Fusion f : {Fusion::None, Fusion::Greedy, Fusion::Cost})
+      for (const auto& c : cases) {
+        CompileOptions o;
+        o.fusion = f;
+        check(cfg, c, o);
+      }
 }
 
 TEST(RefRun, RingsRefillAsTheyDrain) {

@@ -7,6 +7,7 @@
 
 #include "compiler/compiler.h"
 #include "ir/builder.h"
+#include "residual_graphs.h"
 
 namespace loom::compiler::test {
 namespace {
@@ -199,6 +200,76 @@ TEST(FuseActivation, KeepsReluWithTwoConsumersOrOtherQuantization) {
   b2.output(r2);
   auto rr = compile_ok(b2.graph());
   EXPECT_EQ(decisions(rr, "fuse-activation")[0], "relu1: kept separate: input and output quantization differ");
+}
+
+CompileOptions policy(Fusion f) {
+  CompileOptions o;
+  o.fusion = f;
+  return o;
+}
+
+bool has(const std::vector<std::string>& v, const std::string& prefix) {
+  for (const auto& x : v)
+    if (x.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+TEST(FuseResidual, FoldsTheAddWhenExactAndPredictedFaster) {
+  GraphBuilder b("res");
+  residual_block(b, 8, 64, 1, true);
+  auto r = compile_ok(b.graph());
+  EXPECT_EQ(decisions(r, "fuse-residual")[0],
+            "conv+add: legal: the add requantizes 'conv.y' by the identity and the interval bound proves its clamp "
+            "never binds");
+  EXPECT_TRUE(has(decisions(r, "tiling"), "conv+add: folded the add into POSTOP (cost): fused predicts "))
+      << decisions(r, "tiling")[0];
+  EXPECT_EQ(stat(r, "tiling.residual_fused"), 1);
+  ASSERT_EQ(r.plan.layers.size(), 1u);
+  EXPECT_EQ(r.plan.layers[0].name, "conv+add");
+  auto none = compile_ok(b.graph(), "tiny", policy(Fusion::None));
+  EXPECT_EQ(none.plan.layers.size(), 2u);
+  EXPECT_EQ(decisions(none, "fuse-residual")[0], "add: kept separate: fusion policy none");
+  EXPECT_LT(r.predicted_cycles, none.predicted_cycles);
+}
+
+// The case greedy gets wrong: on tiny a 3x3 conv over 128 channels already
+// fills the IN slot with A tiles; the residual tile forces smaller tiles,
+// whose extra steps cost more than the separate add.
+TEST(FuseResidual, GreedyFoldsWhereTheCostModelRefuses) {
+  GraphBuilder b("res");
+  residual_block(b, 8, 128, 3, true);
+  auto greedy = compile_ok(b.graph(), "tiny", policy(Fusion::Greedy));
+  auto cost = compile_ok(b.graph());
+  EXPECT_EQ(greedy.plan.layers.size(), 1u);
+  EXPECT_TRUE(has(decisions(greedy, "tiling"), "conv+add: folded the add into POSTOP (greedy)"));
+  ASSERT_EQ(cost.plan.layers.size(), 2u);
+  EXPECT_TRUE(has(decisions(cost, "tiling"), "conv+add: kept separate (cost): fused predicts "))
+      << decisions(cost, "tiling")[0];
+  EXPECT_EQ(stat(cost, "tiling.residual_refused"), 1);
+  EXPECT_GT(greedy.predicted_cycles, cost.predicted_cycles);
+  // The fused group needs smaller tiles: more instructions (more, shorter
+  // GEMMs and DMAs) than the conv and the add together.
+  EXPECT_GT(greedy.predicted[0].insns, cost.predicted[0].insns + cost.predicted[1].insns);
+}
+
+TEST(FuseResidual, RefusesWhatIsNotProvablyExact) {
+  GraphBuilder b("res");
+  residual_block(b, 8, 16, 1, false);  // random weights: the clamp may bind
+  auto r = compile_ok(b.graph(), "tiny", policy(Fusion::Greedy));
+  ASSERT_EQ(decisions(r, "fuse-residual").size(), 1u);
+  EXPECT_NE(decisions(r, "fuse-residual")[0].find("add: kept separate: its clamp [-128, 127] may bind (channel "),
+            std::string::npos)
+      << decisions(r, "fuse-residual")[0];
+  EXPECT_EQ(r.plan.layers.size(), 2u);
+
+  GraphBuilder b2("rescale");
+  const auto x = b2.input("x", {1, 4, 4, 8});
+  const auto y = b2.conv("conv", x, {8, 1, 1, 1, 0, 1});
+  small_weights(b2.graph(), "conv");
+  b2.output(b2.add("add", y, x));  // its own output scale: the conv operand is rescaled
+  auto r2 = compile_ok(b2.graph(), "tiny", policy(Fusion::Greedy));
+  EXPECT_EQ(decisions(r2, "fuse-residual")[0],
+            "add: kept separate: the add rescales the conv output (scales differ), so its rounding differs");
 }
 
 TEST(Tiling, ConvOnTinyFitsHalvedScratchpads) {
