@@ -76,16 +76,43 @@ int fold_qdq(Model& m, const Known& known) {
   for (size_t k = 0; k < m.nodes.size(); ++k) {
     Node& n = m.nodes[k];
     if (!n.domain.empty()) continue;
-    const bool conv = n.op == "Conv", mm = n.op == "MatMul", add = n.op == "Add";
-    if (!conv && !mm && !add) continue;
     if (n.outputs.size() != 1) continue;
+    // Ops that only move or select values: DQ -> op -> Q with the same
+    // quantization on both sides is the op on the integers (exact).
+    const bool pass = n.op == "MaxPool" || n.op == "Flatten" || n.op == "Reshape";
+    if (pass || n.op == "GlobalAveragePool") {
+      const Node* q = sole_q(n.outputs[0]);
+      const Node* d0 = dq_of(n.in(0));
+      if (!q || !d0 || !scalar(d0)) continue;
+      const Value *ds = known(d0->in(1)), *dz = known(d0->in(2)), *qs = known(q->in(1)), *qz = known(q->in(2));
+      if (dz->type != qz->type) continue;
+      Node f = n;
+      f.outputs = q->outputs;
+      if (pass) {
+        if (ds->f[0] != qs->f[0] || dz->i[0] != qz->i[0]) continue;
+        f.inputs[0] = d0->in(0);
+      } else {
+        f.op = "QLinearGlobalAveragePool";
+        f.domain = "com.microsoft";
+        f.attrs.clear();
+        f.inputs = {d0->in(0), d0->in(1), d0->in(2), q->in(1), q->in(2)};
+      }
+      drop.insert(u.consumers[n.outputs[0]][0]);
+      n = f;
+      ++folded;
+      continue;
+    }
+    const bool gemm = n.op == "Gemm";
+    const bool conv = n.op == "Conv", mm = n.op == "MatMul" || gemm, add = n.op == "Add";
+    if (!conv && !mm && !add) continue;
+    if (gemm && (n.get_i("transA", 0) != 0 || n.get_f("alpha", 1.0f) != 1.0f || n.get_f("beta", 1.0f) != 1.0f)) continue;
     const Node* q = sole_q(n.outputs[0]);
     const Node* d0 = dq_of(n.in(0));
     const Node* d1 = dq_of(n.in(1));
     if (!q || !d0 || !d1 || !scalar(d0)) continue;
     Node f;
     f.name = n.name;
-    f.attrs = n.attrs;
+    f.attrs = conv ? n.attrs : std::map<std::string, Attr>{};
     f.outputs = q->outputs;
     if (add) {
       if (!scalar(d1)) continue;
@@ -100,12 +127,23 @@ int fold_qdq(Model& m, const Known& known) {
       f.op = conv ? "QLinearConv" : "QLinearMatMul";
       f.domain = "loom";
       f.inputs = {d0->in(0), d0->in(1), d0->in(2), d1->in(0), d1->in(1), d1->in(2), q->in(1), q->in(2)};
+      if (mm && w->shape.size() != 2) continue;
+      if (gemm && n.get_i("transB", 0) != 0) {
+        // Gemm's B [N, K] becomes a constant [K, N] (per-channel scales stay per N).
+        const int64_t N = w->shape[0], K = w->shape[1];
+        Value wt = Value::make(w->type, {K, N});
+        for (int64_t r = 0; r < N; ++r)
+          for (int64_t c = 0; c < K; ++c) wt.i[size_t(c * N + r)] = w->i[size_t(r * K + c)];
+        const std::string wname = n.name + "/b_t";
+        m.consts[wname] = std::move(wt);
+        f.inputs[3] = wname;
+        w = &m.consts[wname];
+      }
       if (!n.in(2).empty()) {
-        if (!conv) continue;
         // Bias: an int32 tensor behind a DequantizeLinear (what ONNX Runtime
         // writes), or a float constant quantized with x_scale * w_scale.
         const Value* xs = known(d0->in(1));
-        const int64_t mch = w->shape.empty() ? 1 : w->shape[0];
+        const int64_t mch = w->shape.empty() ? 1 : conv ? w->shape[0] : w->shape[1];
         Value bq = Value::make(kInt32, {mch});
         auto bit = u.producer.find(n.in(2));
         const Value* bf = known(n.in(2));
@@ -564,7 +602,7 @@ Value from_device(const Tensor& t, bool nhwc, bool u8) {
 }  // namespace
 
 Expected<ProgramRun> run_program(const Program& p, const std::string& backend, const spec::HwConfig& cfg,
-                                 const std::map<std::string, Value>& inputs) {
+                                 const std::map<std::string, Value>& inputs, bool check) {
   const Model& m = p.model;
   std::map<std::string, Value> env = m.consts;
   for (const auto& name : m.inputs) {
@@ -600,6 +638,21 @@ Expected<ProgramRun> run_program(const Program& p, const std::string& backend, c
     if (!dev) return dev.error();
     auto r = runtime::execute(**dev, seg.plan, din);
     if (!r) return r.error();
+    if (check) {
+      // The device against loom's direct reference of the same segment.
+      auto ref = ir::run_reference(seg.graph, din);
+      if (!ref) return ref.error();
+      for (const auto& [name, t] : r->outputs) {
+        const Tensor& want = ref->at(name);
+        int64_t diff = 0;
+        if (want.shape != t.shape) {
+          diff = t.numel();
+        } else {
+          for (int64_t k = 0; k < t.numel(); ++k) diff += t.i8()[k] != want.i8()[k];
+        }
+        if (diff) run.mismatches.emplace_back("segment " + std::to_string(st.segment) + " output '" + name + "'", diff);
+      }
+    }
     if (r->has_time) run.has_time = true, run.device_cycles += r->cycles;
     for (const auto& c : r->cores) run.instructions += c.instructions;
     for (const auto& [name, t] : r->outputs) env[name] = from_device(t, seg.nhwc.at(name), seg.u8.at(name));

@@ -60,10 +60,13 @@ struct ProgramRun {
   uint64_t device_cycles = 0;
   bool has_time = false;
   uint64_t instructions = 0;
+  std::vector<std::pair<std::string, int64_t>> mismatches;  // with check: outputs differing from the reference
 };
 
 /// Runs the program: host ops on the CPU, segments on a `backend` device.
+/// With `check`, every segment's outputs are also compared, bit for bit,
+/// with loom's direct reference (ir::run_reference) on the same inputs.
 Expected<ProgramRun> run_program(const Program& p, const std::string& backend, const spec::HwConfig& cfg,
-                                 const std::map<std::string, Value>& inputs);
+                                 const std::map<std::string, Value>& inputs, bool check = false);
 
 }  // namespace loom::onnxfe

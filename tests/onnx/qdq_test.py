@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""A small CNN (conv, relu, maxpool, residual add, flatten, matmul) quantized
+by ONNX Runtime's own quantize_static (QDQ form, int8 or uint8 activations),
+run through `loom run model.onnx --check --json` on a backend:
+  - the QDQ groups fold into device ops (convs, pool and add on the fabric),
+  - the host fallback ops are exactly the graph-edge Q/DQ and the Flatten,
+  - every device segment is bit-exact with loom's direct reference,
+  - the result is within one output LSB of ONNX Runtime on the same model.
+
+usage: qdq_test.py LOOM BACKEND {s8,u8}
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def build(d, act):
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    rng = np.random.default_rng(7)
+    inits = []
+
+    def init(name, arr):
+        inits.append(numpy_helper.from_array(arr.astype(np.float32), name))
+
+    init("w1", rng.standard_normal((8, 3, 3, 3)) * 0.2)
+    init("b1", rng.standard_normal(8) * 0.1)
+    init("w2", rng.standard_normal((8, 8, 3, 3)) * 0.1)
+    init("b2", rng.standard_normal(8) * 0.1)
+    init("w3", rng.standard_normal((8, 8, 1, 1)) * 0.2)
+    init("fc", rng.standard_normal((8 * 4 * 4, 10)) * 0.1)
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p1", "w2", "b2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
+        helper.make_node("Conv", ["r2", "w3"], ["c3"], name="conv3"),
+        helper.make_node("Add", ["c3", "p1"], ["a1"], name="add1"),
+        helper.make_node("Flatten", ["a1"], ["f1"], name="flat"),
+        helper.make_node("MatMul", ["f1", "fc"], ["y"], name="fc"),
+    ]
+    g = helper.make_graph(nodes, "small_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    f32 = os.path.join(d, "f32.onnx")
+    onnx.save(m, f32)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter([{"x": rng.standard_normal((1, 3, 8, 8)).astype(np.float32)} for _ in range(8)])
+
+        def get_next(self):
+            return next(self.it, None)
+
+    q = os.path.join(d, "qdq.onnx")
+    quantize_static(f32, q, Reader(), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QInt8 if act == "s8" else QuantType.QUInt8,
+                    weight_type=QuantType.QInt8, per_channel=True)
+    x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    xp = os.path.join(d, "x.pb")
+    open(xp, "wb").write(numpy_helper.from_array(x, "x").SerializeToString())
+    return q, x, xp
+
+
+def main():
+    loom, backend, act = sys.argv[1], sys.argv[2], sys.argv[3]
+    import onnxruntime as ort
+    with tempfile.TemporaryDirectory() as d:
+        model, x, xp = build(d, act)
+        out = os.path.join(d, "out")
+        p = subprocess.run([loom, "run", model, "--inputs", xp, "--outputs", out, "--backend", backend, "--check", "--json"],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+        j = json.loads(p.stdout)
+        assert j["bit_exact"] is True, j
+        dev = [n for s in j["segments"] for n in s["nodes"]]
+        for n in ("conv1", "pool1", "conv2", "conv3", "add1", "fc"):
+            assert n in dev, "%s is not on the fabric: %s" % (n, j["notes"])
+        host = sorted(f.split(" ")[1] for f in j["fallback_ops"])
+        assert host == ["(DequantizeLinear)", "(Flatten)", "(QuantizeLinear)"], j["fallback_ops"]
+        got = numpy_helper.to_array(onnx.load_tensor(os.path.join(out, "output_0.pb")))
+        want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        m = onnx.load(model)
+        y_scale = None
+        for n in m.graph.node:
+            if n.op_type == "DequantizeLinear" and n.output[0] == "y":
+                y_scale = [numpy_helper.to_array(t) for t in m.graph.initializer if t.name == n.input[1]][0]
+        lsb = np.abs(got - want) / float(y_scale)
+        assert lsb.max() <= 1.0 + 1e-4, "differs from ONNX Runtime by %.2f LSB" % lsb.max()
+        print("ok: %d device ops, fallback %s, %.0f%% of outputs identical to ONNX Runtime, max %.0f LSB" %
+              (len(dev), j["fallback_ops"], 100.0 * np.mean(lsb < 1e-4), lsb.max()))
+
+
+if __name__ == "__main__":
+    main()
