@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "backends/rtl/rtl_device.h"
 #include "backends/xrt/bringup.h"
 #include "backends/xrt/xrt_backends.h"
 #include "cli/cli_common.h"
@@ -19,6 +20,7 @@ class Missing final : public bringup::Target {
   Status open_device() override { return make_error(backend_, why_); }
   Expected<std::string> load_xclbin() override { return make_error(backend_, why_); }
   runtime::Device& device() override { std::abort(); }
+  void set_config(const spec::HwConfig&) override {}
   Status arm_interrupt() override { return make_error(backend_, why_); }
   Expected<bool> wait_interrupt(unsigned) override { return make_error(backend_, why_); }
   std::string describe() const override { return backend_; }
@@ -31,7 +33,7 @@ class Missing final : public bringup::Target {
 
 void register_bringup(CLI::App& app) {
   struct Opts {
-    std::string backend = "xrt", config = "default", xclbin;
+    std::string backend = "xrt", config, xclbin;
     unsigned device = 0;
     uint64_t dma_max_mib = 0;
     bool json = false;
@@ -41,13 +43,22 @@ void register_bringup(CLI::App& app) {
   cmd->add_option("--backend", o->backend, "xrt (a card) or xrt-emu (the emulation)")->capture_default_str();
   cmd->add_option("--device", o->device, "Card index")->capture_default_str();
   cmd->add_option("--xclbin", o->xclbin, "xclbin to load (default: LOOM_XCLBIN, or xrt-emu's built-in one)");
-  cmd->add_option("--config", o->config, "Hardware configuration the xclbin implements")->capture_default_str();
+  cmd->add_option("--config", o->config,
+                  "Hardware configuration the xclbin implements (default: the one its HWCFG register names)");
   cmd->add_option("--dma-max-mib", o->dma_max_mib,
                   "Largest DMA loopback size in MiB (default 64)")
       ->check(CLI::Range(uint64_t(1), uint64_t(4096)));
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->callback([o] {
-    auto cfg = find_config(o->config);
+    // Without --config the card's HWCFG decides; until it is read, a
+    // placeholder: on xrt-emu a configuration verilated into this build (its
+    // built-in xclbin is chosen by name).
+    std::string name = o->config;
+    if (name.empty()) {
+      const auto built = rtl::rtl_configs();
+      name = o->backend == "xrt-emu" && !built.empty() ? std::string(built.front()) : "default";
+    }
+    auto cfg = find_config(name);
     if (!cfg) throw CLI::RuntimeError(fail(cfg.error()));
     std::unique_ptr<bringup::Target> t;
     if (o->backend == "xrt-emu") {
@@ -67,11 +78,18 @@ void register_bringup(CLI::App& app) {
     }
     bringup::Options bo;
     if (o->dma_max_mib) bo.dma_max_bytes = o->dma_max_mib << 20;
+    bo.infer_config = o->config.empty();
     const auto checks = bringup::run(*t, bo);
+    // The configuration checked: the card's once the identity check passed.
+    const bool identified = checks.size() > 2 && checks[2].outcome == bringup::Outcome::Pass;
+    const auto config_name = [&] {
+      return identified ? std::string(t->device().config().name)
+                        : o->config.empty() ? std::string("(unknown)") : o->config;
+    };
     unsigned n[3] = {0, 0, 0};
     for (const auto& c : checks) ++n[int(c.outcome)];
     if (o->json) {
-      ordered_json j{{"backend", o->backend}, {"config", (*cfg)->name}, {"device", o->device},
+      ordered_json j{{"backend", o->backend}, {"config", config_name()}, {"device", o->device},
                      {"target", t->describe()}};
       ordered_json arr = ordered_json::array();
       for (const auto& c : checks) {
@@ -90,7 +108,7 @@ void register_bringup(CLI::App& app) {
       j["ok"] = n[1] == 0;
       std::cout << j.dump(2) << "\n";
     } else {
-      std::cout << "loom bringup: backend " << o->backend << ", config " << (*cfg)->name << "\n";
+      std::cout << "loom bringup: backend " << o->backend << ", config " << config_name() << "\n";
       for (const auto& c : checks)
         std::cout << c.name << ": " << bringup::outcome_name(c.outcome) << " (" << c.detail << ")\n";
       std::cout << "bringup: " << n[0] << " passed, " << n[1] << " failed, " << n[2] << " skipped\n";

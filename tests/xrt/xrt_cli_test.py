@@ -141,5 +141,21 @@ def case_run_emu_timeout_resets():
         one_line_error(r, "did not complete within 1 ms", "were reset")
 
 
+
+def case_bringup_config_from_hwcfg():
+    tiny = os.path.join(ROOT, "host/backends/xrt/emu/xclbin/loom_tiny.xclbin")
+    # No --config: the card's HWCFG names it.
+    r = run(["bringup", "--backend", "xrt-emu", "--xclbin", tiny, "--dma-max-mib", "1", "--json"])
+    j = json.loads(r.stdout)
+    expect(r.returncode == 0 and j["config"] == "tiny" and j["ok"], r.stdout[:600])
+    # A --config the xclbin does not implement: the identity check says so, the rest is skipped.
+    r = run(["bringup", "--backend", "xrt-emu", "--xclbin", tiny, "--config", "small", "--json"])
+    j = json.loads(r.stdout)
+    res = {c["name"]: c for c in j["checks"]}
+    expect(r.returncode != 0 and res["identity registers"]["result"] == "fail", r.stdout[:600])
+    expect("configuration 'small'" in res["identity registers"]["detail"], res["identity registers"]["detail"])
+    expect(all(res[n]["result"] == "skip" for n in CHECKS[3:]), r.stdout[:900])
+
+
 globals()["case_" + CASE]()
 print("PASS", CASE)

@@ -100,7 +100,6 @@ class Runner {
 
   bool identity(Check& c) {
     auto& d = t_.device();
-    const auto& cfg = d.config();
     const uint32_t id = d.read_reg(spec::reg::ID), ver = d.read_reg(spec::reg::VERSION),
                    hw = d.read_reg(spec::reg::HWCFG);
     if (id != spec::kIdValue)
@@ -108,11 +107,25 @@ class Runner {
     if ((ver >> 16) != spec::kVersionMajor)
       return failed(c, "VERSION " + std::to_string(ver >> 16) + "." + std::to_string(ver & 0xFFFF) +
                            ", expected major " + std::to_string(spec::kVersionMajor));
-    const uint32_t want = cfg.cores | (cfg.array_rows << 8) | (cfg.array_cols << 16) | (cfg.mem_ports << 24);
-    if (hw != want)
-      return failed(c, "HWCFG " + hex(hw) + ", configuration '" + std::string(cfg.name) + "' is " + hex(want));
-    c.detail = "ID " + hex(id) + ", version " + std::to_string(ver >> 16) + "." + std::to_string(ver & 0xFFFF) +
-               ", HWCFG " + hex(hw) + " = '" + std::string(cfg.name) + "'";
+    const auto shape = [](const spec::HwConfig& k) {
+      return k.cores | (k.array_rows << 8) | (k.array_cols << 16) | (k.mem_ports << 24);
+    };
+    if (opt_.infer_config) {
+      const spec::HwConfig* found = nullptr;
+      unsigned n = 0;
+      for (const auto& k : spec::kConfigs)
+        if (shape(k) == hw) found = &k, ++n;
+      if (n != 1)
+        return failed(c, "HWCFG " + hex(hw) + " matches " + (n ? "several named configurations" : "no named configuration") +
+                             "; give --config");
+      t_.set_config(*found);
+      c.detail = "(configuration from HWCFG) ";
+    }
+    const auto& cfg2 = d.config();
+    if (hw != shape(cfg2))
+      return failed(c, "HWCFG " + hex(hw) + ", configuration '" + std::string(cfg2.name) + "' is " + hex(shape(cfg2)));
+    c.detail += "ID " + hex(id) + ", version " + std::to_string(ver >> 16) + "." + std::to_string(ver & 0xFFFF) +
+                ", HWCFG " + hex(hw) + " = '" + std::string(cfg2.name) + "'";
     return true;
   }
 

@@ -28,6 +28,9 @@ class Target {
   virtual Expected<std::string> load_xclbin() = 0;
   /// The device, once load_xclbin() succeeded.
   virtual runtime::Device& device() = 0;
+  /// Replaces the configuration the device was opened with (after the
+  /// identity check found the card's from HWCFG).
+  virtual void set_config(const spec::HwConfig& cfg) = 0;
   /// Opens and enables the host's notification of the kernel interrupt;
   /// done before the interrupt can be raised.
   virtual Status arm_interrupt() = 0;
@@ -53,6 +56,9 @@ struct Options {
   uint64_t dma_max_bytes = uint64_t(64) << 20;
   /// Wall-clock limit on the interrupt wait.
   unsigned irq_timeout_ms = 2000;
+  /// Take the configuration from HWCFG instead of checking it against the
+  /// one the target was opened with (no --config given).
+  bool infer_config = false;
 };
 
 /// Runs the checks in order: device opened, xclbin loaded, identity

@@ -107,7 +107,7 @@ Status XrtDevice::open_device() {
 
 Expected<std::string> XrtDevice::load_xclbin() {
   const std::string where = std::string(kBackend) + ": device " + std::to_string(opt_.device_index);
-  if (opt_.xclbin.empty()) return make_error(where, "no xclbin given (--xclbin FILE or LOOM_XCLBIN)");
+  if (opt_.xclbin.empty()) return make_error(where, "no xclbin given (LOOM_XCLBIN, or --xclbin of loom bringup)");
   std::string ip_name;
   try {
     const xrt::xclbin xb(opt_.xclbin);
@@ -337,6 +337,7 @@ class XrtTarget final : public bringup::Target {
   Status open_device() override { return dev_.open_device(); }
   Expected<std::string> load_xclbin() override { return dev_.load_xclbin(); }
   runtime::Device& device() override { return dev_; }
+  void set_config(const spec::HwConfig& cfg) override { dev_.set_config(cfg); }
   Status arm_interrupt() override { return dev_.arm_interrupt(); }
   Expected<bool> wait_interrupt(unsigned timeout_ms) override { return dev_.wait_interrupt(timeout_ms); }
   std::string describe() const override {

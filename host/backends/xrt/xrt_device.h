@@ -72,6 +72,7 @@ class XrtDevice final : public runtime::Device {
   void write_reg(uint32_t offset, uint32_t value) override;
   Status run_until_idle(uint64_t timeout_cycles) override;
 
+  void set_config(const spec::HwConfig& cfg) { cfg_ = cfg; }
   const std::string& xclbin_path() const { return opt_.xclbin; }
   unsigned device_index() const { return opt_.device_index; }
 
