@@ -60,6 +60,7 @@ void CoreModel::reset() {
   for (auto& q : tokens_) q.clear();
   busy_since_ = now;
   dep_counted_ = now;
+  mem_counted_ = now;
   poke();
 }
 
@@ -81,13 +82,13 @@ void CoreModel::trace(runtime::TraceTrack track, spec::Opcode op, sc_time from, 
   trace_->interval(index_, track, name, to_cycles(from - trace_base_), to_cycles(to - trace_base_));
 }
 
-void CoreModel::stall_dep(sc_time from, sc_time to) {
+void CoreModel::count_once(spec::Counter c, sc_time& counted, sc_time from, sc_time to) {
   // The RTL counts a cycle once however many units wait in it, so only the
   // part of [from, to) after the latest wait counted so far is added.
-  from = std::max(from, dep_counted_);
+  from = std::max(from, counted);
   if (to <= from) return;
-  counter(spec::Counter::CYCLES_STALL_DEP) += to_cycles(to - from);
-  dep_counted_ = to;
+  counter(c) += to_cycles(to - from);
+  counted = to;
 }
 
 sc_time CoreModel::units_free_at() const { return std::max({free_at_[0], free_at_[1], free_at_[2]}); }
@@ -433,10 +434,10 @@ void CoreModel::dma_rows(bool write, uint64_t addr, uint64_t rows, uint64_t stri
   gp.set_command(write ? ::tlm::TLM_WRITE_COMMAND : ::tlm::TLM_READ_COMMAND);
   gp.set_data_ptr(scratch_.data());
   const sc_time start = qk.get_current_time();
+  const sc_time latency = period_ * double(tp_.latency);
   sc_time issue = start + period_ * double(kDmaStartCycles);
   sc_time rows_done = issue;
   sc_time last = issue;
-  uint64_t beats_total = 0;
   for (uint64_t i = 0; i < rows; ++i) {
     split_row(addr + i * stride, cols, tp_.mem_bytes, bursts);
     issue += period_ * double(kRowSetupCycles);
@@ -465,9 +466,12 @@ void CoreModel::dma_rows(bool write, uint64_t addr, uint64_t rows, uint64_t stri
       socket->b_transport(gp, delay);
       // A write response is registered a cycle after the memory's latency.
       const sc_time done = sc_core::sc_time_stamp() + delay + (write ? period_ : sc_core::SC_ZERO_TIME);
+      const sc_time first_beat = done - period_ * double(b.beats) - (write ? latency + period_ : sc_core::SC_ZERO_TIME);
+      // Memory stalls as the RTL counts them: the row walker waiting for a
+      // burst's first read beat, or W beats waiting for the write channel.
+      stall_mem(write ? req : rows_done, first_beat);
       inflight.push_back(done);
       last = std::max(last, done);
-      beats_total += b.beats;
       // The next launch: after the handshake, or after this burst's W beats.
       issue += period_ * double(write ? std::max<uint64_t>(b.beats, kAddrCycles) : kAddrCycles);
       if (!write) rows_done = std::max(rows_done + period_ * double(b.beats), done);
@@ -475,9 +479,9 @@ void CoreModel::dma_rows(bool write, uint64_t addr, uint64_t rows, uint64_t stri
     rows_done += period_ * double(kRowGapCycles);
     if (write) issue += period_ * double(kRowGapCycles);
   }
+  // A store also waits on memory for its last write responses.
+  if (write) stall_mem(issue, last);
   const sc_time end = std::max({last, rows_done, issue}) + period_ * double(kDmaRetireCycles);
-  const uint64_t took = to_cycles(end - start);
-  counter(spec::Counter::CYCLES_STALL_MEM) += took - std::min(took, beats_total + rows * kRowGapCycles);
   at_least(qk, end);
   if (qk.need_sync()) sync(qk, gen);
 }

@@ -93,9 +93,17 @@ class CoreModel : public sc_core::sc_module {
   bool units_idle() const { return !job_[0] && !job_[1] && !job_[2]; }
   sc_core::sc_time units_free_at() const;
   uint64_t& counter(spec::Counter c) { return st_->fabric.core(index_).counter(c); }
-  /// Adds a unit's or the dispatcher's dependency wait [from, to) to
-  /// CYCLES_STALL_DEP, counting cycles in which several wait once.
-  void stall_dep(sc_core::sc_time from, sc_core::sc_time to);
+  /// Adds a wait [from, to) to counter `c`, counting cycles in which several
+  /// units wait once (`counted`: end of what the counter holds so far).
+  void count_once(spec::Counter c, sc_core::sc_time& counted, sc_core::sc_time from, sc_core::sc_time to);
+  /// A unit's or the dispatcher's dependency wait (CYCLES_STALL_DEP).
+  void stall_dep(sc_core::sc_time from, sc_core::sc_time to) {
+    count_once(spec::Counter::CYCLES_STALL_DEP, dep_counted_, from, to);
+  }
+  /// A DMA's wait on memory (CYCLES_STALL_MEM).
+  void stall_mem(sc_core::sc_time from, sc_core::sc_time to) {
+    count_once(spec::Counter::CYCLES_STALL_MEM, mem_counted_, from, to);
+  }
 
   unsigned index_;
   std::function<void()> sem_signal_;
@@ -118,6 +126,7 @@ class CoreModel : public sc_core::sc_module {
   std::array<std::deque<sc_core::sc_time>, ref::kNumTokenQueues> tokens_;
   sc_core::sc_time busy_since_;
   sc_core::sc_time dep_counted_;  // end of the dependency stalls counted so far
+  sc_core::sc_time mem_counted_;  // end of the memory stalls counted so far
   std::vector<uint8_t> scratch_;  // data pointer of timing-only payloads
   runtime::TraceSink* trace_ = nullptr;
   sc_core::sc_time trace_base_;
