@@ -21,7 +21,7 @@ struct ServeOpts {
   std::string workload, backend = "tlm", config, batching, scheduling, output, cache;
   int64_t seed = -1;
   int max_batch = 0;
-  double load_scale = 1.0;
+  double load_scale = 1.0, max_delay_ms = -1;
   bool json = false, progress = false, admission = false;
 };
 
@@ -62,6 +62,7 @@ int serve(const ServeOpts& o) {
     w->scheduling = o.scheduling;
   }
   if (o.max_batch > 0) w->max_batch = o.max_batch;
+  if (o.max_delay_ms >= 0) w->max_queue_delay_ms = o.max_delay_ms;
   if (o.admission) w->admission = true;
   if (!(o.load_scale > 0)) return fail("--load-scale: must be > 0");
   auto cfg = find_config(w->config);
@@ -114,6 +115,7 @@ void register_serve(CLI::App& app) {
   c->add_option("--batching", o->batching, "none | fixed | deadline");
   c->add_option("--scheduling", o->scheduling, "static | dynamic | auto");
   c->add_option("--max-batch", o->max_batch, "override the workload's max_batch");
+  c->add_option("--max-queue-delay-ms", o->max_delay_ms, "override the workload's max_queue_delay_ms (fixed batching)");
   c->add_option("--load-scale", o->load_scale, "multiply every arrival rate by this factor");
   c->add_flag("--admission", o->admission, "turn admission control on (drops requests predicted to miss their SLO)");
   c->add_option("--cache", o->cache, "directory caching measured service times by plan hash");

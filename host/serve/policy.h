@@ -39,10 +39,14 @@ struct BatchDecision {
 /// many wait, else everything once the oldest has waited max_delay. deadline:
 /// among batches of the oldest 1..max_batch whose predicted completion meets
 /// every member's deadline (less the margin), the one with the highest
-/// throughput (requests per microsecond); it waits for one more request only
-/// while that batch would still meet the deadlines and raise throughput.
+/// throughput, measured as batching efficiency (the members' one-by-one
+/// service times over the padded batch's); it waits for one more request
+/// only while that batch would still meet the deadlines and be more efficient.
+/// With `idle_cores` > 1 free cores able to serve the stream, deadline
+/// batching spreads the queue (at most ceil(queue / idle_cores) per batch)
+/// and never waits: holding requests while cores idle only adds latency.
 BatchDecision decide_batch(const BatchParams& p, const std::deque<QueuedReq>& q, double now_us,
-                           const ServiceFn& service);
+                           const ServiceFn& service, int idle_cores = 1);
 
 const char* batching_name(Batching b);
 bool parse_batching(const std::string& s, Batching& out);

@@ -239,9 +239,21 @@ class Sim {
         // Decisions of every stream with waiting requests.
         std::vector<BatchDecision> dec(ns);
         bool any = false;
+        // Idle cores each stream could use now.
+        std::vector<int> idle(ns, 0);
+        int idle_all = 0;
+        for (int c = 0; c < cores; ++c) {
+          if (busy[size_t(c)]) continue;
+          if (sched_ == Sched::Static) {
+            if (home[size_t(c)] >= 0) ++idle[size_t(home[size_t(c)])];
+          } else if (w_.max_per_port == 0 || port_busy[size_t(port_of(c))] < w_.max_per_port) {
+            ++idle_all;
+          }
+        }
         for (size_t si = 0; si < ns; ++si) {
           if (queue[si].empty()) continue;
-          dec[si] = decide_batch(bp[si], qview[si], now, [&](int64_t s, int n) { return svc(si, s, n); });
+          dec[si] = decide_batch(bp[si], qview[si], now, [&](int64_t s, int n) { return svc(si, s, n); },
+                                 sched_ == Sched::Static ? idle[si] : idle_all);
           if (dec[si].n > 0) any = true;
           else if (dec[si].wake_us < wake[si] || wake[si] <= now) {
             wake[si] = dec[si].wake_us;

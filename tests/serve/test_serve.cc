@@ -148,3 +148,23 @@ TEST(Workload, Errors) {
 
 }  // namespace
 }  // namespace loom::serve
+
+namespace loom::serve {
+namespace {
+
+TEST(Batching, DeadlineSpreadsOverIdleCoresAndDoesNotWait) {
+  BatchParams p;
+  p.policy = Batching::Deadline;
+  p.max_batch = 8;
+  p.slack_margin = 0;
+  p.max_seq = 16;
+  // Same queue as DeadlinePicksLargestFeasible, but two idle cores: at most
+  // ceil(5 / 2) = 3 per batch, dispatched at once.
+  std::deque<QueuedReq> q;
+  for (int i = 0; i < 5; ++i) q.push_back({0, i == 0 ? 300.0 : 400.0, 16});
+  auto d = decide_batch(p, q, 0, [](int64_t s, int n) { return 100.0 + 10.0 * double(s * n) / 16.0; }, 2);
+  EXPECT_EQ(d.n, 3);
+}
+
+}  // namespace
+}  // namespace loom::serve
