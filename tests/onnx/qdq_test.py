@@ -7,7 +7,12 @@ run through `loom run model.onnx --check --json` on a backend:
   - every device segment is bit-exact with loom's direct reference,
   - the result is within one output LSB of ONNX Runtime on the same model.
 
-usage: qdq_test.py LOOM BACKEND {s8,u8}
+The `gap` model (strided conv, depthwise conv, global average pool,
+flatten, Gemm with transB) must run as one device segment between the
+input QuantizeLinear and the output DequantizeLinear, and `loom compile`
+must write its plan.
+
+usage: qdq_test.py LOOM BACKEND {s8,u8} [cnn|gap]
 """
 import json
 import os
@@ -20,7 +25,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 
-def build(d, act):
+def build(d, act, kind="cnn"):
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
     rng = np.random.default_rng(7)
     inits = []
@@ -28,24 +33,44 @@ def build(d, act):
     def init(name, arr):
         inits.append(numpy_helper.from_array(arr.astype(np.float32), name))
 
-    init("w1", rng.standard_normal((8, 3, 3, 3)) * 0.2)
-    init("b1", rng.standard_normal(8) * 0.1)
-    init("w2", rng.standard_normal((8, 8, 3, 3)) * 0.1)
-    init("b2", rng.standard_normal(8) * 0.1)
-    init("w3", rng.standard_normal((8, 8, 1, 1)) * 0.2)
-    init("fc", rng.standard_normal((8 * 4 * 4, 10)) * 0.1)
-    nodes = [
-        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
-        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
-        helper.make_node("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2], strides=[2, 2]),
-        helper.make_node("Conv", ["p1", "w2", "b2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
-        helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
-        helper.make_node("Conv", ["r2", "w3"], ["c3"], name="conv3"),
-        helper.make_node("Add", ["c3", "p1"], ["a1"], name="add1"),
-        helper.make_node("Flatten", ["a1"], ["f1"], name="flat"),
-        helper.make_node("MatMul", ["f1", "fc"], ["y"], name="fc"),
-    ]
-    g = helper.make_graph(nodes, "small_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+    if kind == "gap":
+        hw = 16
+        init("w1", rng.standard_normal((16, 3, 3, 3)) * 0.2)
+        init("b1", rng.standard_normal(16) * 0.1)
+        init("w2", rng.standard_normal((16, 1, 3, 3)) * 0.3)
+        init("b2", rng.standard_normal(16) * 0.1)
+        init("fc", rng.standard_normal((10, 16)) * 0.2)
+        init("fcb", rng.standard_normal(10) * 0.1)
+        nodes = [
+            helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1], strides=[2, 2]),
+            helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+            helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], name="dw", pads=[1, 1, 1, 1], group=16),
+            helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
+            helper.make_node("GlobalAveragePool", ["r2"], ["g"], name="gap"),
+            helper.make_node("Flatten", ["g"], ["f"], name="flat"),
+            helper.make_node("Gemm", ["f", "fc", "fcb"], ["y"], name="fc", transB=1),
+        ]
+    else:
+        hw = 8
+
+        init("w1", rng.standard_normal((8, 3, 3, 3)) * 0.2)
+        init("b1", rng.standard_normal(8) * 0.1)
+        init("w2", rng.standard_normal((8, 8, 3, 3)) * 0.1)
+        init("b2", rng.standard_normal(8) * 0.1)
+        init("w3", rng.standard_normal((8, 8, 1, 1)) * 0.2)
+        init("fc", rng.standard_normal((8 * 4 * 4, 10)) * 0.1)
+        nodes = [
+            helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+            helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+            helper.make_node("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2], strides=[2, 2]),
+            helper.make_node("Conv", ["p1", "w2", "b2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+            helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
+            helper.make_node("Conv", ["r2", "w3"], ["c3"], name="conv3"),
+            helper.make_node("Add", ["c3", "p1"], ["a1"], name="add1"),
+            helper.make_node("Flatten", ["a1"], ["f1"], name="flat"),
+            helper.make_node("MatMul", ["f1", "fc"], ["y"], name="fc"),
+        ]
+    g = helper.make_graph(nodes, "small_" + kind, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, hw, hw])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
@@ -54,7 +79,7 @@ def build(d, act):
 
     class Reader(CalibrationDataReader):
         def __init__(self):
-            self.it = iter([{"x": rng.standard_normal((1, 3, 8, 8)).astype(np.float32)} for _ in range(8)])
+            self.it = iter([{"x": rng.standard_normal((1, 3, hw, hw)).astype(np.float32)} for _ in range(8)])
 
         def get_next(self):
             return next(self.it, None)
@@ -63,7 +88,7 @@ def build(d, act):
     quantize_static(f32, q, Reader(), quant_format=QuantFormat.QDQ,
                     activation_type=QuantType.QInt8 if act == "s8" else QuantType.QUInt8,
                     weight_type=QuantType.QInt8, per_channel=True)
-    x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    x = rng.standard_normal((1, 3, hw, hw)).astype(np.float32)
     xp = os.path.join(d, "x.pb")
     open(xp, "wb").write(numpy_helper.from_array(x, "x").SerializeToString())
     return q, x, xp
@@ -71,9 +96,10 @@ def build(d, act):
 
 def main():
     loom, backend, act = sys.argv[1], sys.argv[2], sys.argv[3]
+    kind = sys.argv[4] if len(sys.argv) > 4 else "cnn"
     import onnxruntime as ort
     with tempfile.TemporaryDirectory() as d:
-        model, x, xp = build(d, act)
+        model, x, xp = build(d, act, kind)
         out = os.path.join(d, "out")
         p = subprocess.run([loom, "run", model, "--inputs", xp, "--outputs", out, "--backend", backend, "--check", "--json"],
                            capture_output=True, text=True, timeout=300)
@@ -81,10 +107,18 @@ def main():
         j = json.loads(p.stdout)
         assert j["bit_exact"] is True, j
         dev = [n for s in j["segments"] for n in s["nodes"]]
-        for n in ("conv1", "pool1", "conv2", "conv3", "add1", "fc"):
+        on_fabric = ("conv1", "dw", "gap", "flat", "fc") if kind == "gap" else ("conv1", "pool1", "conv2", "conv3", "add1", "fc")
+        for n in on_fabric:
             assert n in dev, "%s is not on the fabric: %s" % (n, j["notes"])
         host = sorted(f.split(" ")[1] for f in j["fallback_ops"])
-        assert host == ["(DequantizeLinear)", "(Flatten)", "(QuantizeLinear)"], j["fallback_ops"]
+        if kind == "gap":
+            assert host == ["(DequantizeLinear)", "(QuantizeLinear)"], j["fallback_ops"]
+            assert len(j["segments"]) == 1, j["segments"]
+            plan = os.path.join(d, "m.plan")
+            c = subprocess.run([loom, "compile", model, "-o", plan, "--json"], capture_output=True, text=True, timeout=300)
+            assert c.returncode == 0 and os.path.getsize(plan) > 0, c.stderr
+        else:
+            assert host == ["(DequantizeLinear)", "(Flatten)", "(QuantizeLinear)"], j["fallback_ops"]
         got = numpy_helper.to_array(onnx.load_tensor(os.path.join(out, "output_0.pb")))
         want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
         m = onnx.load(model)

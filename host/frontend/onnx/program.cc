@@ -401,6 +401,94 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     b.seg.nodes.push_back(n.name);
     return true;
   }
+  if (n.op == "QLinearGlobalAveragePool" && n.domain == "com.microsoft") {
+    if (!all_known({1, 2, 3, 4})) return fail("quantization parameters are not constants");
+    const Value *xs = K(n.in(1)), *xz = K(n.in(2)), *ys = K(n.in(3)), *yz = K(n.in(4));
+    if (n.get_i("channels_last", 0) != 0) return fail("channels_last");
+    const std::string x = n.in(0), y = n.outputs[0];
+    const int32_t xt = b.type_of(x);
+    if (xt != yz->type) return fail("input and output types differ");
+    auto xsh = b.shape_of(x);
+    if (xsh.size() != 4) return fail("only 2-D pooling runs on the fabric");
+    bool fresh = false;
+    if (!b.activation(x, f0(xs), i0(xz), &fresh)) return fail("input quantization differs from its producer's");
+    new_input(x, fresh);
+    const std::vector<int64_t> ysh{xsh[0], xsh[1], 1, 1};
+    ir::TensorInfo yi;
+    yi.name = y;
+    yi.dtype = DType::I8;
+    yi.shape = SegBuilder::to_nhwc(ysh);
+    yi.q.scale = {f0(ys)};
+    yi.q.zero_point = int32_t(i0(yz) - (xt == kUint8 ? 128 : 0));
+    b.seg.graph.tensors[y] = yi;
+    b.onnx_shape[y] = ysh;
+    b.onnx_type[y] = xt;
+    ir::Node nd;
+    nd.name = n.name;
+    nd.op = ir::OpKind::GlobalAvgPool;
+    nd.inputs = {x};
+    nd.outputs = {y};
+    b.seg.graph.nodes.push_back(nd);
+    b.seg.nodes.push_back(n.name);
+    return true;
+  }
+  if ((n.op == "Flatten" || n.op == "Reshape") && n.domain.empty()) {
+    // Only where NCHW and NHWC hold the elements in the same order (rank
+    // other than 4, H = W = 1, or C = 1) on both sides.
+    const std::string x = n.in(0), y = n.outputs[0];
+    if (!b.in_seg(x)) return fail("a reshape alone is left to the host");
+    const auto xsh = b.onnx_shape[x];
+    std::vector<int64_t> ysh;
+    int64_t total = 1;
+    for (auto d : xsh) total *= d;
+    if (n.op == "Flatten") {
+      int64_t axis = n.get_i("axis", 1);
+      if (axis < 0) axis += int64_t(xsh.size());
+      if (axis < 0 || axis > int64_t(xsh.size())) return fail("axis out of range");
+      int64_t a = 1;
+      for (int64_t k = 0; k < axis; ++k) a *= xsh[size_t(k)];
+      ysh = {a, total / a};
+    } else {
+      const Value* sv = K(n.in(1));
+      if (!sv) return fail("shape is not a constant");
+      int64_t known_prod = 1, neg = -1;
+      for (int64_t k = 0; k < sv->numel(); ++k) {
+        int64_t d = sv->i[size_t(k)];
+        if (d == 0 && n.get_i("allowzero", 0) == 0 && k < int64_t(xsh.size())) d = xsh[size_t(k)];
+        if (d == -1 && neg < 0) {
+          neg = k;
+        } else if (d < 1) {
+          return fail("unsupported shape value");
+        } else {
+          known_prod *= d;
+        }
+        ysh.push_back(d);
+      }
+      if (neg >= 0) {
+        if (total % known_prod) return fail("cannot infer -1");
+        ysh[size_t(neg)] = total / known_prod;
+      } else if (known_prod != total) {
+        return fail("element count changes");
+      }
+    }
+    auto trivial = [](const std::vector<int64_t>& s) { return s.size() != 4 || s[2] * s[3] == 1 || s[1] == 1; };
+    if (!trivial(xsh) || !trivial(ysh)) return fail("the reshape changes the element order between NCHW and NHWC");
+    ir::TensorInfo yi = b.seg.graph.tensors[x];
+    yi.name = y;
+    yi.shape = SegBuilder::to_nhwc(ysh);
+    b.seg.graph.tensors[y] = yi;
+    b.onnx_shape[y] = ysh;
+    b.onnx_type[y] = b.onnx_type[x];
+    ir::Node nd;
+    nd.name = n.name;
+    nd.op = ir::OpKind::Reshape;
+    nd.inputs = {x};
+    nd.outputs = {y};
+    nd.attrs.shape = yi.shape;
+    b.seg.graph.nodes.push_back(nd);
+    b.seg.nodes.push_back(n.name);
+    return true;
+  }
   if (n.op == "MaxPool" && n.domain.empty()) {
     const std::string x = n.in(0);
     const int32_t xt = b.type_of(x);
