@@ -370,11 +370,101 @@ def study_table(rows):
     return "\n".join(lines)
 
 
+def add_study(key, work, seed, loom, config=None):
+    """The model's last quantized Add (its output is the graph output): ONNX
+    Runtime runs it as DequantizeLinear, float Add, QuantizeLinear (one
+    rounding, ties to even); loom requantizes each operand to the output scale
+    and adds (two roundings, ties away from zero). Replays both rules on the
+    Add's int8 operands as ONNX Runtime computed them and compares with ONNX
+    Runtime's and loom's actual outputs."""
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    name, seq, slice_ = all_variants()[key]
+    d = os.path.join(work, key.replace("/", "_"))
+    zoo.build(name, seq, slice_, seed, d)
+    m = onnx.load(os.path.join(d, "model.onnx"))
+    inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    prod = {o: n for n in m.graph.node for o in n.output}
+    out_dq = prod[m.graph.output[0].name]
+    q = prod[out_dq.input[0]]
+    add = prod[q.input[0]]
+    if add.op_type != "Add":
+        raise RuntimeError("%s: the graph output is not a quantized Add" % key)
+    dqa, dqb = prod[add.input[0]], prod[add.input[1]]
+
+    def qp(n):
+        return np.float32(inits[n.input[1]]), int(inits[n.input[2]])
+
+    (sa, za), (sb, zb), (sy, zy) = qp(dqa), qp(dqb), qp(q)
+    # The operands' DequantizeLinear outputs as extra graph outputs (they are
+    # outside every fused group, so ONNX Runtime's kernels stay the same).
+    for n in (dqa, dqb):
+        m.graph.output.append(helper.make_tensor_value_info(n.output[0], TensorProto.FLOAT, None))
+    x = load_pb(os.path.join(d, "test_data_set_0", "input_0.pb"))
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    y, fa, fb = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(
+        None, {m.graph.input[0].name: x})
+    qa, qb, qy = to_q(fa, float(sa), za), to_q(fb, float(sb), zb), to_q(y, float(sy), zy)
+    ref = to_q(load_pb(os.path.join(d, "test_data_set_0", "output_0.pb")), float(sy), zy)
+    # ONNX Runtime: float32 (DQ(a) + DQ(b)) / y_scale, ties to even (MlasQuantizeLinear).
+    fsum = (np.float32(sa) * (qa - za).astype(np.float32)) + (np.float32(sb) * (qb - zb).astype(np.float32))
+    ort_rule = np.clip(np.rint(fsum.astype(np.float32) / sy) + zy, -128, 127).astype(np.int64)
+    # loom (host/ir/reference.cc eltwise): rq(a - za, a_scale/y_scale) + rq(b - zb, b_scale/y_scale) + zy.
+    ma, sha = loom_quantize_multiplier(float(sa) / float(sy))
+    mb, shb = loom_quantize_multiplier(float(sb) / float(sy))
+    loom_rule = np.clip(loom_requantize(qa - za, ma, sha)[0] + loom_requantize(qb - zb, mb, shb)[0] + zy, -128, 127)
+    row = {"model": key, "layer": add.name, "elements": int(qy.size),
+           "ort_outputs_unchanged": bool(np.array_equal(qy, ref)),
+           "ort_rule_reproduces_ort": int((ort_rule == qy).sum()) == qy.size,
+           "loom_rule_vs_ort": compare(loom_rule, qy)}
+    out_pb, err, _ = run_loom(loom, "ref", os.path.join(d, "model.onnx"), os.path.join(d, "test_data_set_0",
+                                                                                      "input_0.pb"),
+                              os.path.join(d, "loom_add_study"), 1800, config)
+    if err:
+        row["loom_error"] = err
+    else:
+        ql = to_q(load_pb(out_pb), float(sy), zy)
+        row["loom_rule_vs_loom"] = compare(loom_rule, ql)
+        row["loom_vs_ort"] = compare(ql, qy)
+    return row
+
+
+def add_table(rows):
+    lines = ["| model | Add | elements | ONNX Runtime rule reproduces ONNX Runtime | "
+             "loom rule vs loom ref's output: identical | loom rule vs ONNX Runtime: identical / within 1 LSB | "
+             "loom ref vs ONNX Runtime: identical |", "|---|---|---:|---|---|---|---|"]
+    for r in rows:
+        c = r["loom_rule_vs_ort"]
+        if "loom_error" in r:
+            lr = lo = "not run: " + r["loom_error"]
+        else:
+            lr = "%s (%d differ)" % (pct(r["loom_rule_vs_loom"]["identical"]), r["loom_rule_vs_loom"]["differ"])
+            lo = "%s (%d differ)" % (pct(r["loom_vs_ort"]["identical"]), r["loom_vs_ort"]["differ"])
+        lines.append("| `%s` | `%s` | %d | %s | %s | %s / %s (%d differ) | %s |" % (
+            r["model"], r["layer"], r["elements"], "yes, every element" if r["ort_rule_reproduces_ort"] else "NO",
+            lr, pct(c["identical"]), pct(c["within_1"]), c["differ"], lo))
+    return "\n".join(lines)
+
+
+def default_loom():
+    root = os.path.dirname(HERE)
+    for d in ("ci", "zoo"):
+        p = os.path.join(root, "build", d, "bin", "loom")
+        if os.access(p, os.X_OK):
+            return p
+    return os.path.join(root, "build", "ci", "bin", "loom")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="fast", help="fast, all, or comma-separated variant keys")
     ap.add_argument("--list", action="store_true", help="print the variant keys and exit")
-    ap.add_argument("--loom", default=os.path.join(os.path.dirname(HERE), "build", "zoo", "bin", "loom"))
+    ap.add_argument("--loom", default=default_loom(), help="loom binary (default: build/ci/bin/loom)")
     ap.add_argument("--backends", default="ref,tlm")
     ap.add_argument("--work", default=os.path.join(os.path.dirname(HERE), "build", "zoo", "peer"))
     ap.add_argument("--seed", type=int, default=zoo.DEFAULT_SEED)
@@ -403,7 +493,10 @@ def main():
     os.makedirs(a.work, exist_ok=True)
     if a.rounding_study:
         text = study_table([rounding_study(k, a.work, a.seed) for k in ("resnet50/stem", "mobilenetv2/stem")])
-        text += "\n\nMeasured with `scripts/ort_peer.py --rounding-study`."
+        if backends:
+            text += "\n\n" + add_table([add_study("mobilenetv2/block", a.work, a.seed, a.loom, a.config)])
+        text += "\n\nMeasured with `scripts/ort_peer.py --rounding-study%s`." % (
+            " --backends \"\"" if not backends else "")
         print(text)
         if a.doc:
             write_doc(a.doc, text, "rounding-study")

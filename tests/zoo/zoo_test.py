@@ -246,15 +246,15 @@ class Peer(Base):
 
     def test_rounding_study_reproduces_ort_kernel(self):
         # numpy's replay of MlasRequantizeOutput matches ONNX Runtime's QLinearConv on every element.
-        out = self.peer("--rounding-study")
+        out = self.peer("--rounding-study", "--loom", LOOM, "--backends", "ref")
         rows = [l for l in out.splitlines() if l.startswith("| `")]
-        self.assertEqual(len(rows), 2, out)
+        self.assertEqual(len(rows), 3, out)  # two convolutions, one Add
         for r in rows:
             self.assertIn("yes, every element", r)
 
     def test_ort_side_fast(self):
         # The stored references are what ONNX Runtime computes now; the table has every fast model.
-        out = self.peer("--models", "fast", "--backends", "")
+        out = self.peer("--models", "fast", "--backends", "", "--loom", LOOM)
         for k in ("resnet50/stem", "mobilenetv2/block", "bert/32"):
             self.assertIn("| `%s` |" % k, out)
 
