@@ -68,7 +68,10 @@ void finish_tile(TileCost& t, const std::vector<std::pair<uint64_t, uint64_t>>& 
   uint64_t sum = 0;
   for (auto [l, c] : steps) sum += slots > 1 ? std::max(l, c) : l + c;
   t.time = slots > 1 ? std::max(sum, t.st.cycles) : sum + t.st.cycles;
-  t.first_load = steps.empty() ? 0 : steps.front().first;
+  // Pipeline fill: with the units overlapping step by step, the per-step
+  // max(load, compute) leaves out the shorter unit of one step (the first
+  // load or the last compute); without overlap nothing is left out.
+  t.first_load = steps.empty() || slots < 2 ? 0 : std::min(steps.front().first, steps.front().second);
   t.last_tail = t.st.cycles;
 }
 
@@ -170,12 +173,21 @@ TileCost eltwise_tile(const CostParams& p, uint64_t count, int operands, int slo
 /// Adds `count` tiles like `t` to the layer totals.
 struct Totals {
   uint64_t tiles = 0, time = 0, first_load = 0, last_tail = 0, max_time = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> classes;  // (tiles, cycles per tile)
+  /// Round-robin spreads every class evenly, so the busiest core gets at
+  /// most ceil(count / cores) tiles of each, and at most `per_core` tiles.
+  uint64_t busiest(uint64_t cores, uint64_t per_core) const {
+    uint64_t by_class = 0;
+    for (auto [n, t] : classes) by_class += cdiv(n, cores) * t;
+    return std::min(by_class, per_core * max_time);
+  }
   Acc ld, cp, st;
   void add(const TileCost& t, uint64_t count) {
     if (count == 0) return;
     tiles += count;
     time += count * t.time;
     max_time = std::max(max_time, t.time);
+    classes.emplace_back(count, t.time);
     first_load = std::max(first_load, t.first_load);
     last_tail = std::max(last_tail, t.last_tail);
     for (auto [dst, src] : {std::pair{&ld, &t.ld}, std::pair{&cp, &t.cp}, std::pair{&st, &t.st}}) {
@@ -299,7 +311,7 @@ Cost estimate(const CostParams& p, const Layer& l, int cores, int slots, bool re
   c.load_cycles = share(tot.ld.cycles);
   c.compute_cycles = share(tot.cp.cycles);
   c.store_cycles = share(tot.st.cycles);
-  c.core_cycles = std::max(share(tot.time), tot.max_time) + tot.first_load + tot.last_tail;
+  c.core_cycles = tot.busiest(used, per_core) + tot.first_load + tot.last_tail;
   // Cores c, c + ports, ... share a port; reads and writes use separate channels.
   const uint64_t on_port = cdiv(used, std::min<uint64_t>(p.ports, used));
   const uint64_t port_beats = std::max(tot.ld.beats, tot.st.beats) * on_port / used;

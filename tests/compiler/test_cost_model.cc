@@ -102,8 +102,8 @@ TEST(CostModel, TracksTlmOnSingleLayers) {
   }
   const double mean = sum / double(std::size(shapes));
   std::printf("mean |error| %.1f %%, worst %.1f %%\n", 100 * mean, 100 * worst);
-  EXPECT_LT(mean, 0.20);
-  EXPECT_LT(worst, 0.5);
+  EXPECT_LT(mean, 0.10);
+  EXPECT_LT(worst, 0.25);
 }
 #endif
 
