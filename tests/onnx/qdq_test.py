@@ -12,7 +12,10 @@ flatten, Gemm with transB) must run as one device segment between the
 input QuantizeLinear and the output DequantizeLinear, and `loom compile`
 must write its plan.
 
-usage: qdq_test.py LOOM BACKEND {s8,u8} [cnn|gap]
+The `mm3` model (BERT-like [1, S, K] matmuls, bias add, softmax) must run
+both matmuls on the fabric.
+
+usage: qdq_test.py LOOM BACKEND {s8,u8} [cnn|gap|mm3]
 """
 import json
 import os
@@ -33,7 +36,21 @@ def build(d, act, kind="cnn"):
     def init(name, arr):
         inits.append(numpy_helper.from_array(arr.astype(np.float32), name))
 
-    if kind == "gap":
+    shape = None
+    if kind == "mm3":
+        # A BERT-like slice: [1, S, K] x [K, N] matmuls around a bias add and a softmax.
+        shape = [1, 8, 32]
+        init("w1", rng.standard_normal((32, 16)) * 0.2)
+        init("b1", rng.standard_normal(16) * 0.1)
+        init("w2", rng.standard_normal((16, 8)) * 0.2)
+        nodes = [
+            helper.make_node("MatMul", ["x", "w1"], ["m1"], name="mm1"),
+            helper.make_node("Add", ["m1", "b1"], ["a1"], name="bias1"),
+            helper.make_node("Softmax", ["a1"], ["s1"], name="sm", axis=-1),
+            helper.make_node("MatMul", ["s1", "w2"], ["y"], name="mm2"),
+        ]
+        out_shape = [1, 8, 8]
+    elif kind == "gap":
         hw = 16
         init("w1", rng.standard_normal((16, 3, 3, 3)) * 0.2)
         init("b1", rng.standard_normal(16) * 0.1)
@@ -70,8 +87,10 @@ def build(d, act, kind="cnn"):
             helper.make_node("Flatten", ["a1"], ["f1"], name="flat"),
             helper.make_node("MatMul", ["f1", "fc"], ["y"], name="fc"),
         ]
-    g = helper.make_graph(nodes, "small_" + kind, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, hw, hw])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
+    if shape is None:
+        shape, out_shape = [1, 3, hw, hw], [1, 10]
+    g = helper.make_graph(nodes, "small_" + kind, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
     f32 = os.path.join(d, "f32.onnx")
@@ -79,7 +98,7 @@ def build(d, act, kind="cnn"):
 
     class Reader(CalibrationDataReader):
         def __init__(self):
-            self.it = iter([{"x": rng.standard_normal((1, 3, hw, hw)).astype(np.float32)} for _ in range(8)])
+            self.it = iter([{"x": rng.standard_normal(shape).astype(np.float32)} for _ in range(8)])
 
         def get_next(self):
             return next(self.it, None)
@@ -88,7 +107,7 @@ def build(d, act, kind="cnn"):
     quantize_static(f32, q, Reader(), quant_format=QuantFormat.QDQ,
                     activation_type=QuantType.QInt8 if act == "s8" else QuantType.QUInt8,
                     weight_type=QuantType.QInt8, per_channel=True)
-    x = rng.standard_normal((1, 3, hw, hw)).astype(np.float32)
+    x = rng.standard_normal(shape).astype(np.float32)
     xp = os.path.join(d, "x.pb")
     open(xp, "wb").write(numpy_helper.from_array(x, "x").SerializeToString())
     return q, x, xp
@@ -107,7 +126,8 @@ def main():
         j = json.loads(p.stdout)
         assert j["bit_exact"] is True, j
         dev = [n for s in j["segments"] for n in s["nodes"]]
-        on_fabric = ("conv1", "dw", "gap", "flat", "fc") if kind == "gap" else ("conv1", "pool1", "conv2", "conv3", "add1", "fc")
+        on_fabric = {"gap": ("conv1", "dw", "gap", "flat", "fc"), "mm3": ("mm1", "mm2"),
+                     "cnn": ("conv1", "pool1", "conv2", "conv3", "add1", "fc")}[kind]
         for n in on_fabric:
             assert n in dev, "%s is not on the fabric: %s" % (n, j["notes"])
         host = sorted(f.split(" ")[1] for f in j["fallback_ops"])
@@ -117,6 +137,9 @@ def main():
             plan = os.path.join(d, "m.plan")
             c = subprocess.run([loom, "compile", model, "-o", plan, "--json"], capture_output=True, text=True, timeout=300)
             assert c.returncode == 0 and os.path.getsize(plan) > 0, c.stderr
+        elif kind == "mm3":
+            assert host == ["(DequantizeLinear)", "(DequantizeLinear)", "(QLinearAdd)", "(QuantizeLinear)",
+                            "(QuantizeLinear)", "(Softmax)"], j["fallback_ops"]
         else:
             assert host == ["(DequantizeLinear)", "(Flatten)", "(QuantizeLinear)"], j["fallback_ops"]
         got = numpy_helper.to_array(onnx.load_tensor(os.path.join(out, "output_0.pb")))

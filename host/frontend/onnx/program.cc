@@ -299,7 +299,7 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     wi.q.zero_point = int32_t(i0(wz) - woff);
     wi.q.scale.assign(ws->f.begin(), ws->f.end());
     std::vector<int64_t> ysh;
-    int64_t channels = 0;
+    int64_t channels = 0, gemm_rows = 0;
     if (qconv) {
       if (xsh.size() != 4 || w->shape.size() != 4) return fail("only 2-D convolutions run on the fabric");
       for (auto d : n.get_ints("dilations", {1, 1}))
@@ -328,15 +328,33 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
       ysh = {xsh[0], M, oh, ow};
       channels = M;
     } else {
-      if (xsh.size() != 2 || w->shape.size() != 2) return fail("only 2-D matmuls run on the fabric");
+      if ((xsh.size() != 2 && xsh.size() != 3) || w->shape.size() != 2)
+        return fail("only [M,K] or [B,M,K] times a constant [K,N] runs on the fabric");
       const int64_t K2 = w->shape[0], N = w->shape[1];
-      if (xsh[1] != K2) return fail("inner dimensions differ");
+      if (xsh.back() != K2) return fail("inner dimensions differ");
       nd.op = ir::OpKind::Gemm;
       wi.shape = {K2, N};
       wi.data = Tensor(DType::I8, wi.shape);
       for (int64_t k = 0; k < K2 * N; ++k) wi.data.i8()[k] = int8_t(w->i[size_t(k)] - woff);
-      ysh = {xsh[0], N};
       channels = N;
+      if (xsh.size() == 3) {
+        // [B, M, K] -> [B*M, K] -> gemm -> [B*M, N] -> [B, M, N] (row-major reshapes).
+        const int64_t rows = xsh[0] * xsh[1];
+        ir::TensorInfo a2 = b.seg.graph.tensors[x];
+        a2.name = n.name + "/a2d";
+        a2.shape = {rows, K2};
+        b.seg.graph.tensors[a2.name] = a2;
+        ir::Node r1;
+        r1.name = n.name + "/to2d";
+        r1.op = ir::OpKind::Reshape;
+        r1.inputs = {x};
+        r1.outputs = {a2.name};
+        r1.attrs.shape = a2.shape;
+        b.seg.graph.nodes.push_back(r1);
+        nd.inputs[0] = a2.name;
+        gemm_rows = rows;
+      }
+      ysh = xsh.size() == 3 ? std::vector<int64_t>{xsh[0], xsh[1], N} : std::vector<int64_t>{xsh[0], N};
     }
     if (ws->numel() != 1 && ws->numel() != channels) return fail("weight scale count does not match the channels");
     b.seg.graph.tensors[wi.name] = wi;
@@ -363,7 +381,23 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     b.seg.graph.tensors[y] = yi;
     b.onnx_shape[y] = ysh;
     b.onnx_type[y] = yt;
-    b.seg.graph.nodes.push_back(nd);
+    if (gemm_rows > 0) {
+      ir::TensorInfo y2 = yi;
+      y2.name = n.name + "/y2d";
+      y2.shape = {gemm_rows, channels};
+      b.seg.graph.tensors[y2.name] = y2;
+      nd.outputs = {y2.name};
+      b.seg.graph.nodes.push_back(nd);
+      ir::Node r2;
+      r2.name = n.name + "/to3d";
+      r2.op = ir::OpKind::Reshape;
+      r2.inputs = {y2.name};
+      r2.outputs = {y};
+      r2.attrs.shape = yi.shape;
+      b.seg.graph.nodes.push_back(r2);
+    } else {
+      b.seg.graph.nodes.push_back(nd);
+    }
     b.seg.nodes.push_back(n.name);
     return true;
   }
