@@ -74,14 +74,14 @@ void register_compile(CLI::App& app) {
                      {"predicted_cycles", r->predicted_cycles}};
       j["stats"] = ordered_json::object();
       for (const auto& [k, v] : r->stats) j["stats"][k] = v;
+      j["predicted"] = ordered_json::array();
+      for (const auto& l : r->predicted)
+        j["predicted"].push_back(ordered_json{{"layer", l.name},
+                                              {"cycles", l.cycles},
+                                              {"dram_read", l.dram_read},
+                                              {"dram_written", l.dram_written},
+                                              {"insns", l.insns}});
       if (o->explain) {
-        j["predicted"] = ordered_json::array();
-        for (const auto& l : r->predicted)
-          j["predicted"].push_back(ordered_json{{"layer", l.name},
-                                                {"cycles", l.cycles},
-                                                {"dram_read", l.dram_read},
-                                                {"dram_written", l.dram_written},
-                                                {"insns", l.insns}});
         j["decisions"] = ordered_json::array();
         for (const auto& d : r->decisions)
           j["decisions"].push_back(ordered_json{{"node", d.node}, {"pass", d.pass}, {"decision", d.text}});
