@@ -259,12 +259,12 @@ class Peer(Base):
             self.assertIn("| `%s` |" % k, out)
 
 
-class LoomRun(Base):
-    """The zoo's fast subset through `loom compile` + `loom run --check` (bit-exact
+class LoomBase(Base):
+    """A zoo model through `loom compile` + `loom run --check` (bit-exact
     against loom's direct reference), then compared with ONNX Runtime's stored
     output in output LSBs."""
 
-    def compile_run(self, backend, *zoo_args, compile_plan=True):
+    def compile_run(self, backend, *zoo_args, compile_plan=True, config="tiny"):
         import numpy as np
 
         sys.path.insert(0, os.path.join(ROOT, "scripts"))
@@ -273,13 +273,13 @@ class LoomRun(Base):
         d = self.build(self.path("m"), *zoo_args)
         plan = self.path("m.plan")
         if compile_plan:
-            r = loom("compile", os.path.join(d, "model.onnx"), "--config", "tiny", "-o", plan)
+            r = loom("compile", os.path.join(d, "model.onnx"), "--config", config, "-o", plan)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertTrue(os.path.getsize(plan) > 0)
         # The plan holds the device segments; the whole model (with its host
         # fallback ops) runs from the .onnx.
         out = self.path("out")
-        r = loom("run", os.path.join(d, "model.onnx"), "--config", "tiny", "--backend", backend, "--check",
+        r = loom("run", os.path.join(d, "model.onnx"), "--config", config, "--backend", backend, "--check",
                  "--inputs", os.path.join(d, "test_data_set_0", "input_0.pb"), "--outputs", out)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("bit-exact", r.stdout)
@@ -294,6 +294,11 @@ class LoomRun(Base):
         print("%s %s vs ONNX Runtime: %s" % (" ".join(zoo_args), backend, c))
         self.assertTrue(np.all(np.isfinite(got)))
         return c
+
+
+
+class LoomRun(LoomBase):
+    """The fast subset on `tiny`."""
 
     # ONNX Runtime agreement, as measured (docs/zoo.md): the stem conv is
     # identical; MobileNetV2's residual Add rounds its two operands separately
@@ -326,6 +331,31 @@ class LoomRun(Base):
         # plan file holds one, so the layer runs from the .onnx only.
         c = self.compile_run("tlm", "bert", "--seq", "32", compile_plan=False)
         self.assertGreaterEqual(c["within_1"], 0.90, c)
+
+
+class LoomRunFull(LoomBase):
+    """The full-size models on the `default` configuration (slow: up to a
+    minute each). Bounds as measured in docs/zoo.md."""
+
+    def test_resnet50_ref(self):
+        self.assertEqual(self.compile_run("ref", "resnet50", config="default")["max_lsb"] <= 1, True)
+
+    def test_resnet50_tlm(self):
+        self.assertEqual(self.compile_run("tlm", "resnet50", config="default")["max_lsb"] <= 1, True)
+
+    def test_mobilenetv2_ref(self):
+        self.assertGreaterEqual(self.compile_run("ref", "mobilenetv2", config="default")["within_1"], 0.99)
+
+    def test_mobilenetv2_tlm(self):
+        self.assertGreaterEqual(self.compile_run("tlm", "mobilenetv2", config="default")["within_1"], 0.99)
+
+    def test_bert_seq512_ref(self):
+        c = self.compile_run("ref", "bert", "--seq", "512", compile_plan=False, config="default")
+        self.assertGreaterEqual(c["within_1"], 0.90)
+
+    def test_bert_seq512_tlm(self):
+        c = self.compile_run("tlm", "bert", "--seq", "512", compile_plan=False, config="default")
+        self.assertGreaterEqual(c["within_1"], 0.90)
 
 
 class BadInput(Base):
