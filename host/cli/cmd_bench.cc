@@ -38,6 +38,7 @@ struct Common {
   bool json = false, check = false;
   uint64_t seed = 1;
   int cores = 0;
+  std::string fusion = "cost";
 };
 
 void add_common(CLI::App* cmd, Common& c) {
@@ -45,6 +46,7 @@ void add_common(CLI::App* cmd, Common& c) {
   cmd->add_option("--config", c.config, "Hardware configuration")->capture_default_str();
   cmd->add_option("--seed", c.seed, "Seed for weights and inputs")->capture_default_str();
   cmd->add_option("--cores", c.cores, "Cores to use (0: all)")->check(CLI::Range(0, 64));
+  cmd->add_option("--fusion", c.fusion, "Fusion policy: none, greedy or cost")->capture_default_str();
   cmd->add_flag("--check", c.check, "Also check the outputs bit for bit against the direct reference");
   cmd->add_flag("--json", c.json, "Print JSON");
 }
@@ -58,6 +60,9 @@ int bench_graph(ir::Graph& g, const Common& c, uint64_t macs, uint64_t bytes, or
   if (!vs) return fail(vs.error());
   compiler::CompileOptions opt;
   opt.num_cores = c.cores;
+  auto fusion = compiler::parse_fusion(c.fusion);
+  if (!fusion) return fail(fusion.error());
+  opt.fusion = *fusion;
   auto comp = compiler::compile(g, **cfg, opt);
   if (!comp) return fail(comp.error());
   const auto inputs = ir::random_inputs(g, c.seed);
