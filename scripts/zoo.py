@@ -72,11 +72,12 @@ def _imports():
 class Net:
     """A float ONNX graph under construction with seeded initializers."""
 
-    def __init__(self, seed):
+    def __init__(self, seed, shapes_only=False):
         import numpy as np
 
         self.np = np
         self.rng = np.random.default_rng(seed)
+        self.shapes_only = shapes_only  # initializers carry dims, no data (for counting)
         self.nodes = []
         self.inits = []
         self.n = 0
@@ -93,6 +94,12 @@ class Net:
         return nm
 
     def weight(self, base, shape, fan_in, gain=1.0):
+        if self.shapes_only:
+            import onnx
+
+            nm = self.name(base)
+            self.inits.append(onnx.TensorProto(name=nm, dims=list(shape), data_type=onnx.TensorProto.FLOAT))
+            return nm
         std = gain * math.sqrt(2.0 / fan_in)
         return self.const(base, (self.rng.standard_normal(shape) * std).astype(self.np.float32))
 
@@ -141,9 +148,9 @@ class Net:
         return m
 
 
-def resnet50(seed, slice_="full"):
+def resnet50(seed, slice_="full", shapes_only=False):
     """ResNet-50 v1.5 (stride in the 3x3 conv), 224x224, batch 1, BN folded."""
-    net = Net(seed)
+    net = Net(seed, shapes_only)
     x = net.relu(net.conv("input", 3, 64, 7, stride=2))
     x = net.node("MaxPool", [x], "maxpool", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
     shape = [1, 64, 56, 56]
@@ -178,9 +185,9 @@ MOBILENET_V2 = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 
                 (6, 320, 1, 1)]  # expansion t, channels c, repeats n, first stride s
 
 
-def mobilenetv2(seed, slice_="full"):
+def mobilenetv2(seed, slice_="full", shapes_only=False):
     """MobileNetV2 1.0, 224x224, batch 1: inverted residuals with depthwise 3x3 and ReLU6 (Clip 0..6)."""
-    net = Net(seed)
+    net = Net(seed, shapes_only)
     x = net.relu6(net.conv("input", 3, 32, 3, stride=2))
     hw, cin = 112, 32
     # "block": the stem and the first three inverted residuals (no expansion;
@@ -215,11 +222,11 @@ def mobilenetv2(seed, slice_="full"):
                      x, out_shape)
 
 
-def bert_layer(seed, seq):
+def bert_layer(seed, seq, shapes_only=False):
     """One BERT-base encoder layer (hidden 768, 12 heads of 64, FFN 3072, GELU
     via Erf, post-LayerNorm), batch 1, no attention mask: the graph a PyTorch
     export at opset 17 writes."""
-    net = Net(seed)
+    net = Net(seed, shapes_only)
     np = net.np
     H, NH, DH, FF = 768, 12, 64, 3072
     x = "input"
@@ -266,12 +273,12 @@ MODELS = {
 }
 
 
-def float_model(name, seq, slice_, seed):
+def float_model(name, seq, slice_, seed, shapes_only=False):
     if name == "resnet50":
-        return resnet50(seed, slice_ or "full")
+        return resnet50(seed, slice_ or "full", shapes_only)
     if name == "mobilenetv2":
-        return mobilenetv2(seed, slice_ or "full")
-    return bert_layer(seed, seq)
+        return mobilenetv2(seed, slice_ or "full", shapes_only)
+    return bert_layer(seed, seq, shapes_only)
 
 
 def validate_args(name, seq, slice_):
@@ -323,7 +330,7 @@ def count(model):
 
 
 def describe(name, seq, slice_, seed=DEFAULT_SEED):
-    m = float_model(name, seq, slice_, seed)
+    m = float_model(name, seq, slice_, seed, shapes_only=True)
     macs, params = count(m)
 
     def dims(vi):
