@@ -57,6 +57,7 @@ void register_bench(CLI::App& app);
 void register_bringup(CLI::App& app);
 void register_zoo(CLI::App& app);
 void register_serve(CLI::App& app);
+void register_tune(CLI::App& app);
 void register_report(CLI::App& app);
 void register_experiment(CLI::App& app);
 void register_builtin_backends();

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
     register_bringup(app);
     register_zoo(app);
     register_serve(app);
+    register_tune(app);
     register_report(app);
     register_experiment(app);
     try {

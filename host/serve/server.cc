@@ -234,6 +234,7 @@ class Sim {
     };
 
     auto schedule = [&](double now) {
+      sm_.set_now(now);
       for (;;) {
         if (!err) return;
         // Decisions of every stream with waiting requests.
@@ -317,6 +318,7 @@ class Sim {
           // Predicted completion: the queue ahead drains one request at a time
           // on the cores that can serve this stream.
           const int serving = sched_ == Sched::Static ? count[si] : cores;
+          sm_.set_now(now);
           const double s1 = svc(si, r.seq, 1);
           const double pred = now + s1 * (1.0 + double(queue[si].size()) / double(std::max(1, serving)));
           drop = pred > r.deadline;
@@ -491,6 +493,8 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
   auto res = sim.run(batching);
   if (!res) return res.error();
   const SimOut& r = *res;
+  if (o.requests)
+    for (const Req& q : r.reqs) o.requests->push_back({q.stream, q.arrival, q.start, q.done, q.seq, q.dropped});
 
   // Isolated runs (each stream alone on the whole fabric, same policies) for
   // ANTT and STP.

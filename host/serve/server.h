@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "serve/service.h"
@@ -13,10 +14,19 @@
 
 namespace loom::serve {
 
+/// One request of the main run, in arrival order (for `loom tune`'s swap check).
+struct ServedRequest {
+  int stream = 0;
+  double arrival_us = 0, start_us = -1, done_us = -1;
+  int64_t seq = 1;
+  bool dropped = false;
+};
+
 struct ServeOptions {
   std::string backend = "tlm";
   double load_scale = 1.0;  // multiplies every arrival rate (sweeps)
   bool progress = false;    // progress lines on stderr
+  std::vector<ServedRequest>* requests = nullptr;  // if set: filled with the main run's requests
 };
 
 /// Runs the workload (its batching/scheduling fields already resolved) and

@@ -33,6 +33,8 @@ uint64_t plan_hash(const plan::Plan& p, const std::string& backend) {
   return h;
 }
 
+}  // namespace
+
 ir::Graph gemm_chain(const ModelSpec& m, int64_t rows) {
   ir::GraphBuilder b("gemm_chain", 7);
   std::string x = b.input("x", {rows, m.hidden});
@@ -45,8 +47,6 @@ ir::Graph gemm_chain(const ModelSpec& m, int64_t rows) {
   b.output(x);
   return b.graph();
 }
-
-}  // namespace
 
 std::string model_key(const ModelSpec& m) {
   if (m.kind == ModelSpec::Kind::Graph) return m.name;
@@ -61,6 +61,20 @@ ServiceModel::~ServiceModel() = default;
 Expected<uint64_t> ServiceModel::cycles(const ModelSpec& m, int64_t seq, int batch) {
   const std::string key = model_key(m);
   const bool graph = m.kind == ModelSpec::Kind::Graph;
+  const Mapper* mapper = nullptr;
+  for (const auto& [at, f] : epochs_)
+    if (at <= now_us_) mapper = &f;
+  if (mapper && !graph) {
+    const MappedRun mr = (*mapper)(m, seq, batch);
+    const int64_t total = seq * batch, rows = mr.rows > 0 ? mr.rows : total;
+    const uint64_t chunks = uint64_t((total + rows - 1) / rows);
+    auto mit = mapped_.find({key, rows, mr.tag});
+    if (mit != mapped_.end()) return chunks * mit->second;
+    auto r = measure(m, rows, key, rows, 1, mr.options, mr.tag);
+    if (!r) return r;
+    mapped_[{key, rows, mr.tag}] = *r;
+    return chunks * *r;
+  }
   const int run_batch = graph ? 1 : batch;
   auto it = mem_.find({key, seq, run_batch});
   uint64_t c = 0;
@@ -75,8 +89,19 @@ Expected<uint64_t> ServiceModel::cycles(const ModelSpec& m, int64_t seq, int bat
   return graph ? c * uint64_t(batch) : c;
 }
 
+Expected<runtime::Device*> ServiceModel::device() {
+  if (!dev_) {
+    auto d = runtime::make_device(backend_, cfg_);
+    if (!d) return d.error();
+    dev_ = std::move(*d);
+  }
+  if (!dev_->has_time())
+    return make_error("--backend " + backend_, "the backend models no time; serving needs a timed backend (tlm, rtl)");
+  return dev_.get();
+}
+
 Expected<uint64_t> ServiceModel::measure(const ModelSpec& m, int64_t rows, const std::string& key, int64_t seq,
-                                         int batch) {
+                                         int batch, const compiler::CompileOptions& opts, const std::string& tag) {
   ir::Graph g;
   if (m.kind == ModelSpec::Kind::Graph) {
     auto r = ir::parse_graph_json(m.name);
@@ -86,7 +111,7 @@ Expected<uint64_t> ServiceModel::measure(const ModelSpec& m, int64_t rows, const
     g = gemm_chain(m, rows);
   }
   if (Status s = ir::validate(g); !s) return s.error();
-  compiler::CompileOptions co;
+  compiler::CompileOptions co = opts;
   co.num_cores = 1;
   auto cr = compiler::compile(g, cfg_, co);
   if (!cr) return cr.error();
@@ -100,23 +125,17 @@ Expected<uint64_t> ServiceModel::measure(const ModelSpec& m, int64_t rows, const
     uint64_t c = 0;
     if (f >> c && c > 0) {
       ++disk_hits_;
-      table_.push_back({key, seq, batch, c, true});
+      table_.push_back({key, seq, batch, c, true, tag});
       return c;
     }
   }
-  if (!dev_) {
-    auto d = runtime::make_device(backend_, cfg_);
-    if (!d) return d.error();
-    dev_ = std::move(*d);
-    if (!dev_->has_time())
-      return make_error("--backend " + backend_,
-                        "the backend models no time; serving needs a timed backend (tlm, rtl)");
-  }
-  auto res = runtime::execute(*dev_, cr->plan, ir::random_inputs(g, 1));
+  auto dev = device();
+  if (!dev) return dev.error();
+  auto res = runtime::execute(**dev, cr->plan, ir::random_inputs(g, 1));
   if (!res) return res.error();
   ++runs_;
   if (res->cycles == 0) return make_error("--backend " + backend_, "the backend reported 0 cycles for " + key);
-  table_.push_back({key, seq, batch, res->cycles, false});
+  table_.push_back({key, seq, batch, res->cycles, false, tag});
   if (!file.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(cache_dir_, ec);

@@ -1,0 +1,98 @@
+// `loom tune`: the closed loop (docs/tuning.md): serve with the initial
+// mapping, measure per-layer cycles, refit the cost model, re-decide the
+// mapping, hot-swap it into a serving run, serve again; N rounds.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "cli/cli_common.h"
+#include "serve/workload.h"
+#include "tune/tune.h"
+
+namespace loom::cli {
+
+namespace {
+
+struct TuneOpts {
+  std::string workload, backend = "tlm", output;
+  int64_t seed = -1;
+  int rounds = 3;
+  double swap_at_ms = -1;
+  bool json = false, progress = false;
+};
+
+Status write_atomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f) return make_error(path, "cannot write the file");
+    f << text;
+    if (!f.flush()) {
+      std::filesystem::remove(tmp);
+      return make_error(path, "write failed");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp);
+    return make_error(path, "cannot write the file: " + ec.message());
+  }
+  return {};
+}
+
+int tune(const TuneOpts& o) {
+  auto w = serve::load_workload(o.workload);
+  if (!w) return fail(w.error());
+  if (o.seed >= 0) w->seed = uint64_t(o.seed);
+  tune::TuneOptions to;
+  to.backend = o.backend;
+  to.rounds = o.rounds;
+  to.swap_at_ms = o.swap_at_ms;
+  to.progress = o.progress;
+  auto r = tune::run_tune(*w, to);
+  if (!r) return fail(r.error());
+  const std::string text = r->dump(2) + "\n";
+  if (!o.output.empty())
+    if (Status s = write_atomic(o.output, text); !s) return fail(s.error());
+  if (o.json) {
+    std::cout << text;
+    return 0;
+  }
+  const auto& j = *r;
+  const auto& t = j["target"];
+  std::printf("%s on %s: swap at %.1f ms\n", o.workload.c_str(), o.backend.c_str(), j["swap_at_ms"].get<double>());
+  std::printf("  after the swap point: initial mapping %.1f us mean, best per shape %.1f us\n",
+              t["baseline_us"].get<double>(), t["best_per_shape_us"].get<double>());
+  for (const auto& rd : j["rounds"])
+    std::printf("  round %d: %zu decisions changed, plan error %.2f%% -> %.2f%%, mean %.1f us, gap recovered %.1f%%\n",
+                rd["round"].get<int>(), rd["decisions_changed"].size(), 100 * rd["plan_error_before"].get<double>(),
+                100 * rd["plan_error_after"].get<double>(), rd["after_swap"]["mean_us"].get<double>(),
+                100 * rd["gap_recovered_mean"].get<double>());
+  std::printf("  target (>= 80%% of the gap within %d rounds): %s\n", j["rounds_requested"].get<int>(),
+              t["met"].get<bool>() ? "met" : "missed");
+  return 0;
+}
+
+}  // namespace
+
+void register_tune(CLI::App& app) {
+  auto o = std::make_shared<TuneOpts>();
+  auto* c = app.add_subcommand("tune", "closed loop: measure per-layer cycles, refit the cost model, re-map, hot-swap");
+  c->add_option("workload", o->workload, "workload file (.yaml); its streams must use gemm_chain")->required();
+  c->add_option("--backend", o->backend, "timed backend (tlm, rtl)");
+  c->add_option("--rounds", o->rounds, "retune rounds (1..10, default 3)");
+  c->add_option("--seed", o->seed, "override the workload's seed");
+  c->add_option("--swap-at-ms", o->swap_at_ms, "when the new mapping is swapped in (default: the first drift)");
+  c->add_flag("--json", o->json, "print the report as JSON");
+  c->add_option("-o,--output", o->output, "also write the JSON report to this file");
+  c->add_flag("--progress", o->progress, "progress lines on stderr");
+  c->callback([o] {
+    if (int rc = tune(*o)) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace loom::cli

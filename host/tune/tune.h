@@ -1,0 +1,112 @@
+// `loom tune`: the closed loop from the fabric's counters back to the
+// compiler. Serve a workload with an initial mapping, measure per-layer
+// cycles on the timed backend, refit the cost model's correction, re-decide
+// the mapping for the observed shape mix, hot-swap it into a running serving
+// simulation and serve again. docs/tuning.md describes every step.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "compiler/compiler.h"
+#include "loom/spec_gen.h"
+#include "runtime/device.h"
+#include "serve/service.h"
+#include "serve/workload.h"
+
+namespace loom::tune {
+
+/// One point of the decision space of a gemm_chain request: the plan's row
+/// tile (rows per plan run; a batch of seq x batch rows runs in
+/// ceil(seq x batch / rows) chunks, the last one padded), the fusion policy
+/// and double buffering.
+struct Choice {
+  int64_t rows = 64;
+  compiler::Fusion fusion = compiler::Fusion::Cost;
+  bool double_buffer = true;
+  std::string tag() const;  // "rows=64,fusion=cost,db=on"
+  bool operator==(const Choice& o) const {
+    return rows == o.rows && fusion == o.fusion && double_buffer == o.double_buffer;
+  }
+};
+
+/// Every choice: rows in {32, 64, ..., 1024} x fusion {none, cost} x double
+/// buffering {on, off}.
+std::vector<Choice> decision_space();
+
+/// measured ~= a * predicted + b, fitted by least squares.
+struct LinearFit {
+  double a = 1.0, b = 0.0;
+  int n = 0;
+  double apply(double x) const { return a * x + b; }
+};
+/// Least squares over (predicted, measured) points; with one point, or all
+/// points at one x, the ratio of the sums (b = 0); with none, the identity.
+LinearFit fit_linear(const std::vector<std::pair<double, double>>& pts);
+
+/// The refitted cost-model correction: a line per layer kind (the compiled
+/// layer's op, "+fused" when it is a fused group) and the plan's fixed
+/// overhead (measured plan cycles minus the sum of its layers' cycles).
+struct Calibration {
+  std::map<std::string, LinearFit> per_kind;
+  double overhead = 0;
+  nlohmann::ordered_json to_json() const;
+};
+
+/// Per-layer telemetry of one plan.
+struct LayerSample {
+  std::string kind;
+  int64_t rows = 0;  // shape bucket: the plan's rows
+  uint64_t predicted = 0, measured = 0;
+};
+struct PlanTelemetry {
+  uint64_t predicted = 0;  // the compiler's prediction, sum over layers
+  uint64_t measured = 0;   // the whole plan on the backend
+  std::vector<LayerSample> layers;
+};
+
+/// Compiles and measures gemm_chain plans for each choice, with a cache.
+class Lab {
+ public:
+  /// Measures on `sm`'s device (one tlm platform per process).
+  Lab(const spec::HwConfig& cfg, serve::ServiceModel& sm) : cfg_(cfg), sm_(sm) {}
+  /// The compiler's prediction (no run).
+  Expected<const compiler::CompileResult*> compiled(const serve::ModelSpec& m, const Choice& c);
+  /// Runs the plan and each layer's instruction range as its own plan.
+  Expected<const PlanTelemetry*> measure(const serve::ModelSpec& m, const Choice& c);
+  /// Corrected prediction of one plan run under `cal`.
+  Expected<double> predict(const serve::ModelSpec& m, const Choice& c, const Calibration& cal);
+  uint64_t backend_runs() const { return runs_; }
+
+ private:
+  const spec::HwConfig& cfg_;
+  serve::ServiceModel& sm_;
+  std::map<std::string, compiler::CompileResult> compiled_;
+  std::map<std::string, PlanTelemetry> measured_;
+  uint64_t runs_ = 0;
+};
+
+/// The kind of a compiled layer for the fit ("Gemm", "Gemm+fused", ...).
+std::string layer_kind(const std::string& op, const std::string& name);
+
+/// Refits `cal` from every sample (per kind: least squares).
+Calibration refit(const std::vector<PlanTelemetry>& telemetry);
+
+struct TuneOptions {
+  std::string backend = "tlm";
+  int rounds = 3;
+  double swap_at_ms = -1;  // < 0: the first drift time of any stream, else half the duration
+  bool progress = false;
+};
+
+/// Runs the closed loop and returns the mapping report (kind "tune").
+Expected<nlohmann::ordered_json> run_tune(const serve::Workload& w, const TuneOptions& o);
+
+}  // namespace loom::tune
