@@ -82,8 +82,8 @@ struct Served {
   std::vector<serve::ServedRequest> reqs;
 };
 
-/// The swap check: nothing lost, nothing reordered within a stream (dispatch
-/// order equals arrival order), accounting closed.
+}  // namespace
+
 json swap_check(const std::vector<serve::ServedRequest>& reqs, double swap_us, size_t streams, bool& ok) {
   int64_t submitted = 0, completed = 0, dropped = 0, lost = 0, reordered = 0, after = 0;
   std::vector<double> last_start(streams, -1.0);
@@ -115,8 +115,6 @@ json swap_check(const std::vector<serve::ServedRequest>& reqs, double swap_us, s
   j["ok"] = ok;
   return j;
 }
-
-}  // namespace
 
 std::string Choice::tag() const {
   return "rows=" + std::to_string(rows) + ",fusion=" + compiler::fusion_name(fusion) +

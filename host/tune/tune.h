@@ -18,6 +18,7 @@
 #include "compiler/compiler.h"
 #include "loom/spec_gen.h"
 #include "runtime/device.h"
+#include "serve/server.h"
 #include "serve/service.h"
 #include "serve/workload.h"
 
@@ -98,6 +99,13 @@ std::string layer_kind(const std::string& op, const std::string& name);
 
 /// Refits `cal` from every sample (per kind: least squares).
 Calibration refit(const std::vector<PlanTelemetry>& telemetry);
+
+/// The swap check over the main run's requests (arrival order): nothing lost
+/// (every request completed or dropped), nothing reordered within a stream
+/// (dispatch order equals arrival order), submitted = completed + dropped.
+/// Sets `ok`; the JSON has the counts and the requests dispatched after the swap.
+nlohmann::ordered_json swap_check(const std::vector<serve::ServedRequest>& reqs, double swap_us, size_t streams,
+                                  bool& ok);
 
 struct TuneOptions {
   std::string backend = "tlm";
