@@ -100,8 +100,8 @@ class TilingPass final : public Pass {
              " DRAM bytes and " + std::to_string(add_cost.insns) + " add instructions";
       bump("residual_fused");
     }
-    s.decide(l.name + "+" + l.res.add, name(), text);
-    if (l.res.on) l.name += "+" + l.res.add;
+    s.decide(l.name + "+" + add->name, name(), text);
+    if (l.res.on) l.name += "+" + add->name;
     return Status::ok();
   }
 
