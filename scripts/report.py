@@ -16,6 +16,45 @@ def die(msg):
     sys.exit(1)
 
 
+def tune_section(res, rows, save, plt):
+    """The closed-loop mapping report of `loom tune` (docs/tuning.md)."""
+    t = res["target"]
+    rows.append(("initial mapping", "; ".join("%s: %s" % (k, v["choice"]) for k, v in res["initial_mapping"].items())))
+    rows.append(("gap (after swap, mean)", "initial %.1f us, best per shape %.1f us, recovered %.1f%% after the last round (target 80%%: %s)" % (
+        t["baseline_us"], t["best_per_shape_us"], 100 * t["recovered_after_last_round"], "met" if t["met"] else "missed")))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name, lat in [("initial mapping", res["baseline"]["after_swap"]), ("best per shape", res["best_per_shape"]["after_swap"])] + \
+            [("round %d" % r["round"], r["after_swap"]) for r in res["rounds"]]:
+        pts = lat["cdf_us"]
+        if pts:
+            ax.plot([p / 1000.0 for p in pts], [i / 100.0 for i in range(len(pts))], label=name)
+    ax.set_xlabel("latency (ms)"); ax.set_ylabel("fraction of requests"); ax.set_title("Latency CDF of requests after the swap point")
+    ax.legend(); ax.grid(alpha=0.3)
+    save(fig, "tune_latency_cdf.png", "Latency CDFs before/after")
+    fig, ax = plt.subplots(figsize=(7, 4))
+    last = res["rounds"][-1]["prediction_error"]
+    labels = ["%s/%d" % (e["kind"], e["rows"]) for e in last]
+    x = range(len(last))
+    ax.bar([i - 0.2 for i in x], [100 * e["error_before"] for e in last], width=0.4, label="cost model")
+    ax.bar([i + 0.2 for i in x], [100 * e["error_after"] for e in last], width=0.4, label="refitted")
+    ax.set_xticks(list(x)); ax.set_xticklabels(labels, rotation=60, fontsize=7)
+    ax.set_ylabel("mean |error| (%)"); ax.set_title("Per-layer prediction error by (kind, rows), last round")
+    ax.legend(); ax.grid(alpha=0.3)
+    save(fig, "tune_prediction_error.png", "Prediction error before/after the refit")
+    for r in res["rounds"]:
+        sw = r["swap"]
+        rows.append(("round %d" % r["round"], "plan error %.2f%% -> %.2f%%; swap at %.1f ms: %d submitted, %d completed, %d dropped, %d lost, %d reordered; mean %.1f us, p99 %.1f us; gap recovered %.1f%%" % (
+            100 * r["plan_error_before"], 100 * r["plan_error_after"], sw["at_ms"], sw["submitted"], sw["completed"], sw["dropped"],
+            sw["lost"], sw["reordered_within_stream"], r["after_swap"]["mean_us"], r["after_swap"]["p99_us"], 100 * r["gap_recovered_mean"])))
+        ch = r["decisions_changed"]
+        if ch:
+            table = "<table border=1 cellpadding=3><tr><th>seq</th><th>batch</th><th>from</th><th>to</th><th>why</th></tr>"
+            for d in ch:
+                table += "<tr>" + "".join("<td>%s</td>" % html.escape(str(d[c])) for c in ["seq", "batch", "from", "to", "why"]) + "</tr>"
+            rows.append(("round %d decisions" % r["round"], table + "</table>"))
+    return "loom tune: %s on %s/%s, %d rounds" % (res["workload"], res["backend"], res["config"], len(res["rounds"]))
+
+
 def main():
     if len(sys.argv) != 3:
         die("usage: report.py RESULT.json OUT_DIR")
@@ -125,8 +164,10 @@ def main():
                 table += "<tr>" + "".join("<td>%s</td>" % html.escape(("%.4g" % r[c]) if isinstance(r[c], float) else str(r[c])) for c in cols) + "</tr>"
             table += "</table>"
             rows.append(("runs", table))
+        elif res.get("kind") == "tune":
+            head = tune_section(res, rows, save, plt)
         else:
-            die("%s: field 'kind' must be 'serve' or 'sweep'" % src)
+            die("%s: field 'kind' must be 'serve', 'sweep' or 'tune'" % src)
     except (KeyError, TypeError, ValueError) as e:
         die("%s: not a complete loom result (%s)" % (src, e))
 
