@@ -19,7 +19,7 @@ bool g_device_alive = false;
 
 class TlmDevice final : public runtime::Device, private ref::ControlRegs::Hooks {
  public:
-  explicit TlmDevice(const spec::HwConfig& cfg)
+  TlmDevice(const spec::HwConfig& cfg, const FaultPlan& faults)
       : st_(cfg), platform_(Platform::instance()),
         // Whole picoseconds per cycle; every delay is a multiple of it, so
         // cycle counts are exact even where the true period is not (300 MHz).
@@ -34,6 +34,7 @@ class TlmDevice final : public runtime::Device, private ref::ControlRegs::Hooks 
     base_ = sc_core::sc_time_stamp();
     st_.regs.set_hooks(this);
     platform_.attach(&st_, period_);
+    set_faults(faults);
     // Quantum boundaries are absolute simulated times; starting each device
     // on one keeps its cycle counts independent of what ran before it.
     const uint64_t q = ::tlm::tlm_global_quantum::instance().get().value();
@@ -50,6 +51,11 @@ class TlmDevice final : public runtime::Device, private ref::ControlRegs::Hooks 
   }
 
   std::string_view backend() const override { return "tlm"; }
+  void set_faults(const FaultPlan& plan) {
+    st_.mem.clear_faults();
+    plan.apply(st_.mem);
+    platform_.memory().set_faults(plan);
+  }
   const spec::HwConfig& config() const override { return st_.cfg; }
 
   Expected<uint64_t> alloc(uint64_t bytes, uint64_t align) override { return st_.mem.alloc(bytes, align); }
@@ -104,6 +110,15 @@ Status TlmDevice::run_until_idle(uint64_t timeout_cycles) {
 
 }  // namespace
 
+Status set_faults(runtime::Device& dev, const FaultPlan& plan) {
+  auto* d = dynamic_cast<TlmDevice*>(&dev);
+  if (d == nullptr) return make_error("tlm device", "set_faults on a " + std::string(dev.backend()) + " device");
+  if (plan.nth_burst != 0)
+    return make_error("tlm device", "burst-number faults are supported by cosim only; use an address range");
+  d->set_faults(plan);
+  return Status::ok();
+}
+
 Expected<std::unique_ptr<runtime::Device>> make_tlm_device(const spec::HwConfig& cfg) {
   const std::string where = "tlm device: config '" + std::string(cfg.name) + "'";
   if (std::string why = ref::validate_config(cfg); !why.empty()) return make_error(where, why);
@@ -111,7 +126,11 @@ Expected<std::unique_ptr<runtime::Device>> make_tlm_device(const spec::HwConfig&
   if (g_device_alive)
     return make_error(where, "another tlm device is alive in this process (SystemC elaborates one platform "
                              "per process; destroy the first device or use a separate process)");
-  return std::unique_ptr<runtime::Device>(std::make_unique<TlmDevice>(cfg));
+  auto faults = FaultPlan::from_env();
+  if (!faults) return make_error(where, faults.error().str());
+  if (faults->nth_burst != 0)
+    return make_error(where, "LOOM_SIM_FAULT: KIND#N (the n-th burst) is supported by cosim only; use KIND@ADDR+LEN");
+  return std::unique_ptr<runtime::Device>(std::make_unique<TlmDevice>(cfg, *faults));
 }
 
 }  // namespace loom::tlm

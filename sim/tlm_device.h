@@ -7,6 +7,7 @@
 
 #include "common/status.h"
 #include "loom/spec_gen.h"
+#include "mem_channel.h"
 #include "runtime/device.h"
 
 namespace loom::tlm {
@@ -15,6 +16,14 @@ namespace loom::tlm {
 /// devices share one platform (sized for spec::kMaxCores cores) that is reset
 /// and reconfigured for each new device; only one tlm device may be alive at a
 /// time in a process (a second one fails with a one-line error).
+/// The factory reads LOOM_SIM_FAULT, LOOM_SIM_STALL and LOOM_SIM_SEED
+/// (FaultPlan::from_env; a malformed value fails with one line).
 Expected<std::unique_ptr<runtime::Device>> make_tlm_device(const spec::HwConfig& cfg);
+
+/// Replaces the faults of a live tlm device: `plan`'s address ranges in its
+/// device memory, its stalls in the memory channel. Burst-number faults are
+/// refused: the golden model moves an instruction's data before its bursts
+/// are timed, so a burst cannot fail on its own (cosim supports them).
+Status set_faults(runtime::Device& dev, const FaultPlan& plan);
 
 }  // namespace loom::tlm

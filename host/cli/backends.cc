@@ -4,6 +4,9 @@
 #ifdef LOOM_HAVE_TLM
 #include "tlm_device.h"
 #endif
+#ifdef LOOM_HAVE_COSIM
+#include "cosim_device.h"
+#endif
 #if defined(LOOM_HAVE_XRT) || defined(LOOM_HAVE_XRT_EMU)
 #include "backends/xrt/xrt_backends.h"
 #endif
@@ -20,6 +23,10 @@ void register_builtin_backends() {
 #ifdef LOOM_HAVE_TLM
   runtime::register_backend("tlm", "SystemC/TLM-2.0 virtual platform: bit-exact, approximate cycles, fast",
                             [](const spec::HwConfig& cfg) { return tlm::make_tlm_device(cfg); });
+#endif
+#ifdef LOOM_HAVE_COSIM
+  runtime::register_backend("cosim", "Verilated loom_fabric in the SystemC platform (AXI<->TLM bridges): cycle-accurate",
+                            [](const spec::HwConfig& cfg) { return cosim::make_cosim_device(cfg); });
 #endif
 #ifdef LOOM_HAVE_XRT
   runtime::register_backend("xrt", "an Alveo/Kria card through XRT (LOOM_XCLBIN, LOOM_XRT_DEVICE)",
