@@ -1,6 +1,9 @@
 // The golden model's compute unit: GEMM on the systolic array and the
 // post-op unit (POSTOP, POOL, ELTWISE), bit-exact per docs/spec/isa.yaml.
 #include <algorithm>
+#include <array>
+#include <bit>
+#include <cstring>
 
 #include "backends/ref/golden.h"
 #include "common/quant.h"
@@ -20,8 +23,22 @@ uint32_t u32_at(const std::vector<uint8_t>& b, uint64_t a) {
 }
 int32_t i32_at(const std::vector<uint8_t>& b, uint64_t a) { return int32_t(u32_at(b, a)); }
 
-void put_u32(std::vector<uint8_t>& b, uint64_t a, uint32_t v) {
-  for (int i = 0; i < 4; ++i) b[a + i] = uint8_t(v >> (8 * i));
+/// Little-endian 32-bit words at raw scratchpad addresses.
+uint32_t load_le32(const uint8_t* p) {
+  if constexpr (std::endian::native == std::endian::little) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  } else {
+    return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+  }
+}
+void store_le32(uint8_t* p, uint32_t v) {
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(p, &v, 4);
+  } else {
+    for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i));
+  }
 }
 
 /// The clamp every post-op output goes through; callers have checked lo <= hi.
@@ -36,29 +53,101 @@ uint32_t exec_gemm(CoreState& s, const spec::GemmInsn& g) {
   auto& acc = s.buf(Buffer::ACC);
   // An operand is only addressed when it contributes: with k_len = 0 the
   // result is the empty sum (0), so an overwriting GEMM clears the tile.
-  const uint64_t k = g.k_len;
-  if (!in_scratchpad(a.size(), g.in_addr, g.n == 0 ? 0 : span_2d(g.m, g.lda, k)) ||
-      !in_scratchpad(b.size(), g.wgt_addr, g.m == 0 ? 0 : span_2d(k, g.ldb, g.n)) ||
-      !in_scratchpad(acc.size(), g.acc_addr, span_2d(g.m, g.ldc, 4 * g.n)))
+  const uint64_t m = g.m, n = g.n, k = g.k_len;
+  if (!in_scratchpad(a.size(), g.in_addr, n == 0 ? 0 : span_2d(m, g.lda, k)) ||
+      !in_scratchpad(b.size(), g.wgt_addr, m == 0 ? 0 : span_2d(k, g.ldb, n)) ||
+      !in_scratchpad(acc.size(), g.acc_addr, span_2d(m, g.ldc, 4 * n)))
     return spec::err::SCRATCHPAD_OOB;
+  s.counter(spec::Counter::MACS) += m * n * k;
+  if (m == 0 || n == 0) return 0;
 
-  const int32_t azp = int32_t(g.a_zp);
-  const int32_t bzp = int32_t(g.b_zp);
-  // Products of zero-point-shifted int8 values fit int32 (|x| <= 255); the
-  // sum wraps modulo 2^32, so it is kept in uint32 to stay defined.
-  for (uint64_t i = 0; i < g.m; ++i) {
-    for (uint64_t j = 0; j < g.n; ++j) {
-      const uint64_t c_at = g.acc_addr + i * g.ldc + 4 * j;
-      uint32_t sum = g.accumulate ? u32_at(acc, c_at) : 0u;
-      for (uint64_t kk = 0; kk < k; ++kk) {
-        const int32_t x = i8_at(a, g.in_addr + i * g.lda + kk) - azp;
-        const int32_t w = i8_at(b, g.wgt_addr + kk * g.ldb + j) - bzp;
-        sum += uint32_t(x * w);
+  // C[i][j] (+)= sum_k (A[i][k] - az)(B[k][j] - bz), modulo 2^32. Expanded,
+  //   sum_k A*B - bz * rowsum(A)[i] - az * colsum(B)[j] + k * az * bz,
+  // which is exact in uint32 arithmetic. The raw int8 products fit int16
+  // and sum_k A*B fits int32 without wrapping (|A*B| <= 2^14, k < 2^16),
+  // so the inner loop is a plain int8 x int8 -> int32 kernel the compiler
+  // vectorises. Operand pointers are only formed when k > 0 (the checks
+  // above then guarantee every row is inside its scratchpad).
+  const uint32_t az = uint32_t(g.a_zp);
+  const uint32_t bz = uint32_t(g.b_zp);
+  const uint32_t kzz = uint32_t(k) * az * bz;
+  const int8_t* const pa = k == 0 ? nullptr : reinterpret_cast<const int8_t*>(a.data() + g.in_addr);
+  const int8_t* const pb = k == 0 ? nullptr : reinterpret_cast<const int8_t*>(b.data() + g.wgt_addr);
+
+  // Per-column correction - az * colsum(B)[j] + k * az * bz.
+  std::vector<uint32_t> col_corr(n, kzz);
+  if (k != 0 && az != 0) {
+    std::vector<int32_t> colsum(n, 0);
+    for (uint64_t kk = 0; kk < k; ++kk) {
+      const int8_t* w = pb + kk * g.ldb;
+      for (uint64_t j = 0; j < n; ++j) colsum[j] += w[j];
+    }
+    for (uint64_t j = 0; j < n; ++j) col_corr[j] -= az * uint32_t(colsum[j]);
+  }
+
+  // Rows are produced kRows at a time (each B row is read once per block)
+  // and written back in row order, each row read-modify-write in turn, so
+  // overlapping C rows (ldc < 4n) end as in a row-by-row evaluation.
+  constexpr uint64_t kRows = 4;
+  constexpr uint64_t kCols = 512;  // column block: kRows * kCols int32 stay in L1
+  std::vector<int32_t> sums(kRows * std::min<uint64_t>(n, kCols));
+  uint8_t* const pc = acc.data() + g.acc_addr;
+  for (uint64_t i0 = 0; i0 < m; i0 += kRows) {
+    const uint64_t rows = std::min(kRows, m - i0);
+    // Per-row correction - bz * rowsum(A)[i].
+    std::array<uint32_t, kRows> row_corrs{};
+    for (uint64_t r = 0; r < rows && k != 0 && bz != 0; ++r) {
+      const int8_t* ar = pa + (i0 + r) * g.lda;
+      int32_t rowsum = 0;
+      for (uint64_t kk = 0; kk < k; ++kk) rowsum += ar[kk];
+      row_corrs[r] = 0u - bz * uint32_t(rowsum);
+    }
+    for (uint64_t j0 = 0; j0 < n; j0 += kCols) {
+      const uint64_t cols = std::min(kCols, n - j0);
+      std::fill(sums.begin(), sums.end(), 0);
+      int32_t* const s0 = sums.data();
+      int32_t* const s1 = s0 + cols;
+      int32_t* const s2 = s1 + cols;
+      int32_t* const s3 = s2 + cols;
+      if (k != 0 && rows == kRows) {
+        const int8_t* a0 = pa + i0 * g.lda;
+        const int8_t* a1 = a0 + g.lda;
+        const int8_t* a2 = a1 + g.lda;
+        const int8_t* a3 = a2 + g.lda;
+        for (uint64_t kk = 0; kk < k; ++kk) {
+          const int8_t* w = pb + kk * g.ldb + j0;
+          const int16_t x0 = a0[kk], x1 = a1[kk], x2 = a2[kk], x3 = a3[kk];
+          for (uint64_t j = 0; j < cols; ++j) {
+            const int16_t wj = w[j];
+            s0[j] += int16_t(x0 * wj);
+            s1[j] += int16_t(x1 * wj);
+            s2[j] += int16_t(x2 * wj);
+            s3[j] += int16_t(x3 * wj);
+          }
+        }
+      } else if (k != 0) {
+        for (uint64_t r = 0; r < rows; ++r) {
+          const int8_t* ar = pa + (i0 + r) * g.lda;
+          int32_t* sr = s0 + r * cols;
+          for (uint64_t kk = 0; kk < k; ++kk) {
+            const int8_t* w = pb + kk * g.ldb + j0;
+            const int16_t x = ar[kk];
+            for (uint64_t j = 0; j < cols; ++j) sr[j] += int16_t(x * int16_t(w[j]));
+          }
+        }
       }
-      put_u32(acc, c_at, sum);
+      for (uint64_t r = 0; r < rows; ++r) {
+        const uint64_t i = i0 + r;
+        const uint32_t row_corr = row_corrs[r];
+        const int32_t* sr = s0 + r * cols;
+        uint8_t* c = pc + i * g.ldc + 4 * j0;
+        for (uint64_t j = 0; j < cols; ++j) {
+          const uint32_t v = uint32_t(sr[j]) + row_corr + col_corr[j0 + j];
+          store_le32(c + 4 * j, g.accumulate ? load_le32(c + 4 * j) + v : v);
+        }
+      }
     }
   }
-  s.counter(spec::Counter::MACS) += g.m * g.n * k;
   return 0;
 }
 
