@@ -106,7 +106,15 @@ Expected<AxisParam> axis_param(const Ctx& c, const Value& x, const Value& p) {
   return ap;
 }
 
+Status zp_matches(const Ctx& c, size_t scale, size_t zp) {
+  if (c.has(zp) && c.in(zp).numel() != c.in(scale).numel())
+    return c.err("input '" + c.n.in(zp) + "'", "zero point has " + std::to_string(c.in(zp).numel()) +
+                                                   " values but the scale has " + std::to_string(c.in(scale).numel()));
+  return {};
+}
+
 Status quantize_linear(const Ctx& c) {
+  LOOM_TRY(zp_matches(c, 1, 2));
   const Value& x = c.in(0);
   const Value& s = c.in(1);
   const int32_t ytype = c.has(2) ? c.in(2).type : kUint8;
@@ -131,6 +139,7 @@ Status quantize_linear(const Ctx& c) {
 }
 
 Status dequantize_linear(const Ctx& c) {
+  LOOM_TRY(zp_matches(c, 1, 2));
   const Value& x = c.in(0);
   const Value& s = c.in(1);
   auto ap = axis_param(c, x, s);
@@ -609,7 +618,11 @@ Status reshape(const Ctx& c) {
     if (c.has(1)) axes = c.in(1).i;
     if (c.n.op == "Squeeze") {
       std::set<int64_t> ax;
-      for (auto a : axes) ax.insert(norm_axis(a, x.shape.size()));
+      for (auto a : axes) {
+        const int64_t na = norm_axis(a, x.shape.size());
+        if (na < 0 || na >= int64_t(x.shape.size())) return c.err("axes", "axis " + std::to_string(a) + " is out of range");
+        ax.insert(na);
+      }
       for (int64_t k = 0; k < int64_t(x.shape.size()); ++k) {
         const bool drop = axes.empty() ? x.shape[size_t(k)] == 1 : ax.count(k) != 0;
         if (drop && x.shape[size_t(k)] != 1) return c.err("axes", "dimension " + std::to_string(k) + " is not 1");
@@ -618,7 +631,11 @@ Status reshape(const Ctx& c) {
     } else {
       const size_t r = x.shape.size() + axes.size();
       std::set<int64_t> ax;
-      for (auto a : axes) ax.insert(norm_axis(a, r));
+      for (auto a : axes) {
+        const int64_t na = norm_axis(a, r);
+        if (na < 0 || na >= int64_t(r) || !ax.insert(na).second)
+          return c.err("axes", "axis " + std::to_string(a) + " is out of range or repeated");
+      }
       size_t j = 0;
       for (int64_t k = 0; k < int64_t(r); ++k) shape.push_back(ax.count(k) ? 1 : x.shape[j++]);
     }
@@ -766,7 +783,10 @@ Status layer_norm(const Ctx& c) {
   int64_t outer = 1, len = 1;
   for (int64_t k = 0; k < int64_t(x.shape.size()); ++k) (k < axis ? outer : len) *= x.shape[size_t(k)];
   const Value& sc = c.in(1);
-  std::vector<int64_t> ls(x.shape.begin() + axis, x.shape.end());
+  std::vector<int64_t> ls(x.shape.begin() + axis, x.shape.end()), bs;
+  for (size_t k = 1; k < 3; ++k)
+    if (c.has(k) && (!broadcast_shape(c.in(k).shape, ls, &bs) || bs != ls))
+      return c.err("input '" + c.n.in(k) + "'", shape_string(c.in(k).shape) + " does not broadcast to " + shape_string(ls));
   auto si = broadcast_index(sc.shape, ls);
   std::vector<int64_t> bi;
   if (c.has(2)) bi = broadcast_index(c.in(2).shape, ls);
