@@ -138,8 +138,8 @@ LinearFit fit_linear(const std::vector<std::pair<double, double>>& pts) {
   const double n = double(pts.size());
   const double den = n * sxx - sx * sx;
   if (pts.size() < 2 || std::fabs(den) <= 1e-9 * std::max(1.0, n * sxx)) {
-    f.a = sx > 0 ? sy / sx : 1.0;
-    f.b = 0;
+    f.a = 1.0;  // one shape: only the offset is identifiable
+    f.b = (sy - sx) / n;
     return f;
   }
   f.a = (n * sxy - sx * sy) / den;
@@ -384,6 +384,8 @@ Expected<json> run_tune(const serve::Workload& w, const TuneOptions& o) {
   for (int round = 1; round <= o.rounds; ++round) {
     progress("round " + std::to_string(round) + ": measure, refit, re-decide, swap, serve");
     // 1. Telemetry of every plan the last run used.
+    double new_raw = 0, new_fit = 0;
+    int new_plans = 0;
     for (const auto& [key, spec] : models) {
       std::vector<Choice> plans{prev[key].fallback};
       for (const auto& [sb, c] : prev[key].shape) plans.push_back(c);
@@ -391,6 +393,13 @@ Expected<json> run_tune(const serve::Workload& w, const TuneOptions& o) {
         if (measured_tags.count(key + "|" + c.tag())) continue;
         auto t = lab.measure(spec, c);
         if (!t) return t.error();
+        // Out of sample: the fit so far predicting a plan it has not seen.
+        auto pf = lab.predict(spec, c, cal);
+        if (!pf) return pf.error();
+        const double meas = double(std::max<uint64_t>((*t)->measured, 1));
+        new_raw += std::fabs(double((*t)->predicted) - meas) / meas;
+        new_fit += std::fabs(*pf - meas) / meas;
+        ++new_plans;
         tel.push_back(**t);
         measured_tags.insert(key + "|" + c.tag());
       }
@@ -483,6 +492,9 @@ Expected<json> run_tune(const serve::Workload& w, const TuneOptions& o) {
     jr["prediction_error"] = pe;
     jr["plan_error_before"] = tel.empty() ? 0.0 : plan_raw / double(tel.size());
     jr["plan_error_after"] = tel.empty() ? 0.0 : plan_fit / double(tel.size());
+    jr["new_plans"] = new_plans;
+    jr["new_plans_error_cost_model"] = new_plans ? new_raw / new_plans : 0.0;
+    jr["new_plans_error_previous_fit"] = new_plans ? new_fit / new_plans : 0.0;
     jr["decisions_changed"] = changed;
     jr["swap"] = sw;
     jr["latency"] = latency_json(cur.reqs, all);

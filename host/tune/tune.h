@@ -49,7 +49,8 @@ struct LinearFit {
   double apply(double x) const { return a * x + b; }
 };
 /// Least squares over (predicted, measured) points; with one point, or all
-/// points at one x, the ratio of the sums (b = 0); with none, the identity.
+/// points at one x, a fixed offset (a = 1, b = mean of measured - predicted);
+/// with none, the identity.
 LinearFit fit_linear(const std::vector<std::pair<double, double>>& pts);
 
 /// The refitted cost-model correction: a line per layer kind (the compiled

@@ -32,12 +32,13 @@ TEST(Fit, NoisyPointsStayClose) {
   EXPECT_NEAR(f.b, 50.0, 10.0);
 }
 
-TEST(Fit, OnePointIsARatioAndNoneIsIdentity) {
+TEST(Fit, OnePointIsAnOffsetAndNoneIsIdentity) {
   const LinearFit one = fit_linear({{2000.0, 2600.0}});
-  EXPECT_NEAR(one.a, 1.3, 1e-12);
-  EXPECT_EQ(one.b, 0.0);
+  EXPECT_EQ(one.a, 1.0);
+  EXPECT_NEAR(one.b, 600.0, 1e-9);
   const LinearFit same_x = fit_linear({{1000.0, 1100.0}, {1000.0, 1300.0}});
-  EXPECT_NEAR(same_x.a, 1.2, 1e-12);
+  EXPECT_EQ(same_x.a, 1.0);
+  EXPECT_NEAR(same_x.b, 200.0, 1e-9);
   const LinearFit none = fit_linear({});
   EXPECT_EQ(none.a, 1.0);
   EXPECT_EQ(none.b, 0.0);
