@@ -223,6 +223,10 @@ int bench_fusion(const Opts& o) {
         if (!rr) return fail(rr.error());
         auto x = run_policy(s, **cfg, o, compiler::Fusion::None, in, *rr);
         if (!x) return fail(x.error());
+        if (x->insns == 0) {  // reshape/flatten: an alias, no instructions to predict
+          layers.push_back(ordered_json{{"layer", w.g.nodes[i].name}, {"alias", true}});
+          continue;
+        }
         const double err = x->cycles ? (double(x->predicted) - double(x->cycles)) / double(x->cycles) : 0.0;
         if (x->cycles) errs.push_back(std::fabs(err));
         layers.push_back(ordered_json{
