@@ -128,6 +128,14 @@ int fold_qdq(Model& m, const Known& known) {
       f.domain = "loom";
       f.inputs = {d0->in(0), d0->in(1), d0->in(2), d1->in(0), d1->in(1), d1->in(2), q->in(1), q->in(2)};
       if (mm && w->shape.size() != 2) continue;
+      if (ws->numel() != 1) {
+        // Per-channel weight scales must run along the output channels:
+        // axis 0 of a Conv weight or of Gemm's transposed B, axis 1 of B.
+        int64_t axis = d1->get_i("axis", 1);
+        if (axis < 0) axis += int64_t(w->shape.size());
+        const bool trans_b = gemm && n.get_i("transB", 0) != 0;
+        if (axis != ((conv || trans_b) ? 0 : 1)) continue;
+      }
       if (gemm && n.get_i("transB", 0) != 0) {
         // Gemm's B [N, K] becomes a constant [K, N] (per-channel scales stay per N).
         const int64_t N = w->shape[0], K = w->shape[1];
