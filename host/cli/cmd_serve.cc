@@ -3,6 +3,8 @@
 // throughput, batching, per-core utilization, fairness, accounting).
 #include <unistd.h>
 
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -19,7 +21,7 @@ namespace {
 
 struct ServeOpts {
   std::string workload, backend = "tlm", config, batching, scheduling, output, cache;
-  int64_t seed = -1;
+  int64_t seed = INT64_MIN;  // not given
   int max_batch = 0;
   double load_scale = 1.0, max_delay_ms = -1;
   bool json = false, progress = false, admission = false;
@@ -49,7 +51,10 @@ Status write_atomic(const std::string& path, const std::string& text) {
 int serve(const ServeOpts& o) {
   auto w = serve::load_workload(o.workload);
   if (!w) return fail(w.error());
-  if (o.seed >= 0) w->seed = uint64_t(o.seed);
+  if (o.seed != INT64_MIN) {
+    if (o.seed < 0) return fail("--seed: must be >= 0");
+    w->seed = uint64_t(o.seed);
+  }
   if (!o.config.empty()) w->config = o.config;
   if (!o.batching.empty()) {
     if (!serve::valid_batching(o.batching))
@@ -105,6 +110,11 @@ int serve(const ServeOpts& o) {
 
 }  // namespace
 
+int& deferred_exit_code() {
+  static int code = 0;
+  return code;
+}
+
 void register_serve(CLI::App& app) {
   auto o = std::make_shared<ServeOpts>();
   auto* c = app.add_subcommand("serve", "replay a serving workload on service times measured on a timed backend");
@@ -123,7 +133,9 @@ void register_serve(CLI::App& app) {
   c->add_option("-o,--output", o->output, "also write the JSON result to this file");
   c->add_flag("--progress", o->progress, "progress lines on stderr");
   c->callback([o] {
-    if (int rc = serve(*o)) throw CLI::RuntimeError(rc);
+    // No exception after the tlm platform has run: the exit code goes back
+    // through main() (see deferred_exit_code).
+    if (int rc = serve(*o)) deferred_exit_code() = rc;
   });
 }
 

@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
       std::cerr << "loom: error: " << e.what() << " (see --help)\n";
       return 2;
     }
-    return 0;
+    return deferred_exit_code();
   } catch (const std::bad_alloc&) {
     return fail("out of memory");
   } catch (const std::exception& e) {

@@ -18,6 +18,7 @@ namespace {
 
 using json = nlohmann::ordered_json;
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int64_t kMaxRequests = 10'000'000;  // per stream and run
 
 struct Req {
   int stream = 0;
@@ -65,7 +66,9 @@ std::vector<Req> arrivals(const Stream& s, int idx, uint64_t seed, double durati
     out.push_back(r);
   };
   const auto& a = s.arrival;
-  auto full = [&] { return s.requests > 0 && int64_t(out.size()) >= s.requests; };
+  auto full = [&] {
+    return (s.requests > 0 && int64_t(out.size()) >= s.requests) || int64_t(out.size()) > kMaxRequests;
+  };
   if (a.kind == Arrival::Kind::Trace) {
     for (size_t i = 0; i < a.trace_ms.size() && !full(); ++i) {
       const double t = a.trace_ms[i] * 1000.0 / scale;
@@ -165,6 +168,9 @@ class Sim {
     const double dur = w_.duration_ms * 1000.0;
     for (size_t i = 0; i < active_.size(); ++i) {
       auto a = arrivals(w_.streams[size_t(active_[i])], active_[i], w_.seed, dur, o_.load_scale);
+      if (int64_t(a.size()) > kMaxRequests)
+        return make_error(w_.source + ": stream '" + w_.streams[size_t(active_[i])].name + "'",
+                          "more than 10 million requests in duration_ms; shorten the run or lower the rate");
       for (auto& r : a) r.stream = int(i);
       out.reqs.insert(out.reqs.end(), a.begin(), a.end());
     }

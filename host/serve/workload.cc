@@ -46,6 +46,18 @@ Expected<double> num(const json& o, const std::string& where, const char* key, d
   return d;
 }
 
+// An integer field in [lo, hi] (checked before any conversion).
+Expected<int64_t> integer(const json& o, const std::string& where, const char* key, int64_t def, int64_t lo,
+                          int64_t hi) {
+  if (!o.contains(key)) return def;
+  const auto& v = o[key];
+  const double d = v.is_number() ? v.get<double>() : 0.5;
+  if (!v.is_number() || d != std::floor(d) || d < double(lo) || d > double(hi))
+    return make_error(where + ": field '" + key + "'",
+                      "expected an integer in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " + v.dump());
+  return int64_t(d);
+}
+
 Expected<std::string> str(const json& o, const std::string& where, const char* key, const std::string& def,
                           bool required) {
   if (!o.contains(key)) {
@@ -131,18 +143,18 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
     return make_error(where + ": field 'model'",
                       "unknown model '" + *model + "' (built-in: gemm_chain; or a .json graph path)");
   }
-  auto pr = num(s, where, "priority", 0, false, -1000);
+  auto pr = integer(s, where, "priority", 0, -1000, 1000);
   if (!pr) return pr.error();
   out.priority = int(*pr);
   auto slo = num(s, where, "slo_ms", 0, true, 0, true);
   if (!slo) return slo.error();
   out.slo_ms = *slo;
-  auto cores = num(s, where, "cores", 0, false, 0);
+  auto cores = integer(s, where, "cores", 0, 0, 64);
   if (!cores) return cores.error();
   out.cores = int(*cores);
-  auto req = num(s, where, "requests", 0, false, 0);
+  auto req = integer(s, where, "requests", 0, 0, 1000000000);
   if (!req) return req.error();
-  out.requests = int64_t(*req);
+  out.requests = *req;
 
   if (!s.contains("arrival")) return make_error(where, "missing field 'arrival'");
   const auto& a = s["arrival"];
@@ -254,7 +266,7 @@ Expected<Workload> parse_workload_text(const std::string& text, const std::strin
   auto dur = num(j, source, "duration_ms", 0, true, 0, true);
   if (!dur) return dur.error();
   w.duration_ms = *dur;
-  auto seed = num(j, source, "seed", 1, false, 0);
+  auto seed = integer(j, source, "seed", 1, 0, int64_t(1) << 53);
   if (!seed) return seed.error();
   w.seed = uint64_t(*seed);
   auto b = str(j, source, "batching", w.batching, false);
@@ -268,9 +280,8 @@ Expected<Workload> parse_workload_text(const std::string& text, const std::strin
     return make_error(source + ": field 'scheduling'",
                       "unknown scheduling policy '" + *sc + "' (static, dynamic, auto)");
   w.scheduling = *sc;
-  auto mb = num(j, source, "max_batch", w.max_batch, false, 1);
+  auto mb = integer(j, source, "max_batch", w.max_batch, 1, 64);
   if (!mb) return mb.error();
-  if (*mb > 64) return make_error(source + ": field 'max_batch'", "must be <= 64");
   w.max_batch = int(*mb);
   auto md = num(j, source, "max_queue_delay_ms", w.max_queue_delay_ms, false, 0);
   if (!md) return md.error();
@@ -286,7 +297,7 @@ Expected<Workload> parse_workload_text(const std::string& text, const std::strin
   auto pc = num(j, source, "port_contention", w.port_contention, false, 0);
   if (!pc) return pc.error();
   w.port_contention = *pc;
-  auto mp = num(j, source, "max_per_port", 0, false, 0);
+  auto mp = integer(j, source, "max_per_port", 0, 0, 64);
   if (!mp) return mp.error();
   w.max_per_port = int(*mp);
   if (!j.contains("streams") || !j["streams"].is_array() || j["streams"].empty())

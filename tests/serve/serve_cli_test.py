@@ -198,6 +198,19 @@ class BadInput(Base):
     def test_negative_rate(self):
         self.assert_one_line_error(loom("serve", self.workload(rate=-5)), "field 'rate'", "-5")
 
+    def test_bad_sweep(self):
+        w = self.workload()
+        sweep = self.path("bad_sweep.yaml")
+        for text, needle in (("workload: %s\nbatching: [greedy]\n" % w, "greedy"),
+                             ("workload: %s\nloads: [-1]\n" % w, "loads"),
+                             ("batching: [fixed]\n", "workload"),
+                             ("workload: %s\nconfigs: [huge]\n" % w, "huge")):
+            with open(sweep, "w") as f:
+                f.write(text)
+            out = self.path("exp")
+            self.assert_one_line_error(loom("experiment", sweep, "-o", out), needle)
+            self.assertFalse(os.path.exists(os.path.join(out, "results.json")))
+
     def test_untimed_backend(self):
         self.assert_one_line_error(loom("serve", self.workload(), "--backend", "ref"), "ref", "timed backend")
 
