@@ -170,20 +170,33 @@ uint32_t exec_postop(CoreState& s, const spec::PostopInsn& p) {
   for (uint64_t j = 0; j < p.n; ++j)
     if (!shift_ok(i32_at(par, p.param_addr + 12 * j + 8))) return spec::err::ILLEGAL_INSN;
 
+  // Each output depends on its own accumulator word only and the buffers are
+  // distinct, so the tile is walked row by row (contiguous in ACC and OUT)
+  // with the per-channel parameters decoded once.
+  std::vector<uint32_t> bias(p.n);
+  std::vector<int32_t> mult(p.n);
+  std::vector<int> shift(p.n);
   for (uint64_t j = 0; j < p.n; ++j) {
     const uint64_t pj = p.param_addr + 12 * j;
-    const uint32_t bias = u32_at(par, pj);
-    const int32_t mult = i32_at(par, pj + 4);
-    const int shift = i32_at(par, pj + 8);
-    for (uint64_t i = 0; i < p.m; ++i) {
+    bias[j] = u32_at(par, pj);
+    mult[j] = i32_at(par, pj + 4);
+    shift[j] = i32_at(par, pj + 8);
+  }
+  const uint8_t* const pacc = acc.data() + p.acc_addr;
+  const uint8_t* const pres = p.residual ? in.data() + p.res_addr : nullptr;
+  uint8_t* const pout = out.data() + p.out_addr;
+  const int32_t res_mult = int32_t(p.res_mult);
+  const int res_shift = int(p.res_shift);
+  for (uint64_t i = 0; i < p.m; ++i) {
+    for (uint64_t j = 0; j < p.n; ++j) {
       const uint64_t e = i * p.n + j;
-      const int32_t v = int32_t(u32_at(acc, p.acc_addr + 4 * e) + bias);  // int32 wrap of acc + bias
-      int64_t y = int64_t(requantize(v, mult, shift)) + p.out_zp;
-      if (p.residual) {
-        const int64_t r = int64_t(i8_at(in, p.res_addr + e)) - p.res_zp;
-        y += requantize(r, int32_t(p.res_mult), int(p.res_shift));
+      const int32_t v = int32_t(load_le32(pacc + 4 * e) + bias[j]);  // int32 wrap of acc + bias
+      int64_t y = int64_t(requantize(v, mult[j], shift[j])) + p.out_zp;
+      if (pres) {
+        const int64_t r = int64_t(int8_t(pres[e])) - p.res_zp;
+        y += requantize(r, res_mult, res_shift);
       }
-      out[p.out_addr + e] = clamp_out(y, p.clip_lo, p.clip_hi);
+      pout[e] = clamp_out(y, p.clip_lo, p.clip_hi);
     }
   }
   return 0;
