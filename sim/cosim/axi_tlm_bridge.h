@@ -29,6 +29,8 @@ class AxiTlmBridge : public sc_core::sc_module {
   static constexpr unsigned kMaxBursts = 8;
 
   explicit AxiTlmBridge(sc_core::sc_module_name name);
+  /// The payload would otherwise free() the member extension.
+  ~AxiTlmBridge() override { gp_.clear_extension(&ext_); }
 
   /// New device: bus width, clock period; drops everything in flight.
   void reset(unsigned beat_bytes, sc_core::sc_time period);
