@@ -26,7 +26,7 @@ namespace cr = spec::core_reg;
 std::vector<std::string> built_configs() {
   std::vector<std::string> v;
   std::stringstream ss(LOOM_RTL_TEST_CONFIGS);
-  for (std::string s; std::getline(ss, s, ';');)
+  for (std::string s; std::getline(ss, s, ',');)
     if (!s.empty()) v.push_back(s);
   return v;
 }
