@@ -55,6 +55,28 @@ TEST_P(Fabric, RegisterMapMatchesSpec) {
   EXPECT_TRUE(d.health().is_ok()) << d.health().str();
 }
 
+// Several Verilated models alive at once (e.g. rtl next to cosim or xrt-emu)
+// must tear down in any order.
+TEST_P(Fabric, TwoLiveModelsTearDownInAnyOrder) {
+  for (bool first_made_first_gone : {true, false}) {
+    auto a = make_rtl_device(cfg(), RtlOptions{});
+    ASSERT_TRUE(a.is_ok()) << a.error().str();
+    auto b = make_rtl_device(cfg(), RtlOptions{});
+    ASSERT_TRUE(b.is_ok()) << b.error().str();
+    (*a)->write_reg(spec::reg::SCRATCH, 0x1234u);
+    (*b)->write_reg(spec::reg::SCRATCH, 0x5678u);
+    EXPECT_EQ((*a)->read_reg(spec::reg::SCRATCH), 0x1234u);
+    EXPECT_EQ((*b)->read_reg(spec::reg::SCRATCH), 0x5678u);
+    if (first_made_first_gone) {
+      a->reset();
+      b->reset();
+    } else {
+      b->reset();
+      a->reset();
+    }
+  }
+}
+
 TEST(FabricFactory, UnbuiltConfigIsAClearError) {
   spec::HwConfig odd = *spec::find_config("tiny");
   odd.name = "not_a_config";

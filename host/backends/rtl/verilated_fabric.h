@@ -32,7 +32,16 @@ class VerilatedFabric final : public FabricSim {
     tracing_ = tracing;
     model_ = std::make_unique<Model>(ctx_.get());
   }
-  ~VerilatedFabric() override { finish(); }
+  ~VerilatedFabric() override {
+    // Verilator unregisters a model through the calling thread's current
+    // context, which is the last one made; with several models alive that is
+    // another model's, and teardown would wait on it forever.
+    Verilated::threadContextp(ctx_.get());
+    finish();
+    trace_.reset();
+    model_.reset();
+    Verilated::threadContextp(nullptr);
+  }
 
   FabricShape shape() const override { return shape_; }
   void set_clk(bool v) override { model_->clk_i = v; }
