@@ -59,10 +59,10 @@ int report(const ReportOpts& o) {
   std::ifstream f(o.result);
   if (!f) return fail(o.result + ": cannot open the result file");
   ordered_json j = ordered_json::parse(f, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return fail(o.result + ": not a JSON result of loom serve or loom experiment");
+  if (j.is_discarded() || !j.is_object()) return fail(o.result + ": not a JSON result of loom serve, loom experiment or loom tune");
   const std::string kind = j.value("kind", "");
-  if (kind != "serve" && kind != "sweep")
-    return fail(o.result + ": field 'kind' is '" + kind + "', expected 'serve' or 'sweep'");
+  if (kind != "serve" && kind != "sweep" && kind != "tune")
+    return fail(o.result + ": field 'kind' is '" + kind + "', expected 'serve', 'sweep' or 'tune'");
   const std::string py = env_or("LOOM_PYTHON", "python3");
   const std::string script = env_or("LOOM_REPORT_SCRIPT", LOOM_REPORT_SCRIPT);
   if (!std::filesystem::exists(script)) return fail(script + ": report script not found (set LOOM_REPORT_SCRIPT)");

@@ -88,6 +88,19 @@ class Tune(unittest.TestCase):
             self.assertLess(d["predicted_to_cycles"], d["predicted_from_cycles"])
         self.assertLess(r1["after_swap"]["mean_us"], j["baseline"]["after_swap"]["mean_us"])
 
+    def test_report_draws_a_tune_result(self):
+        text, _ = self.tune("--rounds", "1")
+        res = os.path.join(self.dir, "tune.json")
+        with open(res, "w") as f:
+            f.write(text)
+        out = os.path.join(self.dir, "report")
+        r = run(["report", res, "-o", out], self.dir)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(out, "index.html")) as f:
+            html = f.read()
+        self.assertIn("<img", html)
+        self.assertTrue(any(n.endswith(".png") for n in os.listdir(out)))
+
     def test_determinism(self):
         a, _ = self.tune("--rounds", "1", "--seed", "5")
         b, _ = self.tune("--rounds", "1", "--seed", "5")
