@@ -10,13 +10,11 @@
 #include <map>
 
 #include "cli/cli_common.h"
+#include "cli/process.h"
 #include "serve/workload.h"
 #include "serve/yaml_json.h"
 
 namespace loom::cli {
-
-pid_t spawn_process(const std::vector<std::string>& args, const std::string& out, const std::string& err);
-int wait_process(pid_t pid);
 
 namespace {
 

@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "cli/cli_common.h"
+#include "common/tensor_io.h"
 #include "serve/server.h"
 #include "serve/service.h"
 #include "serve/workload.h"
@@ -26,27 +27,6 @@ struct ServeOpts {
   double load_scale = 1.0, max_delay_ms = -1;
   bool json = false, progress = false, admission = false;
 };
-
-// Writes `text` to `path` through a temporary file and a rename.
-Status write_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) return make_error(path, "cannot write the file");
-    f << text;
-    if (!f.flush()) {
-      std::filesystem::remove(tmp);
-      return make_error(path, "write failed");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp);
-    return make_error(path, "cannot write the file: " + ec.message());
-  }
-  return {};
-}
 
 int serve(const ServeOpts& o) {
   auto w = serve::load_workload(o.workload);
@@ -81,7 +61,7 @@ int serve(const ServeOpts& o) {
   if (!r) return fail(r.error());
   const std::string text = r->dump(2) + "\n";
   if (!o.output.empty())
-    if (Status s = write_atomic(o.output, text); !s) return fail(s.error());
+    if (Status s = write_file_atomic(o.output, text); !s) return fail(s.error());
   if (o.progress)
     std::cerr << "loom serve: " << sm.backend_runs() << " service times measured on " << o.backend << ", "
               << sm.disk_hits() << " from the cache\n";

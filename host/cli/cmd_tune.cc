@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cli/cli_common.h"
+#include "common/tensor_io.h"
 #include "serve/workload.h"
 #include "tune/tune.h"
 
@@ -24,26 +25,6 @@ struct TuneOpts {
   bool json = false, progress = false;
 };
 
-Status write_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) return make_error(path, "cannot write the file");
-    f << text;
-    if (!f.flush()) {
-      std::filesystem::remove(tmp);
-      return make_error(path, "write failed");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp);
-    return make_error(path, "cannot write the file: " + ec.message());
-  }
-  return {};
-}
-
 int tune(const TuneOpts& o) {
   auto w = serve::load_workload(o.workload);
   if (!w) return fail(w.error());
@@ -57,7 +38,7 @@ int tune(const TuneOpts& o) {
   if (!r) return fail(r.error());
   const std::string text = r->dump(2) + "\n";
   if (!o.output.empty())
-    if (Status s = write_atomic(o.output, text); !s) return fail(s.error());
+    if (Status s = write_file_atomic(o.output, text); !s) return fail(s.error());
   if (o.json) {
     std::cout << text;
     return 0;

@@ -6,9 +6,6 @@
 //
 // LOOM_PYTHON overrides the interpreter (default python3 on PATH) and
 // LOOM_ZOO_SCRIPT the script (default: the source tree's scripts/zoo.py).
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,8 +15,7 @@
 #include <memory>
 
 #include "cli/cli_common.h"
-
-extern char** environ;
+#include "cli/process.h"
 
 namespace loom::cli {
 
@@ -32,46 +28,17 @@ struct ZooOpts {
   bool json = false;
 };
 
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::string(v) : fallback;
-}
-
-// Runs argv, stdout/stderr inherited unless `quiet`. Returns the exit code, or
-// -1 when the program could not be started, 128+signal when it was killed.
-int spawn(const std::vector<std::string>& args, bool quiet) {
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  if (quiet) {
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  }
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return -1;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return -1;
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return -1;
-}
-
 int run_zoo(std::vector<std::string> script_args) {
   const std::string python = env_or("LOOM_PYTHON", "python3");
   const std::string script = env_or("LOOM_ZOO_SCRIPT", LOOM_ZOO_SCRIPT);
   if (!std::filesystem::is_regular_file(script))
     return fail("zoo: script " + script + " not found (set LOOM_ZOO_SCRIPT to scripts/zoo.py of a loom checkout)");
-  const int probe = spawn({python, "-c", "import numpy, onnx, onnxruntime.quantization"}, true);
+  const int probe = run_process({python, "-c", "import numpy, onnx, onnxruntime.quantization"}, true);
   if (probe == -1) return fail("zoo: cannot run '" + python + "' (install Python 3 or set LOOM_PYTHON)");
   if (probe != 0) return fail("zoo: " + python + " lacks numpy, onnx or onnxruntime (run scripts/setup.sh)");
   std::vector<std::string> args{python, script};
   args.insert(args.end(), script_args.begin(), script_args.end());
-  const int rc = spawn(args, false);
+  const int rc = run_process(args, false);
   if (rc == -1) return fail("zoo: cannot run '" + python + "'");
   if (rc > 128) return fail("zoo: " + script + " was killed by signal " + std::to_string(rc - 128));
   return rc;  // the script printed its own one-line error
