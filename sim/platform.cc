@@ -15,18 +15,25 @@ Platform::Platform(sc_core::sc_module_name name) : sc_core::sc_module(name), mem
   }
 }
 
+namespace {
+Platform* g_platform = nullptr;
+}  // namespace
+
+bool Platform::can_build() {
+  return g_platform != nullptr || sc_core::sc_get_status() == sc_core::SC_ELABORATION;
+}
+
 Platform& Platform::instance() {
   // Keeps the SystemC banner off stdout, where CLI JSON goes.
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
-  static Platform* p = [] {
-    auto* top = new Platform("loom_tlm");
+  if (g_platform == nullptr) {
+    g_platform = new Platform("loom_tlm");
     // Elaborate and let every thread reach its idle wait now, so each device
     // (the first included) wakes them in the same order: results then do not
     // depend on what ran earlier in the process.
     sc_core::sc_start(sc_core::SC_ZERO_TIME);
-    return top;
-  }();
-  return *p;
+  }
+  return *g_platform;
 }
 
 void Platform::attach(DeviceState* st, sc_core::sc_time period) {

@@ -18,6 +18,9 @@ class Platform : public sc_core::sc_module {
  public:
   /// The process-wide platform, elaborated on first use and never destroyed.
   static Platform& instance();
+  /// Whether instance() can still build the platform: it exists already, or
+  /// SystemC has not been elaborated by another platform (cosim) yet.
+  static bool can_build();
 
   /// Binds the platform to a device's state (nullptr detaches) and resets
   /// every core and port; `period` is one device clock cycle.

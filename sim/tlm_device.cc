@@ -126,6 +126,9 @@ Expected<std::unique_ptr<runtime::Device>> make_tlm_device(const spec::HwConfig&
   if (g_device_alive)
     return make_error(where, "another tlm device is alive in this process (SystemC elaborates one platform "
                              "per process; destroy the first device or use a separate process)");
+  if (!Platform::can_build())
+    return make_error(where, "SystemC was already elaborated in this process (a cosim device ran here); "
+                             "run tlm in a separate process");
   auto faults = FaultPlan::from_env();
   if (!faults) return make_error(where, faults.error().str());
   if (faults->nth_burst != 0)

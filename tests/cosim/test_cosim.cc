@@ -10,6 +10,7 @@
 #include "backends/ref/ref_device.h"
 #include "backends/rtl/rtl_device.h"
 #include "cosim_device.h"
+#include "tlm_device.h"
 #include "fault_rig.h"
 #include "tlm/workloads.h"
 
@@ -95,6 +96,18 @@ TEST_F(Cosim, SecondLiveDeviceIsAOneLineError) {
   first.reset();
   auto third = cosim::make_cosim_device(tiny());
   EXPECT_TRUE(third.is_ok()) << (third.is_ok() ? "" : third.error().str());
+}
+
+// SystemC elaborates one platform per process: tlm after cosim is refused in
+// one line (cosim after tlm likewise, by the cosim factory).
+TEST_F(Cosim, TlmAfterCosimIsAOneLineError) {
+  auto first = make_cosim();
+  ASSERT_NE(first, nullptr);
+  first.reset();
+  auto t = tlm::make_tlm_device(tiny());
+  ASSERT_FALSE(t.is_ok());
+  EXPECT_NE(t.error().str().find("SystemC was already elaborated"), std::string::npos) << t.error().str();
+  EXPECT_EQ(t.error().str().find('\n'), std::string::npos);
 }
 
 TEST_F(Cosim, UnbuiltConfigIsAOneLineError) {
