@@ -79,4 +79,13 @@ uint64_t file_hash(const std::string& path) {
   return b ? fnv1a64(b->data(), b->size()) : 0;
 }
 
+int& deferred_exit_code() {
+  static int code = 0;
+  return code;
+}
+
+void defer_exit(int rc) {
+  if (rc != 0 && deferred_exit_code() == 0) deferred_exit_code() = rc;
+}
+
 }  // namespace loom::cli

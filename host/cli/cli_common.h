@@ -61,6 +61,9 @@ void register_serve(CLI::App& app);
 /// instead of throwing, since unwinding past SystemC's coroutine stacks trips
 /// AddressSanitizer (google/sanitizers#189). main() returns it.
 int& deferred_exit_code();
+/// Sets deferred_exit_code() to a non-zero `rc` (the first one wins); the
+/// callbacks of subcommands that can run tlm or cosim end with it.
+void defer_exit(int rc);
 void register_tune(CLI::App& app);
 void register_report(CLI::App& app);
 void register_experiment(CLI::App& app);

@@ -153,7 +153,7 @@ void register_bench(CLI::App& app) {
     const uint64_t macs = uint64_t(go->m * go->n * go->k);
     const uint64_t bytes = uint64_t(go->m * go->k + go->k * go->n + go->m * go->n + 12 * go->n);
     const int rc = bench_graph(b.graph(), go->c, macs, bytes, j);
-    if (rc) throw CLI::RuntimeError(rc);
+    if (rc) return defer_exit(rc);
   });
 
   struct ConvOpts {
@@ -185,10 +185,10 @@ void register_bench(CLI::App& app) {
       const ConvShape* f = nullptr;
       for (const auto& r : kResnet50)
         if (co->layer == r.name) f = &r;
-      if (!f) throw CLI::RuntimeError(fail("--layer: unknown ResNet-50 layer '" + co->layer + "' (see --list)"));
+      if (!f) return defer_exit(fail("--layer: unknown ResNet-50 layer '" + co->layer + "' (see --list)"));
       s = *f;
     }
-    if (s.pad >= s.k) throw CLI::RuntimeError(fail("--pad: must be smaller than --kernel"));
+    if (s.pad >= s.k) return defer_exit(fail("--pad: must be smaller than --kernel"));
     ir::GraphBuilder b("conv", co->c.seed);
     const auto x = b.input("x", {1, s.hw, s.hw, s.cin});
     ir::ConvSpec cs;
@@ -200,7 +200,7 @@ void register_bench(CLI::App& app) {
     ordered_json j{{"bench", "conv"}, {"layer", s.name}, {"hw", s.hw},   {"cin", s.cin},
                    {"cout", s.cout},  {"kernel", s.k},   {"stride", s.stride}, {"pad", s.pad}};
     const int rc = bench_graph(b.graph(), co->c, macs, bytes, j);
-    if (rc) throw CLI::RuntimeError(rc);
+    if (rc) return defer_exit(rc);
   });
 }
 

@@ -275,7 +275,7 @@ void register_bench_fusion(CLI::App* bench) {
   cmd->add_flag("!--no-layers", o->per_layer, "Skip the per-layer predicted-vs-measured runs");
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->callback([o] {
-    if (int rc = bench_fusion(*o); rc != 0) throw CLI::RuntimeError(rc);
+    if (int rc = bench_fusion(*o); rc != 0) return defer_exit(rc);
   });
 }
 

@@ -204,7 +204,7 @@ void register_run(CLI::App& app) {
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->callback([o] {
     const int rc = run(*o);
-    if (rc != 0) throw CLI::RuntimeError(rc);
+    if (rc != 0) return defer_exit(rc);
   });
 }
 

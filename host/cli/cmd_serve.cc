@@ -90,11 +90,6 @@ int serve(const ServeOpts& o) {
 
 }  // namespace
 
-int& deferred_exit_code() {
-  static int code = 0;
-  return code;
-}
-
 void register_serve(CLI::App& app) {
   auto o = std::make_shared<ServeOpts>();
   auto* c = app.add_subcommand("serve", "replay a serving workload on service times measured on a timed backend");

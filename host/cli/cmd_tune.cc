@@ -72,7 +72,7 @@ void register_tune(CLI::App& app) {
   c->add_option("-o,--output", o->output, "also write the JSON report to this file");
   c->add_flag("--progress", o->progress, "progress lines on stderr");
   c->callback([o] {
-    if (int rc = tune(*o)) throw CLI::RuntimeError(rc);
+    if (int rc = tune(*o)) return defer_exit(rc);
   });
 }
 
