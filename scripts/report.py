@@ -6,6 +6,7 @@ batch sizes (serve); throughput-p99 curves and SLO attainment (sweep).
 Usage: report.py RESULT.json OUT_DIR   (run by `loom report`)
 """
 import html
+import shutil
 import json
 import os
 import sys
@@ -91,6 +92,14 @@ def main():
                 res["workload"], res["backend"], res["config"], res["batching"], res["scheduling"]["used"])
             if res["scheduling"].get("reason"):
                 rows.append(("auto scheduling", res["scheduling"]["reason"]))
+            if res.get("trace"):
+                # The batches per core (loom serve --trace), copied beside the page.
+                src_trace = res["trace"] if os.path.isabs(res["trace"]) else os.path.join(os.path.dirname(os.path.abspath(src)), res["trace"])
+                if os.path.isfile(src_trace):
+                    shutil.copyfile(src_trace, os.path.join(out, "trace.json"))
+                    rows.append(("per-core timeline", "trace.json (Chrome trace JSON: open it in https://ui.perfetto.dev or chrome://tracing)"))
+                else:
+                    rows.append(("per-core timeline", "%s: not found" % res["trace"]))
             rows += [("requests", "%d submitted, %d completed, %d dropped" % (res["submitted"], res["completed"], res["dropped"])),
                      ("throughput", "%.1f req/s" % res["throughput_rps"]),
                      ("fairness", "Jain %.3f, ANTT %.3f, STP %.3f" % (res["fairness"]["jain"], res["fairness"]["antt"], res["fairness"]["stp"])),

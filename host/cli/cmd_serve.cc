@@ -21,7 +21,7 @@ namespace loom::cli {
 namespace {
 
 struct ServeOpts {
-  std::string workload, backend = "tlm", config, batching, scheduling, output, cache;
+  std::string workload, backend = "tlm", config, batching, scheduling, output, cache, trace;
   int64_t seed = INT64_MIN;  // not given
   int max_batch = 0;
   double load_scale = 1.0, max_delay_ms = -1;
@@ -57,8 +57,14 @@ int serve(const ServeOpts& o) {
   so.backend = o.backend;
   so.load_scale = o.load_scale;
   so.progress = o.progress;
+  std::vector<serve::BatchSpan> spans;
+  if (!o.trace.empty()) so.spans = &spans;
   auto r = serve::run_serve(*w, so, sm);
   if (!r) return fail(r.error());
+  if (!o.trace.empty()) {
+    if (Status s = write_file_atomic(o.trace, serve::batches_trace_json(*w, spans)); !s) return fail(s.error());
+    (*r)["trace"] = std::filesystem::absolute(o.trace).string();  // loom report copies it beside the page
+  }
   const std::string text = r->dump(2) + "\n";
   if (!o.output.empty())
     if (Status s = write_file_atomic(o.output, text); !s) return fail(s.error());
@@ -107,6 +113,7 @@ void register_serve(CLI::App& app) {
   c->add_flag("--json", o->json, "print the result as JSON");
   c->add_option("-o,--output", o->output, "also write the JSON result to this file");
   c->add_flag("--progress", o->progress, "progress lines on stderr");
+  c->add_option("--trace", o->trace, "write the batches per core as Chrome trace JSON (opens in Perfetto)");
   c->callback([o] {
     // No exception after the tlm platform has run: the exit code goes back
     // through main() (see deferred_exit_code).

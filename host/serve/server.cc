@@ -115,6 +115,7 @@ struct SimOut {
   std::vector<double> core_busy;
   std::vector<int64_t> core_batches;
   std::map<int, int64_t> batch_hist;
+  std::vector<BatchSpan> spans;
   int64_t fallbacks = 0, steals = 0, port_limit_waits = 0;
   double makespan = 0;
 };
@@ -235,6 +236,7 @@ class Sim {
       out.core_busy[size_t(core)] += d;
       ++out.core_batches[size_t(core)];
       ++out.batch_hist[n];
+      out.spans.push_back({core, active_[si], n, seq, now, now + d});
       if (sched_ == Sched::Dynamic && home[size_t(core)] >= 0 && home[size_t(core)] != int(si)) ++out.steals;
       ev.push({now + d, order++, 0, core});
     };
@@ -501,6 +503,7 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
   const SimOut& r = *res;
   if (o.requests)
     for (const Req& q : r.reqs) o.requests->push_back({q.stream, q.arrival, q.start, q.done, q.seq, q.dropped});
+  if (o.spans) *o.spans = r.spans;
 
   // Isolated runs (each stream alone on the whole fabric, same policies) for
   // ANTT and STP.
@@ -628,6 +631,30 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
                    {"us", sm.cycles_to_us(m.cycles)}});
   j["service_times"] = {{"backend", sm.backend()}, {"clock_mhz", cfg->clock_mhz}, {"table", tab}};
   return j;
+}
+
+std::string batches_trace_json(const Workload& w, const std::vector<BatchSpan>& spans) {
+  json ev = json::array();
+  int cores = 0;
+  for (const auto& b : spans) cores = std::max(cores, b.core + 1);
+  for (int c = 0; c < cores; ++c) {
+    ev.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", c}, {"args", {{"name", "core " + std::to_string(c)}}}});
+    ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", c}, {"tid", 0}, {"args", {{"name", "batches"}}}});
+  }
+  for (const auto& b : spans) {
+    const std::string name =
+        b.stream >= 0 && size_t(b.stream) < w.streams.size() ? w.streams[size_t(b.stream)].name : "stream";
+    ev.push_back({{"name", name},
+                  {"cat", "batch"},
+                  {"ph", "X"},
+                  {"pid", b.core},
+                  {"tid", 0},
+                  {"ts", b.start_us},
+                  {"dur", b.end_us - b.start_us},
+                  {"args", {{"requests", b.requests}, {"seq", b.seq}}}});
+  }
+  json j = {{"traceEvents", ev}, {"displayTimeUnit", "ms"}, {"otherData", {{"source", "loom serve"}, {"config", w.config}}}};
+  return j.dump() + "\n";
 }
 
 }  // namespace loom::serve

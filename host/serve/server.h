@@ -22,15 +22,28 @@ struct ServedRequest {
   bool dropped = false;
 };
 
+/// One batch of the main run on one core, in simulated time (for timelines).
+struct BatchSpan {
+  int core = 0, stream = 0, requests = 0;
+  int64_t seq = 1;  // the padded sequence length the batch ran at
+  double start_us = 0, end_us = 0;
+};
+
 struct ServeOptions {
   std::string backend = "tlm";
   double load_scale = 1.0;  // multiplies every arrival rate (sweeps)
   bool progress = false;    // progress lines on stderr
   std::vector<ServedRequest>* requests = nullptr;  // if set: filled with the main run's requests
+  std::vector<BatchSpan>* spans = nullptr;         // if set: filled with the main run's batches per core
 };
 
 /// Runs the workload (its batching/scheduling fields already resolved) and
 /// returns the result document. Fails if any request is unaccounted for.
 Expected<nlohmann::ordered_json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel& sm);
+
+/// Chrome trace-event JSON (Perfetto) of a run's batches: one track per core,
+/// one interval per batch named after its stream; timestamps in microseconds
+/// of simulated device time.
+std::string batches_trace_json(const Workload& w, const std::vector<BatchSpan>& spans);
 
 }  // namespace loom::serve

@@ -119,6 +119,37 @@ class Serve(Base):
         self.check_accounting(adm)
         self.assertGreater(adm["dropped"], 0)
 
+    def test_trace_has_every_batch_per_core(self):
+        w = self.workload()
+        tr = self.path("t.json")
+        res = json.loads(self.serve(w, "--seed", 5, "--trace", tr))
+        with open(tr) as f:
+            trace = json.load(f)
+        spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+        self.assertEqual(len(spans), sum(c["batches"] for c in res["cores"]))
+        names = {s["name"] for s in res["streams"]}
+        by_core = {}
+        for e in spans:
+            self.assertIn(e["name"], names)
+            self.assertGreater(e["dur"], 0)
+            self.assertGreaterEqual(e["args"]["requests"], 1)
+            by_core.setdefault(e["pid"], []).append((e["ts"], e["ts"] + e["dur"]))
+        for c, iv in by_core.items():
+            iv.sort()
+            for (a0, a1), (b0, b1) in zip(iv, iv[1:]):
+                self.assertLessEqual(a1, b0 + 1e-6, "core %d runs two batches at once" % c)
+            busy = sum(b - a for a, b in iv)
+            self.assertAlmostEqual(busy, res["cores"][c]["busy_us"], delta=1e-3 * max(1.0, busy))
+        # loom report copies the trace beside the page.
+        out = self.path("r.json")
+        with open(out, "w") as f:
+            json.dump(res, f)
+        rep = self.path("report")
+        r = subprocess.run([LOOM, "report", out, "-o", rep], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(rep, "trace.json")) as f:
+            self.assertEqual(json.load(f), trace)
+
     def test_batching_and_scheduling_policies_run(self):
         w = self.workload()
         seen = {}
