@@ -8,14 +8,11 @@
 
 #include "backends/ref/memory.h"
 #include "backends/rtl/fabric_models.h"
+#include "backends/rtl/rtl_device.h"
 #include "cosim_platform.h"
 
 namespace loom::cosim {
 namespace {
-
-namespace cr = spec::core_reg;
-constexpr uint32_t kCoreBusy = 1u << 0;
-constexpr uint32_t kCoreBlocked = 1u << 3;
 
 bool g_device_alive = false;
 
@@ -70,18 +67,7 @@ class CosimDevice final : public runtime::Device {
 };
 
 bool CosimDevice::quiescent(std::string* busy_cores) {
-  // As the rtl backend: a core blocked on a semaphore counts as stopped only
-  // when no other core is busy and unblocked.
-  const uint32_t busy = read_reg(spec::reg::STATUS) & 0xFFu;
-  bool idle = true;
-  for (unsigned c = 0; c < cfg_.cores && c < 8; ++c) {
-    if (!(busy & (1u << c))) continue;
-    const uint32_t st = read_reg(spec::core_reg_addr(c, cr::STATUS));
-    if ((st & kCoreBusy) && !(st & kCoreBlocked)) {
-      idle = false;
-      if (busy_cores) *busy_cores += " " + std::to_string(c);
-    }
-  }
+  const bool idle = rtl::cores_quiescent(cfg_, [this](uint32_t off) { return read_reg(off); }, busy_cores);
   return idle && pf_.memory_idle();
 }
 

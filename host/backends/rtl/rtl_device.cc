@@ -203,19 +203,23 @@ Status RtlDevice::health() const {
   return Status::ok();
 }
 
-bool RtlDevice::quiescent(std::string* busy_cores) {
+bool cores_quiescent(const spec::HwConfig& cfg, const std::function<uint32_t(uint32_t)>& read_reg,
+                     std::string* busy_cores) {
   const uint32_t busy = read_reg(spec::reg::STATUS) & 0xFFu;
   bool idle = true;
-  for (unsigned c = 0; c < cfg_.cores && c < 8; ++c) {
+  for (unsigned c = 0; c < cfg.cores && c < 8; ++c) {
     if (!(busy & (1u << c))) continue;
-    // A busy core that waits on a semaphore can only be woken by another
-    // core; it counts as stopped only if every other busy core is blocked too.
     const uint32_t st = read_reg(spec::core_reg_addr(c, cr::STATUS));
     if ((st & kCoreBusy) && !(st & kCoreBlocked)) {
       idle = false;
       if (busy_cores) *busy_cores += " " + std::to_string(c);
     }
   }
+  return idle;
+}
+
+bool RtlDevice::quiescent(std::string* busy_cores) {
+  bool idle = cores_quiescent(cfg_, [this](uint32_t off) { return read_reg(off); }, busy_cores);
   for (const auto& port : ports_) idle = idle && port->model.idle();
   return idle;
 }

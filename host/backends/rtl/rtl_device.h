@@ -21,6 +21,14 @@
 
 namespace loom::rtl {
 
+/// Whether no core of a fabric can make progress, from its registers: every
+/// busy core is blocked on a semaphore (it can only be woken by another core,
+/// so it counts as stopped only when every other busy core is blocked too).
+/// Appends the numbers of the cores still running to `busy_cores`. Shared by
+/// the backends that run the RTL (rtl, cosim); they add their memory's state.
+bool cores_quiescent(const spec::HwConfig& cfg, const std::function<uint32_t(uint32_t)>& read_reg,
+                     std::string* busy_cores);
+
 struct RtlOptions {
   /// Memory-port behaviour; port p uses seed `mem.seed + p`.
   AxiMemoryOptions mem;
