@@ -2,6 +2,8 @@
 // (file, node, field) and what went wrong, printed as one line.
 #pragma once
 
+#include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <utility>
@@ -35,6 +37,13 @@ class [[nodiscard]] Status {
 };
 
 inline Error make_error(std::string where, std::string what) { return Error{std::move(where), std::move(what)}; }
+
+/// An address or register value as messages print it: "0x1f40".
+inline std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
 
 template <class T>
 class [[nodiscard]] Expected {

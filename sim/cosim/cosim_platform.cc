@@ -9,16 +9,6 @@
 #include <tlm_utils/tlm_quantumkeeper.h>
 
 namespace loom::cosim {
-namespace {
-
-std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-}  // namespace
-
 CosimPlatform::CosimPlatform(sc_core::sc_module_name name)
     : sc_core::sc_module(name), host("host"), regs("regs"), mem_("mem") {
   for (unsigned p = 0; p < bridges_.size(); ++p) {

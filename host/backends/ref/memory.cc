@@ -12,12 +12,6 @@
 namespace loom::ref {
 namespace {
 
-std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 /// Calls f(pointer into block storage, offset into the access, bytes) for
 /// each allocation a covered range spans; const-ness follows `blocks`.
 template <class Blocks, class F>

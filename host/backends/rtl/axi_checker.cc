@@ -5,16 +5,6 @@
 #include <cstdio>
 
 namespace loom::rtl {
-namespace {
-
-std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-}  // namespace
-
 AxiChecker::AxiChecker(std::string name, unsigned beat_bytes, unsigned max_messages)
     : name_(std::move(name)), beat_bytes_(beat_bytes), size_log2_(0), max_messages_(max_messages) {
   while ((1u << size_log2_) < beat_bytes_) ++size_log2_;

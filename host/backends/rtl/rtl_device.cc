@@ -14,11 +14,6 @@ namespace cr = spec::core_reg;
 constexpr uint32_t kCoreBusy = 1u << 0;
 constexpr uint32_t kCoreBlocked = 1u << 3;
 
-std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 }  // namespace
 

@@ -17,11 +17,6 @@ namespace {
 
 namespace cr = spec::core_reg;
 
-std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 std::string size_str(uint64_t b) {
   if (b >= (uint64_t(1) << 20)) return std::to_string(b >> 20) + " MiB";

@@ -21,11 +21,6 @@ namespace cr = spec::core_reg;
 constexpr const char* kBackend = LOOM_XRT_BACKEND;
 constexpr uint64_t kMinAlign = 64;
 
-std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 /// One line of what XRT threw (XRT messages may span lines).
 std::string one_line(const char* s) {
