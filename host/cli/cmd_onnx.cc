@@ -8,6 +8,7 @@
 #include "common/tensor_io.h"
 #include "frontend/onnx/model.h"
 #include "frontend/onnx/program.h"
+#include "frontend/onnx/program_file.h"
 #include "frontend/onnx/value.h"
 
 namespace loom::cli {
@@ -17,7 +18,7 @@ bool is_onnx_model(const std::string& path) { return onnxfe::is_onnx_path(path);
 namespace {
 
 void add_program_json(ordered_json& j, const onnxfe::Program& p) {
-  j["onnx_nodes"] = p.model.nodes.size();
+  j["onnx_nodes"] = p.onnx_nodes;
   j["folded_qdq"] = p.folded_qdq;
   ordered_json segs = ordered_json::array();
   size_t dev_ops = 0;
@@ -62,29 +63,80 @@ Expected<std::map<std::string, onnxfe::Value>> read_inputs(const onnxfe::Model& 
   return in;
 }
 
+// --check of a program plan: the reference is rebuilt from the .onnx the
+// plan was compiled from (its segment graphs are not in the plan), which must
+// be unchanged and give the same segments.
+Status attach_reference_graphs(onnxfe::ProgramPlan& pp, const std::string& plan_path, const spec::HwConfig& cfg) {
+  const auto& info = pp.info;
+  if (info.source.empty() || file_hash(info.source) != info.source_hash)
+    return make_error("--check", "the model " + (info.source.empty() ? std::string("of the plan") : info.source) +
+                                     " that " + plan_path + " was compiled from is missing or changed since compilation");
+  auto m = onnxfe::load_model(info.source);
+  if (!m) return m.error();
+  onnxfe::ProgramOptions po;
+  po.cores = info.cores;
+  auto ref = onnxfe::build_program(*m, {}, cfg, po);
+  if (!ref) return ref.error();
+  auto& segs = pp.program.segments;
+  if (ref->segments.size() != segs.size())
+    return make_error("--check", info.source + " now gives " + std::to_string(ref->segments.size()) +
+                                     " device segments, " + plan_path + " holds " + std::to_string(segs.size()));
+  for (size_t k = 0; k < segs.size(); ++k) {
+    const auto& r = ref->segments[k];
+    if (r.nodes != segs[k].nodes || r.inputs != segs[k].inputs || r.outputs != segs[k].outputs)
+      return make_error("--check", info.source + " now gives another device segment " + std::to_string(k) + " than " +
+                                       plan_path + " holds");
+    segs[k].graph = r.graph;
+  }
+  return {};
+}
+
 }  // namespace
 
 int run_onnx(const OnnxRunArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto cfg = find_config(a.config.empty() ? "default" : a.config);
-  if (!cfg) return fail(cfg.error());
-  auto m = onnxfe::load_model(a.model);
-  if (!m) return fail(m.error());
-  auto inputs = read_inputs(*m, a.inputs);
-  if (!inputs) return fail(inputs.error());
-  onnxfe::ProgramOptions po;
-  po.cores = a.cores;
-  auto prog = onnxfe::build_program(*m, *inputs, **cfg, po);
-  if (!prog) return fail(prog.error());
-  auto res = onnxfe::run_program(*prog, a.backend, **cfg, *inputs, a.check);
+  const bool from_plan = plan::plan_format_version(a.model) == plan::kProgramFormatVersion;
+  const spec::HwConfig* cfgp = nullptr;
+  std::map<std::string, onnxfe::Value> inputs;
+  onnxfe::Program prog;
+  if (from_plan) {
+    auto pp = onnxfe::read_program_plan(a.model);
+    if (!pp) return fail(pp.error());
+    if (!a.config.empty() && a.config != pp->info.config)
+      return fail("--config: plan " + a.model + " was compiled for '" + pp->info.config + "', not '" + a.config + "'");
+    auto cfg = find_config(pp->info.config);
+    if (!cfg) return fail(cfg.error());
+    cfgp = *cfg;
+    auto in = read_inputs(pp->program.model, a.inputs);
+    if (!in) return fail(in.error());
+    inputs = std::move(*in);
+    if (a.check)
+      if (Status s = attach_reference_graphs(*pp, a.model, *cfgp); !s) return fail(s.error());
+    prog = std::move(pp->program);
+  } else {
+    auto cfg = find_config(a.config.empty() ? "default" : a.config);
+    if (!cfg) return fail(cfg.error());
+    cfgp = *cfg;
+    auto m = onnxfe::load_model(a.model);
+    if (!m) return fail(m.error());
+    auto in = read_inputs(*m, a.inputs);
+    if (!in) return fail(in.error());
+    inputs = std::move(*in);
+    onnxfe::ProgramOptions po;
+    po.cores = a.cores;
+    auto built = onnxfe::build_program(*m, inputs, *cfgp, po);
+    if (!built) return fail(built.error());
+    prog = std::move(*built);
+  }
+  auto res = onnxfe::run_program(prog, a.backend, *cfgp, inputs, a.check);
   if (!res) return fail(res.error());
 
   ordered_json j;
   j["model"] = a.model;
-  j["kind"] = "onnx";
+  j["kind"] = from_plan ? "onnx_plan" : "onnx";
   j["backend"] = a.backend;
-  j["config"] = (*cfg)->name;
-  add_program_json(j, *prog);
+  j["config"] = cfgp->name;
+  add_program_json(j, prog);
 
   // --check: each device segment against loom's direct reference on the
   // same inputs (host ops are the same code either way).
@@ -124,9 +176,9 @@ int run_onnx(const OnnxRunArgs& a) {
   if (a.json) {
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << "ran " << a.model << " on " << a.backend << " (config " << (*cfg)->name << "): "
-              << j["device_ops"].get<size_t>() << " ops in " << prog->segments.size() << " device segments, "
-              << prog->fallback_ops.size() << " host fallback ops";
+    std::cout << "ran " << a.model << " on " << a.backend << " (config " << cfgp->name << "): "
+              << j["device_ops"].get<size_t>() << " ops in " << prog.segments.size() << " device segments, "
+              << prog.fallback_ops.size() << " host fallback ops";
     if (res->has_time) std::cout << ", " << res->device_cycles << " device cycles";
     std::cout << "\n";
     for (const auto& oj : outs) {
@@ -136,7 +188,7 @@ int run_onnx(const OnnxRunArgs& a) {
       std::cout << "\n";
     }
     if (a.check)
-      std::cout << "  check of " << prog->segments.size() << " device segments against the direct reference: "
+      std::cout << "  check of " << prog.segments.size() << " device segments against the direct reference: "
                 << (exact ? "bit-exact" : "MISMATCH") << "\n";
   }
   if (a.check && !exact) {
@@ -158,31 +210,32 @@ int compile_onnx(const OnnxCompileArgs& a) {
   ordered_json j{{"model", a.model}, {"config", (*cfg)->name}};
   add_program_json(j, *prog);
   if (a.explain && !a.json) print_explain(*prog);
-  if (prog->segments.size() != 1) {
-    if (a.json) std::cout << j.dump(2) << "\n";
-    return fail(a.model + ": has " + std::to_string(prog->segments.size()) +
-                " device segments; a plan file holds exactly one (run the model with `loom run " + a.model + "`)");
-  }
-  plan::Plan p = prog->segments[0].plan;
-  p.graph_source.clear();  // the plan's graph is a segment, not a file `--check` could reread
-  p.graph_hash = 0;
-  Status s = plan::write_plan(p, a.out);
+  // The whole model goes into one program plan (docs/plan-format.md):
+  // segment plans, host steps and their order.
+  onnxfe::ProgramPlanInfo info;
+  info.config = (*cfg)->name;
+  info.compiler = std::string("loom ") + LOOM_VERSION;
+  info.source = a.model;
+  info.source_hash = file_hash(a.model);
+  info.cores = a.cores;
+  Status s = onnxfe::write_program_plan(*prog, info, a.out);
   if (!s) return fail(s.error());
   j["plan"] = a.out;
-  j["plan_inputs"] = prog->segments[0].inputs;
-  j["plan_outputs"] = prog->segments[0].outputs;
+  j["format_version"] = plan::kProgramFormatVersion;
+  j["steps"] = prog->steps.size();
   if (a.json) {
     if (a.explain) {
       j["decisions"] = ordered_json::array();
-      for (const auto& d : prog->segments[0].decisions)
-        j["decisions"].push_back(ordered_json{{"node", d.node}, {"pass", d.pass}, {"decision", d.text}});
+      for (size_t k = 0; k < prog->segments.size(); ++k)
+        for (const auto& d : prog->segments[k].decisions)
+          j["decisions"].push_back(ordered_json{{"segment", k}, {"node", d.node}, {"pass", d.pass}, {"decision", d.text}});
     }
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::cout << "wrote " << a.out << ": segment of " << prog->segments[0].nodes.size() << " ops (config "
-            << (*cfg)->name << "); " << prog->fallback_ops.size()
-            << " host fallback ops are not in the plan and run only under `loom run " << a.model << "`\n";
+  std::cout << "wrote " << a.out << ": " << prog->segments.size() << " device segments ("
+            << j["device_ops"].get<size_t>() << " ops) and " << prog->fallback_ops.size()
+            << " host fallback ops in " << prog->steps.size() << " steps (config " << (*cfg)->name << ")\n";
   return 0;
 }
 

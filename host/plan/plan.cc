@@ -1,6 +1,7 @@
 // Reads and writes the versioned plan container (docs/plan-format.md).
 #include "plan/plan.h"
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <fstream>
@@ -81,7 +82,20 @@ bool read_binding(Reader& r, const json& j, TensorBinding* t) {
 
 }  // namespace
 
-Status write_plan(const Plan& p, const std::string& path) {
+std::string encode_container(uint32_t version, std::string_view m, std::string_view payload) {
+  std::vector<uint8_t> buf(kHeaderBytes + m.size() + payload.size());
+  std::memcpy(buf.data(), kMagic, 8);
+  put_u32(buf, 8, version);
+  put_u32(buf, 12, 0);
+  put_u64(buf, 16, m.size());
+  put_u64(buf, 24, payload.size());
+  if (!m.empty()) std::memcpy(buf.data() + kHeaderBytes, m.data(), m.size());
+  if (!payload.empty()) std::memcpy(buf.data() + kHeaderBytes + m.size(), payload.data(), payload.size());
+  put_u64(buf, 32, fnv1a64(buf.data() + kHeaderBytes, buf.size() - kHeaderBytes));
+  return std::string(reinterpret_cast<const char*>(buf.data()), buf.size());
+}
+
+std::string encode_plan(const Plan& p) {
   json meta;
   meta["config"] = p.config;
   meta["graph"] = p.graph_name;
@@ -109,27 +123,13 @@ Status write_plan(const Plan& p, const std::string& path) {
                                   {"insn_end", l.insn_end}});
   const std::string m = meta.dump();
 
-  size_t payload = p.constants.size();
-  for (const auto& c : p.cores) payload += c.size() * spec::kInsnBytes;
-  std::vector<uint8_t> buf(kHeaderBytes + m.size() + payload);
-  std::memcpy(buf.data(), kMagic, 8);
-  put_u32(buf, 8, kFormatVersion);
-  put_u32(buf, 12, 0);
-  put_u64(buf, 16, m.size());
-  put_u64(buf, 24, payload);
-  size_t at = kHeaderBytes;
-  std::memcpy(buf.data() + at, m.data(), m.size());
-  at += m.size();
-  if (!p.constants.empty()) std::memcpy(buf.data() + at, p.constants.data(), p.constants.size());
-  at += p.constants.size();
+  std::string payload(p.constants.begin(), p.constants.end());
   for (const auto& c : p.cores)
-    for (const auto& insn : c) {
-      std::memcpy(buf.data() + at, insn.w.data(), spec::kInsnBytes);
-      at += spec::kInsnBytes;
-    }
-  put_u64(buf, 32, fnv1a64(buf.data() + kHeaderBytes, buf.size() - kHeaderBytes));
-  return write_file_atomic(path, std::string_view(reinterpret_cast<const char*>(buf.data()), buf.size()));
+    for (const auto& insn : c) payload.append(reinterpret_cast<const char*>(insn.w.data()), spec::kInsnBytes);
+  return encode_container(kFormatVersion, m, payload);
 }
+
+Status write_plan(const Plan& p, const std::string& path) { return write_file_atomic(path, encode_plan(p)); }
 
 bool looks_like_plan(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -138,29 +138,57 @@ bool looks_like_plan(const std::string& path) {
   return f.gcount() == 8 && std::memcmp(m, kMagic, 8) == 0;
 }
 
-Expected<Plan> read_plan(const std::string& path) {
-  auto bytes = read_file_bytes(path);
-  if (!bytes) return bytes.error();
-  const std::vector<uint8_t> b(bytes->begin(), bytes->end());
+uint32_t plan_format_version(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char h[12] = {};
+  f.read(h, 12);
+  if (f.gcount() != 12 || std::memcmp(h, kMagic, 8) != 0) return 0;
+  uint32_t v;
+  std::memcpy(&v, h + 8, 4);
+  return v;
+}
+
+Expected<Container> decode_container(std::string_view bytes, const std::string& path) {
+  const std::vector<uint8_t> b(bytes.begin(), bytes.begin() + std::ptrdiff_t(std::min(bytes.size(), kHeaderBytes)));
   if (b.size() < kHeaderBytes)
-    return make_error(path, "truncated plan: " + std::to_string(b.size()) + " bytes, header needs " +
+    return make_error(path, "truncated plan: " + std::to_string(bytes.size()) + " bytes, header needs " +
                                 std::to_string(kHeaderBytes));
   if (std::memcmp(b.data(), kMagic, 8) != 0) return make_error(path, "not a loom plan (bad magic)");
   const uint32_t version = get_u32(b, 8);
-  if (version != kFormatVersion)
+  if (version != kFormatVersion && version != kProgramFormatVersion)
     return make_error(path, "field 'format_version': unsupported plan format version " + std::to_string(version) +
-                                " (this loom reads " + std::to_string(kFormatVersion) + ")");
+                                " (this loom reads " + std::to_string(kFormatVersion) + " and " +
+                                std::to_string(kProgramFormatVersion) + ")");
   const uint64_t meta_len = get_u64(b, 16), payload_len = get_u64(b, 24);
-  if (meta_len > b.size() || payload_len > b.size() || kHeaderBytes + meta_len + payload_len != b.size())
+  if (meta_len > bytes.size() || payload_len > bytes.size() || kHeaderBytes + meta_len + payload_len != bytes.size())
     return make_error(path, "truncated or padded plan: header announces " +
                                 std::to_string(kHeaderBytes + meta_len + payload_len) + " bytes, file has " +
-                                std::to_string(b.size()));
-  if (fnv1a64(b.data() + kHeaderBytes, b.size() - kHeaderBytes) != get_u64(b, 32))
+                                std::to_string(bytes.size()));
+  if (fnv1a64(reinterpret_cast<const uint8_t*>(bytes.data()) + kHeaderBytes, bytes.size() - kHeaderBytes) != get_u64(b, 32))
     return make_error(path, "checksum mismatch: the plan is corrupted");
+  Container c;
+  c.version = version;
+  c.meta = std::string(bytes.substr(kHeaderBytes, meta_len));
+  c.payload = std::string(bytes.substr(kHeaderBytes + meta_len));
+  return c;
+}
 
+Expected<Plan> read_plan(const std::string& path) {
+  auto bytes = read_file_bytes(path);
+  if (!bytes) return bytes.error();
+  return decode_plan(*bytes, path);
+}
+
+Expected<Plan> decode_plan(std::string_view bytes, const std::string& path) {
+  auto c = decode_container(bytes, path);
+  if (!c) return c.error();
+  if (c->version != kFormatVersion)
+    return make_error(path, "field 'format_version': a program plan (format " + std::to_string(c->version) +
+                                ": the device segments and host steps of an ONNX model); only `loom run` runs it");
+  const uint64_t payload_len = c->payload.size();
   json meta;
   try {
-    meta = json::parse(b.begin() + kHeaderBytes, b.begin() + kHeaderBytes + std::ptrdiff_t(meta_len));
+    meta = json::parse(c->meta);
   } catch (const json::exception& e) {
     return make_error(path, std::string("metadata is not valid JSON: ") + e.what());
   }
@@ -237,11 +265,11 @@ Expected<Plan> read_plan(const std::string& path) {
     }
   }
 
-  size_t at = kHeaderBytes + meta_len;
-  p.constants.assign(b.begin() + std::ptrdiff_t(at), b.begin() + std::ptrdiff_t(at + const_bytes));
-  at += const_bytes;
-  for (size_t c = 0; c < counts.size(); ++c) {
-    std::vector<spec::Insn> s(counts[c]);
+  const std::string& b = c->payload;
+  p.constants.assign(b.begin(), b.begin() + std::ptrdiff_t(const_bytes));
+  size_t at = const_bytes;
+  for (size_t k = 0; k < counts.size(); ++k) {
+    std::vector<spec::Insn> s(counts[k]);
     for (auto& insn : s) {
       std::memcpy(insn.w.data(), b.data() + at, spec::kInsnBytes);
       at += spec::kInsnBytes;

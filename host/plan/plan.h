@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -15,6 +16,9 @@
 namespace loom::plan {
 
 inline constexpr uint32_t kFormatVersion = 1;
+/// A program plan: the same container holding the device segments and host
+/// steps of an ONNX model (onnxfe::read_program_plan, docs/plan-format.md).
+inline constexpr uint32_t kProgramFormatVersion = 2;
 inline constexpr char kMagic[8] = {'L', 'O', 'O', 'M', 'P', 'L', 'A', 'N'};
 
 /// A graph input or output: where it lives in device memory (relative to the
@@ -62,5 +66,23 @@ Status write_plan(const Plan& p, const std::string& path);
 Expected<Plan> read_plan(const std::string& path);
 /// True when the file starts with the plan magic.
 bool looks_like_plan(const std::string& path);
+/// The header's format version (0 when the file is no plan).
+uint32_t plan_format_version(const std::string& path);
+
+/// The container around a plan or a program plan, its header checked (magic,
+/// a known format version, lengths, checksum).
+struct Container {
+  uint32_t version = 0;
+  std::string meta;  // JSON metadata
+  std::string payload;
+};
+/// Header, metadata and payload as bytes, with the checksum.
+std::string encode_container(uint32_t version, std::string_view meta, std::string_view payload);
+/// Checks and splits `bytes`; errors name `where`.
+Expected<Container> decode_container(std::string_view bytes, const std::string& where);
+/// A plan as bytes and back (write_plan and read_plan without the file).
+std::string encode_plan(const Plan& p);
+Expected<Plan> decode_plan(std::string_view bytes, const std::string& where);
+
 
 }  // namespace loom::plan

@@ -260,38 +260,56 @@ class Peer(Base):
 
 
 class LoomBase(Base):
-    """A zoo model through `loom compile` + `loom run --check` (bit-exact
-    against loom's direct reference), then compared with ONNX Runtime's stored
-    output in output LSBs."""
+    """A zoo model through `loom compile` (one program plan: every device
+    segment and the host ops between them) and `loom run PLAN --check`
+    (bit-exact against loom's direct reference), the plan's output byte for
+    byte that of `loom run model.onnx`, then compared with ONNX Runtime's
+    stored output in output LSBs."""
 
-    def compile_run(self, backend, *zoo_args, compile_plan=True, config="tiny"):
+    def compile_run(self, backend, *zoo_args, config="tiny"):
+        import time
+
         import numpy as np
 
         sys.path.insert(0, os.path.join(ROOT, "scripts"))
         import ort_peer
 
         d = self.build(self.path("m"), *zoo_args)
+        model = os.path.join(d, "model.onnx")
+        inp = os.path.join(d, "test_data_set_0", "input_0.pb")
         plan = self.path("m.plan")
-        if compile_plan:
-            r = loom("compile", os.path.join(d, "model.onnx"), "--config", config, "-o", plan)
-            self.assertEqual(r.returncode, 0, r.stderr)
-            self.assertTrue(os.path.getsize(plan) > 0)
-        # The plan holds the device segments; the whole model (with its host
-        # fallback ops) runs from the .onnx.
-        out = self.path("out")
-        r = loom("run", os.path.join(d, "model.onnx"), "--config", config, "--backend", backend, "--check",
-                 "--inputs", os.path.join(d, "test_data_set_0", "input_0.pb"), "--outputs", out)
+        t0 = time.monotonic()
+        r = loom("compile", model, "--config", config, "-o", plan, "--json")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("bit-exact", r.stdout)
+        compiled = json.loads(r.stdout)
+        t1 = time.monotonic()
+        out = self.path("out")
+        r = loom("run", plan, "--backend", backend, "--check", "--json", "--inputs", inp, "--outputs", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        ran = json.loads(r.stdout)
+        t2 = time.monotonic()
+        self.assertIs(ran["bit_exact"], True)
+        self.assertEqual(ran["kind"], "onnx_plan")
+        self.assertEqual(len(ran["segments"]), len(compiled["segments"]))
+        self.assertGreaterEqual(len(ran["segments"]), 1)
+        # The same steps as the .onnx: identical output files.
+        out2 = self.path("out_onnx")
+        r = loom("run", model, "--config", config, "--backend", backend, "--json", "--inputs", inp, "--outputs", out2)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        direct = json.loads(r.stdout)
+        self.assertEqual(direct["fallback_ops"], ran["fallback_ops"])
+        with open(os.path.join(out, "output_0.pb"), "rb") as a, open(os.path.join(out2, "output_0.pb"), "rb") as b:
+            self.assertEqual(a.read(), b.read(), "the plan's output differs from the .onnx's")
         got = ort_peer.load_pb(os.path.join(out, "output_0.pb"))
         ref = ort_peer.load_pb(os.path.join(d, "test_data_set_0", "output_0.pb"))
         self.assertEqual(got.shape, ref.shape)
         import onnx
 
-        m = onnx.load(os.path.join(d, "model.onnx"))
+        m = onnx.load(model)
         scale, zp = ort_peer.output_quant(m, m.graph.output[0].name)
         c = ort_peer.compare(ort_peer.to_q(got, scale, zp), ort_peer.to_q(ref, scale, zp))
-        print("%s %s vs ONNX Runtime: %s" % (" ".join(zoo_args), backend, c))
+        print("%s %s (%s): %d segments, %d host ops; compile %.1f s, run PLAN --check %.1f s; vs ONNX Runtime: %s" %
+              (" ".join(zoo_args), backend, config, len(ran["segments"]), ran["fallback_op_count"], t1 - t0, t2 - t1, c))
         self.assertTrue(np.all(np.isfinite(got)))
         return c
 
@@ -326,27 +344,25 @@ class LoomRun(LoomBase):
         self.assertGreaterEqual(c["within_1"], 0.9999, c)
 
     def test_bert_seq32_ref(self):
-        # Two device segments (host Softmax/LayerNorm/GELU between them): a
-        # plan file holds one, so the layer runs from the .onnx only.
-        c = self.compile_run("ref", "bert", "--seq", "32", compile_plan=False)
+        # Device segments with host Softmax/LayerNorm/GELU between them, all in one program plan.
+        c = self.compile_run("ref", "bert", "--seq", "32")
         self.assertGreaterEqual(c["within_1"], 0.90, c)
 
     def test_bert_seq32_tlm(self):
-        # Two device segments (host Softmax/LayerNorm/GELU between them): a
-        # plan file holds one, so the layer runs from the .onnx only.
-        c = self.compile_run("tlm", "bert", "--seq", "32", compile_plan=False)
+        c = self.compile_run("tlm", "bert", "--seq", "32")
         self.assertGreaterEqual(c["within_1"], 0.90, c)
 
 
 class LoomRunFull(LoomBase):
-    """The full-size models on the `default` configuration (slow: up to a
-    minute each). Bounds as measured in docs/zoo.md."""
+    """Every zoo model at full size on the `default` configuration, from its
+    program plan (slow: up to a few minutes each). Bounds as measured in
+    docs/zoo.md."""
 
     def test_resnet50_ref(self):
-        self.assertEqual(self.compile_run("ref", "resnet50", config="default")["max_lsb"] <= 1, True)
+        self.assertLessEqual(self.compile_run("ref", "resnet50", config="default")["max_lsb"], 1)
 
     def test_resnet50_tlm(self):
-        self.assertEqual(self.compile_run("tlm", "resnet50", config="default")["max_lsb"] <= 1, True)
+        self.assertLessEqual(self.compile_run("tlm", "resnet50", config="default")["max_lsb"], 1)
 
     def test_mobilenetv2_ref(self):
         self.assertGreaterEqual(self.compile_run("ref", "mobilenetv2", config="default")["within_1"], 0.99)
@@ -354,13 +370,17 @@ class LoomRunFull(LoomBase):
     def test_mobilenetv2_tlm(self):
         self.assertGreaterEqual(self.compile_run("tlm", "mobilenetv2", config="default")["within_1"], 0.99)
 
-    def test_bert_seq512_ref(self):
-        c = self.compile_run("ref", "bert", "--seq", "512", compile_plan=False, config="default")
-        self.assertGreaterEqual(c["within_1"], 0.90)
 
-    def test_bert_seq512_tlm(self):
-        c = self.compile_run("tlm", "bert", "--seq", "512", compile_plan=False, config="default")
+def _bert_full(seq, backend):
+    def test(self):
+        c = self.compile_run(backend, "bert", "--seq", str(seq), config="default")
         self.assertGreaterEqual(c["within_1"], 0.90)
+    return test
+
+
+for _seq in (32, 64, 128, 256, 384, 512):
+    for _backend in ("ref", "tlm"):
+        setattr(LoomRunFull, "test_bert_seq%d_%s" % (_seq, _backend), _bert_full(_seq, _backend))
 
 
 class BadInput(Base):

@@ -677,6 +677,7 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
     }
     LOOM_TRY(close());
   }
+  p.onnx_nodes = m.nodes.size();
   int last_seg = -1;
   for (size_t k = 0; k < m.nodes.size(); ++k) {
     if (on_device[k]) {
@@ -757,12 +758,22 @@ Expected<ProgramRun> run_program(const Program& p, const std::string& backend, c
     const Segment& seg = p.segments[size_t(st.segment)];
     std::map<std::string, Tensor> din;
     for (const auto& t : seg.inputs) {
-      const Value& v = env.at(t);
-      const auto& ti = seg.graph.tensors.at(t);
-      Tensor dt = to_device(v, seg.nhwc.at(t), seg.u8.at(t));
-      if (dt.shape != ti.shape)
-        return make_error(m.path + ": tensor '" + t + "'", "has shape " + shape_string(v.shape) + " at run time; the segment was compiled for another shape");
-      din[t] = std::move(dt);
+      auto vit = env.find(t);
+      auto bit = std::find_if(seg.plan.inputs.begin(), seg.plan.inputs.end(),
+                              [&](const plan::TensorBinding& b) { return b.name == t; });
+      if (vit == env.end() || bit == seg.plan.inputs.end())
+        return make_error(m.path + ": segment " + std::to_string(st.segment) + " input '" + t + "'", "has no value");
+      const Value& v = vit->second;
+      const bool nhwc = seg.nhwc.at(t), u8 = seg.u8.at(t);
+      // The segment was compiled for this type and shape: anything else at
+      // run time is refused before a byte is converted.
+      std::vector<int64_t> want = bit->shape;
+      if (nhwc) want = {bit->shape[0], bit->shape[3], bit->shape[1], bit->shape[2]};
+      if (v.type != (u8 ? kUint8 : kInt8) || v.shape != want)
+        return make_error(m.path + ": tensor '" + t + "'", "is " + elem_name(v.type) + " " + shape_string(v.shape) +
+                                                             " at run time; the segment was compiled for " +
+                                                             elem_name(u8 ? kUint8 : kInt8) + " " + shape_string(want));
+      din[t] = to_device(v, nhwc, u8);
     }
     auto dev = runtime::make_device(backend, cfg);
     if (!dev) return dev.error();

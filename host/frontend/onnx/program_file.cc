@@ -1,0 +1,378 @@
+// Program plans: the device segments' plans, the host steps (an ONNX graph of
+// the host nodes and the constants the steps read) and the step order, in the
+// versioned plan container. The host graph is plain ONNX protobuf so any ONNX
+// tool can read it; it is not a model the importer checks (its nodes read
+// tensors the segments produce), so the reader checks it here.
+#include "frontend/onnx/program_file.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+
+#include "common/tensor_io.h"
+#include "frontend/onnx/host_ops.h"
+
+namespace loom::onnxfe {
+
+namespace {
+
+using nlohmann::json;
+
+void put_node(const Node& n, onnx::NodeProto* np) {
+  np->set_name(n.name);
+  np->set_op_type(n.op);
+  if (!n.domain.empty()) np->set_domain(n.domain);
+  for (const auto& i : n.inputs) np->add_input(i);
+  for (const auto& o : n.outputs) np->add_output(o);
+  for (const auto& [name, a] : n.attrs) {
+    auto* ap = np->add_attribute();
+    ap->set_name(name);
+    ap->set_type(onnx::AttributeProto_AttributeType(a.type));
+    // The importer keeps every field of an attribute; so does the file.
+    if (a.i) ap->set_i(a.i);
+    if (a.f != 0.0f) ap->set_f(a.f);
+    if (!a.s.empty()) ap->set_s(a.s);
+    for (auto v : a.ints) ap->add_ints(v);
+    for (auto v : a.floats) ap->add_floats(v);
+  }
+}
+
+void put_value_info(const std::string& name, const Model& m, onnx::ValueInfoProto* vi) {
+  vi->set_name(name);
+  auto it = m.types.find(name);
+  if (it == m.types.end() || it->second.type == 0) return;
+  auto* tt = vi->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(it->second.type);
+  if (it->second.has_shape) {
+    auto* sh = tt->mutable_shape();
+    for (auto d : it->second.shape) sh->add_dim()->set_dim_value(d);
+  }
+}
+
+// The host steps as an ONNX model: nodes in step order, the constants the
+// host nodes and the segments read, graph inputs with their types.
+std::string host_model_bytes(const Program& p, std::vector<size_t>* host_index) {
+  const Model& m = p.model;
+  onnx::ModelProto mp;
+  mp.set_ir_version(m.ir_version ? m.ir_version : 8);
+  mp.set_producer_name("loom");
+  mp.set_producer_version(LOOM_VERSION);
+  auto* g = mp.mutable_graph();
+  g->set_name(m.name.empty() ? "onnx" : m.name);
+  std::set<std::string> needed(m.outputs.begin(), m.outputs.end()), domains;
+  host_index->assign(m.nodes.size(), 0);
+  size_t count = 0;
+  for (const auto& st : p.steps) {
+    if (st.segment >= 0) {
+      for (const auto& t : p.segments[size_t(st.segment)].inputs) needed.insert(t);
+      continue;
+    }
+    const Node& n = m.nodes[st.node];
+    (*host_index)[st.node] = count++;
+    put_node(n, g->add_node());
+    if (!n.domain.empty()) domains.insert(n.domain);
+    for (const auto& i : n.inputs)
+      if (!i.empty()) needed.insert(i);
+  }
+  auto* os = mp.add_opset_import();
+  os->set_domain("");
+  os->set_version(m.opset);
+  for (const auto& d : domains) {
+    auto* o = mp.add_opset_import();
+    o->set_domain(d);
+    o->set_version(1);
+  }
+  for (const auto& name : needed) {
+    auto it = m.consts.find(name);
+    if (it == m.consts.end()) continue;
+    g->add_initializer()->ParseFromString(to_proto_bytes(it->second, name));
+  }
+  for (const auto& i : m.inputs) put_value_info(i, m, g->add_input());
+  for (const auto& o : m.outputs) put_value_info(o, m, g->add_output());
+  return mp.SerializeAsString();
+}
+
+// Typed access to the metadata that names the field on error.
+struct Meta {
+  const std::string& path;
+  std::optional<Error> err;
+
+  template <class T>
+  bool get(const json& j, const std::string& ctx, const char* key, T* out) {
+    if (err) return false;
+    const std::string where = path + ": " + ctx;
+    if (!j.is_object()) {
+      err = make_error(where, "expected an object");
+      return false;
+    }
+    auto it = j.find(key);
+    if (it == j.end()) {
+      err = make_error(where, std::string("missing field '") + key + "'");
+      return false;
+    }
+    try {
+      *out = it->template get<T>();
+    } catch (const json::exception&) {
+      err = make_error(where, std::string("field '") + key + "' has the wrong type");
+      return false;
+    }
+    return true;
+  }
+};
+
+Expected<Model> read_host_model(const std::string& bytes, const std::string& path) {
+  const std::string where = path + ": field 'host_model'";
+  onnx::ModelProto mp;
+  if (!mp.ParseFromString(bytes)) return make_error(where, "is not an ONNX ModelProto");
+  Model m;
+  m.path = path;
+  m.ir_version = mp.ir_version();
+  m.name = mp.graph().name();
+  for (const auto& os : mp.opset_import())
+    if (os.domain().empty() || os.domain() == "ai.onnx") m.opset = os.version();
+  if (m.opset < kMinOpset || m.opset > kMaxOpset)
+    return make_error(where, "default-domain opset " + std::to_string(m.opset) + " is outside " +
+                                 std::to_string(kMinOpset) + ".." + std::to_string(kMaxOpset));
+  const auto& g = mp.graph();
+  for (const auto& t : g.initializer()) {
+    const std::string w = where + ": initializer '" + t.name() + "'";
+    if (m.consts.count(t.name())) return make_error(w, "defined twice");
+    auto v = from_proto(t, w);
+    if (!v) return v.error();
+    m.consts[t.name()] = std::move(*v);
+  }
+  std::set<std::string> names;
+  for (int k = 0; k < g.node_size(); ++k) {
+    const auto& np = g.node(k);
+    Node n;
+    n.name = np.name();
+    n.op = np.op_type();
+    n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    n.inputs.assign(np.input().begin(), np.input().end());
+    n.outputs.assign(np.output().begin(), np.output().end());
+    const std::string w = where + ": node " + std::to_string(k) + " '" + n.name + "' (" + n.op + ")";
+    if (n.name.empty() || !names.insert(n.name).second) return make_error(w, "field 'name': empty or not unique");
+    for (const auto& a : np.attribute()) {
+      Attr r;
+      r.type = a.type();
+      r.i = a.i();
+      r.f = a.f();
+      r.s = a.s();
+      r.ints.assign(a.ints().begin(), a.ints().end());
+      r.floats.assign(a.floats().begin(), a.floats().end());
+      n.attrs[a.name()] = std::move(r);
+    }
+    std::string why;
+    if (!host_supports(n, m.opset, &why))
+      return make_error(w, "field 'op_type': the host fallback does not run it (" + why + ")");
+    m.nodes.push_back(std::move(n));
+  }
+  for (const auto& vi : g.input()) {
+    const std::string w = where + ": input '" + vi.name() + "'";
+    TensorType t;
+    if (vi.type().has_tensor_type()) {
+      const auto& tt = vi.type().tensor_type();
+      t.type = tt.elem_type();
+      if (!elem_supported(t.type)) return make_error(w, "field 'elem_type': " + elem_name(t.type) + " is not supported");
+      if (tt.has_shape()) {
+        t.has_shape = true;
+        for (const auto& d : tt.shape().dim()) t.shape.push_back(d.dim_value());
+        LOOM_TRY(check_dims(t.shape, w + ": field 'shape'"));
+      }
+    }
+    if (m.consts.count(vi.name())) return make_error(w, "is also an initializer");
+    m.types[vi.name()] = t;
+    m.inputs.push_back(vi.name());
+  }
+  for (const auto& vi : g.output()) m.outputs.push_back(vi.name());
+  if (m.outputs.empty()) return make_error(where, "field 'output': the program has no graph outputs");
+  return m;
+}
+
+}  // namespace
+
+Status write_program_plan(const Program& p, const ProgramPlanInfo& info, const std::string& path) {
+  std::vector<size_t> host_index;
+  const std::string host = host_model_bytes(p, &host_index);
+  std::string payload = host;
+  json meta;
+  meta["kind"] = "onnx_program";
+  meta["config"] = info.config;
+  meta["compiler"] = info.compiler;
+  meta["model"] = p.model.name;
+  meta["graph_source"] = info.source;
+  meta["graph_hash"] = info.source_hash;
+  meta["cores"] = info.cores;
+  meta["onnx_nodes"] = p.onnx_nodes;
+  meta["folded_qdq"] = p.folded_qdq;
+  meta["host_model_bytes"] = host.size();
+  meta["segments"] = json::array();
+  for (const auto& s : p.segments) {
+    const std::string b = plan::encode_plan(s.plan);
+    payload += b;
+    json nhwc = json::array(), u8 = json::array();
+    for (const auto& [t, on] : s.nhwc)
+      if (on) nhwc.push_back(t);
+    for (const auto& [t, on] : s.u8)
+      if (on) u8.push_back(t);
+    meta["segments"].push_back(json{{"plan_bytes", b.size()}, {"nodes", s.nodes}, {"inputs", s.inputs},
+                                    {"outputs", s.outputs}, {"nhwc", nhwc}, {"u8", u8}});
+  }
+  meta["steps"] = json::array();
+  for (const auto& st : p.steps)
+    meta["steps"].push_back(st.segment >= 0 ? json{{"segment", st.segment}} : json{{"node", host_index[st.node]}});
+  meta["fallback_ops"] = p.fallback_ops;
+  meta["notes"] = p.notes;
+  return write_file_atomic(path, plan::encode_container(plan::kProgramFormatVersion, meta.dump(), payload));
+}
+
+Expected<ProgramPlan> read_program_plan(const std::string& path) {
+  auto bytes = read_file_bytes(path);
+  if (!bytes) return bytes.error();
+  auto c = plan::decode_container(*bytes, path);
+  if (!c) return c.error();
+  if (c->version != plan::kProgramFormatVersion)
+    return make_error(path, "field 'format_version': " + std::to_string(c->version) + " is a single-segment plan, not a program plan");
+  json meta;
+  try {
+    meta = json::parse(c->meta);
+  } catch (const json::exception& e) {
+    return make_error(path, std::string("metadata is not valid JSON: ") + e.what());
+  }
+  ProgramPlan pp;
+  ProgramPlanInfo& info = pp.info;
+  Program& p = pp.program;
+  Meta r{path, {}};
+  std::string kind;
+  uint64_t host_bytes = 0;
+  json segs, steps;
+  r.get(meta, "metadata", "kind", &kind);
+  r.get(meta, "metadata", "config", &info.config);
+  r.get(meta, "metadata", "compiler", &info.compiler);
+  r.get(meta, "metadata", "graph_source", &info.source);
+  r.get(meta, "metadata", "graph_hash", &info.source_hash);
+  r.get(meta, "metadata", "cores", &info.cores);
+  r.get(meta, "metadata", "onnx_nodes", &p.onnx_nodes);
+  r.get(meta, "metadata", "folded_qdq", &p.folded_qdq);
+  r.get(meta, "metadata", "host_model_bytes", &host_bytes);
+  r.get(meta, "metadata", "fallback_ops", &p.fallback_ops);
+  r.get(meta, "metadata", "notes", &p.notes);
+  r.get(meta, "metadata", "segments", &segs);
+  r.get(meta, "metadata", "steps", &steps);
+  if (r.err) return *r.err;
+  const std::string md = path + ": metadata";
+  if (kind != "onnx_program") return make_error(md, "field 'kind': '" + kind + "' is not 'onnx_program'");
+  if (!spec::find_config(info.config))
+    return make_error(md, "field 'config': unknown configuration '" + info.config + "'");
+  if (!segs.is_array()) return make_error(md, "field 'segments' is not an array");
+  if (!steps.is_array()) return make_error(md, "field 'steps' is not an array");
+  if (host_bytes > c->payload.size())
+    return make_error(md, "field 'host_model_bytes': " + std::to_string(host_bytes) + " exceeds the payload (" +
+                              std::to_string(c->payload.size()) + " bytes)");
+  auto model = read_host_model(c->payload.substr(0, host_bytes), path);
+  if (!model) return model.error();
+  p.model = std::move(*model);
+
+  size_t at = host_bytes;
+  for (size_t k = 0; k < segs.size(); ++k) {
+    const std::string ctx = "segments[" + std::to_string(k) + "]";
+    const std::string w = path + ": " + ctx;
+    uint64_t n = 0;
+    Segment s;
+    std::vector<std::string> nhwc, u8;
+    r.get(segs[k], ctx, "plan_bytes", &n);
+    r.get(segs[k], ctx, "nodes", &s.nodes);
+    r.get(segs[k], ctx, "inputs", &s.inputs);
+    r.get(segs[k], ctx, "outputs", &s.outputs);
+    r.get(segs[k], ctx, "nhwc", &nhwc);
+    r.get(segs[k], ctx, "u8", &u8);
+    if (r.err) return *r.err;
+    if (n > c->payload.size() - at)
+      return make_error(w, "field 'plan_bytes': " + std::to_string(n) + " bytes run past the end of the payload");
+    auto sp = plan::decode_plan(std::string_view(c->payload).substr(at, n), w);
+    if (!sp) return sp.error();
+    at += n;
+    s.plan = std::move(*sp);
+    if (s.plan.config != info.config)
+      return make_error(w, "field 'config': the segment was compiled for '" + s.plan.config + "', the program for '" +
+                               info.config + "'");
+    // The boundary tensors are the plan's bindings, by name.
+    auto same = [](const std::vector<std::string>& names, const std::vector<plan::TensorBinding>& b) {
+      std::set<std::string> x(names.begin(), names.end()), y;
+      for (const auto& t : b) y.insert(t.name);
+      return x == y && x.size() == names.size();
+    };
+    if (!same(s.inputs, s.plan.inputs)) return make_error(w, "field 'inputs': not the inputs of the segment's plan");
+    if (!same(s.outputs, s.plan.outputs)) return make_error(w, "field 'outputs': not the outputs of the segment's plan");
+    for (const auto& t : s.inputs) s.nhwc[t] = false, s.u8[t] = false;
+    for (const auto& t : s.outputs) s.nhwc[t] = false, s.u8[t] = false;
+    for (const auto& t : u8) {
+      if (!s.u8.count(t)) return make_error(w, "field 'u8': '" + t + "' is no boundary tensor of the segment");
+      s.u8[t] = true;
+    }
+    for (const auto& t : nhwc) {
+      if (!s.nhwc.count(t)) return make_error(w, "field 'nhwc': '" + t + "' is no boundary tensor of the segment");
+      for (const auto* bs : {&s.plan.inputs, &s.plan.outputs})
+        for (const auto& b : *bs)
+          if (b.name == t && b.shape.size() != 4) return make_error(w, "field 'nhwc': '" + t + "' is not of rank 4");
+      s.nhwc[t] = true;
+    }
+    p.segments.push_back(std::move(s));
+  }
+  if (at != c->payload.size())
+    return make_error(md, "payload size " + std::to_string(c->payload.size()) +
+                              " does not match the host model and segment plans (" + std::to_string(at) + ")");
+
+  // Steps: every segment and host node exactly once, every tensor produced
+  // before it is read.
+  std::set<std::string> avail(p.model.inputs.begin(), p.model.inputs.end());
+  for (const auto& [name, v] : p.model.consts) avail.insert(name);
+  std::vector<int> seen_seg(p.segments.size(), 0), seen_node(p.model.nodes.size(), 0);
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const std::string ctx = "steps[" + std::to_string(k) + "]";
+    const std::string w = path + ": " + ctx;
+    Step st;
+    std::vector<std::string> reads, writes;
+    std::string what;
+    if (steps[k].is_object() && steps[k].contains("segment")) {
+      int64_t i = -1;
+      if (!r.get(steps[k], ctx, "segment", &i)) return *r.err;
+      if (i < 0 || i >= int64_t(p.segments.size()))
+        return make_error(w, "field 'segment': " + std::to_string(i) + " is out of range (the plan has " +
+                                 std::to_string(p.segments.size()) + " segments)");
+      if (seen_seg[size_t(i)]++) return make_error(w, "field 'segment': segment " + std::to_string(i) + " runs twice");
+      st.segment = int(i);
+      reads = p.segments[size_t(i)].inputs;
+      writes = p.segments[size_t(i)].outputs;
+      what = "segment " + std::to_string(i);
+    } else {
+      int64_t i = -1;
+      if (!r.get(steps[k], ctx, "node", &i)) return *r.err;
+      if (i < 0 || i >= int64_t(p.model.nodes.size()))
+        return make_error(w, "field 'node': " + std::to_string(i) + " is out of range (the host model has " +
+                                 std::to_string(p.model.nodes.size()) + " nodes)");
+      if (seen_node[size_t(i)]++) return make_error(w, "field 'node': node " + std::to_string(i) + " runs twice");
+      st.node = size_t(i);
+      reads = p.model.nodes[size_t(i)].inputs;
+      writes = p.model.nodes[size_t(i)].outputs;
+      what = "node '" + p.model.nodes[size_t(i)].name + "'";
+    }
+    for (const auto& t : reads)
+      if (!t.empty() && !avail.count(t))
+        return make_error(w, what + " reads '" + t + "', which no earlier step, input or constant provides");
+    for (const auto& t : writes)
+      if (!t.empty()) avail.insert(t);
+    p.steps.push_back(st);
+  }
+  for (size_t k = 0; k < seen_seg.size(); ++k)
+    if (!seen_seg[k]) return make_error(md, "field 'steps': segment " + std::to_string(k) + " never runs");
+  for (size_t k = 0; k < seen_node.size(); ++k)
+    if (!seen_node[k]) return make_error(md, "field 'steps': host node '" + p.model.nodes[k].name + "' never runs");
+  for (const auto& o : p.model.outputs)
+    if (!avail.count(o)) return make_error(path + ": field 'host_model'", "graph output '" + o + "' is never computed");
+  return pp;
+}
+
+}  // namespace loom::onnxfe

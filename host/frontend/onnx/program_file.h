@@ -1,0 +1,42 @@
+// A compiled ONNX program as one file: the plan container (format version 2,
+// docs/plan-format.md) holding every device segment's plan, the host steps as
+// an ONNX graph of their nodes and constants, and the order they run in.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+#include "frontend/onnx/program.h"
+
+namespace loom::onnxfe {
+
+/// Where a program plan came from and how it was compiled.
+struct ProgramPlanInfo {
+  std::string config;        // named hardware configuration
+  std::string compiler;      // "loom <version>"
+  std::string source;        // the .onnx it was compiled from (for `loom run --check`)
+  uint64_t source_hash = 0;  // FNV-1a-64 of that file's bytes
+  int cores = 0;             // ProgramOptions::cores of the compile
+};
+
+/// Writes `p` atomically (temporary file + rename, with the checksum): on
+/// error nothing is left.
+Status write_program_plan(const Program& p, const ProgramPlanInfo& info, const std::string& path);
+
+struct ProgramPlan {
+  ProgramPlanInfo info;
+  /// Ready for run_program: `model` holds the host nodes (steps index them),
+  /// the constants they and the segments read, the graph inputs with their
+  /// types and the graph outputs; segments hold their plans and boundary
+  /// layouts but no graph (the reference for --check comes from `source`).
+  Program program;
+};
+
+/// Reads a program plan and checks it: container (magic, version, lengths,
+/// checksum), metadata fields, every segment plan, host ops known to the host
+/// fallback, step indices in range, every tensor produced before it is read.
+/// Errors are one line naming the file and the field.
+Expected<ProgramPlan> read_program_plan(const std::string& path);
+
+}  // namespace loom::onnxfe
