@@ -31,8 +31,11 @@ ordered_json tensor_json(const std::string& name, const Tensor& t) {
 }
 
 int run(const Opts& o) {
-  if (is_onnx_model(o.model) || plan::plan_format_version(o.model) == plan::kProgramFormatVersion)
+  if (is_onnx_model(o.model) || plan::plan_format_version(o.model) == plan::kProgramFormatVersion) {
+    for (const auto& [flag, value] : {std::pair{"--trace", &o.trace}, {"--wave", &o.wave}, {"--graph", &o.graph}})
+      if (!value->empty()) return fail(std::string(flag) + ": not available for ONNX models and program plans (" + o.model + ")");
     return run_onnx(OnnxRunArgs{o.model, o.backend, o.config, o.outputs, o.inputs, o.check, o.json, o.cores});
+  }
   const auto t0 = std::chrono::steady_clock::now();
   const bool is_plan = plan::looks_like_plan(o.model);
   plan::Plan p;

@@ -251,6 +251,10 @@ class ProgramPlan(unittest.TestCase):
     def test_other_config(self):
         self.assert_one_line_error(self.run_plan(self.plan, "--config", "small"), "--config", "'tiny'")
 
+    def test_trace_refused(self):
+        self.assert_one_line_error(self.run_plan(self.plan, "--trace", os.path.join(self.dir, "t.json")), "--trace")
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "t.json")))
+
     def test_wrong_input(self):
         bad = os.path.join(self.dir, "x2.pb")
         write(bad, numpy_helper.from_array(np.zeros((1, 3, 6, 5), np.float32), "x").SerializeToString())
