@@ -209,6 +209,18 @@ class ProgramPlan(unittest.TestCase):
         seal(bad, ver, meta, h + payload[n:])
         self.assert_one_line_error(self.run_plan(bad), "op.plan", "host_model", "'sigmoid'", "Sigmoidal", "op_type")
 
+    def test_constant_dims_beyond_its_data(self):
+        ver, meta, payload = split(self.plan)
+        n = meta["host_model_bytes"]
+        hm = onnx.load_from_string(payload[:n])
+        t = [t for t in hm.graph.initializer if t.name == "hs"][0]
+        t.dims.extend([65536, 32768])
+        h = hm.SerializeToString()
+        meta["host_model_bytes"] = len(h)
+        bad = os.path.join(self.dir, "dims.plan")
+        seal(bad, ver, meta, h + payload[n:])
+        self.assert_one_line_error(self.run_plan(bad), "dims.plan", "initializer 'hs'", "raw_data")
+
     def test_segment_index_out_of_range(self):
         ver, meta, payload = split(self.plan)
         meta["steps"][5] = {"segment": 7}

@@ -139,6 +139,20 @@ Expected<Model> read_host_model(const std::string& bytes, const std::string& pat
   for (const auto& t : g.initializer()) {
     const std::string w = where + ": initializer '" + t.name() + "'";
     if (m.consts.count(t.name())) return make_error(w, "defined twice");
+    // Written as raw_data only: its length bounds the tensor before any
+    // allocation (a crafted dims field cannot ask for gigabytes).
+    if (!t.has_raw_data() || t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL)
+      return make_error(w + ": field 'raw_data'", "missing (a program plan holds its constants inline)");
+    std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
+    LOOM_TRY(check_dims(dims, w + ": field 'dims'"));
+    const int32_t ty = t.data_type();
+    const uint64_t esize = ty == kInt64 ? 8 : (ty == kFloat || ty == kInt32) ? 4 : 1;
+    uint64_t n = 1;
+    for (auto d : dims) n *= uint64_t(d);
+    if (elem_supported(ty) && n * esize != t.raw_data().size())
+      return make_error(w + ": field 'raw_data'", "holds " + std::to_string(t.raw_data().size()) + " bytes; " +
+                                                      shape_string(dims) + " of " + elem_name(ty) + " needs " +
+                                                      std::to_string(n * esize));
     auto v = from_proto(t, w);
     if (!v) return v.error();
     m.consts[t.name()] = std::move(*v);
