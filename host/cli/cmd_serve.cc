@@ -20,12 +20,14 @@ namespace loom::cli {
 
 namespace {
 
+constexpr double kUnset = -1e300;
+
 struct ServeOpts {
   std::string workload, backend = "tlm", config, batching, scheduling, output, cache, trace;
   int64_t seed = INT64_MIN;  // not given
   int max_batch = 0;
-  double load_scale = 1.0, max_delay_ms = -1;
-  bool json = false, progress = false, admission = false;
+  double load_scale = 1.0, max_delay_ms = -1, slack_margin = kUnset;
+  bool json = false, progress = false, admission = false, no_grouping = false;
 };
 
 int serve(const ServeOpts& o) {
@@ -48,6 +50,11 @@ int serve(const ServeOpts& o) {
   }
   if (o.max_batch > 0) w->max_batch = o.max_batch;
   if (o.max_delay_ms >= 0) w->max_queue_delay_ms = o.max_delay_ms;
+  if (o.slack_margin != kUnset) {
+    if (!(o.slack_margin >= 0 && o.slack_margin < 1)) return fail("--slack-margin: must be in [0, 1)");
+    w->slack_margin = o.slack_margin;
+  }
+  if (o.no_grouping) w->shape_grouping = false;
   if (o.admission) w->admission = true;
   if (!(o.load_scale > 0)) return fail("--load-scale: must be > 0");
   auto cfg = find_config(w->config);
@@ -107,6 +114,8 @@ void register_serve(CLI::App& app) {
   c->add_option("--scheduling", o->scheduling, "static | dynamic | auto");
   c->add_option("--max-batch", o->max_batch, "override the workload's max_batch");
   c->add_option("--max-queue-delay-ms", o->max_delay_ms, "override the workload's max_queue_delay_ms (fixed batching)");
+  c->add_option("--slack-margin", o->slack_margin, "override the workload's slack_margin (deadline batching)");
+  c->add_flag("--no-shape-grouping", o->no_grouping, "deadline batching: batch in FIFO order only (shape_grouping: false)");
   c->add_option("--load-scale", o->load_scale, "multiply every arrival rate by this factor");
   c->add_flag("--admission", o->admission, "turn admission control on (drops requests predicted to miss their SLO)");
   c->add_option("--cache", o->cache, "directory caching measured service times by plan hash");

@@ -190,6 +190,7 @@ class Sim {
       bp[i].max_delay_us = w_.max_queue_delay_ms * 1000.0;
       bp[i].slack_margin = w_.slack_margin;
       bp[i].max_seq = *std::max_element(s.shapes.values.begin(), s.shapes.values.end());
+      bp[i].group_shapes = w_.shape_grouping;
     }
     Status err;
     auto svc = [&](size_t si, int64_t seq, int n) -> double {
@@ -217,16 +218,27 @@ class Sim {
     std::vector<double> wake(ns, kInf);
     auto port_of = [&](int c) { return c % ports; };
 
-    auto dispatch = [&](int core, size_t si, int n, double now) {
+    auto dispatch = [&](int core, size_t si, const BatchDecision& dec, double now) {
+      const int n = dec.n;
       int64_t seq = 1;
       std::vector<int> batch;
-      for (int k = 0; k < n; ++k) {
-        const int ri = queue[si].front();
-        queue[si].pop_front();
-        qview[si].pop_front();
+      auto take = [&](int ri) {
         out.reqs[size_t(ri)].start = now;
         seq = std::max(seq, out.reqs[size_t(ri)].seq);
         batch.push_back(ri);
+      };
+      if (dec.idx.empty()) {
+        for (int k = 0; k < n; ++k) {
+          take(queue[si].front());
+          queue[si].pop_front();
+          qview[si].pop_front();
+        }
+      } else {  // shape-grouped: members picked out of the queue (positions ascending)
+        for (int k : dec.idx) take(queue[si][size_t(k)]);
+        for (size_t k = dec.idx.size(); k-- > 0;) {
+          queue[si].erase(queue[si].begin() + dec.idx[k]);
+          qview[si].erase(qview[si].begin() + dec.idx[k]);
+        }
       }
       const int other = port_busy[size_t(port_of(core))];
       const double d = svc(si, seq, n) * (1.0 + w_.port_contention * other);
@@ -304,12 +316,19 @@ class Sim {
             const auto& b = w_.streams[size_t(active_[pick])];
             const bool ha = home[size_t(core)] == int(si), hb = home[size_t(core)] == int(pick);
             const double da = qview[si].front().deadline_us, db = qview[pick].front().deadline_us;
+            if (batching == Batching::Deadline) {
+              // Deadline-aware: the least slack first (a late batch has
+              // negative slack), then priority.
+              const BatchDecision &x = dec[si], &y = dec[pick];
+              if (x.slack_us != y.slack_us ? x.slack_us < y.slack_us : a.priority > b.priority) pick = si;
+              continue;
+            }
             if (a.priority != b.priority ? a.priority > b.priority : ha != hb ? ha : da < db) pick = si;
           }
         }
         if (core < 0 || pick == ns) return;
         if (dec[pick].fallback) ++out.fallbacks;
-        dispatch(core, pick, dec[pick].n, now);
+        dispatch(core, pick, dec[pick], now);
       }
     };
 
@@ -527,6 +546,8 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
   j["batching"] = w.batching;
   j["max_batch"] = w.max_batch;
   j["max_queue_delay_ms"] = w.max_queue_delay_ms;
+  j["slack_margin"] = w.slack_margin;
+  j["shape_grouping"] = w.shape_grouping;
   j["scheduling"] = {{"requested", w.scheduling},
                      {"used", sched == Sched::Static ? "static" : "dynamic"},
                      {"reason", reason.empty() ? json(nullptr) : json(reason)}};

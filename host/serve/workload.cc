@@ -256,7 +256,7 @@ Expected<Workload> parse_workload_text(const std::string& text, const std::strin
   if (!j.is_object()) return make_error(source, "expected a mapping at the top level");
   LOOM_TRY(check_keys(j, source,
                       {"config", "streams", "duration_ms", "seed", "batching", "scheduling", "max_batch",
-                       "max_queue_delay_ms", "slack_margin", "admission", "port_contention", "max_per_port"}));
+                       "max_queue_delay_ms", "slack_margin", "shape_grouping", "admission", "port_contention", "max_per_port"}));
   Workload w;
   w.source = source;
   const std::string dir = std::filesystem::path(source).parent_path().string();
@@ -290,6 +290,11 @@ Expected<Workload> parse_workload_text(const std::string& text, const std::strin
   if (!sm) return sm.error();
   if (*sm >= 1) return make_error(source + ": field 'slack_margin'", "must be < 1");
   w.slack_margin = *sm;
+  if (j.contains("shape_grouping")) {
+    if (!j["shape_grouping"].is_boolean())
+      return make_error(source + ": field 'shape_grouping'", "expected true or false");
+    w.shape_grouping = j["shape_grouping"].get<bool>();
+  }
   if (j.contains("admission")) {
     if (!j["admission"].is_boolean()) return make_error(source + ": field 'admission'", "expected true or false");
     w.admission = j["admission"].get<bool>();

@@ -64,6 +64,7 @@ struct Workload {
   int max_batch = 8;
   double max_queue_delay_ms = 1.0;
   double slack_margin = 0.1;     // deadline batching: fraction of the SLO kept in reserve
+  bool shape_grouping = true;    // deadline batching: batch similar lengths out of FIFO order
   bool admission = false;
   double port_contention = 0.15; // service-time stretch per other busy core on the same memory port
   int max_per_port = 0;          // dynamic: busy cores allowed per port (0: no limit)

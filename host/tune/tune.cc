@@ -246,7 +246,11 @@ Expected<double> Lab::predict(const serve::ModelSpec& m, const Choice& c, const 
   return sum;
 }
 
-Expected<json> run_tune(const serve::Workload& w, const TuneOptions& o) {
+Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
+  // Requests of a stream start in arrival order (deadline batching without
+  // shape grouping), so the swap check's order test is about the swap alone.
+  serve::Workload w = w_in;
+  w.shape_grouping = false;
   const spec::HwConfig* cfg = spec::find_config(w.config);
   if (!cfg) return make_error(w.source + ": field 'config'", "unknown configuration '" + w.config + "'");
   if (o.rounds < 1 || o.rounds > 10) return make_error("--rounds", "must be in 1..10");

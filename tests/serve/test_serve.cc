@@ -74,11 +74,12 @@ TEST(Batching, DeadlinePicksLargestFeasible) {
   p.max_batch = 8;
   p.slack_margin = 0;
   p.max_seq = 16;
-  // Five requests; the oldest's deadline (t=300) allows at most
-  // 100 + 10*n <= 300 - 0 at now=0 -> n <= 20, all five fit; throughput rises
-  // with n, so all five. Waiting for a sixth: latest start = 300 - 160 = 140 > 0
-  // and 6/160 > 5/150, so it waits until 140.
-  auto q = queue_of({{0, 300, 16}, {0, 400, 16}, {0, 400, 16}, {0, 400, 16}, {0, 400, 16}});
+  // Five requests; the oldest's deadline (t=460) allows at most
+  // 100 + 10*n <= 460 at now=0 -> n <= 36, all five fit; throughput rises
+  // with n, so all five. Waiting for a sixth: it stops two batch times
+  // (2 x 160) before the deadline, 460 - 320 = 140 > 0, and 6/160 > 5/150,
+  // so it waits until 140.
+  auto q = queue_of({{0, 460, 16}, {0, 560, 16}, {0, 560, 16}, {0, 560, 16}, {0, 560, 16}});
   auto d = decide_batch(p, q, 0, svc);
   EXPECT_EQ(d.n, 0);
   EXPECT_DOUBLE_EQ(d.wake_us, 140);
@@ -106,8 +107,42 @@ TEST(Batching, DeadlineFallsBackWhenNothingFits) {
   p.slack_margin = 0.1;
   auto q = queue_of({{0, 100, 16}, {0, 1000, 16}});
   auto d = decide_batch(p, q, 50, svc);  // 50 + 110 > 90: infeasible
-  EXPECT_EQ(d.n, 1);
+  // The most efficient batch of the oldest request's length goes:
+  // both (120 us) rather than 2 x 110 us one by one.
+  EXPECT_EQ(d.n, 2);
   EXPECT_TRUE(d.fallback);
+  EXPECT_LT(d.slack_us, 0);
+}
+
+TEST(Batching, DeadlineGroupsShapesWhenTheSkippedRequestCanWait) {
+  BatchParams p;
+  p.policy = Batching::Deadline;
+  p.max_batch = 8;
+  p.slack_margin = 0;
+  p.max_seq = 128;
+  // A long request at the front, three short ones behind it. Padded FIFO:
+  // svc(128, 4) = 420 for 180 + 3 x 110 = 510 us of work (1.21x); the three
+  // short ones alone: svc(16, 3) = 130 for 330 (2.54x). The long one can
+  // still start at 130 <= 1000 - 180, so the short ones go first.
+  auto q = queue_of({{0, 1000, 128}, {0, 2000, 16}, {0, 2000, 16}, {0, 2000, 16}});
+  auto d = decide_batch(p, q, 0, svc);
+  ASSERT_EQ(d.n, 3);
+  EXPECT_EQ(d.idx, (std::vector<int>{1, 2, 3}));
+  EXPECT_FALSE(d.fallback);
+  EXPECT_DOUBLE_EQ(d.slack_us, (1000 - 180) - 130.0);  // the skipped request's slack counts
+  // Same queue, but the long one must start by 250 - 180 = 70: no skipping;
+  // it goes alone (with any short one it would end after 250).
+  q.front().deadline_us = 250;
+  d = decide_batch(p, q, 0, svc);
+  EXPECT_EQ(d.n, 1);
+  EXPECT_TRUE(d.idx.empty());
+  // Grouping off: only FIFO prefixes padded to 128; all four (420 us for 510)
+  // are the most efficient, and the whole queue goes from the front.
+  q.front().deadline_us = 1000;
+  p.group_shapes = false;
+  d = decide_batch(p, q, 0, svc);
+  EXPECT_TRUE(d.idx.empty());
+  EXPECT_EQ(d.n, 4);
 }
 
 std::string err_of(const std::string& yaml) {
