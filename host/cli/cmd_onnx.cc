@@ -215,7 +215,9 @@ int compile_onnx(const OnnxCompileArgs& a) {
   onnxfe::ProgramPlanInfo info;
   info.config = (*cfg)->name;
   info.compiler = std::string("loom ") + LOOM_VERSION;
-  info.source = a.model;
+  std::error_code ec;  // absolute, so --check finds it from any working directory
+  const auto abs = std::filesystem::absolute(a.model, ec);
+  info.source = ec ? a.model : abs.lexically_normal().string();
   info.source_hash = file_hash(a.model);
   info.cores = a.cores;
   Status s = onnxfe::write_program_plan(*prog, info, a.out);
