@@ -201,6 +201,13 @@ int run_onnx(const OnnxRunArgs& a) {
 int compile_onnx(const OnnxCompileArgs& a) {
   auto cfg = find_config(a.config);
   if (!cfg) return fail(cfg.error());
+  {
+    // The plan is renamed into place: a device or directory there would be replaced.
+    std::error_code ec;
+    const auto st = std::filesystem::status(a.out, ec);
+    if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+      return fail("-o " + a.out + ": not a regular file; a plan is written to a new or regular file");
+  }
   auto m = onnxfe::load_model(a.model);
   if (!m) return fail(m.error());
   onnxfe::ProgramOptions po;

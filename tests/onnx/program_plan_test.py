@@ -263,6 +263,14 @@ class ProgramPlan(unittest.TestCase):
     def test_other_config(self):
         self.assert_one_line_error(self.run_plan(self.plan, "--config", "small"), "--config", "'tiny'")
 
+    def test_output_not_a_regular_file(self):
+        # A directory (or a device such as /dev/null) at -o is refused, not replaced.
+        d = os.path.join(self.dir, "adir")
+        os.mkdir(d)
+        r = self.loom("compile", self.model, "--config", "tiny", "-o", d)
+        self.assert_one_line_error(r, "-o " + d, "not a regular file")
+        self.assertTrue(os.path.isdir(d))
+
     def test_trace_refused(self):
         self.assert_one_line_error(self.run_plan(self.plan, "--trace", os.path.join(self.dir, "t.json")), "--trace")
         self.assertFalse(os.path.exists(os.path.join(self.dir, "t.json")))
