@@ -27,7 +27,7 @@ Expected<compiler::CompileResult> compile_graph(const std::string& path, const s
 
 void register_compile(CLI::App& app) {
   struct Opts {
-    std::string graph, config = "default", out, fusion = "cost";
+    std::string graph, config = "default", out, fusion = "cost", placement = "static";
     bool explain = false, json = false;
     int cores = 0;
   };
@@ -38,6 +38,10 @@ void register_compile(CLI::App& app) {
   cmd->add_option("-o,--output", o->out, "Plan file to write")->required();
   cmd->add_option("--cores", o->cores, "Cores to use (0: all of the configuration)")->check(CLI::Range(0, 64));
   cmd->add_option("--fusion", o->fusion, "Fusion policy: none, greedy (every legal group) or cost")
+      ->capture_default_str();
+  cmd->add_option("--placement", o->placement,
+                  "Placement: static (data-parallel), pipeline (layer stages on core groups) or dynamic (tile "
+                  "tasks dispatched by the runtime)")
       ->capture_default_str();
   cmd->add_flag("--explain", o->explain, "Print every compiler decision with its predicted numbers");
   cmd->add_flag("--json", o->json, "Print a JSON summary");
@@ -51,9 +55,12 @@ void register_compile(CLI::App& app) {
     if (!cfg) throw CLI::RuntimeError(fail(cfg.error()));
     auto fusion = compiler::parse_fusion(o->fusion);
     if (!fusion) throw CLI::RuntimeError(fail(fusion.error()));
+    auto placement = compiler::parse_placement(o->placement);
+    if (!placement) throw CLI::RuntimeError(fail(placement.error()));
     compiler::CompileOptions opt;
     opt.num_cores = o->cores;
     opt.fusion = *fusion;
+    opt.placement = *placement;
     auto r = compile_graph(o->graph, **cfg, opt);
     if (!r) throw CLI::RuntimeError(fail(r.error()));
     Status s = plan::write_plan(r->plan, o->out);
@@ -71,6 +78,8 @@ void register_compile(CLI::App& app) {
                      {"memory_bytes", p.memory_bytes},
                      {"constants_bytes", p.constants.size()},
                      {"fusion", o->fusion},
+                     {"placement", p.placement},
+                     {"tasks", p.tasks.size()},
                      {"predicted_cycles", r->predicted_cycles}};
       j["stats"] = ordered_json::object();
       for (const auto& [k, v] : r->stats) j["stats"][k] = v;
@@ -94,7 +103,8 @@ void register_compile(CLI::App& app) {
     std::cout << "wrote " << o->out << ": " << p.layers.size() << " layers, " << insns << " instructions on "
               << p.cores.size() << " cores, " << p.memory_bytes << " bytes of device memory (config " << p.config
               << ")\n";
-    if (o->explain) std::cout << "predicted " << r->predicted_cycles << " cycles (fusion " << o->fusion << ")\n";
+    if (o->explain) std::cout << "predicted " << r->predicted_cycles << " cycles (fusion " << o->fusion << ", placement "
+                            << o->placement << ")\n";
   });
 }
 

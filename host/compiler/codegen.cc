@@ -1,9 +1,11 @@
 // Code generation: per-core instruction streams, layer by layer, with a
 // semaphore barrier between layers and END on every core; checks that every
-// field fits its encoding.
+// field fits its encoding. Pipeline and dynamic placements emit their
+// streams in schedule.cc.
 #include <string>
 
 #include "compiler/lower.h"
+#include "compiler/schedule.h"
 
 namespace loom::compiler {
 namespace {
@@ -21,6 +23,21 @@ class CodegenPass final : public Pass {
     for (const auto& l : s.layers)
       if (l.props->kind != LayerKind::Alias) emitting.push_back(&l);
     s.plan.layers.clear();
+    s.plan.placement = placement_name(s.opt.placement);
+    s.plan.tasks.clear();
+    if (s.opt.placement == Placement::Pipeline) {
+      LOOM_TRY(emit_pipeline(s, streams));
+      bump("semaphores", s.plan.semaphores_used);
+      return finish(s, streams);
+    }
+    if (s.opt.placement == Placement::Dynamic) {
+      LOOM_TRY(emit_tasks(s, streams));
+      bump("tasks", int64_t(s.plan.tasks.size()));
+      int64_t deps = 0;
+      for (const auto& t : s.plan.tasks) deps += int64_t(t.deps.size());
+      bump("task_deps", deps);
+      return finish(s, streams);
+    }
     for (size_t li = 0; li < emitting.size(); ++li) {
       const Layer& l = *emitting[li];
       plan::LayerInfo info;
@@ -58,6 +75,14 @@ class CodegenPass final : public Pass {
       }
       s.plan.layers.push_back(std::move(info));
     }
+    s.plan.semaphores_used = emitting.size() > 1 ? 1 : 0;
+    return finish(s, streams);
+  }
+
+ private:
+  /// END on every core, encoding, statistics.
+  Status finish(CompileState& s, std::vector<std::vector<AnyInsn>>& streams) {
+    const size_t ncores = streams.size();
     s.plan.cores.assign(ncores, {});
     for (size_t c = 0; c < ncores; ++c) {
       streams[c].push_back(spec::EndInsn{});
@@ -68,7 +93,6 @@ class CodegenPass final : public Pass {
       }
       bump("insns", int64_t(streams[c].size()));
     }
-    s.plan.semaphores_used = emitting.size() > 1 ? 1 : 0;
     return Status::ok();
   }
 };

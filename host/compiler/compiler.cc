@@ -26,6 +26,24 @@ Expected<Fusion> parse_fusion(const std::string& s) {
   return make_error("--fusion", "unknown policy '" + s + "' (none, greedy or cost)");
 }
 
+const char* placement_name(Placement p) {
+  switch (p) {
+    case Placement::Static:
+      return "static";
+    case Placement::Pipeline:
+      return "pipeline";
+    case Placement::Dynamic:
+      return "dynamic";
+  }
+  return "?";
+}
+
+Expected<Placement> parse_placement(const std::string& s) {
+  for (Placement p : {Placement::Static, Placement::Pipeline, Placement::Dynamic})
+    if (s == placement_name(p)) return p;
+  return make_error("--placement", "unknown placement '" + s + "' (static, pipeline or dynamic)");
+}
+
 Budget make_budget(const spec::HwConfig& cfg, bool double_buffer) {
   Budget b;
   b.slots = double_buffer ? 2 : 1;

@@ -21,10 +21,21 @@ const char* fusion_name(Fusion f);
 /// Parses "none" / "greedy" / "cost".
 Expected<Fusion> parse_fusion(const std::string& s);
 
+/// How layers and tiles are spread over the cores (docs/compiler.md,
+/// "Placement"): every layer's tiles over every core with a barrier between
+/// layers (static), contiguous layer stages on core groups synchronised per
+/// image by semaphores (pipeline), or tile tasks with dependencies that the
+/// runtime hands to whichever core is free (dynamic).
+enum class Placement : uint8_t { Static, Pipeline, Dynamic };
+const char* placement_name(Placement p);
+/// Parses "static" / "pipeline" / "dynamic".
+Expected<Placement> parse_placement(const std::string& s);
+
 struct CompileOptions {
   int num_cores = 0;          // 0: all cores of the config
   bool double_buffer = true;  // two IN/WGT/OUT/PARAM slots so load, compute and store overlap
   Fusion fusion = Fusion::Cost;
+  Placement placement = Placement::Static;
 };
 
 /// One explained choice, printed by `loom compile --explain`.

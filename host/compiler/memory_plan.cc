@@ -134,7 +134,7 @@ class MemoryPlanPass final : public Pass {
       // Buffers whose last reader ran before this layer (behind a barrier).
       for (auto it = live.begin(); it != live.end();) {
         auto u = last_use.find(*it);
-        const bool dead = u == last_use.end() || (u->second != kPinned && u->second < i);
+        const bool dead = s.reuse_buffers && (u == last_use.end() || (u->second != kPinned && u->second < i));
         if (dead) {
           release(s.tensor_offset.at(*it), size_of.at(*it));
           it = live.erase(it);

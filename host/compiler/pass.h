@@ -68,7 +68,12 @@ struct Layer {
   uint64_t macs = 0;
   Tiling tiling;
   std::vector<Tile> tiles;
+  /// Static: the core of each tile. Pipeline: unit * stage cores + the stage
+  /// core's position; dynamic: the task within the layer. Lowering emits the
+  /// tiles whose value it is given (lower_layer's `core`).
   std::vector<int> core_of_tile;
+  int slots_of_tiles = 0;     // pipeline/dynamic: distinct values in core_of_tile
+  std::vector<int> task_port; // dynamic: the memory port each task is spread to
   uint64_t wgt_offset = 0;    // mac: prepacked [group][K][Ng] weights (constant b only)
   uint64_t param_offset = 0;  // mac: int32 (bias, mult, shift) per output channel
   Cost cost;                  // the cost model's prediction for the chosen tiling
@@ -95,6 +100,15 @@ struct Budget {
 };
 Budget make_budget(const spec::HwConfig& cfg, bool double_buffer);
 
+/// Pipeline placement: emitting layers [first, last] (indices into
+/// CompileState::layers) run on `cores`, synchronised per unit (an image, or
+/// the whole batch) with the stages before and after it.
+struct Stage {
+  size_t first = 0, last = 0;
+  std::vector<int> cores;
+  uint64_t cycles = 0;  // predicted, all units
+};
+
 struct CompileState {
   ir::Graph graph;  // working copy: fusion rewrites it
   const spec::HwConfig* cfg = nullptr;
@@ -105,6 +119,9 @@ struct CompileState {
   std::map<std::string, uint64_t> tensor_offset;  // device offset of every non-constant tensor (and placed constants)
   plan::Plan plan;
   std::vector<Decision> decisions;
+  std::vector<Stage> stages;  // pipeline placement
+  int units = 1;              // pipeline placement: images synchronised one by one (1: the whole batch)
+  bool reuse_buffers = true;  // memory plan: liveness reuse (off when pipeline stages run images concurrently)
 
   const ir::Node& node(const Layer& l) const { return graph.nodes[l.node]; }
   void decide(const std::string& node, std::string_view pass, std::string text) {

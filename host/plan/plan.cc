@@ -121,6 +121,17 @@ std::string encode_plan(const Plan& p) {
                                   {"bytes_written", l.bytes_written},
                                   {"insn_begin", l.insn_begin},
                                   {"insn_end", l.insn_end}});
+  meta["placement"] = p.placement;
+  if (!p.tasks.empty()) {
+    meta["tasks"] = json::array();
+    for (const auto& t : p.tasks)
+      meta["tasks"].push_back(json{{"begin", t.begin},
+                                   {"end", t.end},
+                                   {"deps", t.deps},
+                                   {"layer", t.layer},
+                                   {"port", t.port},
+                                   {"cycles", t.cycles}});
+  }
   const std::string m = meta.dump();
 
   std::string payload(p.constants.begin(), p.constants.end());
@@ -264,6 +275,40 @@ Expected<Plan> decode_plan(std::string_view bytes, const std::string& path) {
       p.layers.push_back(std::move(l));
     }
   }
+
+  // Placement and tasks (absent from plans written before they existed:
+  // those are static).
+  r.ctx = "metadata";
+  if (meta.contains("placement")) {
+    if (!r.get(meta, "placement", &p.placement)) return *r.err;
+    if (p.placement != "static" && p.placement != "pipeline" && p.placement != "dynamic")
+      return make_error(path + ": metadata", "field 'placement': unknown placement '" + p.placement + "'");
+  }
+  if (meta.contains("tasks")) {
+    json tasks;
+    if (!r.get(meta, "tasks", &tasks)) return *r.err;
+    if (!tasks.is_array()) return make_error(path + ": metadata", "field 'tasks' is not an array");
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      Task t;
+      r.ctx = "tasks[" + std::to_string(i) + "]";
+      if (!(r.get(tasks[i], "begin", &t.begin) && r.get(tasks[i], "end", &t.end) && r.get(tasks[i], "deps", &t.deps) &&
+            r.get(tasks[i], "layer", &t.layer) && r.get(tasks[i], "port", &t.port) &&
+            r.get(tasks[i], "cycles", &t.cycles)))
+        return *r.err;
+      if (t.begin > t.end || t.end > counts[0])
+        return make_error(path + ": " + r.ctx, "fields 'begin'/'end': outside the task pool (cores[0])");
+      for (auto d : t.deps)
+        if (d >= i) return make_error(path + ": " + r.ctx, "field 'deps': a task may only wait for an earlier task");
+      if (t.port >= cfg->mem_ports)
+        return make_error(path + ": " + r.ctx, "field 'port': the configuration has " +
+                                                   std::to_string(cfg->mem_ports) + " memory ports");
+      p.tasks.push_back(std::move(t));
+    }
+  }
+  if ((p.placement == "dynamic") != !p.tasks.empty())
+    return make_error(path + ": metadata", "field 'tasks': a dynamic plan needs tasks and only a dynamic plan has them");
+  if (p.placement == "dynamic" && p.semaphores_used < counts.size())
+    return make_error(path + ": metadata", "field 'semaphores_used': a dynamic plan needs one semaphore per core");
 
   const std::string& b = c->payload;
   p.constants.assign(b.begin(), b.begin() + std::ptrdiff_t(const_bytes));

@@ -43,6 +43,19 @@ struct LayerInfo {
   std::vector<uint32_t> insn_end;    // per core: one past the last
 };
 
+/// A tile task of a `dynamic` plan: instructions [begin, end) of the task
+/// pool (cores[0]), the tasks that must finish first (indices below its own),
+/// its layer (index into `layers`), the memory port the compiler spread it
+/// to and the cost model's predicted cycles. The runtime hands ready tasks
+/// to free cores (runtime/dispatch.h).
+struct Task {
+  uint32_t begin = 0, end = 0;
+  std::vector<uint32_t> deps;
+  uint32_t layer = 0;
+  uint32_t port = 0;
+  uint64_t cycles = 0;
+};
+
 struct Plan {
   std::string config;         // named hardware configuration
   std::string graph_name;
@@ -57,6 +70,12 @@ struct Plan {
   std::vector<std::vector<spec::Insn>> cores;  // per-core stream, dram addresses relative to base
   std::vector<LayerInfo> layers;
   uint32_t semaphores_used = 0;
+  /// "static", "pipeline" or "dynamic" (compiler::Placement). A dynamic plan
+  /// keeps every task's instructions in cores[0] in a dependency order, each
+  /// task ending with FENCE (so run as one stream it is a correct one-core
+  /// schedule); the other cores' streams hold END only.
+  std::string placement = "static";
+  std::vector<Task> tasks;  // dynamic plans only
 };
 
 /// Writes atomically (temporary file + rename): on error nothing is left.

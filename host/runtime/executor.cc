@@ -2,6 +2,8 @@
 // streams instructions into the rings as they drain, and reads results back.
 #include "runtime/executor.h"
 
+#include "runtime/dispatch.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -11,12 +13,7 @@ namespace {
 using spec::core_reg_addr;
 namespace creg = spec::core_reg;
 
-std::string cause_names(uint32_t cause) {
-  std::string s;
-  for (size_t b = 0; b < spec::kErrorNames.size(); ++b)
-    if (cause & (1u << b)) s += (s.empty() ? "" : "|") + std::string(spec::kErrorNames[b]);
-  return s.empty() ? "unknown" : s;
-}
+std::string cause_names(uint32_t cause) { return device_error_causes(cause); }
 
 uint32_t lo32(uint64_t v) { return uint32_t(v); }
 uint32_t hi32(uint64_t v) { return uint32_t(v >> 32); }
@@ -103,7 +100,7 @@ Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std
   for (uint32_t c = 0; c < ncores; ++c) {
     auto& r = rings[c];
     r.stream = relocate(p.cores[c], base);
-    r.size = ring_size_for(r.stream.size(), cfg.ring_depth);
+    r.size = p.tasks.empty() ? ring_size_for(r.stream.size(), cfg.ring_depth) : cfg.ring_depth;
     auto ra = dev.alloc(uint64_t(r.size) * spec::kInsnBytes);
     if (!ra) return cleanup(), ra.error();
     allocations.push_back(*ra);
@@ -122,6 +119,26 @@ Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std
   RunResult res;
   res.has_time = dev.has_time();
   const uint64_t start_cycles = dev.cycles();
+  std::vector<uint64_t> dispatched(ncores, 0);
+  if (!p.tasks.empty()) {
+    // A dynamic plan: the tasks go to whichever core is free; then every
+    // core gets its END (the streams below).
+    std::vector<DispatchRing> dr;
+    for (const auto& r : rings) dr.push_back({r.ring_addr, r.size, r.tail});
+    DispatchStats ds;
+    Status s = dispatch_tasks(dev, p, rings[0].stream, dr, opt, &ds);
+    if (!s) {
+      dev.write_reg(spec::reg::SOFT_RESET, mask);
+      return cleanup(), s.error();
+    }
+    for (uint32_t c = 0; c < ncores; ++c) {
+      rings[c].tail = dr[c].tail;
+      rings[c].stream.assign(1, spec::EndInsn{}.encode());
+      dispatched[c] = ds.instructions[c];
+    }
+    res.tasks = p.tasks.size();
+    res.quanta = ds.quanta;
+  }
   std::vector<uint32_t> last_head(ncores, ~0u);
   for (uint64_t round = 0;; ++round) {
     // Refill every ring with as much of its stream as fits.
@@ -201,7 +218,7 @@ Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std
       const uint32_t off = core_reg_addr(c, spec::counter_offset(spec::Counter(k)));
       cr.counters[k] = dev.read_reg(off) | (uint64_t(dev.read_reg(off + 4)) << 32);
     }
-    cr.instructions = rings[c].stream.size();
+    cr.instructions = rings[c].stream.size() + dispatched[c];
     cr.done = true;
   }
   cleanup();

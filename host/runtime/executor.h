@@ -30,6 +30,7 @@ struct RunResult {
   bool has_time = false;
   uint64_t cycles = 0;          // device cycles for the whole run (timed backends)
   uint64_t ring_refills = 0;    // doorbells rung after the first one per core
+  uint64_t tasks = 0, quanta = 0;  // dynamic plans: tasks dispatched, device quanta run
 };
 
 /// Loads `p` on `dev`, runs it with `inputs` (by graph input name) and reads

@@ -1,0 +1,44 @@
+// Dynamic dispatch of a `dynamic` plan's tile tasks (plan::Task): the host
+// keeps a queue of ready tasks, ordered by critical path, and hands each to a
+// free core by writing the task's instructions and a SEM_SIGNAL on the
+// core's own semaphore into its ring. It lets the device run a quantum
+// (run_until_idle with a timeout on timed backends; until idle on untimed
+// ones), reads the semaphores to see which tasks finished, and repeats.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+#include "plan/plan.h"
+#include "runtime/device.h"
+#include "runtime/executor.h"
+
+namespace loom::runtime {
+
+/// A core's command ring as the executor set it up.
+struct DispatchRing {
+  uint64_t addr = 0;
+  uint32_t size = 0;  // entries, power of two
+  uint32_t tail = 0;  // ring index the host writes next
+};
+
+struct DispatchStats {
+  uint64_t quanta = 0;                   // run_until_idle calls
+  std::vector<uint64_t> tasks;           // per core: tasks run
+  std::vector<uint64_t> instructions;    // per core: instructions written (tasks and completion signals)
+};
+
+/// Runs every task of `p` (p.tasks over the relocated task pool `pool`) on
+/// the cores of `rings`; returns when all have finished, leaving each ring's
+/// tail in `rings`. Task t goes to a core only once the tasks it depends on
+/// have finished; at most two tasks are queued per core; among the free
+/// cores the one whose memory port runs the fewest tasks is taken, the
+/// task's own port first. Errors name the core, the cause and the task.
+Status dispatch_tasks(Device& dev, const plan::Plan& p, const std::vector<spec::Insn>& pool,
+                      std::vector<DispatchRing>& rings, const RunOptions& opt, DispatchStats* stats);
+
+/// "SCRATCHPAD_OOB|WINDOW" for an ERR_CAUSE value.
+std::string device_error_causes(uint32_t cause);
+
+}  // namespace loom::runtime
