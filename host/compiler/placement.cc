@@ -138,6 +138,32 @@ class PlacementPass final : public Pass {
     return int(batch);
   }
 
+  /// The share of `l` that one of `units` units computes (one image).
+  static Layer unit_layer(const Layer& l, int64_t units) {
+    Layer one = l;
+    one.tiles.clear();
+    if (units <= 1) return one;
+    switch (l.props->kind) {
+      case LayerKind::Mac:
+        if (is_gemm(l)) {
+          one.mac.W = one.mac.OW = l.mac.M() / units;
+        } else {
+          one.mac.batch = 1;
+        }
+        one.macs = l.macs / uint64_t(units);
+        break;
+      case LayerKind::Pool:
+        one.pool.batch = 1;
+        break;
+      case LayerKind::Eltwise:
+        one.elems = l.elems / units;
+        break;
+      case LayerKind::Alias:
+        break;
+    }
+    return one;
+  }
+
   /// Which unit (image) a tile belongs to.
   static int64_t unit_of(const CompileState& s, const Layer& l, const Tile& t) {
     if (s.units == 1) return 0;
@@ -175,9 +201,11 @@ class PlacementPass final : public Pass {
       if (S == 1 && best.S > 1) continue;  // one stage is data parallelism: only when nothing else fits
       const int gs = s.cores / S;
       std::vector<uint64_t> c(static_cast<size_t>(n));
+      // A stage runs one unit (image) at a time: its cores share that
+      // image's tiles only.
       for (int64_t i = 0; i < n; ++i) {
-        const Layer& l = s.layers[em[size_t(i)]];
-        c[size_t(i)] = estimate(cp, l, gs, s.budget.slots, l.res.on).cycles;
+        const Layer one = unit_layer(s.layers[em[size_t(i)]], U);
+        c[size_t(i)] = uint64_t(U) * estimate(cp, one, gs, s.budget.slots, one.res.on).cycles;
       }
       std::vector<uint64_t> pre(size_t(n) + 1, 0);
       for (int64_t i = 0; i < n; ++i) pre[size_t(i) + 1] = pre[size_t(i)] + c[size_t(i)];
