@@ -124,8 +124,9 @@ Status dispatch_tasks(Device& dev, const plan::Plan& p, const std::vector<spec::
         c.sent = 0;
       }
     }
-    // A quantum: about half the shortest task at the front of a queue, so a
-    // core that finishes is seen soon after; untimed backends run until idle.
+    // A quantum: the shortest task at the front of a queue (its core has the
+    // next task queued behind it, so it keeps working while the host
+    // catches up); untimed backends run until idle.
     // A core whose task did not fit its ring needs a refill after about a
     // ring's share of the task's cycles. A timed model that stops only at
     // its next event (which may lie beyond a short quantum) gets a longer
@@ -141,7 +142,7 @@ Status dispatch_tasks(Device& dev, const plan::Plan& p, const std::vector<spec::
         if (c.sent < c.pending.size())
           shortest = std::min(shortest, front.cycles * rings[ci].size / std::max<uint64_t>(front.end - front.begin, 1));
       }
-      quantum = std::min(opt.timeout_cycles, std::clamp<uint64_t>(shortest / 2, kMinQuantum, kMaxQuantum) * stretch);
+      quantum = std::min(opt.timeout_cycles, std::clamp<uint64_t>(shortest, kMinQuantum, kMaxQuantum) * stretch);
     }
     ++stats->quanta;
     const uint64_t before = dev.cycles();
