@@ -15,6 +15,8 @@
 namespace loom::cli {
 
 Expected<compiler::CompileResult> compile_graph(const std::string& path, const spec::HwConfig& cfg, int cores);
+Expected<compiler::CompileResult> compile_graph(const std::string& path, const spec::HwConfig& cfg,
+                                                const compiler::CompileOptions& opt);
 
 namespace {
 
@@ -24,6 +26,7 @@ struct Opts {
   bool check = false, json = false;
   uint64_t seed = 1;
   int cores = 0;
+  std::string placement = "static";  // graphs compiled on the fly
 };
 
 ordered_json tensor_json(const std::string& name, const Tensor& t) {
@@ -55,7 +58,12 @@ int run(const Opts& o) {
   } else {
     auto cfg = find_config(o.config.empty() ? "default" : o.config);
     if (!cfg) return fail(cfg.error());
-    auto r = compile_graph(o.model, **cfg, o.cores);
+    auto placement = compiler::parse_placement(o.placement);
+    if (!placement) return fail(placement.error());
+    compiler::CompileOptions copt;
+    copt.num_cores = o.cores;
+    copt.placement = *placement;
+    auto r = compile_graph(o.model, **cfg, copt);
     if (!r) return fail(r.error());
     p = std::move(r->plan);
     graph_path = o.model;
@@ -202,6 +210,8 @@ void register_run(CLI::App& app) {
   cmd->add_option("--graph", o->graph, "Graph to check a plan against (default: the one it was compiled from)");
   cmd->add_option("--seed", o->seed, "Seed for random inputs when --inputs is not given")->capture_default_str();
   cmd->add_option("--cores", o->cores, "Cores to compile a graph for (0: all)")->check(CLI::Range(0, 64));
+  cmd->add_option("--placement", o->placement, "Placement of a graph compiled on the fly: static, pipeline or dynamic")
+      ->capture_default_str();
   cmd->add_option("--wave", o->wave, "Write an FST waveform of the run (rtl backend)");
   cmd->add_option("--trace", o->trace, "Write per-core timelines as Chrome trace JSON (tlm, rtl; docs/trace.md)");
   cmd->add_flag("--json", o->json, "Print JSON");
