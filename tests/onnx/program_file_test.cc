@@ -1,0 +1,229 @@
+// Program plans in the library: write_program_plan / read_program_plan keep
+// every step, host node (attributes included), constant, graph input type and
+// boundary layout, and the program read back runs to the same outputs.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <set>
+
+#include "backends/ref/ref_device.h"
+#include "frontend/onnx/program_file.h"
+#include "runtime/device.h"
+
+using namespace loom;
+using namespace loom::onnxfe;
+
+namespace {
+
+void scalar(onnx::GraphProto* g, const std::string& name, int32_t type, double v) {
+  auto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(type);
+  if (type == onnx::TensorProto::FLOAT) t->add_float_data(float(v));
+  else t->add_int32_data(int32_t(v));
+}
+
+void tensor(onnx::GraphProto* g, const std::string& name, int32_t type, std::vector<int64_t> dims, uint32_t seed) {
+  auto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(type);
+  int64_t n = 1;
+  for (auto d : dims) t->add_dims(d), n *= d;
+  for (int64_t k = 0; k < n; ++k) {
+    seed = seed * 1103515245u + 12345u;
+    const int v = int((seed >> 16) % 101) - 50;
+    if (type == onnx::TensorProto::FLOAT) t->add_float_data(1.0f + float(v) / 100.0f);
+    else t->add_int32_data(v);
+  }
+}
+
+onnx::NodeProto* node(onnx::GraphProto* g, const std::string& name, const std::string& op,
+                      std::vector<std::string> in, std::vector<std::string> out) {
+  auto* n = g->add_node();
+  n->set_name(name);
+  n->set_op_type(op);
+  for (auto& i : in) n->add_input(i);
+  for (auto& o : out) n->add_output(o);
+  return n;
+}
+
+void io(onnx::ValueInfoProto* v, const std::string& name, int32_t type, std::vector<int64_t> dims) {
+  v->set_name(name);
+  auto* tt = v->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(type);
+  for (auto d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+}
+
+// x [4, 8] -> Q -> QLinearMatMul (segment 0) -> DQ -> Transpose -> LayerNorm
+// -> Transpose -> Softmax -> Q -> QLinearMatMul (segment 1) -> y int8 [4, 5].
+std::string two_segment_model() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* os = m.add_opset_import();
+  os->set_domain("");
+  os->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("lib");
+  const int32_t F = onnx::TensorProto::FLOAT, I8 = onnx::TensorProto::INT8;
+  scalar(g, "xs", F, 0.05), scalar(g, "xz", I8, 2);
+  tensor(g, "b1", I8, {8, 6}, 1), scalar(g, "bs1", F, 0.02), scalar(g, "bz1", I8, 0);
+  scalar(g, "ys1", F, 0.1), scalar(g, "yz1", I8, -3);
+  tensor(g, "gamma", F, {4}, 2), tensor(g, "beta", F, {4}, 3);
+  scalar(g, "hs", F, 1.0 / 256), scalar(g, "hz", I8, -128);
+  tensor(g, "b2", I8, {6, 5}, 4), scalar(g, "bs2", F, 0.03), scalar(g, "bz2", I8, 0);
+  scalar(g, "ys2", F, 0.02), scalar(g, "yz2", I8, 1);
+  node(g, "q_x", "QuantizeLinear", {"x", "xs", "xz"}, {"xq"});
+  node(g, "mm1", "QLinearMatMul", {"xq", "xs", "xz", "b1", "bs1", "bz1", "ys1", "yz1"}, {"m1"});
+  node(g, "dq_m1", "DequantizeLinear", {"m1", "ys1", "yz1"}, {"m1f"});
+  auto* t1 = node(g, "tr1", "Transpose", {"m1f"}, {"t1"});
+  auto* perm = t1->add_attribute();
+  perm->set_name("perm");
+  perm->set_type(onnx::AttributeProto::INTS);
+  perm->add_ints(1), perm->add_ints(0);
+  auto* ln = node(g, "ln", "LayerNormalization", {"t1", "gamma", "beta"}, {"l"});
+  auto* eps = ln->add_attribute();
+  eps->set_name("epsilon");
+  eps->set_type(onnx::AttributeProto::FLOAT);
+  eps->set_f(0.01f);
+  *node(g, "tr2", "Transpose", {"l"}, {"t2"})->add_attribute() = *perm;
+  auto* sm = node(g, "softmax", "Softmax", {"t2"}, {"s"});
+  auto* ax = sm->add_attribute();
+  ax->set_name("axis");
+  ax->set_type(onnx::AttributeProto::INT);
+  ax->set_i(-1);
+  node(g, "q_s", "QuantizeLinear", {"s", "hs", "hz"}, {"sq"});
+  node(g, "mm2", "QLinearMatMul", {"sq", "hs", "hz", "b2", "bs2", "bz2", "ys2", "yz2"}, {"y"});
+  io(g->add_input(), "x", F, {4, 8});
+  io(g->add_output(), "y", I8, {4, 5});
+  return m.SerializeAsString();
+}
+
+class ProgramFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    runtime::register_backend("ref", "golden model", [](const spec::HwConfig& c) { return ref::make_ref_device(c); });
+    cfg = spec::find_config("tiny");
+    ASSERT_NE(cfg, nullptr);
+    auto m = load_model_bytes(two_segment_model(), "lib.onnx", ".");
+    ASSERT_TRUE(m) << m.error().str();
+    auto p = build_program(*m, {}, *cfg, {});
+    ASSERT_TRUE(p) << p.error().str();
+    prog = std::move(*p);
+    path = (std::filesystem::temp_directory_path() / ("loom_progfile_" + std::to_string(::getpid()) + ".plan")).string();
+  }
+  void TearDown() override { std::filesystem::remove(path); }
+
+  const spec::HwConfig* cfg = nullptr;
+  Program prog;
+  std::string path;
+};
+
+TEST_F(ProgramFile, RoundTripKeepsEverything) {
+  ASSERT_EQ(prog.segments.size(), 2u);
+  ProgramPlanInfo info{"tiny", "loom test", "/src/lib.onnx", 0x1234abcdu, 2};
+  ASSERT_TRUE(write_program_plan(prog, info, path).is_ok());
+  auto r = read_program_plan(path);
+  ASSERT_TRUE(r) << r.error().str();
+  EXPECT_EQ(r->info.config, "tiny");
+  EXPECT_EQ(r->info.source, "/src/lib.onnx");
+  EXPECT_EQ(r->info.source_hash, 0x1234abcdu);
+  EXPECT_EQ(r->info.cores, 2);
+  const Program& q = r->program;
+  EXPECT_EQ(q.fallback_ops, prog.fallback_ops);
+  EXPECT_EQ(q.notes, prog.notes);
+  EXPECT_EQ(q.onnx_nodes, prog.onnx_nodes);
+  EXPECT_EQ(q.model.inputs, prog.model.inputs);
+  EXPECT_EQ(q.model.outputs, prog.model.outputs);
+  EXPECT_EQ(q.model.opset, 17);
+  EXPECT_EQ(q.model.types.at("x").shape, (std::vector<int64_t>{4, 8}));
+  EXPECT_EQ(q.model.types.at("x").type, int32_t(kFloat));
+  // The same steps: segment k, or a host node equal in every field.
+  ASSERT_EQ(q.steps.size(), prog.steps.size());
+  for (size_t k = 0; k < q.steps.size(); ++k) {
+    ASSERT_EQ(q.steps[k].segment, prog.steps[k].segment) << "step " << k;
+    if (q.steps[k].segment >= 0) continue;
+    const Node& a = prog.model.nodes[prog.steps[k].node];
+    const Node& b = q.model.nodes[q.steps[k].node];
+    EXPECT_EQ(a.name, b.name);
+    EXPECT_EQ(a.op, b.op);
+    EXPECT_EQ(a.domain, b.domain);
+    EXPECT_EQ(a.inputs, b.inputs);
+    EXPECT_EQ(a.outputs, b.outputs);
+    ASSERT_EQ(a.attrs.size(), b.attrs.size()) << a.name;
+    for (const auto& [name, x] : a.attrs) {
+      const Attr& y = b.attrs.at(name);
+      EXPECT_EQ(x.type, y.type);
+      EXPECT_EQ(x.i, y.i);
+      EXPECT_EQ(x.f, y.f);
+      EXPECT_EQ(x.s, y.s);
+      EXPECT_EQ(x.ints, y.ints);
+      EXPECT_EQ(x.floats, y.floats);
+    }
+    for (const auto& i : a.inputs) {
+      auto c = prog.model.consts.find(i);
+      if (c == prog.model.consts.end()) continue;
+      const Value& v = q.model.consts.at(i);
+      EXPECT_EQ(v.type, c->second.type) << i;
+      EXPECT_EQ(v.shape, c->second.shape) << i;
+      EXPECT_EQ(v.f, c->second.f) << i;
+      EXPECT_EQ(v.i, c->second.i) << i;
+    }
+  }
+  EXPECT_EQ(q.model.consts.count("b1"), 0u) << "segment weights belong in the segment plans";
+  for (size_t k = 0; k < q.segments.size(); ++k) {
+    const Segment& a = prog.segments[k];
+    const Segment& b = q.segments[k];
+    EXPECT_EQ(a.nodes, b.nodes);
+    EXPECT_EQ(a.inputs, b.inputs);
+    EXPECT_EQ(a.outputs, b.outputs);
+    EXPECT_EQ(a.nhwc, b.nhwc);
+    EXPECT_EQ(a.u8, b.u8);
+    EXPECT_EQ(plan::encode_plan(a.plan), plan::encode_plan(b.plan));
+  }
+}
+
+TEST_F(ProgramFile, ReadBackRunsToTheSameOutputs) {
+  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, 0}, path).is_ok());
+  auto r = read_program_plan(path);
+  ASSERT_TRUE(r) << r.error().str();
+  Value x = Value::make(kFloat, {4, 8});
+  for (int64_t k = 0; k < x.numel(); ++k) x.f[size_t(k)] = float((k * 37) % 23 - 11) / 9.0f;
+  const std::map<std::string, Value> in{{"x", x}};
+  auto a = run_program(prog, "ref", *cfg, in, /*check=*/true);
+  ASSERT_TRUE(a) << a.error().str();
+  EXPECT_TRUE(a->mismatches.empty());
+  auto b = run_program(r->program, "ref", *cfg, in);
+  ASSERT_TRUE(b) << b.error().str();
+  ASSERT_EQ(a->outputs.size(), 1u);
+  ASSERT_EQ(b->outputs.size(), 1u);
+  EXPECT_EQ(b->outputs[0].first, "y");
+  EXPECT_EQ(b->outputs[0].second.type, int32_t(kInt8));
+  EXPECT_EQ(b->outputs[0].second.shape, (std::vector<int64_t>{4, 5}));
+  EXPECT_EQ(a->outputs[0].second.i, b->outputs[0].second.i);
+  EXPECT_EQ(a->instructions, b->instructions);
+  // Not a degenerate output: the values vary.
+  std::set<int64_t> distinct(b->outputs[0].second.i.begin(), b->outputs[0].second.i.end());
+  EXPECT_GT(distinct.size(), 3u);
+}
+
+TEST_F(ProgramFile, SingleGraphReaderRefusesAProgramPlan) {
+  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, 0}, path).is_ok());
+  EXPECT_EQ(plan::plan_format_version(path), plan::kProgramFormatVersion);
+  auto r = plan::read_plan(path);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().str().find("format_version"), std::string::npos) << r.error().str();
+  EXPECT_NE(r.error().str().find("program plan"), std::string::npos) << r.error().str();
+}
+
+TEST_F(ProgramFile, ProgramReaderRefusesASingleGraphPlan) {
+  ASSERT_TRUE(plan::write_plan(prog.segments[0].plan, path).is_ok());
+  auto r = read_program_plan(path);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().str().find(path), std::string::npos);
+  EXPECT_NE(r.error().str().find("format_version"), std::string::npos) << r.error().str();
+}
+
+}  // namespace
