@@ -271,6 +271,14 @@ class ProgramPlan(unittest.TestCase):
         self.assert_one_line_error(r, "-o " + d, "not a regular file")
         self.assertTrue(os.path.isdir(d))
 
+    def test_other_compile_policies_refused(self):
+        # Not wired through to ONNX segments: refused in one line, not ignored.
+        for flag, value in (("--fusion", "greedy"), ("--placement", "dynamic")):
+            out = os.path.join(self.dir, "p.plan")
+            r = self.loom("compile", self.model, "--config", "tiny", flag, value, "-o", out)
+            self.assert_one_line_error(r, flag + " " + value, "ONNX")
+            self.assertFalse(os.path.exists(out))
+
     def test_trace_refused(self):
         self.assert_one_line_error(self.run_plan(self.plan, "--trace", os.path.join(self.dir, "t.json")), "--trace")
         self.assertFalse(os.path.exists(os.path.join(self.dir, "t.json")))
