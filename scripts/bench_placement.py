@@ -72,6 +72,7 @@ def main():
     ap.add_argument("--backend", default="tlm")
     ap.add_argument("--config", nargs="+", default=["tiny", "small"])
     ap.add_argument("--only", nargs="*", default=list(WORKLOADS))
+    ap.add_argument("--tasks-per-core", type=int, default=1, help="dynamic: tile tasks per core and layer")
     ap.add_argument("--json", help="also write the results here")
     a = ap.parse_args()
     rows = []
@@ -84,7 +85,8 @@ def main():
                     res = {}
                     for pl in PLACEMENTS:
                         plan = os.path.join(d, "%s_%s_%s.plan" % (g["name"], cfg, pl))
-                        c = run([a.loom, "compile", gp, "--config", cfg, "--placement", pl, "-o", plan, "--json"])
+                        c = run([a.loom, "compile", gp, "--config", cfg, "--placement", pl, "-o", plan, "--json",
+                                 "--tasks-per-core", str(a.tasks_per_core)])
                         r = run([a.loom, "run", plan, "--backend", a.backend, "--check", "--json"])
                         util = [core["counters"]["cycles_compute"] / r["cycles"] for core in r["cores"]] if r.get(
                             "cycles") else []

@@ -31,6 +31,7 @@ void register_compile(CLI::App& app) {
     std::string graph, config = "default", out, fusion = "cost", placement = "static";
     bool explain = false, json = false;
     int cores = 0;
+    int tasks_per_core = 1;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("compile", "Compile a graph into a plan for a hardware configuration");
@@ -43,6 +44,9 @@ void register_compile(CLI::App& app) {
   cmd->add_option("--placement", o->placement,
                   "Placement: static (data-parallel), pipeline (layer stages on core groups) or dynamic (tile "
                   "tasks dispatched by the runtime)")
+      ->capture_default_str();
+  cmd->add_option("--tasks-per-core", o->tasks_per_core, "Dynamic placement: tile tasks per core and layer")
+      ->check(CLI::Range(1, 64))
       ->capture_default_str();
   cmd->add_flag("--explain", o->explain, "Print every compiler decision with its predicted numbers");
   cmd->add_flag("--json", o->json, "Print a JSON summary");
@@ -65,6 +69,7 @@ void register_compile(CLI::App& app) {
     opt.num_cores = o->cores;
     opt.fusion = *fusion;
     opt.placement = *placement;
+    opt.tasks_per_core = o->tasks_per_core;
     auto r = compile_graph(o->graph, **cfg, opt);
     if (!r) throw CLI::RuntimeError(fail(r.error()));
     Status s = plan::write_plan(r->plan, o->out);

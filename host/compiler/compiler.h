@@ -36,6 +36,7 @@ struct CompileOptions {
   bool double_buffer = true;  // two IN/WGT/OUT/PARAM slots so load, compute and store overlap
   Fusion fusion = Fusion::Cost;
   Placement placement = Placement::Static;
+  int tasks_per_core = 1;  // dynamic: tasks per core and layer (balance against a drain per task)
 };
 
 /// One explained choice, printed by `loom compile --explain`.

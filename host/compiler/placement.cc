@@ -21,7 +21,6 @@
 namespace loom::compiler {
 namespace {
 
-constexpr int kTasksPerCore = 2;  // dynamic: tasks per core and layer (load balance vs. per-task overhead)
 
 bool is_gemm(const Layer& l) { return l.props->kind == LayerKind::Mac && l.props->op != ir::OpKind::Conv2d; }
 
@@ -284,7 +283,7 @@ class PlacementPass final : public Pass {
 
   void place_dynamic(CompileState& s, Layer& l) {
     const int64_t n = int64_t(l.tiles.size());
-    const int64_t T = std::max<int64_t>(1, std::min<int64_t>(n, int64_t(kTasksPerCore) * s.cores));
+    const int64_t T = std::max<int64_t>(1, std::min<int64_t>(n, int64_t(std::max(1, s.opt.tasks_per_core)) * s.cores));
     l.core_of_tile.resize(size_t(n));
     std::vector<int64_t> sizes(size_t(T), 0);
     for (int64_t j = 0; j < T; ++j)

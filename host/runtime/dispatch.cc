@@ -44,7 +44,7 @@ Status dispatch_tasks(Device& dev, const plan::Plan& p, const std::vector<spec::
 
   // Critical path: a task's cycles plus the longest path after it.
   std::vector<std::vector<uint32_t>> succ(n);
-  std::vector<uint32_t> waiting(n, 0);
+  std::vector<uint32_t> waiting(n, 0);  // dependencies not yet handed to a core
   for (size_t t = 0; t < n; ++t) {
     waiting[t] = uint32_t(p.tasks[t].deps.size());
     for (auto d : p.tasks[t].deps) succ[d].push_back(uint32_t(t));
@@ -61,6 +61,9 @@ Status dispatch_tasks(Device& dev, const plan::Plan& p, const std::vector<spec::
     if (waiting[t] == 0) ready.push(uint32_t(t));
 
   std::vector<Core> cores(ncores);
+  std::vector<int> core_of(n, -1);           // where each task went
+  std::vector<uint32_t> ordinal(n, 0);       // its completion count on that core's semaphore
+  std::vector<uint8_t> finished(n, 0);
   std::vector<uint32_t> on_port(ports, 0);  // queued tasks per memory port
   stats->tasks.assign(ncores, 0);
   stats->instructions.assign(ncores, 0);
@@ -89,13 +92,32 @@ Status dispatch_tasks(Device& dev, const plan::Plan& p, const std::vector<spec::
       ready.pop();
       Core& c = cores[best];
       const auto& task = p.tasks[t];
+      // A dependency still running or queued on another core is waited for
+      // on the device: its core's semaphore reaches the dependency's
+      // ordinal when it finishes. One on this core finished before (the
+      // ring runs in order and each task ends in a draining SEM_SIGNAL).
+      std::vector<uint32_t> need(ncores, 0);
+      for (auto d : task.deps)
+        if (!finished[d] && core_of[d] != int(best)) need[size_t(core_of[d])] = std::max(need[size_t(core_of[d])], ordinal[d]);
+      for (size_t k = 0; k < ncores; ++k)
+        if (need[k] > 0) {
+          spec::SemWaitInsn w;
+          w.sem_id = k;
+          w.count = need[k];
+          c.pending.push_back(w.encode());
+        }
       c.pending.insert(c.pending.end(), pool.begin() + task.begin, pool.begin() + task.end);
       spec::SemSignalInsn sig;
       sig.sem_id = best;
       c.pending.push_back(sig.encode());
       c.queued.push_back(t);
+      core_of[t] = int(best);
+      ordinal[t] = uint32_t(++stats->tasks[best]);
       ++on_port[best % ports];
-      ++stats->tasks[best];
+      // Dispatch order is a topological order and every wait names a task
+      // handed out earlier, so no set of waits can close a cycle.
+      for (auto s : succ[t])
+        if (--waiting[s] == 0) ready.push(s);
     }
     // Stream what fits into the rings.
     bool wrote = false;
@@ -164,10 +186,9 @@ Status dispatch_tasks(Device& dev, const plan::Plan& p, const std::vector<spec::
         c.queued.pop_front();
         --on_port[ci % ports];
         ++c.finished;
+        finished[t] = 1;
         ++done;
         ++newly;
-        for (auto s : succ[t])
-          if (--waiting[s] == 0) ready.push(s);
       }
       const uint32_t st = dev.read_reg(core_reg_addr(unsigned(ci), creg::STATUS));
       if (st & 4u) {

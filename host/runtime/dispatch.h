@@ -1,7 +1,8 @@
 // Dynamic dispatch of a `dynamic` plan's tile tasks (plan::Task): the host
 // keeps a queue of ready tasks, ordered by critical path, and hands each to a
-// free core by writing the task's instructions and a SEM_SIGNAL on the
-// core's own semaphore into its ring. It lets the device run a quantum
+// free core by writing the task's instructions (after SEM_WAITs for
+// dependencies still running elsewhere) and a SEM_SIGNAL on the core's own
+// semaphore into its ring. It lets the device run a quantum
 // (run_until_idle with a timeout on timed backends; until idle on untimed
 // ones), reads the semaphores to see which tasks finished, and repeats.
 #pragma once
@@ -31,10 +32,13 @@ struct DispatchStats {
 
 /// Runs every task of `p` (p.tasks over the relocated task pool `pool`) on
 /// the cores of `rings`; returns when all have finished, leaving each ring's
-/// tail in `rings`. Task t goes to a core only once the tasks it depends on
-/// have finished; at most two tasks are queued per core; among the free
-/// cores the one whose memory port runs the fewest tasks is taken, the
-/// task's own port first. Errors name the core, the cause and the task.
+/// tail in `rings`. A task is ready once every task it depends on has been
+/// handed to a core; those not yet finished on another core are waited for
+/// on the device (SEM_WAIT on that core's semaphore for the dependency's
+/// completion count), so a layer boundary costs no host round trip. At most
+/// two tasks are queued per core; among the cores with room the one whose
+/// memory port runs the fewest tasks is taken, the task's own port first.
+/// Errors name the core, the cause and the task.
 Status dispatch_tasks(Device& dev, const plan::Plan& p, const std::vector<spec::Insn>& pool,
                       std::vector<DispatchRing>& rings, const RunOptions& opt, DispatchStats* stats);
 

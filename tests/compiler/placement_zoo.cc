@@ -3,11 +3,12 @@
 // and dynamic, run on a timed backend with seeded inputs and compared bit
 // for bit with the direct reference (docs/compiler.md, "Placement").
 //
-//   loom_placement_zoo MODEL.onnx CONFIG BACKEND
+//   loom_placement_zoo MODEL.onnx CONFIG BACKEND [TASKS_PER_CORE]
 //
 // Prints one line per segment and placement: cycles, per-core utilization
 // (cycles_compute / cycles), bit-exact; exits non-zero on any mismatch.
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "backends/ref/ref_device.h"
@@ -21,8 +22,13 @@
 using namespace loom;
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: %s MODEL.onnx CONFIG ref|tlm\n", argv[0]);
+  if (argc != 4 && argc != 5) {
+    std::fprintf(stderr, "usage: %s MODEL.onnx CONFIG ref|tlm [TASKS_PER_CORE]\n", argv[0]);
+    return 2;
+  }
+  const int tasks_per_core = argc == 5 ? std::atoi(argv[4]) : 1;
+  if (tasks_per_core < 1) {
+    std::fprintf(stderr, "loom_placement_zoo: TASKS_PER_CORE must be a positive integer, got '%s'\n", argv[4]);
     return 2;
   }
   const std::string backend = argv[3];
@@ -53,6 +59,7 @@ int main(int argc, char** argv) {
     for (auto pl : {compiler::Placement::Static, compiler::Placement::Pipeline, compiler::Placement::Dynamic}) {
       compiler::CompileOptions o;
       o.placement = pl;
+      o.tasks_per_core = tasks_per_core;
       auto r = compiler::compile(g, *cfg, o);
       if (!r) {
         std::fprintf(stderr, "loom_placement_zoo: %s\n", r.error().str().c_str());

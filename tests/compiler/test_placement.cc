@@ -54,10 +54,10 @@ ir::Graph chain(const char* name = "chain") {
   return g;
 }
 
-CompileResult compile_ok(const ir::Graph& g, const char* c, Placement p, int cores = 0) {
+CompileResult compile_ok(const ir::Graph& g, const char* c, Placement p, int tasks_per_core = 1) {
   CompileOptions o;
   o.placement = p;
-  o.num_cores = cores;
+  o.tasks_per_core = tasks_per_core;
   auto r = compile(g, cfg(c), o);
   EXPECT_TRUE(r.is_ok()) << (r ? "" : r.error().str());
   return r ? std::move(*r) : CompileResult{};
@@ -140,7 +140,9 @@ TEST(Placement, PipelineWithoutABatchIsOneUnit) {
 }
 
 TEST(Placement, DynamicTasksDependOnTheRowsTheyRead) {
-  const auto r = compile_ok(chain(), "tiny", Placement::Dynamic);
+  // Default: one task per core and layer; here two.
+  EXPECT_EQ(compile_ok(chain(), "tiny", Placement::Dynamic).plan.tasks.size(), 4u);
+  const auto r = compile_ok(chain(), "tiny", Placement::Dynamic, 2);
   const auto& p = r.plan;
   EXPECT_EQ(p.placement, "dynamic");
   EXPECT_EQ(p.semaphores_used, 2u);
@@ -177,7 +179,7 @@ TEST(Placement, DynamicTasksDependOnTheRowsTheyRead) {
 }
 
 TEST(Placement, PlanFileKeepsTasksAndRejectsBadOnes) {
-  const auto r = compile_ok(chain(), "tiny", Placement::Dynamic);
+  const auto r = compile_ok(chain(), "tiny", Placement::Dynamic, 2);
   const std::string path = (std::filesystem::temp_directory_path() / "loom_placement_test.plan").string();
   ASSERT_TRUE(plan::write_plan(r.plan, path).is_ok());
   auto back = plan::read_plan(path);
@@ -208,9 +210,10 @@ using MakeDevice = std::function<Expected<std::unique_ptr<runtime::Device>>(cons
 
 /// Compiles `g` with `p`, runs it through the runtime on `make`'s device and
 /// compares every output with the direct reference; returns the cycles.
-uint64_t run_exact(const ir::Graph& g, const char* c, Placement p, const MakeDevice& make) {
-  SCOPED_TRACE(std::string("config=") + c + " placement=" + placement_name(p));
-  const auto r = compile_ok(g, c, p);
+uint64_t run_exact(const ir::Graph& g, const char* c, Placement p, const MakeDevice& make, int tasks_per_core = 1) {
+  SCOPED_TRACE(std::string("config=") + c + " placement=" + placement_name(p) +
+               " tasks_per_core=" + std::to_string(tasks_per_core));
+  const auto r = compile_ok(g, c, p, tasks_per_core);
   const auto inputs = ir::random_inputs(g, 11);
   auto want = ir::run_reference(g, inputs);
   EXPECT_TRUE(want.is_ok());
@@ -238,6 +241,11 @@ TEST(PlacementE2E, EveryPlacementMatchesReferenceOnRef) {
       run_exact(net(3, 8), c, p, ref::make_ref_device);
       run_exact(chain(), c, p, ref::make_ref_device);
     }
+  // Several tasks per core: tasks wait for others still queued on another core.
+  for (const char* c : {"tiny", "small"}) {
+    run_exact(net(1), c, Placement::Dynamic, ref::make_ref_device, 3);
+    run_exact(chain(), c, Placement::Dynamic, ref::make_ref_device, 3);
+  }
 }
 
 #ifdef LOOM_HAVE_TLM
@@ -248,6 +256,7 @@ TEST(PlacementE2E, EveryPlacementMatchesReferenceOnTlm) {
       EXPECT_GT(cyc, 0u);
       std::printf("%s %s net batch 2: %llu cycles\n", c, placement_name(p), (unsigned long long)cyc);
     }
+  EXPECT_GT(run_exact(chain(), "tiny", Placement::Dynamic, tlm::make_tlm_device, 3), 0u);
 }
 #endif
 
