@@ -268,6 +268,7 @@ class PlacementPass final : public Pass {
       for (size_t li = st.first; li <= st.last; ++li) {
         Layer& l = s.layers[li];
         if (l.props->kind == LayerKind::Alias) continue;
+        split_for_stage(s, l, gs);
         std::vector<int64_t> next(size_t(U), 0);
         l.core_of_tile.resize(l.tiles.size());
         for (size_t i = 0; i < l.tiles.size(); ++i) {
@@ -279,6 +280,35 @@ class PlacementPass final : public Pass {
     set("stages", best.S);
     set("units", U);
     set("predicted_cycles", int64_t(best.total));
+  }
+
+  /// The tiling was chosen for the whole batch on every core; a stage's
+  /// cores share one unit's tiles. When a unit has fewer tiles than the
+  /// stage has cores, its tiles are cut along their pixels (elements) into
+  /// pieces of a multiple of the array rows, so no stage core idles.
+  void split_for_stage(CompileState& s, Layer& l, int gs) {
+    if (gs <= 1) return;
+    std::vector<int64_t> per_unit(size_t(s.units), 0);
+    for (const auto& t : l.tiles) ++per_unit[size_t(unit_of(s, l, t))];
+    const int64_t fewest = *std::min_element(per_unit.begin(), per_unit.end());
+    if (fewest >= gs || fewest == 0) return;
+    const int64_t pieces = ceil_div(gs, fewest);
+    const int64_t align = l.props->kind == LayerKind::Eltwise ? 64 : int64_t(s.cfg->array_rows);
+    std::vector<Tile> out;
+    for (const auto& t : l.tiles) {
+      const int64_t step = std::max(align, ceil_div(ceil_div(t.m, pieces), align) * align);
+      for (int64_t m0 = t.m0; m0 < t.m0 + t.m; m0 += step) {
+        Tile p = t;
+        p.m0 = m0;
+        p.m = std::min(step, t.m0 + t.m - m0);
+        out.push_back(p);
+      }
+    }
+    if (out.size() == l.tiles.size()) return;
+    s.decide(l.name, name(), std::to_string(l.tiles.size()) + " tiles cut into " + std::to_string(out.size()) +
+                                 " so each of the stage's " + std::to_string(gs) + " cores has work per unit");
+    bump("split_tiles", int64_t(out.size() - l.tiles.size()));
+    l.tiles = std::move(out);
   }
 
   void place_dynamic(CompileState& s, Layer& l) {

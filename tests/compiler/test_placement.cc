@@ -129,6 +129,31 @@ TEST(Placement, PipelineSplitsLayersIntoStagesAndHandsImagesOver) {
   EXPECT_EQ(staged.size(), size_t(S));
 }
 
+TEST(Placement, PipelineCutsAnImagesTilesSoNoStageCoreIdles) {
+  // Three 3x3 convolutions, batch 4 of 16x16x16: the data-parallel tiling
+  // leaves one tile per image, fewer than a two-core stage on small.
+  GraphBuilder b("chain_b4", 3);
+  const auto x = b.input("x", {4, 16, 16, 16});
+  b.output(b.conv("k3", b.conv("k2", b.conv("k1", x, {16, 3, 3, 1, 1, 1}), {16, 3, 3, 1, 1, 1}), {16, 3, 3, 1, 1, 1}));
+  ir::Graph g = b.graph();
+  ASSERT_TRUE(ir::validate(g).is_ok());
+  const auto r = compile_ok(g, "small", Placement::Pipeline);
+  ASSERT_EQ(stat(r, "placement.stages"), 2);
+  EXPECT_GT(stat(r, "placement.split_tiles"), 0);
+  // Every core of a stage has instructions for each of the stage's layers.
+  for (const auto& l : r.plan.layers) {
+    int cores_with_work = 0;
+    for (size_t c = 0; c < 4; ++c) cores_with_work += l.insn_end[c] > l.insn_begin[c];
+    EXPECT_EQ(cores_with_work, 2) << l.name;
+  }
+  auto dev = ref::make_ref_device(cfg("small"));
+  ASSERT_TRUE(dev.is_ok());
+  const auto in = ir::random_inputs(g, 2);
+  auto res = runtime::execute(**dev, r.plan, in);
+  ASSERT_TRUE(res.is_ok()) << res.error().str();
+  EXPECT_TRUE(res->outputs[0].second.data == ir::run_reference(g, in)->at(g.outputs[0]).data);
+}
+
 TEST(Placement, PipelineWithoutABatchIsOneUnit) {
   const auto r = compile_ok(net(1), "tiny", Placement::Pipeline);
   EXPECT_EQ(stat(r, "placement.stages"), 2);  // tiny: two cores
