@@ -95,6 +95,9 @@ Expected<CompileResult> compile(const ir::Graph& g, const spec::HwConfig& cfg, c
     r.predicted.push_back({l.name, l.cost.cycles, l.cost.dram_read, l.cost.dram_written, l.cost.insns});
     r.predicted_cycles += l.cost.cycles;
   }
+  // A pipeline's layers overlap across images: its own prediction.
+  for (const auto& [k, v] : r.stats)
+    if (k == "placement.predicted_cycles") r.predicted_cycles = uint64_t(v);
   r.plan = std::move(s.plan);
   r.decisions = std::move(s.decisions);
   return r;

@@ -55,7 +55,7 @@ struct LayerPrediction {
 struct CompileResult {
   plan::Plan plan;
   std::vector<LayerPrediction> predicted;  // per emitted layer, plan order
-  uint64_t predicted_cycles = 0;           // sum over layers
+  uint64_t predicted_cycles = 0;           // sum over layers (pipeline placement: the pipeline's prediction)
   std::vector<Decision> decisions;
   std::vector<std::pair<std::string, int64_t>> stats;  // "<pass>.<statistic>", in pipeline order
 };

@@ -138,10 +138,34 @@ class PlacementPass final : public Pass {
   }
 
   /// The share of `l` that one of `units` units computes (one image).
-  static Layer unit_layer(const Layer& l, int64_t units) {
+  /// ... on `gs` cores, its tiles cut as split_for_stage() cuts them.
+  static Layer unit_layer(const CompileState& s, const Layer& l, int64_t units, int gs) {
     Layer one = l;
     one.tiles.clear();
-    if (units <= 1) return one;
+    if (units > 1) shrink_to_unit(one, units);
+    int64_t tiles = 1;
+    switch (one.props->kind) {
+      case LayerKind::Mac:
+        tiles = one.mac.groups * ceil_div(one.mac.M(), one.tiling.tm) * ceil_div(one.mac.Ng, one.tiling.tn);
+        break;
+      case LayerKind::Pool:
+        tiles = ceil_div(one.pool.OH * one.pool.OW, one.tiling.tm) * ceil_div(one.pool.C, one.tiling.tn);
+        break;
+      case LayerKind::Eltwise:
+        tiles = ceil_div(one.elems, one.tiling.tm);
+        break;
+      case LayerKind::Alias:
+        break;
+    }
+    if (gs > 1 && tiles < gs) {
+      const int64_t align = one.props->kind == LayerKind::Eltwise ? 64 : int64_t(s.cfg->array_rows);
+      one.tiling.tm = std::max(align, ceil_div(ceil_div(one.tiling.tm, ceil_div(gs, tiles)), align) * align);
+    }
+    return one;
+  }
+
+  static void shrink_to_unit(Layer& one, int64_t units) {
+    const Layer& l = one;
     switch (l.props->kind) {
       case LayerKind::Mac:
         if (is_gemm(l)) {
@@ -160,7 +184,6 @@ class PlacementPass final : public Pass {
       case LayerKind::Alias:
         break;
     }
-    return one;
   }
 
   /// Which unit (image) a tile belongs to.
@@ -203,7 +226,7 @@ class PlacementPass final : public Pass {
       // A stage runs one unit (image) at a time: its cores share that
       // image's tiles only.
       for (int64_t i = 0; i < n; ++i) {
-        const Layer one = unit_layer(s.layers[em[size_t(i)]], U);
+        const Layer one = unit_layer(s, s.layers[em[size_t(i)]], U, gs);
         c[size_t(i)] = uint64_t(U) * estimate(cp, one, gs, s.budget.slots, one.res.on).cycles;
       }
       std::vector<uint64_t> pre(size_t(n) + 1, 0);
