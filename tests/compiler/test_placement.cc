@@ -91,7 +91,8 @@ TEST(Placement, StaticListsThePortsOfEachLayer) {
   int with_ports = 0;
   for (const auto& d : r.decisions)
     if (d.pass == "placement" && d.text.find("memory ports carry") != std::string::npos) ++with_ports;
-  EXPECT_EQ(with_ports, 8);  // every emitting layer of `net` on small's two ports
+  EXPECT_EQ(with_ports, int(r.plan.layers.size()));  // every emitting layer, on small's two ports
+  EXPECT_GE(with_ports, 6);
 }
 
 TEST(Placement, PipelineSplitsLayersIntoStagesAndHandsImagesOver) {
