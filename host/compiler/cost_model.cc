@@ -13,7 +13,6 @@
 namespace loom::compiler {
 namespace {
 
-using tlm::kDmaStartCycles;
 using tlm::kIssueCycles;
 using tlm::kMaxOutstanding;
 using tlm::kRowGapCycles;
@@ -43,12 +42,79 @@ uint64_t postop(uint64_t m, uint64_t n) {
   return tlm::postop_cycles(po);
 }
 
+/// The DMA unit's two walkers on `rows` equal rows of `bt` beats in `bu`
+/// bursts, as the tlm platform runs them (CoreModel::dma_rows) on an
+/// uncontended port: cycles from the unit's start to its retire. The address
+/// walker spends kRowSetupCycles per row, then launches each burst (the
+/// memory sees it kAddrCycles later), at most kMaxOutstanding in flight: a
+/// read's slot frees with its last beat (first beat after the latency, then
+/// one beat a cycle on the port), a write's with its response (latency after
+/// its last W beat, registered a cycle later). The row walker of a load
+/// consumes the beats as they arrive, with kRowGapCycles between rows.
+///
+/// The exact walk covers the first kWalkRows rows; after that the units run
+/// in a steady period (the outstanding window repeats), measured over the
+/// last kWalkRows / 2 rows and extrapolated, so the cost stays bounded for
+/// long loads.
+uint64_t dma_walk(const CostParams& p, bool write, uint64_t rows, uint64_t bt, uint64_t bu) {
+  constexpr uint64_t kWalkRows = 32;
+  uint64_t issue = tlm::kDmaStartCycles, rows_done = issue, last = issue, port_free = 0;
+  uint64_t ring[kMaxOutstanding] = {};
+  size_t head = 0, inflight = 0;
+  const uint64_t walk = std::min(rows, kWalkRows);
+  uint64_t end_half = 0;
+  const auto end_now = [&] { return std::max({last, rows_done, issue}) + tlm::kDmaRetireCycles; };
+  for (uint64_t r = 0; r < walk; ++r) {
+    if (r == walk / 2) end_half = end_now();
+    issue += kRowSetupCycles;
+    for (uint64_t b = 0; b < bu; ++b) {
+      const uint64_t beats = b + 1 < bu ? cdiv(bt, bu) : bt - (bu - 1) * cdiv(bt, bu);
+      if (inflight == kMaxOutstanding) {
+        issue = std::max(issue, ring[head]);
+        head = (head + 1) % kMaxOutstanding, --inflight;
+      }
+      const uint64_t req = issue + tlm::kAddrCycles;
+      uint64_t done = 0;
+      if (write) {
+        const uint64_t start = std::max(req, port_free);
+        port_free = start + beats;
+        done = port_free + p.latency + 1;
+        issue += std::max<uint64_t>(beats, tlm::kAddrCycles);
+      } else {
+        const uint64_t start = std::max(req + p.latency, port_free);
+        port_free = start + beats;
+        done = port_free;
+        issue += tlm::kAddrCycles;
+        rows_done = std::max(rows_done + beats, done);
+      }
+      ring[(head + inflight) % kMaxOutstanding] = done, ++inflight;
+      last = std::max(last, done);
+    }
+    rows_done += kRowGapCycles;
+    if (write) issue += kRowGapCycles;
+  }
+  const uint64_t end = end_now();
+  if (rows <= walk) return end;
+  // Steady state: the period of the last walk / 2 rows, repeated.
+  const uint64_t per_row = cdiv(end - end_half, walk - walk / 2);
+  return end + (rows - walk) * per_row;
+}
+
 /// Busy cycles and traffic of one unit, accumulated per tile.
 struct Acc {
   uint64_t cycles = 0, insns = 0, bursts = 0, beats = 0, bytes = 0;
   void dma(const CostParams& p, bool write, uint64_t rows, uint64_t cols, uint64_t stride, uint64_t times = 1) {
     uint64_t bu = 0, be = 0;
-    cycles += times * dma_cycles(p, write, rows, cols, stride, &bu, &be);
+    uint64_t one = dma_cycles(p, write, rows, cols, stride, &bu, &be);
+    // Cores that share a port run the same kind of tiles at about the same
+    // time, so their transfers overlap: the port serves the beats of all of
+    // them. They drift apart after the first bursts (the port serves whole
+    // bursts in turn, and the core served first moves on first), so on
+    // average a transfer shares the port with half of the others' beats
+    // (measured on the RTL: 2 cores on one port, tiny).
+    if (p.share > 1 && rows > 0 && cols > 0)
+      one = std::max(one, kIssueCycles + tlm::kDmaStartCycles + tlm::kAddrCycles + p.latency + be + (p.share - 1) * be / 2);
+    cycles += times * one;
     insns += times;
     bursts += times * bu;
     beats += times * be;
@@ -200,15 +266,55 @@ struct Totals {
   }
 };
 
-/// Edge classes of a 2-D tiling: full and last tiles along each dimension.
+/// Edge classes of a 2-D tiling: full and last tiles along each dimension;
+/// `f(m, n, count, last_m, last_n)`.
 template <class F>
 void classes(uint64_t M, uint64_t tm, uint64_t N, uint64_t tn, uint64_t reps, F&& f) {
   const uint64_t nm = cdiv(M, tm), nn = cdiv(N, tn);
   const uint64_t ml = M - (nm - 1) * tm, nl = N - (nn - 1) * tn;
-  f(tm, tn, reps * (nm - 1) * (nn - 1));
-  f(ml, tn, reps * (nn - 1));
-  f(tm, nl, reps * (nm - 1));
-  f(ml, nl, reps);
+  f(tm, tn, reps * (nm - 1) * (nn - 1), 0, 0);
+  f(ml, tn, reps * (nn - 1), 1, 0);
+  f(tm, nl, reps * (nm - 1), 0, 1);
+  f(ml, nl, reps, 1, 1);
+}
+
+/// Cycles of one edge class of tiles: steady-state time, and the pipeline
+/// fill (first load) and tail (last store) when such a tile starts or ends
+/// a core's run.
+struct ClassTime {
+  uint64_t time = 0, first_load = 0, last_tail = 0;
+  void set(const TileCost& t) { time = t.time, first_load = t.first_load, last_tail = t.last_tail; }
+};
+
+/// The busiest core's cycles under static round-robin placement: the tiles
+/// in placement order (repetition = image and group, then M tile, then N
+/// tile), tile i on core i % cores; `ct[last_m][last_n]` the cycles of each
+/// edge class; a core pays the fill of its first tile and the tail of its
+/// last. 0 when the layer has too many tiles to walk (the caller then keeps
+/// its class bound).
+uint64_t round_robin_busiest(uint64_t reps, uint64_t nm, uint64_t nn, const ClassTime (&ct)[2][2], uint64_t cores) {
+  constexpr uint64_t kMaxWalk = uint64_t(1) << 16;
+  if (cores == 0 || reps * nm * nn > kMaxWalk) return 0;
+  struct Core {
+    uint64_t sum = 0;
+    const ClassTime* first = nullptr;
+    const ClassTime* last = nullptr;
+  };
+  std::vector<Core> per(cores);
+  uint64_t i = 0;
+  for (uint64_t r = 0; r < reps; ++r)
+    for (uint64_t mi = 0; mi < nm; ++mi)
+      for (uint64_t ni = 0; ni < nn; ++ni, ++i) {
+        Core& c = per[i % cores];
+        const ClassTime& k = ct[mi + 1 == nm][ni + 1 == nn];
+        c.sum += k.time;
+        if (!c.first) c.first = &k;
+        c.last = &k;
+      }
+  uint64_t worst = 0;
+  for (const Core& c : per)
+    if (c.first) worst = std::max(worst, c.sum + c.first->first_load + c.last->last_tail);
+  return worst;
 }
 
 }  // namespace
@@ -244,33 +350,51 @@ uint64_t dma_cycles(const CostParams& p, bool write, uint64_t rows, uint64_t col
   const uint64_t bu = std::max<uint64_t>(cdiv(bt, 256), cdiv(cols, 4096));
   if (bursts) *bursts = rows * bu;
   if (beats) *beats = rows * bt;
-  const uint64_t fixed = kIssueCycles + kDmaStartCycles;
+  const uint64_t fixed = kIssueCycles + tlm::kDmaStartCycles;
   if (rows == 0 || cols == 0) return fixed;
-  // Per row: the address walker's setup and one handshake per burst; at most
-  // kMaxOutstanding bursts in flight, each held for request + latency +
-  // beats; the row walker consumes one beat a cycle plus a gap per row.
-  // A read's slot frees when its first beat is answered (request + latency),
-  // a write's when its response arrives after the last beat.
-  const uint64_t hold = 2 + p.latency + (write ? cdiv(bt, bu) : 0);
-  const uint64_t row = std::max({kRowSetupCycles + bu, bt + kRowGapCycles, cdiv(bu * hold, kMaxOutstanding)});
-  // The first burst's latency is never hidden (a write waits for its response).
-  return fixed + rows * row + p.latency + 2 + (write ? 1 : 0);
+  return kIssueCycles + dma_walk(p, write, rows, bt, bu);
 }
 
 uint64_t barrier_cycles() { return 2 * kIssueCycles; }
 
-Cost estimate(const CostParams& p, const Layer& l, int cores, int slots, bool residual_in) {
+Cost estimate(const CostParams& p0, const Layer& l, int cores, int slots, bool residual_in) {
   Cost c;
   Totals tot;
+  // Tiles in placement order: `reps` repetitions of nm x nn.
+  uint64_t reps = 1, nm = 1, nn = 1;
+  switch (l.props->kind) {
+    case LayerKind::Alias:
+      return c;
+    case LayerKind::Mac:
+      reps = uint64_t(l.mac.batch * l.mac.groups);
+      nm = cdiv(uint64_t(l.mac.M()), uint64_t(std::max<int64_t>(l.tiling.tm, 1)));
+      nn = cdiv(uint64_t(l.mac.Ng), uint64_t(std::max<int64_t>(l.tiling.tn, 1)));
+      break;
+    case LayerKind::Pool:
+      reps = uint64_t(l.pool.batch);
+      nm = cdiv(uint64_t(l.pool.OH * l.pool.OW), uint64_t(std::max<int64_t>(l.tiling.tm, 1)));
+      nn = cdiv(uint64_t(l.pool.C), uint64_t(std::max<int64_t>(l.tiling.tn, 1)));
+      break;
+    case LayerKind::Eltwise:
+      nm = cdiv(uint64_t(l.elems), uint64_t(std::max<int64_t>(l.tiling.tm, 1)));
+      break;
+  }
+  const uint64_t ntiles = std::max<uint64_t>(reps * nm * nn, 1);
+  const uint64_t active = std::min<uint64_t>(uint64_t(std::max(cores, 1)), ntiles);
+  CostParams p = p0;
+  p.share = cdiv(active, std::min<uint64_t>(p.ports, active));  // cores streaming through one port together
+  ClassTime ct[2][2] = {};
   switch (l.props->kind) {
     case LayerKind::Alias:
       return c;
     case LayerKind::Mac: {
       const MacGeom& g = l.mac;
       const Tiling& t = l.tiling;
-      classes(uint64_t(g.M()), uint64_t(t.tm), uint64_t(g.Ng), uint64_t(t.tn), uint64_t(g.batch * g.groups),
-              [&, ps = pad_share(g)](uint64_t m, uint64_t n, uint64_t count) {
-                if (count) tot.add(mac_tile(p, g, m, n, t.ksteps, slots, residual_in, ps), count);
+      classes(uint64_t(g.M()), uint64_t(t.tm), uint64_t(g.Ng), uint64_t(t.tn), reps,
+              [&, ps = pad_share(g)](uint64_t m, uint64_t n, uint64_t count, int lm, int ln) {
+                const TileCost tc = mac_tile(p, g, m, n, t.ksteps, slots, residual_in, ps);
+                ct[lm][ln].set(tc);
+                if (count) tot.add(tc, count);
               });
       int64_t tk = 0;
       for (const auto& k : t.ksteps) tk = std::max(tk, k.len());
@@ -284,9 +408,11 @@ Cost estimate(const CostParams& p, const Layer& l, int cores, int slots, bool re
     case LayerKind::Pool: {
       const PoolGeom& g = l.pool;
       const Tiling& t = l.tiling;
-      classes(uint64_t(g.OH * g.OW), uint64_t(t.tm), uint64_t(g.C), uint64_t(t.tn), uint64_t(g.batch),
-              [&](uint64_t m, uint64_t n, uint64_t count) {
-                if (count) tot.add(pool_tile(p, g, m, n, slots), count);
+      classes(uint64_t(g.OH * g.OW), uint64_t(t.tm), uint64_t(g.C), uint64_t(t.tn), reps,
+              [&](uint64_t m, uint64_t n, uint64_t count, int lm, int ln) {
+                const TileCost tc = pool_tile(p, g, m, n, slots);
+                ct[lm][ln].set(tc);
+                if (count) tot.add(tc, count);
               });
       c.sp_in = uint64_t(t.tm * (g.global ? g.H * g.W : g.win()) * t.tn);
       c.sp_out = uint64_t(t.tm * t.tn);
@@ -296,8 +422,11 @@ Cost estimate(const CostParams& p, const Layer& l, int cores, int slots, bool re
       const int operands = l.props->op == ir::OpKind::Add ? 2 : 1;
       const uint64_t E = uint64_t(l.elems), tm = uint64_t(std::max<int64_t>(l.tiling.tm, 1));
       const uint64_t n = cdiv(E, tm);
-      tot.add(eltwise_tile(p, tm, operands, slots), n - 1);
-      tot.add(eltwise_tile(p, E - (n - 1) * tm, operands, slots), 1);
+      const TileCost full = eltwise_tile(p, tm, operands, slots), last = eltwise_tile(p, E - (n - 1) * tm, operands, slots);
+      tot.add(full, n - 1);
+      tot.add(last, 1);
+      ct[0][0].set(full), ct[0][1].set(full);
+      ct[1][0].set(last), ct[1][1].set(last);
       c.sp_in = uint64_t(operands) * tm;
       c.sp_out = tm;
       break;
@@ -311,7 +440,8 @@ Cost estimate(const CostParams& p, const Layer& l, int cores, int slots, bool re
   c.load_cycles = share(tot.ld.cycles);
   c.compute_cycles = share(tot.cp.cycles);
   c.store_cycles = share(tot.st.cycles);
-  c.core_cycles = tot.busiest(used, per_core) + tot.first_load + tot.last_tail;
+  c.core_cycles = round_robin_busiest(reps, nm, nn, ct, used);
+  if (c.core_cycles == 0) c.core_cycles = tot.busiest(used, per_core) + tot.first_load + tot.last_tail;
   // Cores c, c + ports, ... share a port; reads and writes use separate channels.
   const uint64_t on_port = cdiv(used, std::min<uint64_t>(p.ports, used));
   const uint64_t port_beats = std::max(tot.ld.beats, tot.st.beats) * on_port / used;

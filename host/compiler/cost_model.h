@@ -46,6 +46,7 @@ struct CostParams {
   uint64_t spw = 16;             // scratchpad port width
   uint64_t latency = 40;         // memory latency (cycles)
   uint64_t ports = 1;            // memory ports; core c uses port c % ports
+  uint64_t share = 1;            // cores transferring through one port at the same time (estimate sets it)
   static CostParams from(const spec::HwConfig& cfg);
 };
 

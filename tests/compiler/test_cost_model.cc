@@ -102,10 +102,76 @@ TEST(CostModel, TracksTlmOnSingleLayers) {
   }
   const double mean = sum / double(std::size(shapes));
   std::printf("mean |error| %.1f %%, worst %.1f %%\n", 100 * mean, 100 * worst);
-  EXPECT_LT(mean, 0.10);
-  EXPECT_LT(worst, 0.25);
+  // Measured 1.9 % mean, 5.3 % worst.
+  EXPECT_LT(mean, 0.05);
+  EXPECT_LT(worst, 0.10);
+}
+
+ir::Graph depthwise(int64_t hw, int64_t c) {
+  GraphBuilder b("dw");
+  b.output(b.conv("dw", b.input("x", {1, hw, hw, c}), {c, 3, 3, 1, 1, c}));
+  return b.graph();
+}
+
+ir::Graph add(int64_t n) {
+  GraphBuilder b("add");
+  b.output(b.add("add", b.input("a", {1, n}), b.input("b", {1, n})));
+  return b.graph();
+}
+
+ir::Graph relu(int64_t n) {
+  GraphBuilder b("relu");
+  b.output(b.unary("relu", OpKind::Relu, b.input("a", {1, n})));
+  return b.graph();
+}
+
+/// The layers the model used to miss by 14-28 %: depthwise convolutions
+/// (one-byte gather rows: the DMA is bound by the outstanding-burst window,
+/// not by one latency per row), elementwise ops whose chunks share one
+/// memory port between two cores, and tilings whose last tiles are small
+/// (the busiest core under round-robin). Each within 6 % of tlm on `tiny`.
+TEST(CostModel, TracksTlmOnDepthwiseSharedPortAndUnevenTiles) {
+  const auto& cfg = *spec::find_config("tiny");
+  struct Case {
+    const char* what;
+    ir::Graph g;
+  } cases[] = {{"depthwise 7x7x192", depthwise(7, 192)}, {"depthwise 8x8x16", depthwise(8, 16)},
+               {"depthwise 14x14x96", depthwise(14, 96)}, {"add 8192 (two cores, one port)", add(8192)},
+               {"relu 9408 (3 chunks on 2 cores)", relu(9408)}, {"conv 14x14x16 -> 96 1x1", conv(14, 16, 96, 1, 1)}};
+  for (auto& c : cases) {
+    ASSERT_TRUE(ir::validate(c.g).is_ok()) << c.what;
+    auto r = compile(c.g, cfg, {});
+    ASSERT_TRUE(r.is_ok()) << r.error().str();
+    auto dev = tlm::make_tlm_device(cfg);
+    ASSERT_TRUE(dev.is_ok()) << dev.error().str();
+    auto res = runtime::execute(**dev, r->plan, ir::random_inputs(c.g, 3));
+    ASSERT_TRUE(res.is_ok()) << res.error().str();
+    const double err = (double(r->predicted_cycles) - double(res->cycles)) / double(res->cycles);
+    std::printf("%s: predicted %llu, tlm %llu (%+.1f %%)\n", c.what, (unsigned long long)r->predicted_cycles,
+                (unsigned long long)res->cycles, 100 * err);
+    EXPECT_LT(std::fabs(err), 0.06) << c.what;
+  }
 }
 #endif
+
+TEST(CostModel, DmaWithShortRowsIsBoundByTheOutstandingWindow) {
+  // One-byte rows: each burst holds a slot for the latency, kMaxOutstanding
+  // slots, so rows cost about latency / 4 each after the first window, not a
+  // latency each, and the first window pays one latency.
+  const CostParams p = CostParams::from(*spec::find_config("tiny"));
+  const uint64_t four = dma_cycles(p, false, 4, 1, 192);
+  const uint64_t eight = dma_cycles(p, false, 8, 1, 192);
+  EXPECT_GE(four, p.latency);
+  EXPECT_LT(four, 2 * p.latency);
+  // The second window of four rows costs about one more latency.
+  EXPECT_GE(eight - four, p.latency);
+  EXPECT_LE(eight - four, p.latency + 8);
+  // Long loads are extrapolated from the steady state: linear in the rows.
+  const uint64_t r100 = dma_cycles(p, false, 100, 64, 64), r200 = dma_cycles(p, false, 200, 64, 64);
+  const uint64_t r300 = dma_cycles(p, false, 300, 64, 64);
+  EXPECT_EQ(r300 - r200, r200 - r100);
+  EXPECT_GE(r200 - r100, 100 * (64 / p.mem_bytes));  // at least a beat a cycle
+}
 
 }  // namespace
 }  // namespace loom::compiler::test
