@@ -17,6 +17,17 @@ def die(msg):
     sys.exit(1)
 
 
+def draw_timeline(ax, spans, title):
+    """Batches per core as horizontal bars (ms of simulated time), coloured by stream."""
+    colors = ["C%d" % i for i in range(10)]
+    cores = sorted({b["core"] for b in spans})
+    for b in spans:
+        ax.broken_barh([(b["start_us"] / 1000.0, (b["end_us"] - b["start_us"]) / 1000.0)], (b["core"] - 0.4, 0.8),
+                       facecolors=colors[b["stream"] % len(colors)], edgecolor="black", linewidth=0.3)
+    ax.set_yticks(cores); ax.set_yticklabels(["core %d" % c for c in cores])
+    ax.set_xlabel("simulated time (ms)"); ax.set_title(title); ax.grid(alpha=0.3, axis="x")
+
+
 def tune_section(res, rows, save, plt):
     """The closed-loop mapping report of `loom tune` (docs/tuning.md)."""
     t = res["target"]
@@ -42,6 +53,12 @@ def tune_section(res, rows, save, plt):
     ax.set_ylabel("mean |error| (%)"); ax.set_title("Per-layer prediction error by (kind, rows), last round")
     ax.legend(); ax.grid(alpha=0.3)
     save(fig, "tune_prediction_error.png", "Prediction error before/after the refit")
+    if "timeline" in res["baseline"] and res["rounds"] and "timeline" in res["rounds"][-1]:
+        fig, axes = plt.subplots(2, 1, figsize=(9, 5), sharex=True)
+        draw_timeline(axes[0], res["baseline"]["timeline"], "Per-core timeline after the swap point: initial mapping")
+        draw_timeline(axes[1], res["rounds"][-1]["timeline"],
+                      "Per-core timeline after the swap point: round %d mapping" % res["rounds"][-1]["round"])
+        save(fig, "tune_timelines.png", "Per-core timelines before/after (batches; colour: stream)")
     for r in res["rounds"]:
         sw = r["swap"]
         rows.append(("round %d" % r["round"], "plan error %.2f%% -> %.2f%%; swap at %.1f ms: %d submitted, %d completed, %d dropped, %d lost, %d reordered; mean %.1f us, p99 %.1f us; gap recovered %.1f%%" % (
@@ -98,6 +115,21 @@ def main():
                 if os.path.isfile(src_trace):
                     shutil.copyfile(src_trace, os.path.join(out, "trace.json"))
                     rows.append(("per-core timeline", "trace.json (Chrome trace JSON: open it in https://ui.perfetto.dev or chrome://tracing)"))
+                    try:
+                        with open(src_trace) as f:
+                            evs = json.load(f)["traceEvents"]
+                        names = [s["name"] for s in res["streams"]]
+                        spans = [{"core": e["pid"], "stream": names.index(e["name"]) if e["name"] in names else 0,
+                                  "start_us": e["ts"], "end_us": e["ts"] + e["dur"]} for e in evs if e.get("ph") == "X"]
+                    except (OSError, ValueError, KeyError) as e:
+                        die("%s: cannot read the trace: %s" % (src_trace, e))
+                    if spans:
+                        # The first 5 ms with batches: the whole run is in trace.json.
+                        t0 = min(b["start_us"] for b in spans)
+                        spans = [b for b in spans if b["start_us"] < t0 + 5000.0]
+                        fig, ax = plt.subplots(figsize=(9, 3))
+                        draw_timeline(ax, spans, "Per-core timeline, first 5 ms (colour: stream)")
+                        save(fig, "timeline.png", "Per-core timeline")
                 else:
                     rows.append(("per-core timeline", "%s: not found" % res["trace"]))
             rows += [("requests", "%d submitted, %d completed, %d dropped" % (res["submitted"], res["completed"], res["dropped"])),

@@ -80,7 +80,19 @@ serve::Mapper mapper_of(Mapping m) {
 struct Served {
   json result;
   std::vector<serve::ServedRequest> reqs;
+  std::vector<serve::BatchSpan> spans;
 };
+
+// The batches per core in [from, to) of simulated time (the per-core
+// timeline of the closed-loop report).
+json timeline_json(const std::vector<serve::BatchSpan>& spans, double from_us, double to_us) {
+  json a = json::array();
+  for (const auto& b : spans)
+    if (b.end_us > from_us && b.start_us < to_us)
+      a.push_back({{"core", b.core}, {"stream", b.stream}, {"start_us", b.start_us}, {"end_us", b.end_us},
+                   {"requests", b.requests}, {"seq", b.seq}});
+  return a;
+}
 
 }  // namespace
 
@@ -324,6 +336,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
     serve::ServeOptions so;
     so.backend = o.backend;
     so.requests = &s.reqs;
+    so.spans = &s.spans;
     auto r = serve::run_serve(w, so, sm);
     if (!r) return r.error();
     s.result = std::move(*r);
@@ -339,6 +352,9 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
   jb["latency"] = latency_json(base->reqs, all);
   jb["after_swap"] = latency_json(base->reqs, after_swap);
   jb["throughput_rps"] = base->result["throughput_rps"];
+  // Per-core timelines over a window after the swap point (at most 5 ms).
+  const double tl_to = std::min(w.duration_ms * 1000.0, swap_us + 5000.0);
+  jb["timeline"] = timeline_json(base->spans, swap_us, tl_to);
   const double l0 = jb["after_swap"]["mean_us"].get<double>();
   const double l0_p99 = jb["after_swap"]["p99_us"].get<double>();
   j["baseline"] = jb;
@@ -503,6 +519,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
     jr["swap"] = sw;
     jr["latency"] = latency_json(cur.reqs, all);
     jr["after_swap"] = latency_json(cur.reqs, after_swap);
+    jr["timeline"] = timeline_json(cur.spans, swap_us, tl_to);
     const double lk = jr["after_swap"]["mean_us"].get<double>();
     const double lk_p99 = jr["after_swap"]["p99_us"].get<double>();
     recovered_last = l0 - lbest > 0 ? (l0 - lk) / (l0 - lbest) : 1.0;

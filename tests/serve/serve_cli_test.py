@@ -149,6 +149,7 @@ class Serve(Base):
         self.assertEqual(r.returncode, 0, r.stderr)
         with open(os.path.join(rep, "trace.json")) as f:
             self.assertEqual(json.load(f), trace)
+        self.assertIn("timeline.png", os.listdir(rep))
 
     def test_batching_and_scheduling_policies_run(self):
         w = self.workload()

@@ -100,6 +100,20 @@ class Tune(unittest.TestCase):
             html = f.read()
         self.assertIn("<img", html)
         self.assertTrue(any(n.endswith(".png") for n in os.listdir(out)))
+        # Per-core timelines before/after: batches of the window after the swap,
+        # on real cores, none overlapping on a core.
+        self.assertIn("tune_timelines.png", os.listdir(out))
+        j = json.loads(text)
+        for tl in (j["baseline"]["timeline"], j["rounds"][-1]["timeline"]):
+            self.assertTrue(tl)
+            by_core = {}
+            for b in tl:
+                self.assertLess(b["start_us"], b["end_us"])
+                by_core.setdefault(b["core"], []).append((b["start_us"], b["end_us"]))
+            for iv in by_core.values():
+                iv.sort()
+                for (_, e0), (s1, _) in zip(iv, iv[1:]):
+                    self.assertLessEqual(e0, s1 + 1e-6)
 
     def test_determinism(self):
         a, _ = self.tune("--rounds", "1", "--seed", "5")
