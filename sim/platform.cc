@@ -13,6 +13,19 @@ Platform::Platform(sc_core::sc_module_name name) : sc_core::sc_module(name), mem
     cores_[c] = std::make_unique<CoreModel>(("core" + std::to_string(c)).c_str(), c, [this] { poke_semaphores(); });
     cores_[c]->socket.bind(mem_.socket);  // socket id c: the channel maps it to port c % ports
   }
+  // HLS units bind after the cores: socket id kMaxCores + i, port (kMaxCores + i) % ports.
+  for (const auto& k : hls::kernels())
+    for (unsigned i = 0; i < kMaxHlsUnitsPerKind; ++i) {
+      units_.push_back(std::make_unique<HlsUnit>(("hls_" + std::string(k.kind) + std::to_string(i)).c_str(),
+                                                 std::string(k.kind), i));
+      units_.back()->socket.bind(mem_.socket);
+    }
+}
+
+HlsUnit* Platform::unit(std::string_view kind, unsigned index) {
+  for (auto& u : units_)
+    if (u->kernel_kind() == kind && u->index() == index) return u.get();
+  return nullptr;
 }
 
 namespace {
@@ -47,6 +60,7 @@ void Platform::attach(DeviceState* st, sc_core::sc_time period) {
     ::tlm::tlm_global_quantum::instance().set(period * 256.0);
   }
   for (auto& c : cores_) c->attach(st, tp, period);
+  for (auto& u : units_) u->attach(st, tp, period);
 }
 
 }  // namespace loom::tlm

@@ -10,6 +10,7 @@
 
 #include "core_model.h"
 #include "device_state.h"
+#include "hls_unit.h"
 #include "mem_channel.h"
 
 namespace loom::tlm {
@@ -29,6 +30,9 @@ class Platform : public sc_core::sc_module {
 
   CoreModel& core(unsigned c) { return *cores_.at(c); }
   MemChannel& memory() { return mem_; }
+  /// HLS unit `index` of a kernel kind ("gemm", "conv", "pool", "eltwise"),
+  /// or nullptr beyond kMaxHlsUnitsPerKind.
+  HlsUnit* unit(std::string_view kind, unsigned index);
   /// Per-core timelines to `sink` (nullptr: off), cycles counted from `base`;
   /// attach() turns them off.
   void set_trace(runtime::TraceSink* sink, sc_core::sc_time base) {
@@ -44,6 +48,7 @@ class Platform : public sc_core::sc_module {
 
   MemChannel mem_;
   std::array<std::unique_ptr<CoreModel>, spec::kMaxCores> cores_;
+  std::vector<std::unique_ptr<HlsUnit>> units_;  // kind-major, kMaxHlsUnitsPerKind each
   DeviceState* st_ = nullptr;
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 
 #include "backends/ref/golden.h"
@@ -69,6 +70,8 @@ class TlmDevice final : public runtime::Device, private ref::ControlRegs::Hooks 
 
   bool has_time() const override { return true; }
   uint64_t cycles() const override { return uint64_t((sc_core::sc_time_stamp() - base_) / period_); }
+  Expected<uint64_t> start_unit(const runtime::UnitCall& call) override;
+  Status wait_unit(uint64_t handle, uint64_t timeout_cycles) override;
   bool set_trace(runtime::TraceSink* sink) override {
     trace_ = sink;
     platform_.set_trace(sink, base_);
@@ -94,7 +97,43 @@ class TlmDevice final : public runtime::Device, private ref::ControlRegs::Hooks 
   sc_core::sc_time period_;
   sc_core::sc_time base_;
   runtime::TraceSink* trace_ = nullptr;
+  std::map<uint64_t, HlsUnit*> unit_calls_;  // started, not yet waited for
+  uint64_t next_unit_call_ = 1;
 };
+
+Expected<uint64_t> TlmDevice::start_unit(const runtime::UnitCall& call) {
+  const hls::KernelInfo* k = hls::find_kernel(call.kernel);
+  HlsUnit* u = k ? platform_.unit(k->kind, call.unit) : nullptr;
+  if (u == nullptr || call.unit >= hls::units_of(st_.cfg, k->kind)) {
+    auto fp = hls::footprint(call, st_.cfg);  // names what is wrong
+    if (!fp) return Status(fp.error()).context("tlm");
+    return make_error("tlm: " + call.kernel + " unit " + std::to_string(call.unit),
+                      "not in the platform (at most " + std::to_string(kMaxHlsUnitsPerKind) + " per kernel)");
+  }
+  const uint64_t id = next_unit_call_++;
+  LOOM_TRY(u->start(call, id));
+  unit_calls_[id] = u;
+  return id;
+}
+
+Status TlmDevice::wait_unit(uint64_t handle, uint64_t timeout_cycles) {
+  auto it = unit_calls_.find(handle);
+  if (it == unit_calls_.end())
+    return make_error("tlm", "wait_unit: no unit call " + std::to_string(handle) + " in flight");
+  HlsUnit* u = it->second;
+  unit_calls_.erase(it);
+  const sc_core::sc_time deadline = sc_core::sc_time_stamp() + period_ * double(timeout_cycles);
+  while (!u->done(handle)) {
+    if (!sc_core::sc_pending_activity() || sc_core::sc_time_stamp() >= deadline) break;
+    const double room = (sc_core::sc_max_time() - sc_core::sc_time_stamp()) / period_;
+    const double left = (deadline - sc_core::sc_time_stamp()) / period_;
+    sc_core::sc_start(period_ * std::max(1.0, std::min(left, room - 1)), sc_core::SC_EXIT_ON_STARVATION);
+  }
+  if (!u->done(handle))
+    return make_error("tlm: " + u->kernel_kind() + " unit " + std::to_string(u->index()),
+                      "still busy after " + std::to_string(timeout_cycles) + " cycles (wait_unit timeout)");
+  return Status::ok();
+}
 
 Status TlmDevice::run_until_idle(uint64_t timeout_cycles) {
   if (!sc_core::sc_pending_activity()) return Status::ok();  // nothing started: no time passes

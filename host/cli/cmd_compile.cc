@@ -28,7 +28,7 @@ Expected<compiler::CompileResult> compile_graph(const std::string& path, const s
 
 void register_compile(CLI::App& app) {
   struct Opts {
-    std::string graph, config = "default", out, fusion = "cost", placement = "static";
+    std::string graph, config = "default", out, fusion = "cost", placement = "static", hls = "off";
     bool explain = false, json = false;
     int cores = 0;
     int tasks_per_core = 1;
@@ -44,6 +44,8 @@ void register_compile(CLI::App& app) {
   cmd->add_option("--placement", o->placement,
                   "Placement: static (data-parallel), pipeline (layer stages on core groups) or dynamic (tile "
                   "tasks dispatched by the runtime)")
+      ->capture_default_str();
+  cmd->add_option("--hls", o->hls, "HLS compute units: off, or auto (layers or parts of them on units when predicted faster)")
       ->capture_default_str();
   cmd->add_option("--tasks-per-core", o->tasks_per_core, "Dynamic placement: tile tasks per core and layer")
       ->check(CLI::Range(1, 64))
@@ -70,6 +72,9 @@ void register_compile(CLI::App& app) {
     opt.fusion = *fusion;
     opt.placement = *placement;
     opt.tasks_per_core = o->tasks_per_core;
+    auto hls = compiler::parse_hls(o->hls);
+    if (!hls) throw CLI::RuntimeError(fail(hls.error()));
+    opt.hls = *hls;
     auto r = compile_graph(o->graph, **cfg, opt);
     if (!r) throw CLI::RuntimeError(fail(r.error()));
     Status s = plan::write_plan(r->plan, o->out);
@@ -89,6 +94,8 @@ void register_compile(CLI::App& app) {
                      {"fusion", o->fusion},
                      {"placement", p.placement},
                      {"tasks", p.tasks.size()},
+                     {"hls", o->hls},
+                     {"unit_calls", p.unit_calls.size()},
                      {"predicted_cycles", r->predicted_cycles}};
       j["stats"] = ordered_json::object();
       for (const auto& [k, v] : r->stats) j["stats"][k] = v;

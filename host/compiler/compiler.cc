@@ -79,8 +79,8 @@ Expected<CompileResult> compile(const ir::Graph& g, const spec::HwConfig& cfg, c
   if (!st) return st.error();
   CompileState& s = *st;
   std::unique_ptr<Pass> passes[] = {make_legalize_pass(),   make_fuse_activation_pass(), make_fuse_residual_pass(),
-                                    make_tiling_pass(),     make_placement_pass(),       make_memory_plan_pass(),
-                                    make_codegen_pass()};
+                                    make_tiling_pass(),     make_placement_pass(),       make_hls_placement_pass(),
+                                    make_memory_plan_pass(), make_codegen_pass(),         make_hls_calls_pass()};
   CompileResult r;
   for (auto& p : passes) {
     Status ps = p->run(s);

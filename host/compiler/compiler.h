@@ -31,10 +31,20 @@ const char* placement_name(Placement p);
 /// Parses "static" / "pipeline" / "dynamic".
 Expected<Placement> parse_placement(const std::string& s);
 
+/// HLS compute units beside the cores (hls/README.md "As compute units"):
+/// off (every layer on the cores), or auto (the hls-placement pass moves a
+/// layer, or part of its output pixels, to a unit when the models predict it
+/// faster).
+enum class Hls : uint8_t { Off, Auto };
+const char* hls_name(Hls h);
+/// Parses "off" / "auto".
+Expected<Hls> parse_hls(const std::string& s);
+
 struct CompileOptions {
   int num_cores = 0;          // 0: all cores of the config
   bool double_buffer = true;  // two IN/WGT/OUT/PARAM slots so load, compute and store overlap
   Fusion fusion = Fusion::Cost;
+  Hls hls = Hls::Off;
   Placement placement = Placement::Static;
   int tasks_per_core = 1;  // dynamic: tasks per core and layer (balance against a drain per task)
 };

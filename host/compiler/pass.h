@@ -77,6 +77,11 @@ struct Layer {
   uint64_t wgt_offset = 0;    // mac: prepacked [group][K][Ng] weights (constant b only)
   uint64_t param_offset = 0;  // mac: int32 (bias, mult, shift) per output channel
   Cost cost;                  // the cost model's prediction for the chosen tiling
+  /// --hls auto (hetero.cc): output pixels (gemm: rows) [unit_row0, M) run
+  /// on this HLS unit kernel and the tiles keep [0, unit_row0); empty: cores only.
+  std::string unit_kernel;
+  int64_t unit_row0 = 0;
+  uint64_t unit_cycles = 0;  // the unit's latency model
   /// mac: a residual add folded into POSTOP (fuse-residual proposes it, the
   /// tiling pass decides per the fusion policy). The layer then writes `out`
   /// (the add's output) instead of its own output tensor.
@@ -166,6 +171,8 @@ std::unique_ptr<Pass> make_fuse_activation_pass();
 std::unique_ptr<Pass> make_fuse_residual_pass();
 std::unique_ptr<Pass> make_tiling_pass();
 std::unique_ptr<Pass> make_placement_pass();
+std::unique_ptr<Pass> make_hls_placement_pass();  // after placement (hetero.cc)
+std::unique_ptr<Pass> make_hls_calls_pass();      // after codegen (hetero.cc)
 std::unique_ptr<Pass> make_memory_plan_pass();
 std::unique_ptr<Pass> make_codegen_pass();
 

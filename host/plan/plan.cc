@@ -132,6 +132,18 @@ std::string encode_plan(const Plan& p) {
                                    {"port", t.port},
                                    {"cycles", t.cycles}});
   }
+  if (!p.unit_calls.empty()) {  // optional: plans without units read as before
+    meta["unit_calls"] = json::array();
+    for (const auto& u : p.unit_calls)
+      meta["unit_calls"].push_back(json{{"layer", u.layer},
+                                        {"kernel", u.kernel},
+                                        {"unit", u.unit},
+                                        {"ptr_args", u.ptr_args},
+                                        {"args", u.args},
+                                        {"start_at", u.start_at},
+                                        {"wait_at", u.wait_at},
+                                        {"cycles", u.cycles}});
+  }
   const std::string m = meta.dump();
 
   std::string payload(p.constants.begin(), p.constants.end());
@@ -273,6 +285,38 @@ Expected<Plan> decode_plan(std::string_view bytes, const std::string& path) {
             r.get(layers[i], "insn_begin", &l.insn_begin) && r.get(layers[i], "insn_end", &l.insn_end)))
         return *r.err;
       p.layers.push_back(std::move(l));
+    }
+  }
+
+  if (meta.contains("unit_calls")) {
+    json calls;
+    r.ctx = "metadata";
+    if (!r.get(meta, "unit_calls", &calls)) return *r.err;
+    if (!calls.is_array()) return make_error(path + ": metadata", "field 'unit_calls' has the wrong type");
+    for (size_t i = 0; i < calls.size(); ++i) {
+      UnitCallInfo u;
+      r.ctx = "unit_calls[" + std::to_string(i) + "]";
+      if (!(r.get(calls[i], "layer", &u.layer) && r.get(calls[i], "kernel", &u.kernel) &&
+            r.get(calls[i], "unit", &u.unit) && r.get(calls[i], "ptr_args", &u.ptr_args) &&
+            r.get(calls[i], "args", &u.args) && r.get(calls[i], "start_at", &u.start_at) &&
+            r.get(calls[i], "wait_at", &u.wait_at) && r.get(calls[i], "cycles", &u.cycles)))
+        return *r.err;
+      const std::string where = path + ": " + r.ctx;
+      if (u.ptr_args > u.args.size()) return make_error(where, "field 'ptr_args': more than the arguments");
+      for (uint32_t a = 0; a < u.ptr_args; ++a)
+        if (u.args[a] < 0 || uint64_t(u.args[a]) > p.memory_bytes)
+          return make_error(where, "field 'args': pointer " + std::to_string(a) + " outside the plan's memory");
+      if (u.start_at.size() != counts.size() || u.wait_at.size() != counts.size())
+        return make_error(where, "fields 'start_at'/'wait_at': expected one index per core");
+      for (size_t k = 0; k < counts.size(); ++k)
+        if (u.start_at[k] > u.wait_at[k] || u.wait_at[k] > counts[k])
+          return make_error(where, "fields 'start_at'/'wait_at': core " + std::to_string(k) +
+                                       " indices out of order or past its stream");
+      if (!p.unit_calls.empty())
+        for (size_t k = 0; k < counts.size(); ++k)
+          if (u.start_at[k] < p.unit_calls.back().wait_at[k])
+            return make_error(where, "field 'start_at': starts before the previous unit call is waited for");
+      p.unit_calls.push_back(std::move(u));
     }
   }
 

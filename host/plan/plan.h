@@ -56,6 +56,21 @@ struct Task {
   uint64_t cycles = 0;
 };
 
+/// A call of an HLS compute unit (hls/README.md "As compute units"): the
+/// executor starts it once every core has run its stream up to start_at[c]
+/// and waits for it before any core runs past wait_at[c] (host-sequenced
+/// phases). `args` follow the kernel top's signature: the first `ptr_args`
+/// are device offsets from the plan base, the rest int32 scalars.
+struct UnitCallInfo {
+  uint32_t layer = 0;  // index into `layers`
+  std::string kernel;  // "loom_hls_conv", ...
+  uint32_t unit = 0;
+  uint32_t ptr_args = 0;
+  std::vector<int64_t> args;
+  std::vector<uint32_t> start_at, wait_at;  // per core: stream indices
+  uint64_t cycles = 0;                      // the latency model's prediction
+};
+
 struct Plan {
   std::string config;         // named hardware configuration
   std::string graph_name;
@@ -70,6 +85,7 @@ struct Plan {
   std::vector<std::vector<spec::Insn>> cores;  // per-core stream, dram addresses relative to base
   std::vector<LayerInfo> layers;
   uint32_t semaphores_used = 0;
+  std::vector<UnitCallInfo> unit_calls;  // in start order; empty: cores only
   /// "static", "pipeline" or "dynamic" (compiler::Placement). A dynamic plan
   /// keeps every task's instructions in cores[0] in a dependency order, each
   /// task ending with FENCE (so run as one stream it is a correct one-core
@@ -102,6 +118,5 @@ Expected<Container> decode_container(std::string_view bytes, const std::string& 
 /// A plan as bytes and back (write_plan and read_plan without the file).
 std::string encode_plan(const Plan& p);
 Expected<Plan> decode_plan(std::string_view bytes, const std::string& where);
-
 
 }  // namespace loom::plan

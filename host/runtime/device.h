@@ -19,6 +19,17 @@ namespace loom::runtime {
 
 class TraceSink;  // runtime/trace.h
 
+/// One call of an HLS compute unit (hls/README.md "As compute units"): the
+/// kernel's top name ("loom_hls_gemm", "loom_hls_conv", "loom_hls_pool",
+/// "loom_hls_eltwise"), which unit of that kernel, and its arguments in the
+/// order of the top's signature: device addresses for the pointers (which
+/// come first in every loom top), then the int32 scalars.
+struct UnitCall {
+  std::string kernel;
+  uint32_t unit = 0;
+  std::vector<int64_t> args;
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -51,6 +62,20 @@ class Device {
   virtual bool set_trace(TraceSink* sink) {
     (void)sink;
     return false;
+  }
+
+  /// HLS compute units (optional): starts `call` and returns a handle for
+  /// wait_unit(); the unit runs beside the cores until waited for. The
+  /// default is a backend without units.
+  virtual Expected<uint64_t> start_unit(const UnitCall& call) {
+    return make_error(std::string(backend()), "this backend has no HLS units (kernel " + call.kernel + ")");
+  }
+  /// Lets the device run until the unit call `handle` is done (or
+  /// `timeout_cycles` pass on timed backends); its error if it failed.
+  virtual Status wait_unit(uint64_t handle, uint64_t timeout_cycles) {
+    (void)handle;
+    (void)timeout_cycles;
+    return make_error(std::string(backend()), "this backend has no HLS units");
   }
 };
 

@@ -32,6 +32,55 @@ uint32_t ring_size_for(uint64_t n, uint32_t depth) {
   return std::min(s, depth);
 }
 
+/// The HLS unit calls of a plan (plan::UnitCallInfo), sequenced by the host:
+/// each core's stream is released only up to the next cut; once every core
+/// has issued all of it, the host starts the call there (or waits for it),
+/// then releases the streams up to the following cut. A call so runs beside
+/// the cores' share of its layer, after every earlier layer and before any
+/// later one.
+class UnitPhases {
+ public:
+  UnitPhases(const plan::Plan& p, uint64_t base) : p_(p), base_(base) {
+    for (size_t i = 0; i < p.unit_calls.size(); ++i) {
+      events_.push_back({true, i, p.unit_calls[i].start_at});
+      events_.push_back({false, i, p.unit_calls[i].wait_at});
+    }
+    handles_.resize(p.unit_calls.size());
+  }
+  bool pending() const { return next_ < events_.size(); }
+  /// How far core c's stream may be written now.
+  uint64_t limit(uint32_t c, uint64_t stream_size) const {
+    return pending() && c < events_[next_].at.size() ? std::min<uint64_t>(events_[next_].at[c], stream_size)
+                                                     : stream_size;
+  }
+  /// Starts or waits for the call at the current cut.
+  Status advance(Device& dev, const RunOptions& opt) {
+    const Event& e = events_[next_++];
+    const plan::UnitCallInfo& u = p_.unit_calls[e.call];
+    const std::string where = "unit call " + std::to_string(e.call) + " (" + u.kernel + " for layer '" +
+                              (u.layer < p_.layers.size() ? p_.layers[u.layer].name : "?") + "')";
+    if (!e.start) return Status(dev.wait_unit(handles_[e.call], opt.timeout_cycles)).context(where);
+    UnitCall call{u.kernel, u.unit, u.args};
+    for (uint32_t a = 0; a < u.ptr_args && a < call.args.size(); ++a) call.args[a] += int64_t(base_);
+    auto h = dev.start_unit(call);
+    if (!h) return Status(h.error()).context(where);
+    handles_[e.call] = *h;
+    return Status::ok();
+  }
+
+ private:
+  struct Event {
+    bool start;
+    size_t call;
+    std::vector<uint32_t> at;
+  };
+  const plan::Plan& p_;
+  uint64_t base_;
+  std::vector<Event> events_;
+  std::vector<uint64_t> handles_;
+  size_t next_ = 0;
+};
+
 }  // namespace
 
 std::vector<spec::Insn> relocate(const std::vector<spec::Insn>& stream, uint64_t base) {
@@ -140,6 +189,7 @@ Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std
     res.quanta = ds.quanta;
   }
   std::vector<uint32_t> last_head(ncores, ~0u);
+  UnitPhases units(p, base);  // HLS unit calls (none: streams run whole)
   for (uint64_t round = 0;; ++round) {
     // Refill every ring with as much of its stream as fits.
     bool wrote = false;
@@ -148,7 +198,7 @@ Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std
       const uint32_t head = dev.read_reg(core_reg_addr(c, creg::RING_HEAD));
       const uint32_t used = (r.tail - head) & (r.size - 1);
       uint64_t room = r.size - 1 - used;
-      uint64_t n = std::min<uint64_t>(room, r.stream.size() - r.written);
+      uint64_t n = std::min<uint64_t>(room, units.limit(c, r.stream.size()) - r.written);
       while (n > 0) {
         const uint64_t chunk = std::min<uint64_t>(n, r.size - r.tail);
         Status s = dev.write(r.ring_addr + uint64_t(r.tail) * spec::kInsnBytes,
@@ -167,7 +217,7 @@ Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std
     Status s = dev.run_until_idle(opt.timeout_cycles);
     if (!s) return cleanup(), s.error();
 
-    bool all_done = true, progressed = wrote;
+    bool all_done = true, progressed = wrote, at_cut = units.pending();
     for (uint32_t c = 0; c < ncores; ++c) {
       auto& r = rings[c];
       const uint32_t st = dev.read_reg(core_reg_addr(c, creg::STATUS));
@@ -188,7 +238,13 @@ Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std
       const uint32_t head = dev.read_reg(core_reg_addr(c, creg::RING_HEAD));
       if (head != last_head[c]) progressed = true;
       last_head[c] = head;
+      if (r.written != units.limit(c, r.stream.size()) || head != r.tail) at_cut = false;
       if (!(st & 2u) || r.written < r.stream.size()) all_done = false;
+    }
+    if (at_cut) {  // every core issued its stream up to the next unit call's cut
+      Status us = units.advance(dev, opt);
+      if (!us) return dev.write_reg(spec::reg::SOFT_RESET, mask), cleanup(), us.error();
+      continue;
     }
     if (all_done) break;
     if (!progressed) {

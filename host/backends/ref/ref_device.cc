@@ -2,6 +2,8 @@
 // fabric model.
 #include "backends/ref/ref_device.h"
 
+#include "loom_hls_units.h"
+
 #include <string>
 
 namespace loom::ref {
@@ -76,6 +78,24 @@ Status RefDevice::run_until_idle(uint64_t timeout_cycles) {
     for (unsigned c = 0; c < cfg_.cores; ++c) progress |= step(c);
   }
   return Status::ok();
+}
+
+Expected<uint64_t> RefDevice::start_unit(const runtime::UnitCall& call) {
+  Status st = hls::run(
+      call, cfg_, [this](uint64_t a, std::span<uint8_t> out) { return mem_.host_read(a, out); },
+      [this](uint64_t a, std::span<const uint8_t> in) { return mem_.host_write(a, in); });
+  if (!st) return Status(st.error()).context("ref");
+  unit_calls_[next_unit_call_] = Status::ok();
+  return next_unit_call_++;
+}
+
+Status RefDevice::wait_unit(uint64_t handle, uint64_t timeout_cycles) {
+  (void)timeout_cycles;
+  auto it = unit_calls_.find(handle);
+  if (it == unit_calls_.end()) return make_error("ref", "wait_unit: no unit call " + std::to_string(handle) + " in flight");
+  Status st = it->second;
+  unit_calls_.erase(it);
+  return st;
 }
 
 Expected<std::unique_ptr<runtime::Device>> make_ref_device(const spec::HwConfig& cfg) {

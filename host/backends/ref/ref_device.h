@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -36,6 +37,11 @@ class RefDevice final : public runtime::Device {
   /// turn makes no progress. The model has no time: the timeout is ignored.
   Status run_until_idle(uint64_t timeout_cycles) override;
 
+  /// HLS units, functional only: the call runs as the kernel's C function on
+  /// device memory when started; wait_unit returns its outcome.
+  Expected<uint64_t> start_unit(const runtime::UnitCall& call) override;
+  Status wait_unit(uint64_t handle, uint64_t timeout_cycles) override;
+
   /// Makes every fabric access (DMA or ring fetch) overlapping
   /// [addr, addr + len) answer with `kind`. Host read()/write() are unaffected.
   void inject_fault(uint64_t addr, uint64_t len, FaultKind kind) { mem_.inject_fault(addr, len, kind); }
@@ -55,6 +61,8 @@ class RefDevice final : public runtime::Device {
   DeviceMemory mem_;
   Fabric fabric_;
   ControlRegs regs_;
+  std::map<uint64_t, Status> unit_calls_;  // started, not yet waited for
+  uint64_t next_unit_call_ = 1;
 };
 
 /// Factory for the backend registry; fails with a one-line error when the

@@ -1054,13 +1054,17 @@ struct HwConfig {
   uint32_t clock_mhz;
   uint32_t semaphores;
   uint32_t ring_depth;
+  uint32_t hls_gemm_units;
+  uint32_t hls_conv_units;
+  uint32_t hls_pool_units;
+  uint32_t hls_eltwise_units;
   std::string_view mem_kind;
   std::string_view doc;
 };
 inline constexpr std::array<HwConfig, 3> kConfigs{{
-    {"tiny", 2, 4, 4, 16, 16, 16, 8, 4, 1, 64, 40, 250, 8, 256, "DDR4", "Smallest useful fabric, for fast RTL regressions on every push."},
-    {"small", 4, 8, 8, 64, 64, 64, 32, 8, 2, 128, 40, 300, 16, 1024, "DDR4", "Mid-size fabric for nightly RTL runs and TLM calibration."},
-    {"default", 4, 16, 16, 256, 256, 256, 128, 16, 4, 512, 60, 300, 16, 4096, "HBM2", "The shipping fabric: 4 cores of 16x16 on HBM (U55C-class)."},
+    {"tiny", 2, 4, 4, 16, 16, 16, 8, 4, 1, 64, 40, 250, 8, 256, 1, 1, 1, 1, "DDR4", "Smallest useful fabric, for fast RTL regressions on every push."},
+    {"small", 4, 8, 8, 64, 64, 64, 32, 8, 2, 128, 40, 300, 16, 1024, 1, 1, 1, 1, "DDR4", "Mid-size fabric for nightly RTL runs and TLM calibration."},
+    {"default", 4, 16, 16, 256, 256, 256, 128, 16, 4, 512, 60, 300, 16, 4096, 1, 1, 1, 1, "HBM2", "The shipping fabric: 4 cores of 16x16 on HBM (U55C-class)."},
 }};
 /// Looks a configuration up by name; nullptr when unknown.
 constexpr const HwConfig* find_config(std::string_view name) {
