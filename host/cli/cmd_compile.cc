@@ -55,7 +55,7 @@ void register_compile(CLI::App& app) {
   cmd->callback([o] {
     if (is_onnx_model(o->graph)) {
       // ONNX segments compile with the defaults; other policies are not wired through yet.
-      for (const auto& [flag, value, def] : {std::tuple{"--fusion", &o->fusion, "cost"}, {"--placement", &o->placement, "static"}})
+      for (const auto& [flag, value, def] : {std::tuple{"--fusion", &o->fusion, "cost"}, {"--placement", &o->placement, "static"}, {"--hls", &o->hls, "off"}})
         if (*value != def) throw CLI::RuntimeError(fail(std::string(flag) + " " + *value + ": ONNX models compile with " + flag + " " + def + " only (docs/onnx.md)"));
       const int rc = compile_onnx(OnnxCompileArgs{o->graph, o->config, o->out, o->explain, o->json, o->cores});
       if (rc != 0) throw CLI::RuntimeError(rc);
