@@ -220,6 +220,10 @@ class BadInput(Base):
         self.assert_one_line_error(loom("serve", w, "--scheduling", "random"), "--scheduling", "random")
         self.assert_one_line_error(loom("serve", self.workload(name="b_workload.yaml", batching="bogus")),
                                    "field 'batching'", "bogus")
+        self.assert_one_line_error(loom("serve", w, "--batching", "deadline", "--slack-margin", "1.5"),
+                                   "--slack-margin", "[0, 1)")
+        self.assert_one_line_error(loom("serve", w, "--batching", "deadline", "--slack-margin", "-0.1"),
+                                   "--slack-margin", "[0, 1)")
 
     def test_impossible_slo(self):
         w = self.workload(slo=0.001)

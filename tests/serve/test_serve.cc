@@ -179,6 +179,10 @@ TEST(Workload, Errors) {
   y = kGood;
   EXPECT_NE(err_of(y.replace(y.find("slo_ms: 2"), 9, "slo_ms: 0")).find("field 'slo_ms'"), std::string::npos);
   EXPECT_NE(err_of("streams: []\nduration_ms: 1\n").find("non-empty"), std::string::npos);
+  EXPECT_NE(err_of(std::string(kGood) + "shape_grouping: 3\n").find("field 'shape_grouping'"), std::string::npos);
+  auto w = parse_workload_text(std::string(kGood) + "shape_grouping: false\n", "w.yaml");
+  ASSERT_TRUE(w);
+  EXPECT_FALSE(w->shape_grouping);
 }
 
 }  // namespace
