@@ -57,7 +57,7 @@ sc_time HlsUnit::burst(bool write, uint64_t addr, uint32_t bytes, sc_time at) {
 }
 
 void HlsUnit::thread() {
-  std::vector<Burst> bursts;
+  std::vector<Burst>& bursts = bursts_;
   for (;;) {
     while (!busy_ || st_ == nullptr) wait(start_ev_);
     const uint64_t gen = gen_;

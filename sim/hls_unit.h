@@ -65,6 +65,8 @@ class HlsUnit : public sc_core::sc_module {
   std::vector<hls::Span> spans_;   // its reads and writes
   sc_core::sc_time start_time_, last_start_, last_end_;
   std::vector<uint8_t> scratch_;   // data pointer of timing-only payloads
+  std::vector<Burst> bursts_;      // the thread's row splits (a member: the
+                                   // thread never returns, its locals leak)
 };
 
 }  // namespace loom::tlm
