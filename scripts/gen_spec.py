@@ -65,6 +65,17 @@ def validate(spec):
             if o >= regs["core_base"]:
                 fail("regs.yaml: %s reaches into the core blocks" % r["name"])
             offs[o] = r["name"]
+    for r in regs["global"] + regs["core"]:
+        used = {}
+        for f in r.get("fields", []):
+            if f["width"] < 1 or f["lsb"] + f["width"] > 32:
+                fail("regs.yaml: %s.%s: bits [%d +: %d] outside the 32-bit register" % (r["name"], f["name"], f["lsb"], f["width"]))
+            if f.get("per_core") and f["width"] < regs["max_cores"]:
+                fail("regs.yaml: %s.%s: a per-core field needs max_cores (%d) bits" % (r["name"], f["name"], regs["max_cores"]))
+            for b in range(f["lsb"], f["lsb"] + f["width"]):
+                if b in used:
+                    fail("regs.yaml: %s.%s overlaps %s at bit %d" % (r["name"], f["name"], used[b], b))
+                used[b] = f["name"]
     n_ctr = len(regs["core_counters"])
     if regs["core_counters_base"] + 8 * n_ctr > regs["core_ctr_clear"]["offset"]:
         fail("regs.yaml: counters overlap CTR_CLEAR")
@@ -84,6 +95,25 @@ def camel(s):
 
 
 # ----------------------------------------------------------------- C++ ----
+def cpp_fields(w, r):
+    """Bit fields of register r: <REG>_<FIELD>_SHIFT and _MASK (mask in place);
+    a per-core field also gets <REG>_<FIELD>(core), the bit of that core."""
+    for f in r.get("fields", []):
+        n = "%s_%s" % (r["name"], f["name"])
+        mask = ((1 << f["width"]) - 1) << f["lsb"]
+        w("inline constexpr unsigned %s_SHIFT = %d;  // %s" % (n, f["lsb"], f["doc"]))
+        w("inline constexpr uint32_t %s_MASK = 0x%08Xu;" % (n, mask))
+        if f.get("per_core"):
+            w("constexpr uint32_t %s(unsigned core) { return 1u << (%s_SHIFT + core); }" % (n, n))
+
+
+def sv_fields(w, prefix, r):
+    for f in r.get("fields", []):
+        n = "%s_%s_%s" % (prefix, r["name"], f["name"])
+        w("  localparam int unsigned %s_LSB = %d;" % (n, f["lsb"]))
+        w("  localparam int unsigned %s_WIDTH = %d;" % (n, f["width"]))
+
+
 def gen_cpp(spec):
     isa, regs, cfgs = spec["isa"], spec["regs"], spec["configs"]["configs"]
     o = []
@@ -238,16 +268,23 @@ def gen_cpp(spec):
     w("inline constexpr uint32_t kCoreBase = 0x%03X;" % regs["core_base"])
     w("inline constexpr uint32_t kCoreStride = 0x%03X;" % regs["core_stride"])
     w("inline constexpr unsigned kMaxCores = %d;" % regs["max_cores"])
+    w("/// The value of the bit field `mask` (a <REG>_<FIELD>_MASK) in register value `value`.")
+    w("constexpr uint32_t field_get(uint32_t value, uint32_t mask) {")
+    w("  for (; mask != 0 && (mask & 1u) == 0; mask >>= 1) value >>= 1;")
+    w("  return value & mask;")
+    w("}")
     w("namespace reg {")
     for r in regs["global"]:
         w("inline constexpr uint32_t %s = 0x%03X;  // %s %s" % (r["name"], r["offset"], r["access"], r["doc"]))
         if "count" in r:
             w("inline constexpr unsigned %s_COUNT = %d;" % (r["name"], r["count"]))
             w("inline constexpr uint32_t %s_STRIDE = %d;" % (r["name"], r["stride"]))
+        cpp_fields(w, r)
     w("}  // namespace reg")
     w("namespace core_reg {")
     for r in regs["core"]:
         w("inline constexpr uint32_t %s = 0x%02X;  // %s %s" % (r["name"], r["offset"], r["access"], r["doc"]))
+        cpp_fields(w, r)
     cc = regs["core_ctr_clear"]
     w("inline constexpr uint32_t %s = 0x%02X;  // %s %s" % (cc["name"], cc["offset"], cc["access"], cc["doc"]))
     w("inline constexpr uint32_t COUNTERS = 0x%02X;" % regs["core_counters_base"])
@@ -293,6 +330,17 @@ def gen_cpp(spec):
     w("  for (const auto& c : kConfigs)")
     w("    if (c.name == name) return &c;")
     w("  return nullptr;")
+    w("}")
+    hw = next(r for r in regs["global"] if r["name"] == "HWCFG")
+    w("/// What the HWCFG register reads for configuration `c` (its fields are named after HwConfig members).")
+    w("constexpr uint32_t hwcfg_value(const HwConfig& c) {")
+    terms = []
+    for f in hw["fields"]:
+        m = f["name"].lower()
+        if m not in keys:
+            fail("regs.yaml: HWCFG.%s names no configuration key" % f["name"])
+        terms.append("((c.%s << reg::HWCFG_%s_SHIFT) & reg::HWCFG_%s_MASK)" % (m, f["name"], f["name"]))
+    w("  return " + " |\n         ".join(terms) + ";")
     w("}")
     w("")
     w("}  // namespace loom::spec")
@@ -344,8 +392,10 @@ def gen_sv(spec):
         w("  localparam int unsigned REG_%s = 'h%03X;" % (r["name"], r["offset"]))
         if "count" in r:
             w("  localparam int unsigned REG_%s_COUNT = %d;" % (r["name"], r["count"]))
+        sv_fields(w, "REG", r)
     for r in regs["core"]:
         w("  localparam int unsigned CREG_%s = 'h%02X;" % (r["name"], r["offset"]))
+        sv_fields(w, "CREG", r)
     w("  localparam int unsigned CREG_%s = 'h%02X;" % (regs["core_ctr_clear"]["name"], regs["core_ctr_clear"]["offset"]))
     w("  localparam int unsigned CREG_COUNTERS = 'h%02X;" % regs["core_counters_base"])
     w("  localparam int unsigned NumCounters = %d;" % len(regs["core_counters"]))
@@ -423,7 +473,18 @@ def gen_md_regs(spec):
     o += ["", "## Error causes (`ERR_CAUSE` bits)", "", "| bit | name | description |", "|---|---|---|"]
     for e in r["error_causes"]:
         o.append("| %d | `%s` | %s |" % (e["bit"], e["name"], md_escape(e["doc"])))
-    return "\n".join(o) + "\n"
+    o += ["", "## Bit fields", ""]
+    for scope, regs_ in (("global", r["global"]), ("per core", r["core"])):
+        for g in regs_:
+            if not g.get("fields"):
+                continue
+            o += ["### `%s` (%s)" % (g["name"], scope), "", "| bits | field | description |", "|---|---|---|"]
+            for f in g["fields"]:
+                hi = f["lsb"] + f["width"] - 1
+                bits = str(f["lsb"]) if f["width"] == 1 else "%d:%d" % (hi, f["lsb"])
+                o.append("| [%s] | `%s` | %s |" % (bits, f["name"], md_escape(f["doc"])))
+            o.append("")
+    return "\n".join(o).rstrip("\n") + "\n"
 
 
 def gen_md_configs(spec):

@@ -38,9 +38,46 @@ GLOBAL_W1C = {"IRQ_STATUS"}
 CORE_RO = {
     "RING_HEAD": "32'(ring_head_i[c*16 +: 16])",
     "ERR_PC": "32'(err_pc_i[c*16 +: 16])",
-    # bit0 busy, bit1 done, bit2 error, bit3 blocked (regs.yaml, ref_device.cc)
-    "STATUS": "{28'd0, core_blocked_i[c], core_error_i[c], core_done_i[c], core_busy_i[c]}",
+    "STATUS": None,  # assembled from the register's bit fields (CORE_STATUS_FIELDS)
 }
+# The core signal behind each bit field of the per-core STATUS register.
+CORE_STATUS_FIELDS = {
+    "BUSY": "core_busy_i[c]",
+    "DONE": "core_done_i[c]",
+    "ERROR": "core_error_i[c]",
+    "BLOCKED": "core_blocked_i[c]",
+}
+# The per-core signal behind each field of the global STATUS and IRQ registers
+# (bit lsb + c belongs to core c).
+GLOBAL_STATUS_FIELDS = {"BUSY": "core_busy_i[c]", "ERROR": "core_error_i[c]"}
+IRQ_FIELDS = {"DONE": "core_irq_done_i[c]", "ERROR": "core_irq_err_i[c]"}
+# The configuration parameter behind each field of HWCFG.
+HWCFG_FIELDS = {"CORES": "NumCores", "ARRAY_ROWS": "Rows", "ARRAY_COLS": "Cols", "MEM_PORTS": "MemPorts"}
+
+
+def _fields(reg, table, what):
+    """The register's fields as (lsb, width, expression), checked against the binding table."""
+    out = []
+    for f in reg.get("fields", []):
+        if f["name"] not in table:
+            _fail("%s field %s has no binding in %s" % (reg["name"], f["name"], what))
+        out.append((f["lsb"], f["width"], table[f["name"]], f["name"]))
+    if not out:
+        _fail("%s has no bit fields in regs.yaml" % reg["name"])
+    return sorted(out)
+
+
+def _concat(fields, total=32):
+    """SV concatenation of single-bit or sized fields into a `total`-bit word, zero-filled."""
+    parts, pos = [], 0
+    for lsb, width, expr, _ in fields:
+        if lsb > pos:
+            parts.append("%d'd0" % (lsb - pos))
+        parts.append(expr if width == 1 else "%d'(%s)" % (width, expr))
+        pos = lsb + width
+    if pos < total:
+        parts.append("%d'd0" % (total - pos))
+    return "{" + ", ".join(reversed(parts)) + "}"
 # Per-core w1c registers whose sticky bits live in the core: writes become clear pulses.
 CORE_W1C = {"ERR_CAUSE": ("err_cause_i", "err_clear", "NumErrCauses")}
 # Per-core rw registers that a soft reset returns to 0 (the golden model resets
@@ -212,8 +249,10 @@ def gen_csr_sv(spec):
     w("")
     w("  localparam int unsigned CoreIdxW = %d;" % cidx_w)
     w("  localparam int unsigned SemRegs = %d;" % sem_count)
-    w("  // HWCFG: cores [7:0], rows [15:8], cols [23:16], memory ports [31:24].")
-    w("  localparam logic [31:0] HwCfg = {8'(MemPorts), 8'(Cols), 8'(Rows), 8'(NumCores)};")
+    hw = next(r for r in glob if r["name"] == "HWCFG")
+    hwf = _fields(hw, HWCFG_FIELDS, "HWCFG_FIELDS")
+    w("  // HWCFG: %s." % ", ".join("%s [%d:%d]" % (n, l + wd - 1, l) for l, wd, _, n in hwf))
+    w("  localparam logic [31:0] HwCfg = %s;" % _concat(hwf))
     w("")
     w("  // ---------------------------------------------------------------------------")
     w("  // AXI4-Lite handshakes")
@@ -299,15 +338,20 @@ def gen_csr_sv(spec):
     w("  logic [15:0] irq_set;")
     w("  logic [SemRegs*32-1:0] sem_value_pad;")
     w("")
-    w("  // STATUS: per-core busy [7:0], error [15:8].")
+    stf = _fields(next(r for r in glob if r["name"] == "STATUS"), GLOBAL_STATUS_FIELDS, "GLOBAL_STATUS_FIELDS")
+    irqf = _fields(next(r for r in glob if r["name"] == "IRQ_STATUS"), IRQ_FIELDS, "IRQ_FIELDS")
+    for lsb, width, _, n in irqf:
+        if lsb + width > 16:
+            _fail("IRQ_STATUS field %s must lie in bits [15:0]" % n)
+    w("  // STATUS: %s, bit lsb + c for core c." % ", ".join("%s [%d:%d]" % (n, l + wd - 1, l) for l, wd, _, n in stf))
     w("  always_comb begin")
     w("    status_w = '0;")
     w("    irq_set  = '0;")
     w("    for (int unsigned c = 0; c < NumCores; c++) begin")
-    w("      status_w[c]     = core_busy_i[c];")
-    w("      status_w[8 + c] = core_error_i[c];")
-    w("      irq_set[c]      = core_irq_done_i[c];")
-    w("      irq_set[8 + c]  = core_irq_err_i[c];")
+    for lsb, _, expr, _ in stf:
+        w("      status_w[%d + c] = %s;" % (lsb, expr))
+    for lsb, _, expr, _ in irqf:
+        w("      irq_set[%d + c] = %s;" % (lsb, expr))
     w("    end")
     w("  end")
     w("")
@@ -460,7 +504,8 @@ def gen_csr_sv(spec):
             else:
                 w("          %s: rd_word = %s_q[c*32 +: 32];  // %s" % (ca(r["offset"]), _lower(n), n))
         elif r["access"] == "ro":
-            w("          %s: rd_word = %s;  // %s" % (ca(r["offset"]), CORE_RO[n], n))
+            expr = CORE_RO[n] if CORE_RO[n] is not None else _concat(_fields(r, CORE_STATUS_FIELDS, "CORE_STATUS_FIELDS"))
+            w("          %s: rd_word = %s;  // %s" % (ca(r["offset"]), expr, n))
         elif r["access"] == "w1c":
             src, _, width = CORE_W1C[n]
             w("          %s: rd_word = 32'(%s[c*loom_pkg::%s +: loom_pkg::%s]);  // %s"

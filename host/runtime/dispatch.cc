@@ -191,7 +191,7 @@ Status dispatch_tasks(Device& dev, const plan::Plan& p, const std::vector<spec::
         ++newly;
       }
       const uint32_t st = dev.read_reg(core_reg_addr(unsigned(ci), creg::STATUS));
-      if (st & 4u) {
+      if (st & creg::STATUS_ERROR_MASK) {
         const uint32_t cause = dev.read_reg(core_reg_addr(unsigned(ci), creg::ERR_CAUSE));
         std::string where = "?";
         if (!c.queued.empty()) {

@@ -145,7 +145,8 @@ Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std
   dev.write_reg(spec::reg::SOFT_RESET, mask);
   dev.write_reg(spec::reg::SEM_CLEAR, 0xFFFFFFFFu);
   dev.write_reg(spec::reg::IRQ_STATUS, 0xFFFFFFFFu);
-  dev.write_reg(spec::reg::IRQ_ENABLE, mask | (mask << 8));
+  dev.write_reg(spec::reg::IRQ_ENABLE,
+                (mask << spec::reg::IRQ_ENABLE_DONE_SHIFT) | (mask << spec::reg::IRQ_ENABLE_ERROR_SHIFT));
   for (uint32_t c = 0; c < ncores; ++c) {
     auto& r = rings[c];
     r.stream = relocate(p.cores[c], base);
@@ -221,7 +222,7 @@ Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std
     for (uint32_t c = 0; c < ncores; ++c) {
       auto& r = rings[c];
       const uint32_t st = dev.read_reg(core_reg_addr(c, creg::STATUS));
-      if (st & 4u) {
+      if (st & creg::STATUS_ERROR_MASK) {
         const uint32_t cause = dev.read_reg(core_reg_addr(c, creg::ERR_CAUSE));
         const uint32_t pc = dev.read_reg(core_reg_addr(c, creg::ERR_PC));
         // The failing instruction is the in-flight one whose ring slot is pc.
@@ -239,7 +240,7 @@ Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std
       if (head != last_head[c]) progressed = true;
       last_head[c] = head;
       if (r.written != units.limit(c, r.stream.size()) || head != r.tail) at_cut = false;
-      if (!(st & 2u) || r.written < r.stream.size()) all_done = false;
+      if (!(st & creg::STATUS_DONE_MASK) || r.written < r.stream.size()) all_done = false;
     }
     if (at_cut) {  // every core issued its stream up to the next unit call's cut
       Status us = units.advance(dev, opt);
@@ -251,8 +252,9 @@ Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std
       std::string who;
       for (uint32_t c = 0; c < ncores; ++c) {
         const uint32_t st = dev.read_reg(core_reg_addr(c, creg::STATUS));
-        if (!(st & 2u))
-          who += " core " + std::to_string(c) + ((st & 8u) ? " (blocked on a semaphore)" : " (stopped before END)");
+        if (!(st & creg::STATUS_DONE_MASK))
+          who += " core " + std::to_string(c) +
+                 ((st & creg::STATUS_BLOCKED_MASK) ? " (blocked on a semaphore)" : " (stopped before END)");
       }
       dev.write_reg(spec::reg::SOFT_RESET, mask);
       cleanup();

@@ -74,7 +74,7 @@ module loom_csr #(
 
   localparam int unsigned CoreIdxW = 4;
   localparam int unsigned SemRegs = 16;
-  // HWCFG: cores [7:0], rows [15:8], cols [23:16], memory ports [31:24].
+  // HWCFG: CORES [7:0], ARRAY_ROWS [15:8], ARRAY_COLS [23:16], MEM_PORTS [31:24].
   localparam logic [31:0] HwCfg = {8'(MemPorts), 8'(Cols), 8'(Rows), 8'(NumCores)};
 
   // ---------------------------------------------------------------------------
@@ -160,15 +160,15 @@ module loom_csr #(
   logic [15:0] irq_set;
   logic [SemRegs*32-1:0] sem_value_pad;
 
-  // STATUS: per-core busy [7:0], error [15:8].
+  // STATUS: BUSY [7:0], ERROR [15:8], bit lsb + c for core c.
   always_comb begin
     status_w = '0;
     irq_set  = '0;
     for (int unsigned c = 0; c < NumCores; c++) begin
-      status_w[c]     = core_busy_i[c];
+      status_w[0 + c] = core_busy_i[c];
       status_w[8 + c] = core_error_i[c];
-      irq_set[c]      = core_irq_done_i[c];
-      irq_set[8 + c]  = core_irq_err_i[c];
+      irq_set[0 + c] = core_irq_done_i[c];
+      irq_set[8 + c] = core_irq_err_i[c];
     end
   end
 

@@ -43,7 +43,7 @@ TEST_P(Fabric, RegisterMapMatchesSpec) {
   EXPECT_EQ(d.read_reg(spec::reg::ID), spec::kIdValue);
   EXPECT_EQ(d.read_reg(spec::reg::VERSION), spec::kVersion);
   const auto& c = cfg();
-  EXPECT_EQ(d.read_reg(spec::reg::HWCFG), c.cores | c.array_rows << 8 | c.array_cols << 16 | c.mem_ports << 24);
+  EXPECT_EQ(d.read_reg(spec::reg::HWCFG), spec::hwcfg_value(c));
   for (uint32_t v : {0x00000000u, 0xFFFFFFFFu, 0xA5A55A5Au, 0x12345678u}) {
     d.write_reg(spec::reg::SCRATCH, v);
     EXPECT_EQ(d.read_reg(spec::reg::SCRATCH), v);

@@ -24,9 +24,9 @@ void expect_faulted(Rig& r, unsigned c, uint32_t cause, uint32_t pc, uint32_t ta
   EXPECT_EQ(r.status(c), kError);
   const uint32_t g = r.greg(spec::reg::STATUS);
   EXPECT_EQ(g & (1u << c), 0u) << "global busy bit";
-  EXPECT_NE(g & (1u << (8 + c)), 0u) << "global error bit";
+  EXPECT_NE(g & spec::reg::STATUS_ERROR(c), 0u) << "global error bit";
   const uint32_t irq = r.greg(spec::reg::IRQ_STATUS);
-  EXPECT_NE(irq & (1u << (8 + c)), 0u) << "IRQ_STATUS error bit";
+  EXPECT_NE(irq & spec::reg::IRQ_STATUS_ERROR(c), 0u) << "IRQ_STATUS error bit";
   EXPECT_EQ(irq & (1u << c), 0u) << "IRQ_STATUS completion bit";
   const uint32_t head = r.reg(c, cr::RING_HEAD);
   if (r.is_rtl()) {

@@ -6,11 +6,6 @@ namespace {
 
 namespace cr = spec::core_reg;
 
-constexpr uint32_t kCoreBusy = 1u << 0;
-constexpr uint32_t kCoreDone = 1u << 1;
-constexpr uint32_t kCoreError = 1u << 2;
-constexpr uint32_t kCoreBlocked = 1u << 3;
-
 uint32_t lo32(uint64_t v) { return uint32_t(v); }
 uint32_t hi16(uint64_t v) { return uint32_t(v >> 32) & 0xFFFFu; }
 uint64_t with_lo(uint64_t v, uint32_t lo) { return (v & ~uint64_t(0xFFFFFFFFu)) | lo; }
@@ -34,15 +29,14 @@ uint32_t ControlRegs::read(uint32_t offset) const {
     case spec::reg::VERSION:
       return spec::kVersion;
     case spec::reg::HWCFG:
-      return (cfg_.cores & 0xFFu) | (cfg_.array_rows & 0xFFu) << 8 | (cfg_.array_cols & 0xFFu) << 16 |
-             (cfg_.mem_ports & 0xFFu) << 24;
+      return spec::hwcfg_value(cfg_);
     case spec::reg::SCRATCH:
       return scratch_;
     case spec::reg::STATUS: {
       uint32_t v = 0;
       for (unsigned c = 0; c < cfg_.cores; ++c) {
-        if (rings[c].running) v |= 1u << c;
-        if (fabric_.core(c).err_cause != 0) v |= 1u << (8 + c);
+        if (rings[c].running) v |= spec::reg::STATUS_BUSY(c);
+        if (fabric_.core(c).err_cause != 0) v |= spec::reg::STATUS_ERROR(c);
       }
       return v;
     }
@@ -81,8 +75,8 @@ uint32_t ControlRegs::read_core(unsigned c, uint32_t off) const {
     case cr::RING_TAIL:
       return r.tail;
     case cr::STATUS:
-      return (r.running ? kCoreBusy : 0) | (r.done ? kCoreDone : 0) | (s.err_cause ? kCoreError : 0) |
-             (r.blocked ? kCoreBlocked : 0);
+      return (r.running ? cr::STATUS_BUSY_MASK : 0) | (r.done ? cr::STATUS_DONE_MASK : 0) |
+             (s.err_cause ? cr::STATUS_ERROR_MASK : 0) | (r.blocked ? cr::STATUS_BLOCKED_MASK : 0);
     case cr::ERR_CAUSE:
       return s.err_cause;
     case cr::ERR_PC:
@@ -182,7 +176,7 @@ void ControlRegs::fault(unsigned c, uint32_t cause) {
   fabric_.raise(c, cause, r.head);
   r.running = false;
   r.blocked = false;
-  irq_status |= 1u << (8 + c);
+  irq_status |= spec::reg::IRQ_STATUS_ERROR(c);
 }
 
 void ControlRegs::doorbell(unsigned c) {
@@ -214,7 +208,7 @@ void ControlRegs::soft_reset(unsigned c) {
   r.head = r.tail = 0;
   r.running = r.done = r.blocked = false;
   fabric_.reset_core(c);
-  irq_status &= ~((1u << c) | (1u << (8 + c)));
+  irq_status &= ~(spec::reg::IRQ_STATUS_DONE(c) | spec::reg::IRQ_STATUS_ERROR(c));
   hooks_->core_reset(c);
 }
 

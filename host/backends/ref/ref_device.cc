@@ -52,14 +52,14 @@ bool RefDevice::step(unsigned c) {
     case Outcome::Faulted:
       r.running = false;
       r.blocked = false;
-      regs_.irq_status |= 1u << (8 + c);
+      regs_.irq_status |= spec::reg::IRQ_STATUS_ERROR(c);
       return true;
     case Outcome::RetiredEnd:
       r.head = (r.head + 1) & (r.size - 1);
       r.running = false;
       r.blocked = false;
       r.done = true;
-      regs_.irq_status |= 1u << c;
+      regs_.irq_status |= spec::reg::IRQ_STATUS_DONE(c);
       return true;
     case Outcome::Retired:
       r.head = (r.head + 1) & (r.size - 1);

@@ -11,9 +11,6 @@ namespace loom::rtl {
 namespace {
 
 namespace cr = spec::core_reg;
-constexpr uint32_t kCoreBusy = 1u << 0;
-constexpr uint32_t kCoreBlocked = 1u << 3;
-
 
 }  // namespace
 
@@ -130,7 +127,7 @@ void RtlDevice::write_reg(uint32_t offset, uint32_t value) {
     if (offset == spec::core_reg_addr(c, cr::DOORBELL) && (value & 1u)) {
       trace_->instant(c, "doorbell", cycles_);
       // An idle core's next window starts here, so no interval precedes it.
-      if (!(trace_cores_[c].status & kCoreBusy)) trace_cores_[c].at = std::max(trace_cores_[c].at, cycles_);
+      if (!(trace_cores_[c].status & cr::STATUS_BUSY_MASK)) trace_cores_[c].at = std::max(trace_cores_[c].at, cycles_);
     }
     if ((offset == spec::core_reg_addr(c, cr::CTR_CLEAR) && (value & 1u)) ||
         (offset == spec::reg::SOFT_RESET && (value & (1u << c))))
@@ -182,7 +179,7 @@ void RtlDevice::sample_trace() {
     put(TraceTrack::StallDep, "stall: dependency", d(2));
     put(TraceTrack::Load, "load", (d(3) + beat_bytes_ - 1) / beat_bytes_);
     put(TraceTrack::Store, "store", (d(4) + beat_bytes_ - 1) / beat_bytes_);
-    if ((status & 4u) && !(t.status & 4u)) trace_->instant(c, "error", now);
+    if ((status & cr::STATUS_ERROR_MASK) && !(t.status & cr::STATUS_ERROR_MASK)) trace_->instant(c, "error", now);
     t.at = now;
     t.ctr = v;
     t.status = status;
@@ -200,12 +197,12 @@ Status RtlDevice::health() const {
 
 bool cores_quiescent(const spec::HwConfig& cfg, const std::function<uint32_t(uint32_t)>& read_reg,
                      std::string* busy_cores) {
-  const uint32_t busy = read_reg(spec::reg::STATUS) & 0xFFu;
+  const uint32_t busy = read_reg(spec::reg::STATUS);
   bool idle = true;
-  for (unsigned c = 0; c < cfg.cores && c < 8; ++c) {
-    if (!(busy & (1u << c))) continue;
+  for (unsigned c = 0; c < cfg.cores && c < spec::kMaxCores; ++c) {
+    if (!(busy & spec::reg::STATUS_BUSY(c))) continue;
     const uint32_t st = read_reg(spec::core_reg_addr(c, cr::STATUS));
-    if ((st & kCoreBusy) && !(st & kCoreBlocked)) {
+    if ((st & cr::STATUS_BUSY_MASK) && !(st & cr::STATUS_BLOCKED_MASK)) {
       idle = false;
       if (busy_cores) *busy_cores += " " + std::to_string(c);
     }

@@ -99,12 +99,11 @@ class Runner {
                    hw = d.read_reg(spec::reg::HWCFG);
     if (id != spec::kIdValue)
       return failed(c, "ID reads " + hex(id) + ", expected " + hex(spec::kIdValue) + " (\"LOOM\")");
-    if ((ver >> 16) != spec::kVersionMajor)
-      return failed(c, "VERSION " + std::to_string(ver >> 16) + "." + std::to_string(ver & 0xFFFF) +
-                           ", expected major " + std::to_string(spec::kVersionMajor));
-    const auto shape = [](const spec::HwConfig& k) {
-      return k.cores | (k.array_rows << 8) | (k.array_cols << 16) | (k.mem_ports << 24);
-    };
+    if (spec::field_get(ver, spec::reg::VERSION_MAJOR_MASK) != spec::kVersionMajor)
+      return failed(c, "VERSION " + std::to_string(spec::field_get(ver, spec::reg::VERSION_MAJOR_MASK)) + "." +
+                           std::to_string(spec::field_get(ver, spec::reg::VERSION_MINOR_MASK)) + ", expected major " +
+                           std::to_string(spec::kVersionMajor));
+    const auto shape = [](const spec::HwConfig& k) { return spec::hwcfg_value(k); };
     if (opt_.infer_config) {
       const spec::HwConfig* found = nullptr;
       unsigned n = 0;
@@ -119,8 +118,9 @@ class Runner {
     const auto& cfg2 = d.config();
     if (hw != shape(cfg2))
       return failed(c, "HWCFG " + hex(hw) + ", configuration '" + std::string(cfg2.name) + "' is " + hex(shape(cfg2)));
-    c.detail += "ID " + hex(id) + ", version " + std::to_string(ver >> 16) + "." + std::to_string(ver & 0xFFFF) +
-                ", HWCFG " + hex(hw) + " = '" + std::string(cfg2.name) + "'";
+    c.detail += "ID " + hex(id) + ", version " + std::to_string(spec::field_get(ver, spec::reg::VERSION_MAJOR_MASK)) +
+                "." + std::to_string(spec::field_get(ver, spec::reg::VERSION_MINOR_MASK)) + ", HWCFG " + hex(hw) +
+                " = '" + std::string(cfg2.name) + "'";
     return true;
   }
 
@@ -295,7 +295,7 @@ class Runner {
     d.write_reg(spec::reg::IRQ_STATUS, 0xFFFFFFFFu);
     const uint32_t before = d.read_reg(spec::reg::IRQ_STATUS);
     if (before != 0) return failed(c, "IRQ_STATUS reads " + hex(before) + " after clearing every bit");
-    d.write_reg(spec::reg::IRQ_ENABLE, 1u);  // core 0 completion
+    d.write_reg(spec::reg::IRQ_ENABLE, spec::reg::IRQ_ENABLE_DONE(0));
     Status armed = t_.arm_interrupt();
     if (!armed) return failed(c, armed.error().str());
     const uint32_t head = d.read_reg(spec::core_reg_addr(0, cr::RING_HEAD)) & (size - 1);
@@ -311,9 +311,12 @@ class Runner {
     d.write_reg(spec::reg::IRQ_STATUS, 0xFFFFFFFFu);
     d.write_reg(spec::reg::IRQ_ENABLE, 0u);
     if (!*fired)
-      return failed(c, "no interrupt within " + std::to_string(opt_.irq_timeout_ms) + " ms of an END on core 0 (IRQ_STATUS " +
-                           hex(st) + (st & 1u ? ": the kernel raised it, the host never saw it)" : ")"));
-    if (!(st & 1u)) return failed(c, "an interrupt arrived but IRQ_STATUS reads " + hex(st) + " (no core 0 completion)");
+      return failed(
+          c, "no interrupt within " + std::to_string(opt_.irq_timeout_ms) + " ms of an END on core 0 (IRQ_STATUS " +
+                 hex(st) +
+                 (st & spec::reg::IRQ_STATUS_DONE(0) ? ": the kernel raised it, the host never saw it)" : ")"));
+    if (!(st & spec::reg::IRQ_STATUS_DONE(0)))
+      return failed(c, "an interrupt arrived but IRQ_STATUS reads " + hex(st) + " (no core 0 completion)");
     const uint32_t after = d.read_reg(spec::reg::IRQ_STATUS);
     if (after != 0) return failed(c, "IRQ_STATUS reads " + hex(after) + " after write-1-to-clear");
     c.detail = "END on core 0 raised the completion interrupt (IRQ_STATUS " + hex(st) + "), cleared by write-1";

@@ -142,15 +142,19 @@ Status XrtDevice::check_identity() {
   if (!reg_error_.empty()) return make_error(where, reg_error_);
   if (id != spec::kIdValue)
     return make_error(where, "ID register reads " + hex(id) + ", expected " + hex(spec::kIdValue) + ": not a loom kernel");
-  if ((ver >> 16) != spec::kVersionMajor)
-    return make_error(where, "kernel spec version " + std::to_string(ver >> 16) + "." + std::to_string(ver & 0xFFFF) +
+  if (spec::field_get(ver, spec::reg::VERSION_MAJOR_MASK) != spec::kVersionMajor)
+    return make_error(where, "kernel spec version " +
+                                 std::to_string(spec::field_get(ver, spec::reg::VERSION_MAJOR_MASK)) + "." +
+                                 std::to_string(spec::field_get(ver, spec::reg::VERSION_MINOR_MASK)) +
                                  ", this loom speaks " + std::to_string(spec::kVersionMajor) + ".x");
-  const uint32_t want = cfg_.cores | (cfg_.array_rows << 8) | (cfg_.array_cols << 16) | (cfg_.mem_ports << 24);
+  const uint32_t want = spec::hwcfg_value(cfg_);
   if (hw != want)
-    return make_error(where, "HWCFG " + hex(hw) + " (cores " + std::to_string(hw & 0xFF) + ", array " +
-                                 std::to_string((hw >> 8) & 0xFF) + "x" + std::to_string((hw >> 16) & 0xFF) +
-                                 ", ports " + std::to_string(hw >> 24) + ") is not configuration '" +
-                                 std::string(cfg_.name) + "'");
+    return make_error(where, "HWCFG " + hex(hw) + " (cores " +
+                                 std::to_string(spec::field_get(hw, spec::reg::HWCFG_CORES_MASK)) + ", array " +
+                                 std::to_string(spec::field_get(hw, spec::reg::HWCFG_ARRAY_ROWS_MASK)) + "x" +
+                                 std::to_string(spec::field_get(hw, spec::reg::HWCFG_ARRAY_COLS_MASK)) + ", ports " +
+                                 std::to_string(spec::field_get(hw, spec::reg::HWCFG_MEM_PORTS_MASK)) +
+                                 ") is not configuration '" + std::string(cfg_.name) + "'");
   return Status::ok();
 }
 
@@ -298,13 +302,13 @@ Status XrtDevice::run_until_idle(uint64_t timeout_cycles) {
   for (uint64_t poll = 0;; ++poll) {
     if (!reg_error_.empty()) return make_error(where, reg_error_);
     // Stopped: every busy core waits on a semaphore only another core can raise.
-    const uint32_t busy = read_reg(spec::reg::STATUS) & 0xFFu;
+    const uint32_t busy = read_reg(spec::reg::STATUS);
     std::string running;
     uint32_t running_mask = 0;
     for (unsigned c = 0; c < cfg_.cores && c < spec::kMaxCores; ++c) {
-      if (!(busy & (1u << c))) continue;
+      if (!(busy & spec::reg::STATUS_BUSY(c))) continue;
       const uint32_t st = read_reg(spec::core_reg_addr(c, cr::STATUS));
-      if ((st & 1u) && !(st & 8u)) {
+      if ((st & cr::STATUS_BUSY_MASK) && !(st & cr::STATUS_BLOCKED_MASK)) {
         running += " " + std::to_string(c);
         running_mask |= 1u << c;
       }

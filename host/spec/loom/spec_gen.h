@@ -953,14 +953,49 @@ inline constexpr unsigned kCsrAddrBits = 12;
 inline constexpr uint32_t kCoreBase = 0x100;
 inline constexpr uint32_t kCoreStride = 0x100;
 inline constexpr unsigned kMaxCores = 8;
+/// The value of the bit field `mask` (a <REG>_<FIELD>_MASK) in register value `value`.
+constexpr uint32_t field_get(uint32_t value, uint32_t mask) {
+  for (; mask != 0 && (mask & 1u) == 0; mask >>= 1) value >>= 1;
+  return value & mask;
+}
 namespace reg {
 inline constexpr uint32_t ID = 0x000;  // ro Constant 0x4C4F4F4D ("LOOM").
-inline constexpr uint32_t VERSION = 0x004;  // ro Spec version: major in [31:16], minor in [15:0].
-inline constexpr uint32_t HWCFG = 0x008;  // ro Configuration: cores [7:0], array rows [15:8], array cols [23:16], memory ports [31:24].
+inline constexpr uint32_t VERSION = 0x004;  // ro Spec version.
+inline constexpr unsigned VERSION_MINOR_SHIFT = 0;  // Minor version.
+inline constexpr uint32_t VERSION_MINOR_MASK = 0x0000FFFFu;
+inline constexpr unsigned VERSION_MAJOR_SHIFT = 16;  // Major version.
+inline constexpr uint32_t VERSION_MAJOR_MASK = 0xFFFF0000u;
+inline constexpr uint32_t HWCFG = 0x008;  // ro The configuration the fabric was built with.
+inline constexpr unsigned HWCFG_CORES_SHIFT = 0;  // Number of cores.
+inline constexpr uint32_t HWCFG_CORES_MASK = 0x000000FFu;
+inline constexpr unsigned HWCFG_ARRAY_ROWS_SHIFT = 8;  // Systolic array rows.
+inline constexpr uint32_t HWCFG_ARRAY_ROWS_MASK = 0x0000FF00u;
+inline constexpr unsigned HWCFG_ARRAY_COLS_SHIFT = 16;  // Systolic array columns.
+inline constexpr uint32_t HWCFG_ARRAY_COLS_MASK = 0x00FF0000u;
+inline constexpr unsigned HWCFG_MEM_PORTS_SHIFT = 24;  // AXI4 memory ports.
+inline constexpr uint32_t HWCFG_MEM_PORTS_MASK = 0xFF000000u;
 inline constexpr uint32_t SCRATCH = 0x00C;  // rw Free scratch register for bring-up read/write checks.
-inline constexpr uint32_t STATUS = 0x010;  // ro Per-core busy bits [7:0], per-core error bits [15:8].
-inline constexpr uint32_t IRQ_ENABLE = 0x014;  // rw Per-core interrupt enable for completion [7:0] and error [15:8].
-inline constexpr uint32_t IRQ_STATUS = 0x018;  // w1c Per-core completion [7:0] and error [15:8] interrupt status; the interrupt line is the OR of enabled bits.
+inline constexpr uint32_t STATUS = 0x010;  // ro Summary of the cores' STATUS registers.
+inline constexpr unsigned STATUS_BUSY_SHIFT = 0;  // Bit i: core i is busy.
+inline constexpr uint32_t STATUS_BUSY_MASK = 0x000000FFu;
+constexpr uint32_t STATUS_BUSY(unsigned core) { return 1u << (STATUS_BUSY_SHIFT + core); }
+inline constexpr unsigned STATUS_ERROR_SHIFT = 8;  // Bit 8+i: core i has a sticky error cause.
+inline constexpr uint32_t STATUS_ERROR_MASK = 0x0000FF00u;
+constexpr uint32_t STATUS_ERROR(unsigned core) { return 1u << (STATUS_ERROR_SHIFT + core); }
+inline constexpr uint32_t IRQ_ENABLE = 0x014;  // rw Per-core interrupt enables.
+inline constexpr unsigned IRQ_ENABLE_DONE_SHIFT = 0;  // Bit i: interrupt when core i retires END.
+inline constexpr uint32_t IRQ_ENABLE_DONE_MASK = 0x000000FFu;
+constexpr uint32_t IRQ_ENABLE_DONE(unsigned core) { return 1u << (IRQ_ENABLE_DONE_SHIFT + core); }
+inline constexpr unsigned IRQ_ENABLE_ERROR_SHIFT = 8;  // Bit 8+i: interrupt when core i raises an error.
+inline constexpr uint32_t IRQ_ENABLE_ERROR_MASK = 0x0000FF00u;
+constexpr uint32_t IRQ_ENABLE_ERROR(unsigned core) { return 1u << (IRQ_ENABLE_ERROR_SHIFT + core); }
+inline constexpr uint32_t IRQ_STATUS = 0x018;  // w1c Per-core interrupt status; the interrupt line is the OR of the enabled bits.
+inline constexpr unsigned IRQ_STATUS_DONE_SHIFT = 0;  // Bit i: core i retired END.
+inline constexpr uint32_t IRQ_STATUS_DONE_MASK = 0x000000FFu;
+constexpr uint32_t IRQ_STATUS_DONE(unsigned core) { return 1u << (IRQ_STATUS_DONE_SHIFT + core); }
+inline constexpr unsigned IRQ_STATUS_ERROR_SHIFT = 8;  // Bit 8+i: core i raised an error.
+inline constexpr uint32_t IRQ_STATUS_ERROR_MASK = 0x0000FF00u;
+constexpr uint32_t IRQ_STATUS_ERROR(unsigned core) { return 1u << (IRQ_STATUS_ERROR_SHIFT + core); }
 inline constexpr uint32_t SOFT_RESET = 0x01C;  // w1s Writing 1 to bit i resets core i (units, ring pointers, error cause); other cores keep running.
 inline constexpr uint32_t WATCHDOG = 0x020;  // rw Cycles a busy core may go without retiring an instruction before TIMEOUT; 0 disables.
 inline constexpr uint32_t SEM_CLEAR = 0x024;  // w1s Writing 1 to bit i clears semaphore i to zero.
@@ -975,7 +1010,15 @@ inline constexpr uint32_t RING_SIZE = 0x08;  // rw Ring capacity in instructions
 inline constexpr uint32_t RING_HEAD = 0x0C;  // ro Index of the next instruction the core will fetch (consumer).
 inline constexpr uint32_t RING_TAIL = 0x10;  // rw Index one past the last instruction the host has written (producer).
 inline constexpr uint32_t DOORBELL = 0x14;  // w1s Writing 1 starts fetching from RING_HEAD up to RING_TAIL.
-inline constexpr uint32_t STATUS = 0x18;  // ro bit0 busy, bit1 done (END retired since the doorbell), bit2 error, bit3 blocked on a semaphore.
+inline constexpr uint32_t STATUS = 0x18;  // ro State of the core.
+inline constexpr unsigned STATUS_BUSY_SHIFT = 0;  // The core has work (doorbell rung, END not yet retired, no error).
+inline constexpr uint32_t STATUS_BUSY_MASK = 0x00000001u;
+inline constexpr unsigned STATUS_DONE_SHIFT = 1;  // END retired since the doorbell.
+inline constexpr uint32_t STATUS_DONE_MASK = 0x00000002u;
+inline constexpr unsigned STATUS_ERROR_SHIFT = 2;  // A sticky error cause is set; the core has halted.
+inline constexpr uint32_t STATUS_ERROR_MASK = 0x00000004u;
+inline constexpr unsigned STATUS_BLOCKED_SHIFT = 3;  // The dispatcher waits on a semaphore.
+inline constexpr uint32_t STATUS_BLOCKED_MASK = 0x00000008u;
 inline constexpr uint32_t ERR_CAUSE = 0x1C;  // w1c Sticky error causes (see error_causes); the core halts on the first.
 inline constexpr uint32_t ERR_PC = 0x20;  // ro Ring index of the instruction that raised the first error.
 inline constexpr uint32_t WIN_BASE_LO = 0x24;  // rw DMA window base, bits [31:0]: every access must lie in [base, limit).
@@ -1071,6 +1114,13 @@ constexpr const HwConfig* find_config(std::string_view name) {
   for (const auto& c : kConfigs)
     if (c.name == name) return &c;
   return nullptr;
+}
+/// What the HWCFG register reads for configuration `c` (its fields are named after HwConfig members).
+constexpr uint32_t hwcfg_value(const HwConfig& c) {
+  return ((c.cores << reg::HWCFG_CORES_SHIFT) & reg::HWCFG_CORES_MASK) |
+         ((c.array_rows << reg::HWCFG_ARRAY_ROWS_SHIFT) & reg::HWCFG_ARRAY_ROWS_MASK) |
+         ((c.array_cols << reg::HWCFG_ARRAY_COLS_SHIFT) & reg::HWCFG_ARRAY_COLS_MASK) |
+         ((c.mem_ports << reg::HWCFG_MEM_PORTS_SHIFT) & reg::HWCFG_MEM_PORTS_MASK);
 }
 
 }  // namespace loom::spec
