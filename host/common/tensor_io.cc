@@ -2,6 +2,7 @@
 #include "common/tensor_io.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <onnx/onnx_pb.h>
 #include <unistd.h>
 
@@ -180,7 +181,33 @@ Expected<std::string> read_file_bytes(const std::string& path) {
   return ss.str();
 }
 
+namespace {
+Status write_all(int fd, const std::string& path, std::string_view bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return make_error(path, std::string("write failed: ") + std::strerror(errno));
+    }
+    done += size_t(w);
+  }
+  return {};
+}
+}  // namespace
+
 Status write_file_atomic(const std::string& path, std::string_view bytes) {
+  // A path that names a device or a pipe (/dev/null, /dev/stdout, a FIFO) is
+  // written in place: a rename would replace the special file with a regular one.
+  struct stat sb {};
+  if (::stat(path.c_str(), &sb) == 0 && !S_ISREG(sb.st_mode)) {
+    if (S_ISDIR(sb.st_mode)) return make_error(path, "is a directory");
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return make_error(path, std::string("cannot open for writing: ") + std::strerror(errno));
+    Status st = write_all(fd, path, bytes);
+    ::close(fd);
+    return st;
+  }
   static std::atomic<unsigned> counter{0};
   const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -191,14 +218,10 @@ Status write_file_atomic(const std::string& path, std::string_view bytes) {
     ::unlink(tmp.c_str());
     return Status(make_error(path, msg));
   };
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return fail("write failed");
-    }
-    done += size_t(w);
+  if (Status st = write_all(fd, path, bytes); !st) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return st;
   }
   if (::fsync(fd) != 0) return fail("fsync failed");
   if (::close(fd) != 0) {

@@ -357,6 +357,24 @@ TEST(ParseErrors, FileErrorsNameTheFile) {
   EXPECT_EQ(g.error().str().rfind(path + ": node 'conv1': field 'op'", 0), 0u) << g.error().str();
 }
 
+// Writing to a special file (-o /dev/null) writes through it and leaves it a
+// device; a directory is refused in one line; a regular file is replaced whole.
+TEST(FileWrite, SpecialFilesAreWrittenInPlace) {
+  ASSERT_TRUE(write_file_atomic("/dev/null", "discarded").is_ok());
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
+  const auto dir = std::filesystem::temp_directory_path();
+  auto st = write_file_atomic(dir.string(), "x");
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_EQ(st.error().str(), dir.string() + ": is a directory");
+  const std::string path = dir / ("loom_write_" + std::to_string(::getpid()) + ".txt");
+  ASSERT_TRUE(write_file_atomic(path, "first, longer").is_ok());
+  ASSERT_TRUE(write_file_atomic(path, "second").is_ok());
+  auto back = read_file_bytes(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(back.is_ok());
+  EXPECT_EQ(*back, "second");
+}
+
 // Truncations and byte corruptions of a real graph: every one must come back
 // as a one-line error (or a valid graph), never a crash or an exception.
 TEST(ParseErrors, CorruptedFilesNeverCrash) {
