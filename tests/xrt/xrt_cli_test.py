@@ -16,7 +16,7 @@ CHECKS = ["device opened", "xclbin loaded", "identity registers", "scratch regis
 
 def run(args, env=None, timeout=600):
     e = dict(os.environ)
-    for k in ("LOOM_XRT_EMU_FAULT", "LOOM_XCLBIN", "LOOM_XRT_DEVICE", "LOOM_XRT_EMU_DEVICES"):
+    for k in ("LOOM_XRT_EMU_FAULT", "LOOM_XCLBIN", "LOOM_XRT_DEVICE", "LOOM_XRT_EMU_DEVICES", "LOOM_XRT_TIMEOUT_MS"):
         e.pop(k, None)
     e.update(env or {})
     return subprocess.run([LOOM] + args, capture_output=True, text=True, env=e, timeout=timeout)
@@ -46,10 +46,14 @@ def one_line_error(r, *needles):
         expect(n in lines[0], "%r not in %r" % (n, lines[0]))
 
 
-def plan(tmp, cfg="tiny"):
-    p = os.path.join(tmp, "demo.%s.plan" % cfg)
-    r = run(["compile", os.path.join(ROOT, "examples/demo_cnn.json"), "--config", cfg, "-o", p])
+def plan(tmp, cfg="tiny", hls=False):
+    p = os.path.join(tmp, "demo.%s%s.plan" % (cfg, ".hls" if hls else ""))
+    r = run(["compile", os.path.join(ROOT, "examples/demo_cnn.json"), "--config", cfg, "-o", p, "--json"] +
+            (["--hls", "auto"] if hls else []))
     expect(r.returncode == 0, "compile failed: " + r.stderr)
+    if hls:
+        calls = json.loads(r.stdout).get("unit_calls", 0)
+        expect(calls >= 1, "the demo compiled with --hls auto has no HLS unit call: %s" % r.stdout[:400])
     return p
 
 
@@ -101,6 +105,48 @@ def case_run_xrt_no_device():
     with tempfile.TemporaryDirectory() as tmp:
         r = run(["run", plan(tmp), "--backend", "xrt"])
         one_line_error(r, "no device")
+        # A plan with HLS unit calls: the same answer.
+        r = run(["run", plan(tmp, hls=True), "--backend", "xrt"])
+        one_line_error(r, "no device")
+
+
+def case_run_emu_hls_bit_exact():
+    # The demo with conv layers on the HLS units: xrt::kernel / xrt::run on the
+    # emulation, bit-exact with the direct reference and with ref.
+    with tempfile.TemporaryDirectory() as tmp:
+        p = plan(tmp, hls=True)
+        out = {}
+        for b in ("xrt-emu", "ref"):
+            d = os.path.join(tmp, b)
+            r = run(["run", p, "--backend", b, "--check", "--json", "--outputs", d])
+            expect(r.returncode == 0, "%s: %s" % (b, r.stderr))
+            j = json.loads(r.stdout)
+            expect(j["bit_exact"] is True and j["backend"] == b, "%s not bit-exact: %s" % (b, r.stdout[:400]))
+            out[b] = {f: open(os.path.join(d, f), "rb").read() for f in sorted(os.listdir(d))}
+        expect(out["xrt-emu"] and out["xrt-emu"] == out["ref"], "xrt-emu and ref outputs differ")
+
+
+def case_run_emu_hls_unit_hangs():
+    # A compute unit that never completes: its run is aborted and named, one line.
+    with tempfile.TemporaryDirectory() as tmp:
+        r = run(["run", plan(tmp, hls=True), "--backend", "xrt-emu"],
+                {"LOOM_XRT_EMU_FAULT": "unit-hang", "LOOM_XRT_TIMEOUT_MS": "3000"})
+        one_line_error(r, "compute unit loom_hls_", "did not complete within 3000 ms", "aborted")
+
+
+def case_run_emu_hls_xclbin_without_units():
+    # An xclbin linked without the HLS kernels: the unit call says what is missing.
+    with tempfile.TemporaryDirectory() as tmp:
+        x = os.path.join(tmp, "rtl_only.xclbin")
+        with open(os.path.join(ROOT, "host/backends/xrt/emu/xclbin/loom_tiny.xclbin")) as f:
+            lines = [l for l in f if not l.startswith("ip: loom_hls_")]
+        with open(x, "w") as f:
+            f.writelines(lines)
+        r = run(["run", plan(tmp, hls=True), "--backend", "xrt-emu"], {"LOOM_XCLBIN": x})
+        one_line_error(r, "compute unit loom_hls_", "not in xclbin", "HLS_KERNELS")
+        # The same xclbin runs a plan without unit calls.
+        r = run(["run", plan(tmp), "--backend", "xrt-emu", "--check", "--json"], {"LOOM_XCLBIN": x})
+        expect(r.returncode == 0 and json.loads(r.stdout)["bit_exact"] is True, r.stderr)
 
 
 def case_run_emu_bit_exact():

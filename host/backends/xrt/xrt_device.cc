@@ -8,7 +8,9 @@
 #include <exception>
 #include <thread>
 
+#include "backends/xrt/hls_cus.h"
 #include "backends/xrt/xrt_backends.h"
+#include "loom_hls_units.h"
 
 #ifndef LOOM_XRT_BACKEND
 #error "LOOM_XRT_BACKEND names the backend (\"xrt\" or \"xrt-emu\")"
@@ -29,6 +31,21 @@ std::string one_line(const char* s) {
     if (c == '\n' || c == '\r') c = ' ';
   while (!m.empty() && m.back() == ' ') m.pop_back();
   return m;
+}
+
+const char* state_name(ert_cmd_state s) {
+  switch (s) {
+    case ERT_CMD_STATE_NEW: return "NEW";
+    case ERT_CMD_STATE_QUEUED: return "QUEUED";
+    case ERT_CMD_STATE_RUNNING: return "RUNNING";
+    case ERT_CMD_STATE_COMPLETED: return "COMPLETED";
+    case ERT_CMD_STATE_ERROR: return "ERROR";
+    case ERT_CMD_STATE_ABORT: return "ABORT";
+    case ERT_CMD_STATE_SUBMITTED: return "SUBMITTED";
+    case ERT_CMD_STATE_TIMEOUT: return "TIMEOUT";
+    case ERT_CMD_STATE_NORESPONSE: return "NORESPONSE";
+    default: return "unknown";
+  }
 }
 
 std::string default_xclbin(const spec::HwConfig& cfg) {
@@ -67,7 +84,17 @@ XrtDevice::XrtDevice(const spec::HwConfig& cfg, XrtOptions opt) : cfg_(cfg), opt
 }
 
 XrtDevice::~XrtDevice() {
-  // Buffers go before the kernel handle and the device, as XRT expects.
+  // Runs and buffers go before the kernel handles and the device, as XRT
+  // expects (a run still in flight is aborted first).
+  for (auto& [h, r] : runs_) {
+    try {
+      if (r.run.state() == ERT_CMD_STATE_RUNNING || r.run.state() == ERT_CMD_STATE_QUEUED) r.run.abort();
+    } catch (const std::exception&) {
+      // Tearing down: nothing to report to.
+    }
+  }
+  runs_.clear();
+  cus_.clear();
   irq_.reset();
   arenas_.clear();
   ip_ = xrt::ip();
@@ -108,6 +135,18 @@ Expected<std::string> XrtDevice::load_xclbin() {
     const xrt::xclbin xb(opt_.xclbin);
     // The RTL kernel's instance and the memory bank its AXI4 masters reach.
     bool found = false;
+    runs_.clear();
+    cus_.clear();
+    hls_present_.clear();
+    for (const auto& ip : xb.get_ips()) {
+      const std::string name = ip.get_name();
+      // HLS compute units: kernel "loom_hls_<kind>", instance named as the link names units.
+      if (const auto colon = name.find(':'); colon != std::string::npos) {
+        const std::string top = name.substr(0, colon), inst = name.substr(colon + 1);
+        if (hls::find_kernel(top) != nullptr && xrt_cus::unit_of_instance(top, inst) >= 0)
+          hls_present_.push_back(xrt_cus::cu_name(top, uint32_t(xrt_cus::unit_of_instance(top, inst))));
+      }
+    }
     for (const auto& ip : xb.get_ips()) {
       const std::string name = ip.get_name();
       if (name.rfind("loom_top", 0) != 0) continue;
@@ -324,6 +363,93 @@ Status XrtDevice::run_until_idle(uint64_t timeout_cycles) {
     // Poll at full rate briefly, then back off so a long run does not hog the bus.
     if (poll > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
+}
+
+Expected<xrt::bo> XrtDevice::sub_buffer(uint64_t addr, uint64_t bytes) {
+  Arena* a = find(addr, std::max<uint64_t>(bytes, 1));
+  if (a == nullptr && bytes == 0 && !arenas_.empty()) {
+    // An argument the call does not touch (eltwise without b): any piece.
+    a = arenas_.front().get();
+    addr = a->base;
+  }
+  if (a == nullptr)
+    return make_error(std::string(kBackend), std::to_string(bytes) + " bytes at " + hex(addr) +
+                                                 " are outside every allocation");
+  const uint64_t len = std::min<uint64_t>(std::max<uint64_t>(bytes, kMinAlign), a->base + a->size - addr);
+  try {
+    return xrt::bo(a->bo, size_t(len), size_t(addr - a->base));
+  } catch (const std::exception& e) {
+    return xrt_error("a sub-buffer of " + std::to_string(len) + " bytes at " + hex(addr), e);
+  }
+}
+
+Expected<uint64_t> XrtDevice::start_unit(const runtime::UnitCall& call) {
+  const std::string dev = std::string(kBackend) + ": device " + std::to_string(opt_.device_index);
+  auto fp = hls::footprint(call, cfg_);
+  if (!fp) return Status(fp.error()).context(dev);
+  const hls::KernelInfo& k = *hls::find_kernel(call.kernel);
+  const std::string cu = xrt_cus::cu_name(k.top, call.unit);
+  const std::string where = dev + ": compute unit " + cu;
+  if (!have_ip_) return make_error(where, "no xclbin loaded");
+  if (std::find(hls_present_.begin(), hls_present_.end(), cu) == hls_present_.end())
+    return make_error(where, "not in xclbin '" + opt_.xclbin + "' (link the HLS kernel beside loom_top: HLS_KERNELS in scripts/vitis/Makefile)");
+  for (const auto& [h, r] : runs_)
+    if (r.cu == cu) return make_error(where, "busy: call " + std::to_string(h) + " was started and not waited for");
+  auto it = cus_.find(cu);
+  if (it == cus_.end()) {
+    try {
+      it = cus_.emplace(cu, xrt::kernel(dev_, uuid_, cu)).first;
+    } catch (const std::exception& e) {
+      return make_error(where, "opening the kernel: " + one_line(e.what()));
+    }
+  }
+  UnitRun r;
+  r.cu = cu;
+  for (unsigned i = 0; i < k.ptrs; ++i) {
+    auto b = sub_buffer(uint64_t(call.args[i]), (*fp)[i].bytes);
+    if (!b) return Status(b.error()).context(where + ": argument " + std::to_string(i));
+    r.bufs.push_back(std::move(*b));
+  }
+  try {
+    r.run = xrt::run(it->second);
+    for (unsigned i = 0; i < k.ptrs; ++i) r.run.set_arg(int(i), r.bufs[i]);
+    for (unsigned i = 0; i < k.scalars; ++i) {
+      const int32_t v = int32_t(call.args[k.ptrs + i]);  // range checked by hls::footprint
+      r.run.set_arg(int(k.ptrs + i), v);
+    }
+    r.run.start();
+  } catch (const std::exception& e) {
+    return make_error(where, "starting a run: " + one_line(e.what()));
+  }
+  const uint64_t h = next_run_++;
+  runs_.emplace(h, std::move(r));
+  return h;
+}
+
+Status XrtDevice::wait_unit(uint64_t handle, uint64_t timeout_cycles) {
+  (void)timeout_cycles;  // the card's clock is not visible here: the limit is wall time
+  const std::string dev = std::string(kBackend) + ": device " + std::to_string(opt_.device_index);
+  auto it = runs_.find(handle);
+  if (it == runs_.end()) return make_error(dev, "wait_unit: no HLS unit call " + std::to_string(handle) + " in flight");
+  UnitRun r = std::move(it->second);
+  runs_.erase(it);
+  const std::string where = dev + ": compute unit " + r.cu;
+  ert_cmd_state st = ERT_CMD_STATE_NEW;
+  try {
+    st = r.run.wait(std::chrono::milliseconds(opt_.timeout_ms));
+    if (st == ERT_CMD_STATE_COMPLETED) return Status::ok();
+    if (st == ERT_CMD_STATE_TIMEOUT || st == ERT_CMD_STATE_RUNNING || st == ERT_CMD_STATE_QUEUED ||
+        st == ERT_CMD_STATE_SUBMITTED || st == ERT_CMD_STATE_NEW) {
+      // Still going: abort it so the unit can take the next call.
+      const ert_cmd_state after = r.run.abort();
+      return make_error(where, "run did not complete within " + std::to_string(opt_.timeout_ms) +
+                                   " ms (LOOM_XRT_TIMEOUT_MS); aborted (state " + state_name(after) + ")");
+    }
+  } catch (const std::exception& e) {
+    return make_error(where, "waiting for the run: " + one_line(e.what()));
+  }
+  return make_error(where, std::string("run ended in state ") + state_name(st) +
+                               " (the kernel faulted or rejected its arguments); its outputs are not valid");
 }
 
 namespace {

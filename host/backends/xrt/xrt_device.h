@@ -7,6 +7,15 @@
 // expires. Every XRT call is wrapped: what XRT throws becomes a one-line
 // loom error.
 //
+// HLS compute units (hls/README.md "As compute units") run as a board runs
+// an HLS kernel: one xrt::kernel per compute unit, opened by the name the
+// Vitis link gives it (hls_cus.h: "loom_hls_gemm:{loom_hls_gemm_1}"), one
+// xrt::run per call with its pointer arguments as xrt::bo sub-buffers of the
+// arenas (exactly the bytes the call reads or writes) and its int32 scalars,
+// run.start(), and run.wait(LOOM_XRT_TIMEOUT_MS) with the state checked:
+// anything but ERT_CMD_STATE_COMPLETED aborts the run and is an error naming
+// the unit.
+//
 // This file and xrt_device.cc build twice (host/backends/xrt/CMakeLists.txt):
 // against /usr/include/xrt (LOOM_XRT_NS = xrt_hw) and against the emulation
 // in emu/ (LOOM_XRT_NS = xrt_emu).
@@ -23,6 +32,7 @@
 #include <experimental/xrt_xclbin.h>
 #include <xrt/xrt_bo.h>
 #include <xrt/xrt_device.h>
+#include <xrt/xrt_kernel.h>
 #include <xrt/xrt_uuid.h>
 
 #include "backends/xrt/bringup.h"
@@ -37,7 +47,8 @@ namespace loom::LOOM_XRT_NS {
 struct XrtOptions {
   unsigned device_index = 0;
   std::string xclbin;  // empty: no default on hardware; the built-in one on xrt-emu
-  /// Wall-clock limit on one run_until_idle (LOOM_XRT_TIMEOUT_MS).
+  /// Wall-clock limit on one run_until_idle or one wait for an HLS unit
+  /// (LOOM_XRT_TIMEOUT_MS).
   unsigned timeout_ms = 120'000;
   /// Size of each device-memory arena BO (LOOM_XRT_ARENA_MIB).
   uint64_t arena_bytes = uint64_t(64) << 20;
@@ -71,6 +82,15 @@ class XrtDevice final : public runtime::Device {
   uint32_t read_reg(uint32_t offset) override;
   void write_reg(uint32_t offset, uint32_t value) override;
   Status run_until_idle(uint64_t timeout_cycles) override;
+  /// Checks the call against the configuration (hls::footprint), opens its
+  /// compute unit on first use and starts one xrt::run of it.
+  Expected<uint64_t> start_unit(const runtime::UnitCall& call) override;
+  /// run.wait with the wall-clock limit (timeout_cycles: see run_until_idle);
+  /// a run not COMPLETED is aborted and named.
+  Status wait_unit(uint64_t handle, uint64_t timeout_cycles) override;
+
+  /// The HLS compute units of the loaded xclbin ("loom_hls_gemm:{loom_hls_gemm_1}").
+  const std::vector<std::string>& hls_units_present() const { return hls_present_; }
 
   void set_config(const spec::HwConfig& cfg) { cfg_ = cfg; }
   const std::string& xclbin_path() const { return opt_.xclbin; }
@@ -85,6 +105,15 @@ class XrtDevice final : public runtime::Device {
   /// The arena holding [addr, addr + len), or nullptr.
   Arena* find(uint64_t addr, uint64_t len);
   Error xrt_error(const std::string& what, const std::exception& e) const;
+  /// A sub-buffer of the arena holding [addr, addr + bytes) (bytes 0: any
+  /// small piece of an arena: the kernel does not touch it).
+  Expected<xrt::bo> sub_buffer(uint64_t addr, uint64_t bytes);
+
+  struct UnitRun {
+    std::string cu;
+    xrt::run run;
+    std::vector<xrt::bo> bufs;  // the sub-buffers the run's arguments name
+  };
 
   spec::HwConfig cfg_;
   XrtOptions opt_;
@@ -96,6 +125,10 @@ class XrtDevice final : public runtime::Device {
   uint32_t group_ = 0;
   std::vector<std::unique_ptr<Arena>> arenas_;
   std::string reg_error_;
+  std::vector<std::string> hls_present_;   // HLS CUs in the xclbin
+  std::map<std::string, xrt::kernel> cus_;  // opened on first use
+  std::map<uint64_t, UnitRun> runs_;        // started, not yet waited for
+  uint64_t next_run_ = 1;
 };
 
 /// XrtOptions from the environment: LOOM_XRT_DEVICE, LOOM_XCLBIN,

@@ -1,6 +1,7 @@
 // xrt-emu: an in-project emulation of exactly the XRT native C++ API classes
-// the xrt backend uses (device, xclbin, uuid, ip with its interrupt, bo, the
-// sync directions and system::enumerate_devices), with the same spelling, so
+// the xrt backend uses (device, xclbin, uuid, ip with its interrupt, bo and
+// its sub-buffers, kernel and run with ert_cmd_state, the sync directions and
+// system::enumerate_devices), with the same spelling, so
 // host/backends/xrt/xrt_device.cc compiles unchanged against either. The
 // headers under emu/xrt and emu/experimental mirror XRT's include paths and
 // all include this one.
@@ -11,6 +12,16 @@
 // (protocol checkers on every port) and bo::sync copies between the host
 // buffer and that memory. The fabric runs free: every register access first
 // clocks it a few cycles, as a card's clock runs while the host is busy.
+//
+// HLS compute units (xrt::kernel / xrt::run) are the kernels' C functions
+// (hls::run, as on ref and tlm): run.start() reads the inputs from the AXI
+// memory model and computes; the run then stays RUNNING for the kernel's
+// latency model in fabric cycles (the unit's clock is the fabric's, as on
+// tlm), during which the fabric keeps running (the host clocks it in
+// run.wait and on every register access), and its outputs are written to the
+// memory model when it completes (an aborted run writes nothing). A kernel
+// status other than kOk ends the run in ERT_CMD_STATE_ERROR, nothing written.
+// The units' memory traffic is not modelled on the AXI ports.
 //
 // Errors are thrown, as XRT does (std::runtime_error / std::system_error).
 // The classes live in namespace loom_xrt_emu, aliased to `xrt`, so a program
@@ -23,12 +34,29 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 /// Buffer sync directions, as in XRT's xrt.h.
 enum xclBOSyncDirection {
   XCL_BO_SYNC_BO_TO_DEVICE = 0,
   XCL_BO_SYNC_BO_FROM_DEVICE,
+};
+
+/// Command states, as in XRT's ert.h.
+enum ert_cmd_state {
+  ERT_CMD_STATE_NEW = 1,
+  ERT_CMD_STATE_QUEUED = 2,
+  ERT_CMD_STATE_RUNNING = 3,
+  ERT_CMD_STATE_COMPLETED = 4,
+  ERT_CMD_STATE_ERROR = 5,
+  ERT_CMD_STATE_ABORT = 6,
+  ERT_CMD_STATE_SUBMITTED = 7,
+  ERT_CMD_STATE_TIMEOUT = 8,
+  ERT_CMD_STATE_NORESPONSE = 9,
+  ERT_CMD_STATE_SKERROR = 10,
+  ERT_CMD_STATE_SKCRASHED = 11,
+  ERT_CMD_STATE_MAX,
 };
 
 namespace loom_xrt_emu {
@@ -48,7 +76,8 @@ class uuid {
 };
 
 /// An emulated xclbin: a small text file (see emu/xclbin/) naming the loom
-/// configuration, the RTL kernel instance, its memory bank and a UUID.
+/// configuration, the kernel instances (the RTL kernel loom_top and the HLS
+/// compute units, one `ip:` line each), the memory bank and a UUID.
 class xclbin {
  public:
   class mem {
@@ -155,14 +184,66 @@ class bo {
   bo() = default;
   /// Allocates `size` bytes in memory bank `grp` of the loaded xclbin.
   bo(const device& dev, size_t size, flags f, memory_group grp);
+  /// A sub-buffer: `size` bytes of `parent` from `offset`, sharing its memory.
+  bo(const bo& parent, size_t size, size_t offset);
   size_t size() const;
   uint64_t address() const;
+  /// Emulation only: the memory bank.
+  memory_group group() const;
   void write(const void* src, size_t size, size_t seek);
   void read(void* dst, size_t size, size_t skip);
   void sync(xclBOSyncDirection dir, size_t size, size_t offset);
   void sync(xclBOSyncDirection dir) { sync(dir, size(), 0); }
 
  private:
+  struct impl;
+  std::shared_ptr<impl> impl_;
+};
+
+struct kernel_impl;
+
+/// An HLS kernel's compute unit(s) in the loaded xclbin.
+class kernel {
+ public:
+  enum class cu_access_mode : uint8_t { exclusive = 0, shared = 1, none = 2 };
+  kernel() = default;
+  /// `name` is "kernel" (when the xclbin has one unit of it) or
+  /// "kernel:{instance}"; throws when no such compute unit is loaded.
+  kernel(const device& dev, const uuid& xclbin_id, const std::string& name,
+         cu_access_mode mode = cu_access_mode::shared);
+  /// Memory bank of global argument `argno`; throws for a scalar.
+  int group_id(int argno) const;
+
+ private:
+  friend class run;
+  std::shared_ptr<kernel_impl> impl_;
+};
+
+/// One execution of a kernel (see the header comment for what it does).
+class run {
+ public:
+  run() = default;
+  explicit run(const kernel& krnl);
+  void start();
+  /// Clocks the fabric until the run is done or `timeout` of wall time passed
+  /// (ERT_CMD_STATE_TIMEOUT); 0: no limit.
+  ert_cmd_state wait(const std::chrono::milliseconds& timeout = std::chrono::milliseconds{0}) const;
+  ert_cmd_state wait(unsigned int timeout_ms) const { return wait(timeout_ms * std::chrono::milliseconds{1}); }
+  ert_cmd_state state() const;
+  /// Stops a running run (its outputs are never written); returns its state.
+  ert_cmd_state abort();
+  /// A global argument: the buffer's device address (its bank must be the one
+  /// the argument is connected to).
+  void set_arg(int index, const bo& boh);
+  /// A scalar argument (the loom tops take int32 scalars).
+  template <typename ArgType>
+    requires std::is_arithmetic_v<std::remove_cvref_t<ArgType>>
+  void set_arg(int index, ArgType&& arg) {
+    set_scalar(index, static_cast<int64_t>(arg), sizeof(arg));
+  }
+
+ private:
+  void set_scalar(int index, int64_t value, size_t bytes);
   struct impl;
   std::shared_ptr<impl> impl_;
 };

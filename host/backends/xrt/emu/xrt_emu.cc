@@ -1,29 +1,36 @@
 // xrt-emu: the emulated XRT classes over the Verilated loom_fabric (see
 // loom_xrt_emu.h). Fault injection for tests: LOOM_XRT_EMU_FAULT=id corrupts
 // every read of the ID register, =irq keeps the interrupt from ever reaching
-// the host.
+// the host, =unit-hang keeps the first HLS compute unit run on the card from
+// ever completing (later runs complete).
 #include "loom_xrt_emu.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
+#include <map>
 #include <stdexcept>
 #include <string_view>
 
 #include "backends/rtl/rtl_device.h"
+#include "backends/xrt/hls_cus.h"
 #include "loom/spec_gen.h"
+#include "loom_hls_units.h"
 
 namespace loom_xrt_emu {
 
 struct card {
   unsigned index = 0;
-  std::string fault;  // "", "id" or "irq"
+  std::string fault;  // "", "id", "irq" or "unit-hang"
   uint32_t free_run = 8;  // cycles the fabric runs before each register access
   xclbin loaded;
   uuid id;
   std::unique_ptr<loom::rtl::RtlDevice> fabric;
   bool irq_enabled = false;
+  uint64_t unit_runs = 0;                    // HLS runs started (unit-hang: the first hangs)
+  std::map<std::string, uint64_t> cu_free;   // per compute unit: fabric cycle it is free from
 
   loom::rtl::RtlDevice& need_fabric(const char* what) const {
     if (!fabric) throw std::runtime_error(std::string(what) + ": no xclbin loaded on device " + std::to_string(index));
@@ -63,7 +70,7 @@ xclbin::xclbin(const std::string& filename) {
   std::string line;
   unsigned n = 0;
   bool format = false;
-  std::string ip_name;
+  std::vector<std::string> ip_names;
   while (std::getline(in, line)) {
     ++n;
     const std::string at = where + ": line " + std::to_string(n);
@@ -86,9 +93,21 @@ xclbin::xclbin(const std::string& filename) {
         throw std::runtime_error(at + ": unknown loom configuration '" + value + "'");
       config_ = value;
     } else if (key == "ip") {
-      if (value.find(':') == std::string::npos || value.front() == ':' || value.back() == ':')
+      const auto c = value.find(':');
+      if (c == std::string::npos || value.front() == ':' || value.back() == ':')
         throw std::runtime_error(at + ": ip must be 'kernel:instance', got '" + value + "'");
-      ip_name = value;
+      const std::string kname = value.substr(0, c), inst = value.substr(c + 1);
+      // The RTL kernel, or an HLS kernel the emulation can run (hls/units).
+      if (kname.rfind("loom_top", 0) != 0) {
+        if (loom::hls::find_kernel(kname) == nullptr)
+          throw std::runtime_error(at + ": unknown kernel '" + kname + "' (loom_top or an HLS kernel of hls/)");
+        if (loom::xrt_cus::unit_of_instance(kname, inst) < 0)
+          throw std::runtime_error(at + ": compute unit '" + inst + "' is not named as the link names units (" +
+                                   loom::xrt_cus::instance(kname, 0) + ", ...)");
+      }
+      if (std::find(ip_names.begin(), ip_names.end(), value) != ip_names.end())
+        throw std::runtime_error(at + ": ip '" + value + "' listed twice");
+      ip_names.push_back(value);
     } else if (key == "mem") {
       char* end = nullptr;
       const long idx = std::strtol(value.c_str(), &end, 10);
@@ -106,13 +125,24 @@ xclbin::xclbin(const std::string& filename) {
   if (!format) throw std::runtime_error(where + ": empty or not an emulated xclbin");
   for (const char* k : {"config", "ip", "mem", "uuid"}) {
     const bool have = std::string_view(k) == "config" ? !config_.empty()
-                      : std::string_view(k) == "ip"   ? !ip_name.empty()
+                      : std::string_view(k) == "ip"   ? !ip_names.empty()
                       : std::string_view(k) == "mem"  ? !mems_.empty()
                                                       : bool(uuid_);
     if (!have) throw std::runtime_error(where + ": missing '" + k + "'");
   }
-  // The kernel's AXI4 masters all reach the first bank, as linked by v++.
-  ips_.emplace_back(ip_name, std::vector<arg>{arg("m_axi", {mems_.front()})});
+  // Every kernel's AXI4 masters reach the first bank, as linked by v++; an
+  // HLS kernel's scalars have no bank.
+  for (const auto& name : ip_names) {
+    const auto* k = loom::hls::find_kernel(name.substr(0, name.find(':')));
+    if (k == nullptr) {
+      ips_.emplace_back(name, std::vector<arg>{arg("m_axi", {mems_.front()})});
+      continue;
+    }
+    std::vector<arg> args;
+    for (unsigned i = 0; i < k->ptrs; ++i) args.emplace_back("gmem" + std::to_string(i), std::vector<mem>{mems_.front()});
+    for (unsigned i = 0; i < k->scalars; ++i) args.emplace_back("s" + std::to_string(i), std::vector<mem>{});
+    ips_.emplace_back(name, std::move(args));
+  }
 }
 
 unsigned int system::enumerate_devices() {
@@ -127,8 +157,8 @@ device::device(unsigned int didx) {
   c->index = didx;
   if (const char* f = std::getenv("LOOM_XRT_EMU_FAULT")) {
     c->fault = f;
-    if (c->fault != "" && c->fault != "id" && c->fault != "irq")
-      throw std::runtime_error("LOOM_XRT_EMU_FAULT: unknown fault '" + c->fault + "' (expected id or irq)");
+    if (c->fault != "" && c->fault != "id" && c->fault != "irq" && c->fault != "unit-hang")
+      throw std::runtime_error("LOOM_XRT_EMU_FAULT: unknown fault '" + c->fault + "' (expected id, irq or unit-hang)");
   }
   if (const char* s = std::getenv("LOOM_XRT_EMU_FREE_RUN")) c->free_run = uint32_t(std::strtoul(s, nullptr, 10));
   card_ = std::move(c);
@@ -147,6 +177,7 @@ uuid device::load_xclbin(const xclbin& xb) {
   card_->loaded = xb;
   card_->id = xb.get_uuid();
   card_->irq_enabled = false;
+  card_->cu_free.clear();
   return card_->id;
 }
 
@@ -205,9 +236,14 @@ void ip::interrupt::wait() {
 struct bo::impl {
   std::shared_ptr<card> c;
   uint64_t addr = 0;
-  std::vector<uint8_t> host;
+  size_t size = 0;
+  memory_group grp = 0;
+  std::shared_ptr<impl> parent;  // sub-buffers: the buffer they are part of
+  size_t parent_off = 0;
+  std::vector<uint8_t> own;      // the host copy (top-level buffers)
+  uint8_t* host() { return parent ? parent->host() + parent_off : own.data(); }
   ~impl() {
-    if (c && c->fabric) c->fabric->free(addr);
+    if (!parent && c && c->fabric) c->fabric->free(addr);
   }
 };
 
@@ -223,12 +259,31 @@ bo::bo(const device& dev, size_t size, flags, memory_group grp) {
   auto p = std::make_shared<impl>();
   p->c = c;
   p->addr = *a;
-  p->host.assign(size, 0);
+  p->size = size;
+  p->grp = grp;
+  p->own.assign(size, 0);
   impl_ = std::move(p);
 }
 
-size_t bo::size() const { return impl_ ? impl_->host.size() : 0; }
+bo::bo(const bo& parent, size_t size, size_t offset) {
+  if (!parent.impl_) throw std::runtime_error("xrt::bo: sub-buffer of an empty buffer");
+  if (size == 0 || offset > parent.size() || size > parent.size() - offset)
+    throw std::runtime_error("xrt::bo: sub-buffer of " + std::to_string(size) + " bytes at offset " +
+                             std::to_string(offset) + " exceeds its parent (" + std::to_string(parent.size()) +
+                             " bytes)");
+  auto p = std::make_shared<impl>();
+  p->c = parent.impl_->c;
+  p->addr = parent.impl_->addr + offset;
+  p->size = size;
+  p->grp = parent.impl_->grp;
+  p->parent = parent.impl_;
+  p->parent_off = offset;
+  impl_ = std::move(p);
+}
+
+size_t bo::size() const { return impl_ ? impl_->size : 0; }
 uint64_t bo::address() const { return impl_ ? impl_->addr : 0; }
+memory_group bo::group() const { return impl_ ? impl_->grp : 0; }
 
 namespace {
 void check_range(const char* what, size_t size, size_t off, size_t total) {
@@ -240,12 +295,12 @@ void check_range(const char* what, size_t size, size_t off, size_t total) {
 
 void bo::write(const void* src, size_t size, size_t seek) {
   check_range("bo::write", size, seek, this->size());
-  if (size) std::memcpy(impl_->host.data() + seek, src, size);
+  if (size) std::memcpy(impl_->host() + seek, src, size);
 }
 
 void bo::read(void* dst, size_t size, size_t skip) {
   check_range("bo::read", size, skip, this->size());
-  if (size) std::memcpy(dst, impl_->host.data() + skip, size);
+  if (size) std::memcpy(dst, impl_->host() + skip, size);
 }
 
 void bo::sync(xclBOSyncDirection dir, size_t size, size_t offset) {
@@ -253,10 +308,202 @@ void bo::sync(xclBOSyncDirection dir, size_t size, size_t offset) {
   auto& f = impl_->c->need_fabric("bo::sync");
   loom::Status s;
   if (dir == XCL_BO_SYNC_BO_TO_DEVICE)
-    s = f.write(impl_->addr + offset, {impl_->host.data() + offset, size});
+    s = f.write(impl_->addr + offset, {impl_->host() + offset, size});
   else
-    s = f.read(impl_->addr + offset, {impl_->host.data() + offset, size});
+    s = f.read(impl_->addr + offset, {impl_->host() + offset, size});
   if (!s) throw std::runtime_error("bo::sync: " + s.str());
+}
+
+// ---- HLS compute units ------------------------------------------------------
+
+struct kernel_impl {
+  std::shared_ptr<card> c;
+  const loom::hls::KernelInfo* info = nullptr;
+  uint32_t unit = 0;
+  std::string cu;  // "loom_hls_gemm:{loom_hls_gemm_1}"
+  std::vector<int32_t> banks;  // per global argument
+};
+
+kernel::kernel(const device& dev, const uuid& xclbin_id, const std::string& name, cu_access_mode) {
+  const auto& c = dev.impl();
+  if (!c || !c->fabric) throw std::runtime_error("xrt::kernel '" + name + "': no xclbin loaded");
+  if (!(xclbin_id == c->id)) throw std::runtime_error("xrt::kernel '" + name + "': xclbin uuid is not the loaded one");
+  // "kernel" or "kernel:{instance}"
+  std::string kname = name, inst;
+  if (const auto colon = name.find(':'); colon != std::string::npos) {
+    kname = name.substr(0, colon);
+    inst = name.substr(colon + 1);
+    if (inst.size() < 3 || inst.front() != '{' || inst.back() != '}' || inst.find(',') != std::string::npos)
+      throw std::runtime_error("xrt::kernel '" + name + "': expected 'kernel:{instance}' with one instance");
+    inst = inst.substr(1, inst.size() - 2);
+  }
+  std::vector<const xclbin::ip*> match;
+  const auto ips = c->loaded.get_ips();
+  for (const auto& i : ips) {
+    const std::string full = i.get_name();
+    const auto colon = full.find(':');
+    if (full.substr(0, colon) == kname && (inst.empty() || full.substr(colon + 1) == inst)) match.push_back(&i);
+  }
+  if (match.empty()) throw std::runtime_error("No compute units matching '" + name + "'");
+  if (kname.rfind("loom_top", 0) == 0)
+    throw std::runtime_error("xrt::kernel '" + name + "': a user-managed kernel has no xrt::run (use xrt::ip)");
+  if (match.size() > 1)
+    throw std::runtime_error("xrt::kernel '" + name + "': " + std::to_string(match.size()) +
+                             " compute units match; this emulation opens one per kernel object");
+  const std::string full = match.front()->get_name();
+  auto p = std::make_shared<kernel_impl>();
+  p->c = c;
+  p->info = loom::hls::find_kernel(kname);
+  p->unit = uint32_t(loom::xrt_cus::unit_of_instance(kname, full.substr(full.find(':') + 1)));
+  p->cu = loom::xrt_cus::cu_name(kname, p->unit);
+  for (const auto& a : match.front()->get_args())
+    if (!a.get_mems().empty()) p->banks.push_back(a.get_mems().front().get_index());
+  impl_ = std::move(p);
+}
+
+int kernel::group_id(int argno) const {
+  if (!impl_) throw std::runtime_error("xrt::kernel::group_id: empty kernel");
+  if (argno < 0 || size_t(argno) >= impl_->banks.size())
+    throw std::runtime_error("xrt::kernel::group_id: argument " + std::to_string(argno) + " of " + impl_->cu +
+                             " is not a global memory argument");
+  return impl_->banks[size_t(argno)];
+}
+
+struct run::impl {
+  std::shared_ptr<kernel_impl> k;
+  std::vector<int64_t> args;
+  std::vector<uint64_t> buf_bytes;  // per global argument: its buffer's size
+  std::vector<bool> set;
+  ert_cmd_state st = ERT_CMD_STATE_NEW;
+  uint64_t done_at = 0;  // fabric cycle
+  bool ok = false;       // the C function returned kOk
+  std::vector<std::pair<uint64_t, std::vector<uint8_t>>> outputs;  // written on completion
+
+  /// Completes the run once the fabric has reached its end.
+  void poll() {
+    if (st != ERT_CMD_STATE_RUNNING || k->c->fabric->cycles() < done_at) return;
+    if (ok) {
+      for (const auto& [addr, bytes] : outputs) {
+        const loom::Status s = k->c->fabric->write(addr, bytes);
+        if (!s) throw std::runtime_error("xrt::run " + k->cu + ": writing its outputs: " + s.str());
+      }
+    }
+    outputs.clear();
+    st = ok ? ERT_CMD_STATE_COMPLETED : ERT_CMD_STATE_ERROR;
+  }
+};
+
+run::run(const kernel& krnl) {
+  if (!krnl.impl_) throw std::runtime_error("xrt::run: empty kernel");
+  auto p = std::make_shared<impl>();
+  p->k = krnl.impl_;
+  const size_t n = krnl.impl_->info->ptrs + krnl.impl_->info->scalars;
+  p->args.assign(n, 0);
+  p->set.assign(n, false);
+  p->buf_bytes.assign(krnl.impl_->info->ptrs, 0);
+  impl_ = std::move(p);
+}
+
+void run::set_arg(int index, const bo& boh) {
+  if (!impl_) throw std::runtime_error("xrt::run: empty run");
+  const auto& k = *impl_->k;
+  if (index < 0 || unsigned(index) >= k.info->ptrs)
+    throw std::runtime_error("xrt::run " + k.cu + ": argument " + std::to_string(index) +
+                             " is not a global memory argument");
+  if (int32_t(boh.group()) != k.banks[size_t(index)])
+    throw std::runtime_error("xrt::run " + k.cu + ": argument " + std::to_string(index) + " is connected to bank " +
+                             std::to_string(k.banks[size_t(index)]) + ", the buffer is in bank " +
+                             std::to_string(boh.group()));
+  impl_->args[size_t(index)] = int64_t(boh.address());
+  impl_->buf_bytes[size_t(index)] = boh.size();
+  impl_->set[size_t(index)] = true;
+}
+
+void run::set_scalar(int index, int64_t value, size_t bytes) {
+  if (!impl_) throw std::runtime_error("xrt::run: empty run");
+  const auto& k = *impl_->k;
+  if (index < int(k.info->ptrs) || size_t(index) >= impl_->args.size())
+    throw std::runtime_error("xrt::run " + k.cu + ": argument " + std::to_string(index) + " is not a scalar argument");
+  if (bytes != sizeof(int32_t))
+    throw std::runtime_error("xrt::run " + k.cu + ": scalar argument " + std::to_string(index) + " is int32, got " +
+                             std::to_string(bytes) + " bytes");
+  impl_->args[size_t(index)] = value;
+  impl_->set[size_t(index)] = true;
+}
+
+void run::start() {
+  if (!impl_) throw std::runtime_error("xrt::run: empty run");
+  auto& r = *impl_;
+  card& c = *r.k->c;
+  auto& f = c.need_fabric("xrt::run::start");
+  r.poll();
+  if (r.st == ERT_CMD_STATE_RUNNING) throw std::runtime_error("xrt::run " + r.k->cu + ": already running");
+  for (size_t i = 0; i < r.set.size(); ++i)
+    if (!r.set[i]) throw std::runtime_error("xrt::run " + r.k->cu + ": argument " + std::to_string(i) + " not set");
+  const loom::runtime::UnitCall call{std::string(r.k->info->top), r.k->unit, r.args};
+  // Each buffer must hold what the kernel reads or writes through it.
+  auto fp = loom::hls::footprint(call, f.config());
+  if (fp) {
+    for (size_t i = 0; i < fp->size(); ++i)
+      if ((*fp)[i].bytes > r.buf_bytes[i])
+        throw std::runtime_error("xrt::run " + r.k->cu + ": argument " + std::to_string(i) + " reaches " +
+                                 std::to_string((*fp)[i].bytes) + " bytes, its buffer has " +
+                                 std::to_string(r.buf_bytes[i]));
+  }
+  r.outputs.clear();
+  const loom::Status s = loom::hls::run(
+      call, f.config(), [&f](uint64_t a, std::span<uint8_t> out) { return f.read(a, out); },
+      [&r](uint64_t a, std::span<const uint8_t> in) {
+        r.outputs.emplace_back(a, std::vector<uint8_t>(in.begin(), in.end()));
+        return loom::Status::ok();
+      });
+  r.ok = s.is_ok();
+  if (!r.ok) r.outputs.clear();
+  // The unit runs one call at a time, from when it is free, for the latency
+  // model's cycles at the fabric clock.
+  const uint64_t now = f.cycles();
+  uint64_t& free_at = c.cu_free[r.k->cu];
+  const bool hang = c.fault == "unit-hang" && c.unit_runs == 0;
+  ++c.unit_runs;
+  r.done_at = hang ? std::numeric_limits<uint64_t>::max() : std::max(now, free_at) + loom::hls::latency_cycles(call);
+  free_at = r.done_at;
+  r.st = ERT_CMD_STATE_RUNNING;
+}
+
+ert_cmd_state run::state() const {
+  if (!impl_) return ERT_CMD_STATE_NEW;
+  impl_->poll();
+  return impl_->st;
+}
+
+ert_cmd_state run::wait(const std::chrono::milliseconds& timeout) const {
+  if (!impl_) throw std::runtime_error("xrt::run: empty run");
+  auto& r = *impl_;
+  card& c = *r.k->c;
+  auto& f = c.need_fabric("xrt::run::wait");
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    r.poll();
+    if (r.st != ERT_CMD_STATE_RUNNING) return r.st;
+    if (timeout.count() > 0 && std::chrono::steady_clock::now() >= deadline) return ERT_CMD_STATE_TIMEOUT;
+    if (timeout.count() == 0 && r.done_at == std::numeric_limits<uint64_t>::max())
+      throw std::runtime_error("xrt::run " + r.k->cu + ": wait without a timeout on a run that never completes");
+    // The fabric (cores included) runs while the unit does.
+    f.step(std::clamp<uint64_t>(r.done_at - std::min(r.done_at, f.cycles()), 1, 256));
+    c.check_health();
+  }
+}
+
+ert_cmd_state run::abort() {
+  if (!impl_) throw std::runtime_error("xrt::run: empty run");
+  auto& r = *impl_;
+  r.poll();
+  if (r.st == ERT_CMD_STATE_RUNNING) {
+    r.outputs.clear();
+    r.st = ERT_CMD_STATE_ABORT;
+    if (r.k->c->fabric) r.k->c->cu_free[r.k->cu] = r.k->c->fabric->cycles();
+  }
+  return r.st;
 }
 
 }  // namespace loom_xrt_emu
