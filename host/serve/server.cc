@@ -193,8 +193,8 @@ class Sim {
       bp[i].group_shapes = w_.shape_grouping;
     }
     Status err;
-    auto svc = [&](size_t si, int64_t seq, int n) -> double {
-      auto c = sm_.cycles(w_.streams[size_t(active_[si])].model, seq, n);
+    auto svc = [&](size_t si, int64_t seq, int n, int port_cores = 1) -> double {
+      auto c = sm_.cycles(w_.streams[size_t(active_[si])].model, seq, n, port_cores);
       if (!c) {
         if (err) err = c.error();
         return kInf;
@@ -241,7 +241,10 @@ class Sim {
         }
       }
       const int other = port_busy[size_t(port_of(core))];
-      const double d = svc(si, seq, n) * (1.0 + w_.port_contention * other);
+      // Port contention, fixed at dispatch: measured (the batch's plan run with
+      // `other` more copies on cores of its port), or the workload's stretch.
+      const double d = w_.port_contention >= 0 ? svc(si, seq, n) * (1.0 + w_.port_contention * other)
+                                               : svc(si, seq, n, other + 1);
       ++port_busy[size_t(port_of(core))];
       busy[size_t(core)] = true;
       running[size_t(core)] = std::move(batch);
@@ -583,6 +586,14 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
     json sj;
     sj["name"] = s.name;
     sj["model"] = model_key(s.model);
+    if (s.model.kind == ModelSpec::Kind::Onnx) {
+      auto oi = sm.onnx_info(s.model);
+      if (!oi) return oi.error();
+      sj["segments"] = (*oi)->segments;
+      sj["fallback_ops"] = (*oi)->fallback_ops.size();
+      sj["fallback_op_names"] = (*oi)->fallback_ops;
+      sj["host_us_per_request"] = (*oi)->host_us;
+    }
     sj["priority"] = s.priority;
     sj["slo_ms"] = s.slo_ms;
     sj["submitted"] = sub;
@@ -644,13 +655,22 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
   j["fallbacks"] = {{"deadline_infeasible", r.fallbacks}};
   j["steals"] = r.steals;
   j["port_limit_waits"] = r.port_limit_waits;
-  j["port_contention"] = w.port_contention;
+  j["port_contention"] = w.port_contention >= 0 ? json(w.port_contention) : json("measured");
   j["max_per_port"] = w.max_per_port;
-  json tab = json::array();
+  json tab = json::array(), stretch = json::array();
+  std::map<std::tuple<std::string, int64_t, int, std::string>, uint64_t> single;
   for (const auto& m : sm.measurements())
-    tab.push_back({{"model", m.model}, {"seq", m.seq}, {"batch", m.batch}, {"cycles", m.cycles},
-                   {"us", sm.cycles_to_us(m.cycles)}});
-  j["service_times"] = {{"backend", sm.backend()}, {"clock_mhz", cfg->clock_mhz}, {"table", tab}};
+    if (m.port_cores == 1) single[{m.model, m.seq, m.batch, m.mapping}] = m.cycles;
+  for (const auto& m : sm.measurements()) {
+    tab.push_back({{"model", m.model}, {"seq", m.seq}, {"batch", m.batch}, {"port_cores", m.port_cores},
+                   {"cycles", m.cycles}, {"us", sm.cycles_to_us(m.cycles)}});
+    auto a = single.find({m.model, m.seq, m.batch, m.mapping});
+    if (m.port_cores > 1 && a != single.end())
+      stretch.push_back({{"model", m.model}, {"seq", m.seq}, {"batch", m.batch}, {"port_cores", m.port_cores},
+                         {"stretch", double(m.cycles) / double(a->second)}});
+  }
+  j["service_times"] = {{"backend", sm.backend()}, {"clock_mhz", cfg->clock_mhz}, {"table", tab},
+                        {"port_stretch", stretch}};
   return j;
 }
 

@@ -7,6 +7,8 @@
 #include <fstream>
 
 #include "compiler/compiler.h"
+#include "frontend/onnx/model.h"
+#include "frontend/onnx/program.h"
 #include "ir/builder.h"
 #include "ir/graph.h"
 #include "runtime/executor.h"
@@ -33,7 +35,94 @@ uint64_t plan_hash(const plan::Plan& p, const std::string& backend) {
   return h;
 }
 
+// Cores of port 0 in order (core c uses port c % ports, as in the tlm platform
+// and the compiler's placement).
+std::vector<int> port0_cores(const spec::HwConfig& cfg) {
+  std::vector<int> v;
+  const unsigned ports = std::max(1u, cfg.mem_ports);
+  for (unsigned c = 0; c < cfg.cores; ++c)
+    if (c % ports == 0) v.push_back(int(c));
+  return v;
+}
+
+// `copies` copies of a one-core plan as one plan: copy j runs on core
+// cores[j] with its own image at j x stride from the base; every other core
+// of the plan runs END only. Inputs are renamed "name@j".
+// A one-core plan's semaphores (its layer barriers) are renumbered per copy:
+// copy j uses sem_id + j x (highest id + 1), so no copy passes a barrier on
+// another's signal.
+std::vector<spec::Insn> renumber_semaphores(std::vector<spec::Insn> stream, uint64_t shift) {
+  for (auto& in : stream) {
+    const auto op = spec::Opcode(spec::get_bits(in, 0, 6));
+    if (op == spec::Opcode::SEM_SIGNAL) {
+      auto x = spec::SemSignalInsn::decode(in);
+      x.sem_id += shift;
+      in = x.encode();
+    } else if (op == spec::Opcode::SEM_WAIT) {
+      auto x = spec::SemWaitInsn::decode(in);
+      x.sem_id += shift;
+      in = x.encode();
+    }
+  }
+  return stream;
+}
+
+uint64_t max_semaphore(const std::vector<spec::Insn>& stream) {
+  uint64_t m = 0;
+  for (const auto& in : stream) {
+    const auto op = spec::Opcode(spec::get_bits(in, 0, 6));
+    if (op == spec::Opcode::SEM_SIGNAL) m = std::max(m, spec::SemSignalInsn::decode(in).sem_id);
+    if (op == spec::Opcode::SEM_WAIT) m = std::max(m, spec::SemWaitInsn::decode(in).sem_id);
+  }
+  return m;
+}
+
+Expected<plan::Plan> replicate(const plan::Plan& p, const std::vector<int>& cores, int copies,
+                               const std::string& key, uint32_t semaphores) {
+  if (p.cores.size() != 1 || !p.tasks.empty() || !p.unit_calls.empty())
+    return make_error("port contention: " + key,
+                      "the plan is not one core stream (cores, tasks or HLS units); set port_contention in the workload");
+  const uint64_t sems = p.semaphores_used ? max_semaphore(p.cores[0]) + 1 : 0;
+  if (sems * uint64_t(copies) > semaphores)
+    return make_error("port contention: " + key, std::to_string(copies) + " copies need " +
+                                                     std::to_string(sems * uint64_t(copies)) + " semaphores, the fabric has " +
+                                                     std::to_string(semaphores) + "; set port_contention in the workload");
+  const uint64_t stride = (std::max<uint64_t>(p.memory_bytes, 1) + 4095) / 4096 * 4096;
+  plan::Plan r;
+  r.config = p.config;
+  r.graph_name = p.graph_name + " x" + std::to_string(copies);
+  r.compiler = p.compiler;
+  r.memory_bytes = stride * uint64_t(copies - 1) + p.memory_bytes;
+  r.constants_offset = p.constants_offset;
+  if (!p.constants.empty()) {
+    r.constants.assign(size_t(stride * uint64_t(copies - 1)) + p.constants.size(), 0);
+    for (int j = 0; j < copies; ++j)
+      std::copy(p.constants.begin(), p.constants.end(), r.constants.begin() + ptrdiff_t(stride * uint64_t(j)));
+  }
+  r.cores.assign(size_t(cores[size_t(copies - 1)] + 1), {spec::EndInsn{}.encode()});
+  for (int j = 0; j < copies; ++j) {
+    r.cores[size_t(cores[size_t(j)])] =
+        renumber_semaphores(runtime::relocate(p.cores[0], stride * uint64_t(j)), sems * uint64_t(j));
+    for (auto b : p.inputs) {
+      b.name += "@" + std::to_string(j);
+      b.offset += stride * uint64_t(j);
+      r.inputs.push_back(b);
+    }
+  }
+  r.outputs = p.outputs;  // copy 0's
+  r.placement = p.placement;
+  r.semaphores_used = uint32_t(sems * uint64_t(copies));
+  return r;
+}
+
 }  // namespace
+
+/// An ONNX stream's program: its segments' plans and inputs, and the host ops.
+struct ServiceModel::Onnx {
+  OnnxInfo info;
+  std::vector<std::pair<plan::Plan, std::map<std::string, Tensor>>> parts;
+  uint64_t host_cycles = 0;
+};
 
 ir::Graph gemm_chain(const ModelSpec& m, int64_t rows) {
   ir::GraphBuilder b("gemm_chain", 7);
@@ -50,6 +139,7 @@ ir::Graph gemm_chain(const ModelSpec& m, int64_t rows) {
 
 std::string model_key(const ModelSpec& m) {
   if (m.kind == ModelSpec::Kind::Graph) return m.name;
+  if (m.kind == ModelSpec::Kind::Onnx) return m.zoo_name.empty() ? m.path : m.name;
   return "gemm_chain(h=" + std::to_string(m.hidden) + ",f=" + std::to_string(m.ffn) + ",l=" +
          std::to_string(m.layers) + ")";
 }
@@ -58,35 +148,84 @@ ServiceModel::ServiceModel(const spec::HwConfig& cfg, std::string backend, std::
     : cfg_(cfg), backend_(std::move(backend)), cache_dir_(std::move(cache_dir)) {}
 ServiceModel::~ServiceModel() = default;
 
-Expected<uint64_t> ServiceModel::cycles(const ModelSpec& m, int64_t seq, int batch) {
+int ServiceModel::cores_per_port() const { return int(port0_cores(cfg_).size()); }
+
+Expected<uint64_t> ServiceModel::cycles(const ModelSpec& m, int64_t seq, int batch, int port_cores) {
   const std::string key = model_key(m);
-  const bool graph = m.kind == ModelSpec::Kind::Graph;
+  const int k = std::clamp(port_cores, 1, cores_per_port());
+  const bool fixed = m.kind != ModelSpec::Kind::GemmChain;  // one shape: a batch runs the plan batch times
   const Mapper* mapper = nullptr;
   for (const auto& [at, f] : epochs_)
     if (at <= now_us_) mapper = &f;
-  if (mapper && !graph) {
+  if (mapper && !fixed) {
     const MappedRun mr = (*mapper)(m, seq, batch);
     const int64_t total = seq * batch, rows = mr.rows > 0 ? mr.rows : total;
     const uint64_t chunks = uint64_t((total + rows - 1) / rows);
-    auto mit = mapped_.find({key, rows, mr.tag});
+    auto mit = mapped_.find({key, rows, mr.tag, k});
     if (mit != mapped_.end()) return chunks * mit->second;
-    auto r = measure(m, rows, key, rows, 1, mr.options, mr.tag);
+    auto r = measure(m, rows, key, rows, 1, mr.options, mr.tag, k);
     if (!r) return r;
-    mapped_[{key, rows, mr.tag}] = *r;
+    mapped_[{key, rows, mr.tag, k}] = *r;
     return chunks * *r;
   }
-  const int run_batch = graph ? 1 : batch;
-  auto it = mem_.find({key, seq, run_batch});
+  const int run_batch = fixed ? 1 : batch;
+  auto it = mem_.find({key, seq, run_batch, k});
   uint64_t c = 0;
   if (it != mem_.end()) {
     c = it->second;
   } else {
-    auto r = measure(m, seq * run_batch, key, seq, run_batch);
+    auto r = measure(m, seq * run_batch, key, seq, run_batch, {}, {}, k);
     if (!r) return r;
     c = *r;
-    mem_[{key, seq, run_batch}] = c;
+    mem_[{key, seq, run_batch, k}] = c;
   }
-  return graph ? c * uint64_t(batch) : c;
+  return fixed ? c * uint64_t(batch) : c;
+}
+
+Expected<ServiceModel::Onnx*> ServiceModel::onnx(const ModelSpec& m) {
+  const std::string key = model_key(m);
+  if (auto it = onnx_.find(key); it != onnx_.end()) return it->second.get();
+  std::string path = m.path;
+  if (path.empty()) {
+    if (!zoo_builder_) return make_error(m.name, "zoo models are built by the loom command line (loom zoo build)");
+    auto p = zoo_builder_(m);
+    if (!p) return p.error();
+    path = *p;
+  }
+  auto model = onnxfe::load_model(path);
+  if (!model) return model.error();
+  onnxfe::ProgramOptions po;
+  po.cores = 1;
+  auto prog = onnxfe::build_program(std::move(*model), {}, cfg_, po);
+  if (!prog) return prog.error();
+  auto o = std::make_unique<Onnx>();
+  o->info.path = path;
+  o->info.segments = prog->segments.size();
+  o->info.fallback_ops = prog->fallback_ops;
+  double host_ns = 0;
+  for (const auto& st : prog->steps) {
+    if (st.segment >= 0) continue;
+    host_ns += kHostOpNs;
+    for (const auto& out : prog->model.nodes[st.node].outputs) {
+      auto t = prog->model.types.find(out);
+      if (t == prog->model.types.end() || !t->second.has_shape) continue;
+      double n = 1;
+      for (int64_t d : t->second.shape) n *= double(std::max<int64_t>(d, 1));
+      host_ns += kHostElemNs * n;
+    }
+  }
+  o->info.host_us = host_ns / 1000.0;
+  o->host_cycles = uint64_t(std::llround(host_ns * double(cfg_.clock_mhz) / 1000.0));
+  for (auto& seg : prog->segments) o->parts.emplace_back(std::move(seg.plan), ir::random_inputs(seg.graph, 1));
+  Onnx* raw = o.get();
+  onnx_[key] = std::move(o);
+  return raw;
+}
+
+Expected<const OnnxInfo*> ServiceModel::onnx_info(const ModelSpec& m) {
+  auto o = onnx(m);
+  if (!o) return o.error();
+  return &(*o)->info;
 }
 
 Expected<runtime::Device*> ServiceModel::device() {
@@ -101,41 +240,78 @@ Expected<runtime::Device*> ServiceModel::device() {
 }
 
 Expected<uint64_t> ServiceModel::measure(const ModelSpec& m, int64_t rows, const std::string& key, int64_t seq,
-                                         int batch, const compiler::CompileOptions& opts, const std::string& tag) {
-  ir::Graph g;
-  if (m.kind == ModelSpec::Kind::Graph) {
-    auto r = ir::parse_graph_json(m.name);
-    if (!r) return r.error();
-    g = std::move(*r);
+                                         int batch, const compiler::CompileOptions& opts, const std::string& tag,
+                                         int copies) {
+  uint64_t total = 0;
+  bool disk = true;
+  if (m.kind == ModelSpec::Kind::Onnx) {
+    auto o = onnx(m);
+    if (!o) return o.error();
+    total = (*o)->host_cycles;  // the host ops run on the CPU: no port contention
+    for (const auto& [p, in] : (*o)->parts) {
+      bool d = false;
+      auto c = time_plan(p, in, key, copies, d);
+      if (!c) return c;
+      total += *c;
+      disk = disk && d;
+    }
   } else {
-    g = gemm_chain(m, rows);
+    ir::Graph g;
+    if (m.kind == ModelSpec::Kind::Graph) {
+      auto r = ir::parse_graph_json(m.name);
+      if (!r) return r.error();
+      g = std::move(*r);
+    } else {
+      g = gemm_chain(m, rows);
+    }
+    if (Status s = ir::validate(g); !s) return s.error();
+    compiler::CompileOptions co = opts;
+    co.num_cores = 1;
+    auto cr = compiler::compile(g, cfg_, co);
+    if (!cr) return cr.error();
+    auto c = time_plan(cr->plan, ir::random_inputs(g, 1), key, copies, disk);
+    if (!c) return c;
+    total = *c;
   }
-  if (Status s = ir::validate(g); !s) return s.error();
-  compiler::CompileOptions co = opts;
-  co.num_cores = 1;
-  auto cr = compiler::compile(g, cfg_, co);
-  if (!cr) return cr.error();
-  const uint64_t h = plan_hash(cr->plan, backend_);
+  if (total == 0) return make_error("--backend " + backend_, "the backend reported 0 cycles for " + key);
+  table_.push_back({key, seq, batch, total, disk, tag, copies});
+  return total;
+}
+
+Expected<uint64_t> ServiceModel::time_plan(const plan::Plan& one, const std::map<std::string, Tensor>& inputs,
+                                           const std::string& key, int copies, bool& from_disk) {
+  plan::Plan merged;
+  std::map<std::string, Tensor> merged_in;
+  if (copies > 1) {
+    auto r = replicate(one, port0_cores(cfg_), copies, key, cfg_.semaphores);
+    if (!r) return r.error();
+    merged = std::move(*r);
+    for (int j = 0; j < copies; ++j)
+      for (const auto& [n, t] : inputs) merged_in[n + "@" + std::to_string(j)] = t;
+  }
+  const plan::Plan& p = copies > 1 ? merged : one;
+  const auto& in = copies > 1 ? merged_in : inputs;
+  const uint64_t h = plan_hash(p, backend_);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
   std::filesystem::path file;
+  from_disk = false;
   if (!cache_dir_.empty()) {
     file = std::filesystem::path(cache_dir_) / (std::string(hex) + ".cycles");
     std::ifstream f(file);
     uint64_t c = 0;
     if (f >> c && c > 0) {
       ++disk_hits_;
-      table_.push_back({key, seq, batch, c, true, tag});
+      from_disk = true;
       return c;
     }
   }
   auto dev = device();
   if (!dev) return dev.error();
-  auto res = runtime::execute(**dev, cr->plan, ir::random_inputs(g, 1));
+  auto res = runtime::execute(**dev, p, in);
   if (!res) return res.error();
   ++runs_;
   if (res->cycles == 0) return make_error("--backend " + backend_, "the backend reported 0 cycles for " + key);
-  table_.push_back({key, seq, batch, res->cycles, false, tag});
   if (!file.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(cache_dir_, ec);

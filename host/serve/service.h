@@ -2,6 +2,17 @@
 // length, batch size) the model is built, compiled for one core and run on
 // the backend; the device cycles it reports are the service time. Results are
 // cached in memory and, optionally, on disk keyed by a hash of the plan.
+//
+// Port contention is measured the same way: k copies of the batch's one-core
+// plan run at once, as one plan, on k cores that share memory port 0
+// (core c uses port c % mem_ports); the device cycles of that run over the
+// cycles of one copy alone is the stretch a batch sees while k cores of its
+// port are busy.
+//
+// ONNX models (a .onnx file or a zoo model) compile through the ONNX
+// frontend's program (device segments and host fallback ops): the segments
+// are timed on the backend, the host ops by a stated model (kHostOpNs,
+// kHostElemNs).
 #pragma once
 
 #include <cstdint>
@@ -13,9 +24,11 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/tensor.h"
 #include "compiler/compiler.h"
 #include "ir/graph.h"
 #include "loom/spec_gen.h"
+#include "plan/plan.h"
 #include "runtime/device.h"
 #include "serve/workload.h"
 
@@ -28,7 +41,25 @@ struct Measurement {
   uint64_t cycles = 0;
   bool from_disk = false;
   std::string mapping;  // MappedRun::tag ("" without a mapping)
+  int port_cores = 1;   // copies run at once on cores of one memory port
 };
+
+/// Host fallback ops of an ONNX model, by a stated model: each op costs
+/// kHostOpNs plus kHostElemNs per element of its outputs.
+inline constexpr double kHostOpNs = 2000.0;
+inline constexpr double kHostElemNs = 1.0;
+
+/// What the ONNX frontend made of an ONNX stream's model.
+struct OnnxInfo {
+  std::string path;                       // the .onnx file compiled
+  size_t segments = 0;                    // device segments
+  std::vector<std::string> fallback_ops;  // "node (Op)" of every host op, in order
+  double host_us = 0;                     // the host ops' time per request (stated model)
+};
+
+/// Builds a zoo model (ModelSpec::zoo_name, zoo_seq, zoo_slice) and returns
+/// the path of its model.onnx; set by the command line (`loom zoo build`).
+using ZooBuilder = std::function<Expected<std::string>(const ModelSpec& m)>;
 
 /// How a gemm_chain batch runs under a mapping (set by `loom tune`): the
 /// seq x batch rows are cut into chunks of `rows` rows (the last one padded),
@@ -46,10 +77,17 @@ class ServiceModel {
   ServiceModel(const spec::HwConfig& cfg, std::string backend, std::string cache_dir);
   ~ServiceModel();
 
-  /// Device cycles of one batch of `batch` requests padded to `seq` rows.
-  /// A .json graph model has a fixed shape: a batch runs its plan `batch`
-  /// times back to back (no batching gain), measured once.
-  Expected<uint64_t> cycles(const ModelSpec& m, int64_t seq, int batch);
+  /// Device cycles of one batch of `batch` requests padded to `seq` rows,
+  /// while `port_cores` cores of its memory port (it included) are busy
+  /// (1: alone; above cores_per_port() it is clamped). A .json graph or
+  /// ONNX model has a fixed shape: a batch runs its plan `batch` times back
+  /// to back (no batching gain), measured once.
+  Expected<uint64_t> cycles(const ModelSpec& m, int64_t seq, int batch, int port_cores = 1);
+  /// Cores that share memory port 0 (the most any port has).
+  int cores_per_port() const;
+  /// ONNX streams: the program's segments and host ops (compiled on first use).
+  Expected<const OnnxInfo*> onnx_info(const ModelSpec& m);
+  void set_zoo_builder(ZooBuilder b) { zoo_builder_ = std::move(b); }
   double cycles_to_us(uint64_t c) const { return double(c) / double(cfg_.clock_mhz); }
 
   const std::vector<Measurement>& measurements() const { return table_; }
@@ -69,13 +107,20 @@ class ServiceModel {
   void set_now(double now_us) { now_us_ = now_us; }
 
  private:
+  struct Onnx;
   Expected<uint64_t> measure(const ModelSpec& m, int64_t rows, const std::string& key, int64_t seq, int batch,
-                             const compiler::CompileOptions& co = {}, const std::string& tag = {});
+                             const compiler::CompileOptions& co = {}, const std::string& tag = {}, int copies = 1);
+  /// Device cycles of `p` (one core) with `copies` copies on the cores of port 0.
+  Expected<uint64_t> time_plan(const plan::Plan& p, const std::map<std::string, Tensor>& inputs, const std::string& key,
+                               int copies, bool& from_disk);
+  Expected<Onnx*> onnx(const ModelSpec& m);
   const spec::HwConfig& cfg_;
   std::string backend_, cache_dir_;
   std::unique_ptr<runtime::Device> dev_;
-  std::map<std::tuple<std::string, int64_t, int>, uint64_t> mem_;
-  std::map<std::tuple<std::string, int64_t, std::string>, uint64_t> mapped_;  // (model, rows, tag)
+  std::map<std::tuple<std::string, int64_t, int, int>, uint64_t> mem_;                  // (model, seq, batch, k)
+  std::map<std::tuple<std::string, int64_t, std::string, int>, uint64_t> mapped_;  // (model, rows, tag, k)
+  std::map<std::string, std::unique_ptr<Onnx>> onnx_;
+  ZooBuilder zoo_builder_;
   std::vector<std::pair<double, Mapper>> epochs_;
   double now_us_ = 0;
   std::vector<Measurement> table_;

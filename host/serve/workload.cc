@@ -111,6 +111,47 @@ Status parse_trace(Arrival& a, const std::string& path) {
   return {};
 }
 
+// "zoo:NAME[:seq=L][:slice=S]" (docs/zoo.md lists the models, lengths and slices).
+Status parse_zoo(const std::string& spec, const std::string& where, ModelSpec& m) {
+  std::vector<std::string> parts;
+  std::stringstream ss(spec.substr(4));
+  for (std::string part; std::getline(ss, part, ':');) parts.push_back(part);
+  if (parts.empty() || parts[0].empty())
+    return make_error(where, "'" + spec + "': expected zoo:NAME[:seq=L][:slice=S]");
+  m.zoo_name = parts[0];
+  const std::pair<const char*, std::vector<const char*>> known[] = {
+      {"resnet50", {"stem", "stage1", "stage2", "stage3", "stage4"}}, {"mobilenetv2", {"stem", "block"}}, {"bert", {}}};
+  const std::vector<const char*>* slices = nullptr;
+  for (const auto& [n, sl] : known)
+    if (m.zoo_name == n) slices = &sl;
+  if (!slices) return make_error(where, "unknown zoo model '" + m.zoo_name + "' (resnet50, mobilenetv2, bert)");
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const std::string& o = parts[i];
+    if (o.rfind("seq=", 0) == 0 && m.zoo_name == "bert" && m.zoo_seq == 0) {
+      const std::string v = o.substr(4);
+      for (const char* l : {"32", "64", "128", "256", "384", "512"})
+        if (v == l) m.zoo_seq = std::stoll(v);
+      if (m.zoo_seq == 0)
+        return make_error(where, "'" + spec + "': seq must be 32, 64, 128, 256, 384 or 512, got '" + v + "'");
+    } else if (o.rfind("slice=", 0) == 0 && !slices->empty() && m.zoo_slice.empty()) {
+      m.zoo_slice = o.substr(6);
+      if (std::none_of(slices->begin(), slices->end(), [&](const char* x) { return m.zoo_slice == x; })) {
+        std::string list;
+        for (const char* x : *slices) list += (list.empty() ? "" : ", ") + std::string(x);
+        return make_error(where, "'" + spec + "': unknown slice '" + m.zoo_slice + "' of " + m.zoo_name + " (" + list + ")");
+      }
+    } else {
+      return make_error(where, "'" + spec + "': unexpected '" + o + "' (" +
+                                   (m.zoo_name == "bert" ? "bert takes seq=L" : m.zoo_name + " takes slice=S") + ")");
+    }
+  }
+  if (m.zoo_name == "bert" && m.zoo_seq == 0) m.zoo_seq = 32;
+  // The canonical name is the model's key: the same model, written either way, is measured once.
+  m.name = "zoo:" + m.zoo_name + (m.zoo_seq ? ":seq=" + std::to_string(m.zoo_seq) : "") +
+           (m.zoo_slice.empty() ? "" : ":slice=" + m.zoo_slice);
+  return {};
+}
+
 Status parse_stream(const json& s, size_t idx, const std::string& src, const std::string& dir, Stream& out) {
   std::string where = src + ": streams[" + std::to_string(idx) + "]";
   if (!s.is_object()) return make_error(where, "expected a mapping");
@@ -139,9 +180,20 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
     if (p.is_relative() && !std::filesystem::exists(p)) p = std::filesystem::path(dir) / p;
     out.model.name = p.string();
     if (!std::filesystem::exists(p)) return make_error(where + ": field 'model'", "graph file " + *model + " not found");
+  } else if (model->size() > 5 && model->substr(model->size() - 5) == ".onnx") {
+    out.model.kind = ModelSpec::Kind::Onnx;
+    std::filesystem::path p(*model);
+    if (p.is_relative()) p = std::filesystem::path(dir) / p;
+    out.model.path = p.string();
+    if (!std::filesystem::is_regular_file(p))
+      return make_error(where + ": field 'model'", "ONNX model " + p.string() + " not found");
+  } else if (model->rfind("zoo:", 0) == 0) {
+    out.model.kind = ModelSpec::Kind::Onnx;
+    LOOM_TRY(parse_zoo(*model, where + ": field 'model'", out.model));
   } else {
-    return make_error(where + ": field 'model'",
-                      "unknown model '" + *model + "' (built-in: gemm_chain; or a .json graph path)");
+    return make_error(where + ": field 'model'", "unknown model '" + *model +
+                                                     "' (built-in: gemm_chain; a .json graph or .onnx model path; "
+                                                     "or zoo:NAME[:seq=L][:slice=S])");
   }
   auto pr = integer(s, where, "priority", 0, -1000, 1000);
   if (!pr) return pr.error();
@@ -201,6 +253,8 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
     const std::string qw = where + ": seq_len";
     if (out.model.kind == ModelSpec::Kind::Graph)
       return make_error(qw, "a .json graph has a fixed shape; seq_len applies to gemm_chain");
+    if (out.model.kind == ModelSpec::Kind::Onnx)
+      return make_error(qw, "an ONNX model has a fixed shape (zoo:bert:seq=L picks a length); seq_len applies to gemm_chain");
     if (!q.is_object()) return make_error(qw, "expected {values: [...], weights: [...], drift: [...]}");
     LOOM_TRY(check_keys(q, qw, {"values", "weights", "drift"}));
     if (!q.contains("values") || !q["values"].is_array() || q["values"].empty())

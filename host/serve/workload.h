@@ -12,9 +12,13 @@
 namespace loom::serve {
 
 struct ModelSpec {
-  enum class Kind { GemmChain, Graph };
+  enum class Kind { GemmChain, Graph, Onnx };
   Kind kind = Kind::GemmChain;
-  std::string name;          // "gemm_chain" or the graph path
+  std::string name;          // "gemm_chain", the graph or .onnx path, or "zoo:NAME[:seq=L][:slice=S]"
+  std::string path;          // onnx: the .onnx file ("" for a zoo model until it is built)
+  std::string zoo_name;      // zoo model: resnet50, mobilenetv2 or bert ("" otherwise)
+  int64_t zoo_seq = 0;       // zoo model: BERT sequence length (0: not given)
+  std::string zoo_slice;     // zoo model: part of the network ("" : whole)
   int64_t hidden = 64;       // gemm_chain: width of the residual stream
   int64_t ffn = 128;         // gemm_chain: inner width
   int64_t layers = 1;        // gemm_chain: number of (hidden->ffn->hidden) blocks
@@ -66,7 +70,9 @@ struct Workload {
   double slack_margin = 0.1;     // deadline batching: fraction of the SLO kept in reserve
   bool shape_grouping = true;    // deadline batching: batch similar lengths out of FIFO order
   bool admission = false;
-  double port_contention = 0.15; // service-time stretch per other busy core on the same memory port
+  /// Service-time stretch per other busy core on the same memory port; < 0
+  /// (the default): measured on the backend (ServiceModel::cycles with k cores).
+  double port_contention = -1;
   int max_per_port = 0;          // dynamic: busy cores allowed per port (0: no limit)
 };
 

@@ -5,6 +5,7 @@
 
 #include "serve/metrics.h"
 #include "serve/policy.h"
+#include "serve/service.h"
 #include "serve/workload.h"
 
 namespace loom::serve {
@@ -203,6 +204,55 @@ TEST(Batching, DeadlineSpreadsOverIdleCoresAndDoesNotWait) {
   for (int i = 0; i < 5; ++i) q.push_back({0, i == 0 ? 300.0 : 400.0, 16});
   auto d = decide_batch(p, q, 0, [](int64_t s, int n) { return 100.0 + 10.0 * double(s * n) / 16.0; }, 2);
   EXPECT_EQ(d.n, 3);
+}
+
+}  // namespace
+}  // namespace loom::serve
+
+// ONNX and zoo models as streams, and the port-contention setting.
+namespace loom::serve {
+namespace {
+
+std::string with_model(const std::string& model) {
+  std::string y = kGood;
+  return y.replace(y.find("gemm_chain"), 10, model);
+}
+
+TEST(Workload, ZooModelsAreCanonical) {
+  auto w = parse_workload_text(with_model("\"zoo:bert\""), "w.yaml");
+  ASSERT_TRUE(w) << w.error().str();
+  const ModelSpec& m = w->streams[0].model;
+  EXPECT_EQ(m.kind, ModelSpec::Kind::Onnx);
+  EXPECT_EQ(m.zoo_name, "bert");
+  EXPECT_EQ(m.zoo_seq, 32);  // bert's default length
+  EXPECT_EQ(model_key(m), "zoo:bert:seq=32");
+  w = parse_workload_text(with_model("\"zoo:mobilenetv2:slice=stem\""), "w.yaml");
+  ASSERT_TRUE(w) << w.error().str();
+  EXPECT_EQ(w->streams[0].model.zoo_slice, "stem");
+  EXPECT_EQ(model_key(w->streams[0].model), "zoo:mobilenetv2:slice=stem");
+  EXPECT_TRUE(w->streams[0].model.path.empty());  // built on first use
+}
+
+TEST(Workload, ModelErrors) {
+  EXPECT_NE(err_of(with_model("\"zoo:alexnet\"")).find("unknown zoo model 'alexnet'"), std::string::npos);
+  EXPECT_NE(err_of(with_model("\"zoo:bert:seq=33\"")).find("seq must be 32, 64"), std::string::npos);
+  EXPECT_NE(err_of(with_model("\"zoo:resnet50:slice=stage9\"")).find("unknown slice 'stage9'"), std::string::npos);
+  EXPECT_NE(err_of(with_model("\"zoo:resnet50:seq=32\"")).find("resnet50 takes slice=S"), std::string::npos);
+  EXPECT_NE(err_of(with_model("\"zoo:\"")).find("expected zoo:NAME"), std::string::npos);
+  EXPECT_NE(err_of(with_model("missing_model.onnx")).find("ONNX model"), std::string::npos);
+  EXPECT_NE(err_of(with_model("missing_model.onnx")).find("not found"), std::string::npos);
+  EXPECT_NE(err_of(with_model("\"zoo:bert:seq=64\"") + "    seq_len: {values: [8]}\n").find("fixed shape"),
+            std::string::npos);
+}
+
+TEST(Workload, PortContentionIsMeasuredUnlessGiven) {
+  auto w = parse_workload_text(kGood, "w.yaml");
+  ASSERT_TRUE(w);
+  EXPECT_LT(w->port_contention, 0);  // measured
+  w = parse_workload_text(std::string(kGood) + "port_contention: 0.25\n", "w.yaml");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->port_contention, 0.25);
+  EXPECT_NE(err_of(std::string(kGood) + "port_contention: -1\n").find("field 'port_contention'"), std::string::npos);
 }
 
 }  // namespace
