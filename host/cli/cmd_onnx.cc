@@ -28,7 +28,8 @@ void add_program_json(ordered_json& j, const onnxfe::Program& p) {
     dev_ops += s.nodes.size();
     segs.push_back(ordered_json{{"nodes", s.nodes}, {"inputs", s.inputs}, {"outputs", s.outputs},
                                 {"layers", s.plan.layers.size()}, {"instructions", insns},
-                                {"memory_bytes", s.plan.memory_bytes}});
+                                {"memory_bytes", s.plan.memory_bytes}, {"unit_calls", s.plan.unit_calls.size()},
+                                {"tasks", s.plan.tasks.size()}});
   }
   j["device_ops"] = dev_ops;
   j["segments"] = segs;
@@ -75,6 +76,9 @@ Status attach_reference_graphs(onnxfe::ProgramPlan& pp, const std::string& plan_
   if (!m) return m.error();
   onnxfe::ProgramOptions po;
   po.cores = info.cores;
+  po.placement = info.placement;
+  po.tasks_per_core = info.tasks_per_core;
+  po.hls = info.hls;
   auto ref = onnxfe::build_program(*m, {}, cfg, po);
   if (!ref) return ref.error();
   auto& segs = pp.program.segments;
@@ -208,13 +212,20 @@ int compile_onnx(const OnnxCompileArgs& a) {
     if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
       return fail("-o " + a.out + ": not a regular file; a plan is written to a new or regular file");
   }
+  auto placement = compiler::parse_placement(a.placement);
+  if (!placement) return fail(placement.error());
+  auto hls = compiler::parse_hls(a.hls);
+  if (!hls) return fail(hls.error());
   auto m = onnxfe::load_model(a.model);
   if (!m) return fail(m.error());
   onnxfe::ProgramOptions po;
   po.cores = a.cores;
+  po.placement = *placement;
+  po.tasks_per_core = a.tasks_per_core;
+  po.hls = *hls;
   auto prog = onnxfe::build_program(*m, {}, **cfg, po);
   if (!prog) return fail(prog.error());
-  ordered_json j{{"model", a.model}, {"config", (*cfg)->name}};
+  ordered_json j{{"model", a.model}, {"config", (*cfg)->name}, {"placement", a.placement}, {"hls", a.hls}};
   add_program_json(j, *prog);
   if (a.explain && !a.json) print_explain(*prog);
   // The whole model goes into one program plan (docs/plan-format.md):
@@ -227,6 +238,9 @@ int compile_onnx(const OnnxCompileArgs& a) {
   info.source = ec ? a.model : abs.lexically_normal().string();
   info.source_hash = file_hash(a.model);
   info.cores = a.cores;
+  info.placement = po.placement;
+  info.tasks_per_core = po.tasks_per_core;
+  info.hls = po.hls;
   Status s = onnxfe::write_program_plan(*prog, info, a.out);
   if (!s) return fail(s.error());
   j["plan"] = a.out;

@@ -645,7 +645,23 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
       if (s) {
         compiler::CompileOptions co;
         co.num_cores = opt.cores;
+        co.placement = opt.placement;
+        co.tasks_per_core = opt.tasks_per_core;
+        co.hls = opt.hls;
         auto r = compiler::compile(seg.graph, cfg, co);
+        if (!r && (co.placement != compiler::Placement::Static || co.hls != compiler::Hls::Off ||
+                   co.tasks_per_core != 1)) {
+          // Only the options stand in the way: say so rather than moving the
+          // segment to the host.
+          compiler::CompileOptions def;
+          def.num_cores = opt.cores;
+          if (compiler::compile(seg.graph, cfg, def))
+            return make_error("segment " + std::to_string(p.segments.size()) + " (from '" +
+                                  m.nodes[cur_nodes[0]].name + "')",
+                              "compiles with the default placement and --hls off but not with --placement " +
+                                  std::string(compiler::placement_name(co.placement)) + " --hls " +
+                                  compiler::hls_name(co.hls) + ": " + r.error().str());
+        }
         if (r) {
           seg.plan = std::move(r->plan);
           seg.plan.graph_source = m.path;

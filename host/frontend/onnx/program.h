@@ -19,6 +19,13 @@ namespace loom::onnxfe {
 struct ProgramOptions {
   bool use_device = true;  // false: every op on the host (the conformance oracle)
   int cores = 0;
+  // Every device segment compiles with these (`loom compile model.onnx
+  // --placement P --tasks-per-core T --hls H`). A segment that compiles with
+  // the defaults but not with these is an error naming it, not a host
+  // fallback.
+  compiler::Placement placement = compiler::Placement::Static;
+  int tasks_per_core = 1;
+  compiler::Hls hls = compiler::Hls::Off;
 };
 
 /// A maximal run of consecutive device ops (topological order), as one

@@ -219,6 +219,9 @@ Status write_program_plan(const Program& p, const ProgramPlanInfo& info, const s
   meta["graph_source"] = info.source;
   meta["graph_hash"] = info.source_hash;
   meta["cores"] = info.cores;
+  if (info.placement != compiler::Placement::Static) meta["placement"] = compiler::placement_name(info.placement);
+  if (info.tasks_per_core != 1) meta["tasks_per_core"] = info.tasks_per_core;
+  if (info.hls != compiler::Hls::Off) meta["hls"] = compiler::hls_name(info.hls);
   meta["onnx_nodes"] = p.onnx_nodes;
   meta["folded_qdq"] = p.folded_qdq;
   meta["host_model_bytes"] = host.size();
@@ -275,8 +278,18 @@ Expected<ProgramPlan> read_program_plan(const std::string& path) {
   r.get(meta, "metadata", "notes", &p.notes);
   r.get(meta, "metadata", "segments", &segs);
   r.get(meta, "metadata", "steps", &steps);
+  std::string placement = "static", hls = "off";
+  if (meta.contains("placement")) r.get(meta, "metadata", "placement", &placement);
+  if (meta.contains("tasks_per_core")) r.get(meta, "metadata", "tasks_per_core", &info.tasks_per_core);
+  if (meta.contains("hls")) r.get(meta, "metadata", "hls", &hls);
   if (r.err) return *r.err;
   const std::string md = path + ": metadata";
+  if (auto pl = compiler::parse_placement(placement); pl) info.placement = *pl;
+  else return make_error(md, "field 'placement': unknown placement '" + placement + "' (static, pipeline or dynamic)");
+  if (auto h = compiler::parse_hls(hls); h) info.hls = *h;
+  else return make_error(md, "field 'hls': unknown mode '" + hls + "' (off or auto)");
+  if (info.tasks_per_core < 1 || info.tasks_per_core > 64)
+    return make_error(md, "field 'tasks_per_core': " + std::to_string(info.tasks_per_core) + " is outside [1, 64]");
   if (kind != "onnx_program") return make_error(md, "field 'kind': '" + kind + "' is not 'onnx_program'");
   if (!spec::find_config(info.config))
     return make_error(md, "field 'config': unknown configuration '" + info.config + "'");
