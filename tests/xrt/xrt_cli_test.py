@@ -11,7 +11,7 @@ import tempfile
 
 LOOM, ROOT, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 CHECKS = ["device opened", "xclbin loaded", "identity registers", "scratch register", "dma loopback",
-          "smoke gemm", "counters", "window violation", "interrupt"]
+          "smoke gemm", "counters", "window violation", "interrupt", "hls units"]
 
 
 def run(args, env=None, timeout=600):
@@ -67,6 +67,9 @@ def case_bringup_emu_passes():
            "dma sizes: %s" % sorted(dma))
     expect(all(v > 0 for v in dma.values()), "dma bandwidths: %s" % dma)
     expect(checks["xclbin loaded"]["detail"].startswith("uuid "), checks["xclbin loaded"]["detail"])
+    hls = checks["hls units"]["detail"]
+    for k in ("gemm", "conv", "pool", "eltwise"):
+        expect("loom_hls_%s:{loom_hls_%s_1}" % (k, k) in hls, "hls units: %s" % hls)
     # The text form: one line per check, in order.
     t = run(["bringup", "--backend", "xrt-emu", "--config", "tiny", "--dma-max-mib", "1"])
     expect(t.returncode == 0, t.stdout + t.stderr)
@@ -99,6 +102,31 @@ def case_bringup_fault_irq():
     failed = [n for n, c in checks.items() if c["result"] == "fail"]
     expect(failed == ["interrupt"], "failed checks: %s" % failed)
     expect("the host never saw it" in checks["interrupt"]["detail"], checks["interrupt"]["detail"])
+
+
+def rtl_only_xclbin(tmp):
+    x = os.path.join(tmp, "rtl_only.xclbin")
+    with open(os.path.join(ROOT, "host/backends/xrt/emu/xclbin/loom_tiny.xclbin")) as f:
+        lines = [l for l in f if not l.startswith("ip: loom_hls_")]
+    with open(x, "w") as f:
+        f.writelines(lines)
+    return x
+
+
+def case_bringup_hls_units():
+    # Without HLS units in the xclbin the check is skipped with its reason.
+    with tempfile.TemporaryDirectory() as tmp:
+        r, checks, j = bringup_json(extra=["--dma-max-mib", "1", "--xclbin", rtl_only_xclbin(tmp)])
+        expect(r.returncode == 0 and j["ok"], "bringup without HLS units: %s" % r.stdout[-600:])
+        expect(checks["hls units"]["result"] == "skip" and "no HLS compute units" in checks["hls units"]["detail"],
+               checks["hls units"])
+    # A unit that never completes fails that check only, naming the unit.
+    r, checks, _ = bringup_json({"LOOM_XRT_EMU_FAULT": "unit-hang", "LOOM_XRT_TIMEOUT_MS": "2000"},
+                                ["--dma-max-mib", "1"])
+    expect(r.returncode != 0, "a hung HLS unit passed bringup")
+    failed = [n for n, c in checks.items() if c["result"] == "fail"]
+    expect(failed == ["hls units"], "failed checks: %s" % failed)
+    expect("did not complete within 2000 ms" in checks["hls units"]["detail"], checks["hls units"]["detail"])
 
 
 def case_run_xrt_no_device():
@@ -137,11 +165,7 @@ def case_run_emu_hls_unit_hangs():
 def case_run_emu_hls_xclbin_without_units():
     # An xclbin linked without the HLS kernels: the unit call says what is missing.
     with tempfile.TemporaryDirectory() as tmp:
-        x = os.path.join(tmp, "rtl_only.xclbin")
-        with open(os.path.join(ROOT, "host/backends/xrt/emu/xclbin/loom_tiny.xclbin")) as f:
-            lines = [l for l in f if not l.startswith("ip: loom_hls_")]
-        with open(x, "w") as f:
-            f.writelines(lines)
+        x = rtl_only_xclbin(tmp)
         r = run(["run", plan(tmp, hls=True), "--backend", "xrt-emu"], {"LOOM_XCLBIN": x})
         one_line_error(r, "compute unit loom_hls_", "not in xclbin", "HLS_KERNELS")
         # The same xclbin runs a plan without unit calls.

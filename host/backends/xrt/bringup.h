@@ -39,6 +39,9 @@ class Target {
   virtual Expected<bool> wait_interrupt(unsigned timeout_ms) = 0;
   /// Where the card and xclbin came from, for the report.
   virtual std::string describe() const = 0;
+  /// The HLS compute units of the loaded xclbin, by the names xrt::kernel
+  /// opens them by ("loom_hls_gemm:{loom_hls_gemm_1}", hls_cus.h).
+  virtual std::vector<std::string> hls_units() const { return {}; }
 };
 
 enum class Outcome { Pass, Fail, Skip };
@@ -63,9 +66,14 @@ struct Options {
 
 /// Runs the checks in order: device opened, xclbin loaded, identity
 /// registers, scratch register, DMA loopback, smoke GEMM on every core,
-/// counters, window violation, interrupt.
+/// counters, window violation, interrupt, HLS units.
 std::vector<Check> run(Target& t, const Options& opt);
 
 const char* outcome_name(Outcome o);
+
+/// The "hls units" check (bringup_hls.cc): one smoke call on every HLS
+/// compute unit of the target, compared with the kernel's C function; sets
+/// `c.outcome` to Skip (and returns true) when the xclbin has none.
+bool hls_units_check(Target& t, Check& c);
 
 }  // namespace loom::bringup

@@ -465,6 +465,7 @@ class XrtTarget final : public bringup::Target {
   void set_config(const spec::HwConfig& cfg) override { dev_.set_config(cfg); }
   Status arm_interrupt() override { return dev_.arm_interrupt(); }
   Expected<bool> wait_interrupt(unsigned timeout_ms) override { return dev_.wait_interrupt(timeout_ms); }
+  std::vector<std::string> hls_units() const override { return dev_.hls_units_present(); }
   std::string describe() const override {
     return "device " + std::to_string(dev_.device_index()) + ", xclbin " +
            (dev_.xclbin_path().empty() ? std::string("(none)") : dev_.xclbin_path());
