@@ -28,6 +28,7 @@ Expected<compiler::CompileResult> compile_graph(const std::string& path, const s
 void register_compile(CLI::App& app) {
   struct Opts {
     std::string graph, config = "default", out, fusion = "cost", placement = "static", hls = "off";
+    std::string cost_params;
     bool explain = false, json = false;
     int cores = 0;
     int tasks_per_core = 1;
@@ -49,10 +50,15 @@ void register_compile(CLI::App& app) {
   cmd->add_option("--tasks-per-core", o->tasks_per_core, "Dynamic placement: tile tasks per core and layer")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  cmd->add_option("--cost-params", o->cost_params,
+                  "Cost-model parameters (JSON, e.g. refitted by `loom tune --cost-params-out`) the fusion and "
+                  "tiling passes decide with");
   cmd->add_flag("--explain", o->explain, "Print every compiler decision with its predicted numbers");
   cmd->add_flag("--json", o->json, "Print a JSON summary");
   cmd->callback([o] {
     if (is_onnx_model(o->graph)) {
+      if (!o->cost_params.empty())
+        throw CLI::RuntimeError(fail("--cost-params: ONNX models compile with the configuration's cost model only (docs/compiler.md)"));
       // ONNX segments compile with fusion cost; --fusion is not wired through yet.
       if (o->fusion != "cost")
         throw CLI::RuntimeError(fail("--fusion " + o->fusion + ": ONNX models compile with --fusion cost only (docs/onnx.md)"));
@@ -72,6 +78,11 @@ void register_compile(CLI::App& app) {
     opt.fusion = *fusion;
     opt.placement = *placement;
     opt.tasks_per_core = o->tasks_per_core;
+    if (!o->cost_params.empty()) {
+      auto cp = compiler::read_cost_params(o->cost_params, **cfg);
+      if (!cp) throw CLI::RuntimeError(fail(cp.error()));
+      opt.cost_params = *cp;
+    }
     auto hls = compiler::parse_hls(o->hls);
     if (!hls) throw CLI::RuntimeError(fail(hls.error()));
     opt.hls = *hls;

@@ -18,7 +18,7 @@ namespace loom::cli {
 namespace {
 
 struct TuneOpts {
-  std::string workload, backend = "tlm", output;
+  std::string workload, backend = "tlm", output, cost_params_out;
   int64_t seed = -1;
   int rounds = 3;
   double swap_at_ms = -1;
@@ -39,6 +39,8 @@ int tune(const TuneOpts& o) {
   const std::string text = r->dump(2) + "\n";
   if (!o.output.empty())
     if (Status s = write_file_atomic(o.output, text); !s) return fail(s.error());
+  if (!o.cost_params_out.empty())
+    if (Status s = write_file_atomic(o.cost_params_out, (*r)["cost_params"].dump(2) + "\n"); !s) return fail(s.error());
   if (o.json) {
     std::cout << text;
     return 0;
@@ -49,8 +51,10 @@ int tune(const TuneOpts& o) {
   std::printf("  after the swap point: initial mapping %.1f us mean, best per shape %.1f us\n",
               t["baseline_us"].get<double>(), t["best_per_shape_us"].get<double>());
   for (const auto& rd : j["rounds"])
-    std::printf("  round %d: %zu decisions changed, plan error %.2f%% -> %.2f%%, mean %.1f us, gap recovered %.1f%%\n",
-                rd["round"].get<int>(), rd["decisions_changed"].size(), 100 * rd["plan_error_before"].get<double>(),
+    std::printf("  round %d: %zu decisions changed, %zu compiler decisions changed, plan error %.2f%% -> %.2f%%, mean "
+                "%.1f us, gap recovered %.1f%%\n",
+                rd["round"].get<int>(), rd["decisions_changed"].size(), rd["compiler_decisions_changed"].size(),
+                100 * rd["plan_error_before"].get<double>(),
                 100 * rd["plan_error_after"].get<double>(), rd["after_swap"]["mean_us"].get<double>(),
                 100 * rd["gap_recovered_mean"].get<double>());
   std::printf("  target (>= 80%% of the gap within %d rounds): %s\n", j["rounds_requested"].get<int>(),
@@ -70,6 +74,8 @@ void register_tune(CLI::App& app) {
   c->add_option("--swap-at-ms", o->swap_at_ms, "when the new mapping is swapped in (default: the first drift)");
   c->add_flag("--json", o->json, "print the report as JSON");
   c->add_option("-o,--output", o->output, "also write the JSON report to this file");
+  c->add_option("--cost-params-out", o->cost_params_out,
+                 "write the last round's refitted cost parameters (for `loom compile --cost-params`)");
   c->add_flag("--progress", o->progress, "progress lines on stderr");
   c->callback([o] {
     if (int rc = tune(*o)) return defer_exit(rc);

@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/status.h"
+#include "compiler/cost_model.h"
 #include "ir/graph.h"
 #include "loom/spec_gen.h"
 #include "plan/plan.h"
@@ -47,6 +49,10 @@ struct CompileOptions {
   Hls hls = Hls::Off;
   Placement placement = Placement::Static;
   int tasks_per_core = 1;  // dynamic: tasks per core and layer (balance against a drain per task)
+  /// The cost model's parameters the fusion and tiling passes decide with
+  /// (e.g. refitted by `loom tune`); empty: the configuration's, uncorrected.
+  std::optional<CostParams> cost_params;
+  CostParams cost(const spec::HwConfig& cfg) const { return cost_params ? *cost_params : CostParams::from(cfg); }
 };
 
 /// One explained choice, printed by `loom compile --explain`.

@@ -2,11 +2,15 @@
 #include "compiler/cost_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "common/tensor_io.h"
 #include "compiler/pass.h"
 #include "timing.h"  // sim/timing.h: the tlm platform's per-instruction formulas
 
@@ -339,6 +343,61 @@ CostParams CostParams::from(const spec::HwConfig& cfg) {
   return p;
 }
 
+namespace {
+
+Error file_error(const std::string& path, const std::string& what) { return make_error(path, what); }
+
+}  // namespace
+
+Expected<CostParams> read_cost_params(const std::string& path, const spec::HwConfig& cfg) {
+  auto text = read_file_bytes(path);
+  if (!text) return text.error();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(*text);
+  } catch (const nlohmann::json::parse_error& e) {
+    return file_error(path, std::string("not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) return file_error(path, "expected a JSON object");
+  if (!j.contains("kind") || j["kind"] != "loom-cost-params")
+    return file_error(path, "field 'kind' must be \"loom-cost-params\"");
+  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int64_t>() != 1)
+    return file_error(path, "field 'version' must be 1 (the only cost-params format)");
+  if (!j.contains("config") || !j["config"].is_string())
+    return file_error(path, "field 'config' must name the configuration the parameters were fitted for");
+  if (j["config"].get<std::string>() != cfg.name)
+    return file_error(path, "field 'config': fitted for '" + j["config"].get<std::string>() + "', compiling for '" +
+                                std::string(cfg.name) + "'");
+  CostParams p = CostParams::from(cfg);
+  for (const auto& [k, v] : j.items()) {
+    if (k == "kind" || k == "version" || k == "config" || k == "fit") continue;
+    if (k == "latency") {
+      if (!v.is_number_unsigned() || v.get<uint64_t>() > 100000)
+        return file_error(path, "field 'latency' must be an integer number of cycles in 0..100000");
+      p.latency = v.get<uint64_t>();
+    } else if (k == "layer_cycles" || k == "insn_cycles") {
+      if (!v.is_number() || !std::isfinite(v.get<double>()) || std::fabs(v.get<double>()) > 1e9)
+        return file_error(path, "field '" + k + "' must be a finite number of cycles (|x| <= 1e9)");
+      (k == "layer_cycles" ? p.layer_cycles : p.insn_cycles) = v.get<double>();
+    } else {
+      return file_error(path, "unknown field '" + k + "' (latency, layer_cycles, insn_cycles, fit)");
+    }
+  }
+  return p;
+}
+
+std::string cost_params_text(const CostParams& p, const spec::HwConfig& cfg, const std::string& fit_json) {
+  nlohmann::ordered_json j;
+  j["kind"] = "loom-cost-params";
+  j["version"] = 1;
+  j["config"] = std::string(cfg.name);
+  j["latency"] = p.latency;
+  j["layer_cycles"] = p.layer_cycles;
+  j["insn_cycles"] = p.insn_cycles;
+  if (!fit_json.empty()) j["fit"] = nlohmann::ordered_json::parse(fit_json);
+  return j.dump(2) + "\n";
+}
+
 uint64_t dma_cycles(const CostParams& p, bool write, uint64_t rows, uint64_t cols, uint64_t stride,
                     uint64_t* bursts, uint64_t* beats) {
   // Beats of a row: unaligned rows (stride not a multiple of the beat) touch
@@ -450,6 +509,10 @@ Cost estimate(const CostParams& p0, const Layer& l, int cores, int slots, bool r
   c.dram_read = tot.ld.bytes;
   c.dram_written = tot.st.bytes;
   c.insns = tot.ld.insns + tot.cp.insns + tot.st.insns;
+  if (p.corrected()) {
+    const double v = double(c.cycles) + p.correction(double(share(c.insns)));
+    c.cycles = v <= 0 ? 0 : uint64_t(std::llround(v));
+  }
   c.bursts = tot.ld.bursts + tot.st.bursts;
   c.beats = tot.ld.beats + tot.st.beats;
   return c;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/status.h"
 #include "loom/spec_gen.h"
 
 namespace loom::compiler {
@@ -39,7 +40,10 @@ struct Cost {
   std::string summary() const;
 };
 
-/// The timing parameters of a configuration.
+/// The timing parameters of a configuration, and the correction a refit
+/// from measured cycles adds to them (`loom tune`, docs/tuning.md). The
+/// compiler takes them through CompileOptions::cost_params; without it the
+/// uncorrected model of the configuration (CostParams::from) decides.
 struct CostParams {
   uint64_t rows = 1, cols = 1;   // systolic array
   uint64_t mem_bytes = 8;        // bytes per memory beat
@@ -47,8 +51,27 @@ struct CostParams {
   uint64_t latency = 40;         // memory latency (cycles)
   uint64_t ports = 1;            // memory ports; core c uses port c % ports
   uint64_t share = 1;            // cores transferring through one port at the same time (estimate sets it)
+  // Refitted correction, 0 in the uncorrected model: every layer's predicted
+  // cycles get layer_cycles + insn_cycles x (instructions of its busiest
+  // core), clamped at 0.
+  double layer_cycles = 0;
+  double insn_cycles = 0;
   static CostParams from(const spec::HwConfig& cfg);
+  bool corrected() const { return layer_cycles != 0 || insn_cycles != 0; }
+  /// The correction for a layer whose busiest core runs `core_insns` instructions.
+  double correction(double core_insns) const { return layer_cycles + insn_cycles * core_insns; }
 };
+
+/// A cost-params file (`loom compile --cost-params`, written by `loom tune
+/// --cost-params-out`): a JSON object {"kind": "loom-cost-params",
+/// "version": 1, "config": NAME, and optionally "latency" (cycles, integer),
+/// "layer_cycles", "insn_cycles" (numbers), "fit" (provenance, not read)}.
+/// Fields left out keep the configuration's value. Errors name the file and
+/// the field.
+Expected<CostParams> read_cost_params(const std::string& path, const spec::HwConfig& cfg);
+/// The file's text for `p` compiled for `cfg`, with `fit_json` (a JSON
+/// object text, or "") as "fit".
+std::string cost_params_text(const CostParams& p, const spec::HwConfig& cfg, const std::string& fit_json = "");
 
 /// Cycles of one LOAD (read) or STORE (write) of `rows` rows of `cols` bytes
 /// `stride` bytes apart, uncontended; also counts its bursts and beats.

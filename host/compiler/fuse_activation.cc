@@ -82,7 +82,7 @@ class FuseActivationPass final : public Pass {
   std::string weigh(const CompileState& s, const Layer& act) {
     Layer alone = act;
     alone.tiling.tm = std::max<int64_t>(1, std::min({s.budget.in, s.budget.out, int64_t(65535), act.elems}));
-    const Cost c = estimate(CostParams::from(*s.cfg), alone, s.cores, s.budget.slots);
+    const Cost c = estimate(s.opt.cost(*s.cfg), alone, s.cores, s.budget.slots);
     saving_ = "; cost model: saves " + std::to_string(c.cycles) + " predicted cycles, " +
               std::to_string(c.dram_read + c.dram_written) + " DRAM bytes and " + std::to_string(c.insns) +
               " instructions, no scratchpad added";

@@ -72,7 +72,7 @@ class TilingPass final : public Pass {
     for (const auto& x : s.layers)
       if (x.node == l.res.add_node) add = &x;
     if (!add) return Status::ok();
-    const CostParams cp = CostParams::from(*s.cfg);
+    const CostParams cp = s.opt.cost(*s.cfg);
     LOOM_TRY(tile_mac(s, l, false, true));
     const Cost plain = l.cost;
     Layer alone = *add;
@@ -149,7 +149,7 @@ class TilingPass final : public Pass {
     const size_t keep = std::min<size_t>(cands.size(), kSearch);
     std::partial_sort(cands.begin(), cands.begin() + ptrdiff_t(keep), cands.end(),
                       [](const Cand& a, const Cand& c) { return a.pre < c.pre; });
-    const CostParams cp = CostParams::from(*s.cfg);
+    const CostParams cp = s.opt.cost(*s.cfg);
     Tiling& t = l.tiling;
     size_t best = 0;
     uint64_t best_cycles = 0, first_cycles = 0;
@@ -185,7 +185,7 @@ class TilingPass final : public Pass {
   }
 
   std::string cost_of(const CompileState& s, Layer& l) {
-    l.cost = estimate(CostParams::from(*s.cfg), l, s.cores, s.budget.slots);
+    l.cost = estimate(s.opt.cost(*s.cfg), l, s.cores, s.budget.slots);
     bump("predicted_cycles", int64_t(l.cost.cycles));
     return l.cost.summary();
   }

@@ -2,6 +2,7 @@
 #include "tune/tune.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -28,6 +29,7 @@ compiler::CompileOptions options_of(const Choice& c) {
   co.num_cores = 1;
   co.fusion = c.fusion;
   co.double_buffer = c.double_buffer;
+  co.cost_params = c.params;
   return co;
 }
 
@@ -130,14 +132,18 @@ json swap_check(const std::vector<serve::ServedRequest>& reqs, double swap_us, s
 
 std::string Choice::tag() const {
   return "rows=" + std::to_string(rows) + ",fusion=" + compiler::fusion_name(fusion) +
-         ",db=" + (double_buffer ? "on" : "off");
+         ",db=" + (double_buffer ? "on" : "off") + (params ? ",cost=r" + std::to_string(params_round) : "");
 }
 
 std::vector<Choice> decision_space() {
   std::vector<Choice> out;
   for (int64_t rows = 32; rows <= 1024; rows *= 2)
     for (auto f : {compiler::Fusion::None, compiler::Fusion::Cost})
-      for (bool db : {true, false}) out.push_back({rows, f, db});
+      for (bool db : {true, false}) {
+        Choice c;
+        c.rows = rows, c.fusion = f, c.double_buffer = db;
+        out.push_back(c);
+      }
   return out;
 }
 
@@ -166,6 +172,78 @@ json Calibration::to_json() const {
   j["per_kind"] = k;
   j["plan_overhead_cycles"] = overhead;
   return j;
+}
+
+CostFit fit_cost_params(const std::vector<PlanTelemetry>& telemetry, const compiler::CostParams& base) {
+  std::vector<std::pair<double, double>> pts;  // (insns, measured - predicted)
+  for (const auto& t : telemetry)
+    for (const auto& l : t.layers) pts.push_back({double(l.insns), double(l.measured) - double(l.predicted)});
+  CostFit f;
+  f.params = base;
+  f.params.layer_cycles = 0;
+  f.params.insn_cycles = 0;
+  f.points = int(pts.size());
+  if (pts.empty()) return f;
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (auto [x, y] : pts) sx += x, sy += y, sxx += x * x, sxy += x * y;
+  const double n = double(pts.size());
+  const double den = n * sxx - sx * sx;
+  const bool one_count = pts.size() < 2 || std::fabs(den) <= 1e-9 * std::max(1.0, n * sxx);
+  const double slope = one_count ? 0.0 : (n * sxy - sx * sy) / den;
+  if (slope > 0) {
+    f.params.insn_cycles = slope;
+    f.params.layer_cycles = (sy - slope * sx) / n;
+  } else {
+    // One instruction count (only the offset is identifiable), or a
+    // negative slope: an instruction cannot save cycles, so the constrained
+    // least squares keeps insn_cycles at 0 and fits the offset alone.
+    f.params.layer_cycles = sy / n;
+    f.unconstrained_insn_cycles = slope;
+  }
+  double e0 = 0, e1 = 0;
+  for (auto [x, y] : pts) {
+    const double r = y - f.params.correction(x);
+    e0 += y * y, e1 += r * r;
+  }
+  f.rms_before = std::sqrt(e0 / n);
+  f.rms_after = std::sqrt(e1 / n);
+  return f;
+}
+
+namespace {
+
+/// What a decision chose, without the numbers that justify it: the text up
+/// to its first ';' (tiling: the tile; fusion: folded or kept separate), cut
+/// before " predicts" (the residual weighing's "fused predicts N cycles").
+std::string choice_of(const std::string& text) {
+  std::string k = text.substr(0, text.find(';'));
+  const size_t p = k.find(" predicts");
+  return p == std::string::npos ? k : k.substr(0, p);
+}
+
+bool compared_pass(const std::string& pass) {
+  return pass == "fuse-activation" || pass == "fuse-residual" || pass == "tiling";
+}
+
+}  // namespace
+
+std::vector<DecisionChange> diff_decisions(const std::vector<compiler::Decision>& a,
+                                           const std::vector<compiler::Decision>& b) {
+  std::vector<DecisionChange> out;
+  const auto find = [](const std::vector<compiler::Decision>& v, const compiler::Decision& d) {
+    for (const auto& x : v)
+      if (x.pass == d.pass && x.node == d.node) return &x;
+    return static_cast<const compiler::Decision*>(nullptr);
+  };
+  for (const auto& d : a) {
+    if (!compared_pass(d.pass)) continue;
+    const compiler::Decision* o = find(b, d);
+    if (!o) out.push_back({d.pass, d.node, d.text, ""});
+    else if (choice_of(d.text) != choice_of(o->text)) out.push_back({d.pass, d.node, d.text, o->text});
+  }
+  for (const auto& d : b)
+    if (compared_pass(d.pass) && !find(a, d)) out.push_back({d.pass, d.node, "", d.text});
+  return out;
 }
 
 std::string layer_kind(const std::string& op, const std::string& name) {
@@ -238,9 +316,20 @@ Expected<const PlanTelemetry*> Lab::measure(const serve::ModelSpec& m, const Cho
     LayerSample ls;
     ls.kind = layer_kind(L.op, L.name);
     ls.rows = c.rows;
-    ls.predicted = li < (*cr)->predicted.size() ? (*cr)->predicted[li].cycles : 0;
+    if (li < (*cr)->predicted.size()) {
+      const auto& lp = (*cr)->predicted[li];
+      ls.insns = lp.insns;
+      // The uncorrected model's prediction of this plan's layer: the
+      // compiler added the choice's correction (one core: all instructions).
+      const double corr = c.params ? c.params->correction(double(lp.insns)) : 0.0;
+      ls.predicted = uint64_t(std::max(0.0, std::round(double(lp.cycles) - corr)));
+    }
     ls.measured = r->cycles;
     t.layers.push_back(ls);
+  }
+  if (c.params) {
+    t.predicted = 0;
+    for (const auto& l : t.layers) t.predicted += l.predicted;
   }
   return &measured_.emplace(key, std::move(t)).first->second;
 }
@@ -256,6 +345,12 @@ Expected<double> Lab::predict(const serve::ModelSpec& m, const Choice& c, const 
     sum += f == cal.per_kind.end() ? x : f->second.apply(x);
   }
   return sum;
+}
+
+Expected<double> Lab::predict_compiled(const serve::ModelSpec& m, const Choice& c, double overhead) {
+  auto cr = compiled(m, c);
+  if (!cr) return cr.error();
+  return double((*cr)->predicted_cycles) + overhead;
 }
 
 Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
@@ -394,6 +489,9 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
   std::vector<PlanTelemetry> tel;
   std::set<std::string> measured_tags;
   Calibration cal;  // identity before the first refit
+  const compiler::CostParams base_cp = compiler::CostParams::from(*cfg);
+  CostFit cfit;  // the compiler's cost parameters: uncorrected before the first refit
+  cfit.params = base_cp;
   Mapping prev = m0;
   const Served* last = &*base;
   std::vector<Served> runs;
@@ -401,6 +499,12 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
   json rounds = json::array();
   bool all_ok = true;
   double recovered_last = 0;
+  // The per-layer correction of compiler parameters `cp` summed over a plan.
+  const auto corrected = [](const PlanTelemetry& t, const compiler::CostParams& cp, double overhead) {
+    double sum = overhead;
+    for (const auto& l : t.layers) sum += std::max(0.0, double(l.predicted) + cp.correction(double(l.insns)));
+    return sum;
+  };
   for (int round = 1; round <= o.rounds; ++round) {
     progress("round " + std::to_string(round) + ": measure, refit, re-decide, swap, serve");
     // 1. Telemetry of every plan the last run used.
@@ -414,39 +518,41 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
         auto t = lab.measure(spec, c);
         if (!t) return t.error();
         // Out of sample: the fit so far predicting a plan it has not seen.
-        auto pf = lab.predict(spec, c, cal);
-        if (!pf) return pf.error();
         const double meas = double(std::max<uint64_t>((*t)->measured, 1));
         new_raw += std::fabs(double((*t)->predicted) - meas) / meas;
-        new_fit += std::fabs(*pf - meas) / meas;
+        new_fit += std::fabs(corrected(**t, cfit.params, cal.overhead) - meas) / meas;
         ++new_plans;
         tel.push_back(**t);
         measured_tags.insert(key + "|" + c.tag());
       }
     }
-    // 2. Refit; prediction error per (kind, shape bucket) before and after.
+    // 2. Refit: the compiler's cost parameters (they decide) and, for
+    // comparison, a line per layer kind; prediction error per (kind, shape
+    // bucket) before (uncorrected) and after.
     const Calibration before = cal;
     cal = refit(tel);
-    std::map<std::pair<std::string, int64_t>, std::array<double, 3>> err;  // n, sum|raw|, sum|fit|
-    double plan_raw = 0, plan_fit = 0;
+    cfit = fit_cost_params(tel, base_cp);
+    const compiler::CostParams& cp = cfit.params;
+    std::map<std::pair<std::string, int64_t>, std::array<double, 4>> err;  // n, sum|raw|, sum|params|, sum|line|
+    double plan_raw = 0, plan_fit = 0, plan_line = 0;
     for (const auto& t : tel) {
+      double line = cal.overhead;
       for (const auto& l : t.layers) {
         auto& e = err[{l.kind, l.rows}];
         const double meas = double(std::max<uint64_t>(l.measured, 1));
         auto f = cal.per_kind.find(l.kind);
-        const double fit = f == cal.per_kind.end() ? double(l.predicted) : f->second.apply(double(l.predicted));
+        const double fl = f == cal.per_kind.end() ? double(l.predicted) : f->second.apply(double(l.predicted));
+        const double fp = std::max(0.0, double(l.predicted) + cp.correction(double(l.insns)));
         e[0] += 1;
         e[1] += std::fabs(double(l.predicted) - meas) / meas;
-        e[2] += std::fabs(fit - meas) / meas;
-      }
-      double fit = cal.overhead;
-      for (const auto& l : t.layers) {
-        auto f = cal.per_kind.find(l.kind);
-        fit += f == cal.per_kind.end() ? double(l.predicted) : f->second.apply(double(l.predicted));
+        e[2] += std::fabs(fp - meas) / meas;
+        e[3] += std::fabs(fl - meas) / meas;
+        line += fl;
       }
       const double meas = double(std::max<uint64_t>(t.measured, 1));
       plan_raw += std::fabs(double(t.predicted) - meas) / meas;
-      plan_fit += std::fabs(fit - meas) / meas;
+      plan_fit += std::fabs(corrected(t, cp, cal.overhead) - meas) / meas;
+      plan_line += std::fabs(line - meas) / meas;
     }
     json pe = json::array();
     for (const auto& [k, e] : err)
@@ -454,44 +560,84 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
                     {"rows", k.second},
                     {"layers", int64_t(e[0])},
                     {"error_before", e[1] / e[0]},
-                    {"error_after", e[2] / e[0]}});
-    // 3. Re-decide for the observed shape mix (sequence lengths of requests
-    // that arrived after the swap point in the last run).
+                    {"error_after", e[2] / e[0]},
+                    {"error_after_per_kind_line", e[3] / e[0]}});
+    // 3. Re-decide through the compiler: every choice compiled with the
+    // refitted parameters; the compiler's own prediction (plus the plan
+    // overhead) ranks them. Where the refitted parameters change a decision
+    // of the fusion or tiling passes, the plan compiled with them is the
+    // candidate (and the change is listed); otherwise the plan is the
+    // uncorrected one.
     Mapping next = prev;
     json changed = json::array();
+    json cchanged = json::array();
+    int compared = 0, plans_changed = 0;
+    std::ostringstream cps;
+    cps.precision(1);
+    cps << std::fixed << "refitted cost parameters (round " << round << ": layer_cycles " << cp.layer_cycles
+        << ", insn_cycles ";
+    cps.precision(3);
+    cps << cp.insn_cycles << ")";
     for (const auto& [key, spec] : models) {
+      std::vector<std::pair<Choice, Choice>> cands;  // (mapped choice, choice with the refitted parameters)
+      for (const auto& c0 : space) {
+        Choice c = c0;
+        c.params = cp;
+        c.params_round = round;
+        auto a = lab.compiled(spec, c0);
+        if (!a) return a.error();
+        auto b = lab.compiled(spec, c);
+        if (!b) return b.error();
+        const auto d = diff_decisions((*a)->decisions, (*b)->decisions);
+        ++compared;
+        cands.push_back({d.empty() ? c0 : c, c});
+        if (d.empty()) continue;
+        ++plans_changed;
+        for (const auto& x : d)
+          cchanged.push_back({{"model", key},
+                              {"choice", c0.tag()},
+                              {"pass", x.pass},
+                              {"node", x.node},
+                              {"before", x.before},
+                              {"after", x.after},
+                              {"why", cps.str() + ": the " + x.pass + " pass decides with the corrected predictions"}});
+      }
       std::set<int64_t> seqs;
       for (const auto& r : last->reqs)
         if (after_swap(r) && serve::model_key(w.streams[size_t(r.stream)].model) == key) seqs.insert(r.seq);
       for (int64_t seq : seqs)
         for (int b = 1; b <= w.max_batch; ++b) {
           double best = 0;
-          const Choice* pick = nullptr;
-          for (const auto& c : space) {
-            auto pc = lab.predict(spec, c, cal);
+          const std::pair<Choice, Choice>* pick = nullptr;
+          for (const auto& cc : cands) {
+            auto pc = lab.predict_compiled(spec, cc.second, cal.overhead);
             if (!pc) return pc.error();
-            const double e = double(cdiv(seq * b, c.rows)) * *pc;
-            if (!pick || e < best) best = e, pick = &c;
+            const double e = double(cdiv(seq * b, cc.second.rows)) * *pc;
+            if (!pick || e < best) best = e, pick = &cc;
           }
           const Choice old = prev[key].at(seq, b);
-          next[key].shape[{seq, b}] = *pick;
-          if (old == *pick) continue;
-          auto po = lab.predict(spec, old, cal);
-          auto pb = lab.predict(spec, old, before);
+          next[key].shape[{seq, b}] = pick->first;
+          if (old.same_decision(pick->first)) continue;
+          Choice old_now_c = old;
+          old_now_c.params = cp;
+          old_now_c.params_round = round;
+          auto po = lab.predict_compiled(spec, old_now_c, cal.overhead);
+          auto pb = lab.predict_compiled(spec, old, before.overhead);
           if (!po) return po.error();
           if (!pb) return pb.error();
-          const double old_now = double(cdiv(seq * b, old.rows)) * *po;
+          const int64_t n_old = cdiv(seq * b, old.rows), n_new = cdiv(seq * b, pick->first.rows);
+          const double old_now = double(n_old) * *po;
           std::ostringstream why;
           why.precision(0);
-          why << std::fixed << "refitted model: " << cdiv(seq * b, old.rows) << " x " << *po << " = " << old_now
-              << " cycles with " << old.tag() << ", " << cdiv(seq * b, pick->rows) << " x " << best / double(cdiv(seq * b, pick->rows))
-              << " = " << best << " cycles with " << pick->tag();
+          why << std::fixed << "compiler with the " << cps.str() << ": " << n_old << " x " << *po << " = " << old_now
+              << " cycles with " << old.tag() << ", " << n_new << " x " << best / double(n_new) << " = " << best
+              << " cycles with " << pick->first.tag();
           changed.push_back({{"model", key},
                              {"seq", seq},
                              {"batch", b},
                              {"from", old.tag()},
-                             {"to", pick->tag()},
-                             {"predicted_from_cycles_before_refit", double(cdiv(seq * b, old.rows)) * *pb},
+                             {"to", pick->first.tag()},
+                             {"predicted_from_cycles_before_refit", double(n_old) * *pb},
                              {"predicted_from_cycles", old_now},
                              {"predicted_to_cycles", best},
                              {"why", why.str()}});
@@ -507,15 +653,25 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
     all_ok = all_ok && ok;
     json jr;
     jr["round"] = round;
+    jr["cost_params"] = {{"layer_cycles", cp.layer_cycles},
+                         {"insn_cycles", cp.insn_cycles},
+                         {"points", cfit.points},
+                         {"insn_cycles_unconstrained", cfit.unconstrained_insn_cycles},
+                         {"rms_residual_before_cycles", cfit.rms_before},
+                         {"rms_residual_after_cycles", cfit.rms_after}};
     jr["calibration"] = cal.to_json();
     jr["plans_measured"] = tel.size();
     jr["prediction_error"] = pe;
     jr["plan_error_before"] = tel.empty() ? 0.0 : plan_raw / double(tel.size());
     jr["plan_error_after"] = tel.empty() ? 0.0 : plan_fit / double(tel.size());
+    jr["plan_error_after_per_kind_line"] = tel.empty() ? 0.0 : plan_line / double(tel.size());
     jr["new_plans"] = new_plans;
     jr["new_plans_error_cost_model"] = new_plans ? new_raw / new_plans : 0.0;
     jr["new_plans_error_previous_fit"] = new_plans ? new_fit / new_plans : 0.0;
     jr["decisions_changed"] = changed;
+    jr["compiler_plans_compared"] = compared;
+    jr["compiler_plans_changed"] = plans_changed;
+    jr["compiler_decisions_changed"] = cchanged;
     jr["swap"] = sw;
     jr["latency"] = latency_json(cur.reqs, all);
     jr["after_swap"] = latency_json(cur.reqs, after_swap);
@@ -530,6 +686,16 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
     last = &runs.back();
   }
   j["rounds"] = rounds;
+  {
+    json fit;
+    fit["workload"] = w.source;
+    fit["backend"] = o.backend;
+    fit["rounds"] = o.rounds;
+    fit["layer_samples"] = cfit.points;
+    fit["rms_residual_before_cycles"] = cfit.rms_before;
+    fit["rms_residual_after_cycles"] = cfit.rms_after;
+    j["cost_params"] = json::parse(compiler::cost_params_text(cfit.params, *cfg, fit.dump()));
+  }
   json t;
   t["metric"] = "mean latency of requests arriving after the swap point";
   t["baseline_us"] = l0;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,14 +29,22 @@ namespace loom::tune {
 /// tile (rows per plan run; a batch of seq x batch rows runs in
 /// ceil(seq x batch / rows) chunks, the last one padded), the fusion policy
 /// and double buffering.
+///
+/// `params` (with the round that fitted them) are the refitted cost-model
+/// parameters the plan is compiled with (CompileOptions::cost_params); empty:
+/// the configuration's uncorrected model.
 struct Choice {
   int64_t rows = 64;
   compiler::Fusion fusion = compiler::Fusion::Cost;
   bool double_buffer = true;
-  std::string tag() const;  // "rows=64,fusion=cost,db=on"
-  bool operator==(const Choice& o) const {
+  std::optional<compiler::CostParams> params;
+  int params_round = 0;
+  std::string tag() const;  // "rows=64,fusion=cost,db=on" (+ ",cost=r1" with params of round 1)
+  /// The same rows, fusion and double buffering (whatever the parameters).
+  bool same_decision(const Choice& o) const {
     return rows == o.rows && fusion == o.fusion && double_buffer == o.double_buffer;
   }
+  bool operator==(const Choice& o) const { return same_decision(o) && params_round == o.params_round; }
 };
 
 /// Every choice: rows in {32, 64, ..., 1024} x fusion {none, cost} x double
@@ -66,13 +75,39 @@ struct Calibration {
 struct LayerSample {
   std::string kind;
   int64_t rows = 0;  // shape bucket: the plan's rows
-  uint64_t predicted = 0, measured = 0;
+  uint64_t predicted = 0, measured = 0;  // predicted: the uncorrected cost model's
+  uint64_t insns = 0;                    // the cost model's instructions of the layer (one core)
 };
 struct PlanTelemetry {
   uint64_t predicted = 0;  // the compiler's prediction, sum over layers
   uint64_t measured = 0;   // the whole plan on the backend
   std::vector<LayerSample> layers;
 };
+
+/// The compiler's refitted cost parameters: over every layer sample,
+/// measured - predicted ~= layer_cycles + insn_cycles x insns by least
+/// squares with insn_cycles >= 0 (all samples at one instruction count, or a
+/// negative slope: insn_cycles = 0 and layer_cycles the mean residual).
+/// `base` gives the hardware fields.
+struct CostFit {
+  compiler::CostParams params;
+  int points = 0;
+  double unconstrained_insn_cycles = 0;  // the negative slope the constraint refused (0: none)
+  double rms_before = 0, rms_after = 0;  // RMS of the per-layer residual (cycles)
+};
+CostFit fit_cost_params(const std::vector<PlanTelemetry>& telemetry, const compiler::CostParams& base);
+
+/// A compiler decision that differs between two compiles of one graph
+/// (pass output, `loom compile --explain`): the node, the pass, the text
+/// before and after ("" when the decision exists on one side only).
+struct DecisionChange {
+  std::string pass, node, before, after;
+};
+/// The decisions of the fusion and tiling passes that differ between `a` and
+/// `b`; numbers after the choice itself (predicted cycles, bytes) are not
+/// compared, only what was chosen.
+std::vector<DecisionChange> diff_decisions(const std::vector<compiler::Decision>& a,
+                                           const std::vector<compiler::Decision>& b);
 
 /// Compiles and measures gemm_chain plans for each choice, with a cache.
 class Lab {
@@ -85,6 +120,9 @@ class Lab {
   Expected<const PlanTelemetry*> measure(const serve::ModelSpec& m, const Choice& c);
   /// Corrected prediction of one plan run under `cal`.
   Expected<double> predict(const serve::ModelSpec& m, const Choice& c, const Calibration& cal);
+  /// The compiler's own prediction of one plan run (with the choice's cost
+  /// parameters) plus the plan overhead.
+  Expected<double> predict_compiled(const serve::ModelSpec& m, const Choice& c, double overhead);
   uint64_t backend_runs() const { return runs_; }
 
  private:
@@ -115,7 +153,8 @@ struct TuneOptions {
   bool progress = false;
 };
 
-/// Runs the closed loop and returns the mapping report (kind "tune").
+/// Runs the closed loop and returns the mapping report (kind "tune"); its
+/// "cost_params" is the cost-params file of the last round's refit.
 Expected<nlohmann::ordered_json> run_tune(const serve::Workload& w, const TuneOptions& o);
 
 }  // namespace loom::tune

@@ -3,7 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
 
+#include "compiler/compiler.h"
+#include "ir/graph.h"
+#include "plan/plan.h"
+#include "serve/service.h"
 #include "tune/tune.h"
 
 namespace loom::tune {
@@ -104,6 +111,207 @@ TEST(Swap, LostAndReorderedRequestsFail) {
   j = swap_check({req(0, 0, 10, 20), req(0, 1, 8, 15)}, 5.0, 1, ok);
   EXPECT_FALSE(ok);
   EXPECT_EQ(j["reordered_within_stream"], 1);
+}
+
+
+// --- The compiler's cost parameters (CompileOptions::cost_params) ---------
+
+const spec::HwConfig& config(const char* name) { return *spec::find_config(name); }
+
+/// gemm_chain hidden 64 -> ffn 256 -> 64, two blocks, `rows` rows.
+ir::Graph chain(int64_t rows) {
+  serve::ModelSpec m;
+  m.hidden = 64, m.ffn = 256, m.layers = 2;
+  ir::Graph g = serve::gemm_chain(m, rows);
+  EXPECT_TRUE(ir::validate(g).is_ok());
+  return g;
+}
+
+compiler::CompileResult compile_ok(const ir::Graph& g, const compiler::CompileOptions& o, const char* cfg = "tiny") {
+  auto r = compiler::compile(g, config(cfg), o);
+  EXPECT_TRUE(r.is_ok()) << (r ? "" : r.error().str());
+  return r ? std::move(*r) : compiler::CompileResult{};
+}
+
+std::string decision(const compiler::CompileResult& r, const std::string& pass, const std::string& node) {
+  for (const auto& d : r.decisions)
+    if (d.pass == pass && d.node == node) return d.text;
+  return "<none>";
+}
+
+TEST(CostParams, UncorrectedParametersGiveTheDefaultPlanByteForByte) {
+  for (const char* cfg : {"tiny", "default"})
+    for (int64_t rows : {32, 256}) {
+      const ir::Graph g = chain(rows);
+      const auto a = compile_ok(g, {}, cfg);
+      compiler::CompileOptions o;
+      o.cost_params = compiler::CostParams::from(config(cfg));
+      const auto b = compile_ok(g, o, cfg);
+      EXPECT_EQ(plan::encode_plan(a.plan), plan::encode_plan(b.plan)) << cfg << " rows " << rows;
+      EXPECT_EQ(a.predicted_cycles, b.predicted_cycles);
+      ASSERT_EQ(a.decisions.size(), b.decisions.size());
+      for (size_t i = 0; i < a.decisions.size(); ++i) EXPECT_EQ(a.decisions[i].text, b.decisions[i].text);
+      EXPECT_TRUE(tune::diff_decisions(a.decisions, b.decisions).empty());
+    }
+}
+
+TEST(CostParams, CorrectionAddsToEveryLayerPrediction) {
+  // One core (as loom tune compiles): the busiest core runs every instruction.
+  for (const char* cfg : {"tiny", "default"})
+    for (int64_t rows : {32, 256}) {
+      const ir::Graph g = chain(rows);
+      compiler::CompileOptions o;
+      o.num_cores = 1;
+      const auto a = compile_ok(g, o, cfg);
+      o.cost_params = compiler::CostParams::from(config(cfg));
+      o.cost_params->layer_cycles = 500;
+      o.cost_params->insn_cycles = 2;
+      const auto b = compile_ok(g, o, cfg);
+      ASSERT_EQ(a.predicted.size(), b.predicted.size());
+      ASSERT_FALSE(a.predicted.empty());
+      // Where the tiling stays, the prediction is the uncorrected one plus
+      // the correction; where it changes, the new tile predicts less than
+      // the old one corrected (the old tile is still a candidate).
+      for (size_t i = 0; i < a.predicted.size(); ++i) {
+        const auto& la = a.predicted[i];
+        const auto& lb = b.predicted[i];
+        ASSERT_EQ(la.name, lb.name);  // same fusion
+        const std::string ta = decision(a, "tiling", la.name), tb = decision(b, "tiling", lb.name);
+        if (ta.substr(0, ta.find(';')) == tb.substr(0, tb.find(';')))
+          EXPECT_EQ(lb.cycles, la.cycles + 500 + 2 * la.insns) << cfg << " " << la.name;
+        else
+          EXPECT_LT(lb.cycles, la.cycles + 500 + 2 * la.insns) << cfg << " " << la.name;
+      }
+    }
+}
+
+TEST(CostParams, ANegativeLayerCorrectionRefusesTheActivationFusion) {
+  // Golden: with the uncorrected model the ReLU folds into the GEMM's clamp;
+  // when the refitted parameters say a layer costs nothing extra (a large
+  // negative per-layer term), the ReLU alone predicts no saving and the cost
+  // policy keeps it separate.
+  const ir::Graph g = chain(32);
+  const auto a = compile_ok(g, {});
+  EXPECT_EQ(decision(a, "fuse-activation", "l0.relu"), "<none>");
+  EXPECT_EQ(decision(a, "fuse-activation", "l0.up+l0.relu").rfind("folded relu 'l0.relu' into the output clamp", 0), 0u)
+      << decision(a, "fuse-activation", "l0.up+l0.relu");
+  compiler::CompileOptions o;
+  o.cost_params = compiler::CostParams::from(config("tiny"));
+  o.cost_params->layer_cycles = -1e6;
+  const auto b = compile_ok(g, o);
+  EXPECT_EQ(decision(b, "fuse-activation", "l0.relu"), "kept separate: cost model predicts no saving");
+  EXPECT_EQ(b.predicted.size(), a.predicted.size() + 2);  // two blocks, one ReLU each
+  const auto d = tune::diff_decisions(a.decisions, b.decisions);
+  ASSERT_FALSE(d.empty());
+  bool relu = false;
+  for (const auto& x : d) relu = relu || (x.pass == "fuse-activation" && x.node == "l0.relu" && x.before.empty());
+  EXPECT_TRUE(relu);
+}
+
+TEST(CostParams, DiffComparesTheChoiceNotItsNumbers) {
+  using compiler::Decision;
+  const std::vector<Decision> a{{"x", "tiling", "M=32 K=64 N=256: tm=32 tn=256 tk=64 (1 K steps); predicted 100 cycles"},
+                                {"x+y", "tiling", "kept separate (cost): fused predicts 10 cycles; more"},
+                                {"z", "placement", "whatever 1"}};
+  const std::vector<Decision> same{{"x", "tiling", "M=32 K=64 N=256: tm=32 tn=256 tk=64 (1 K steps); predicted 999 cycles"},
+                                   {"x+y", "tiling", "kept separate (cost): fused predicts 12 cycles; other"},
+                                   {"z", "placement", "whatever 2"}};
+  EXPECT_TRUE(tune::diff_decisions(a, same).empty());
+  const std::vector<Decision> other{{"x", "tiling", "M=32 K=64 N=256: tm=16 tn=256 tk=64 (1 K steps); predicted 90 cycles"},
+                                    {"w", "fuse-activation", "kept separate: cost model predicts no saving"}};
+  const auto d = tune::diff_decisions(a, other);
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_EQ(d[0].node, "x");
+  EXPECT_NE(d[0].before, d[0].after);
+  EXPECT_EQ(d[1].node, "x+y");
+  EXPECT_TRUE(d[1].after.empty());
+  EXPECT_EQ(d[2].node, "w");
+  EXPECT_TRUE(d[2].before.empty());
+}
+
+TEST(CostParams, FitRecoversLayerAndInstructionTerms) {
+  std::vector<PlanTelemetry> tel;
+  for (uint64_t insns : {5, 9, 17, 40, 100}) {
+    PlanTelemetry t;
+    const uint64_t pred = 1000 * insns;
+    t.layers.push_back({"gemm", 64, pred, uint64_t(double(pred) + 300.0 + 4.5 * double(insns)), insns});
+    tel.push_back(t);
+  }
+  const auto base = compiler::CostParams::from(config("default"));
+  const CostFit f = fit_cost_params(tel, base);
+  EXPECT_EQ(f.points, 5);
+  EXPECT_NEAR(f.params.layer_cycles, 300.0, 0.5);
+  EXPECT_NEAR(f.params.insn_cycles, 4.5, 0.01);
+  EXPECT_EQ(f.params.latency, base.latency);
+  EXPECT_GT(f.rms_before, 300.0);
+  EXPECT_LT(f.rms_after, 1.0);
+  // One instruction count: only the per-layer term.
+  const CostFit one = fit_cost_params({tel[0]}, base);
+  EXPECT_EQ(one.params.insn_cycles, 0.0);
+  EXPECT_NEAR(one.params.layer_cycles, 300.0 + 4.5 * 5, 0.5);
+  EXPECT_FALSE(fit_cost_params({}, base).params.corrected());
+  // A negative slope is refused: an instruction cannot save cycles.
+  std::vector<PlanTelemetry> neg;
+  for (uint64_t insns : {5, 10, 20}) {
+    PlanTelemetry t;
+    t.layers.push_back({"gemm", 64, 10000, uint64_t(10000 + 1000 - 10 * insns), insns});
+    neg.push_back(t);
+  }
+  const CostFit nf = fit_cost_params(neg, base);
+  EXPECT_EQ(nf.params.insn_cycles, 0.0);
+  EXPECT_NEAR(nf.unconstrained_insn_cycles, -10.0, 1e-6);
+  EXPECT_NEAR(nf.params.layer_cycles, 1000.0 - 10.0 * 35.0 / 3.0, 1e-6);
+}
+
+class CostParamsFile : public ::testing::Test {
+ protected:
+  std::string path_ = ::testing::TempDir() + "loom_cost_params_test.json";
+  void write(const std::string& text) { std::ofstream(path_) << text; }
+  void TearDown() override { std::remove(path_.c_str()); }
+  std::string error(const std::string& text) {
+    write(text);
+    auto r = compiler::read_cost_params(path_, config("tiny"));
+    EXPECT_FALSE(r.is_ok()) << text;
+    return r ? "" : r.error().str();
+  }
+};
+
+TEST_F(CostParamsFile, RoundTrips) {
+  auto p = compiler::CostParams::from(config("tiny"));
+  p.layer_cycles = -12.5, p.insn_cycles = 3.25, p.latency = 77;
+  write(compiler::cost_params_text(p, config("tiny"), R"({"rounds": 3})"));
+  auto r = compiler::read_cost_params(path_, config("tiny"));
+  ASSERT_TRUE(r.is_ok()) << r.error().str();
+  EXPECT_EQ(r->layer_cycles, -12.5);
+  EXPECT_EQ(r->insn_cycles, 3.25);
+  EXPECT_EQ(r->latency, 77u);
+  EXPECT_EQ(r->rows, p.rows);
+}
+
+TEST_F(CostParamsFile, BadFilesNameTheFileAndTheField) {
+  const std::string head = R"({"kind": "loom-cost-params", "version": 1, "config": "tiny")";
+  const std::pair<std::string, std::string> cases[] = {
+      {"{not json", "not valid JSON"},
+      {"[1, 2]", "JSON object"},
+      {R"({"version": 1, "config": "tiny"})", "'kind'"},
+      {R"({"kind": "loom-cost-params", "version": 2, "config": "tiny"})", "'version'"},
+      {R"({"kind": "loom-cost-params", "version": 1})", "'config'"},
+      {R"({"kind": "loom-cost-params", "version": 1, "config": "default"})", "fitted for 'default'"},
+      {head + R"(, "layer_cycles": "x"})", "'layer_cycles'"},
+      {head + R"(, "insn_cycles": 1e300})", "'insn_cycles'"},
+      {head + R"(, "latency": -3})", "'latency'"},
+      {head + R"(, "latency": 1.5})", "'latency'"},
+      {head + R"(, "layer_cylces": 3})", "unknown field 'layer_cylces'"},
+  };
+  for (const auto& [text, needle] : cases) {
+    const std::string e = error(text);
+    EXPECT_NE(e.find(path_), std::string::npos) << e;
+    EXPECT_NE(e.find(needle), std::string::npos) << text << " -> " << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  }
+  auto missing = compiler::read_cost_params(path_ + ".missing", config("tiny"));
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.error().str().find(".missing"), std::string::npos);
 }
 
 }  // namespace

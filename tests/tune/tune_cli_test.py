@@ -122,6 +122,87 @@ class Tune(unittest.TestCase):
         self.assertEqual(a, b)
         self.assertNotEqual(a, c)
 
+    def test_cost_params(self):
+        # `loom tune --cost-params-out` writes the refitted parameters;
+        # `loom compile --cost-params` reads them. Without the flag (or with
+        # parameters that correct nothing) the plan is byte-identical.
+        params = os.path.join(self.dir, "cost_params.json")
+        _, j = self.tune("--rounds", "1", "--cost-params-out", params)
+        with open(params) as f:
+            cp = json.load(f)
+        self.assertEqual(cp, j["cost_params"])
+        self.assertEqual(cp["kind"], "loom-cost-params")
+        self.assertEqual(cp["config"], "default")
+        self.assertEqual(cp["layer_cycles"], j["rounds"][0]["cost_params"]["layer_cycles"])
+        r1 = j["rounds"][0]
+        self.assertEqual(r1["compiler_plans_compared"], len(j["decision_space"]))
+        for d in r1["compiler_decisions_changed"]:
+            self.assertNotEqual(d["before"], d["after"])
+            self.assertIn(d["pass"], ("fuse-activation", "fuse-residual", "tiling"))
+        graph = os.path.join(ROOT, "examples", "demo_cnn.json")
+
+        def compile_plan(name, *extra, cfg="default"):
+            out = os.path.join(self.dir, name)
+            r = run(["compile", graph, "--config", cfg, "-o", out] + list(extra), self.dir)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out, "rb") as f:
+                return f.read()
+
+        plain = compile_plan("plain.plan")
+        self.assertEqual(plain, compile_plan("plain2.plan"))
+        compile_plan("refit.plan", "--cost-params", params)
+        zero = os.path.join(self.dir, "zero.json")
+        with open(zero, "w") as f:
+            json.dump({"kind": "loom-cost-params", "version": 1, "config": "default"}, f)
+        self.assertEqual(plain, compile_plan("zero.plan", "--cost-params", zero))
+        # A file that changes a decision changes the plan: with a large
+        # negative per-layer term every layer predicts 0 cycles (clamped), so
+        # the tiling passes keep their first candidates.
+        neg = os.path.join(self.dir, "neg.json")
+        with open(neg, "w") as f:
+            json.dump({"kind": "loom-cost-params", "version": 1, "config": "default", "layer_cycles": -1e6}, f)
+        self.assertNotEqual(plain, compile_plan("neg.plan", "--cost-params", neg))
+        r = run(["compile", graph, "--config", "default", "-o", os.path.join(self.dir, "x.plan"), "--explain",
+                 "--cost-params", neg], self.dir)
+        self.assertIn("predicted 0 cycles (fusion cost", r.stdout)
+        # Golden: a per-instruction term moves the classifier's tile on tiny
+        # to the one with fewer K steps (fewer instructions).
+        ins = os.path.join(self.dir, "insn.json")
+        with open(ins, "w") as f:
+            json.dump({"kind": "loom-cost-params", "version": 1, "config": "tiny", "insn_cycles": 2}, f)
+
+        def fc9(*extra):
+            r = run(["compile", graph, "--config", "tiny", "-o", os.path.join(self.dir, "t.plan"), "--explain"] +
+                    list(extra), self.dir)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            line = [x for x in r.stdout.splitlines() if x.startswith("[tiling] fc9:")]
+            self.assertEqual(len(line), 1, r.stdout)
+            return line[0].split(";")[0]
+
+        self.assertEqual(fc9(), "[tiling] fc9: M=1 K=32 N=10: tm=1 tn=8 tk=16 (2 K steps)")
+        self.assertEqual(fc9("--cost-params", ins), "[tiling] fc9: M=1 K=32 N=10: tm=1 tn=8 tk=32 (1 K steps)")
+        # Bad files: one line naming the file, non-zero exit, no plan.
+        bad = os.path.join(self.dir, "bad.json")
+        for text, needle in (("{", "not valid JSON"), ('{"kind": "loom-cost-params", "version": 1, "config": "tiny"}',
+                                                        "fitted for 'tiny'"),
+                             ('{"kind": "loom-cost-params", "version": 1, "config": "default", "latency": "x"}',
+                              "'latency'")):
+            with open(bad, "w") as f:
+                f.write(text)
+            out = os.path.join(self.dir, "bad.plan")
+            r = run(["compile", graph, "--config", "default", "-o", out, "--cost-params", bad], self.dir)
+            self.assertNotEqual(r.returncode, 0, text)
+            lines = r.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 1, r.stderr)
+            self.assertIn("bad.json", lines[0])
+            self.assertIn(needle, lines[0])
+            self.assertFalse(os.path.exists(out))
+        r = run(["compile", graph, "-o", os.path.join(self.dir, "m.plan"), "--cost-params",
+                 os.path.join(self.dir, "missing.json")], self.dir)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertIn("missing.json", r.stderr)
+
     def test_bad_input(self):
         graph = os.path.join(self.dir, "g_workload.yaml")
         with open(graph, "w") as f:
