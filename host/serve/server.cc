@@ -207,16 +207,51 @@ class Sim {
       int64_t order;
       int kind;  // 0 done, 1 arrival, 2 wake
       int idx;
+      int64_t gen = 0;  // done: the core's batch generation (a rescheduled finish makes older events stale)
       bool operator>(const Ev& o) const { return t != o.t ? t > o.t : order > o.order; }
     };
     std::priority_queue<Ev, std::vector<Ev>, std::greater<Ev>> ev;
     int64_t order = 0;
-    for (size_t i = 0; i < out.reqs.size(); ++i) ev.push({out.reqs[i].arrival, order++, 1, int(i)});
+    for (size_t i = 0; i < out.reqs.size(); ++i) ev.push({out.reqs[i].arrival, order++, 1, int(i), 0});
     std::vector<bool> busy(size_t(cores), false);
     std::vector<int> port_busy(size_t(ports), 0);
     std::vector<std::vector<int>> running(static_cast<size_t>(cores), std::vector<int>{});
     std::vector<double> wake(ns, kInf);
     auto port_of = [&](int c) { return c % ports; };
+
+    // Port contention as progress rates: a batch needs `alone` us of service
+    // by itself; while k cores of its port are busy it progresses at
+    // 1 / stretch(k), the stretch measured for its own plan with k copies on
+    // the port (or 1 + port_contention x (k - 1) when the workload gives it).
+    // Whenever a port's busy count changes, the finish of every batch on it
+    // is recomputed.
+    struct Running {
+      size_t si = 0;
+      int64_t seq = 1;
+      int n = 0;
+      double alone = 0, remaining = 0, last = 0, start = 0;
+      size_t span = 0;
+    };
+    std::vector<Running> run(static_cast<size_t>(cores));
+    std::vector<int64_t> gen(size_t(cores), 0);
+    auto stretch = [&](const Running& r, int k) -> double {
+      if (k <= 1) return 1.0;
+      if (w_.port_contention >= 0) return 1.0 + w_.port_contention * double(k - 1);
+      sm_.set_now(r.start);  // the mapping the batch was dispatched under
+      const double t = svc(r.si, r.seq, r.n, k);
+      return std::isfinite(t) && r.alone > 0 ? t / r.alone : 1.0;
+    };
+    auto repace = [&](int p, double now, int k_old) {
+      const int k = port_busy[size_t(p)];
+      for (int c = 0; c < cores; ++c) {
+        if (!busy[size_t(c)] || port_of(c) != p) continue;
+        Running& r = run[size_t(c)];
+        r.remaining = std::max(0.0, r.remaining - (now - r.last) / stretch(r, k_old));
+        r.last = now;
+        ev.push({now + r.remaining * stretch(r, k), order++, 0, c, ++gen[size_t(c)]});
+      }
+      sm_.set_now(now);
+    };
 
     auto dispatch = [&](int core, size_t si, const BatchDecision& dec, double now) {
       const int n = dec.n;
@@ -240,20 +275,18 @@ class Sim {
           qview[si].erase(qview[si].begin() + dec.idx[k]);
         }
       }
-      const int other = port_busy[size_t(port_of(core))];
-      // Port contention, fixed at dispatch: measured (the batch's plan run with
-      // `other` more copies on cores of its port), or the workload's stretch.
-      const double d = w_.port_contention >= 0 ? svc(si, seq, n) * (1.0 + w_.port_contention * other)
-                                               : svc(si, seq, n, other + 1);
-      ++port_busy[size_t(port_of(core))];
+      const int p = port_of(core);
+      Running& r = run[size_t(core)];
+      r = Running{si, seq, n, svc(si, seq, n), 0, now, now, out.spans.size()};
+      r.remaining = r.alone;
       busy[size_t(core)] = true;
       running[size_t(core)] = std::move(batch);
-      out.core_busy[size_t(core)] += d;
       ++out.core_batches[size_t(core)];
       ++out.batch_hist[n];
-      out.spans.push_back({core, active_[si], n, seq, now, now + d});
+      out.spans.push_back({core, active_[si], n, seq, now, now + r.alone});  // end set when it finishes
       if (sched_ == Sched::Dynamic && home[size_t(core)] >= 0 && home[size_t(core)] != int(si)) ++out.steals;
-      ev.push({now + d, order++, 0, core});
+      ++port_busy[size_t(p)];
+      repace(p, now, port_busy[size_t(p)] - 1);
     };
 
     auto schedule = [&](double now) {
@@ -281,7 +314,7 @@ class Sim {
           if (dec[si].n > 0) any = true;
           else if (dec[si].wake_us < wake[si] || wake[si] <= now) {
             wake[si] = dec[si].wake_us;
-            if (std::isfinite(dec[si].wake_us)) ev.push({dec[si].wake_us, order++, 2, int(si)});
+            if (std::isfinite(dec[si].wake_us)) ev.push({dec[si].wake_us, order++, 2, int(si), 0});
           }
         }
         if (!any) return;
@@ -365,10 +398,16 @@ class Sim {
           next_report += out.reqs.size() / 10 + 1;
         }
       } else if (e.kind == 0) {
+        if (e.gen != gen[size_t(e.idx)]) continue;  // rescheduled since
         for (int ri : running[size_t(e.idx)]) out.reqs[size_t(ri)].done = now;
         running[size_t(e.idx)].clear();
         busy[size_t(e.idx)] = false;
-        --port_busy[size_t(port_of(e.idx))];
+        const Running& r = run[size_t(e.idx)];
+        out.core_busy[size_t(e.idx)] += now - r.start;
+        out.spans[r.span].end_us = now;
+        const int p = port_of(e.idx);
+        --port_busy[size_t(p)];
+        repace(p, now, port_busy[size_t(p)] + 1);
         out.makespan = std::max(out.makespan, now);
       } else {
         if (wake[size_t(e.idx)] == now) wake[size_t(e.idx)] = kInf;

@@ -109,13 +109,28 @@ Expected<plan::Plan> replicate(const plan::Plan& p, const std::vector<int>& core
       r.inputs.push_back(b);
     }
   }
-  r.outputs = p.outputs;  // copy 0's
+  for (int j = 0; j < copies; ++j)
+    for (auto b : p.outputs) {
+      b.name += "@" + std::to_string(j);
+      b.offset += stride * uint64_t(j);
+      r.outputs.push_back(b);
+    }
   r.placement = p.placement;
   r.semaphores_used = uint32_t(sems * uint64_t(copies));
   return r;
 }
 
 }  // namespace
+
+Expected<plan::Plan> replicate_on_port(const plan::Plan& one, const spec::HwConfig& cfg, int copies,
+                                       const std::string& what) {
+  const auto cores = port0_cores(cfg);
+  if (copies < 1 || copies > int(cores.size()))
+    return make_error("port contention: " + what, std::to_string(copies) + " copies, but port 0 of '" +
+                                                      std::string(cfg.name) + "' has " + std::to_string(cores.size()) +
+                                                      " cores");
+  return replicate(one, cores, copies, what, cfg.semaphores);
+}
 
 /// An ONNX stream's program: its segments' plans and inputs, and the host ops.
 struct ServiceModel::Onnx {
@@ -283,7 +298,7 @@ Expected<uint64_t> ServiceModel::time_plan(const plan::Plan& one, const std::map
   plan::Plan merged;
   std::map<std::string, Tensor> merged_in;
   if (copies > 1) {
-    auto r = replicate(one, port0_cores(cfg_), copies, key, cfg_.semaphores);
+    auto r = replicate_on_port(one, cfg_, copies, key);
     if (!r) return r.error();
     merged = std::move(*r);
     for (int j = 0; j < copies; ++j)

@@ -127,6 +127,12 @@ class ServiceModel {
   uint64_t runs_ = 0, disk_hits_ = 0;
 };
 
+/// `copies` copies of a one-core plan as one plan, copy j on the j-th core of
+/// memory port 0 with its own memory image, semaphores and tensors
+/// ("name@j"); the other cores run END only.
+Expected<plan::Plan> replicate_on_port(const plan::Plan& one, const spec::HwConfig& cfg, int copies,
+                                       const std::string& what);
+
 std::string model_key(const ModelSpec& m);
 /// The built-in gemm_chain model with `rows` input rows.
 ir::Graph gemm_chain(const ModelSpec& m, int64_t rows);

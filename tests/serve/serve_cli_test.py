@@ -197,6 +197,119 @@ class Serve(Base):
             self.assertTrue([f for f in os.listdir(rep) if f.endswith(".png")])
 
 
+PORT_WORKLOAD = """config: {config}
+duration_ms: 20
+seed: 2
+batching: fixed
+scheduling: dynamic
+max_batch: 4
+max_queue_delay_ms: 0.3
+{extra}
+streams:
+  - name: qa
+    model: gemm_chain
+    hidden: 64
+    ffn: 256
+    slo_ms: 4
+    arrival: {{poisson: {{rate: 6000}}}}
+    seq_len: {{values: [16, 32, 64], weights: [4, 2, 1]}}
+  - name: wide
+    model: gemm_chain
+    hidden: 256
+    ffn: 1024
+    slo_ms: 6
+    arrival: {{poisson: {{rate: 1500}}}}
+    seq_len: {{values: [4, 8]}}
+"""
+
+
+def have_zoo_python():
+    r = subprocess.run([os.environ.get("LOOM_PYTHON", "python3"), "-c", "import numpy, onnx, onnxruntime.quantization"],
+                       capture_output=True)
+    return r.returncode == 0
+
+
+class PortContention(Base):
+    def port_workload(self, name, config="small", extra=""):
+        p = self.path(name)
+        with open(p, "w") as f:
+            f.write(PORT_WORKLOAD.format(config=config, extra=extra))
+        return p
+
+    def test_measured_stretch_and_port_limit(self):
+        # small: 4 cores on 2 ports (core c on port c % 2, from the spec's mem_ports).
+        w = self.port_workload("p_workload.yaml")
+        a = self.serve(w)
+        self.assertEqual(a, self.serve(w), "same seed gave different results")
+        res = json.loads(a)
+        Serve.check_accounting(self, res)
+        self.assertEqual(res["port_contention"], "measured")
+        self.assertEqual(sorted(set(c["port"] for c in res["cores"])), [0, 1])
+        st = res["service_times"]["port_stretch"]
+        self.assertTrue(st, "no batch ever shared a port with another")
+        self.assertTrue(all(s["port_cores"] == 2 for s in st))
+        self.assertTrue(all(s["stretch"] >= 1.0 for s in st), st)
+        self.assertTrue(any(s["stretch"] > 1.0 for s in st), st)
+        # One busy core per port: no batch ever overlaps another on its port,
+        # so nothing with two cores is measured, and requests wait for a port.
+        lim = json.loads(self.serve(self.port_workload("l_workload.yaml", extra="max_per_port: 1")))
+        Serve.check_accounting(self, lim)
+        self.assertGreater(lim["port_limit_waits"], 0)
+        self.assertFalse(lim["service_times"]["port_stretch"])
+        self.assertTrue(all(t["port_cores"] == 1 for t in lim["service_times"]["table"]))
+        self.assertEqual(lim["submitted"], res["submitted"])  # same seed, same arrivals
+
+    def test_stretch_slows_every_batch_on_the_port(self):
+        # Two requests at t = 0 on tiny (2 cores, 1 port): both run at once.
+        # With a stretch of 1 + 1.0 x (2 - 1) = 2 both progress at half speed
+        # and finish at 2 x the service time (not one at 1x and one at 2x).
+        trace = self.path("two.trace")
+        with open(trace, "w") as f:
+            f.write("0 16\n0 16\n")
+        p = self.path("t_workload.yaml")
+        for pc, factor in (("1.0", 2.0), ("0.5", 1.5), ("0", 1.0)):
+            with open(p, "w") as f:
+                f.write("config: tiny\nduration_ms: 1\nbatching: none\nport_contention: %s\nstreams:\n"
+                        "  - {name: a, model: gemm_chain, slo_ms: 50, arrival: {trace: {file: %s}}}\n" % (pc, trace))
+            res = json.loads(self.serve(p))
+            t = [x for x in res["service_times"]["table"] if x["seq"] == 16 and x["batch"] == 1]
+            alone = t[0]["us"]
+            lat = res["streams"][0]["latency"]
+            self.assertEqual(res["completed"], 2)
+            self.assertAlmostEqual(lat["max_us"], factor * alone, delta=1e-6 * alone)
+            self.assertAlmostEqual(lat["p50_us"], factor * alone, delta=1e-6 * alone)
+
+    def test_zoo_stream(self):
+        if not have_zoo_python():
+            self.skipTest("python3 lacks numpy, onnx or onnxruntime")
+        w = os.path.join(ROOT, "examples", "serve_zoo_workload.yaml")
+        cache = self.path("cache")
+        a = self.serve(w, "--cache", cache)
+        self.assertTrue(os.path.isfile(os.path.join(cache, "zoo", "mobilenetv2-stem", "model.onnx")))
+        self.assertEqual(a, self.serve(w, "--cache", cache), "same seed gave different results")
+        res = json.loads(a)
+        Serve.check_accounting(self, res)
+        vision = res["streams"][0]
+        self.assertEqual(vision["model"], "zoo:mobilenetv2:slice=stem")
+        self.assertGreaterEqual(vision["segments"], 1)
+        self.assertEqual(vision["fallback_ops"], len(vision["fallback_op_names"]))
+        self.assertGreater(vision["fallback_ops"], 0)  # the input QuantizeLinear runs on the host
+        self.assertTrue(any("QuantizeLinear" in n for n in vision["fallback_op_names"]))
+        self.assertGreater(vision["host_us_per_request"], 0)
+        self.assertNotIn("fallback_ops", res["streams"][1])  # gemm_chain: all on the device
+        # The same model as an .onnx path relative to the workload file.
+        shutil.copy(os.path.join(cache, "zoo", "mobilenetv2-stem", "model.onnx"), self.path("stem.onnx"))
+        p = self.path("o_workload.yaml")
+        with open(w) as f:
+            text = f.read().replace('"zoo:mobilenetv2:slice=stem"', "stem.onnx")
+        with open(p, "w") as f:
+            f.write(text)
+        res2 = json.loads(self.serve(p))
+        self.assertEqual(res2["streams"][0]["model"], os.path.join(self.dir, "stem.onnx"))
+        self.assertEqual(res2["streams"][0]["fallback_ops"], vision["fallback_ops"])
+        self.assertEqual(res2["streams"][0]["latency"], vision["latency"])
+
+
 class BadInput(Base):
     def test_malformed_yaml(self):
         p = self.path("bad_workload.yaml")
@@ -213,6 +326,25 @@ class BadInput(Base):
         with open(w, "w") as f:
             f.write(text)
         self.assert_one_line_error(loom("serve", w, "--json"), "unknown model 'resnet9000'", "stream 'short'")
+
+    def test_bad_onnx_models(self):
+        w = self.workload()
+        with open(w) as f:
+            text = f.read()
+        for model, needles in (("missing.onnx", ("stream 'short'", "missing.onnx", "not found")),
+                               ('"zoo:alexnet"', ("stream 'short'", "unknown zoo model 'alexnet'")),
+                               ('"zoo:bert:seq=100"', ("stream 'short'", "seq must be")),
+                               ("junk.onnx", ("junk.onnx",))):
+            with open(self.path("junk.onnx"), "w") as f:
+                f.write("not a model")
+            # The ONNX stream without its seq_len (an ONNX model has a fixed shape).
+            lines = text.replace("model: gemm_chain", "model: " + model, 1).splitlines(True)
+            first_seq = next(i for i, l in enumerate(lines) if l.strip().startswith("seq_len"))
+            with open(w, "w") as f:
+                f.write("".join(lines[:first_seq] + lines[first_seq + 1:]))
+            r = loom("serve", w, "--json", "-o", self.path("r.json"))
+            self.assert_one_line_error(r, *needles)
+            self.assertFalse(os.path.exists(self.path("r.json")))
 
     def test_unknown_policy(self):
         w = self.workload()

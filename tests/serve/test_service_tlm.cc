@@ -7,6 +7,7 @@
 
 #include "loom/spec_gen.h"
 #include "runtime/device.h"
+#include "runtime/executor.h"
 #include "serve/service.h"
 #include "tlm_device.h"
 
@@ -56,6 +57,41 @@ TEST(PortContention, TwoCoresOnOnePortStretchAMemoryBoundPlan) {
   int with_two = 0;
   for (const auto& t : sm.measurements()) with_two += t.port_cores == 2;
   EXPECT_EQ(with_two, 1);
+}
+
+TEST(PortContention, ReplicatedCopiesAreIndependentAndBitExact) {
+  register_tlm();
+  // small: port 0 holds cores 0 and 2. A two-layer chain has a semaphore
+  // barrier, which each copy gets for itself.
+  const spec::HwConfig& cfg = *spec::find_config("small");
+  ModelSpec m = chain(32, 64);
+  m.layers = 2;
+  const ir::Graph g = gemm_chain(m, 24);
+  compiler::CompileOptions co;
+  co.num_cores = 1;
+  auto cr = compiler::compile(g, cfg, co);
+  ASSERT_TRUE(cr) << cr.error().str();
+  ASSERT_GT(cr->plan.semaphores_used, 0u);
+  auto two = replicate_on_port(cr->plan, cfg, 2, "chain");
+  ASSERT_TRUE(two) << two.error().str();
+  ASSERT_EQ(two->cores.size(), 3u);  // cores 0 and 2 run; core 1 runs END
+  EXPECT_EQ(two->cores[1].size(), 1u);
+  auto dev = tlm::make_tlm_device(cfg);
+  ASSERT_TRUE(dev);
+  const auto in = ir::random_inputs(g, 1);
+  auto alone = runtime::execute(**dev, cr->plan, in);
+  ASSERT_TRUE(alone) << alone.error().str();
+  std::map<std::string, Tensor> in2;
+  for (const auto& [n, t] : in) in2[n + "@0"] = t, in2[n + "@1"] = t;
+  auto both = runtime::execute(**dev, *two, in2);
+  ASSERT_TRUE(both) << both.error().str();
+  ASSERT_EQ(both->outputs.size(), 2 * alone->outputs.size());
+  for (size_t j = 0; j < 2; ++j) {
+    EXPECT_EQ(both->outputs[j].first, alone->outputs[0].first + "@" + std::to_string(j));
+    EXPECT_EQ(both->outputs[j].second.data, alone->outputs[0].second.data) << "copy " << j;
+  }
+  EXPECT_GE(both->cycles, alone->cycles);
+  EXPECT_FALSE(replicate_on_port(cr->plan, cfg, 3, "chain"));  // port 0 of small has 2 cores
 }
 
 TEST(PortContention, OneCorePerPortHasNoStretch) {
