@@ -465,7 +465,10 @@ void run::start() {
   uint64_t& free_at = c.cu_free[r.k->cu];
   const bool hang = c.fault == "unit-hang" && c.unit_runs == 0;
   ++c.unit_runs;
-  r.done_at = hang ? std::numeric_limits<uint64_t>::max() : std::max(now, free_at) + loom::hls::latency_cycles(call);
+  constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+  const uint64_t from = std::max(now, free_at);
+  const uint64_t lat = loom::hls::latency_cycles(call);
+  r.done_at = hang || from > kNever - lat ? kNever : from + lat;
   free_at = r.done_at;
   r.st = ERT_CMD_STATE_RUNNING;
 }
