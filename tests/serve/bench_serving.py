@@ -8,6 +8,12 @@
              worst loss to the better of the two (examples/serve_bursty_workload.yaml)
   fairness   STP and ANTT of dynamic vs an equal static split for 2-, 3- and
              4-stream mixes
+  contention the port-contention stretch measured on tlm per (model, shape,
+             batch, cores busy on the port) on tiny and small, against the
+             0.15 per core the serving model assumed before
+  portlimit  what max_per_port changes on small (4 cores, 2 ports): p99,
+             throughput and sustained load with and without the limit, same
+             seeds, measured stretch (and the assumed 0.15 for comparison)
 
 Usage: bench_serving.py LOOM_BINARY ROOT [batching|scheduling|fairness ...]
 Prints one table per benchmark; takes a few minutes (not a CTest test).
@@ -19,7 +25,7 @@ import sys
 import tempfile
 
 LOOM, ROOT = sys.argv[1], sys.argv[2]
-WHICH = sys.argv[3:] or ["batching", "scheduling", "fairness"]
+WHICH = sys.argv[3:] or ["batching", "scheduling", "fairness", "contention", "portlimit"]
 CACHE = os.path.join(tempfile.gettempdir(), "loom_serve_bench_cache")
 
 
@@ -172,5 +178,104 @@ def fairness():
                    1 / st["antt"]))
 
 
+CONTENTION_MODELS = [
+    ("gemm_chain", "hidden: 64, ffn: 256, layers: 2", (16, 64)),
+    ("gemm_chain", "hidden: 256, ffn: 1024", (4, 16)),
+    ("gemm_chain", "hidden: 1024, ffn: 4096", (1,)),
+    ("zoo:mobilenetv2:slice=stem", "", (None,)),
+]
+
+
+def contention():
+    # As many requests at t = 0 as the fabric has cores x batch: every core
+    # starts a batch at once, so each port has all its cores busy.
+    d = tempfile.mkdtemp(prefix="loom_port_")
+    print("contention: config  model                               seq  batch  cores/port  alone us   stretch   assumed")
+    for config, cores in (("tiny", 2), ("small", 4)):
+        for model, params, seqs in CONTENTION_MODELS:
+            for seq in seqs:
+                for batch in (1, 4):
+                    if seq is None and batch > 1:
+                        continue
+                    trace = os.path.join(d, "t.trace")
+                    with open(trace, "w") as f:
+                        f.write(("0 %d\n" % seq if seq else "0\n") * (cores * batch))
+                    w = os.path.join(d, "c_workload.yaml")
+                    with open(w, "w") as f:
+                        f.write("config: %s\nduration_ms: 1\nbatching: %s\nmax_batch: %d\nmax_queue_delay_ms: 0\n"
+                                "streams:\n  - {name: a, model: \"%s\", %sslo_ms: 10000, arrival: {trace: {file: %s}}}\n"
+                                % (config, "fixed" if batch > 1 else "none", batch, model,
+                                   params + ", " if params else "", trace))
+                    res = serve(w)
+                    for st in res["service_times"]["port_stretch"]:
+                        if st["batch"] != batch or (seq and st["seq"] != seq):
+                            continue
+                        alone = [t["us"] for t in res["service_times"]["table"] if t["port_cores"] == 1 and
+                                 t["seq"] == st["seq"] and t["batch"] == batch][0]
+                        print("contention: %-6s  %-34s  %4s  %5d  %10d  %9.1f  %7.3f   %7.3f" %
+                              (config, st["model"], seq or "-", batch, st["port_cores"], alone, st["stretch"],
+                               1 + 0.15 * (st["port_cores"] - 1)))
+
+
+PORT_MIX = """config: small
+duration_ms: 200
+seed: 1
+batching: fixed
+scheduling: dynamic
+max_batch: 4
+max_queue_delay_ms: 0.3
+streams:
+  - name: qa
+    model: gemm_chain
+    hidden: 64
+    ffn: 256
+    layers: 2
+    slo_ms: 4
+    arrival: {poisson: {rate: 6000}}
+    seq_len: {values: [16, 32, 64], weights: [4, 2, 1]}
+  - name: wide
+    model: gemm_chain
+    hidden: 256
+    ffn: 1024
+    slo_ms: 6
+    arrival: {bursty: {on_rate: 6000, off_rate: 500, on_ms: 5, off_ms: 10}}
+    seq_len: {values: [4, 8]}
+"""
+
+
+def portlimit():
+    d = tempfile.mkdtemp(prefix="loom_portlimit_")
+    w = os.path.join(d, "port_mix_workload.yaml")
+    with open(w, "w") as f:
+        f.write(PORT_MIX)
+    print("portlimit: " + w)
+    print("portlimit: stretch   load  seed  limit  throughput rps   p99 ms (qa / wide / all)     SLO met   "
+          "port waits  util")
+    for pc in (None, 0.15):
+        for load in (0.5, 1.0, 1.5):
+            for seed in (1, 2, 3):
+                for limit in (0, 1):
+                    text = PORT_MIX + ("max_per_port: %d\n" % limit) + ("" if pc is None else "port_contention: %g\n" % pc)
+                    p = os.path.join(d, "pl_workload.yaml")
+                    with open(p, "w") as f:
+                        f.write(text)
+                    r = serve(p, "--load-scale", load, "--seed", seed)
+                    lat = [s["latency"]["p99_us"] / 1000 for s in r["streams"]]
+                    met = sum(s["slo_attainment"] * s["submitted"] for s in r["streams"]) / r["submitted"]
+                    util = sum(c["utilization"] for c in r["cores"]) / len(r["cores"])
+                    print("portlimit: %-8s  %4.1f  %4d  %5d  %14.0f   %6.3f / %6.3f / %6.3f   %7.3f  %10d  %5.3f" %
+                          ("measured" if pc is None else "%.2f" % pc, load, seed, limit, r["throughput_rps"], lat[0],
+                           lat[1], r["latency"]["p99_us"] / 1000, met, r["port_limit_waits"], util))
+    # Sustained load: the highest load scale with every stream's p99 within its SLO.
+    for limit in (0, 1):
+        p = os.path.join(d, "pl%d_workload.yaml" % limit)
+        with open(p, "w") as f:
+            f.write(PORT_MIX + "max_per_port: %d\n" % limit)
+        loads = [sustained(p, seed, lo=0.05, hi=4.0) for seed in (1, 2, 3)]
+        print("portlimit: sustained load, max_per_port %d: %s (mean %.3f)" %
+              (limit, " ".join("%.3f" % x for x in loads), sum(loads) / len(loads)))
+
+
 for b in WHICH:
-    {"batching": batching, "scheduling": scheduling, "fairness": fairness}[b]()
+    {"batching": batching, "scheduling": scheduling, "fairness": fairness, "contention": contention,
+     "portlimit": portlimit}[b]()
