@@ -117,7 +117,46 @@ uint64_t unit_latency(const MacGeom& m, bool conv, int64_t rows) {
   if (rows <= 0) return 0;
   if (!conv) return loom_hls::gemm_cycles(uint64_t(rows), uint64_t(m.Cout), uint64_t(m.K()));
   return loom_hls::conv_cycles(1, uint64_t(rows / m.OW), uint64_t(m.OW), uint64_t(m.C), uint64_t(m.Cout),
-                               uint64_t(m.KH), uint64_t(m.KW), 1);
+                               uint64_t(m.KH), uint64_t(m.KW), uint64_t(m.groups));
+}
+
+/// Pooling and elementwise layers go to their unit whole (the tops take no
+/// pixel range) when its latency model plus the call beats the cores.
+bool place_whole(CompileState& s, Layer& l, std::string_view pass) {
+  const ir::Node& n = s.node(l);
+  const bool pool = l.props->kind == LayerKind::Pool;
+  const uint32_t units = pool ? s.cfg->hls_pool_units : s.cfg->hls_eltwise_units;
+  std::string why;
+  if (units == 0) why = std::string("configuration has no ") + (pool ? "pool" : "eltwise") + " unit";
+  auto call = unit_call_for_node(s.graph, n, UnitOperands{});
+  if (why.empty() && !call) why = call.error().what;
+  if (!why.empty()) {
+    s.decide(l.name, std::string(pass), "cores: " + why);
+    return false;
+  }
+  uint64_t unit = 0;
+  if (pool) {
+    const PoolGeom& g = l.pool;
+    unit = loom_hls::pool_cycles(uint64_t(g.batch), uint64_t(g.OH), uint64_t(g.OW), uint64_t(g.C),
+                                 uint64_t(g.global ? g.H : g.KH), uint64_t(g.global ? g.W : g.KW));
+  } else {
+    unit = loom_hls::eltwise_cycles(uint64_t(l.elems));
+  }
+  const uint64_t t = unit + kUnitCallCycles;
+  const std::string nums = "cores " + std::to_string(l.cost.cycles) + " cycles, " + call->kernel + " " +
+                           std::to_string(unit) + " + " + std::to_string(kUnitCallCycles) + " per call";
+  if (t >= l.cost.cycles) {
+    s.decide(l.name, std::string(pass), "cores: " + nums);
+    return false;
+  }
+  l.unit_kernel = call->kernel;
+  l.unit_row0 = 0;
+  l.unit_cycles = unit;
+  l.tiles.clear();
+  l.core_of_tile.clear();
+  l.cost.cycles = t;
+  s.decide(l.name, std::string(pass), "unit: whole layer on " + l.unit_kernel + "; " + nums);
+  return true;
 }
 
 class HlsPlacementPass final : public Pass {
@@ -131,6 +170,10 @@ class HlsPlacementPass final : public Pass {
                                           placement_name(s.opt.placement));
     const CostParams cp = CostParams::from(*s.cfg);
     for (auto& l : s.layers) {
+      if (l.props->kind == LayerKind::Pool || l.props->kind == LayerKind::Eltwise) {
+        if (place_whole(s, l, name())) bump("layers_on_unit");
+        continue;
+      }
       if (l.props->kind != LayerKind::Mac) continue;
       const ir::Node& n = s.node(l);
       const MacGeom& m = l.mac;
@@ -139,7 +182,6 @@ class HlsPlacementPass final : public Pass {
       std::string why;
       if (units == 0) why = std::string("configuration has no ") + (conv ? "conv" : "gemm") + " unit";
       else if (m.batch != 1) why = "batch " + std::to_string(m.batch) + " (units take batch-1 layers)";
-      else if (m.groups != 1) why = "grouped (the unit's weight layout is not the cores' packing)";
       else if (!m.b_const) why = "gemm of two activations";
       else if (l.res.on) why = "residual add folded into its post-op";
       else if (!conv && m.K() > kGemmMaxK) why = "K " + std::to_string(m.K()) + " over the gemm unit's 4096";
@@ -215,7 +257,10 @@ class HlsCallsPass final : public Pass {
       const ir::Node& n = s.node(l);
       UnitOperands at;
       at.x = s.tensor_offset.at(n.inputs[0]);
-      at.w = s.plan.constants_offset + l.wgt_offset;
+      if (l.props->kind == LayerKind::Eltwise)
+        at.w = n.inputs.size() > 1 ? s.tensor_offset.at(n.inputs[1]) : at.x;
+      else
+        at.w = s.plan.constants_offset + (l.mac.groups != 1 ? l.unit_wgt_offset : l.wgt_offset);
       at.params = s.plan.constants_offset + l.param_offset;
       at.y = s.tensor_offset.at(l.out_tensor(s.graph));
       auto call = unit_call_for_node(s.graph, n, at, 0, l.unit_row0);
@@ -225,7 +270,9 @@ class HlsCallsPass final : public Pass {
       u.layer = uint32_t(li);
       u.kernel = call->kernel;
       u.unit = call->unit;
-      u.ptr_args = 4;
+      // The tops' pointer arguments come first: x, w, params, y (conv, gemm),
+      // a, b, y (eltwise), x, y (pool).
+      u.ptr_args = call->kernel == "loom_hls_pool" ? 2 : call->kernel == "loom_hls_eltwise" ? 3 : 4;
       u.args = call->args;
       u.start_at = s.plan.layers[li].insn_begin;
       for (size_t c = 0; c < s.plan.cores.size(); ++c)

@@ -198,6 +198,11 @@ class MemoryPlanPass final : public Pass {
       for (int64_t g = 0; g < m.groups; ++g)
         for (int64_t k = 0; k < m.K(); ++k)
           for (int64_t j = 0; j < m.Ng; ++j) c.push_back(uint8_t(wd[k * m.Cout + g * m.Ng + j]));
+      if (!l.unit_kernel.empty() && m.groups != 1) {  // --hls auto: the unit reads the graph's layout
+        c.resize(align_up(c.size(), kAlign));
+        l.unit_wgt_offset = c.size();
+        for (int64_t i = 0; i < m.K() * m.Cout; ++i) c.push_back(uint8_t(wd[i]));
+      }
     }
     const int32_t* bias = nullptr;
     if (n.inputs.size() > 2 && !n.inputs[2].empty()) {

@@ -82,6 +82,9 @@ struct Layer {
   std::string unit_kernel;
   int64_t unit_row0 = 0;
   uint64_t unit_cycles = 0;  // the unit's latency model
+  /// Grouped conv on a unit: its weights again, in the graph's (and the
+  /// unit's) [KH][KW][C/g][M] layout (the memory plan adds the copy).
+  uint64_t unit_wgt_offset = 0;
   /// mac: a residual add folded into POSTOP (fuse-residual proposes it, the
   /// tiling pass decides per the fusion policy). The layer then writes `out`
   /// (the add's output) instead of its own output tensor.

@@ -279,5 +279,62 @@ TEST(HlsUnits, CompiledPlanWithHlsAutoBitExactOnRefAndTlm) {
   }
 }
 
+/// Depthwise and pointwise convs, a residual add of two activations and a
+/// max pool: the hls-placement decisions per layer (golden, on tiny) and the
+/// plan bit-exact on ref and tlm (a grouped conv reads its unit-layout weight
+/// copy; an eltwise call has three pointer arguments, a pool call two).
+TEST(HlsUnits, HeteroDecisionsOnDepthwiseAddPool) {
+  ir::GraphBuilder gb("hetero_dw", 23);
+  auto x = gb.input("x", {1, 16, 16, 32});
+  auto d = gb.conv("dw", x, {32, 3, 3, 1, 1, 32, true});
+  auto p = gb.conv("pw", d, {32, 1, 1, 1, 0, 1, true});
+  auto y = gb.add("add", gb.unary("relu", ir::OpKind::Relu, d), p);
+  gb.output(gb.pool("mp", ir::OpKind::MaxPool, y, 2, 2, 0));
+  ir::Graph g = gb.graph();
+  ASSERT_TRUE(ir::validate(g));
+  compiler::CompileOptions opt;
+  opt.hls = compiler::Hls::Auto;
+  auto comp = compiler::compile(g, tiny(), opt);
+  ASSERT_TRUE(comp) << comp.error().str();
+  std::map<std::string, std::string> dec;
+  for (const auto& d2 : comp->decisions)
+    if (d2.pass == "hls-placement") dec[d2.node] = d2.text;
+  std::string all;
+  for (const auto& [k, v] : dec) all += k + ": " + v + "\n";
+  // The depthwise conv: the unit's 16 lanes beat the cores' gathers by ~2x.
+  ASSERT_TRUE(dec.count("dw")) << all;
+  EXPECT_EQ(dec["dw"].rfind("unit:", 0), 0u) << all;
+  EXPECT_NE(dec["dw"].find("loom_hls_conv"), std::string::npos) << all;
+  // Every pool and eltwise layer was weighed against its unit, by name.
+  bool saw_pool = false;
+  for (const auto& [k, v] : dec) {
+    if (v.find("loom_hls_pool") != std::string::npos) saw_pool = true;
+    EXPECT_TRUE(v.rfind("unit:", 0) == 0 || v.rfind("split:", 0) == 0 || v.rfind("cores:", 0) == 0) << k << ": " << v;
+  }
+  EXPECT_TRUE(saw_pool) << all;
+  bool dw_call = false;
+  for (const auto& u : comp->plan.unit_calls) {
+    const std::string& layer = comp->plan.layers.at(u.layer).name;
+    EXPECT_EQ(u.ptr_args, u.kernel == "loom_hls_pool" ? 2u : u.kernel == "loom_hls_eltwise" ? 3u : 4u) << layer;
+    if (layer == "dw") {
+      dw_call = true;
+      ASSERT_GE(u.args.size(), 18u);
+      EXPECT_EQ(u.args[17], 32) << "groups";
+    }
+  }
+  EXPECT_TRUE(dw_call);
+  const auto inputs = ir::random_inputs(g, 9);
+  auto want = ir::run_reference(g, inputs);
+  ASSERT_TRUE(want) << want.error().str();
+  for (const auto& b : kBackends) {
+    SCOPED_TRACE(b.name);
+    auto dev = b.make(tiny());
+    ASSERT_TRUE(dev) << dev.error().str();
+    auto res = runtime::execute(**dev, comp->plan, inputs);
+    ASSERT_TRUE(res) << res.error().str();
+    EXPECT_TRUE(res->outputs.at(0).second == want->at(g.outputs[0])) << "differs from the direct reference";
+  }
+}
+
 }  // namespace
 }  // namespace loom
