@@ -10,9 +10,9 @@ Usage:
   tests/zoo/hetero_bench.py LOOM [--configs tiny,small] [--models mnv2_block,r50_stem,bert32]
                            [--json-out FILE] [--workdir DIR]
 
-Models: mnv2_block (MobileNetV2 block slice), mnv2_stem, r50_stem (ResNet-50
-stem slice), r50_stage1, bert32 / bert64 / ... (BERT-base layer at that
-sequence length).
+Models: mnv2_block (MobileNetV2 block slice), mnv2_stem, mnv2 (whole),
+r50_stem (ResNet-50 stem slice), r50_stage1, r50 (whole), bert32 / bert64 /
+... (BERT-base layer at that sequence length).
 """
 import argparse
 import json
@@ -28,6 +28,8 @@ ZOO = {
     "mnv2_stem": ("MobileNetV2 stem slice", ["mobilenetv2", "--slice", "stem"]),
     "r50_stem": ("ResNet-50 stem slice", ["resnet50", "--slice", "stem"]),
     "r50_stage1": ("ResNet-50 stage1 slice", ["resnet50", "--slice", "stage1"]),
+    "mnv2": ("MobileNetV2 (whole)", ["mobilenetv2"]),
+    "r50": ("ResNet-50 (whole)", ["resnet50"]),
 }
 
 
