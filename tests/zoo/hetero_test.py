@@ -114,6 +114,12 @@ class Options(Base):
         j, _ = self.run_check(off, "tlm")
         self.assertGreater(j["cycles"], 0)
 
+    def test_hls_auto_tlm_small(self):
+        off, _ = self.compile("small")
+        plan, c = self.compile("small", "--hls", "auto")
+        self.assertEqual(read_meta(plan).get("hls"), "auto")
+        self.assertEqual(self.run_check(plan, "tlm")[1], self.run_check(off, "tlm")[1])
+
     def test_placement_dynamic_ref_tlm_tiny(self):
         plan, c = self.compile("tiny", "--placement", "dynamic", "--tasks-per-core", "2")
         self.assertEqual(c["placement"], "dynamic")
