@@ -147,6 +147,8 @@ bool place_whole(CompileState& s, Layer& l, std::string_view pass) {
   if (units == 0) why = std::string("configuration has no ") + (pool ? "pool" : "eltwise") + " unit";
   auto call = unit_call_for_node(s.graph, n, UnitOperands{});
   if (why.empty() && !call) why = call.error().what;
+  for (const auto& in : n.inputs)
+    if (why.empty() && s.graph.tensor(in).is_const) why = "operand '" + in + "' is a constant, not an activation";
   if (!why.empty()) {
     s.decide(l.name, std::string(pass), "cores: " + why);
     return false;
@@ -284,10 +286,16 @@ class HlsCallsPass final : public Pass {
       const ir::Node& n = s.node(l);
       UnitOperands at;
       at.x = s.tensor_offset.at(n.inputs[0]);
-      if (l.props->kind == LayerKind::Eltwise)
-        at.w = n.inputs.size() > 1 ? s.tensor_offset.at(n.inputs[1]) : at.x;
-      else
+      if (l.props->kind != LayerKind::Eltwise) {
         at.w = s.plan.constants_offset + (l.mac.groups != 1 ? l.unit_wgt_offset : l.wgt_offset);
+      } else if (n.inputs.size() < 2) {
+        at.w = at.x;  // unary: b is not read
+      } else {
+        auto it = s.tensor_offset.find(n.inputs[1]);
+        if (it == s.tensor_offset.end())
+          return make_error("node '" + l.name + "'", "operand '" + n.inputs[1] + "' has no device offset");
+        at.w = it->second;
+      }
       at.params = s.plan.constants_offset + l.param_offset;
       at.y = s.tensor_offset.at(l.out_tensor(s.graph));
       auto call = unit_call_for_node(s.graph, n, at, 0, l.unit_row0);
