@@ -246,7 +246,7 @@ class Sim {
       for (int c = 0; c < cores; ++c) {
         if (!busy[size_t(c)] || port_of(c) != p) continue;
         Running& r = run[size_t(c)];
-        r.remaining = std::max(0.0, r.remaining - (now - r.last) / stretch(r, k_old));
+        if (now > r.last) r.remaining = std::max(0.0, r.remaining - (now - r.last) / stretch(r, k_old));
         r.last = now;
         ev.push({now + r.remaining * stretch(r, k), order++, 0, c, ++gen[size_t(c)]});
       }
