@@ -278,6 +278,18 @@ class PortContention(Base):
             self.assertEqual(res["completed"], 2)
             self.assertAlmostEqual(lat["max_us"], factor * alone, delta=1e-6 * alone)
             self.assertAlmostEqual(lat["p50_us"], factor * alone, delta=1e-6 * alone)
+        # Measured (no port_contention): both finish at the run time of the
+        # two copies side by side on the port's two cores.
+        with open(p, "w") as f:
+            f.write("config: tiny\nduration_ms: 1\nbatching: none\nstreams:\n"
+                    "  - {name: a, model: gemm_chain, slo_ms: 50, arrival: {trace: {file: %s}}}\n" % trace)
+        res = json.loads(self.serve(p))
+        self.assertEqual(res["port_contention"], "measured")
+        two = [x["us"] for x in res["service_times"]["table"] if x["seq"] == 16 and x["port_cores"] == 2]
+        self.assertEqual(len(two), 1)
+        lat = res["streams"][0]["latency"]
+        self.assertAlmostEqual(lat["max_us"], two[0], delta=1e-6 * two[0])
+        self.assertAlmostEqual(lat["p50_us"], two[0], delta=1e-6 * two[0])
 
     def test_zoo_stream(self):
         if not have_zoo_python():
