@@ -392,7 +392,8 @@ Expected<uint64_t> XrtDevice::start_unit(const runtime::UnitCall& call) {
   const std::string where = dev + ": compute unit " + cu;
   if (!have_ip_) return make_error(where, "no xclbin loaded");
   if (std::find(hls_present_.begin(), hls_present_.end(), cu) == hls_present_.end())
-    return make_error(where, "not in xclbin '" + opt_.xclbin + "' (link the HLS kernel beside loom_top: HLS_KERNELS in scripts/vitis/Makefile)");
+    return make_error(where, "not in xclbin '" + opt_.xclbin +
+                                 "' (link the HLS kernel beside loom_top: HLS_KERNELS in scripts/vitis/Makefile)");
   for (const auto& [h, r] : runs_)
     if (r.cu == cu) return make_error(where, "busy: call " + std::to_string(h) + " was started and not waited for");
   auto it = cus_.find(cu);
@@ -436,7 +437,8 @@ Status XrtDevice::wait_unit(uint64_t handle, uint64_t timeout_cycles) {
   const std::string where = dev + ": compute unit " + r.cu;
   ert_cmd_state st = ERT_CMD_STATE_NEW;
   try {
-    st = r.run.wait(std::chrono::milliseconds(opt_.timeout_ms));
+    // At least 1 ms: XRT reads 0 as "no limit".
+    st = r.run.wait(std::chrono::milliseconds(std::max(opt_.timeout_ms, 1u)));
     if (st == ERT_CMD_STATE_COMPLETED) return Status::ok();
     if (st == ERT_CMD_STATE_TIMEOUT || st == ERT_CMD_STATE_RUNNING || st == ERT_CMD_STATE_QUEUED ||
         st == ERT_CMD_STATE_SUBMITTED || st == ERT_CMD_STATE_NEW) {
