@@ -570,6 +570,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
     // uncorrected one.
     Mapping next = prev;
     json changed = json::array();
+    json recompiled = json::array();  // same rows/fusion/db, the plan compiled with other parameters
     json cchanged = json::array();
     int compared = 0, plans_changed = 0;
     std::ostringstream cps;
@@ -617,7 +618,22 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
           }
           const Choice old = prev[key].at(seq, b);
           next[key].shape[{seq, b}] = pick->first;
-          if (old.same_decision(pick->first)) continue;
+          if (old.same_decision(pick->first)) {
+            if (!(old == pick->first))
+              recompiled.push_back(
+                  {{"model", key},
+                   {"seq", seq},
+                   {"batch", b},
+                   {"from", old.tag()},
+                   {"to", pick->first.tag()},
+                   {"why", pick->first.params
+                               ? "same rows, fusion and double buffering; the " + cps.str() +
+                                     " change this plan's fusion/tiling decisions (compiler_decisions_changed)"
+                               : "same rows, fusion and double buffering; with the " + cps.str() +
+                                     " the compiler decides this plan as the uncorrected model does, so the "
+                                     "uncorrected plan is used"}});
+            continue;
+          }
           Choice old_now_c = old;
           old_now_c.params = cp;
           old_now_c.params_round = round;
@@ -669,6 +685,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
     jr["new_plans_error_cost_model"] = new_plans ? new_raw / new_plans : 0.0;
     jr["new_plans_error_previous_fit"] = new_plans ? new_fit / new_plans : 0.0;
     jr["decisions_changed"] = changed;
+    jr["plans_recompiled"] = recompiled;
     jr["compiler_plans_compared"] = compared;
     jr["compiler_plans_changed"] = plans_changed;
     jr["compiler_decisions_changed"] = cchanged;

@@ -136,6 +136,10 @@ class Tune(unittest.TestCase):
         self.assertEqual(cp["layer_cycles"], j["rounds"][0]["cost_params"]["layer_cycles"])
         r1 = j["rounds"][0]
         self.assertEqual(r1["compiler_plans_compared"], len(j["decision_space"]))
+        for rd in j["rounds"]:
+            for d in rd["plans_recompiled"]:
+                self.assertEqual(d["from"].split(",cost=")[0], d["to"].split(",cost=")[0])
+                self.assertNotEqual(d["from"], d["to"])
         for d in r1["compiler_decisions_changed"]:
             self.assertNotEqual(d["before"], d["after"])
             self.assertIn(d["pass"], ("fuse-activation", "fuse-residual", "tiling"))
