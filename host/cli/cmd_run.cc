@@ -27,6 +27,7 @@ struct Opts {
   uint64_t seed = 1;
   int cores = 0;
   std::string placement = "static";  // graphs compiled on the fly
+  std::string hls = "off";           // graphs compiled on the fly
 };
 
 ordered_json tensor_json(const std::string& name, const Tensor& t) {
@@ -60,9 +61,12 @@ int run(const Opts& o) {
     if (!cfg) return fail(cfg.error());
     auto placement = compiler::parse_placement(o.placement);
     if (!placement) return fail(placement.error());
+    auto hls = compiler::parse_hls(o.hls);
+    if (!hls) return fail(hls.error());
     compiler::CompileOptions copt;
     copt.num_cores = o.cores;
     copt.placement = *placement;
+    copt.hls = *hls;
     auto r = compile_graph(o.model, **cfg, copt);
     if (!r) return fail(r.error());
     p = std::move(r->plan);
@@ -211,6 +215,8 @@ void register_run(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Seed for random inputs when --inputs is not given")->capture_default_str();
   cmd->add_option("--cores", o->cores, "Cores to compile a graph for (0: all)")->check(CLI::Range(0, 64));
   cmd->add_option("--placement", o->placement, "Placement of a graph compiled on the fly: static, pipeline or dynamic")
+      ->capture_default_str();
+  cmd->add_option("--hls", o->hls, "HLS compute units for a graph compiled on the fly: off or auto")
       ->capture_default_str();
   cmd->add_option("--wave", o->wave, "Write an FST waveform of the run (rtl backend)");
   cmd->add_option("--trace", o->trace, "Write per-core timelines as Chrome trace JSON (tlm, rtl; docs/trace.md)");

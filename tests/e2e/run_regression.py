@@ -2,7 +2,7 @@
 """Runs entries of the regression list through the `loom` CLI on a backend and
 requires bit-exact outputs against the direct reference.
 
-  run_regression.py --loom BIN --root DIR --list [--tag fast]
+  run_regression.py --loom BIN --root DIR --list [--tag fast] [--backend B]
   run_regression.py --loom BIN --root DIR --backend ref --entry demo_cnn@tiny
 """
 import argparse
@@ -19,9 +19,13 @@ def load(root):
         return yaml.safe_load(f)["entries"]
 
 
-def cases(entries, tag):
+def cases(entries, tag, backend):
+    """(name, entry, config) of the entries with the tag that run on the backend
+    (an entry's `backends` list restricts it; without one it runs on all)."""
     for e in entries:
         if tag and tag not in e.get("tags", []):
+            continue
+        if backend and "backends" in e and backend not in e["backends"]:
             continue
         for c in e["configs"]:
             yield "%s@%s" % (e["name"], c), e, c
@@ -31,7 +35,7 @@ def command(loom, root, e, cfg, backend):
     k = e["kind"]
     if k == "graph":
         return [loom, "run", os.path.join(root, e["graph"]), "--config", cfg, "--backend", backend, "--check", "--json"] + (
-            ["--placement", e["placement"]] if "placement" in e else [])
+            ["--placement", e["placement"]] if "placement" in e else []) + (["--hls", e["hls"]] if "hls" in e else [])
     if k == "gemm":
         return [loom, "bench", "gemm", "--m", str(e["m"]), "--n", str(e["n"]), "--k", str(e["k"]), "--config", cfg,
                 "--backend", backend, "--check", "--json"]
@@ -50,11 +54,11 @@ def main():
     ap.add_argument("--root", required=True)
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--tag", default="")
-    ap.add_argument("--backend", default="ref")
+    ap.add_argument("--backend", default="")
     ap.add_argument("--entry", action="append", default=[])
     a = ap.parse_args()
     entries = load(a.root)
-    all_cases = {n: (e, c) for n, e, c in cases(entries, a.tag)}
+    all_cases = {n: (e, c) for n, e, c in cases(entries, a.tag, a.backend)}
     if a.list:
         print(";".join(sorted(all_cases)))
         return 0
@@ -65,7 +69,7 @@ def main():
             failed += 1
             continue
         e, cfg = all_cases[name]
-        cmd = command(a.loom, a.root, e, cfg, a.backend)
+        cmd = command(a.loom, a.root, e, cfg, a.backend or "ref")
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0 and "not verilated into this build" in r.stderr:
             print("SKIPPED %s on %s: %s" % (name, a.backend, r.stderr.strip()))
