@@ -29,6 +29,15 @@ int tune(const TuneOpts& o) {
   auto w = serve::load_workload(o.workload);
   if (!w) return fail(w.error());
   if (o.seed >= 0) w->seed = uint64_t(o.seed);
+  // Output folders are checked before the (long) loop runs, so a bad path
+  // fails at once and leaves neither file half of a pair.
+  for (const auto& [flag, path] : {std::pair{"-o", &o.output}, std::pair{"--cost-params-out", &o.cost_params_out}}) {
+    if (path->empty()) continue;
+    const auto dir = std::filesystem::path(*path).parent_path();
+    std::error_code ec;
+    if (!dir.empty() && !std::filesystem::is_directory(dir, ec))
+      return fail(make_error(std::string(flag) + " " + *path, "folder '" + dir.string() + "' does not exist"));
+  }
   tune::TuneOptions to;
   to.backend = o.backend;
   to.rounds = o.rounds;

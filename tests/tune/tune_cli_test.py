@@ -219,6 +219,7 @@ class Tune(unittest.TestCase):
             (["tune", self.wl, "--swap-at-ms", "500"], "--swap-at-ms"),
             (["tune", graph], "gemm_chain"),
             (["tune", self.wl, "--backend", "nosuch"], "nosuch"),
+            (["tune", self.wl, "--cost-params-out", os.path.join(self.dir, "no", "cp.json")], "--cost-params-out"),
         ]
         for args, needle in cases:
             out = os.path.join(self.dir, "bad.json")
