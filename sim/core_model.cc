@@ -131,6 +131,7 @@ void CoreModel::stop_running(sc_time at) {
   if (r.running && at > busy_since_) counter(spec::Counter::CYCLES_BUSY) += to_cycles(at - busy_since_);
   r.running = false;
   r.blocked = false;
+  st_->last_core_stop = std::max(st_->last_core_stop, at);
 }
 
 void CoreModel::halt(uint32_t cause, uint32_t pc, sc_time at) {

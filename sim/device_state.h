@@ -32,6 +32,9 @@ struct DeviceState {
   /// Simulated times of the SEM_SIGNALs each semaphore has counted since its
   /// last clear, so a SEM_WAIT knows when its count was reached.
   std::vector<std::vector<sc_core::sc_time>> sem_times;
+  /// Latest simulated time at which a core went idle (its local time, which
+  /// may run ahead of the kernel's under temporal decoupling).
+  sc_core::sc_time last_core_stop = sc_core::SC_ZERO_TIME;
 };
 
 }  // namespace loom::tlm

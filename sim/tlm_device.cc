@@ -67,6 +67,8 @@ class TlmDevice final : public runtime::Device, private ref::ControlRegs::Hooks 
   uint32_t read_reg(uint32_t offset) override { return st_.regs.read(offset); }
   void write_reg(uint32_t offset, uint32_t value) override { st_.regs.write(offset, value); }
   Status run_until_idle(uint64_t timeout_cycles) override;
+  bool units_busy() const;  // an HLS unit call started and not finished
+  bool cores_idle() const;  // every ring drained and every core's time caught up
 
   bool has_time() const override { return true; }
   uint64_t cycles() const override { return uint64_t((sc_core::sc_time_stamp() - base_) / period_); }
@@ -135,9 +137,38 @@ Status TlmDevice::wait_unit(uint64_t handle, uint64_t timeout_cycles) {
   return Status::ok();
 }
 
+bool TlmDevice::units_busy() const {
+  for (const auto& [id, u] : unit_calls_)
+    if (!u->done(id)) return true;
+  return false;
+}
+
+bool TlmDevice::cores_idle() const {
+  for (unsigned c = 0; c < st_.cfg.cores; ++c)
+    if (st_.rings[c].running) return false;
+  return sc_core::sc_time_stamp() >= st_.last_core_stop;
+}
+
 Status TlmDevice::run_until_idle(uint64_t timeout_cycles) {
   if (!sc_core::sc_pending_activity()) return Status::ok();  // nothing started: no time passes
   const sc_core::sc_time now = sc_core::sc_time_stamp();
+  if (units_busy()) {
+    // An HLS unit runs on: return as soon as the cores are idle (their rings
+    // drained), as a host polling RING_HEAD on a board sees them, so the host
+    // can refill the rings while the unit still runs. Event by event, so the
+    // return is at the exact time the last core went idle.
+    const sc_core::sc_time deadline = now + period_ * double(timeout_cycles);
+    while (sc_core::sc_pending_activity() && !cores_idle()) {
+      if (sc_core::sc_time_stamp() >= deadline)
+        return make_error("tlm device", "cores still busy after " + std::to_string(timeout_cycles) +
+                                            " cycles (run_until_idle timeout)");
+      const sc_core::sc_time step = sc_core::sc_pending_activity_at_current_time()
+                                        ? sc_core::SC_ZERO_TIME
+                                        : sc_core::sc_time_to_pending_activity();
+      sc_core::sc_start(step, sc_core::SC_EXIT_ON_STARVATION);
+    }
+    return Status::ok();
+  }
   const double room = (sc_core::sc_max_time() - now) / period_;
   const double limit = std::min(double(timeout_cycles), room - 1);
   sc_core::sc_start(period_ * limit, sc_core::SC_EXIT_ON_STARVATION);

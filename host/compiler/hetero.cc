@@ -121,21 +121,11 @@ uint64_t unit_latency(const MacGeom& m, bool conv, int64_t rows) {
 }
 
 /// Predicted cycles of a split: the executor (runtime/executor.cc,
-/// UnitPhases) starts the call, refills the cores' rings up to the wait cut
-/// and runs the device until it is idle, which on a timed backend is when
-/// the unit is done; the rings are refilled only after that. So beside the
-/// unit each core issues what its ring holds (ring_depth - 1 instructions)
-/// and the rest of its share after the call: a fraction f of the cores'
-/// cycles overlaps the unit, 1 - f follows it.
-double overlap_fraction(const spec::HwConfig& cfg, const Cost& cores) {
-  const double per_core = double(cores.insns) / double(std::max(1, cores.cores_used));
-  return per_core <= 0 ? 1.0 : std::min(1.0, double(cfg.ring_depth - 1) / per_core);
-}
-uint64_t split_cycles(const spec::HwConfig& cfg, const Cost& cores, uint64_t unit) {
-  const double f = overlap_fraction(cfg, cores);
-  const double c = double(cores.cycles);
-  return uint64_t(std::max(double(unit), f * c) + (1.0 - f) * c);
-}
+/// UnitPhases) starts the call and keeps refilling the cores' rings with
+/// their share while the unit runs (a timed device returns to the host when
+/// the cores drain their rings, as a board's host sees RING_HEAD), then waits
+/// for the call: the cores' share and the unit overlap.
+uint64_t split_cycles(const Cost& cores, uint64_t unit) { return std::max(unit, cores.cycles); }
 
 /// Pooling and elementwise layers go to their unit whole (the tops take no
 /// pixel range) when its latency model plus the call beats the cores.
@@ -214,15 +204,13 @@ class HlsPlacementPass final : public Pass {
       struct Choice {
         int64_t row0;
         uint64_t cycles, core, unit;
-        int overlap_pct;  // of the cores' share running beside the unit
       };
-      Choice best{M, l.cost.cycles, l.cost.cycles, 0, 0};
+      Choice best{M, l.cost.cycles, l.cost.cycles, 0};
       const int64_t nsteps = M / step;  // candidate splits row0 = i * step < M
       const int64_t stride = std::max<int64_t>(1, nsteps / 64);
       for (int64_t i = 0; i * step < M; i += (i == 0 ? 1 : stride)) {
         const int64_t row0 = i * step;
         uint64_t core = 0, t = 0;
-        int overlap = 100;
         const uint64_t unit = unit_latency(m, conv, M - row0);
         if (row0 > 0) {
           Layer part = l;
@@ -230,12 +218,11 @@ class HlsPlacementPass final : public Pass {
           else part.mac.W = part.mac.OW = row0;
           const Cost c = estimate(cp, part, s.cores, s.budget.slots, false);
           core = c.cycles;
-          t = split_cycles(*s.cfg, c, unit) + kUnitCallCycles;
-          overlap = int(overlap_fraction(*s.cfg, c) * 100.0 + 0.5);
+          t = split_cycles(c, unit) + kUnitCallCycles;
         } else {
           t = unit + kUnitCallCycles;
         }
-        if (t < best.cycles) best = {row0, t, core, unit, overlap};
+        if (t < best.cycles) best = {row0, t, core, unit};
       }
       const std::string nums = "cores alone " + std::to_string(l.cost.cycles) + " cycles, " +
                                (conv ? "conv" : "gemm") + " unit alone " +
@@ -262,10 +249,7 @@ class HlsPlacementPass final : public Pass {
                    std::to_string(best.row0) + ") of " + std::to_string(M) + " on the cores (" +
                    std::to_string(best.core) + " cycles), [" + std::to_string(best.row0) + ", " + std::to_string(M) +
                    ") on " + l.unit_kernel + " (" + std::to_string(best.unit) + ")" +
-                   (best.row0 > 0 ? ", " + std::to_string(best.overlap_pct) +
-                                        " % of the cores' share beside the unit (the rest of their rings after it)"
-                                  : std::string()) +
-                   "; predicted " +
+                   (best.row0 > 0 ? std::string(", side by side") : std::string()) + "; predicted " +
                    std::to_string(best.cycles) + " with the call; " + nums);
     }
     return Status::ok();

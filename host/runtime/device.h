@@ -48,7 +48,9 @@ class Device {
 
   /// Lets the device run until no core can make progress (every started core
   /// is done, in error, starved of ring entries or blocked for good) or
-  /// `timeout_cycles` pass. Untimed backends ignore the timeout.
+  /// `timeout_cycles` pass. An HLS unit call still running does not keep it
+  /// from returning (wait_unit waits for that), so the host can refill the
+  /// rings beside the unit. Untimed backends ignore the timeout.
   virtual Status run_until_idle(uint64_t timeout_cycles) = 0;
 
   /// Whether the backend models time, and the device cycles elapsed.

@@ -5,6 +5,8 @@
 // --hls auto bit-exact on ref and tlm.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 
@@ -334,6 +336,56 @@ TEST(HlsUnits, HeteroDecisionsOnDepthwiseAddPool) {
     ASSERT_TRUE(res) << res.error().str();
     EXPECT_TRUE(res->outputs.at(0).second == want->at(g.outputs[0])) << "differs from the direct reference";
   }
+}
+
+/// A dense conv split by output pixels between the cores and the conv unit,
+/// with the cores' share longer than their command rings hold: on tlm the
+/// host refills the rings while the unit runs, so the split takes about
+/// max(unit, cores' share) — not their sum, as when the cores idled after
+/// their first ring until the unit was done — and less than the cores alone.
+TEST(HlsUnits, SplitRunsTheCoresShareBesideTheUnit) {
+  ir::GraphBuilder gb("hetero_split", 29);
+  auto x = gb.input("x", {1, 96, 96, 8});
+  gb.output(gb.conv("c", x, {16, 3, 3, 1, 1, 1, true}));
+  ir::Graph g = gb.graph();
+  ASSERT_TRUE(ir::validate(g));
+  compiler::CompileOptions opt;
+  opt.hls = compiler::Hls::Auto;
+  auto comp = compiler::compile(g, tiny(), opt);
+  ASSERT_TRUE(comp) << comp.error().str();
+  auto off = compiler::compile(g, tiny(), compiler::CompileOptions{});
+  ASSERT_TRUE(off) << off.error().str();
+  long row0 = 0, rows = 0, unit = 0;
+  for (const auto& d : comp->decisions) {
+    if (d.text.rfind("split:", 0) != 0) continue;
+    ASSERT_EQ(std::sscanf(d.text.c_str(),
+                          "split: rows [0, %ld) of %ld on the cores (%*d cycles), [%*d, %*d) on "
+                          "loom_hls_conv (%ld)",
+                          &row0, &rows, &unit),
+              3)
+        << d.text;
+  }
+  ASSERT_GT(row0, 0) << "the conv was not split between the cores and the unit";
+  uint64_t share = 0;
+  for (const auto& s : comp->plan.cores) share = std::max<uint64_t>(share, s.size());
+  ASSERT_GT(share, uint64_t(tiny().ring_depth)) << "the cores' share fits one ring: nothing to refill";
+
+  const auto inputs = ir::random_inputs(g, 3);
+  auto want = ir::run_reference(g, inputs);
+  ASSERT_TRUE(want) << want.error().str();
+  auto dev = tlm::make_tlm_device(tiny());
+  ASSERT_TRUE(dev) << dev.error().str();
+  auto split_run = runtime::execute(**dev, comp->plan, inputs);
+  ASSERT_TRUE(split_run) << split_run.error().str();
+  EXPECT_TRUE(split_run->outputs[0].second == want->at(g.outputs[0]));
+  EXPECT_GT(split_run->ring_refills, 0u);
+  auto cores_run = runtime::execute(**dev, off->plan, inputs);
+  ASSERT_TRUE(cores_run) << cores_run.error().str();
+  EXPECT_LT(split_run->cycles, cores_run->cycles);
+  // The cores' share as measured: the cores-alone run scaled to its rows.
+  const double cores_share = double(cores_run->cycles) * double(row0) / double(rows);
+  EXPECT_LT(double(split_run->cycles), 1.15 * std::max(cores_share, double(unit)))
+      << "cores alone " << cores_run->cycles << ", their share " << cores_share << ", unit " << unit;
 }
 
 }  // namespace
