@@ -86,7 +86,7 @@ class PlacementPass final : public Pass {
   /// Tiles of each port for a core assignment: core c uses port c % ports.
   static std::vector<int64_t> port_tiles(const CompileState& s, const std::vector<int>& core_of) {
     std::vector<int64_t> n(size_t(ports(s)), 0);
-    for (int c : core_of) ++n[size_t(c % ports(s))];
+    for (int c : core_of) ++n[spec::mem_port_of(*s.cfg, unsigned(c))];
     return n;
   }
 
@@ -274,7 +274,7 @@ class PlacementPass final : public Pass {
       std::string cores, pts;
       for (int c : st.cores) {
         cores += (cores.empty() ? "" : ",") + std::to_string(c);
-        pts += (pts.empty() ? "" : ",") + std::to_string(c % ports(s));
+        pts += (pts.empty() ? "" : ",") + std::to_string(spec::mem_port_of(*s.cfg, unsigned(c)));
       }
       s.decide(s.layers[st.first].name + ".." + s.layers[st.last].name, name(),
                "stage " + std::to_string(k) + " on cores " + cores + " (ports " + pts + "): predicted " +

@@ -37,7 +37,8 @@ Status dispatch_tasks(Device& dev, const plan::Plan& p, const std::vector<spec::
                       std::vector<DispatchRing>& rings, const RunOptions& opt, DispatchStats* stats) {
   const size_t ncores = rings.size();
   const size_t n = p.tasks.size();
-  const unsigned ports = std::max(1u, dev.config().mem_ports);
+  const spec::HwConfig& cfg = dev.config();
+  const unsigned ports = std::max(1u, cfg.mem_ports);
   if (ncores > dev.config().semaphores) return make_error("dispatch", "more cores than semaphores");
   for (const auto& t : p.tasks)
     if (t.end > pool.size() || t.begin > t.end) return make_error("dispatch", "task outside the task pool");
@@ -84,7 +85,8 @@ Status dispatch_tasks(Device& dev, const plan::Plan& p, const std::vector<spec::
           continue;
         }
         const auto key = [&](size_t k) {
-          return std::tuple(cores[k].queued.size(), on_port[k % ports], k % ports != p.tasks[t].port, k);
+          return std::tuple(cores[k].queued.size(), on_port[spec::mem_port_of(cfg, unsigned(k))],
+                            spec::mem_port_of(cfg, unsigned(k)) != p.tasks[t].port, k);
         };
         if (key(c) < key(best)) best = c;
       }
@@ -113,7 +115,7 @@ Status dispatch_tasks(Device& dev, const plan::Plan& p, const std::vector<spec::
       c.queued.push_back(t);
       core_of[t] = int(best);
       ordinal[t] = uint32_t(++stats->tasks[best]);
-      ++on_port[best % ports];
+      ++on_port[spec::mem_port_of(cfg, unsigned(best))];
       // Dispatch order is a topological order and every wait names a task
       // handed out earlier, so no set of waits can close a cycle.
       for (auto s : succ[t])
@@ -184,7 +186,7 @@ Status dispatch_tasks(Device& dev, const plan::Plan& p, const std::vector<spec::
       while (c.finished < v && !c.queued.empty()) {
         const uint32_t t = c.queued.front();
         c.queued.pop_front();
-        --on_port[ci % ports];
+        --on_port[spec::mem_port_of(cfg, unsigned(ci))];
         ++c.finished;
         finished[t] = 1;
         ++done;

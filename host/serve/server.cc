@@ -217,7 +217,7 @@ class Sim {
     std::vector<int> port_busy(size_t(ports), 0);
     std::vector<std::vector<int>> running(static_cast<size_t>(cores), std::vector<int>{});
     std::vector<double> wake(ns, kInf);
-    auto port_of = [&](int c) { return c % ports; };
+    auto port_of = [&](int c) { return int(spec::mem_port_of(cfg_, unsigned(c))); };
 
     // Port contention as progress rates: a batch needs `alone` us of service
     // by itself; while k cores of its port are busy it progresses at
@@ -674,11 +674,13 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
   j["batch_sizes"] = bh;
   json cores = json::array();
   double umax = 0, usum = 0;
-  const int ports = int(std::max(1u, cfg->mem_ports));
   for (size_t c = 0; c < r.core_busy.size(); ++c) {
     const double u = r.makespan > 0 ? r.core_busy[c] / r.makespan : 0;
     umax = std::max(umax, u), usum += u;
-    cores.push_back({{"core", c}, {"port", int(c) % ports}, {"busy_us", r.core_busy[c]}, {"utilization", u},
+    cores.push_back({{"core", c},
+                     {"port", spec::mem_port_of(*cfg, unsigned(c))},
+                     {"busy_us", r.core_busy[c]},
+                     {"utilization", u},
                      {"batches", r.core_batches[c]}});
   }
   j["cores"] = cores;

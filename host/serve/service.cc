@@ -35,13 +35,11 @@ uint64_t plan_hash(const plan::Plan& p, const std::string& backend) {
   return h;
 }
 
-// Cores of port 0 in order (core c uses port c % ports, as in the tlm platform
-// and the compiler's placement).
+// Cores of port 0 in order (spec::mem_port_of).
 std::vector<int> port0_cores(const spec::HwConfig& cfg) {
   std::vector<int> v;
-  const unsigned ports = std::max(1u, cfg.mem_ports);
   for (unsigned c = 0; c < cfg.cores; ++c)
-    if (c % ports == 0) v.push_back(int(c));
+    if (spec::mem_port_of(cfg, c) == 0) v.push_back(int(c));
   return v;
 }
 

@@ -1115,6 +1115,11 @@ constexpr const HwConfig* find_config(std::string_view name) {
     if (c.name == name) return &c;
   return nullptr;
 }
+/// The memory port core `core` uses: the fabric's interconnect puts core i on
+/// port i % mem_ports (rtl/fabric/loom_fabric.sv, the tlm platform's channel).
+constexpr unsigned mem_port_of(const HwConfig& c, unsigned core) {
+  return core % (c.mem_ports == 0 ? 1u : c.mem_ports);
+}
 /// What the HWCFG register reads for configuration `c` (its fields are named after HwConfig members).
 constexpr uint32_t hwcfg_value(const HwConfig& c) {
   return ((c.cores << reg::HWCFG_CORES_SHIFT) & reg::HWCFG_CORES_MASK) |
