@@ -147,21 +147,44 @@ std::vector<Choice> decision_space() {
   return out;
 }
 
-LinearFit fit_linear(const std::vector<std::pair<double, double>>& pts) {
-  LinearFit f;
-  f.n = int(pts.size());
+namespace {
+
+/// Ordinary least squares y ~ slope * x + offset. With fewer than two
+/// distinct x only the means are identifiable (`identifiable` false, slope 0).
+struct LeastSquares {
+  double mean_x = 0, mean_y = 0, slope = 0, offset = 0;
+  bool identifiable = false;
+};
+
+LeastSquares least_squares(const std::vector<std::pair<double, double>>& pts) {
+  LeastSquares f;
   if (pts.empty()) return f;
   double sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (auto [x, y] : pts) sx += x, sy += y, sxx += x * x, sxy += x * y;
   const double n = double(pts.size());
   const double den = n * sxx - sx * sx;
-  if (pts.size() < 2 || std::fabs(den) <= 1e-9 * std::max(1.0, n * sxx)) {
+  f.mean_x = sx / n;
+  f.mean_y = sy / n;
+  f.identifiable = pts.size() >= 2 && std::fabs(den) > 1e-9 * std::max(1.0, n * sxx);
+  if (f.identifiable) f.slope = (n * sxy - sx * sy) / den;
+  f.offset = (sy - f.slope * sx) / n;
+  return f;
+}
+
+}  // namespace
+
+LinearFit fit_linear(const std::vector<std::pair<double, double>>& pts) {
+  LinearFit f;
+  f.n = int(pts.size());
+  if (pts.empty()) return f;
+  const LeastSquares ls = least_squares(pts);
+  if (!ls.identifiable) {
     f.a = 1.0;  // one shape: only the offset is identifiable
-    f.b = (sy - sx) / n;
+    f.b = ls.mean_y - ls.mean_x;
     return f;
   }
-  f.a = (n * sxy - sx * sy) / den;
-  f.b = (sy - f.a * sx) / n;
+  f.a = ls.slope;
+  f.b = ls.offset;
   return f;
 }
 
@@ -184,21 +207,17 @@ CostFit fit_cost_params(const std::vector<PlanTelemetry>& telemetry, const compi
   f.params.insn_cycles = 0;
   f.points = int(pts.size());
   if (pts.empty()) return f;
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (auto [x, y] : pts) sx += x, sy += y, sxx += x * x, sxy += x * y;
+  const LeastSquares ls = least_squares(pts);
   const double n = double(pts.size());
-  const double den = n * sxx - sx * sx;
-  const bool one_count = pts.size() < 2 || std::fabs(den) <= 1e-9 * std::max(1.0, n * sxx);
-  const double slope = one_count ? 0.0 : (n * sxy - sx * sy) / den;
-  if (slope > 0) {
-    f.params.insn_cycles = slope;
-    f.params.layer_cycles = (sy - slope * sx) / n;
+  if (ls.slope > 0) {
+    f.params.insn_cycles = ls.slope;
+    f.params.layer_cycles = ls.offset;
   } else {
     // One instruction count (only the offset is identifiable), or a
     // negative slope: an instruction cannot save cycles, so the constrained
     // least squares keeps insn_cycles at 0 and fits the offset alone.
-    f.params.layer_cycles = sy / n;
-    f.unconstrained_insn_cycles = slope;
+    f.params.layer_cycles = ls.mean_y;
+    f.unconstrained_insn_cycles = ls.slope;
   }
   double e0 = 0, e1 = 0;
   for (auto [x, y] : pts) {
