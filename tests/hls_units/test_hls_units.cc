@@ -234,6 +234,23 @@ TEST(HlsUnits, BadCallsAreOneLineErrorsAndWriteNothing) {
   EXPECT_EQ(back, fill);
 }
 
+/// Runs a compiled one-output plan of `g` on ref and tlm (tiny) with seeded
+/// inputs; each output must equal the direct reference's.
+void expect_bit_exact_on_ref_and_tlm(const ir::Graph& g, const plan::Plan& p, uint64_t seed) {
+  const auto inputs = ir::random_inputs(g, seed);
+  auto want = ir::run_reference(g, inputs);
+  ASSERT_TRUE(want) << want.error().str();
+  for (const auto& b : kBackends) {
+    SCOPED_TRACE(b.name);
+    auto dev = b.make(tiny());
+    ASSERT_TRUE(dev) << dev.error().str();
+    auto res = runtime::execute(**dev, p, inputs);
+    ASSERT_TRUE(res) << res.error().str();
+    ASSERT_EQ(res->outputs.size(), 1u);
+    EXPECT_TRUE(res->outputs[0].second == want->at(g.outputs[0])) << "differs from the direct reference";
+  }
+}
+
 /// A small CNN whose first conv the cost model sends to a unit on tiny.
 ir::Graph hetero_graph() {
   ir::GraphBuilder gb("hetero", 21);
@@ -267,18 +284,7 @@ TEST(HlsUnits, CompiledPlanWithHlsAutoBitExactOnRefAndTlm) {
   EXPECT_EQ(back->unit_calls[0].args, comp->plan.unit_calls[0].args);
   EXPECT_EQ(back->unit_calls[0].wait_at, comp->plan.unit_calls[0].wait_at);
 
-  const auto inputs = ir::random_inputs(g, 5);
-  auto want = ir::run_reference(g, inputs);
-  ASSERT_TRUE(want) << want.error().str();
-  for (const auto& b : kBackends) {
-    SCOPED_TRACE(b.name);
-    auto dev = b.make(tiny());
-    ASSERT_TRUE(dev) << dev.error().str();
-    auto res = runtime::execute(**dev, *back, inputs);
-    ASSERT_TRUE(res) << res.error().str();
-    ASSERT_EQ(res->outputs.size(), 1u);
-    EXPECT_TRUE(res->outputs[0].second == want->at(g.outputs[0])) << "differs from the direct reference";
-  }
+  expect_bit_exact_on_ref_and_tlm(g, *back, 5);
 }
 
 /// Depthwise and pointwise convs, a residual add of two activations and a
@@ -325,17 +331,7 @@ TEST(HlsUnits, HeteroDecisionsOnDepthwiseAddPool) {
     }
   }
   EXPECT_TRUE(dw_call);
-  const auto inputs = ir::random_inputs(g, 9);
-  auto want = ir::run_reference(g, inputs);
-  ASSERT_TRUE(want) << want.error().str();
-  for (const auto& b : kBackends) {
-    SCOPED_TRACE(b.name);
-    auto dev = b.make(tiny());
-    ASSERT_TRUE(dev) << dev.error().str();
-    auto res = runtime::execute(**dev, comp->plan, inputs);
-    ASSERT_TRUE(res) << res.error().str();
-    EXPECT_TRUE(res->outputs.at(0).second == want->at(g.outputs[0])) << "differs from the direct reference";
-  }
+  expect_bit_exact_on_ref_and_tlm(g, comp->plan, 9);
 }
 
 /// A dense conv split by output pixels between the cores and the conv unit,
