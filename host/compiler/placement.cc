@@ -26,7 +26,7 @@ bool is_gemm(const Layer& l) { return l.props->kind == LayerKind::Mac && l.props
 
 std::string joined(const std::vector<int64_t>& v) {
   std::string s;
-  for (auto x : v) s += (s.empty() ? "" : "/") + std::to_string(x);
+  for (auto x : v) s.append(s.empty() ? "" : "/").append(std::to_string(x));
   return s;
 }
 
@@ -273,8 +273,8 @@ class PlacementPass final : public Pass {
       st.cycles = best.stage_cycles[size_t(k)];
       std::string cores, pts;
       for (int c : st.cores) {
-        cores += (cores.empty() ? "" : ",") + std::to_string(c);
-        pts += (pts.empty() ? "" : ",") + std::to_string(spec::mem_port_of(*s.cfg, unsigned(c)));
+        cores.append(cores.empty() ? "" : ",").append(std::to_string(c));
+        pts.append(pts.empty() ? "" : ",").append(std::to_string(spec::mem_port_of(*s.cfg, unsigned(c))));
       }
       s.decide(s.layers[st.first].name + ".." + s.layers[st.last].name, name(),
                "stage " + std::to_string(k) + " on cores " + cores + " (ports " + pts + "): predicted " +

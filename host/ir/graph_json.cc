@@ -90,7 +90,7 @@ Status as_int_list(const json& v, const std::string& where, size_t want, std::ve
   out->clear();
   for (size_t i = 0; i < v.size(); ++i) {
     int64_t x = 0;
-    LOOM_TRY(as_int(v[i], sub(where, "[" + std::to_string(i) + "]"), &x));
+    LOOM_TRY(as_int(v[i], sub(where, std::string("[").append(std::to_string(i)).append("]")), &x));
     out->push_back(x);
   }
   return {};
@@ -101,7 +101,7 @@ Status as_name_list(const json& v, const std::string& where, std::vector<std::st
   out->clear();
   for (size_t i = 0; i < v.size(); ++i) {
     std::string s;
-    LOOM_TRY(as_string(v[i], sub(where, "[" + std::to_string(i) + "]"), &s));
+    LOOM_TRY(as_string(v[i], sub(where, std::string("[").append(std::to_string(i)).append("]")), &s));
     out->push_back(std::move(s));
   }
   return {};

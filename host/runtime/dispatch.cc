@@ -29,7 +29,7 @@ struct Core {
 std::string device_error_causes(uint32_t cause) {
   std::string s;
   for (size_t b = 0; b < spec::kErrorNames.size(); ++b)
-    if (cause & (1u << b)) s += (s.empty() ? "" : "|") + std::string(spec::kErrorNames[b]);
+    if (cause & (1u << b)) s.append(s.empty() ? "" : "|").append(spec::kErrorNames[b]);
   return s.empty() ? "unknown" : s;
 }
 

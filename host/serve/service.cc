@@ -102,14 +102,14 @@ Expected<plan::Plan> replicate(const plan::Plan& p, const std::vector<int>& core
     r.cores[size_t(cores[size_t(j)])] =
         renumber_semaphores(runtime::relocate(p.cores[0], stride * uint64_t(j)), sems * uint64_t(j));
     for (auto b : p.inputs) {
-      b.name += "@" + std::to_string(j);
+      b.name.append("@").append(std::to_string(j));
       b.offset += stride * uint64_t(j);
       r.inputs.push_back(b);
     }
   }
   for (int j = 0; j < copies; ++j)
     for (auto b : p.outputs) {
-      b.name += "@" + std::to_string(j);
+      b.name.append("@").append(std::to_string(j));
       b.offset += stride * uint64_t(j);
       r.outputs.push_back(b);
     }
@@ -141,7 +141,7 @@ ir::Graph gemm_chain(const ModelSpec& m, int64_t rows) {
   ir::GraphBuilder b("gemm_chain", 7);
   std::string x = b.input("x", {rows, m.hidden});
   for (int64_t l = 0; l < m.layers; ++l) {
-    const std::string p = "l" + std::to_string(l);
+    const std::string p = std::string("l").append(std::to_string(l));
     x = b.gemm(p + ".up", x, m.ffn);
     x = b.unary(p + ".relu", ir::OpKind::Relu, x);
     x = b.gemm(p + ".down", x, m.hidden);

@@ -84,11 +84,11 @@ int main(int argc, char** argv) {
       exact = exact && same;
       std::string util;
       for (const auto& c : res->cores)
-        util += (util.empty() ? "" : "/") +
-                std::to_string(res->cycles ? double(c.counters[size_t(spec::Counter::CYCLES_COMPUTE)]) /
-                                                 double(res->cycles)
-                                           : 0.0)
-                    .substr(0, 4);
+        util.append(util.empty() ? "" : "/")
+            .append(std::to_string(res->cycles ? double(c.counters[size_t(spec::Counter::CYCLES_COMPUTE)]) /
+                                                     double(res->cycles)
+                                               : 0.0)
+                        .substr(0, 4));
       int64_t stages = 0, units = 0;
       for (const auto& [key, v] : r->stats) {
         if (key == "placement.stages") stages = v;

@@ -144,7 +144,7 @@ TEST(TlmAccuracy, CyclesAgainstRtl) {
   int failed = 0;
   for (const RtlRow& r : kRtl) {
     if (r.rtl_cycles > limit) continue;
-    if (configs != nullptr && ("," + std::string(configs) + ",").find("," + std::string(r.config) + ",") == std::string::npos)
+    if (configs != nullptr && (std::string(",") + configs + ",").find(std::string(",") + r.config + ",") == std::string::npos)
       continue;
     const uint64_t rtl_cycles = live ? measure_rtl(live, r) : r.rtl_cycles;
     if (rtl_cycles == 0) {

@@ -204,7 +204,7 @@ bool cores_quiescent(const spec::HwConfig& cfg, const std::function<uint32_t(uin
     const uint32_t st = read_reg(spec::core_reg_addr(c, cr::STATUS));
     if ((st & cr::STATUS_BUSY_MASK) && !(st & cr::STATUS_BLOCKED_MASK)) {
       idle = false;
-      if (busy_cores) *busy_cores += " " + std::to_string(c);
+      if (busy_cores) busy_cores->append(" ").append(std::to_string(c));
     }
   }
   return idle;

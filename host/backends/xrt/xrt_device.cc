@@ -348,7 +348,7 @@ Status XrtDevice::run_until_idle(uint64_t timeout_cycles) {
       if (!(busy & spec::reg::STATUS_BUSY(c))) continue;
       const uint32_t st = read_reg(spec::core_reg_addr(c, cr::STATUS));
       if ((st & cr::STATUS_BUSY_MASK) && !(st & cr::STATUS_BLOCKED_MASK)) {
-        running += " " + std::to_string(c);
+        running.append(" ").append(std::to_string(c));
         running_mask |= 1u << c;
       }
     }

@@ -60,7 +60,7 @@ Value Value::make(int32_t type, std::vector<int64_t> shape) {
 
 std::string shape_string(const std::vector<int64_t>& s) {
   std::string r = "[";
-  for (size_t k = 0; k < s.size(); ++k) r += (k ? "," : "") + std::to_string(s[k]);
+  for (size_t k = 0; k < s.size(); ++k) r.append(k ? "," : "").append(std::to_string(s[k]));
   return r + "]";
 }
 

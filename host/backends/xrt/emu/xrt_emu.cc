@@ -141,7 +141,7 @@ xclbin::xclbin(const std::string& filename) {
     std::vector<arg> args;
     for (unsigned i = 0; i < k->ptrs; ++i)
       args.emplace_back("gmem" + std::to_string(i), std::vector<mem>{mems_.front()});
-    for (unsigned i = 0; i < k->scalars; ++i) args.emplace_back("s" + std::to_string(i), std::vector<mem>{});
+    for (unsigned i = 0; i < k->scalars; ++i) args.emplace_back(std::string("s").append(std::to_string(i)), std::vector<mem>{});
     ips_.emplace_back(name, std::move(args));
   }
 }
