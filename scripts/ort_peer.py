@@ -21,7 +21,11 @@ or worse. Prints a Markdown table; --doc FILE replaces the table between the
 
 Usage:
   ort_peer.py [--models fast|all|NAME[,NAME...]] [--loom BIN] [--backends ref,tlm]
-              [--work DIR] [--doc docs/zoo.md] [--seed N]
+              [--work DIR] [--doc docs/zoo.md] [--seed N] [--cpu Haswell[,...]]
+--cpu also runs ONNX Runtime under `qemu-x86_64 -cpu MODEL` (Debian's
+qemu-user; its TCG emulates up to AVX2, so Haswell is an x86-64 CPU without
+AVX-512 and without VNNI) and compares it element for element with the run on
+this CPU; it exits 1 if any model's output differs between the two.
 NAME is a variant key as printed by --list (e.g. resnet50/stem, bert/32).
 """
 import argparse
@@ -94,6 +98,48 @@ def output_quant(model, out_name):
     raise RuntimeError("output %s has no producer" % out_name)
 
 
+# ONNX Runtime's u8 x s8 kernels on x86-64 CPUs without VNNI (AVX2,
+# AVX-512 without VNNI) multiply with vpmaddubsw, which adds each pair of
+# u8 x s8 products in int16 with saturation; int8 activations are shifted to
+# u8 first. With VNNI the sum is exact in int32. The two paths agree exactly
+# when no pair can exceed int16: 2 * 255 * max|w| <= 32767, i.e. |w| <= 64,
+# which reduce_range quantization (7-bit weights) guarantees.
+INT16_MAX = 32767
+
+
+def weight_pair_bound(model):
+    """Largest |sum of two u8 x s8 products| any integer kernel of ONNX
+    Runtime can form on the model's int8 weights: 2 * 255 * max|w_q| over the
+    int8 weight initializers of Conv, ConvInteger, MatMul, MatMulInteger,
+    Gemm, QLinearConv and QLinearMatMul (QDQ weights through their
+    DequantizeLinear). Returns (bound, name of the worst weight)."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    inits = {t.name: t for t in model.graph.initializer}
+    prod = {o: n for n in model.graph.node for o in n.output}
+    weight_slots = {"Conv": (1,), "MatMul": (0, 1), "Gemm": (0, 1), "ConvInteger": (1,), "MatMulInteger": (0, 1),
+                    "QLinearConv": (3,), "QLinearMatMul": (0, 3)}
+    worst, where = 0, None
+    for n in model.graph.node:
+        for i in weight_slots.get(n.op_type, ()):
+            if i >= len(n.input):
+                continue
+            name = n.input[i]
+            if name in prod and prod[name].op_type == "DequantizeLinear":
+                name = prod[name].input[0]
+            t = inits.get(name)
+            if t is None:
+                continue
+            w = numpy_helper.to_array(t)
+            if w.dtype != np.int8 or w.size == 0:
+                continue
+            b = 2 * 255 * int(np.abs(w.astype(np.int64)).max())
+            if b > worst:
+                worst, where = b, name
+    return worst, where
+
+
 def to_q(y, scale, zp):
     import numpy as np
 
@@ -140,7 +186,56 @@ def load_pb(path):
     return numpy_helper.to_array(t)
 
 
-def peer(key, work, seed, loom, backends, timeout, config=None, check=False):
+def cpu_features():
+    """x86 features as numpy's CPUID probe sees them (under qemu: the emulated CPU's)."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as f
+    except ImportError:  # numpy < 2
+        from numpy.core._multiarray_umath import __cpu_features__ as f
+    return {"avx2": bool(f.get("AVX2")), "avx512f": bool(f.get("AVX512F")),
+            "vnni": bool(f.get("AVX512VNNI") or f.get("AVX_VNNI"))}
+
+
+def cpu_class(feat):
+    return ("AVX-512 " if feat["avx512f"] else "AVX2 " if feat["avx2"] else "SSE ") + \
+        ("with VNNI" if feat["vnni"] else "without VNNI")
+
+
+def ort_on_cpu(cpu, model_path, input_pb, out_npy, timeout):
+    """ONNX Runtime (ORT_ENABLE_ALL, one thread) on model_path under
+    `qemu-x86_64 -cpu CPU`: the same wheel, its kernels dispatched for the
+    emulated CPU's instruction set. Returns (output array, the emulated CPU's
+    features as that process saw them)."""
+    import shutil
+
+    import numpy as np
+
+    qemu = shutil.which("qemu-x86_64")
+    if not qemu:
+        raise zoo.ZooError("qemu-x86_64 not found (Debian package qemu-user; run scripts/setup.sh)")
+    r = subprocess.run([qemu, "-cpu", cpu, os.path.realpath(sys.executable), os.path.abspath(__file__),
+                        "--ort-child", model_path, input_pb, out_npy], capture_output=True, text=True,
+                       timeout=timeout)
+    if r.returncode != 0:
+        tail = [l for l in r.stderr.splitlines() if l.strip() and "TCG doesn't support" not in l][-1:]
+        raise zoo.ZooError("ONNX Runtime under qemu-x86_64 -cpu %s failed: %s" % (cpu, " ".join(tail) or r.returncode))
+    return np.load(out_npy), json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def ort_child(model_path, input_pb, out_npy):
+    import numpy as np
+    import onnxruntime as ort
+
+    x = load_pb(input_pb)
+    import onnx
+
+    name = onnx.load(model_path, load_external_data=False).graph.input[0].name
+    np.save(out_npy, ort_run(model_path, {name: x}, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)[0])
+    print(json.dumps(cpu_features()))
+    return 0
+
+
+def peer(key, work, seed, loom, backends, timeout, config=None, check=False, cpus=()):
     import onnx
     import onnxruntime as ort
 
@@ -172,7 +267,14 @@ def peer(key, work, seed, loom, backends, timeout, config=None, check=False):
         "stored_reference_identical": stored["identical"] == 1.0,
         "ort_disable_all_vs_enable_all": compare(to_q(y_none, scale, zp), q_ref),
         "loom": {},
+        "cpu": cpu_class(cpu_features()),
+        "ort_on_cpu": {},
     }
+    for cpu in cpus:
+        y, feat = ort_on_cpu(cpu, model_path, input_pb, os.path.join(d, "ort_%s.npy" % cpu), timeout)
+        c = compare(to_q(y, scale, zp), q_ref)
+        c["cpu_class"] = cpu_class(feat)
+        row["ort_on_cpu"][cpu] = c
     for b in backends:
         out_pb, err, secs = run_loom(loom, b, model_path, input_pb, os.path.join(d, "loom_" + b), timeout,
                                      config, check)
@@ -196,16 +298,22 @@ def cmp_cell(c):
                                                        c["differ"], c["beyond_1"])
 
 
-def table(rows, backends):
+def table(rows, backends, cpus=()):
     head = ["model", "MACs", "output elements", "ORT integer kernels / float Conv+MatMul",
             "ORT DISABLE_ALL vs ENABLE_ALL: identical / within 1 LSB / max"]
+    for cpu in cpus:
+        cls = rows[0]["ort_on_cpu"][cpu]["cpu_class"] if rows else cpu
+        head.append("ORT on %s (%s) vs this CPU: identical / within 1 LSB / max" % (cpu, cls))
     head += ["loom %s vs ORT: identical / within 1 LSB / max" % b for b in backends]
-    lines = ["| " + " | ".join(head) + " |", "|---|---:|---:|---|---|" + "---|" * len(backends)]
+    lines = ["| " + " | ".join(head) + " |",
+             "|---|---:|---:|---|---|" + "---|" * (len(cpus) + len(backends))]
     for r in rows:
         o = r["ort_disable_all_vs_enable_all"]
         cells = ["`%s`" % r["model"], "%.3g" % r["macs"], str(o["elements"]),
                  "%d / %d" % (r["ort_kernels"]["integer_kernels"], r["ort_kernels"]["float_conv_matmul"]),
                  cmp_cell(o)]
+        for cpu in cpus:
+            cells.append(cmp_cell(r["ort_on_cpu"][cpu]))
         for b in backends:
             l = r["loom"].get(b, {})
             if "error" in l:
@@ -475,7 +583,14 @@ def main():
     ap.add_argument("--json", help="also write the rows as JSON here")
     ap.add_argument("--rounding-study", action="store_true",
                     help="recompute the first Conv of ResNet-50 and MobileNetV2 under both rounding rules")
+    ap.add_argument("--cpu", default="",
+                    help="comma-separated qemu CPU models (e.g. Haswell: AVX2 without VNNI); ONNX Runtime also "
+                         "runs under qemu-x86_64 -cpu MODEL and is compared with its run on this CPU")
+    ap.add_argument("--ort-child", nargs=3, metavar=("MODEL", "INPUT", "OUT"), help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.ort_child:
+        return ort_child(*a.ort_child)
+    cpus = [c for c in a.cpu.split(",") if c]
     variants = all_variants()
     if a.list:
         print("\n".join(variants))
@@ -505,7 +620,7 @@ def main():
     try:
         for k in keys:
             print("ort_peer: %s ..." % k, file=sys.stderr, flush=True)
-            rows.append(peer(k, a.work, a.seed, a.loom, backends, a.timeout, a.config, a.check))
+            rows.append(peer(k, a.work, a.seed, a.loom, backends, a.timeout, a.config, a.check, cpus))
     except zoo.ZooError as e:
         print("loom: error: ort_peer: %s" % e, file=sys.stderr)
         return 1
@@ -516,13 +631,21 @@ def main():
         cmdline += " --config " + a.config
     if a.check:
         cmdline += " --check"
-    text = table(rows, backends) + "\n\nMeasured with onnxruntime %s (`%s`)." % (onnxruntime.__version__, cmdline)
+    if cpus:
+        cmdline += " --cpu " + ",".join(cpus)
+    text = table(rows, backends, cpus) + "\n\nMeasured with onnxruntime %s on an x86-64 CPU of class %s (`%s`)." % (
+        onnxruntime.__version__, cpu_class(cpu_features()), cmdline)
     print(text)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=2)
     if a.doc:
         write_doc(a.doc, text)
+    split = ["%s on %s" % (r["model"], c) for r in rows for c, v in r["ort_on_cpu"].items() if v["identical"] != 1.0]
+    if split:
+        print("loom: error: ort_peer: ONNX Runtime's output depends on the CPU for %s" % ", ".join(split),
+              file=sys.stderr)
+        return 1
     bad = [r["model"] for r in rows if not r["stored_reference_identical"]]
     if bad:
         print("loom: error: ort_peer: stored output_0.pb differs from ORT's output now for %s" % ", ".join(bad),

@@ -10,8 +10,8 @@ APT_PACKAGES=(
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
   libxrt-dev uuid-dev libyaml-dev
   python3 python3-pip python3-yaml
+  qemu-user
 )
-PY_PACKAGES=(pyyaml numpy onnx onnxruntime matplotlib)
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -30,19 +30,33 @@ else
 fi
 
 # Python: use whichever python3 is first on PATH (the generators and tools run
-# with it).
+# with it). Every package is pinned in scripts/requirements.txt; anything
+# missing or at another version is installed at the pinned one.
 PY=${PYTHON:-python3}
-py_missing=()
-for m in "${PY_PACKAGES[@]}"; do
-  mod=$m
-  [ "$m" = "pyyaml" ] && mod=yaml
-  "$PY" -c "import $mod" 2>/dev/null || py_missing+=("$m")
-done
-if [ ${#py_missing[@]} -gt 0 ]; then
-  echo "setup: installing Python packages: ${py_missing[*]}"
-  "$PY" -m pip install -q --disable-pip-version-check "${py_missing[@]}" \
-    || "$PY" -m pip install -q --disable-pip-version-check --break-system-packages "${py_missing[@]}"
+REQ="$(dirname "$0")/requirements.txt"
+if "$PY" - "$REQ" <<'PYEOF'
+import sys
+from importlib import metadata
+bad = []
+for line in open(sys.argv[1]):
+    line = line.split("#", 1)[0].strip()
+    if not line:
+        continue
+    name, want = line.split("==")
+    try:
+        have = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        have = None
+    if have != want:
+        bad.append(f"{name} {have or 'missing'} (pinned {want})")
+if bad:
+    print("setup: Python packages to install: " + ", ".join(bad))
+    sys.exit(1)
+PYEOF
+then
+  echo "setup: Python packages present at the pinned versions"
 else
-  echo "setup: Python packages present"
+  "$PY" -m pip install -q --disable-pip-version-check -r "$REQ" \
+    || "$PY" -m pip install -q --disable-pip-version-check --break-system-packages -r "$REQ"
 fi
 echo "setup: done"

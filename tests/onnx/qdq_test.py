@@ -5,7 +5,10 @@ run through `loom run model.onnx --check --json` on a backend:
   - the QDQ groups fold into device ops (convs, pool and add on the fabric),
   - the host fallback ops are exactly the graph-edge Q/DQ and the Flatten,
   - every device segment is bit-exact with loom's direct reference,
-  - the result is within one output LSB of ONNX Runtime on the same model.
+  - the result is within one output LSB of ONNX Runtime on the same model,
+    on every x86-64 CPU: the weights are quantized with reduce_range, and the
+    test asserts that no int16 pair sum of ONNX Runtime's u8 x s8 kernels can
+    saturate on them (VNNI or not).
 
 The `gap` model (strided conv, depthwise conv, global average pool,
 flatten, Gemm with transB) must run as one device segment between the
@@ -15,7 +18,11 @@ must write its plan.
 The `mm3` model (BERT-like [1, S, K] matmuls, bias add, softmax) must run
 both matmuls on the fabric.
 
-usage: qdq_test.py LOOM BACKEND {s8,u8} [cnn|gap|mm3]
+With a CPU model as fifth argument (e.g. Haswell: AVX2 without VNNI), ONNX
+Runtime also runs under `qemu-x86_64 -cpu CPU` and must compute the same
+output as on this CPU, element for element.
+
+usage: qdq_test.py LOOM BACKEND {s8,u8} [cnn|gap|mm3] [CPU]
 """
 import json
 import os
@@ -26,6 +33,9 @@ import tempfile
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import ort_peer  # noqa: E402
 
 
 def build(d, act, kind="cnn"):
@@ -106,7 +116,7 @@ def build(d, act, kind="cnn"):
     q = os.path.join(d, "qdq.onnx")
     quantize_static(f32, q, Reader(), quant_format=QuantFormat.QDQ,
                     activation_type=QuantType.QInt8 if act == "s8" else QuantType.QUInt8,
-                    weight_type=QuantType.QInt8, per_channel=True)
+                    weight_type=QuantType.QInt8, per_channel=True, reduce_range=True)
     x = rng.standard_normal(shape).astype(np.float32)
     xp = os.path.join(d, "x.pb")
     open(xp, "wb").write(numpy_helper.from_array(x, "x").SerializeToString())
@@ -116,6 +126,7 @@ def build(d, act, kind="cnn"):
 def main():
     loom, backend, act = sys.argv[1], sys.argv[2], sys.argv[3]
     kind = sys.argv[4] if len(sys.argv) > 4 else "cnn"
+    cpu = sys.argv[5] if len(sys.argv) > 5 else None
     import onnxruntime as ort
     with tempfile.TemporaryDirectory() as d:
         model, x, xp = build(d, act, kind)
@@ -142,6 +153,10 @@ def main():
                             "(QuantizeLinear)", "(Softmax)"], j["fallback_ops"]
         else:
             assert host == ["(DequantizeLinear)", "(Flatten)", "(QuantizeLinear)"], j["fallback_ops"]
+        # The comparison holds on every x86-64 CPU: no integer kernel of ONNX
+        # Runtime can saturate an int16 pair sum on these weights (docs/zoo.md).
+        bound, worst = ort_peer.weight_pair_bound(onnx.load(model))
+        assert 0 < bound <= ort_peer.INT16_MAX, "weight %s allows int16 pair sums of %d" % (worst, bound)
         got = numpy_helper.to_array(onnx.load_tensor(os.path.join(out, "output_0.pb")))
         want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
         m = onnx.load(model)
@@ -149,6 +164,12 @@ def main():
         for n in m.graph.node:
             if n.op_type == "DequantizeLinear" and n.output[0] == "y":
                 y_scale = [numpy_helper.to_array(t) for t in m.graph.initializer if t.name == n.input[1]][0]
+        if cpu:
+            other, feat = ort_peer.ort_on_cpu(cpu, model, xp, os.path.join(d, "ort_cpu.npy"), 600)
+            assert not feat["vnni"], "qemu -cpu %s still reports VNNI: %s" % (cpu, feat)
+            split = np.abs(other - want) / float(y_scale)
+            assert split.max() < 1e-4, "ONNX Runtime on %s (%s) differs from this CPU by %.2f LSB" % (
+                cpu, ort_peer.cpu_class(feat), split.max())
         lsb = np.abs(got - want) / float(y_scale)
         assert lsb.max() <= 1.0 + 1e-4, "differs from ONNX Runtime by %.2f LSB" % lsb.max()
         print("ok: %d device ops, fallback %s, %.0f%% of outputs identical to ONNX Runtime, max %.0f LSB" %

@@ -120,6 +120,15 @@ class Base(unittest.TestCase):
                 if len(inits[n.input[1]].dims) == 1 and inits[n.input[1]].dims[0] > 1:
                     per_channel += 1
         self.assertGreater(per_channel, 0, "no per-channel weights")
+        # 7-bit weights (reduce_range): ONNX Runtime's u8 x s8 kernels cannot
+        # saturate an int16 pair sum on any x86-64 CPU, so the stored
+        # reference does not depend on VNNI (docs/zoo.md).
+        sys.path.insert(0, os.path.join(ROOT, "scripts"))
+        import ort_peer
+
+        bound, worst = ort_peer.weight_pair_bound(m)
+        self.assertGreater(bound, 0, "no int8 weights found")
+        self.assertLessEqual(bound, ort_peer.INT16_MAX, "weight %s allows int16 pair sums of %d" % (worst, bound))
         # Activations are int8 too.
         for n in m.graph.node:
             if n.op_type == "QuantizeLinear":
@@ -251,6 +260,21 @@ class Peer(Base):
         self.assertEqual(len(rows), 3, out)  # two convolutions, one Add
         for r in rows:
             self.assertIn("yes, every element", r)
+
+    def test_ort_independent_of_cpu(self):
+        # ONNX Runtime under qemu-x86_64 -cpu Haswell (AVX2, no AVX-512, no
+        # VNNI: its u8 x s8 kernels add product pairs in int16) computes the
+        # same output as on this CPU, element for element, on the two CNN
+        # slices whose full-range weights used to saturate (the BERT layer's
+        # MatMuls: onnx.qdq.mm3.*.haswell; all models: docs/zoo.md).
+        out = self.peer("--models", "resnet50/stem,mobilenetv2/block", "--backends", "", "--loom", LOOM,
+                        "--cpu", "Haswell")
+        rows = [l for l in out.splitlines() if l.startswith("| `")]
+        self.assertEqual(len(rows), 2, out)
+        self.assertIn("ORT on Haswell (AVX2 without VNNI) vs this CPU", out)
+        for r in rows:
+            cells = [c.strip() for c in r.strip().strip("|").split(" | ")]
+            self.assertEqual(cells[5], "100.000 % / 100.000 % / 0 LSB (0 differ, 0 by > 1)", r)
 
     def test_ort_side_fast(self):
         # The stored references are what ONNX Runtime computes now; the table has every fast model.
