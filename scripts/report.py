@@ -174,8 +174,9 @@ def main():
         elif res.get("kind") == "sweep":
             head = "loom experiment: %s (%d runs)" % (res["sweep"], len(res["runs"]))
             groups = {}
+            settings = res.get("settings", ["config", "batching", "scheduling"])
             for r in res["runs"]:
-                groups.setdefault((r["config"], r["batching"], r["scheduling"]), []).append(r)
+                groups.setdefault(tuple(str(r[k]) if not isinstance(r[k], str) else r[k] for k in settings), []).append(r)
             fig, ax = plt.subplots(figsize=(7, 4.5))
             for key, runs in sorted(groups.items()):
                 by_load = {}
@@ -199,7 +200,7 @@ def main():
             ax.set_xlabel("load scale"); ax.set_ylabel("SLO attainment (%)"); ax.set_title("SLO attainment vs load")
             ax.legend(fontsize=7); ax.grid(alpha=0.3)
             save(fig, "slo_attainment.png", "SLO attainment")
-            cols = ["config", "batching", "scheduling", "scheduling_used", "load_scale", "seed", "throughput_rps", "p99_us", "slo_attainment", "stp", "antt"]
+            cols = list(settings) + ["scheduling_used", "load_scale", "seed", "throughput_rps", "p99_us", "slo_attainment", "stp", "antt"]
             table = "<table border=1 cellpadding=3><tr>" + "".join("<th>%s</th>" % c for c in cols) + "</tr>"
             for r in res["runs"]:
                 table += "<tr>" + "".join("<td>%s</td>" % html.escape(("%.4g" % r[c]) if isinstance(r[c], float) else str(r[c])) for c in cols) + "</tr>"

@@ -10,7 +10,7 @@ APT_PACKAGES=(
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
   libxrt-dev uuid-dev libyaml-dev
   python3 python3-pip python3-yaml
-  qemu-user
+  qemu-user slurm-wlm munge
 )
 
 SUDO=""

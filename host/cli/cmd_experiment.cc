@@ -1,16 +1,37 @@
-// `loom experiment`: a matrix of `loom serve` runs (configs x batching x
-// scheduling x loads x seeds) in parallel processes; one CSV and one JSON.
+// `loom experiment`: a sweep of `loom serve` runs over any serve setting,
+// launched as local processes (`--launcher local`, the default) or as one
+// Slurm job array (`--launcher slurm`), resumable, and merged into
+// results.csv, results.json and the HTML report.
+//
+// Output directory layout (docs/cluster.md):
+//   DIR/points.json      the expanded sweep: one entry per point, its
+//                        settings and the `loom serve` arguments
+//   DIR/runs/N.json      point N's serve result (written atomically)
+//   DIR/runs/N.meta.json point N's exit code, start and end (Unix seconds), host
+//   DIR/runs/N.out, .err point N's stdout and stderr
+//   DIR/slurm/array.sh   the batch script of the last Slurm submission
+//   DIR/results.{csv,json}, DIR/report/   written once every point finished
+// A point is finished when its runs/N.json holds a serve result; running the
+// same sweep into the same DIR again runs only the others (failed ones are
+// retried), on either launcher.
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
+#include <sstream>
 
 #include "cli/cli_common.h"
 #include "cli/process.h"
+#include "common/tensor_io.h"
 #include "serve/workload.h"
 #include "serve/yaml_json.h"
 
@@ -18,115 +39,306 @@ namespace loom::cli {
 
 namespace {
 
+namespace fs = std::filesystem;
+
 struct ExpOpts {
-  std::string sweep, output;
+  std::string sweep, output, launcher = "local", merge;
   int jobs = 2;
+  int64_t run_point = -1;
+  bool wait = false;
 };
 
-struct Run {
-  std::string config, batching, scheduling;
-  double load = 1;
-  int64_t seed = 1;
-  std::string json_path, err_path;
+/// One sweep axis: a field of the sweep file and the values it takes.
+struct Axis {
+  std::string name;                // field name in the sweep file and column in results.csv
+  std::vector<ordered_json> values;
 };
 
-Expected<std::vector<std::string>> str_list(const ordered_json& j, const std::string& where, const char* key,
-                                            const std::vector<std::string>& def) {
-  if (!j.contains(key)) return def;
-  const auto& v = j[key];
-  if (!v.is_array() || v.empty()) return make_error(where + ": field '" + key + "'", "expected a non-empty list");
-  std::vector<std::string> out;
-  for (const auto& x : v) {
-    if (!x.is_string()) return make_error(where + ": field '" + key + "'", "expected strings");
-    out.push_back(x.get<std::string>());
+/// Slurm requests from the sweep file's `slurm:` mapping.
+struct SlurmReq {
+  std::string time, mem, partition;
+  int throttle = 0;
+};
+
+struct Sweep {
+  std::vector<Axis> axes;
+  SlurmReq slurm;
+};
+
+std::string value_text(const ordered_json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_float()) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.17g", v.get<double>());
+    return b;
   }
-  return out;
+  return v.dump();
 }
 
-int experiment(const ExpOpts& o) {
-  auto doc = serve::load_yaml(o.sweep);
-  if (!doc) return fail(doc.error());
-  const ordered_json& j = *doc;
-  const std::string& src = o.sweep;
-  if (!j.is_object()) return fail(src + ": expected a mapping at the top level");
+/// The axes, in the order of their columns: the field names of the sweep
+/// file (plural for the original five, the workload's own names for the
+/// serve settings), each a value or a non-empty list.
+Expected<Sweep> parse_sweep(const ordered_json& j, const std::string& src) {
+  struct Known {
+    const char* name;
+    const char* kind;  // string, config, batching, scheduling, backend, load, seed, int, delay, margin, bool
+  };
+  static const Known kKnown[] = {{"workload", "string"},       {"configs", "config"},
+                                 {"batching", "batching"},     {"scheduling", "scheduling"},
+                                 {"backend", "backend"},       {"max_batch", "int"},
+                                 {"max_queue_delay_ms", "delay"}, {"slack_margin", "margin"},
+                                 {"admission", "bool"},        {"loads", "load"},
+                                 {"seeds", "seed"}};
+  if (!j.is_object()) return make_error(src, "expected a mapping at the top level");
   for (const auto& [k, v] : j.items()) {
     (void)v;
-    if (k != "workload" && k != "configs" && k != "batching" && k != "scheduling" && k != "loads" && k != "seeds")
-      return fail(src + ": unknown field '" + k + "'");
+    bool ok = k == "slurm";
+    for (const auto& kn : kKnown) ok = ok || k == kn.name;
+    if (!ok) return make_error(src, "unknown field '" + k + "'");
   }
-  if (!j.contains("workload") || !j["workload"].is_string()) return fail(src + ": missing field 'workload' (a path)");
-  std::filesystem::path wl = j["workload"].get<std::string>();
-  if (wl.is_relative() && !std::filesystem::exists(wl)) wl = std::filesystem::path(src).parent_path() / wl;
-  auto w = serve::load_workload(wl.string());  // checked once here so a bad workload is one line, not N
-  if (!w) return fail(w.error());
-  auto configs = str_list(j, src, "configs", {w->config});
-  if (!configs) return fail(configs.error());
-  for (const auto& c : *configs)
-    if (!spec::find_config(c)) return fail(src + ": field 'configs': unknown configuration '" + c + "'");
-  auto batching = str_list(j, src, "batching", {w->batching});
-  if (!batching) return fail(batching.error());
-  for (const auto& b : *batching)
-    if (!serve::valid_batching(b)) return fail(src + ": field 'batching': unknown batching policy '" + b + "'");
-  auto scheduling = str_list(j, src, "scheduling", {w->scheduling});
-  if (!scheduling) return fail(scheduling.error());
-  for (const auto& s : *scheduling)
-    if (!serve::valid_scheduling(s)) return fail(src + ": field 'scheduling': unknown scheduling policy '" + s + "'");
-  std::vector<double> loads{1.0};
-  if (j.contains("loads")) {
-    loads.clear();
-    if (!j["loads"].is_array() || j["loads"].empty()) return fail(src + ": field 'loads': expected a non-empty list");
-    for (const auto& x : j["loads"]) {
-      if (!x.is_number() || !(x.get<double>() > 0)) return fail(src + ": field 'loads': load scales must be numbers > 0");
-      loads.push_back(x.get<double>());
+  if (!j.contains("workload")) return make_error(src, "missing field 'workload' (a path, or a list of paths)");
+  Sweep s;
+  for (const auto& kn : kKnown) {
+    if (!j.contains(kn.name)) continue;
+    const std::string where = src + ": field '" + kn.name + "'";
+    const ordered_json& v = j[kn.name];
+    ordered_json list = v.is_array() ? v : ordered_json::array({v});
+    if (list.empty()) return make_error(where, "expected a value or a non-empty list");
+    if (list.size() > 100000) return make_error(where, "more than 100000 values");
+    const std::string kind = kn.kind;
+    std::set<std::string> seen;
+    for (const auto& x : list) {
+      if (kind == "string" || kind == "config" || kind == "batching" || kind == "scheduling" || kind == "backend") {
+        if (!x.is_string() || x.get<std::string>().empty()) return make_error(where, "expected non-empty strings");
+        const std::string t = x.get<std::string>();
+        if (kind == "config" && !spec::find_config(t)) return make_error(where, "unknown configuration '" + t + "'");
+        if (kind == "batching" && !serve::valid_batching(t))
+          return make_error(where, "unknown batching policy '" + t + "' (none, fixed, deadline)");
+        if (kind == "scheduling" && !serve::valid_scheduling(t))
+          return make_error(where, "unknown scheduling policy '" + t + "' (static, dynamic, auto)");
+        if (kind == "backend" && t != "tlm" && t != "rtl")
+          return make_error(where, "unknown timed backend '" + t + "' (tlm, rtl)");
+      } else if (kind == "int") {
+        if (!x.is_number_integer() || x.get<int64_t>() < 1 || x.get<int64_t>() > 4096)
+          return make_error(where, "expected integers in 1..4096");
+      } else if (kind == "seed") {
+        if (!x.is_number_integer() || x.get<int64_t>() < 0) return make_error(where, "expected integers >= 0");
+      } else if (kind == "load") {
+        if (!x.is_number() || !(x.get<double>() > 0) || x.get<double>() > 1e6)
+          return make_error(where, "load scales must be numbers in (0, 1e6]");
+      } else if (kind == "delay") {
+        if (!x.is_number() || !(x.get<double>() >= 0) || x.get<double>() > 1e6)
+          return make_error(where, "expected delays in milliseconds in [0, 1e6]");
+      } else if (kind == "margin") {
+        if (!x.is_number() || !(x.get<double>() >= 0 && x.get<double>() < 1))
+          return make_error(where, "expected fractions in [0, 1)");
+      } else if (kind == "bool") {
+        if (!x.is_boolean()) return make_error(where, "expected true or false");
+      }
+      if (!seen.insert(value_text(x)).second) return make_error(where, "value " + value_text(x) + " given twice");
+    }
+    s.axes.push_back({kn.name, std::vector<ordered_json>(list.begin(), list.end())});
+  }
+  if (j.contains("slurm")) {
+    const auto& sl = j["slurm"];
+    const std::string where = src + ": field 'slurm'";
+    if (!sl.is_object()) return make_error(where, "expected a mapping (time, mem, partition, throttle)");
+    for (const auto& [k, v] : sl.items()) {
+      if (k == "throttle") {
+        if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > 10000)
+          return make_error(where + ".throttle", "expected an integer in 1..10000");
+        s.slurm.throttle = int(v.get<int64_t>());
+      } else if (k == "time" || k == "mem" || k == "partition") {
+        if (!v.is_string() || v.get<std::string>().empty() || v.get<std::string>().size() > 64)
+          return make_error(where + "." + k, "expected a non-empty string (Slurm's own syntax)");
+        const std::string t = v.get<std::string>();
+        for (char c : t)
+          if (!(std::isalnum(static_cast<unsigned char>(c)) || c == ':' || c == '-' || c == '_' || c == '.'))
+            return make_error(where + "." + k, "'" + t + "' holds a character Slurm does not accept here");
+        (k == "time" ? s.slurm.time : k == "mem" ? s.slurm.mem : s.slurm.partition) = t;
+      } else {
+        return make_error(where, "unknown field '" + k + "' (time, mem, partition, throttle)");
+      }
     }
   }
-  std::vector<int64_t> seeds{int64_t(w->seed)};
-  if (j.contains("seeds")) {
-    seeds.clear();
-    if (!j["seeds"].is_array() || j["seeds"].empty()) return fail(src + ": field 'seeds': expected a non-empty list");
-    for (const auto& x : j["seeds"]) {
-      if (!x.is_number_integer() || x.get<int64_t>() < 0) return fail(src + ": field 'seeds': expected integers >= 0");
-      seeds.push_back(x.get<int64_t>());
-    }
+  size_t n = 1;
+  for (const auto& a : s.axes) {
+    n *= a.values.size();
+    if (n > 100000) return make_error(src, "the sweep expands to more than 100000 points");
   }
-  if (o.jobs < 1 || o.jobs > 64) return fail("-j: expected 1..64 parallel runs");
+  return s;
+}
 
-  std::error_code ec;
-  const std::filesystem::path out(o.output), runs_dir = out / "runs";
-  std::filesystem::create_directories(runs_dir, ec);
-  if (ec) return fail(o.output + ": cannot create the output directory: " + ec.message());
-  std::vector<Run> runs;
-  for (const auto& c : *configs)
-    for (const auto& b : *batching)
-      for (const auto& s : *scheduling)
-        for (double l : loads)
-          for (int64_t sd : seeds) {
-            Run r{c, b, s, l, sd, "", ""};
-            const std::string id = std::to_string(runs.size());
-            r.json_path = (runs_dir / (id + ".json")).string();
-            r.err_path = (runs_dir / (id + ".err")).string();
-            runs.push_back(r);
-          }
+/// The `loom serve` arguments of one point (after `serve`, before `-o`).
+std::vector<std::string> serve_args(const ordered_json& params, const fs::path& sweep_dir) {
+  std::vector<std::string> a;
+  fs::path wl = params["workload"].get<std::string>();
+  if (wl.is_relative() && !fs::exists(wl)) wl = sweep_dir / wl;
+  a.push_back(fs::absolute(wl).lexically_normal().string());
+  const std::map<std::string, std::string> flag{{"configs", "--config"},        {"batching", "--batching"},
+                                                {"scheduling", "--scheduling"}, {"backend", "--backend"},
+                                                {"max_batch", "--max-batch"},   {"max_queue_delay_ms", "--max-queue-delay-ms"},
+                                                {"slack_margin", "--slack-margin"}, {"loads", "--load-scale"},
+                                                {"seeds", "--seed"}};
+  for (const auto& [k, v] : params.items()) {
+    if (k == "workload") continue;
+    if (k == "admission") {
+      a.push_back(v.get<bool>() ? "--admission" : "--no-admission");
+      continue;
+    }
+    a.push_back(flag.at(k));
+    a.push_back(value_text(v));
+  }
+  return a;
+}
 
+std::string self_exe() {
   char self[4096];
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return fail("loom experiment: cannot find the loom binary (/proc/self/exe)");
+  if (n <= 0) return {};
   self[n] = '\0';
-  const std::string cache = (out / "cache").string();
+  return self;
+}
+
+Expected<ordered_json> read_json(const fs::path& p) {
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec)) return make_error(p.string(), "not a regular file");
+  if (fs::file_size(p, ec) > (uint64_t(256) << 20)) return make_error(p.string(), "larger than 256 MiB");
+  std::ifstream f(p);
+  ordered_json j = ordered_json::parse(f, nullptr, false);
+  if (j.is_discarded()) return make_error(p.string(), "not valid JSON");
+  return j;
+}
+
+bool finished(const fs::path& dir, size_t id) {
+  auto r = read_json(dir / "runs" / (std::to_string(id) + ".json"));
+  return r && r->is_object() && r->contains("submitted") && r->contains("streams");
+}
+
+/// First line of a point's stderr (the serve error), or why there is none.
+std::string point_error(const fs::path& dir, size_t id) {
+  std::ifstream ef(dir / "runs" / (std::to_string(id) + ".err"));
+  std::string line, last;
+  while (std::getline(ef, line))
+    if (line.rfind("loom: error:", 0) == 0) return line;
+    else if (!line.empty()) last = line;
+  if (!last.empty()) return last;
+  auto m = read_json(dir / "runs" / (std::to_string(id) + ".meta.json"));
+  if (m && m->contains("exit")) return "exit code " + (*m)["exit"].dump();
+  return "not run";
+}
+
+/// "0-3,7,9-11" for Slurm's --array.
+std::string index_list(const std::vector<size_t>& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size();) {
+    size_t j = i;
+    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+    if (!s.empty()) s += ",";
+    s += std::to_string(ids[i]);
+    if (j > i) s.append("-").append(std::to_string(ids[j]));
+    i = j + 1;
+  }
+  return s;
+}
+
+double now_unix() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+/// `loom experiment --run-point N -o DIR`: runs point N of DIR/points.json
+/// (the body of a local worker and of a Slurm array task) and records its
+/// exit code and times beside the result.
+int run_point(const ExpOpts& o) {
+  const fs::path dir(o.output);
+  auto pts = read_json(dir / "points.json");
+  if (!pts) return fail(pts.error());
+  const auto& list = (*pts)["points"];
+  if (!list.is_array() || o.run_point < 0 || size_t(o.run_point) >= list.size())
+    return fail(o.output + "/points.json: no point " + std::to_string(o.run_point));
+  const auto& p = list[size_t(o.run_point)];
+  std::vector<std::string> args{self_exe(), "serve"};
+  for (const auto& a : p["args"]) args.push_back(a.get<std::string>());
+  const std::string id = std::to_string(o.run_point);
+  args.push_back("-o");
+  args.push_back((dir / "runs" / (id + ".json")).string());
+  const double t0 = now_unix();
+  const int rc = run_process(args, false);
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  ordered_json meta{{"point", o.run_point}, {"exit", rc}, {"start_unix", t0}, {"end_unix", now_unix()},
+                    {"host", host}};
+  if (Status s = write_file_atomic((dir / "runs" / (id + ".meta.json")).string(), meta.dump(2) + "\n"); !s)
+    return fail(s.error());
+  return rc == 0 ? 0 : 1;
+}
+
+/// Expands the sweep and writes DIR/points.json, or checks that the one
+/// already there is the same sweep (then the run resumes).
+Expected<ordered_json> prepare(const ExpOpts& o, Sweep* sweep_out) {
+  auto doc = serve::load_yaml(o.sweep);
+  if (!doc) return doc.error();
+  auto sw = parse_sweep(*doc, o.sweep);
+  if (!sw) return sw.error();
+  const fs::path sweep_dir = fs::path(o.sweep).parent_path();
+  // Every workload is checked once here, so a bad one is one line, not N.
+  for (const auto& a : sw->axes)
+    if (a.name == "workload")
+      for (const auto& v : a.values) {
+        fs::path wl = v.get<std::string>();
+        if (wl.is_relative() && !fs::exists(wl)) wl = sweep_dir / wl;
+        auto w = serve::load_workload(wl.string());
+        if (!w) return w.error();
+      }
+  ordered_json points = ordered_json::array();
+  std::vector<size_t> idx(sw->axes.size(), 0);
+  for (bool more = true; more;) {
+    ordered_json params = ordered_json::object();
+    for (size_t a = 0; a < sw->axes.size(); ++a) params[sw->axes[a].name] = sw->axes[a].values[idx[a]];
+    points.push_back({{"id", points.size()}, {"params", params}, {"args", serve_args(params, sweep_dir)}});
+    more = false;
+    for (size_t a = sw->axes.size(); a-- > 0;) {
+      if (++idx[a] < sw->axes[a].values.size()) {
+        more = true;
+        break;
+      }
+      idx[a] = 0;
+    }
+  }
+  ordered_json man{{"format", "loom-sweep-points"}, {"version", 1}, {"sweep", fs::absolute(o.sweep).string()},
+                   {"points", points}};
+  const fs::path dir(o.output), file = dir / "points.json";
+  std::error_code ec;
+  fs::create_directories(dir / "runs", ec);
+  if (ec) return make_error(o.output, "cannot create the output directory: " + ec.message());
+  if (fs::exists(file)) {
+    auto old = read_json(file);
+    if (!old) return old.error();
+    if ((*old)["points"] != points)
+      return make_error(o.output, "holds the points of another sweep (" + (*old)["sweep"].dump() +
+                                      "); choose another -o, or remove it");
+  } else if (Status s = write_file_atomic(file.string(), man.dump(1) + "\n"); !s) {
+    return s.error();
+  }
+  if (sweep_out) *sweep_out = *sw;
+  return man;
+}
+
+int run_local(const ExpOpts& o, const ordered_json& man, const std::vector<size_t>& todo) {
+  const fs::path dir(o.output);
+  const std::string self = self_exe();
+  if (self.empty()) return fail("loom experiment: cannot find the loom binary (/proc/self/exe)");
   std::map<pid_t, size_t> live;
-  size_t next = 0, done = 0;
-  std::vector<int> rcs(runs.size(), -1);
-  while (done < runs.size()) {
-    while (next < runs.size() && int(live.size()) < o.jobs) {
-      const Run& r = runs[next];
-      char load[32];
-      std::snprintf(load, sizeof load, "%.17g", r.load);
-      const pid_t pid = spawn_process({self, "serve", wl.string(), "--config", r.config, "--batching", r.batching,
-                                       "--scheduling", r.scheduling, "--load-scale", load, "--seed",
-                                       std::to_string(r.seed), "--cache", cache, "-o", r.json_path},
-                                      "/dev/null", r.err_path);
-      if (pid < 0) return fail("loom experiment: cannot start " + std::string(self));
-      live[pid] = next++;
+  size_t next = 0, done = 0, bad = 0;
+  const size_t total = man["points"].size(), before = total - todo.size();
+  while (done < todo.size()) {
+    while (next < todo.size() && int(live.size()) < o.jobs) {
+      const std::string id = std::to_string(todo[next]);
+      const pid_t pid = spawn_process({self, "experiment", "--run-point", id, "-o", o.output},
+                                      (dir / "runs" / (id + ".out")).string(), (dir / "runs" / (id + ".err")).string());
+      if (pid < 0) return fail("loom experiment: cannot start " + self);
+      live[pid] = todo[next++];
     }
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, 0);
@@ -138,87 +350,241 @@ int experiment(const ExpOpts& o) {
     if (it == live.end()) continue;
     const size_t i = it->second;
     live.erase(it);
-    rcs[i] = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     ++done;
-    const Run& r = runs[i];
-    std::fprintf(stderr, "loom experiment: [%zu/%zu] %s %s %s load %.3g seed %lld: %s\n", done, runs.size(),
-                 r.config.c_str(), r.batching.c_str(), r.scheduling.c_str(), r.load, (long long)r.seed,
-                 rcs[i] == 0 ? "ok" : "FAILED");
+    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && finished(dir, i);
+    bad += !ok;
+    std::string what;
+    for (const auto& [k, v] : man["points"][i]["params"].items())
+      if (k != "workload") what += " " + k + "=" + value_text(v);
+    std::fprintf(stderr, "loom experiment: [%zu/%zu] point %zu%s: %s\n", before + done, total, i, what.c_str(),
+                 ok ? "ok" : "FAILED");
   }
-  for (size_t i = 0; i < runs.size(); ++i)
-    if (rcs[i] != 0) {
-      std::ifstream ef(runs[i].err_path);
-      std::string line;
-      std::getline(ef, line);
-      return fail("run " + std::to_string(i) + " (" + runs[i].config + " " + runs[i].batching + " " +
-                  runs[i].scheduling + " load " + std::to_string(runs[i].load) + " seed " +
-                  std::to_string(runs[i].seed) + ") failed: " + (line.empty() ? "no message" : line));
-    }
+  (void)bad;
+  return 0;
+}
 
+int submit_slurm(const ExpOpts& o, const Sweep& sw, const std::vector<size_t>& todo) {
+  const fs::path dir = fs::absolute(o.output);
+  const std::string self = self_exe();
+  if (self.empty()) return fail("loom experiment: cannot find the loom binary (/proc/self/exe)");
+  std::error_code ec;
+  fs::create_directories(dir / "slurm", ec);
+  if (ec) return fail(o.output + "/slurm: cannot create: " + ec.message());
+  const auto quote = [](const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  };
+  const std::string script = "#!/bin/sh\n# loom experiment: one point of the sweep per array task.\nexec " +
+                             quote(self) + " experiment --run-point \"$SLURM_ARRAY_TASK_ID\" -o " +
+                             quote(dir.string()) + "\n";
+  const fs::path sh = dir / "slurm" / "array.sh";
+  if (Status s = write_file_atomic(sh.string(), script); !s) return fail(s.error());
+  fs::permissions(sh, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read, ec);
+  const int throttle = sw.slurm.throttle > 0 ? sw.slurm.throttle : o.jobs;
+  std::vector<std::string> cmd{env_or("LOOM_SBATCH", "sbatch"), "--parsable", "--job-name=loom-experiment",
+                               "--array=" + index_list(todo) + "%" + std::to_string(throttle),
+                               "--output=" + (dir / "runs" / "%a.out").string(),
+                               "--error=" + (dir / "runs" / "%a.err").string(), "--chdir=" + dir.string()};
+  if (!sw.slurm.time.empty()) cmd.push_back("--time=" + sw.slurm.time);
+  if (!sw.slurm.mem.empty()) cmd.push_back("--mem=" + sw.slurm.mem);
+  if (!sw.slurm.partition.empty()) cmd.push_back("--partition=" + sw.slurm.partition);
+  if (o.wait) cmd.push_back("--wait");
+  cmd.push_back(sh.string());
+  const std::string out = (dir / "slurm" / "sbatch.out").string(), err = (dir / "slurm" / "sbatch.err").string();
+  const pid_t pid = spawn_process(cmd, out, err);
+  if (pid < 0) return fail("loom experiment: cannot start " + cmd[0] + " (is Slurm installed? scripts/slurm_cluster.sh)");
+  const int rc = wait_process(pid);
+  std::ifstream fo(out);
+  std::string job;
+  std::getline(fo, job);
+  job = job.substr(0, job.find(';'));  // "jobid;cluster"
+  if (job.empty() || job.find_first_not_of("0123456789") != std::string::npos) {
+    std::ifstream fe(err);
+    std::string line, first;
+    while (std::getline(fe, line))
+      if (!line.empty()) {
+        first = line;
+        break;
+      }
+    return fail("loom experiment: sbatch failed (exit " + std::to_string(rc) + "): " +
+                (first.empty() ? std::string("no message") : first));
+  }
+  std::printf("%s\n", job.c_str());
+  std::fflush(stdout);
+  std::fprintf(stderr, "loom experiment: submitted job array %s: %zu points, at most %d at once%s\n", job.c_str(),
+               todo.size(), throttle, o.wait ? " (waited for it)" : "; merge with: loom experiment --merge DIR");
+  return 0;
+}
+
+/// Writes results.csv, results.json and the report from every point's
+/// result; fails naming the points that have none.
+int merge(const std::string& out_dir, const std::string& launcher) {
+  const fs::path dir(out_dir);
+  auto man = read_json(dir / "points.json");
+  if (!man) return fail(man.error());
+  const auto& points = (*man)["points"];
+  if (!points.is_array() || points.empty()) return fail(out_dir + "/points.json: no points");
+  std::vector<size_t> missing;
+  for (size_t i = 0; i < points.size(); ++i)
+    if (!finished(dir, i)) missing.push_back(i);
+  if (!missing.empty())
+    return fail(out_dir + ": " + std::to_string(missing.size()) + " of " + std::to_string(points.size()) +
+                " points have no result (" + index_list(missing) + "; point " + std::to_string(missing[0]) + ": " +
+                point_error(dir, missing[0]) + "); run the sweep again into the same directory to resume");
+  // Columns: the point's settings, then the overall metrics, then per stream.
+  std::vector<std::string> streams;
+  std::vector<ordered_json> results;
+  for (size_t i = 0; i < points.size(); ++i) {
+    auto r = read_json(dir / "runs" / (std::to_string(i) + ".json"));
+    if (!r) return fail(r.error());
+    for (const auto& s : (*r)["streams"]) {
+      const std::string n = s["name"].get<std::string>();
+      if (std::find(streams.begin(), streams.end(), n) == streams.end()) streams.push_back(n);
+    }
+    results.push_back(std::move(*r));
+  }
   ordered_json rows = ordered_json::array();
-  std::string csv =
-      "config,batching,scheduling,scheduling_used,load_scale,seed,submitted,completed,dropped,throughput_rps,p50_us,"
-      "p95_us,p99_us,p999_us,slo_attainment,jain,antt,stp,core_imbalance\n";
-  for (size_t i = 0; i < runs.size(); ++i) {
-    std::ifstream f(runs[i].json_path);
-    ordered_json r = ordered_json::parse(f, nullptr, false);
-    if (r.is_discarded()) return fail(runs[i].json_path + ": unreadable run result");
-    int64_t sub = r["submitted"], met_n = 0;
-    double met = 0;
-    for (const auto& s : r["streams"]) met += s["slo_attainment"].get<double>() * s["submitted"].get<double>();
-    met_n = sub;
+  std::string header, csv;
+  double t_min = 0, t_max = 0, point_sum = 0;
+  size_t timed = 0;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const ordered_json& r = results[i];
+    const ordered_json& params = points[i]["params"];
     ordered_json row;
-    row["config"] = runs[i].config;
-    row["batching"] = runs[i].batching;
-    row["scheduling"] = runs[i].scheduling;
+    // The original columns keep their names and order.
+    const auto param = [&](const char* k, const ordered_json& def) { return params.contains(k) ? params[k] : def; };
+    row["config"] = param("configs", r["config"]);
+    row["batching"] = param("batching", r["batching"]);
+    row["scheduling"] = param("scheduling", r["scheduling"]["requested"]);
     row["scheduling_used"] = r["scheduling"]["used"];
-    row["load_scale"] = runs[i].load;
-    row["seed"] = runs[i].seed;
+    row["load_scale"] = param("loads", r["load_scale"]);
+    row["seed"] = param("seeds", r["seed"]);
+    for (const auto& [k, v] : params.items())
+      if (k != "configs" && k != "batching" && k != "scheduling" && k != "loads" && k != "seeds")
+        row[k] = k == "workload" ? ordered_json(fs::path(v.get<std::string>()).filename().string()) : v;
     row["submitted"] = r["submitted"];
     row["completed"] = r["completed"];
     row["dropped"] = r["dropped"];
     row["throughput_rps"] = r["throughput_rps"];
     for (const char* p : {"p50_us", "p95_us", "p99_us", "p999_us"}) row[p] = r["latency"][p];
-    row["slo_attainment"] = met_n ? met / double(met_n) : 1.0;
+    double met = 0, sub = 0;
+    for (const auto& s : r["streams"]) {
+      met += s["slo_attainment"].get<double>() * s["submitted"].get<double>();
+      sub += s["submitted"].get<double>();
+    }
+    row["slo_attainment"] = sub > 0 ? met / sub : 1.0;
     row["jain"] = r["fairness"]["jain"];
     row["antt"] = r["fairness"]["antt"];
     row["stp"] = r["fairness"]["stp"];
     row["core_imbalance"] = r["core_imbalance"];
-    row["result"] = runs[i].json_path;
-    std::string line;
+    for (const auto& n : streams) {
+      ordered_json st;
+      for (const auto& s : r["streams"])
+        if (s["name"] == n) st = s;
+      for (const char* p : {"p50_us", "p99_us", "p999_us"})
+        row[n + "." + p] = st.is_null() ? ordered_json(nullptr) : st["latency"][p];
+      row[n + ".slo_attainment"] = st.is_null() ? ordered_json(nullptr) : st["slo_attainment"];
+    }
+    row["result"] = "runs/" + std::to_string(i) + ".json";
+    std::string line, head;
     for (const auto& [k, v] : row.items()) {
       if (k == "result") continue;
-      if (!line.empty()) line += ",";
-      line += v.is_string() ? v.get<std::string>() : v.dump();
+      if (!line.empty()) line += ",", head += ",";
+      head += k;
+      line += v.is_null() ? "" : v.is_string() ? v.get<std::string>() : v.dump();
     }
+    if (i == 0) header = head;
     csv += line + "\n";
     rows.push_back(row);
-  }
-  ordered_json res{{"kind", "sweep"}, {"sweep", o.sweep}, {"workload", wl.string()}, {"runs", rows}};
-  for (const auto& [name, text] : {std::pair{std::string("results.csv"), csv},
-                                   std::pair{std::string("results.json"), res.dump(2) + "\n"}}) {
-    const auto path = out / name;
-    const auto tmp = path.string() + ".tmp";
-    {
-      std::ofstream f(tmp);
-      f << text;
-      if (!f.flush()) return fail(path.string() + ": write failed");
+    auto m = read_json(dir / "runs" / (std::to_string(i) + ".meta.json"));
+    if (m && (*m)["start_unix"].is_number() && (*m)["end_unix"].is_number()) {
+      const double a = (*m)["start_unix"], b = (*m)["end_unix"];
+      t_min = timed ? std::min(t_min, a) : a;
+      t_max = timed ? std::max(t_max, b) : b;
+      point_sum += b - a;
+      ++timed;
     }
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) return fail(path.string() + ": cannot write the file: " + ec.message());
   }
-  std::fprintf(stderr, "loom experiment: %zu runs -> %s/results.csv, results.json\n", runs.size(), o.output.c_str());
+  // The settings that tell points apart (a report groups by them, less load and seed).
+  ordered_json settings = ordered_json::array({"config", "batching", "scheduling"});
+  for (const auto& [k, v] : points[0]["params"].items()) {
+    (void)v;
+    if (k != "configs" && k != "batching" && k != "scheduling" && k != "loads" && k != "seeds") settings.push_back(k);
+  }
+  ordered_json res{{"kind", "sweep"}, {"sweep", (*man)["sweep"]}, {"points", points.size()}, {"settings", settings}};
+  // Wall-time fields (the only ones that differ between two runs of a sweep).
+  ordered_json wall{{"launcher", launcher}, {"span_seconds", t_max - t_min},
+                    {"point_seconds_mean", timed ? point_sum / double(timed) : 0.0},
+                    {"runs_per_hour", t_max > t_min ? double(timed) / (t_max - t_min) * 3600.0 : 0.0}};
+  res["wall"] = wall;
+  res["runs"] = rows;
+  for (const auto& [name, text] : {std::pair{std::string("results.csv"), header + "\n" + csv},
+                                   std::pair{std::string("results.json"), res.dump(2) + "\n"}})
+    if (Status s = write_file_atomic((dir / name).string(), text); !s) return fail(s.error());
+  const std::string self = self_exe();
+  const int rc = run_process({self, "report", (dir / "results.json").string(), "-o", (dir / "report").string()}, true);
+  if (rc != 0)
+    return fail(out_dir + "/report: loom report failed (exit " + std::to_string(rc) + "); results.csv and "
+                "results.json are written; run `loom report " + out_dir + "/results.json -o DIR` to see why");
+  std::fprintf(stderr, "loom experiment: %zu points -> %s/results.csv, results.json, report/ (%.0f runs/hour)\n",
+               points.size(), out_dir.c_str(), wall["runs_per_hour"].get<double>());
   return 0;
+}
+
+int experiment(const ExpOpts& o) {
+  if (o.run_point >= 0) {
+    if (o.output.empty()) return fail("--run-point: -o DIR is required");
+    return run_point(o);
+  }
+  if (!o.merge.empty()) {
+    if (!o.sweep.empty()) return fail("--merge DIR takes no sweep file");
+    return merge(o.merge, "merged");
+  }
+  if (o.sweep.empty()) return fail("loom experiment: a sweep file is required (or --merge DIR)");
+  if (o.output.empty()) return fail("loom experiment: -o DIR is required");
+  if (o.launcher != "local" && o.launcher != "slurm")
+    return fail("--launcher: unknown launcher '" + o.launcher + "' (local, slurm)");
+  if (o.jobs < 1 || o.jobs > 64) return fail("-j: expected 1..64 parallel runs");
+  if (o.wait && o.launcher != "slurm") return fail("--wait: only with --launcher slurm (local runs always wait)");
+  Sweep sw;
+  auto man = prepare(o, &sw);
+  if (!man) return fail(man.error());
+  const fs::path dir(o.output);
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < (*man)["points"].size(); ++i)
+    if (!finished(dir, i)) todo.push_back(i);
+  const size_t total = (*man)["points"].size();
+  if (todo.size() < total)
+    std::fprintf(stderr, "loom experiment: %zu of %zu points already finished in %s; running the other %zu\n",
+                 total - todo.size(), total, o.output.c_str(), todo.size());
+  if (o.launcher == "slurm") {
+    if (todo.empty()) {
+      std::fprintf(stderr, "loom experiment: every point is finished; nothing to submit\n");
+      return merge(o.output, "slurm");
+    }
+    if (int rc = submit_slurm(o, sw, todo)) return rc;
+    return o.wait ? merge(o.output, "slurm") : 0;
+  }
+  if (int rc = run_local(o, *man, todo)) return rc;
+  return merge(o.output, "local");
 }
 
 }  // namespace
 
 void register_experiment(CLI::App& app) {
   auto o = std::make_shared<ExpOpts>();
-  auto* c = app.add_subcommand("experiment", "run a sweep of loom serve runs in parallel processes");
-  c->add_option("sweep", o->sweep, "sweep file (.yaml)")->required();
-  c->add_option("-j,--jobs", o->jobs, "parallel runs (default 2)");
-  c->add_option("-o,--output", o->output, "output directory (results.csv, results.json, runs/)")->required();
+  auto* c = app.add_subcommand(
+      "experiment", "run a sweep of loom serve runs (local processes or a Slurm job array); resume; merge");
+  c->add_option("sweep", o->sweep, "sweep file (.yaml)");
+  c->add_option("-j,--jobs", o->jobs, "parallel runs (local), or at most this many array tasks at once (slurm; "
+                                      "the sweep's slurm.throttle wins) (default 2)");
+  c->add_option("-o,--output", o->output, "output directory (points.json, runs/, results.csv, results.json, report/)");
+  c->add_option("--launcher", o->launcher, "local (default) | slurm: one sbatch --array job; prints its job id");
+  c->add_flag("--wait", o->wait, "slurm: wait for the job array to finish, then merge");
+  c->add_option("--merge", o->merge, "merge the finished points of DIR into results.csv, results.json and report/");
+  c->add_option("--run-point", o->run_point, "run point N of -o DIR (what each worker and array task does)")
+      ->group("");
   c->callback([o] {
     if (int rc = experiment(*o)) throw CLI::RuntimeError(rc);
   });

@@ -28,7 +28,7 @@ struct ServeOpts {
   int64_t seed = INT64_MIN;  // not given
   int max_batch = 0;
   double load_scale = 1.0, max_delay_ms = -1, slack_margin = kUnset;
-  bool json = false, progress = false, admission = false, no_grouping = false;
+  bool json = false, progress = false, admission = false, no_admission = false, no_grouping = false;
 };
 
 // zoo:NAME streams: built once by scripts/zoo.py (as `loom zoo build`, seed 1)
@@ -115,7 +115,9 @@ int serve(const ServeOpts& o) {
     w->slack_margin = o.slack_margin;
   }
   if (o.no_grouping) w->shape_grouping = false;
+  if (o.admission && o.no_admission) return fail("--admission and --no-admission: choose one");
   if (o.admission) w->admission = true;
+  if (o.no_admission) w->admission = false;
   if (!(o.load_scale > 0)) return fail("--load-scale: must be > 0");
   auto cfg = find_config(w->config);
   if (!cfg) return fail(cfg.error());
@@ -180,6 +182,7 @@ void register_serve(CLI::App& app) {
   c->add_flag("--no-shape-grouping", o->no_grouping, "deadline batching: batch in FIFO order only (shape_grouping: false)");
   c->add_option("--load-scale", o->load_scale, "multiply every arrival rate by this factor");
   c->add_flag("--admission", o->admission, "turn admission control on (drops requests predicted to miss their SLO)");
+  c->add_flag("--no-admission", o->no_admission, "turn admission control off (whatever the workload says)");
   c->add_option("--cache", o->cache, "directory caching measured service times by plan hash");
   c->add_flag("--json", o->json, "print the result as JSON");
   c->add_option("-o,--output", o->output, "also write the JSON result to this file");

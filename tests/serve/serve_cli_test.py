@@ -43,8 +43,8 @@ streams:
 """
 
 
-def loom(*args):
-    return subprocess.run([LOOM] + [str(a) for a in args], capture_output=True, text=True, timeout=110)
+def loom(*args, env=None):
+    return subprocess.run([LOOM] + [str(a) for a in args], capture_output=True, text=True, timeout=110, env=env)
 
 
 class Base(unittest.TestCase):
@@ -195,6 +195,102 @@ class Serve(Base):
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertTrue(os.path.exists(os.path.join(rep, "index.html")))
             self.assertTrue([f for f in os.listdir(rep) if f.endswith(".png")])
+
+
+class Experiment(Base):
+    """Sweeps over serve settings, resume, and the Slurm launcher on a one-node
+    cluster started here (scripts/slurm_cluster.sh)."""
+
+    def sweep(self, extra=""):
+        w = self.workload()
+        sweep = self.path("x_sweep.yaml")
+        with open(sweep, "w") as f:
+            f.write("workload: %s\nbatching: [fixed]\nmax_batch: [1, 4]\nmax_queue_delay_ms: [0.2]\n"
+                    "admission: [false, true]\nloads: [1.0]\nseeds: [1]\n%s" % (w, extra))
+        return sweep
+
+    @staticmethod
+    def without_wall(path):
+        with open(path) as f:
+            res = json.load(f)
+        res.pop("wall")
+        return res
+
+    def test_serve_settings_per_stream_columns_and_resume(self):
+        sweep, out = self.sweep(), self.path("exp")
+        r = loom("experiment", sweep, "-j", 2, "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(out, "results.csv")) as f:
+            lines = f.read().splitlines()
+        head = lines[0].split(",")
+        self.assertEqual(len(lines), 5)
+        for col in ("max_batch", "max_queue_delay_ms", "admission", "short.p50_us", "short.p99_us",
+                    "short.p999_us", "short.slo_attainment", "bursty.p99_us"):
+            self.assertIn(col, head)
+        res = self.without_wall(os.path.join(out, "results.json"))
+        self.assertEqual([(x["max_batch"], x["admission"]) for x in res["runs"]],
+                         [(1, False), (1, True), (4, False), (4, True)])
+        # Each setting reached loom serve: the run's own result says so.
+        for i, x in enumerate(res["runs"]):
+            with open(os.path.join(out, "runs", "%d.json" % i)) as f:
+                run = json.load(f)
+            self.assertEqual((run["max_batch"], run["admission"], run["max_queue_delay_ms"]),
+                             (x["max_batch"], x["admission"], 0.2))
+        self.assertTrue(os.path.exists(os.path.join(out, "report", "index.html")))
+        # Resume: a lost result and a failed point are run again, nothing else.
+        os.remove(os.path.join(out, "runs", "2.json"))
+        r = loom("experiment", sweep, "-j", 2, "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("3 of 4 points already finished", r.stderr)
+        self.assertEqual(r.stderr.count("ok\n"), 1, r.stderr)
+        self.assertEqual(self.without_wall(os.path.join(out, "results.json")), res)
+        # Merging a directory with a point missing names it and writes nothing new.
+        os.remove(os.path.join(out, "runs", "1.json"))
+        self.assert_one_line_error(loom("experiment", "--merge", out), "1 of 4 points have no result", "resume")
+        # Another sweep into the same directory is refused.
+        with open(sweep, "a") as f:
+            f.write("configs: [tiny]\n")
+        self.assert_one_line_error(loom("experiment", sweep, "-o", out), "another sweep")
+
+    def test_slurm_job_array_matches_local_run(self):
+        if os.geteuid() != 0:
+            self.fail("the one-node Slurm cluster needs root (scripts/slurm_cluster.sh)")
+        cluster = self.path("slurm")
+        env = dict(os.environ, SLURM_CONF=os.path.join(cluster, "slurm.conf"))
+        script = os.path.join(ROOT, "scripts", "slurm_cluster.sh")
+        r = subprocess.run(["bash", script, "start", cluster], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        try:
+            sweep = self.sweep('slurm: {time: "00:05:00", mem: "512M", throttle: 2}\n')
+            local, slurm = self.path("local"), self.path("slurm_out")
+            r = loom("experiment", sweep, "-j", 2, "-o", local)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r = loom("experiment", sweep, "-o", slurm, "--launcher", "slurm", "--wait", env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertRegex(r.stdout.strip(), r"^[0-9]+$")  # the job id
+            with open(os.path.join(slurm, "slurm", "array.sh")) as f:
+                self.assertTrue(f.read().startswith("#!"))
+            for i in range(4):  # stdout and stderr per point
+                self.assertTrue(os.path.exists(os.path.join(slurm, "runs", "%d.out" % i)))
+                self.assertTrue(os.path.exists(os.path.join(slurm, "runs", "%d.err" % i)))
+            with open(os.path.join(local, "results.csv"), "rb") as a, open(os.path.join(slurm, "results.csv"), "rb") as b:
+                self.assertEqual(a.read(), b.read())
+            self.assertEqual(self.without_wall(os.path.join(local, "results.json")),
+                             self.without_wall(os.path.join(slurm, "results.json")))
+            with open(os.path.join(slurm, "results.json")) as f:
+                wall = json.load(f)["wall"]
+            self.assertEqual(wall["launcher"], "slurm")
+            self.assertGreater(wall["runs_per_hour"], 0)
+            # Resume on Slurm: only the lost point is submitted.
+            os.remove(os.path.join(slurm, "runs", "3.json"))
+            r = loom("experiment", sweep, "-o", slurm, "--launcher", "slurm", "--wait", env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("submitted job array", r.stderr)
+            self.assertIn(": 1 points", r.stderr)
+            with open(os.path.join(local, "results.csv"), "rb") as a, open(os.path.join(slurm, "results.csv"), "rb") as b:
+                self.assertEqual(a.read(), b.read())
+        finally:
+            subprocess.run(["bash", script, "stop", cluster], capture_output=True, text=True, timeout=120)
 
 
 PORT_WORKLOAD = """config: {config}
