@@ -1,7 +1,8 @@
-// `loom experiment`: a sweep of `loom serve` runs over any serve setting,
-// launched as local processes (`--launcher local`, the default) or as one
-// Slurm job array (`--launcher slurm`), resumable, and merged into
-// results.csv, results.json and the HTML report.
+// `loom experiment`: a sweep of `loom serve` runs over any serve setting (or
+// any list of commands, `--commands`: the regression list), launched as
+// local processes (`--launcher local`, the default) or as one Slurm job
+// array (`--launcher slurm`), resumable, and merged into results.csv,
+// results.json and (for sweeps) the HTML report.
 //
 // Output directory layout (docs/cluster.md):
 //   DIR/points.json      the expanded sweep: one entry per point, its
@@ -42,7 +43,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct ExpOpts {
-  std::string sweep, output, launcher = "local", merge;
+  std::string sweep, output, launcher = "local", merge, commands;
   int jobs = 2;
   int64_t run_point = -1;
   bool wait = false;
@@ -211,9 +212,19 @@ Expected<ordered_json> read_json(const fs::path& p) {
   return j;
 }
 
-bool finished(const fs::path& dir, size_t id) {
+/// A serve point is finished when it has a result; a command point when it
+/// exited 0.
+bool finished(const fs::path& dir, size_t id, const std::string& kind) {
+  if (kind == "commands") {
+    auto m = read_json(dir / "runs" / (std::to_string(id) + ".meta.json"));
+    return m && m->is_object() && (*m)["exit"] == 0;
+  }
   auto r = read_json(dir / "runs" / (std::to_string(id) + ".json"));
   return r && r->is_object() && r->contains("submitted") && r->contains("streams");
+}
+
+std::string manifest_kind(const ordered_json& man) {
+  return man.contains("kind") && man["kind"].is_string() ? man["kind"].get<std::string>() : "serve";
 }
 
 /// First line of a point's stderr (the serve error), or why there is none.
@@ -258,13 +269,22 @@ int run_point(const ExpOpts& o) {
   if (!list.is_array() || o.run_point < 0 || size_t(o.run_point) >= list.size())
     return fail(o.output + "/points.json: no point " + std::to_string(o.run_point));
   const auto& p = list[size_t(o.run_point)];
-  std::vector<std::string> args{self_exe(), "serve"};
-  for (const auto& a : p["args"]) args.push_back(a.get<std::string>());
   const std::string id = std::to_string(o.run_point);
-  args.push_back("-o");
-  args.push_back((dir / "runs" / (id + ".json")).string());
+  std::vector<std::string> args;
+  if (manifest_kind(*pts) == "commands") {
+    for (const auto& a : p["argv"]) args.push_back(a.get<std::string>());
+  } else {
+    args = {self_exe(), "serve"};
+    for (const auto& a : p["args"]) args.push_back(a.get<std::string>());
+    args.push_back("-o");
+    args.push_back((dir / "runs" / (id + ".json")).string());
+  }
   const double t0 = now_unix();
-  const int rc = run_process(args, false);
+  int rc = run_process(args, false);
+  if (rc < 0) {
+    std::fprintf(stderr, "loom: error: point %s: cannot start %s\n", id.c_str(), args[0].c_str());
+    rc = 127;
+  }
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   ordered_json meta{{"point", o.run_point}, {"exit", rc}, {"start_unix", t0}, {"end_unix", now_unix()},
@@ -325,6 +345,88 @@ Expected<ordered_json> prepare(const ExpOpts& o, Sweep* sweep_out) {
   return man;
 }
 
+/// A list of commands as points (`--commands FILE`: {commands: [{name,
+/// argv}]}), for the regression list and any other batch of runs.
+Expected<ordered_json> prepare_commands(const ExpOpts& o) {
+  auto doc = serve::load_yaml(o.commands);
+  if (!doc) return doc.error();
+  const std::string& src = o.commands;
+  if (!doc->is_object() || !doc->contains("commands") || !(*doc)["commands"].is_array() ||
+      (*doc)["commands"].empty())
+    return make_error(src, "expected a mapping with a non-empty list 'commands'");
+  ordered_json points = ordered_json::array();
+  std::set<std::string> names;
+  for (const auto& c : (*doc)["commands"]) {
+    const std::string where = src + ": commands[" + std::to_string(points.size()) + "]";
+    if (!c.is_object() || !c.contains("name") || !c["name"].is_string() || !c.contains("argv") ||
+        !c["argv"].is_array() || c["argv"].empty())
+      return make_error(where, "expected {name: text, argv: [program, args...]}");
+    for (const auto& a : c["argv"])
+      if (!a.is_string()) return make_error(where + ".argv", "expected strings");
+    if (!names.insert(c["name"].get<std::string>()).second)
+      return make_error(where, "name '" + c["name"].get<std::string>() + "' given twice");
+    points.push_back({{"id", points.size()}, {"name", c["name"]}, {"argv", c["argv"]}});
+    if (points.size() > 100000) return make_error(src, "more than 100000 commands");
+  }
+  ordered_json man{{"format", "loom-sweep-points"}, {"version", 1}, {"kind", "commands"},
+                   {"sweep", fs::absolute(src).string()}, {"points", points}};
+  const fs::path dir(o.output), file = dir / "points.json";
+  std::error_code ec;
+  fs::create_directories(dir / "runs", ec);
+  if (ec) return make_error(o.output, "cannot create the output directory: " + ec.message());
+  if (fs::exists(file)) {
+    auto old = read_json(file);
+    if (!old) return old.error();
+    if ((*old)["points"] != points)
+      return make_error(o.output, "holds the points of another sweep (" + (*old)["sweep"].dump() +
+                                      "); choose another -o, or remove it");
+  } else if (Status s = write_file_atomic(file.string(), man.dump(1) + "\n"); !s) {
+    return s.error();
+  }
+  return man;
+}
+
+/// Merge of a command list: one row per command (exit code, seconds, host).
+int merge_commands(const fs::path& dir, const ordered_json& man, const std::string& launcher) {
+  const auto& points = man["points"];
+  ordered_json rows = ordered_json::array();
+  std::string csv = "name,exit,seconds,host\n";
+  std::vector<size_t> bad;
+  double t_min = 0, t_max = 0;
+  size_t timed = 0;
+  for (size_t i = 0; i < points.size(); ++i) {
+    auto m = read_json(dir / "runs" / (std::to_string(i) + ".meta.json"));
+    ordered_json row{{"name", points[i]["name"]}, {"exit", nullptr}, {"seconds", nullptr}, {"host", nullptr}};
+    if (m && (*m)["start_unix"].is_number() && (*m)["end_unix"].is_number()) {
+      const double a = (*m)["start_unix"], b = (*m)["end_unix"];
+      row["exit"] = (*m)["exit"], row["seconds"] = b - a, row["host"] = (*m)["host"];
+      t_min = timed ? std::min(t_min, a) : a;
+      t_max = timed ? std::max(t_max, b) : b;
+      ++timed;
+    }
+    if (row["exit"] != 0) bad.push_back(i);
+    csv += points[i]["name"].get<std::string>() + "," + (row["exit"].is_null() ? "" : row["exit"].dump()) + "," +
+           (row["seconds"].is_null() ? "" : value_text(row["seconds"])) + "," +
+           (row["host"].is_null() ? "" : row["host"].get<std::string>()) + "\n";
+    rows.push_back(row);
+  }
+  ordered_json res{{"kind", "commands"}, {"sweep", man["sweep"]}, {"points", points.size()},
+                   {"passed", points.size() - bad.size()}, {"failed", bad.size()},
+                   {"wall", {{"launcher", launcher}, {"span_seconds", t_max - t_min},
+                             {"runs_per_hour", t_max > t_min ? double(timed) / (t_max - t_min) * 3600.0 : 0.0}}},
+                   {"runs", rows}};
+  for (const auto& [name, text] : {std::pair{std::string("results.csv"), csv},
+                                   std::pair{std::string("results.json"), res.dump(2) + "\n"}})
+    if (Status s = write_file_atomic((dir / name).string(), text); !s) return fail(s.error());
+  if (!bad.empty())
+    return fail(dir.string() + ": " + std::to_string(bad.size()) + " of " + std::to_string(points.size()) +
+                " commands failed or did not run (first: " + points[bad[0]]["name"].get<std::string>() + ": " +
+                point_error(dir, bad[0]) + "); run again into the same directory to retry them");
+  std::fprintf(stderr, "loom experiment: %zu commands passed -> %s/results.csv, results.json\n", points.size(),
+               dir.string().c_str());
+  return 0;
+}
+
 int run_local(const ExpOpts& o, const ordered_json& man, const std::vector<size_t>& todo) {
   const fs::path dir(o.output);
   const std::string self = self_exe();
@@ -351,11 +453,13 @@ int run_local(const ExpOpts& o, const ordered_json& man, const std::vector<size_
     const size_t i = it->second;
     live.erase(it);
     ++done;
-    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && finished(dir, i);
+    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && finished(dir, i, manifest_kind(man));
     bad += !ok;
     std::string what;
-    for (const auto& [k, v] : man["points"][i]["params"].items())
-      if (k != "workload") what += " " + k + "=" + value_text(v);
+    if (man["points"][i].contains("name")) what = " " + man["points"][i]["name"].get<std::string>();
+    else
+      for (const auto& [k, v] : man["points"][i]["params"].items())
+        if (k != "workload") what += " " + k + "=" + value_text(v);
     std::fprintf(stderr, "loom experiment: [%zu/%zu] point %zu%s: %s\n", before + done, total, i, what.c_str(),
                  ok ? "ok" : "FAILED");
   }
@@ -425,9 +529,10 @@ int merge(const std::string& out_dir, const std::string& launcher) {
   if (!man) return fail(man.error());
   const auto& points = (*man)["points"];
   if (!points.is_array() || points.empty()) return fail(out_dir + "/points.json: no points");
+  if (manifest_kind(*man) == "commands") return merge_commands(dir, *man, launcher);
   std::vector<size_t> missing;
   for (size_t i = 0; i < points.size(); ++i)
-    if (!finished(dir, i)) missing.push_back(i);
+    if (!finished(dir, i, "serve")) missing.push_back(i);
   if (!missing.empty())
     return fail(out_dir + ": " + std::to_string(missing.size()) + " of " + std::to_string(points.size()) +
                 " points have no result (" + index_list(missing) + "; point " + std::to_string(missing[0]) + ": " +
@@ -541,19 +646,21 @@ int experiment(const ExpOpts& o) {
     if (!o.sweep.empty()) return fail("--merge DIR takes no sweep file");
     return merge(o.merge, "merged");
   }
-  if (o.sweep.empty()) return fail("loom experiment: a sweep file is required (or --merge DIR)");
+  if (!o.sweep.empty() && !o.commands.empty()) return fail("--commands FILE takes no sweep file");
+  if (o.sweep.empty() && o.commands.empty())
+    return fail("loom experiment: a sweep file is required (or --commands FILE, or --merge DIR)");
   if (o.output.empty()) return fail("loom experiment: -o DIR is required");
   if (o.launcher != "local" && o.launcher != "slurm")
     return fail("--launcher: unknown launcher '" + o.launcher + "' (local, slurm)");
   if (o.jobs < 1 || o.jobs > 64) return fail("-j: expected 1..64 parallel runs");
   if (o.wait && o.launcher != "slurm") return fail("--wait: only with --launcher slurm (local runs always wait)");
   Sweep sw;
-  auto man = prepare(o, &sw);
+  auto man = o.commands.empty() ? prepare(o, &sw) : prepare_commands(o);
   if (!man) return fail(man.error());
   const fs::path dir(o.output);
   std::vector<size_t> todo;
   for (size_t i = 0; i < (*man)["points"].size(); ++i)
-    if (!finished(dir, i)) todo.push_back(i);
+    if (!finished(dir, i, manifest_kind(*man))) todo.push_back(i);
   const size_t total = (*man)["points"].size();
   if (todo.size() < total)
     std::fprintf(stderr, "loom experiment: %zu of %zu points already finished in %s; running the other %zu\n",
@@ -582,6 +689,8 @@ void register_experiment(CLI::App& app) {
   c->add_option("-o,--output", o->output, "output directory (points.json, runs/, results.csv, results.json, report/)");
   c->add_option("--launcher", o->launcher, "local (default) | slurm: one sbatch --array job; prints its job id");
   c->add_flag("--wait", o->wait, "slurm: wait for the job array to finish, then merge");
+  c->add_option("--commands", o->commands,
+                "run a list of commands instead of a sweep ({commands: [{name, argv}]}; scripts/regress.sh)");
   c->add_option("--merge", o->merge, "merge the finished points of DIR into results.csv, results.json and report/");
   c->add_option("--run-point", o->run_point, "run point N of -o DIR (what each worker and array task does)")
       ->group("");

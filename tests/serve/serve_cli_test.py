@@ -289,6 +289,17 @@ class Experiment(Base):
             self.assertIn(": 1 points", r.stderr)
             with open(os.path.join(local, "results.csv"), "rb") as a, open(os.path.join(slurm, "results.csv"), "rb") as b:
                 self.assertEqual(a.read(), b.read())
+            # The regression list through the same launcher.
+            reg = self.path("regress")
+            r = subprocess.run(["bash", os.path.join(ROOT, "scripts", "regress.sh"), "--backend", "ref", "--loom", LOOM,
+                                "-o", reg, "--launcher", "slurm", "--wait"], capture_output=True, text=True,
+                               timeout=280, env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(reg, "results.json")) as f:
+                res = json.load(f)
+            self.assertEqual(res["passed"], res["points"])
+            self.assertGreater(res["points"], 10)
+            self.assertEqual(res["wall"]["launcher"], "slurm")
         finally:
             subprocess.run(["bash", script, "stop", cluster], capture_output=True, text=True, timeout=120)
 
