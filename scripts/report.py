@@ -175,30 +175,45 @@ def main():
             head = "loom experiment: %s (%d runs)" % (res["sweep"], len(res["runs"]))
             groups = {}
             settings = res.get("settings", ["config", "batching", "scheduling"])
+            # Curves are labelled by the settings that vary (the others are in the title).
+            varying = [k for k in settings if len({str(r[k]) for r in res["runs"]}) > 1] or settings[:1]
+            fixed = ", ".join("%s %s" % (k, res["runs"][0][k]) for k in settings if k not in varying)
+            head_note = "\n" + fixed if fixed else ""
+
+            def numkey(t):
+                return tuple((0, float(v), "") if isinstance(v, (int, float)) and not isinstance(v, bool) else (1, 0.0, str(v)) for v in t)
+
             for r in res["runs"]:
-                groups.setdefault(tuple(str(r[k]) if not isinstance(r[k], str) else r[k] for k in settings), []).append(r)
-            fig, ax = plt.subplots(figsize=(7, 4.5))
-            for key, runs in sorted(groups.items()):
+                groups.setdefault(tuple(r[k] for k in varying), []).append(r)
+            ordered = sorted(groups.items(), key=lambda kv: numkey(kv[0]))
+            colors = plt.get_cmap("tab20").colors if len(ordered) > 10 else plt.get_cmap("tab10").colors
+
+            def label(key):
+                return " ".join("%s=%s" % (k, v) for k, v in zip(varying, key))
+            fig, ax = plt.subplots(figsize=(8, 5))
+            for i, (key, runs) in enumerate(ordered):
                 by_load = {}
                 for r in runs:
                     by_load.setdefault(r["load_scale"], []).append(r)
                 loads = sorted(by_load)
                 tput = [sum(r["throughput_rps"] for r in by_load[l]) / len(by_load[l]) for l in loads]
                 p99 = [sum((r["p99_us"] or 0) for r in by_load[l]) / len(by_load[l]) / 1000.0 for l in loads]
-                ax.plot(tput, p99, marker="o", label="/".join(key))
-            ax.set_xlabel("throughput (req/s)"); ax.set_ylabel("p99 latency (ms)"); ax.set_title("Throughput vs p99 (mean over seeds)")
-            ax.legend(fontsize=7); ax.grid(alpha=0.3)
+                ax.plot(tput, p99, marker="os^Dv"[i // len(colors) % 5], color=colors[i % len(colors)], label=label(key))
+            ax.set_xlabel("throughput (req/s)"); ax.set_ylabel("p99 latency (ms)")
+            ax.set_title("Throughput vs p99 (mean over seeds)" + head_note, fontsize=9)
+            ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5)); ax.grid(alpha=0.3)
             save(fig, "throughput_p99.png", "Throughput-p99 curves")
-            fig, ax = plt.subplots(figsize=(7, 4))
-            for key, runs in sorted(groups.items()):
+            fig, ax = plt.subplots(figsize=(8, 4.5))
+            for i, (key, runs) in enumerate(ordered):
                 by_load = {}
                 for r in runs:
                     by_load.setdefault(r["load_scale"], []).append(r)
                 loads = sorted(by_load)
                 ax.plot(loads, [100 * sum(r["slo_attainment"] for r in by_load[l]) / len(by_load[l]) for l in loads],
-                        marker="o", label="/".join(key))
-            ax.set_xlabel("load scale"); ax.set_ylabel("SLO attainment (%)"); ax.set_title("SLO attainment vs load")
-            ax.legend(fontsize=7); ax.grid(alpha=0.3)
+                        marker="os^Dv"[i // len(colors) % 5], color=colors[i % len(colors)], label=label(key))
+            ax.set_xlabel("load scale"); ax.set_ylabel("SLO attainment (%)")
+            ax.set_title("SLO attainment vs load" + head_note, fontsize=9)
+            ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5)); ax.grid(alpha=0.3)
             save(fig, "slo_attainment.png", "SLO attainment")
             cols = list(settings) + ["scheduling_used", "load_scale", "seed", "throughput_rps", "p99_us", "slo_attainment", "stp", "antt"]
             table = "<table border=1 cellpadding=3><tr>" + "".join("<th>%s</th>" % c for c in cols) + "</tr>"

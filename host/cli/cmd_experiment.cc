@@ -316,7 +316,11 @@ Expected<ordered_json> prepare(const ExpOpts& o, Sweep* sweep_out) {
   for (bool more = true; more;) {
     ordered_json params = ordered_json::object();
     for (size_t a = 0; a < sw->axes.size(); ++a) params[sw->axes[a].name] = sw->axes[a].values[idx[a]];
-    points.push_back({{"id", points.size()}, {"params", params}, {"args", serve_args(params, sweep_dir)}});
+    auto args = serve_args(params, sweep_dir);
+    // Service times measured once per plan, shared by every point (serve's cache is safe across processes).
+    args.push_back("--cache");
+    args.push_back((fs::absolute(o.output) / "cache").lexically_normal().string());
+    points.push_back({{"id", points.size()}, {"params", params}, {"args", args}});
     more = false;
     for (size_t a = sw->axes.size(); a-- > 0;) {
       if (++idx[a] < sw->axes[a].values.size()) {
