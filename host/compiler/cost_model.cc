@@ -152,19 +152,72 @@ uint64_t runs(uint64_t m, uint64_t ow) {
   return std::min<uint64_t>(m, m / ow + (m % ow != 0 ? 1 : 0) + (m > ow && m % ow != 0 ? 1 : 0));
 }
 
+/// Output positions o in [0, out) whose input o*s - pad + k lies in [0, in).
+int64_t valid_outputs(int64_t out, int64_t in, int64_t k, int64_t s, int64_t pad) {
+  int64_t v = 0;
+  for (int64_t o = 0; o < out; ++o) v += (o * s - pad + k) >= 0 && (o * s - pad + k) < in;
+  return v;
+}
+
+/// First output column whose input column for kernel column kw is >= 0, and
+/// the end of those whose input column is < W.
+int64_t first_col(const MacGeom& g, int64_t kw) {
+  const int64_t lo = g.pl - kw;
+  return std::min(g.OW, lo <= 0 ? 0 : (lo + g.sw - 1) / g.sw);
+}
+int64_t end_col(const MacGeom& g, int64_t kw) {
+  const int64_t hi = g.W + g.pl - kw;
+  return std::min(g.OW, hi <= 0 ? 0 : (hi + g.sw - 1) / g.sw);
+}
+
 /// Share of (output pixel, kernel position) pairs whose input pixel lies in
 /// the padding.
 double pad_share(const MacGeom& g) {
-  const auto valid = [](int64_t out, int64_t in, int64_t k, int64_t s, int64_t pad) {
-    int64_t v = 0;
-    for (int64_t o = 0; o < out; ++o) v += (o * s - pad + k) >= 0 && (o * s - pad + k) < in;
-    return v;
-  };
+  const auto valid = valid_outputs;
   int64_t ok = 0;
   for (int64_t kh = 0; kh < g.KH; ++kh)
     for (int64_t kw = 0; kw < g.KW; ++kw) ok += valid(g.OH, g.H, kh, g.sh, g.pt) * valid(g.OW, g.W, kw, g.sw, g.pl);
   const int64_t all = g.OH * g.OW * g.KH * g.KW;
   return all ? 1.0 - double(ok) / double(all) : 0.0;
+}
+
+/// The gather of one K step taken one LOAD per kernel row (row_gather), as
+/// lower.cc gather_row issues it, for r pixel runs of `rows` pixels: per
+/// kernel row, runs whose input row is padding are one LOAD of padding rows;
+/// the others are one LOAD of nkw * C-byte rows for the interior columns and
+/// one per position for the edge columns, scaled from a whole output row to
+/// the run's length.
+void row_gather_cost(const CostParams& p, const MacGeom& g, const KStep& st, uint64_t r, uint64_t rows, Acc& ld) {
+  const auto scaled = [&](int64_t cols_of_row) {
+    return uint64_t((double(cols_of_row) * double(rows)) / double(g.OW) + 0.5);
+  };
+  for (int64_t pos = st.pos0; pos < st.pos0 + st.npos;) {
+    const int64_t kh = pos / g.KW, kw0 = pos % g.KW;
+    const int64_t nkw = std::min(g.KW - kw0, st.pos0 + st.npos - pos), kw1 = kw0 + nkw - 1;
+    pos += nkw;
+    const uint64_t real = uint64_t(double(r) * double(valid_outputs(g.OH, g.H, kh, g.sh, g.pt)) / double(g.OH) + 0.5);
+    const uint64_t cols = uint64_t(nkw * g.C), stride = uint64_t(g.sw * g.C);
+    // Runs of padding rows: written a beat a cycle plus the row gap.
+    if (r > real) ld.dma(p, false, 0, cols, stride, r - real);
+    ld.cycles += (r - real) * rows * (cdiv(cols, p.mem_bytes) + kRowGapCycles);
+    if (real == 0) continue;
+    const int64_t a = first_col(g, kw0), b = std::max(a, end_col(g, kw1));
+    const uint64_t inner = scaled(b - a);
+    if (inner > 0) ld.dma(p, false, inner, cols, stride, real);
+    if (nkw == 1) continue;
+    for (int64_t kw = kw0; kw <= kw1; ++kw) {
+      // Edge columns [0, a) and [b, OW) of this position: in the image from
+      // first_col(kw) and up to end_col(kw), padding otherwise.
+      for (auto [lo, hi] : {std::pair{int64_t(0), a}, std::pair{b, g.OW}}) {
+        if (hi <= lo) continue;
+        const int64_t in_lo = std::max(lo, first_col(g, kw)), in_hi = std::min(hi, end_col(g, kw));
+        const uint64_t in_rows = in_hi > in_lo ? scaled(in_hi - in_lo) : 0;
+        const uint64_t pad_rows = scaled(hi - lo) > in_rows ? scaled(hi - lo) - in_rows : 0;
+        ld.dma(p, false, in_rows, uint64_t(g.C), stride, real);
+        ld.cycles += real * pad_rows * (cdiv(uint64_t(g.C), p.mem_bytes) + kRowGapCycles);
+      }
+    }
+  }
 }
 
 TileCost mac_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n, const std::vector<KStep>& ks,
@@ -178,7 +231,8 @@ TileCost mac_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n,
   TileCost d;
   for (size_t k = 0; k < ks.size(); ++k) {
     const bool last = k + 1 == ks.size();
-    if (!last && ks[k].npos == prev_npos && ks[k].cc == prev_cc && (k > 0) == prev_acc) {
+    // (A row gather's cost depends on which kernel rows the step covers.)
+    if (!last && !row_gather(g, ks[k]) && ks[k].npos == prev_npos && ks[k].cc == prev_cc && (k > 0) == prev_acc) {
       for (auto [dst, src] : {std::pair{&t.ld, &d.ld}, std::pair{&t.cp, &d.cp}}) {
         dst->cycles += src->cycles, dst->insns += src->insns, dst->bursts += src->bursts;
         dst->beats += src->beats, dst->bytes += src->bytes;
@@ -188,13 +242,18 @@ TileCost mac_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n,
     }
     const TileCost before = t;
     const uint64_t l0 = t.ld.cycles, c0 = t.cp.cycles;
-    // im2col gather: one LOAD per kernel position and pixel run; the share
-    // of pixels that fall into the padding is written without memory
-    // traffic (a beat a cycle plus the row gap).
+    // im2col gather: one LOAD per kernel row (row_gather) or per kernel
+    // position and pixel run; the share of pixels that fall into the
+    // padding is written without memory traffic (a beat a cycle plus the
+    // row gap).
     const uint64_t rows = cdiv(m, r), cc = uint64_t(ks[k].cc), times = uint64_t(ks[k].npos) * r;
-    const uint64_t pad_rows = uint64_t(double(rows) * pad_share + 0.5);
-    t.ld.dma(p, false, rows - pad_rows, cc, uint64_t(g.sw * g.C), times);
-    t.ld.cycles += times * pad_rows * (cdiv(cc, p.mem_bytes) + kRowGapCycles);
+    if (row_gather(g, ks[k])) {
+      row_gather_cost(p, g, ks[k], r, rows, t.ld);
+    } else {
+      const uint64_t pad_rows = uint64_t(double(rows) * pad_share + 0.5);
+      t.ld.dma(p, false, rows - pad_rows, cc, uint64_t(g.sw * g.C), times);
+      t.ld.cycles += times * pad_rows * (cdiv(cc, p.mem_bytes) + kRowGapCycles);
+    }
     t.ld.dma(p, false, uint64_t(ks[k].len()), n, uint64_t(g.Ng));  // B tile
     if (last) t.ld.dma(p, false, 1, 12 * n, 12 * n);                 // PARAM slice
     if (last && residual) t.ld.dma(p, false, m, n, uint64_t(g.Cout));

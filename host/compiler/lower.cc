@@ -51,6 +51,72 @@ void gather(LayerStream& ls, const GatherGeom& g, uint64_t x_base, int64_t img, 
   }
 }
 
+/// im2col gather of the kernel positions (kh, kw0) ... (kh, kw0 + nkw - 1)
+/// of one kernel row, all C channels each (cols = C): for an output pixel
+/// they are nkw * C consecutive bytes of the NHWC image and nkw * C
+/// consecutive bytes of its im2col row, so pixels whose whole window row lies
+/// inside the image take one LOAD of nkw * C-byte rows per pixel run instead
+/// of nkw LOADs of C-byte rows (ResNet's stem: 21-byte instead of 3-byte
+/// rows). Pixels at the left and right edge, whose window row reaches into
+/// the padding, are gathered per position as before; an output row whose
+/// input row is padding is one LOAD of padding rows. The scratchpad bytes are
+/// exactly those of the per-position gather.
+void gather_row(LayerStream& ls, const GatherGeom& g, uint64_t x_base, int64_t img, int64_t p0, int64_t np,
+                int64_t kh, int64_t kw0, int64_t nkw, uint64_t sp0, int64_t sp_stride, int pad) {
+  if (nkw == 1) {
+    gather(ls, g, x_base, img, p0, np, kh, kw0, 0, g.C, sp0, sp_stride, pad);
+    return;
+  }
+  const int64_t kw1 = kw0 + nkw - 1;
+  // Output columns whose input columns for kw0 and for kw1 are both in [0, W).
+  const int64_t lo_num = g.pl - kw0, hi_num = g.W + g.pl - kw1;
+  const int64_t first_ok = lo_num <= 0 ? 0 : ceil_div(lo_num, g.sw);
+  const int64_t end_ok = hi_num <= 0 ? 0 : ceil_div(hi_num, g.sw);
+  for (int64_t p = p0; p < p0 + np;) {
+    const int64_t oh = p / g.OW, ow0 = p % g.OW;
+    const int64_t run = std::min(g.OW - ow0, p0 + np - p);
+    const int64_t ih = oh * g.sh - g.pt + kh;
+    const uint64_t sp = sp0 + uint64_t((p - p0) * sp_stride);
+    const int64_t a = std::max(ow0, first_ok), b = std::min(ow0 + run, end_ok);
+    if (ih < 0 || ih >= g.H || a >= b) {
+      if (ih < 0 || ih >= g.H) {
+        spec::LoadInsn ld;
+        ld.buf = uint64_t(spec::Buffer::IN);
+        ld.pad_value = pad;
+        ld.sp_addr = sp;
+        ld.sp_stride = uint64_t(sp_stride);
+        ld.cols = uint64_t(nkw * g.C);
+        ld.dram_stride = uint64_t(g.sw * g.C);
+        ld.dram_addr = x_base;
+        ld.pad_lo = uint64_t(run);
+        ls.load(ld);
+      } else {
+        for (int64_t kw = kw0; kw <= kw1; ++kw)
+          gather(ls, g, x_base, img, p, run, kh, kw, 0, g.C, sp + uint64_t((kw - kw0) * g.C), sp_stride, pad);
+      }
+      p += run;
+      continue;
+    }
+    // Left edge [ow0, a), interior [a, b), right edge [b, ow0 + run).
+    for (int64_t kw = kw0; kw <= kw1 && a > ow0; ++kw)
+      gather(ls, g, x_base, img, p, a - ow0, kh, kw, 0, g.C, sp + uint64_t((kw - kw0) * g.C), sp_stride, pad);
+    spec::LoadInsn ld;
+    ld.buf = uint64_t(spec::Buffer::IN);
+    ld.pad_value = pad;
+    ld.sp_addr = sp + uint64_t((a - ow0) * sp_stride);
+    ld.sp_stride = uint64_t(sp_stride);
+    ld.cols = uint64_t(nkw * g.C);
+    ld.dram_stride = uint64_t(g.sw * g.C);
+    ld.rows = uint64_t(b - a);
+    ld.dram_addr = x_base + uint64_t(((img * g.H + ih) * g.W + (a * g.sw - g.pl + kw0)) * g.C);
+    ls.load(ld);
+    for (int64_t kw = kw0; kw <= kw1 && b < ow0 + run; ++kw)
+      gather(ls, g, x_base, img, p + (b - ow0), ow0 + run - b, kh, kw, 0, g.C,
+             sp + uint64_t((b - ow0) * sp_stride + (kw - kw0) * g.C), sp_stride, pad);
+    p += run;
+  }
+}
+
 Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& ls) {
   const ir::Node& n = s.node(l);
   auto q = ir::mac_quant(s.graph, n);
@@ -78,9 +144,19 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
       const uint64_t in = slot * uint64_t(b.in), wg = slot * uint64_t(b.wgt), pa = slot * uint64_t(b.param);
       const int64_t tk = st.len();
       ls.begin_step();
-      for (int64_t pos = st.pos0; pos < st.pos0 + st.npos; ++pos)
-        gather(ls, gg, x, t.img, t.m0, t.m, pos / m.KW, pos % m.KW, t.group * m.Cg + st.c0, st.cc,
-               in + uint64_t((pos - st.pos0) * st.cc), tk, q->x_zp);
+      if (row_gather(m, st)) {
+        // Whole channels of an ungrouped conv: one gather per kernel row.
+        for (int64_t pos = st.pos0; pos < st.pos0 + st.npos;) {
+          const int64_t kh = pos / m.KW, kw0 = pos % m.KW;
+          const int64_t nkw = std::min(m.KW - kw0, st.pos0 + st.npos - pos);
+          gather_row(ls, gg, x, t.img, t.m0, t.m, kh, kw0, nkw, in + uint64_t((pos - st.pos0) * st.cc), tk, q->x_zp);
+          pos += nkw;
+        }
+      } else {
+        for (int64_t pos = st.pos0; pos < st.pos0 + st.npos; ++pos)
+          gather(ls, gg, x, t.img, t.m0, t.m, pos / m.KW, pos % m.KW, t.group * m.Cg + st.c0, st.cc,
+                 in + uint64_t((pos - st.pos0) * st.cc), tk, q->x_zp);
+      }
       spec::LoadInsn lw;
       lw.buf = uint64_t(spec::Buffer::WGT);
       lw.sp_addr = wg;

@@ -43,6 +43,20 @@ struct KStep {
   int64_t len() const { return npos * cc; }
 };
 
+/// Whether a K step gathers one LOAD per kernel row (lower.cc gather_row)
+/// rather than one per kernel position: every channel of an ungrouped
+/// convolution, so a window row is contiguous both in NHWC memory and in the
+/// im2col row. Lowering and the cost model both decide by this.
+inline bool row_gather(const MacGeom& g, const KStep& k) {
+  // The widest LOAD row the encoding holds (the spec's `cols` field).
+  constexpr int64_t kMaxCols = [] {
+    for (const auto& f : spec::LoadInsn::kFields)
+      if (f.name == "cols") return (int64_t(1) << f.width) - 1;
+    return int64_t(0);
+  }();
+  return g.groups == 1 && g.KW > 1 && k.c0 == 0 && k.cc == g.C && g.KW * g.C <= kMaxCols;
+}
+
 struct Tiling {
   int64_t tm = 0;             // output pixels per tile (eltwise: elements per chunk)
   int64_t tn = 0;             // output channels per tile (pool: channels per tile)

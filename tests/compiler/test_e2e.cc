@@ -173,6 +173,33 @@ TEST_P(E2E, SingleBufferedOneCoreMatchesReference) {
   check(GetParam(), kLarge[0], o, 11);
 }
 
+// Gathers that take one LOAD per kernel row (every channel of an ungrouped
+// conv): interior pixels in one row of KW * C bytes, the left and right edge
+// pixels and padding rows per position. Kernel widths, strides and paddings
+// that put 0, 1 or several edge pixels on each side, images narrower than
+// the kernel, and a ResNet-style 7x7/2 stem on 3 channels; on a single core
+// with small tiles (pixel runs split inside output rows, K steps split
+// inside kernel rows) and on the default tiling.
+TEST_P(E2E, RowGathersMatchReference) {
+  struct G {
+    int64_t h, w, c, k, stride, pad;
+  };
+  const G gs[] = {{23, 23, 3, 7, 2, 3}, {9, 9, 1, 3, 1, 1}, {9, 7, 3, 3, 2, 0}, {6, 5, 4, 5, 1, 2},
+                  {5, 4, 3, 5, 1, 4},   {11, 13, 2, 5, 3, 2}, {8, 8, 5, 2, 1, 1}, {13, 10, 3, 7, 1, 3}};
+  CompileOptions small;
+  small.num_cores = 1;
+  for (const auto& g : gs) {
+    const std::string name = "row_gather_" + std::to_string(g.h) + "x" + std::to_string(g.w) + "x" +
+                             std::to_string(g.c) + "_k" + std::to_string(g.k) + "s" + std::to_string(g.stride) +
+                             "p" + std::to_string(g.pad);
+    const Case c{name.c_str(), [&](GraphBuilder& b) {
+                   b.output(b.conv("c", b.input("x", {1, g.h, g.w, g.c}), {8, g.k, g.k, g.stride, g.pad, 1}));
+                 }};
+    check(GetParam(), c);
+    check(GetParam(), c, small, 5);
+  }
+}
+
 // Residual adds folded into POSTOP (where provably exact) and kept separate,
 // under every fusion policy, bit-exact with the reference.
 TEST(E2EResidual, EveryPolicyMatchesReference) {
