@@ -6,15 +6,23 @@ batch sizes (serve); throughput-p99 curves and SLO attainment (sweep).
 Usage: report.py RESULT.json OUT_DIR   (run by `loom report`)
 """
 import html
-import shutil
 import json
 import os
+import shutil
 import sys
+import tempfile
 
 
-def die(msg):
+# The folder the report is drawn into before it replaces OUT_DIR's files, so
+# an error or an interrupt leaves neither an empty nor a half-drawn report.
+STAGING = None
+
+
+def die(msg, code=1):
+    if STAGING:
+        shutil.rmtree(STAGING, ignore_errors=True)
     print("loom: error: " + msg, file=sys.stderr)
-    sys.exit(1)
+    sys.exit(code)
 
 
 def draw_timeline(ax, spans, title):
@@ -88,10 +96,16 @@ def main():
             res = json.load(f)
     except (OSError, ValueError) as e:
         die("%s: cannot read the result: %s" % (src, str(e).splitlines()[0]))
+    global STAGING
+    parent = os.path.dirname(os.path.abspath(out))
+    if os.path.exists(out) and not os.path.isdir(out):
+        die("%s: exists and is not a directory" % out)
     try:
-        os.makedirs(out, exist_ok=True)
+        os.makedirs(parent, exist_ok=True)
+        STAGING = tempfile.mkdtemp(prefix=".loom-report.", dir=parent)
     except OSError as e:
         die("%s: cannot create the output directory: %s" % (out, e.strerror))
+    final, out = out, STAGING
 
     figs = []
 
@@ -236,12 +250,23 @@ def main():
     for name, title in figs:
         body.append("<h2>%s</h2><img src='%s'>" % (html.escape(title), name))
     body.append("</body></html>")
-    tmp = os.path.join(out, "index.html.tmp")
-    with open(tmp, "w") as f:
-        f.write("\n".join(body))
-    os.replace(tmp, os.path.join(out, "index.html"))
-    print("loom report: %s" % os.path.join(out, "index.html"))
+    try:
+        with open(os.path.join(out, "index.html"), "w") as f:
+            f.write("\n".join(body))
+        if not os.path.exists(final):
+            os.rename(out, final)
+        else:
+            for name in os.listdir(out):
+                os.replace(os.path.join(out, name), os.path.join(final, name))
+            os.rmdir(out)
+    except OSError as e:
+        die("%s: cannot write the report: %s" % (final, e.strerror))
+    STAGING = None
+    print("loom report: %s" % os.path.join(final, "index.html"))
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:
+        die("interrupted; no report written", 130)

@@ -1,6 +1,11 @@
 // Shared helpers of the `loom` subcommands.
 #include "cli/cli_common.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -10,6 +15,46 @@
 namespace loom::cli {
 
 int fail(const Error& e) { return fail(e.str()); }
+
+namespace {
+/// Whether a file can be created in `dir` (root passes access(2) checks, so
+/// try it: read-only file systems and special folders say no).
+std::string probe_dir(const std::filesystem::path& dir) {
+  const std::string probe = (dir / (".loom-write-probe." + std::to_string(::getpid()))).string();
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return std::strerror(errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return "";
+}
+}  // namespace
+
+Status check_output_file(const std::string& flag, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const std::string what = flag + " " + path;
+  if (path.empty()) return make_error(flag, "expected a file name");
+  if (fs::is_directory(path, ec)) return make_error(what, "is a directory");
+  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) return Status::ok();  // /dev/null, a FIFO: written in place
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  if (!fs::is_directory(dir, ec)) return make_error(what, "folder '" + dir.string() + "' does not exist");
+  if (std::string e = probe_dir(dir); !e.empty())
+    return make_error(what, "cannot write in folder '" + dir.string() + "': " + e);
+  return Status::ok();
+}
+
+Status check_output_dir(const std::string& flag, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const std::string what = flag + " " + path;
+  if (path.empty()) return make_error(flag, "expected a folder name");
+  if (fs::exists(path, ec) && !fs::is_directory(path, ec)) return make_error(what, "is not a folder");
+  fs::create_directories(path, ec);
+  if (ec) return make_error(what, "cannot create the folder: " + ec.message());
+  if (std::string e = probe_dir(path); !e.empty()) return make_error(what, "cannot write in the folder: " + e);
+  return Status::ok();
+}
 
 int fail(const std::string& msg) {
   std::string one = msg;

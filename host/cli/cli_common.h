@@ -21,6 +21,13 @@ using ordered_json = nlohmann::ordered_json;
 int fail(const Error& e);
 int fail(const std::string& msg);
 
+/// Checks, before any long work, that `path` (given with `flag`) can be
+/// written: not a directory, in a folder that exists and is writable. So a
+/// bad -o fails at once instead of after a simulation.
+Status check_output_file(const std::string& flag, const std::string& path);
+/// The same for a folder (--cache): created when missing, then written to.
+Status check_output_dir(const std::string& flag, const std::string& path);
+
 /// Reads and validates a graph file (.json).
 Expected<ir::Graph> load_graph(const std::string& path);
 

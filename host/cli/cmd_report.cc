@@ -21,6 +21,11 @@ struct ReportOpts {
 };
 
 int report(const ReportOpts& o) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(o.result, ec))
+    return fail(o.result + ": is a directory, not a result file (loom serve -o FILE, or a sweep's results.json)");
+  if (!std::filesystem::is_regular_file(o.result, ec)) return fail(o.result + ": no such result file");
+  if (std::filesystem::file_size(o.result, ec) > (uint64_t(1) << 30)) return fail(o.result + ": larger than 1 GiB");
   std::ifstream f(o.result);
   if (!f) return fail(o.result + ": cannot open the result file");
   ordered_json j = ordered_json::parse(f, nullptr, false);

@@ -26,8 +26,8 @@ constexpr double kUnset = -1e300;
 struct ServeOpts {
   std::string workload, backend = "tlm", config, batching, scheduling, output, cache, trace;
   int64_t seed = INT64_MIN;  // not given
-  int max_batch = 0;
-  double load_scale = 1.0, max_delay_ms = -1, slack_margin = kUnset;
+  int64_t max_batch = INT64_MIN;  // not given
+  double load_scale = 1.0, max_delay_ms = kUnset, slack_margin = kUnset;
   bool json = false, progress = false, admission = false, no_admission = false, no_grouping = false;
 };
 
@@ -91,6 +91,13 @@ struct ZooModels {
 };
 
 int serve(const ServeOpts& o) {
+  // Output paths are checked first, so a bad one fails before the simulation.
+  if (!o.output.empty())
+    if (Status s = check_output_file("-o", o.output); !s) return fail(s.error());
+  if (!o.trace.empty())
+    if (Status s = check_output_file("--trace", o.trace); !s) return fail(s.error());
+  if (!o.cache.empty())
+    if (Status s = check_output_dir("--cache", o.cache); !s) return fail(s.error());
   auto w = serve::load_workload(o.workload);
   if (!w) return fail(w.error());
   if (o.seed != INT64_MIN) {
@@ -108,8 +115,15 @@ int serve(const ServeOpts& o) {
       return fail("--scheduling: unknown scheduling policy '" + o.scheduling + "' (static, dynamic, auto)");
     w->scheduling = o.scheduling;
   }
-  if (o.max_batch > 0) w->max_batch = o.max_batch;
-  if (o.max_delay_ms >= 0) w->max_queue_delay_ms = o.max_delay_ms;
+  if (o.max_batch != INT64_MIN) {
+    if (o.max_batch < 1 || o.max_batch > 4096) return fail("--max-batch: must be in 1..4096, got " + std::to_string(o.max_batch));
+    w->max_batch = int(o.max_batch);
+  }
+  if (o.max_delay_ms != kUnset) {
+    if (!(o.max_delay_ms >= 0 && o.max_delay_ms <= 1e6))
+      return fail("--max-queue-delay-ms: must be in [0, 1e6] milliseconds");
+    w->max_queue_delay_ms = o.max_delay_ms;
+  }
   if (o.slack_margin != kUnset) {
     if (!(o.slack_margin >= 0 && o.slack_margin < 1)) return fail("--slack-margin: must be in [0, 1)");
     w->slack_margin = o.slack_margin;

@@ -33,10 +33,7 @@ int tune(const TuneOpts& o) {
   // fails at once and leaves neither file half of a pair.
   for (const auto& [flag, path] : {std::pair{"-o", &o.output}, std::pair{"--cost-params-out", &o.cost_params_out}}) {
     if (path->empty()) continue;
-    const auto dir = std::filesystem::path(*path).parent_path();
-    std::error_code ec;
-    if (!dir.empty() && !std::filesystem::is_directory(dir, ec))
-      return fail(make_error(std::string(flag) + " " + *path, "folder '" + dir.string() + "' does not exist"));
+    if (Status s = check_output_file(flag, *path); !s) return fail(s.error());
   }
   tune::TuneOptions to;
   to.backend = o.backend;

@@ -1,7 +1,9 @@
 // Entry point of the `loom` command line.
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <string>
 
 #include "cli/cli_common.h"
 
@@ -22,6 +24,29 @@ int main(int argc, char** argv) {
     register_tune(app);
     register_report(app);
     register_experiment(app);
+    // A first argument that is not an option must name a subcommand: say
+    // which names there are instead of CLI11's "A subcommand is required".
+    if (argc > 1 && argv[1][0] != '-') {
+      const std::string word = argv[1];
+      std::string names, close;
+      bool known = false;
+      for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+        const std::string n = sub->get_name();
+        known = known || n == word;
+        names += (names.empty() ? "" : ", ") + n;
+        // A near miss: a shared prefix of three letters, or one letter apart in the same length.
+        size_t diff = 0;
+        for (size_t i = 0; i < std::min(n.size(), word.size()); ++i) diff += n[i] != word[i];
+        diff += std::max(n.size(), word.size()) - std::min(n.size(), word.size());
+        if (close.empty() && (diff <= 1 || (word.size() >= 3 && n.compare(0, 3, word, 0, 3) == 0))) close = n;
+      }
+      if (!known) {
+        std::cerr << "loom: error: unknown command '" << word << "'"
+                  << (close.empty() ? std::string() : " (did you mean '" + close + "'?)") << "; commands: " << names
+                  << " (see loom --help)\n";
+        return 2;
+      }
+    }
     try {
       app.parse(argc, argv);
     } catch (const CLI::RuntimeError& e) {

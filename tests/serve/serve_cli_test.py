@@ -498,6 +498,33 @@ class BadInput(Base):
             self.assert_one_line_error(loom("experiment", sweep, "-o", out), needle)
             self.assertFalse(os.path.exists(os.path.join(out, "results.json")))
 
+    def test_bad_serve_options_fail_before_the_run(self):
+        w = self.workload()
+        for args, needles in ((["--max-batch", "0"], ("--max-batch", "0")), (["--max-batch", "-3"], ("--max-batch", "-3")),
+                              (["--max-queue-delay-ms", "-1"], ("--max-queue-delay-ms",)),
+                              (["-o", "/missing/dir/x.json"], ("-o /missing/dir/x.json", "does not exist")),
+                              (["-o", self.dir], ("is a directory",)),
+                              (["--cache", "/proc/loom-cache"], ("--cache /proc/loom-cache", "cannot")),
+                              (["--trace", "/proc/t.json"], ("--trace /proc/t.json", "cannot write"))):
+            r = loom("serve", w, *args)
+            self.assert_one_line_error(r, *needles)
+            self.assertEqual(r.stdout, "")  # failed before any simulation printed a summary
+
+    def test_report_bad_inputs_leave_nothing(self):
+        out = self.path("rep")
+        self.assert_one_line_error(loom("report", self.dir, "-o", out), "is a directory")
+        bad = self.path("incomplete.json")
+        with open(bad, "w") as f:
+            f.write('{"kind": "serve"}')
+        self.assert_one_line_error(loom("report", bad, "-o", out), "not a complete loom result")
+        self.assertFalse(os.path.exists(out))
+        self.assertEqual([n for n in os.listdir(self.dir) if n.startswith(".loom-report")], [])
+
+    def test_unknown_command(self):
+        r = loom("servve", "x.yaml")
+        self.assert_one_line_error(r, "unknown command 'servve'", "did you mean 'serve'", "experiment")
+        self.assertEqual(r.returncode, 2)
+
     def test_untimed_backend(self):
         self.assert_one_line_error(loom("serve", self.workload(), "--backend", "ref"), "ref", "timed backend")
 
