@@ -471,7 +471,10 @@ def build(name, seq, slice_, seed, out_dir):
         raise ZooError("-o %s: exists and is not a folder" % out_dir)
     # Build everything in a temporary folder next to the target, then move it
     # into place: a failure leaves nothing half-written.
-    tmp = tempfile.mkdtemp(prefix=".zoo_", dir=parent)
+    try:
+        tmp = tempfile.mkdtemp(prefix=".zoo_", dir=parent)
+    except OSError as e:
+        raise ZooError("-o %s: cannot write in folder %s: %s" % (out_dir, parent, e.strerror))
     try:
         q = quantize(fm, seed, tmp)
         inp = q.graph.input[0]
@@ -554,6 +557,13 @@ def main(argv=None):
     except ZooError as e:
         print("loom: error: zoo: %s" % e, file=sys.stderr)
         return 1
+    except OSError as e:
+        print("loom: error: zoo: %s: %s" % (e.filename or "-o " + str(getattr(args, "output", "")), e.strerror),
+              file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("loom: error: zoo: interrupted; nothing written", file=sys.stderr)
+        return 130
     return 0
 
 

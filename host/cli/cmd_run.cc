@@ -1,5 +1,8 @@
 // `loom run`: execute a plan (or a graph, compiled on the fly) on a backend,
 // optionally checking every output bit for bit against the direct reference.
+#include <signal.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -32,6 +35,46 @@ struct Opts {
 
 ordered_json tensor_json(const std::string& name, const Tensor& t) {
   return ordered_json{{"name", name}, {"dtype", dtype_name(t.dtype)}, {"shape", t.shape}};
+}
+
+// The waveform is written to a temporary file beside --wave and renamed when
+// the run succeeds; SIGINT or SIGTERM remove it (unlink is async-signal-safe).
+std::string g_wave_tmp;
+
+extern "C" void remove_wave_and_exit(int sig) {
+  if (!g_wave_tmp.empty()) ::unlink(g_wave_tmp.c_str());
+  static const char msg[] = "loom: error: interrupted; no waveform written\n";
+  (void)!::write(2, msg, sizeof msg - 1);
+  ::_exit(128 + sig);
+}
+
+int run(const Opts& o);
+
+/// `--wave FILE`: FST (the only format the Verilated fabric writes), checked
+/// before the run, never left half-written.
+int run_with_wave(const Opts& o) {
+  const std::string& w = o.wave;
+  if (w.size() < 5 || w.compare(w.size() - 4, 4, ".fst") != 0)
+    return fail("--wave " + w + ": waveforms are written as FST; name the file *.fst");
+  if (Status s = check_output_file("--wave", w); !s) return fail(s.error());
+  g_wave_tmp = w + ".tmp." + std::to_string(::getpid());
+  struct sigaction sa {};
+  sa.sa_handler = remove_wave_and_exit;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  const int rc = run(o);  // the rtl device, and with it the FST writer, is closed on return
+  std::error_code ec;
+  if (rc == 0 && std::filesystem::exists(g_wave_tmp, ec)) {
+    std::filesystem::rename(g_wave_tmp, w, ec);
+    if (ec) {
+      std::filesystem::remove(g_wave_tmp, ec);
+      return fail("--wave " + w + ": cannot write the file: " + ec.message());
+    }
+  } else {
+    std::filesystem::remove(g_wave_tmp, ec);
+  }
+  return rc;
 }
 
 int run(const Opts& o) {
@@ -79,7 +122,7 @@ int run(const Opts& o) {
 
   if (!o.wave.empty()) {
     if (o.backend != "rtl") return fail("--wave: waveforms come from the rtl backend, not '" + o.backend + "'");
-    ::setenv("LOOM_RTL_TRACE", o.wave.c_str(), 1);
+    ::setenv("LOOM_RTL_TRACE", g_wave_tmp.c_str(), 1);  // renamed to --wave when the run succeeds
   }
   auto dev = runtime::make_device(o.backend, *cfg);
   if (!dev) return fail(dev.error());
@@ -222,7 +265,7 @@ void register_run(CLI::App& app) {
   cmd->add_option("--trace", o->trace, "Write per-core timelines as Chrome trace JSON (tlm, rtl; docs/trace.md)");
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->callback([o] {
-    const int rc = run(*o);
+    const int rc = o->wave.empty() ? run(*o) : run_with_wave(*o);
     if (rc != 0) return defer_exit(rc);
   });
 }

@@ -9,9 +9,11 @@ import copy
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 LOOM = None
@@ -221,6 +223,30 @@ class BadInput(Base):
     def test_missing_input_file(self):
         r = loom("run", DEMO, "--inputs", self.path("nope.pb"))
         self.assert_one_line_error(r, "nope.pb")
+
+    def test_wave_is_fst_and_never_half_written(self):
+        vcd = self.path("w.vcd")
+        self.assert_one_line_error(loom("run", DEMO, "--backend", "rtl", "--config", "tiny", "--wave", vcd), "*.fst")
+        self.assert_one_line_error(loom("run", DEMO, "--backend", "rtl", "--config", "tiny", "--wave",
+                                        self.path("no", "w.fst")), "does not exist")
+        fst = self.path("w.fst")
+        r = loom("run", DEMO, "--backend", "rtl", "--config", "tiny", "--wave", fst)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(fst, "rb") as f:
+            self.assertGreater(len(f.read()), 100)
+        self.assertEqual(sorted(os.listdir(self.dir)), ["w.fst"])
+        # Interrupted: either the run finished first (a whole file) or nothing is left.
+        os.remove(fst)
+        p = subprocess.Popen([LOOM, "run", DEMO, "--backend", "rtl", "--config", "small", "--wave", fst],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.5)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=120)
+        if p.returncode == 0:
+            self.assertEqual(sorted(os.listdir(self.dir)), ["w.fst"])
+        else:
+            self.assertIn(p.returncode, (130, -signal.SIGINT), err)
+            self.assertEqual(os.listdir(self.dir), [], err)
 
     def test_input_shape_mismatch(self):
         # Write a wrongly shaped .npy by hand (header + data).

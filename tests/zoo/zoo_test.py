@@ -437,6 +437,11 @@ class BadInput(Base):
         self.assert_one_line_error(r, self.path("no", "such"))
         self.assertEqual(os.listdir(self.dir), [])
 
+    def test_unwritable_folder(self):
+        # A folder nothing can be created in (/proc): one line, no traceback.
+        r = loom("zoo", "build", "resnet50", "--slice", "stem", "-o", "/proc/loom-zoo")
+        self.assert_one_line_error(r, "-o /proc/loom-zoo", "cannot write")
+
     def test_missing_python(self):
         self.bad(["bert", "--seq", "32"], "/nonexistent/python3", env={"LOOM_PYTHON": "/nonexistent/python3"})
 
