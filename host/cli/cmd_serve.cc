@@ -156,11 +156,14 @@ int serve(const ServeOpts& o) {
   if (o.progress)
     std::cerr << "loom serve: " << sm.backend_runs() << " service times measured on " << o.backend << ", "
               << sm.disk_hits() << " from the cache\n";
-  if (o.json) {
+  // With -o the file gets the result and stdout the short summary below;
+  // --json alone prints the result.
+  if (o.json && o.output.empty()) {
     std::cout << text;
     return 0;
   }
   const auto& j = *r;
+  if (!o.output.empty()) std::printf("wrote %s\n", o.output.c_str());
   std::printf("%s on %s/%s: batching %s, scheduling %s\n", o.workload.c_str(), o.backend.c_str(),
               w->config.c_str(), w->batching.c_str(), j["scheduling"]["used"].get<std::string>().c_str());
   std::printf("  requests: %lld submitted, %lld completed, %lld dropped; throughput %.1f req/s\n",

@@ -47,11 +47,13 @@ int tune(const TuneOpts& o) {
     if (Status s = write_file_atomic(o.output, text); !s) return fail(s.error());
   if (!o.cost_params_out.empty())
     if (Status s = write_file_atomic(o.cost_params_out, (*r)["cost_params"].dump(2) + "\n"); !s) return fail(s.error());
-  if (o.json) {
+  // With -o the file gets the result and stdout the short summary below.
+  if (o.json && o.output.empty()) {
     std::cout << text;
     return 0;
   }
   const auto& j = *r;
+  if (!o.output.empty()) std::printf("wrote %s\n", o.output.c_str());
   const auto& t = j["target"];
   std::printf("%s on %s: swap at %.1f ms\n", o.workload.c_str(), o.backend.c_str(), j["swap_at_ms"].get<double>());
   std::printf("  after the swap point: initial mapping %.1f us mean, best per shape %.1f us\n",

@@ -57,7 +57,9 @@ class Tune(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         with open(out) as f:
             text = f.read()
-        self.assertEqual(text, r.stdout)
+        # With -o the file gets the result, stdout a short summary.
+        self.assertTrue(r.stdout.startswith("wrote " + out + "\n"), r.stdout[:200])
+        self.assertLess(len(r.stdout.splitlines()), 20, r.stdout[:500])
         return text, json.loads(text)
 
     def test_swap_accounting(self):
