@@ -34,7 +34,12 @@ constexpr ConvShape kResnet50[] = {
 };
 
 struct Common {
+  // A timed backend by default: ref computes the same bits but counts no cycles.
+#ifdef LOOM_HAVE_TLM
+  std::string backend = "tlm", config = "default";
+#else
   std::string backend = "ref", config = "default";
+#endif
   bool json = false, check = false;
   uint64_t seed = 1;
   int cores = 0;

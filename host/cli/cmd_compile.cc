@@ -35,7 +35,7 @@ void register_compile(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("compile", "Compile a graph into a plan for a hardware configuration");
-  cmd->add_option("GRAPH", o->graph, "Graph file (.json)")->required();
+  cmd->add_option("GRAPH", o->graph, "Graph (.json) or ONNX model (.onnx)")->required();
   cmd->add_option("--config", o->config, "Hardware configuration (see `loom info`)")->capture_default_str();
   cmd->add_option("-o,--output", o->out, "Plan file to write")->required();
   cmd->add_option("--cores", o->cores, "Cores to use (0: all of the configuration)")->check(CLI::Range(0, 64));
