@@ -39,10 +39,12 @@ ordered_json tensor_json(const std::string& name, const Tensor& t) {
 
 // The waveform is written to a temporary file beside --wave and renamed when
 // the run succeeds; SIGINT or SIGTERM remove it (unlink is async-signal-safe).
-std::string g_wave_tmp;
+// The FST writer also keeps its hierarchy in FILE.hier until it closes.
+std::string g_wave_tmp, g_wave_hier;
 
 extern "C" void remove_wave_and_exit(int sig) {
   if (!g_wave_tmp.empty()) ::unlink(g_wave_tmp.c_str());
+  if (!g_wave_hier.empty()) ::unlink(g_wave_hier.c_str());
   static const char msg[] = "loom: error: interrupted; no waveform written\n";
   (void)!::write(2, msg, sizeof msg - 1);
   ::_exit(128 + sig);
@@ -58,6 +60,7 @@ int run_with_wave(const Opts& o) {
     return fail("--wave " + w + ": waveforms are written as FST; name the file *.fst");
   if (Status s = check_output_file("--wave", w); !s) return fail(s.error());
   g_wave_tmp = w + ".tmp." + std::to_string(::getpid());
+  g_wave_hier = g_wave_tmp + ".hier";
   struct sigaction sa {};
   sa.sa_handler = remove_wave_and_exit;
   sigemptyset(&sa.sa_mask);
@@ -74,6 +77,7 @@ int run_with_wave(const Opts& o) {
   } else {
     std::filesystem::remove(g_wave_tmp, ec);
   }
+  std::filesystem::remove(g_wave_hier, ec);
   return rc;
 }
 

@@ -228,7 +228,7 @@ class BadInput(Base):
         vcd = self.path("w.vcd")
         self.assert_one_line_error(loom("run", DEMO, "--backend", "rtl", "--config", "tiny", "--wave", vcd), "*.fst")
         self.assert_one_line_error(loom("run", DEMO, "--backend", "rtl", "--config", "tiny", "--wave",
-                                        self.path("no", "w.fst")), "does not exist")
+                                        os.path.join(self.dir, "no", "w.fst")), "does not exist")
         fst = self.path("w.fst")
         r = loom("run", DEMO, "--backend", "rtl", "--config", "tiny", "--wave", fst)
         self.assertEqual(r.returncode, 0, r.stderr)
