@@ -425,7 +425,11 @@ class PortContention(Base):
             text = f.read().replace('"zoo:mobilenetv2:slice=stem"', "stem.onnx")
         with open(p, "w") as f:
             f.write(text)
-        res2 = json.loads(self.serve(p))
+        # Measured the same way (a service-time cache of its own): without
+        # --cache, the stretch of two copies of this plan on one port measures
+        # 3 cycles longer on tlm (6 129 468 vs 6 129 465), which moves the
+        # latencies in the 9th digit; that difference is not this test's subject.
+        res2 = json.loads(self.serve(p, "--cache", self.path("cache2")))
         self.assertEqual(res2["streams"][0]["model"], os.path.join(self.dir, "stem.onnx"))
         self.assertEqual(res2["streams"][0]["fallback_ops"], vision["fallback_ops"])
         self.assertEqual(res2["streams"][0]["latency"], vision["latency"])
