@@ -294,6 +294,22 @@ int run_point(const ExpOpts& o) {
   return rc == 0 ? 0 : 1;
 }
 
+/// Writes DIR/points.json, or checks that the one already there holds the
+/// same points (then the run resumes).
+Status store_manifest(const std::string& out, const ordered_json& man) {
+  const fs::path dir(out), file = dir / "points.json";
+  std::error_code ec;
+  fs::create_directories(dir / "runs", ec);
+  if (ec) return make_error(out, "cannot create the output directory: " + ec.message());
+  if (!fs::exists(file)) return write_file_atomic(file.string(), man.dump(1) + "\n");
+  auto old = read_json(file);
+  if (!old) return old.error();
+  if ((*old)["points"] != man["points"])
+    return make_error(out, "holds the points of another sweep (" + (*old)["sweep"].dump() +
+                               "); choose another -o, or remove it");
+  return Status::ok();
+}
+
 /// Expands the sweep and writes DIR/points.json, or checks that the one
 /// already there is the same sweep (then the run resumes).
 Expected<ordered_json> prepare(const ExpOpts& o, Sweep* sweep_out) {
@@ -332,19 +348,7 @@ Expected<ordered_json> prepare(const ExpOpts& o, Sweep* sweep_out) {
   }
   ordered_json man{{"format", "loom-sweep-points"}, {"version", 1}, {"sweep", fs::absolute(o.sweep).string()},
                    {"points", points}};
-  const fs::path dir(o.output), file = dir / "points.json";
-  std::error_code ec;
-  fs::create_directories(dir / "runs", ec);
-  if (ec) return make_error(o.output, "cannot create the output directory: " + ec.message());
-  if (fs::exists(file)) {
-    auto old = read_json(file);
-    if (!old) return old.error();
-    if ((*old)["points"] != points)
-      return make_error(o.output, "holds the points of another sweep (" + (*old)["sweep"].dump() +
-                                      "); choose another -o, or remove it");
-  } else if (Status s = write_file_atomic(file.string(), man.dump(1) + "\n"); !s) {
-    return s.error();
-  }
+  if (Status st = store_manifest(o.output, man); !st) return st.error();
   if (sweep_out) *sweep_out = *sw;
   return man;
 }
@@ -374,19 +378,7 @@ Expected<ordered_json> prepare_commands(const ExpOpts& o) {
   }
   ordered_json man{{"format", "loom-sweep-points"}, {"version", 1}, {"kind", "commands"},
                    {"sweep", fs::absolute(src).string()}, {"points", points}};
-  const fs::path dir(o.output), file = dir / "points.json";
-  std::error_code ec;
-  fs::create_directories(dir / "runs", ec);
-  if (ec) return make_error(o.output, "cannot create the output directory: " + ec.message());
-  if (fs::exists(file)) {
-    auto old = read_json(file);
-    if (!old) return old.error();
-    if ((*old)["points"] != points)
-      return make_error(o.output, "holds the points of another sweep (" + (*old)["sweep"].dump() +
-                                      "); choose another -o, or remove it");
-  } else if (Status s = write_file_atomic(file.string(), man.dump(1) + "\n"); !s) {
-    return s.error();
-  }
+  if (Status st = store_manifest(o.output, man); !st) return st.error();
   return man;
 }
 
