@@ -262,13 +262,23 @@ class Experiment(Base):
         script = os.path.join(ROOT, "scripts", "slurm_cluster.sh")
         r = subprocess.run(["bash", script, "start", cluster], capture_output=True, text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        def logs():  # the daemons' last words, for a failure message
+            text = ""
+            for name in ("slurmctld.log", "slurmd.log"):
+                try:
+                    with open(os.path.join(cluster, "log", name)) as f:
+                        text += "\n--- %s ---\n%s" % (name, "".join(f.readlines()[-15:]))
+                except OSError:
+                    pass
+            return text
+
         try:
             sweep = self.sweep('slurm: {time: "00:05:00", mem: "512M", throttle: 2}\n')
             local, slurm = self.path("local"), self.path("slurm_out")
             r = loom("experiment", sweep, "-j", 2, "-o", local)
             self.assertEqual(r.returncode, 0, r.stderr)
             r = loom("experiment", sweep, "-o", slurm, "--launcher", "slurm", "--wait", env=env)
-            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.returncode, 0, r.stderr + logs())
             self.assertRegex(r.stdout.strip(), r"^[0-9]+$")  # the job id
             with open(os.path.join(slurm, "slurm", "array.sh")) as f:
                 self.assertTrue(f.read().startswith("#!"))
@@ -286,7 +296,7 @@ class Experiment(Base):
             # Resume on Slurm: only the lost point is submitted.
             os.remove(os.path.join(slurm, "runs", "3.json"))
             r = loom("experiment", sweep, "-o", slurm, "--launcher", "slurm", "--wait", env=env)
-            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.returncode, 0, r.stderr + logs())
             self.assertIn("submitted job array", r.stderr)
             self.assertIn(": 1 points", r.stderr)
             with open(os.path.join(local, "results.csv"), "rb") as a, open(os.path.join(slurm, "results.csv"), "rb") as b:
@@ -296,7 +306,7 @@ class Experiment(Base):
             r = subprocess.run(["bash", os.path.join(ROOT, "scripts", "regress.sh"), "--backend", "ref", "--loom", LOOM,
                                 "-o", reg, "--launcher", "slurm", "--wait"], capture_output=True, text=True,
                                timeout=280, env=env)
-            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.returncode, 0, r.stderr + logs())
             with open(os.path.join(reg, "results.json")) as f:
                 res = json.load(f)
             self.assertEqual(res["passed"], res["points"])
