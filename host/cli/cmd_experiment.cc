@@ -25,10 +25,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "cli/cli_common.h"
 #include "cli/process.h"
@@ -428,7 +426,7 @@ int run_local(const ExpOpts& o, const ordered_json& man, const std::vector<size_
   const std::string self = self_exe();
   if (self.empty()) return fail("loom experiment: cannot find the loom binary (/proc/self/exe)");
   std::map<pid_t, size_t> live;
-  size_t next = 0, done = 0, bad = 0;
+  size_t next = 0, done = 0;
   const size_t total = man["points"].size(), before = total - todo.size();
   while (done < todo.size()) {
     while (next < todo.size() && int(live.size()) < o.jobs) {
@@ -450,7 +448,6 @@ int run_local(const ExpOpts& o, const ordered_json& man, const std::vector<size_
     live.erase(it);
     ++done;
     const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && finished(dir, i, manifest_kind(man));
-    bad += !ok;
     std::string what;
     if (man["points"][i].contains("name")) what = " " + man["points"][i]["name"].get<std::string>();
     else
@@ -459,7 +456,6 @@ int run_local(const ExpOpts& o, const ordered_json& man, const std::vector<size_
     std::fprintf(stderr, "loom experiment: [%zu/%zu] point %zu%s: %s\n", before + done, total, i, what.c_str(),
                  ok ? "ok" : "FAILED");
   }
-  (void)bad;
   return 0;
 }
 
