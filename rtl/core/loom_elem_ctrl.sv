@@ -1,29 +1,35 @@
 // Element controller of the compute unit: POSTOP, POOL and ELTWISE through one loom_postop datapath into OUT.
 //
-// All three produce one int8 per element, written densely from out_addr in
-// element order, and all three fit loom_postop's element function
+// All three produce int8 outputs written densely from out_addr, and all three
+// fit loom_postop's element function
 //   clamp(rq(acc + bias, mult, shift) + out_zp [+ rq(res - res_zp, res_mult, res_shift)], lo, hi):
 //   POSTOP   acc = ACC word, (bias, mult, shift) = PARAM triple, res = IN byte
 //   ELTWISE  acc = A, bias = -a_zp, (a_mult, a_shift); residual = B with (b_zp, b_mult, b_shift)
 //   POOL avg acc = sum(x - in_zp) over the window, bias 0, (mult, shift)
 //   POOL max acc = max(x), bias 0, mult 2, shift 1 (rq(v, 2, 1) = v exactly), out_zp 0
-// so one datapath (two requantizers) serves every post-op instruction.
+// so one datapath (two requantizers a lane) serves every post-op instruction.
 //
-// POSTOP first scans the per-channel shifts of the PARAM table (one channel
-// a cycle) and raises err_o before any output is written if one is outside
-// 1..62; this is stricter than the contract requires and leaves OUT exactly
-// as the golden model does. Elements are then fed one a cycle: each
-// element's ACC word, PARAM triple and residual byte are read in parallel
-// (ACC through its grant); data the datapath refuses is read again.
+// The datapath is Lanes = SpW / 4 elements wide: one ACC read (SpW bytes,
+// Lanes int32 words) a cycle, as wide as an accumulator row of the array.
+// Each beat carries its OUT address and byte mask beside it (a tag FIFO as
+// deep as the datapath), and the writer stores a beat's Lanes bytes in one
+// OUT write. Lanes past the end of a row are masked and fed rq(0, 0, 1).
+//
+// POSTOP walks the m x n tile in chunks of Lanes channels, chunk after chunk
+// (column-major over chunks): a chunk's PARAM triples (12 * Lanes bytes, three
+// SpW-byte reads) are loaded into registers once, then its m rows stream one
+// beat a cycle (ACC at acc + 4(i*n + j0), residual IN at res + i*n + j0).
+// Before any output is written every chunk's shifts are scanned (the same
+// three reads a chunk) and err_o is raised if one is outside 1..62; this is
+// stricter than the contract requires and leaves OUT exactly as the golden
+// model does. A single-chunk POSTOP keeps the scanned triples and does not
+// read them again.
 //
 // POOL reads, for each output pixel and each SpW-channel chunk, the win
 // window rows of that chunk (one read each) into per-lane max and sum
-// registers, then feeds the chunk's lanes. ELTWISE reads an SpW-byte chunk
-// of A and of B (both in IN, one read port) and feeds it.
-//
-// Performance (first version): one element per cycle at best; POOL spends
-// win + 1 read cycles per chunk and ELTWISE three per chunk, neither
-// overlapped with feeding. OUT is written one byte per element.
+// registers, then feeds the chunk Lanes channels a beat. ELTWISE reads an
+// SpW-byte chunk of A and of B (both in IN, one read port) and feeds it
+// Lanes elements a beat. Reads and feeding do not overlap.
 `include "loom_assert.svh"
 
 module loom_elem_ctrl #(
@@ -66,8 +72,9 @@ module loom_elem_ctrl #(
 
   typedef enum logic [3:0] {
     EIdle,
-    EScan,     // POSTOP: check every channel's shift
-    EPost,     // POSTOP: feed elements
+    EParRd,    // POSTOP: read one chunk's PARAM triples (three SpW-byte reads)
+    EScanChk,  // POSTOP: check the chunk's shifts
+    EPost,     // POSTOP: feed the chunk's rows
     EPoolRd,   // POOL: reduce the window rows of one channel chunk
     EPoolFeed, // POOL: feed the chunk's lanes
     EEltA,     // ELTWISE: read the A chunk
@@ -171,10 +178,17 @@ module loom_elem_ctrl #(
   // ---------------------------------------------------------------------------
   // State.
   // ---------------------------------------------------------------------------
+  localparam int unsigned Lanes = SpW / 4;
+  localparam int unsigned TagW  = OutAw + Lanes;
+  localparam int unsigned ParW  = 3 * SpW * 8;    // one chunk's PARAM triples
+
   elem_e        es_d, es_q;
-  logic         pend_d, pend_q;             // reads for the cursor element arrive this cycle
-  logic [16:0]  ci_d, ci_q, cj_d, cj_q;     // cursor (POSTOP: row, channel; POOL: pixel, chunk base)
-  logic [31:0]  c_acc_d, c_acc_q, c_par_d, c_par_q, c_res_d, c_res_q;
+  logic         pend_d, pend_q;             // reads for the cursor beat arrive this cycle
+  logic         scan_d, scan_q;             // POSTOP: PARAM reads feed the shift scan
+  logic [1:0]   pr_d, pr_q, pidx_d, pidx_q; // POSTOP: PARAM windows requested / arriving
+  logic [ParW-1:0] preg_d, preg_q;          // POSTOP: the chunk's (bias, mult, shift) triples
+  logic [16:0]  ci_d, ci_q, cj_d, cj_q;     // cursor (POSTOP: row, chunk base; POOL: pixel, chunk base)
+  logic [31:0]  c_acc_d, c_acc_q, c_par_d, c_par_q, c_res_d, c_res_q, c_out_d, c_out_q;
   logic [31:0]  win_base_d, win_base_q, row_ptr_d, row_ptr_q;
   logic [16:0]  w_d, w_q;                   // POOL: window rows read so far
   logic         w_first_d, w_first_q;       // POOL: the arriving row is the window's first
@@ -182,33 +196,26 @@ module loom_elem_ctrl #(
   logic [SpW*8-1:0]  lmax_d, lmax_q, ea_d, ea_q, eb_d, eb_q;
   logic [SpW*32-1:0] lsum_d, lsum_q;
   logic [31:0]  e_i_d, e_i_q;               // ELTWISE chunk base
-  logic [31:0]  total_d, total_q, written_d, written_q, out_ptr_d, out_ptr_q;
+  logic [31:0]  fed_d, fed_q, written_d, written_q;
 
-  // Datapath interface.
-  logic               dp_in_valid, dp_in_ready, dp_fire;
-  logic signed [31:0] dp_acc, dp_bias, dp_mult;
-  logic [5:0]         dp_shift;
-  logic signed [7:0]  dp_res;
-  logic               dp_out_valid, dp_out_ready, dp_busy;
-  logic signed [7:0]  dp_out;
+  // Datapath interface: one beat of Lanes elements.
+  logic                  dp_in_valid, dp_in_ready, dp_fire;
+  logic [Lanes*32-1:0]   dp_acc, dp_bias, dp_mult;
+  logic [Lanes*6-1:0]    dp_shift;
+  logic [Lanes*8-1:0]    dp_res;
+  logic                  dp_out_valid, dp_out_ready, dp_busy;
+  logic [Lanes*8-1:0]    dp_out;
+  logic [16:0]           dp_lanes;          // live lanes of the fed beat (1..Lanes)
+  logic [OutAw-1:0]      dp_addr;           // OUT address of the fed beat
 
   assign dp_fire = dp_in_valid && dp_in_ready;
 
-  // Next POSTOP cursor element (row-major).
-  logic        post_last;
-  logic [16:0] nx_i, nx_j;
-  logic [31:0] nx_par;
-  always_comb begin
-    post_last = (ci_q + 17'd1 >= p_m) && (cj_q + 17'd1 >= p_n);
-    nx_i      = ci_q;
-    nx_j      = cj_q + 17'd1;
-    nx_par    = c_par_q + 32'd12;
-    if (cj_q + 17'd1 >= p_n) begin
-      nx_i   = ci_q + 17'd1;
-      nx_j   = '0;
-      nx_par = p_par;
-    end
-  end
+  // POSTOP: live channels of the chunk at cj.
+  logic [16:0] post_ln;
+  assign post_ln = (p_n - cj_q < 17'(Lanes)) ? p_n - cj_q : 17'(Lanes);
+  // POOL / ELTWISE: live lanes of the beat at lane within a chunk of lanes.
+  logic [16:0] feed_ln;
+  assign feed_ln = (lanes_q - lane_q < 17'(Lanes)) ? lanes_q - lane_q : 17'(Lanes);
 
   // POOL lane update: running max and zero-point-shifted sum of the arriving row.
   logic [SpW*8-1:0]  pool_max;
@@ -222,18 +229,76 @@ module loom_elem_ctrl #(
     assign pool_sum[32*l +: 32] = w_first_q ? d : lsum_q[32*l +: 32] + d;
   end
 
-  // A PARAM shift word read in EScan (low 32 bits of the window at param+12j+8).
-  logic signed [31:0] scan_shift;
-  assign scan_shift = param_rd_data_i[31:0];
+  // POSTOP: shift check of the chunk's live channels (bit l: channel j0 + l is bad).
+  logic [Lanes-1:0] bad_shift;
+  for (genvar l = 0; l < Lanes; l++) begin : g_scan_lane
+    logic signed [31:0] sh;
+    assign sh = preg_q[96*l + 64 +: 32];
+    assign bad_shift[l] = (17'(l) < post_ln) && (sh < 32'sd1 || sh > 32'sd62);
+  end
+
+  // Beat operands per opcode; lanes at or past dp_lanes compute rq(0, 0, 1).
+  for (genvar l = 0; l < Lanes; l++) begin : g_feed_lane
+    logic               live;
+    logic signed [31:0] acc, bias, mult;
+    logic        [5:0]  shift;
+    assign live = 17'(l) < dp_lanes;
+    always_comb begin
+      acc   = '0;
+      bias  = '0;
+      mult  = '0;
+      shift = 6'd1;
+      if (es_q == EPost) begin
+        acc   = acc_rd_data_i[32*l +: 32];
+        bias  = preg_q[96*l +: 32];
+        mult  = preg_q[96*l + 32 +: 32];
+        shift = preg_q[96*l + 64 +: 6];
+      end else if (es_q == EPoolFeed) begin
+        acc   = o_avg ? $signed(lsum_q[32*l +: 32]) : 32'($signed(lmax_q[8*l +: 8]));
+        mult  = o_avg ? o_mult : 32'sd2;
+        shift = o_avg ? o_shift : 6'd1;
+      end else if (es_q == EEltFeed) begin
+        acc   = 32'($signed(ea_q[8*l +: 8]));
+        bias  = 32'sd0 - 32'(e_azp);
+        mult  = e_amult;
+        shift = e_ash;
+      end
+      if (!live) begin
+        acc   = '0;
+        bias  = '0;
+        mult  = '0;
+        shift = 6'd1;
+      end
+    end
+    assign dp_acc[32*l +: 32]  = acc;
+    assign dp_bias[32*l +: 32] = bias;
+    assign dp_mult[32*l +: 32] = mult;
+    assign dp_shift[6*l +: 6]  = shift;
+    assign dp_res[8*l +: 8]    = (es_q == EEltFeed) ? eb_q[8*l +: 8] : in_rd_data_i[8*l +: 8];
+  end
+
+  logic [31:0] n32, n4;
+  assign n32 = 32'(p_n);
+  assign n4  = n32 << 2;
+  // POSTOP: the next chunk's first channel.
+  logic [16:0] cj_nx;
+  logic [31:0] cj_nx32;
+  assign cj_nx   = cj_q + 17'(Lanes);
+  assign cj_nx32 = 32'(cj_nx);
 
   always_comb begin
     es_d       = es_q;
     pend_d     = 1'b0;
+    scan_d     = scan_q;
+    pr_d       = pr_q;
+    pidx_d     = pidx_q;
+    preg_d     = preg_q;
     ci_d       = ci_q;
     cj_d       = cj_q;
     c_acc_d    = c_acc_q;
     c_par_d    = c_par_q;
     c_res_d    = c_res_q;
+    c_out_d    = c_out_q;
     win_base_d = win_base_q;
     row_ptr_d  = row_ptr_q;
     w_d        = w_q;
@@ -245,7 +310,6 @@ module loom_elem_ctrl #(
     ea_d       = ea_q;
     eb_d       = eb_q;
     e_i_d      = e_i_q;
-    total_d    = total_q;
     done_o     = 1'b0;
     err_o      = 1'b0;
 
@@ -254,14 +318,11 @@ module loom_elem_ctrl #(
     acc_rd_req_o    = 1'b0;
     acc_rd_addr_o   = AccAw'(c_acc_q);
     param_rd_req_o  = 1'b0;
-    param_rd_addr_o = ParamAw'(c_par_q);
+    param_rd_addr_o = ParamAw'(c_par_q + 32'(pr_q) * 32'(SpW));
 
     dp_in_valid = 1'b0;
-    dp_acc      = acc_rd_data_i[31:0];
-    dp_bias     = param_rd_data_i[31:0];
-    dp_mult     = param_rd_data_i[63:32];
-    dp_shift    = param_rd_data_i[69:64];
-    dp_res      = in_rd_data_i[7:0];
+    dp_lanes    = post_ln;
+    dp_addr     = OutAw'(c_out_q);
 
     unique case (es_q)
       EIdle: begin
@@ -271,67 +332,101 @@ module loom_elem_ctrl #(
           c_acc_d = p_acc;
           c_par_d = p_par;
           c_res_d = p_raddr;
+          pr_d    = '0;
+          scan_d  = 1'b1;
           if (is_post) begin
-            total_d = 32'(p_m) * 32'(p_n);
-            es_d    = EScan;
+            c_out_d = p_out;
+            es_d    = EParRd;
           end else if (is_pool) begin
-            total_d    = 32'(o_p) * o_c32;
+            c_out_d    = o_out;
             win_base_d = o_in;
             row_ptr_d  = o_in;
             w_d        = '0;
             es_d       = EPoolRd;
           end else begin
-            total_d = e_cnt;
+            c_out_d = e_out;
             e_i_d   = '0;
             es_d    = EEltA;
           end
         end
       end
 
-      // cj counts channels issued; c_par points at the next channel's shift word.
-      EScan: begin
-        param_rd_addr_o = ParamAw'(c_par_q + 32'd8);
-        if (cj_q < p_n) begin
+      // Three SpW-byte reads from c_par; window r lands in preg bytes [r*SpW, (r+1)*SpW).
+      // After a scan the chunk is checked; otherwise its first row is read
+      // while the last window arrives.
+      EParRd: begin
+        if (pr_q != 2'd3) begin
           param_rd_req_o = 1'b1;
           pend_d         = 1'b1;
-          cj_d           = cj_q + 17'd1;
-          c_par_d        = c_par_q + 32'd12;
+          pidx_d         = pr_q;
+          pr_d           = pr_q + 2'd1;
         end
-        if (pend_q && (scan_shift < 32'sd1 || scan_shift > 32'sd62)) begin
+        if (pend_q) begin
+          preg_d[pidx_q*(SpW*8) +: SpW*8] = param_rd_data_i;
+          if (pidx_q == 2'd2) begin
+            if (scan_q) begin
+              es_d = EScanChk;
+            end else begin
+              es_d         = EPost;
+              acc_rd_req_o = 1'b1;
+              pend_d       = acc_rd_gnt_i;
+            end
+          end
+        end
+      end
+
+      EScanChk: begin
+        if (bad_shift != '0) begin
           err_o = 1'b1;
           es_d  = EIdle;
-        end else if (cj_q >= p_n && !pend_q) begin
-          cj_d    = '0;
-          c_par_d = p_par;
-          es_d    = EPost;
+        end else if (cj_q + 17'(Lanes) < p_n) begin
+          cj_d    = cj_q + 17'(Lanes);
+          c_par_d = c_par_q + 32'(12 * Lanes);
+          pr_d    = '0;
+          es_d    = EParRd;
+        end else begin
+          scan_d = 1'b0;
+          if (cj_q == '0) begin
+            // One chunk: its triples are already loaded.
+            es_d         = EPost;
+            acc_rd_req_o = 1'b1;
+            pend_d       = acc_rd_gnt_i;
+          end else begin
+            cj_d    = '0;
+            c_par_d = p_par;
+            pr_d    = '0;
+            es_d    = EParRd;
+          end
         end
       end
 
       EPost: begin
         dp_in_valid = pend_q;
         if (dp_fire) begin
-          if (post_last) begin
-            es_d = EWait;
-          end else begin
-            // Read the next element now so it arrives back to back.
-            ci_d    = nx_i;
-            cj_d    = nx_j;
-            c_acc_d = c_acc_q + 32'd4;
-            c_par_d = nx_par;
-            c_res_d = c_res_q + 32'd1;
+          if (ci_q + 17'd1 < p_m) begin
+            // Read the next row now so it arrives back to back.
+            ci_d    = ci_q + 17'd1;
+            c_acc_d = c_acc_q + n4;
+            c_res_d = c_res_q + n32;
+            c_out_d = c_out_q + n32;
             acc_rd_req_o = 1'b1;
             pend_d       = acc_rd_gnt_i;
+          end else if (cj_q + 17'(Lanes) < p_n) begin
+            ci_d    = '0;
+            cj_d    = cj_q + 17'(Lanes);
+            c_acc_d = p_acc + (cj_nx32 << 2);
+            c_res_d = p_raddr + cj_nx32;
+            c_out_d = p_out + cj_nx32;
+            c_par_d = c_par_q + 32'(12 * Lanes);
+            pr_d    = '0;
+            es_d    = EParRd;
+          end else begin
+            es_d = EWait;
           end
         end else begin
           acc_rd_req_o = 1'b1;
           pend_d       = acc_rd_gnt_i;
         end
-        // PARAM and IN follow ACC's request; without ACC's grant the data is unused.
-        acc_rd_addr_o   = AccAw'(c_acc_d);
-        param_rd_addr_o = ParamAw'(c_par_d);
-        in_rd_addr_o    = InAw'(c_res_d);
-        param_rd_req_o  = acc_rd_req_o;
-        in_rd_req_o     = acc_rd_req_o && p_res;
       end
 
       EPoolRd: begin
@@ -355,16 +450,13 @@ module loom_elem_ctrl #(
 
       EPoolFeed: begin
         dp_in_valid = 1'b1;
-        dp_acc      = o_avg ? $signed(lsum_q[31:0]) : 32'($signed(lmax_q[7:0]));
-        dp_bias     = '0;
-        dp_mult     = o_avg ? o_mult : 32'sd2;
-        dp_shift    = o_avg ? o_shift : 6'd1;
-        dp_res      = '0;
+        dp_lanes    = feed_ln;
         if (dp_fire) begin
-          lmax_d = lmax_q >> 8;
-          lsum_d = lsum_q >> 32;
-          lane_d = lane_q + 17'd1;
-          if (lane_q + 17'd1 >= lanes_q) begin
+          lmax_d  = lmax_q >> (8 * Lanes);
+          lsum_d  = lsum_q >> (32 * Lanes);
+          lane_d  = lane_q + 17'(Lanes);
+          c_out_d = c_out_q + 32'(feed_ln);
+          if (lane_q + 17'(Lanes) >= lanes_q) begin
             w_d = '0;
             if (cj_q + 17'(SpW) < o_c) begin
               cj_d      = cj_q + 17'(SpW);
@@ -403,16 +495,13 @@ module loom_elem_ctrl #(
 
       EEltFeed: begin
         dp_in_valid = 1'b1;
-        dp_acc      = 32'($signed(ea_q[7:0]));
-        dp_bias     = 32'sd0 - 32'(e_azp);
-        dp_mult     = e_amult;
-        dp_shift    = e_ash;
-        dp_res      = eb_q[7:0];
+        dp_lanes    = feed_ln;
         if (dp_fire) begin
-          ea_d   = ea_q >> 8;
-          eb_d   = eb_q >> 8;
-          lane_d = lane_q + 17'd1;
-          if (lane_q + 17'd1 >= lanes_q) begin
+          ea_d    = ea_q >> (8 * Lanes);
+          eb_d    = eb_q >> (8 * Lanes);
+          lane_d  = lane_q + 17'(Lanes);
+          c_out_d = c_out_q + 32'(feed_ln);
+          if (lane_q + 17'(Lanes) >= lanes_q) begin
             e_i_d = e_i_q + 32'(SpW);
             es_d  = (e_i_q + 32'(SpW) < e_cnt) ? EEltA : EWait;
           end
@@ -420,7 +509,7 @@ module loom_elem_ctrl #(
       end
 
       EWait: begin
-        if (written_q == total_q && !dp_busy) begin
+        if (written_q == fed_q && !dp_busy) begin
           done_o = 1'b1;
           es_d   = EIdle;
         end
@@ -435,6 +524,14 @@ module loom_elem_ctrl #(
       default: es_d = EIdle;
     endcase
 
+    // POSTOP row reads (the first of a chunk is issued from EParRd or
+    // EScanChk): IN follows ACC's request; without ACC's grant the data is unused.
+    if (es_q == EParRd || es_q == EScanChk || es_q == EPost) begin
+      acc_rd_addr_o = AccAw'(c_acc_d);
+      in_rd_addr_o  = InAw'(c_res_d);
+      in_rd_req_o   = acc_rd_req_o && p_res;
+    end
+
     if (abort_i && es_q != EIdle) begin
       es_d = EDrain;
     end
@@ -443,26 +540,57 @@ module loom_elem_ctrl #(
   assign o_win_c = 32'(o_win) * o_c32;
 
   // ---------------------------------------------------------------------------
-  // Output writer: one byte per element, in order from out_addr.
+  // Beat tags: OUT address and live lanes, in datapath order.
+  // ---------------------------------------------------------------------------
+  logic [TagW-1:0] tag_in, tag_out;
+  logic            tag_full, tag_empty;
+  logic [3:0]      tag_count;
+  logic [Lanes-1:0] tag_mask;
+  logic [Lanes:0]   mask_ext;
+  assign mask_ext = ({{Lanes{1'b0}}, 1'b1} << dp_lanes[$clog2(Lanes+1)-1:0]) - 1'b1;
+  assign tag_in   = {dp_addr, mask_ext[Lanes-1:0]};
+
+  // Depth 9: the datapath holds at most 8 beats, and a beat may enter in the
+  // cycle one leaves while 8 are in flight.
+  loom_fifo #(.Width (TagW), .Depth (9)) u_tags (
+    .clk_i   (clk_i),
+    .rst_ni  (rst_ni),
+    .flush_i (1'b0),
+    .push_i  (dp_fire),
+    .wdata_i (tag_in),
+    .full_o  (tag_full),
+    .pop_i   (dp_out_valid && dp_out_ready),
+    .rdata_o (tag_out),
+    .empty_o (tag_empty),
+    .count_o (tag_count)
+  );
+  assign tag_mask = tag_out[Lanes-1:0];
+
+  // ---------------------------------------------------------------------------
+  // Output writer: one OUT write a beat, at the beat's address and mask.
   // ---------------------------------------------------------------------------
   always_comb begin
     written_d = written_q;
-    out_ptr_d = out_ptr_q;
+    fed_d     = fed_q;
     out_wr_req_o  = dp_out_valid && (es_q != EDrain);
-    out_wr_addr_o = OutAw'(out_ptr_q);
+    out_wr_addr_o = tag_out[TagW-1 -: OutAw];
     out_wr_data_o = (SpW*8)'(dp_out);
-    out_wr_mask_o = SpW'(1);
+    out_wr_mask_o = SpW'(tag_mask);
     dp_out_ready  = (es_q == EDrain) || out_wr_gnt_i;
     if (es_q == EIdle && start_i) begin
       written_d = '0;
-      out_ptr_d = is_post ? p_out : (is_pool ? o_out : e_out);
-    end else if (dp_out_valid && dp_out_ready) begin
-      written_d = written_q + 32'd1;
-      out_ptr_d = out_ptr_q + 32'd1;
+      fed_d     = '0;
+    end else begin
+      if (dp_out_valid && dp_out_ready) begin
+        written_d = written_q + 32'd1;
+      end
+      if (dp_fire) begin
+        fed_d = fed_q + 32'd1;
+      end
     end
   end
 
-  loom_postop u_postop (
+  loom_postop #(.Lanes (Lanes)) u_postop (
     .clk_i           (clk_i),
     .rst_ni          (rst_ni),
     .cfg_residual_i  (cfg_res),
@@ -490,20 +618,25 @@ module loom_elem_ctrl #(
   // ---------------------------------------------------------------------------
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      es_q <= EIdle;
+      es_q   <= EIdle;
       pend_q <= 1'b0;
     end else begin
-      es_q <= es_d;
+      es_q   <= es_d;
       pend_q <= pend_d;
     end
   end
 
   always_ff @(posedge clk_i) begin
+    scan_q     <= scan_d;
+    pr_q       <= pr_d;
+    pidx_q     <= pidx_d;
+    preg_q     <= preg_d;
     ci_q       <= ci_d;
     cj_q       <= cj_d;
     c_acc_q    <= c_acc_d;
     c_par_q    <= c_par_d;
     c_res_q    <= c_res_d;
+    c_out_q    <= c_out_d;
     win_base_q <= win_base_d;
     row_ptr_q  <= row_ptr_d;
     w_q        <= w_d;
@@ -515,22 +648,25 @@ module loom_elem_ctrl #(
     ea_q       <= ea_d;
     eb_q       <= eb_d;
     e_i_q      <= e_i_d;
-    total_q    <= total_d;
+    fed_q      <= fed_d;
     written_q  <= written_d;
-    out_ptr_q  <= out_ptr_d;
   end
 
   assign busy_o   = (es_q != EIdle);
   assign active_o = (es_q != EIdle) && (es_q != EDrain);
 
   logic unused_bits;
-  assign unused_bits = ^{insn_i, acc_rd_data_i, param_rd_data_i, in_rd_data_i};
+  assign unused_bits = ^{insn_i, acc_rd_data_i, param_rd_data_i, in_rd_data_i, tag_empty, tag_count,
+                        mask_ext[Lanes]};
 
   // ---------------------------------------------------------------------------
   // Assertions.
   // ---------------------------------------------------------------------------
-  `LOOM_ASSERT_INIT(ParamTripleFits_A, SpW >= 12)
+  `LOOM_ASSERT_INIT(ParamTripleFits_A, SpW >= 16 && SpW % 4 == 0)
   `LOOM_ASSERT(NoStartWhileBusy_A, start_i |-> es_q == EIdle)
-  `LOOM_ASSERT(NoExtraOutput_A, es_q != EDrain && out_wr_req_o |-> written_q < total_q)
+  `LOOM_ASSERT(NoExtraOutput_A, es_q != EDrain && out_wr_req_o |-> written_q < fed_q)
+  `LOOM_ASSERT(TagsKeepUp_A, !(dp_fire && tag_full))
+  `LOOM_ASSERT(TagPerBeat_A, dp_out_valid |-> !tag_empty)
+  `LOOM_ASSERT(LiveLanes_A, dp_in_valid |-> dp_lanes >= 17'd1 && dp_lanes <= 17'(Lanes))
 
 endmodule

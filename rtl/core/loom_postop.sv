@@ -1,21 +1,27 @@
-// POSTOP element datapath: int32 accumulator + bias -> requantize -> (+ residual) -> clamp -> int8.
+// POSTOP element datapath, Lanes elements a cycle: int32 accumulator + bias -> requantize -> (+ residual) -> clamp -> int8.
 //
-// Per element (isa.yaml, POSTOP):
+// Per element, in every lane (isa.yaml, POSTOP):
 //   v = acc + bias                          (int32, wraps modulo 2^32)
 //   y = rq(v, mult, shift) + out_zp
 //       + rq(res - res_zp, res_mult, res_shift)   when residual_i
 //   out = clamp(y, clip_lo, clip_hi)
 // y is formed exactly in 34 bits before the clamp, so nothing wraps after the
 // requantizers. Per-element operands (acc, bias, mult, shift, res) travel with
-// the stream; the per-instruction fields (cfg_*) are quasi-static: they must
-// not change while busy_o is high (the controller issues the next POSTOP only
-// after the unit drains). Both requantizers see identical valid/ready inputs
-// and therefore advance in lockstep; an assertion checks it.
+// the stream, Lanes of each side by side (lane l in bits [l*W +: W]); the
+// per-instruction fields (cfg_*) are quasi-static: they must not change while
+// busy_o is high (the controller issues the next POSTOP only after the unit
+// drains). The lanes share one valid/ready handshake: a beat is a row of
+// Lanes elements, so a core's post-processing keeps pace with the array's
+// accumulator rows (as NVDLA sizes its SDP to the MAC array). Every lane's
+// two requantizers see identical valid/ready inputs and therefore advance in
+// lockstep; lane 0's handshake stands for all, and an assertion checks it.
 //
 // Latency: 1 (bias/residual prepare) + 5 (requant) + 1 (sum) + 1 (clamp) = 8.
 `include "loom_assert.svh"
 
-module loom_postop (
+module loom_postop #(
+  parameter int unsigned Lanes = 1
+) (
   input  logic              clk_i,
   input  logic              rst_ni,
 
@@ -28,160 +34,155 @@ module loom_postop (
   input  logic signed [31:0] cfg_res_mult_i,
   input  logic        [5:0] cfg_res_shift_i,
 
-  // Element stream in.
-  input  logic              in_valid_i,
-  output logic              in_ready_o,
-  input  logic signed [31:0] acc_i,
-  input  logic signed [31:0] bias_i,
-  input  logic signed [31:0] mult_i,
-  input  logic        [5:0] shift_i,
-  input  logic signed [7:0] res_i,
+  // Beat stream in: Lanes elements.
+  input  logic                  in_valid_i,
+  output logic                  in_ready_o,
+  input  logic [Lanes*32-1:0]   acc_i,
+  input  logic [Lanes*32-1:0]   bias_i,
+  input  logic [Lanes*32-1:0]   mult_i,
+  input  logic [Lanes*6-1:0]    shift_i,
+  input  logic [Lanes*8-1:0]    res_i,
 
-  // Element stream out.
-  output logic              out_valid_o,
-  input  logic              out_ready_i,
-  output logic signed [7:0] out_o,
+  // Beat stream out.
+  output logic                  out_valid_o,
+  input  logic                  out_ready_i,
+  output logic [Lanes*8-1:0]    out_o,
 
-  // High while any element is in flight.
+  // High while any beat is in flight.
   output logic              busy_o
 );
 
   // ---------------------------------------------------------------------------
-  // Stage P: bias add and residual zero-point subtraction.
+  // Shared handshake: stage P, the requantizers (lane 0's), stage S, stage C.
   // ---------------------------------------------------------------------------
-  logic              p_valid_d, p_valid_q;
-  logic              p_en;
-  logic signed [31:0] p_v_d, p_v_q, p_mult_d, p_mult_q;
-  logic        [5:0] p_shift_d, p_shift_q;
-  logic signed [31:0] p_rv_d, p_rv_q, p_rmult_d, p_rmult_q;
-  logic        [5:0] p_rshift_d, p_rshift_q;
+  logic p_valid_q, s_valid_q, c_valid_q;
+  logic p_en, s_en, c_en;
+  logic [Lanes-1:0] rq_in_ready, rq_res_in_ready, rq_out_valid, rq_res_out_valid;
 
-  logic rq_in_ready, rq_res_in_ready;
-  logic rq_out_valid, rq_res_out_valid;
-  logic signed [31:0] rq_y, rq_res_y;
-  logic s_en;
-
-  assign p_en = ~p_valid_q | rq_in_ready;
-
-  always_comb begin
-    p_valid_d  = p_en ? in_valid_i : p_valid_q;
-    p_v_d      = p_v_q;
-    p_mult_d   = p_mult_q;
-    p_shift_d  = p_shift_q;
-    p_rv_d     = p_rv_q;
-    p_rmult_d  = p_rmult_q;
-    p_rshift_d = p_rshift_q;
-    if (p_en) begin
-      p_v_d     = acc_i + bias_i;
-      p_mult_d  = mult_i;
-      p_shift_d = shift_i;
-      // Without a residual the second requantizer computes rq(0, 0, 1) = 0,
-      // which keeps its operands inside the contract and its inputs quiet.
-      if (cfg_residual_i) begin
-        p_rv_d     = 32'(res_i) - 32'(cfg_res_zp_i);
-        p_rmult_d  = cfg_res_mult_i;
-        p_rshift_d = cfg_res_shift_i;
-      end else begin
-        p_rv_d     = '0;
-        p_rmult_d  = '0;
-        p_rshift_d = 6'd1;
-      end
-    end
-  end
+  assign p_en = ~p_valid_q | rq_in_ready[0];
+  assign c_en = ~c_valid_q | out_ready_i;
+  assign s_en = ~s_valid_q | c_en;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       p_valid_q <= 1'b0;
-    end else begin
-      p_valid_q <= p_valid_d;
-    end
-  end
-
-  always_ff @(posedge clk_i) begin
-    p_v_q      <= p_v_d;
-    p_mult_q   <= p_mult_d;
-    p_shift_q  <= p_shift_d;
-    p_rv_q     <= p_rv_d;
-    p_rmult_q  <= p_rmult_d;
-    p_rshift_q <= p_rshift_d;
-  end
-
-  // ---------------------------------------------------------------------------
-  // Requantizers (main and residual), in lockstep.
-  // ---------------------------------------------------------------------------
-  loom_requant u_rq_main (
-    .clk_i       (clk_i),
-    .rst_ni      (rst_ni),
-    .in_valid_i  (p_valid_q),
-    .in_ready_o  (rq_in_ready),
-    .v_i         (p_v_q),
-    .mult_i      (p_mult_q),
-    .shift_i     (p_shift_q),
-    .out_valid_o (rq_out_valid),
-    .out_ready_i (s_en),
-    .y_o         (rq_y)
-  );
-
-  loom_requant u_rq_res (
-    .clk_i       (clk_i),
-    .rst_ni      (rst_ni),
-    .in_valid_i  (p_valid_q),
-    .in_ready_o  (rq_res_in_ready),
-    .v_i         (p_rv_q),
-    .mult_i      (p_rmult_q),
-    .shift_i     (p_rshift_q),
-    .out_valid_o (rq_res_out_valid),
-    .out_ready_i (s_en),
-    .y_o         (rq_res_y)
-  );
-
-  // ---------------------------------------------------------------------------
-  // Stage S: exact 34-bit sum. Stage C: clamp to [clip_lo, clip_hi].
-  // ---------------------------------------------------------------------------
-  logic              s_valid_d, s_valid_q, c_valid_d, c_valid_q;
-  logic              c_en;
-  logic signed [33:0] s_y_d, s_y_q;
-  logic signed [7:0] c_out_d, c_out_q;
-
-  assign c_en = ~c_valid_q | out_ready_i;
-  assign s_en = ~s_valid_q | c_en;
-
-  always_comb begin
-    s_valid_d = s_en ? rq_out_valid : s_valid_q;
-    s_y_d     = s_en ? 34'(rq_y) + 34'(rq_res_y) + 34'(cfg_out_zp_i) : s_y_q;
-
-    c_valid_d = c_en ? s_valid_q : c_valid_q;
-    c_out_d   = c_out_q;
-    if (c_en) begin
-      if (s_y_q < 34'(cfg_clip_lo_i)) begin
-        c_out_d = cfg_clip_lo_i;
-      end else if (s_y_q > 34'(cfg_clip_hi_i)) begin
-        c_out_d = cfg_clip_hi_i;
-      end else begin
-        c_out_d = s_y_q[7:0];
-      end
-    end
-  end
-
-  always_ff @(posedge clk_i or negedge rst_ni) begin
-    if (!rst_ni) begin
       s_valid_q <= 1'b0;
       c_valid_q <= 1'b0;
     end else begin
-      s_valid_q <= s_valid_d;
-      c_valid_q <= c_valid_d;
+      p_valid_q <= p_en ? in_valid_i : p_valid_q;
+      s_valid_q <= s_en ? rq_out_valid[0] : s_valid_q;
+      c_valid_q <= c_en ? s_valid_q : c_valid_q;
     end
   end
 
-  always_ff @(posedge clk_i) begin
-    s_y_q   <= s_y_d;
-    c_out_q <= c_out_d;
+  for (genvar l = 0; l < Lanes; l++) begin : g_lane
+    // -------------------------------------------------------------------------
+    // Stage P: bias add and residual zero-point subtraction.
+    // -------------------------------------------------------------------------
+    logic signed [31:0] p_v_d, p_v_q, p_mult_d, p_mult_q;
+    logic        [5:0]  p_shift_d, p_shift_q;
+    logic signed [31:0] p_rv_d, p_rv_q, p_rmult_d, p_rmult_q;
+    logic        [5:0]  p_rshift_d, p_rshift_q;
+    logic signed [7:0]  res;
+    logic signed [31:0] rq_y, rq_res_y;
+
+    assign res = res_i[8*l +: 8];
+
+    always_comb begin
+      p_v_d      = p_v_q;
+      p_mult_d   = p_mult_q;
+      p_shift_d  = p_shift_q;
+      p_rv_d     = p_rv_q;
+      p_rmult_d  = p_rmult_q;
+      p_rshift_d = p_rshift_q;
+      if (p_en) begin
+        p_v_d     = acc_i[32*l +: 32] + bias_i[32*l +: 32];
+        p_mult_d  = mult_i[32*l +: 32];
+        p_shift_d = shift_i[6*l +: 6];
+        // Without a residual the second requantizer computes rq(0, 0, 1) = 0,
+        // which keeps its operands inside the contract and its inputs quiet.
+        if (cfg_residual_i) begin
+          p_rv_d     = 32'(res) - 32'(cfg_res_zp_i);
+          p_rmult_d  = cfg_res_mult_i;
+          p_rshift_d = cfg_res_shift_i;
+        end else begin
+          p_rv_d     = '0;
+          p_rmult_d  = '0;
+          p_rshift_d = 6'd1;
+        end
+      end
+    end
+
+    always_ff @(posedge clk_i) begin
+      p_v_q      <= p_v_d;
+      p_mult_q   <= p_mult_d;
+      p_shift_q  <= p_shift_d;
+      p_rv_q     <= p_rv_d;
+      p_rmult_q  <= p_rmult_d;
+      p_rshift_q <= p_rshift_d;
+    end
+
+    // -------------------------------------------------------------------------
+    // Requantizers (main and residual), in lockstep.
+    // -------------------------------------------------------------------------
+    loom_requant u_rq_main (
+      .clk_i       (clk_i),
+      .rst_ni      (rst_ni),
+      .in_valid_i  (p_valid_q),
+      .in_ready_o  (rq_in_ready[l]),
+      .v_i         (p_v_q),
+      .mult_i      (p_mult_q),
+      .shift_i     (p_shift_q),
+      .out_valid_o (rq_out_valid[l]),
+      .out_ready_i (s_en),
+      .y_o         (rq_y)
+    );
+
+    loom_requant u_rq_res (
+      .clk_i       (clk_i),
+      .rst_ni      (rst_ni),
+      .in_valid_i  (p_valid_q),
+      .in_ready_o  (rq_res_in_ready[l]),
+      .v_i         (p_rv_q),
+      .mult_i      (p_rmult_q),
+      .shift_i     (p_rshift_q),
+      .out_valid_o (rq_res_out_valid[l]),
+      .out_ready_i (s_en),
+      .y_o         (rq_res_y)
+    );
+
+    // -------------------------------------------------------------------------
+    // Stage S: exact 34-bit sum. Stage C: clamp to [clip_lo, clip_hi].
+    // -------------------------------------------------------------------------
+    logic signed [33:0] s_y_d, s_y_q;
+    logic signed [7:0]  c_out_d, c_out_q;
+
+    always_comb begin
+      s_y_d   = s_en ? 34'(rq_y) + 34'(rq_res_y) + 34'(cfg_out_zp_i) : s_y_q;
+      c_out_d = c_out_q;
+      if (c_en) begin
+        if (s_y_q < 34'(cfg_clip_lo_i)) begin
+          c_out_d = cfg_clip_lo_i;
+        end else if (s_y_q > 34'(cfg_clip_hi_i)) begin
+          c_out_d = cfg_clip_hi_i;
+        end else begin
+          c_out_d = s_y_q[7:0];
+        end
+      end
+    end
+
+    always_ff @(posedge clk_i) begin
+      s_y_q   <= s_y_d;
+      c_out_q <= c_out_d;
+    end
+
+    assign out_o[8*l +: 8] = c_out_q;
   end
 
   assign in_ready_o  = p_en;
   assign out_valid_o = c_valid_q;
-  assign out_o       = c_out_q;
-  // Occupancy counter: elements accepted but not yet delivered (at most 8).
+
+  // Occupancy counter: beats accepted but not yet delivered (at most 8).
   logic [3:0] inflight_d, inflight_q;
   always_comb begin
     inflight_d = inflight_q;
@@ -203,11 +204,17 @@ module loom_postop (
 
   assign busy_o = (inflight_q != '0);
 
+  // Lanes other than 0 report the same handshake; only the assertions read it.
+  logic unused_handshake;
+  assign unused_handshake = ^{rq_in_ready, rq_res_in_ready, rq_out_valid, rq_res_out_valid};
+
   // ---------------------------------------------------------------------------
   // Assertions.
   // ---------------------------------------------------------------------------
-  `LOOM_ASSERT(RqLockstepReady_A, rq_in_ready == rq_res_in_ready)
-  `LOOM_ASSERT(RqLockstepValid_A, rq_out_valid == rq_res_out_valid)
+  `LOOM_ASSERT(RqLockstepReady_A, rq_in_ready == {Lanes{rq_in_ready[0]}} &&
+                                   rq_res_in_ready == {Lanes{rq_in_ready[0]}})
+  `LOOM_ASSERT(RqLockstepValid_A, rq_out_valid == {Lanes{rq_out_valid[0]}} &&
+                                   rq_res_out_valid == {Lanes{rq_out_valid[0]}})
   `LOOM_ASSERT(ClipOrdered_A, busy_o |-> cfg_clip_lo_i <= cfg_clip_hi_i)
   `LOOM_ASSERT(CfgStable_A, busy_o |=> $stable({cfg_residual_i, cfg_out_zp_i, cfg_clip_lo_i,
                                                  cfg_clip_hi_i, cfg_res_zp_i, cfg_res_mult_i,
