@@ -399,7 +399,7 @@ void CoreModel::run_job(spec::Unit unit, const Job& j, tlm_quantumkeeper& qk, ui
     default: {
       uint64_t c = 0;
       if (j.op == spec::Opcode::GEMM) c = gemm_cycles(tp_, spec::GemmInsn::decode(j.insn));
-      if (j.op == spec::Opcode::POSTOP) c = postop_cycles(spec::PostopInsn::decode(j.insn));
+      if (j.op == spec::Opcode::POSTOP) c = postop_cycles(tp_, spec::PostopInsn::decode(j.insn));
       if (j.op == spec::Opcode::POOL) c = pool_cycles(tp_, spec::PoolInsn::decode(j.insn));
       if (j.op == spec::Opcode::ELTWISE) c = eltwise_cycles(tp_, spec::EltwiseInsn::decode(j.insn));
       c -= std::min(c, kIssueCycles);

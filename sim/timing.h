@@ -18,6 +18,7 @@ struct TimingParams {
   uint32_t cols = 1;         // systolic array columns
   uint32_t mem_bytes = 8;    // bytes per memory beat (mem_width_bits / 8)
   uint32_t spw = 16;         // scratchpad port width in bytes: max(Cols*4, MemBytes)
+  uint32_t lanes = 4;        // post-processing lanes: int32 words per ACC read (spw / 4)
   uint32_t latency = 40;     // memory latency in cycles
   uint32_t mem_ports = 1;
 
@@ -27,6 +28,7 @@ struct TimingParams {
     p.cols = std::max(1u, cfg.array_cols);
     p.mem_bytes = std::max(1u, cfg.mem_width_bits / 8);
     p.spw = std::max(p.cols * 4, p.mem_bytes);
+    p.lanes = p.spw / 4;
     p.latency = cfg.mem_latency_cycles;
     p.mem_ports = std::max(1u, cfg.mem_ports);
     return p;
@@ -48,11 +50,14 @@ inline constexpr uint64_t kAddrCycles = 2;
 /// LOAD/STORE: from the last beat or response to the retire pulse.
 inline constexpr uint64_t kDmaRetireCycles = 0;
 /// Fixed cost of an element instruction (POSTOP, POOL, ELTWISE) besides its
-/// elements and reads: loom_elem_ctrl's start and done handshakes and the
-/// fill and drain of loom_postop (two 5-stage loom_requant pipelines and the
-/// clamp/OUT-write stages). 14 makes a POSTOP cost m*n + n + 16 cycles back to
-/// back, as measured on the RTL (tiny and small alike).
-inline constexpr uint64_t kPipeCycles = 14;
+/// beats and reads: loom_elem_ctrl's start and done handshakes and the fill
+/// and drain of loom_postop (two 5-stage loom_requant pipelines a lane and
+/// the clamp/OUT-write stages), measured on the RTL.
+inline constexpr uint64_t kPipeCycles = 11;
+/// POSTOP: cycles to load one chunk's PARAM triples (three reads) before its
+/// first row, and the shift check of a chunk in the scan.
+inline constexpr uint64_t kParamLoadCycles = 4;
+inline constexpr uint64_t kScanCheckCycles = 1;
 /// Fixed cost of a GEMM beyond the array's fill, blocks and drain: the
 /// compute unit's check and the controller's start and done handshakes
 /// (measured on the RTL: 3 cycles on tiny and small, for any shape).
@@ -84,17 +89,26 @@ inline uint64_t gemm_cycles(const TimingParams& t, const spec::GemmInsn& g) {
   return kIssueCycles + kGemmFixedCycles + t.rows + blocks * per_block + acc_wait + t.cols + 2 + writeback;
 }
 
-/// POSTOP (loom_elem_ctrl): a scan of the n per-channel shifts, then one
-/// element a cycle.
-inline uint64_t postop_cycles(const spec::PostopInsn& p) { return kIssueCycles + kPipeCycles + p.n + p.m * p.n; }
-/// POOL: per output pixel and SpW-channel chunk, win + 1 read cycles, then
-/// one element a cycle, not overlapped.
-inline uint64_t pool_cycles(const TimingParams& t, const spec::PoolInsn& p) {
-  return kIssueCycles + kPipeCycles + p.p * (ceil_div(p.c, t.spw) * (p.win + 1) + p.c);
+/// POSTOP (loom_elem_ctrl): the tile is walked in chunks of `lanes`
+/// channels. Every chunk's shifts are scanned first (its PARAM triples read
+/// and checked); then each chunk loads its triples and streams its m rows,
+/// one beat of `lanes` elements a cycle. A single chunk keeps the scanned
+/// triples.
+inline uint64_t postop_cycles(const TimingParams& t, const spec::PostopInsn& p) {
+  const uint64_t chunks = ceil_div(p.n, t.lanes);
+  const uint64_t scan = chunks * (kParamLoadCycles + kScanCheckCycles);
+  const uint64_t stream = chunks == 1 ? p.m : chunks * (kParamLoadCycles + p.m);
+  return kIssueCycles + kPipeCycles + scan + stream;
 }
-/// ELTWISE: three read cycles per SpW-byte chunk, then one element a cycle.
+/// POOL: per output pixel and SpW-channel chunk, win reads and two cycles
+/// to capture the last row and turn to feeding, then `lanes` channels a
+/// beat, not overlapped.
+inline uint64_t pool_cycles(const TimingParams& t, const spec::PoolInsn& p) {
+  return kIssueCycles + kPipeCycles + p.p * (ceil_div(p.c, t.spw) * (p.win + 2) + ceil_div(p.c, t.lanes));
+}
+/// ELTWISE: three read cycles per SpW-byte chunk, then `lanes` elements a beat.
 inline uint64_t eltwise_cycles(const TimingParams& t, const spec::EltwiseInsn& e) {
-  return kIssueCycles + kPipeCycles + ceil_div(e.count, t.spw) * 3 + e.count;
+  return kIssueCycles + kPipeCycles + ceil_div(e.count, t.spw) * 3 + ceil_div(e.count, t.lanes);
 }
 
 /// One AXI burst: start address (beat-aligned) and beats.

@@ -30,6 +30,7 @@ tlm::TimingParams timing(const CostParams& p) {
   t.cols = uint32_t(p.cols);
   t.mem_bytes = uint32_t(p.mem_bytes);
   t.spw = uint32_t(p.spw);
+  t.lanes = std::max(1u, t.spw / 4);
   t.latency = uint32_t(p.latency);
   t.mem_ports = uint32_t(p.ports);
   return t;
@@ -40,10 +41,10 @@ uint64_t gemm(const CostParams& p, uint64_t m, uint64_t n, uint64_t k, bool acc)
   g.m = m, g.n = n, g.k_len = k, g.ldc = 4 * n, g.accumulate = acc;
   return tlm::gemm_cycles(timing(p), g);
 }
-uint64_t postop(uint64_t m, uint64_t n) {
+uint64_t postop(const CostParams& p, uint64_t m, uint64_t n) {
   spec::PostopInsn po;
   po.m = m, po.n = n;
-  return tlm::postop_cycles(po);
+  return tlm::postop_cycles(timing(p), po);
 }
 
 /// The DMA unit's two walkers on `rows` equal rows of `bt` beats in `bu`
@@ -259,7 +260,7 @@ TileCost mac_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n,
     if (last && residual) t.ld.dma(p, false, m, n, uint64_t(g.Cout));
     t.cp.cycles += gemm(p, m, n, uint64_t(ks[k].len()), k > 0);
     ++t.cp.insns;
-    if (last) t.cp.cycles += postop(m, n), ++t.cp.insns;
+    if (last) t.cp.cycles += postop(p, m, n), ++t.cp.insns;
     steps.emplace_back(t.ld.cycles - l0, t.cp.cycles - c0);
     for (auto [dst, a, b] : {std::tuple{&d.ld, &t.ld, &before.ld}, std::tuple{&d.cp, &t.cp, &before.cp}}) {
       dst->cycles = a->cycles - b->cycles, dst->insns = a->insns - b->insns, dst->bursts = a->bursts - b->bursts;

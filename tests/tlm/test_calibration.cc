@@ -1,5 +1,5 @@
 // Per-instruction timing of the tlm model against the RTL: single-instruction
-// command streams (16 and 48 copies of one LOAD, STORE, GEMM or POSTOP on
+// command streams (16 and 48 copies of one LOAD, STORE, GEMM, POSTOP, POOL or ELTWISE on
 // one core; the per-instruction cost is the difference over 32) on tlm and,
 // when LOOM_TLM_RTL_LOOM names a `loom` binary with the rtl backend, on the
 // RTL in a separate process. These streams are how the constants of
@@ -28,8 +28,10 @@ namespace {
 
 struct Case {
   const char* config;
-  const char* kind;  // load, store, gemm, postop
-  uint64_t a, b, c, d;  // load/store: rows, cols, stride, pad_lo; gemm: m, n, k, accumulate; postop: m, n
+  const char* kind;  // load, store, gemm, postop, pool, eltwise
+  // load/store: rows, cols, stride, pad_lo; gemm: m, n, k, accumulate; postop: m, n, residual;
+  // pool: pixels, window, channels, avg; eltwise: count
+  uint64_t a, b, c, d;
 };
 
 constexpr Case kCases[] = {
@@ -41,6 +43,12 @@ constexpr Case kCases[] = {
     {"tiny", "gemm", 1, 4, 16, 0},     {"tiny", "postop", 1, 4, 0, 0},   {"tiny", "postop", 16, 64, 0, 0},
     {"small", "gemm", 16, 8, 64, 1},   {"small", "gemm", 32, 32, 16, 1}, {"small", "postop", 16, 16, 0, 0},
     {"small", "load", 8, 64, 0, 0},    {"small", "store", 8, 64, 0, 0},
+    // The row-wide element datapath: single and multi-chunk POSTOPs, partial
+    // chunks, residuals, POOL over several channel chunks, ELTWISE tails.
+    {"tiny", "postop", 7, 3, 0, 0},    {"tiny", "postop", 5, 10, 1, 0},  {"tiny", "postop", 64, 4, 1, 0},
+    {"small", "postop", 40, 24, 0, 0}, {"small", "postop", 1, 100, 0, 0},
+    {"tiny", "pool", 8, 9, 64, 0},     {"tiny", "pool", 5, 4, 7, 1},     {"small", "pool", 4, 9, 72, 1},
+    {"tiny", "eltwise", 100, 0, 0, 0}, {"tiny", "eltwise", 1024, 0, 0, 0}, {"small", "eltwise", 333, 0, 0, 0},
 };
 
 std::string name_of(const Case& k) {
@@ -58,7 +66,7 @@ plan::Plan make_plan(const Case& k, int n) {
   p.memory_bytes = 1u << 22;
   std::vector<spec::Insn> s;
   const std::string kind = k.kind;
-  if (kind == "postop") {
+  if (kind == "postop" || kind == "pool" || kind == "eltwise") {
     std::vector<int32_t> prm;
     for (int i = 0; i < 256; ++i) prm.insert(prm.end(), {0, 1 << 20, 8});  // bias, multiplier, shift
     p.constants = test::le32(prm);
@@ -79,6 +87,20 @@ plan::Plan make_plan(const Case& k, int n) {
     if (kind == "postop") {
       spec::PostopInsn q;
       q.m = k.a, q.n = k.b, q.clip_lo = -128, q.clip_hi = 127;
+      q.acc_addr = 0, q.out_addr = 0, q.param_addr = 0;
+      q.residual = k.c != 0, q.res_addr = 0, q.res_mult = 1 << 20, q.res_shift = 8;
+      s.push_back(q.encode());
+    }
+    if (kind == "pool") {
+      spec::PoolInsn q;
+      q.p = k.a, q.win = k.b, q.c = k.c, q.avg = k.d != 0, q.mult = 1 << 20, q.shift = 20;
+      q.in_addr = 0, q.out_addr = 0, q.clip_lo = -128, q.clip_hi = 127;
+      s.push_back(q.encode());
+    }
+    if (kind == "eltwise") {
+      spec::EltwiseInsn q;
+      q.count = k.a, q.a_addr = 0, q.b_addr = 4096, q.out_addr = 0;
+      q.a_mult = 1 << 20, q.a_shift = 20, q.b_mult = 1 << 19, q.b_shift = 20, q.clip_lo = -128, q.clip_hi = 127;
       s.push_back(q.encode());
     }
   }
