@@ -97,6 +97,33 @@ module loom_synth_array (
   assign out_row_o = 8'(row);
 endmodule
 SV
+# The post-op datapath is one accumulator row wide: SpW / 4 lanes, with
+# SpW = max(Cols * 4, memory bytes) as in loom_core.
+local pcols pmem plane
+pcols=$(pkgval ARRAY_COLS)
+pmem=$(( $(pkgval MEM_WIDTH_BITS) / 8 ))
+plane=$(( (pcols * 4 > pmem ? pcols * 4 : pmem) / 4 ))
+cat >> "${wrap}" <<SV
+module loom_synth_postop (
+  input  logic clk_i, input logic rst_ni,
+  input  logic cfg_residual_i, input logic [7:0] cfg_out_zp_i, input logic [7:0] cfg_clip_lo_i,
+  input  logic [7:0] cfg_clip_hi_i, input logic [7:0] cfg_res_zp_i, input logic [31:0] cfg_res_mult_i,
+  input  logic [5:0] cfg_res_shift_i,
+  input  logic in_valid_i, output logic in_ready_o,
+  input  logic [${plane}*32-1:0] acc_i, input logic [${plane}*32-1:0] bias_i,
+  input  logic [${plane}*32-1:0] mult_i, input logic [${plane}*6-1:0] shift_i,
+  input  logic [${plane}*8-1:0] res_i,
+  output logic out_valid_o, input logic out_ready_i, output logic [${plane}*8-1:0] out_o,
+  output logic busy_o
+);
+  loom_postop #(.Lanes(${plane})) u_postop (
+    .clk_i(clk_i), .rst_ni(rst_ni), .cfg_residual_i(cfg_residual_i), .cfg_out_zp_i(cfg_out_zp_i),
+    .cfg_clip_lo_i(cfg_clip_lo_i), .cfg_clip_hi_i(cfg_clip_hi_i), .cfg_res_zp_i(cfg_res_zp_i),
+    .cfg_res_mult_i(cfg_res_mult_i), .cfg_res_shift_i(cfg_res_shift_i), .in_valid_i(in_valid_i),
+    .in_ready_o(in_ready_o), .acc_i(acc_i), .bias_i(bias_i), .mult_i(mult_i), .shift_i(shift_i),
+    .res_i(res_i), .out_valid_o(out_valid_o), .out_ready_i(out_ready_i), .out_o(out_o), .busy_o(busy_o));
+endmodule
+SV
 
 ram_wrapper() {  # name width_expr bytes_expr
   cat >> "${wrap}" <<SV
@@ -126,7 +153,7 @@ srcs=(rtl/generated/loom_pkg.sv rtl/core/loom_rtl_pkg.sv rtl/mem/loom_sp_ram.sv 
       rtl/core/loom_requant.sv rtl/core/loom_postop.sv rtl/core/loom_systolic_pe.sv
       rtl/core/loom_systolic_array.sv "${wrap}")
 
-blocks=(loom_synth_array loom_postop loom_synth_sp_in loom_synth_sp_wgt loom_synth_sp_acc
+blocks=(loom_synth_array loom_synth_postop loom_synth_sp_in loom_synth_sp_wgt loom_synth_sp_acc
         loom_synth_sp_out loom_synth_sp_param)
 
 report="${out}/report.txt"

@@ -16,6 +16,15 @@
 // Every pop follows its push in program order and every push is popped, so
 // the counters are balanced at the layer's end and the sequential golden
 // model never reports DEADLOCK.
+//
+// Issue is in order and a unit takes one instruction at a time, so a load
+// placed after a POSTOP waits until the GEMM before that POSTOP is done. With
+// two or more slots, defer() holds a tile's closing instructions (POSTOP,
+// STORE) back until the next step's loads are in the stream: they are
+// emitted just before that step's first compute instruction (or at flush()),
+// so the next tile's loads run under this tile's last GEMM. The load of step
+// s + 1 pops the "slot free" of step s + 1 - slots <= s - 1, which the stream
+// already released, so the reordering cannot deadlock.
 #pragma once
 
 #include <string_view>
@@ -44,25 +53,67 @@ class LayerStream {
   int in_slot() const { return int(steps_.size() % size_t(slots_)); }
   int out_slot() const { return int(outs_.size() % size_t(slots_)); }
 
-  void begin_step() { steps_.push_back({out_.size(), 0, 0, 0}); }
+  void begin_step() {
+    deferring_ = false;
+    steps_.push_back({out_.size(), 0, 0, 0});
+  }
   void load(const spec::LoadInsn& l) {
     steps_.back().last_load = out_.size();
     out_.push_back(l);
   }
   /// First compute instruction of the current step (pops "inputs ready").
-  void compute_first() { steps_.back().first_compute = out_.size(); }
+  void compute_first() {
+    flush();
+    steps_.back().first_compute = out_.size();
+  }
   /// Marks the instruction about to be added as the last reader of the slot.
-  void compute_release() { steps_.back().release = out_.size(); }
+  void compute_release() {
+    if (deferring_) mark_.release = int64_t(steps_.size()) - 1;
+    else steps_.back().release = out_.size();
+  }
   /// Marks the instruction about to be added as the one writing OUT.
-  void out_producer() { outs_.push_back({out_.size(), 0, 0}); }
-  void compute(const AnyInsn& c) { out_.push_back(c); }
+  void out_producer() {
+    outs_.push_back({out_.size(), 0, 0});
+    if (deferring_) mark_.producer = int64_t(outs_.size()) - 1;
+  }
+  void compute(const AnyInsn& c) {
+    if (deferring_) {
+      pending_.push_back({c, mark_.release, mark_.producer, -1, false});
+      mark_ = {};
+      return;
+    }
+    out_.push_back(c);
+  }
   void store(const spec::StoreInsn& st, bool first) {
+    if (deferring_) {
+      pending_.push_back({st, -1, -1, int64_t(outs_.size()) - 1, first});
+      return;
+    }
     if (first) outs_.back().first_store = out_.size();
     outs_.back().last_store = out_.size();
     out_.push_back(st);
   }
+  /// Holds the following compute and store instructions back (see above);
+  /// without double buffering it does nothing.
+  void defer() { deferring_ = slots_ > 1; }
+  /// Emits the held-back instructions now.
+  void flush() {
+    deferring_ = false;
+    for (const Pending& p : pending_) {
+      const size_t idx = out_.size();
+      if (p.release >= 0) steps_[size_t(p.release)].release = idx;
+      if (p.producer >= 0) outs_[size_t(p.producer)].producer = idx;
+      if (p.store_of >= 0) {
+        if (p.first_store) outs_[size_t(p.store_of)].first_store = idx;
+        outs_[size_t(p.store_of)].last_store = idx;
+      }
+      out_.push_back(p.insn);
+    }
+    pending_.clear();
+  }
 
   void finalize() {
+    flush();
     const size_t S = steps_.size(), O = outs_.size(), k = size_t(slots_);
     for (size_t s = 0; s < S; ++s) {
       if (s >= k) flag(steps_[s].first_load, Flags::pop_next);
@@ -108,6 +159,17 @@ class LayerStream {
   struct Out {
     size_t producer, first_store, last_store;
   };
+  struct Mark {
+    int64_t release = -1, producer = -1;
+  };
+  struct Pending {
+    AnyInsn insn;
+    int64_t release, producer, store_of;  // step / output indices to point at it, or -1
+    bool first_store;
+  };
+  bool deferring_ = false;
+  Mark mark_;
+  std::vector<Pending> pending_;
   std::vector<AnyInsn>& out_;
   int slots_;
   std::vector<Step> steps_;

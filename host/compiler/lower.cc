@@ -205,6 +205,7 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
       if (!last) ls.compute_release();
       ls.compute(gm);
       if (!last) continue;
+      ls.defer();  // the tile's POSTOP and STORE follow the next tile's first loads
       const uint64_t out = uint64_t(ls.out_slot()) * uint64_t(b.out);
       spec::PostopInsn po;
       po.acc_addr = 0;
@@ -240,6 +241,7 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
       ls.store(sto, true);
     }
   }
+  ls.flush();
   return Status::ok();
 }
 
@@ -303,8 +305,10 @@ Status lower_pool(const CompileState& s, const Layer& l, int core, LayerStream& 
     st.cols = uint64_t(t.n);
     st.dram_stride = uint64_t(g.C);
     st.sp_stride = uint64_t(t.n);
+    ls.defer();  // the STORE follows the next tile's loads
     ls.store(st, true);
   }
+  ls.flush();
   return Status::ok();
 }
 
@@ -363,8 +367,10 @@ Status lower_eltwise(const CompileState& s, const Layer& l, int core, LayerStrea
     st.cols = uint64_t(t.m);
     st.dram_stride = st.cols;
     st.sp_stride = st.cols;
+    ls.defer();  // the STORE follows the next chunk's loads
     ls.store(st, true);
   }
+  ls.flush();
   return Status::ok();
 }
 

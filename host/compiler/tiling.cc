@@ -132,15 +132,29 @@ class TilingPass final : public Pass {
         const int64_t tk = cc * np;
         if (tk > kField16 || tk * tn > b.wgt) continue;
         // A residual tile (m x n int8) shares IN with the A tile.
-        int64_t tm = std::min({b.in / (tk + (residual ? tn : 0)), b.out / tn, b.acc / (4 * tn), kField16, M});
-        if (tm < 1) continue;
-        if (tm < M && tm >= R) tm = tm / R * R;
-        const int64_t nm = ceil_div(M, tm), nn = ceil_div(g.Ng, tn);
+        int64_t tmax = std::min({b.in / (tk + (residual ? tn : 0)), b.out / tn, b.acc / (4 * tn), kField16, M});
+        if (tmax < 1) continue;
+        if (tmax < M && tmax >= R) tmax = tmax / R * R;
+        const int64_t nn = ceil_div(g.Ng, tn);
         const int64_t nk = cc == g.Cg ? ceil_div(P, np) : P * ceil_div(g.Cg, cc);
-        const uint64_t bytes = uint64_t(bg) * uint64_t(nn * M * K + nm * K * g.Ng + nm * 12 * g.Ng);
-        const int64_t tiles = bg * nm * nn;
-        cands.push_back({{-std::min(tiles, cores), bytes, ceil_div(tiles, cores) * tm * tn, tiles * nk, -tm, -tn},
-                         tm, tn, cc, np});
+        auto push = [&](int64_t tm) {
+          const int64_t nm = ceil_div(M, tm);
+          const uint64_t bytes = uint64_t(bg) * uint64_t(nn * M * K + nm * K * g.Ng + nm * 12 * g.Ng);
+          const int64_t tiles = bg * nm * nn;
+          cands.push_back({{-std::min(tiles, cores), bytes, ceil_div(tiles, cores) * tm * tn, tiles * nk, -tm, -tn},
+                           tm, tn, cc, np});
+        };
+        push(tmax);
+        // The largest tile can leave the last round of tiles to a few cores
+        // (784 rows in tiles of 192: 5 tiles on 4 cores). Rows split evenly
+        // over k rounds of the cores (rounded up to whole array blocks) give
+        // every core the same share.
+        for (int64_t k = 1; k <= 4; ++k) {
+          const int64_t nm = ceil_div(k * cores, bg * nn);
+          int64_t tm = ceil_div(M, nm);
+          if (tm >= R) tm = ceil_div(tm, R) * R;
+          if (tm < tmax && tm >= 1) push(tm);
+        }
       }
     }
     if (cands.empty())

@@ -278,14 +278,14 @@ TEST(Tiling, ConvOnTinyFitsHalvedScratchpads) {
   auto r = compile_ok(b.graph());
   const auto d = decisions(r, "tiling");
   ASSERT_EQ(d.size(), 1u);
-  // The cost model prefers all 96 channels per tile (A gathered once per
-  // pixel tile) over the DRAM-bytes-first 84 x 48 tile: fewer, longer GEMMs.
+  // The layer is compute-bound either way; with a post-op as wide as the
+  // array, the DRAM-bytes-first 84 x 48 tile (half the channels, twice the
+  // pixels) is also the cost model's pick. The search also weighs tiles that
+  // split the rows evenly over the cores (540 -> 576 candidates).
   EXPECT_EQ(d[0].substr(0, d[0].find("; predicted 7")),
-            "conv1: M=400 K=576 N=96: tm=40 tn=96 tk=64 (9 K steps); IN 2560 B/8192 B, WGT 6144 B/8192 B, "
-            "OUT 3840 B/4096 B per slot, ACC 15360 B/16384 B; predicted DRAM bytes read 794880, written 38400");
-  EXPECT_NE(d[0].find("best of 24 evaluated of 540 candidates (the DRAM-bytes-first choice predicts "),
-            std::string::npos)
-      << d[0];
+            "conv1: M=400 K=576 N=96: tm=84 tn=48 tk=64 (9 K steps); IN 5376 B/8192 B, WGT 3072 B/8192 B, "
+            "OUT 4032 B/4096 B per slot, ACC 16128 B/16384 B; predicted DRAM bytes read 743040, written 38400");
+  EXPECT_NE(d[0].find("best of 24 evaluated of 576 candidates"), std::string::npos) << d[0];
   EXPECT_GT(stat(r, "tiling.predicted_cycles"), 400 * 576 * 96 / (4 * 4 * 2));
   EXPECT_EQ(stat(r, "tiling.layers"), 1);
 }

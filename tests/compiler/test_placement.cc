@@ -133,8 +133,10 @@ TEST(Placement, PipelineSplitsLayersIntoStagesAndHandsImagesOver) {
 }
 
 TEST(Placement, PipelineCutsAnImagesTilesSoNoStageCoreIdles) {
-  // Three 3x3 convolutions, batch 4 of 16x16x16: the data-parallel tiling
-  // leaves one tile per image, fewer than a two-core stage on small.
+  // Three 3x3 convolutions, batch 4 of 16x16x16 on small (4 cores, two
+  // stages of two). Whether the tiling already gives an image two tiles (it
+  // weighs row splits that spread the tiles over all cores) or the placement
+  // has to split them, every core of a stage gets work from every layer.
   GraphBuilder b("chain_b4", 3);
   const auto x = b.input("x", {4, 16, 16, 16});
   b.output(b.conv("k3", b.conv("k2", b.conv("k1", x, {16, 3, 3, 1, 1, 1}), {16, 3, 3, 1, 1, 1}), {16, 3, 3, 1, 1, 1}));
@@ -142,7 +144,6 @@ TEST(Placement, PipelineCutsAnImagesTilesSoNoStageCoreIdles) {
   ASSERT_TRUE(ir::validate(g).is_ok());
   const auto r = compile_ok(g, "small", Placement::Pipeline);
   ASSERT_EQ(stat(r, "placement.stages"), 2);
-  EXPECT_GT(stat(r, "placement.split_tiles"), 0);
   // Every core of a stage has instructions for each of the stage's layers.
   for (const auto& l : r.plan.layers) {
     int cores_with_work = 0;
