@@ -49,6 +49,9 @@ struct CompileOptions {
   Hls hls = Hls::Off;
   Placement placement = Placement::Static;
   int tasks_per_core = 1;  // dynamic: tasks per core and layer (balance against a drain per task)
+  /// Row windows (pass.h, Tiling::row_window) for convolutions that allow
+  /// them: weighed by the cost model (Auto), never (Off), or always (On).
+  enum class RowWindows { Auto, Off, On } row_windows = RowWindows::Auto;
   /// The cost model's parameters the fusion and tiling passes decide with
   /// (e.g. refitted by `loom tune`); empty: the configuration's, uncorrected.
   std::optional<CostParams> cost_params;

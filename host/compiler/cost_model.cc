@@ -221,8 +221,27 @@ void row_gather_cost(const CostParams& p, const MacGeom& g, const KStep& st, uin
   }
 }
 
+/// The loads of one row-window K step (kernel row kh) for r output-row runs,
+/// as lower.cc issues them: per run the input row (a LOAD of padding when it
+/// lies outside the image) and LOADs of padding for its edge columns.
+void row_window_cost(const CostParams& p, const MacGeom& g, int64_t kh, uint64_t r, Acc& ld) {
+  const uint64_t real = uint64_t(double(r) * double(valid_outputs(g.OH, g.H, kh, g.sh, g.pt)) / double(g.OH) + 0.5);
+  const int64_t wp = window_pitch(g) / g.C;
+  const int64_t wr = std::max<int64_t>(0, std::min(g.W, wp - g.pl));
+  const uint64_t cols = uint64_t(wr * g.C);
+  const auto pad = [&](uint64_t bytes, uint64_t count) {
+    if (bytes == 0 || count == 0) return;
+    ld.dma(p, false, 0, bytes, bytes, count);
+    ld.cycles += count * (cdiv(bytes, p.mem_bytes) + kRowGapCycles);
+  };
+  if (cols > 0) ld.dma(p, false, 1, cols, cols, real);
+  pad(uint64_t(std::min(g.pl, wp) * g.C), real);
+  pad(uint64_t(std::max<int64_t>(0, wp - g.pl - wr) * g.C), real);
+  pad(uint64_t(window_pitch(g)), r - std::min(r, real));
+}
+
 TileCost mac_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n, const std::vector<KStep>& ks,
-                  int slots, bool residual, double pad_share) {
+                  int slots, bool residual, double pad_share, bool window) {
   TileCost t;
   std::vector<std::pair<uint64_t, uint64_t>> steps;
   const uint64_t r = runs(m, uint64_t(g.OW));
@@ -233,7 +252,7 @@ TileCost mac_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n,
   for (size_t k = 0; k < ks.size(); ++k) {
     const bool last = k + 1 == ks.size();
     // (A row gather's cost depends on which kernel rows the step covers.)
-    if (!last && !row_gather(g, ks[k]) && ks[k].npos == prev_npos && ks[k].cc == prev_cc && (k > 0) == prev_acc) {
+    if (!last && !window && !row_gather(g, ks[k]) && ks[k].npos == prev_npos && ks[k].cc == prev_cc && (k > 0) == prev_acc) {
       for (auto [dst, src] : {std::pair{&t.ld, &d.ld}, std::pair{&t.cp, &d.cp}}) {
         dst->cycles += src->cycles, dst->insns += src->insns, dst->bursts += src->bursts;
         dst->beats += src->beats, dst->bytes += src->bytes;
@@ -248,7 +267,9 @@ TileCost mac_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n,
     // padding is written without memory traffic (a beat a cycle plus the
     // row gap).
     const uint64_t rows = cdiv(m, r), cc = uint64_t(ks[k].cc), times = uint64_t(ks[k].npos) * r;
-    if (row_gather(g, ks[k])) {
+    if (window) {
+      row_window_cost(p, g, ks[k].pos0 / g.KW, r, t.ld);
+    } else if (row_gather(g, ks[k])) {
       row_gather_cost(p, g, ks[k], r, rows, t.ld);
     } else {
       const uint64_t pad_rows = uint64_t(double(rows) * pad_share + 0.5);
@@ -258,8 +279,14 @@ TileCost mac_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n,
     t.ld.dma(p, false, uint64_t(ks[k].len()), n, uint64_t(g.Ng));  // B tile
     if (last) t.ld.dma(p, false, 1, 12 * n, 12 * n);                 // PARAM slice
     if (last && residual) t.ld.dma(p, false, m, n, uint64_t(g.Cout));
-    t.cp.cycles += gemm(p, m, n, uint64_t(ks[k].len()), k > 0);
-    ++t.cp.insns;
+    if (window) {
+      // One GEMM per run, its A rows overlapping in the loaded input row.
+      t.cp.cycles += r * gemm(p, rows, n, uint64_t(ks[k].len()), k > 0);
+      t.cp.insns += r;
+    } else {
+      t.cp.cycles += gemm(p, m, n, uint64_t(ks[k].len()), k > 0);
+      ++t.cp.insns;
+    }
     if (last) t.cp.cycles += postop(p, m, n), ++t.cp.insns;
     steps.emplace_back(t.ld.cycles - l0, t.cp.cycles - c0);
     for (auto [dst, a, b] : {std::tuple{&d.ld, &t.ld, &before.ld}, std::tuple{&d.cp, &t.cp, &before.cp}}) {
@@ -511,13 +538,14 @@ Cost estimate(const CostParams& p0, const Layer& l, int cores, int slots, bool r
       const Tiling& t = l.tiling;
       classes(uint64_t(g.M()), uint64_t(t.tm), uint64_t(g.Ng), uint64_t(t.tn), reps,
               [&, ps = pad_share(g)](uint64_t m, uint64_t n, uint64_t count, int lm, int ln) {
-                const TileCost tc = mac_tile(p, g, m, n, t.ksteps, slots, residual_in, ps);
+                const TileCost tc = mac_tile(p, g, m, n, t.ksteps, slots, residual_in, ps, t.row_window);
                 ct[lm][ln].set(tc);
                 if (count) tot.add(tc, count);
               });
       int64_t tk = 0;
       for (const auto& k : t.ksteps) tk = std::max(tk, k.len());
-      c.sp_in = uint64_t(t.tm * tk + (residual_in ? t.tm * t.tn : 0));
+      const int64_t a_in = t.row_window ? std::min(t.tm, t.tm / g.OW + 2) * window_pitch(g) : t.tm * tk;
+      c.sp_in = uint64_t(a_in + (residual_in ? t.tm * t.tn : 0));
       c.sp_wgt = uint64_t(tk * t.tn);
       c.sp_out = uint64_t(t.tm * t.tn);
       c.sp_acc = uint64_t(4 * t.tm * t.tn);

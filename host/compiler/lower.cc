@@ -131,7 +131,10 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
   const uint64_t r = l.res.on ? s.tensor_offset.at(l.res.tensor) : 0;
   int64_t max_tk = 0;
   for (const auto& k : l.tiling.ksteps) max_tk = std::max(max_tk, k.len());
-  const uint64_t res_off = uint64_t(l.tiling.tm * max_tk);
+  const bool window = l.tiling.row_window;
+  const int64_t pitch = window_pitch(m);
+  const uint64_t res_off = uint64_t(window ? std::min(l.tiling.tm, l.tiling.tm / m.OW + 2) * pitch
+                                           : l.tiling.tm * max_tk);
   const uint64_t w = m.b_const ? l.wgt_offset : s.tensor_offset.at(n.inputs[1]);
   const auto& ks = l.tiling.ksteps;
   for (size_t ti = 0; ti < l.tiles.size(); ++ti) {
@@ -144,7 +147,48 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
       const uint64_t in = slot * uint64_t(b.in), wg = slot * uint64_t(b.wgt), pa = slot * uint64_t(b.param);
       const int64_t tk = st.len();
       ls.begin_step();
-      if (row_gather(m, st)) {
+      if (window) {
+        // Row windows: run j of the tile gets the input row of kernel row
+        // kh, padded to `pitch` bytes, at in + j * pitch.
+        const int64_t kh = st.pos0 / m.KW, wp = pitch / m.C;
+        const int64_t wr = std::max<int64_t>(0, std::min(m.W, wp - m.pl));
+        int64_t j = 0;
+        for (int64_t p = t.m0; p < t.m0 + t.m; ++j) {
+          const int64_t oh = p / m.OW, run = std::min(m.OW - p % m.OW, t.m0 + t.m - p);
+          const int64_t ih = oh * m.sh - m.pt + kh;
+          const uint64_t row = in + uint64_t(j * pitch);
+          auto pad_load = [&](uint64_t sp, int64_t bytes) {
+            if (bytes <= 0) return;
+            spec::LoadInsn ld;
+            ld.buf = uint64_t(spec::Buffer::IN);
+            ld.pad_value = q->x_zp;
+            ld.sp_addr = sp;
+            ld.dram_addr = x;  // a valid address even when nothing is read
+            ld.rows = 0;
+            ld.pad_lo = 1;
+            ld.cols = uint64_t(bytes);
+            ld.dram_stride = ld.cols;
+            ld.sp_stride = ld.cols;
+            ls.load(ld);
+          };
+          if (ih < 0 || ih >= m.H || wr == 0) {
+            pad_load(row, pitch);
+          } else {
+            pad_load(row, std::min(m.pl, wp) * m.C);
+            spec::LoadInsn ld;
+            ld.buf = uint64_t(spec::Buffer::IN);
+            ld.sp_addr = row + uint64_t(m.pl * m.C);
+            ld.dram_addr = x + uint64_t(((t.img * m.H + ih) * m.W) * m.C);
+            ld.rows = 1;
+            ld.cols = uint64_t(wr * m.C);
+            ld.dram_stride = ld.cols;
+            ld.sp_stride = ld.cols;
+            ls.load(ld);
+            pad_load(row + uint64_t((m.pl + wr) * m.C), (wp - m.pl - wr) * m.C);
+          }
+          p += run;
+        }
+      } else if (row_gather(m, st)) {
         // Whole channels of an ungrouped conv: one gather per kernel row.
         for (int64_t pos = st.pos0; pos < st.pos0 + st.npos;) {
           const int64_t kh = pos / m.KW, kw0 = pos % m.KW;
@@ -201,9 +245,28 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
       gm.lda = uint64_t(tk);
       gm.ldb = uint64_t(t.n);
       gm.ldc = uint64_t(4 * t.n);
-      ls.compute_first();
-      if (!last) ls.compute_release();
-      ls.compute(gm);
+      if (window) {
+        // One GEMM per run: pixel ow's window starts at byte ow * sw * C of
+        // its run's row, so rows of A overlap (lda = sw * C).
+        const int64_t nruns = row_runs(t.m0, t.m, m.OW);
+        int64_t j = 0;
+        for (int64_t p = t.m0; p < t.m0 + t.m; ++j) {
+          const int64_t ow0 = p % m.OW, run = std::min(m.OW - ow0, t.m0 + t.m - p);
+          spec::GemmInsn gr = gm;
+          gr.in_addr = in + uint64_t(j * pitch + ow0 * m.sw * m.C);
+          gr.lda = uint64_t(m.sw * m.C);
+          gr.m = uint64_t(run);
+          gr.acc_addr = uint64_t(4 * (p - t.m0) * t.n);
+          if (j == 0) ls.compute_first();
+          if (!last && j + 1 == nruns) ls.compute_release();
+          ls.compute(gr);
+          p += run;
+        }
+      } else {
+        ls.compute_first();
+        if (!last) ls.compute_release();
+        ls.compute(gm);
+      }
       if (!last) continue;
       ls.defer();  // the tile's POSTOP and STORE follow the next tile's first loads
       const uint64_t out = uint64_t(ls.out_slot()) * uint64_t(b.out);

@@ -57,10 +57,32 @@ inline bool row_gather(const MacGeom& g, const KStep& k) {
   return g.groups == 1 && g.KW > 1 && k.c0 == 0 && k.cc == g.C && g.KW * g.C <= kMaxCols;
 }
 
+/// Row windows (Tiling::row_window): a convolution whose K steps are whole
+/// kernel rows of every channel reads A straight from loaded input rows. For
+/// each K step (kernel row kh) and each run of output pixels within one output
+/// row, one LOAD brings the input row, padded to `window_pitch` bytes, and one
+/// GEMM reads pixel ow's KW*C-byte window at byte ow*sw*C of it: rows of A
+/// overlap (lda = sw*C < k_len = KW*C), so nothing is gathered pixel by pixel.
+/// It pays where C is small and the im2col gather is many short bursts (the
+/// ResNet-50 stem: 7x7/2 on 3 channels). Lowering and the cost model both
+/// decide by these.
+inline int64_t window_pitch(const MacGeom& g) { return ((g.OW - 1) * g.sw + g.KW) * g.C; }
+inline bool row_window_ok(const MacGeom& g) {
+  constexpr int64_t kMax16 = 65535;  // lda, k_len and LOAD cols are 16-bit fields
+  return g.groups == 1 && g.KW > 1 && g.C == g.Cg && g.KW * g.C <= kMax16 && g.sw * g.C <= kMax16 &&
+         window_pitch(g) <= kMax16;
+}
+/// Output-row runs of `m` pixels from pixel m0 (each within one output row).
+inline int64_t row_runs(int64_t m0, int64_t m, int64_t ow) {
+  if (m <= 0 || ow <= 0) return 0;
+  return (m0 + m - 1) / ow - m0 / ow + 1;
+}
+
 struct Tiling {
   int64_t tm = 0;             // output pixels per tile (eltwise: elements per chunk)
   int64_t tn = 0;             // output channels per tile (pool: channels per tile)
   std::vector<KStep> ksteps;  // mac only
+  bool row_window = false;    // mac only: K steps read A from loaded input rows (row_window_ok)
   uint64_t bytes_read = 0;    // predicted DRAM traffic of the layer
   uint64_t bytes_written = 0;
 };

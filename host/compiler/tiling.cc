@@ -123,6 +123,7 @@ class TilingPass final : public Pass {
     struct Cand {
       Score pre;
       int64_t tm, tn, cc, np;
+      bool win = false;
     };
     std::vector<Cand> cands;
     const int64_t cores = s.cores;
@@ -137,26 +138,46 @@ class TilingPass final : public Pass {
         if (tmax < M && tmax >= R) tmax = tmax / R * R;
         const int64_t nn = ceil_div(g.Ng, tn);
         const int64_t nk = cc == g.Cg ? ceil_div(P, np) : P * ceil_div(g.Cg, cc);
-        auto push = [&](int64_t tm) {
+        auto push = [&](int64_t tm, bool win) {
           const int64_t nm = ceil_div(M, tm);
-          const uint64_t bytes = uint64_t(bg) * uint64_t(nn * M * K + nm * K * g.Ng + nm * 12 * g.Ng);
+          // A from DRAM: the im2col rows once per N tile, or (row windows)
+          // one input row per output-row run and kernel row.
+          const int64_t a_bytes =
+              win ? nm * std::min(tm, tm / g.OW + 2) * g.KH * g.W * g.C : M * K;
+          const uint64_t bytes = uint64_t(bg) * uint64_t(nn * a_bytes + nm * K * g.Ng + nm * 12 * g.Ng);
           const int64_t tiles = bg * nm * nn;
           cands.push_back({{-std::min(tiles, cores), bytes, ceil_div(tiles, cores) * tm * tn, tiles * nk, -tm, -tn},
-                           tm, tn, cc, np});
+                           tm, tn, cc, np, win});
         };
-        push(tmax);
         // The largest tile can leave the last round of tiles to a few cores
         // (784 rows in tiles of 192: 5 tiles on 4 cores). Rows split evenly
         // over k rounds of the cores (rounded up to whole array blocks) give
         // every core the same share.
-        for (int64_t k = 1; k <= 4; ++k) {
-          const int64_t nm = ceil_div(k * cores, bg * nn);
-          int64_t tm = ceil_div(M, nm);
-          if (tm >= R) tm = ceil_div(tm, R) * R;
-          if (tm < tmax && tm >= 1) push(tm);
+        auto push_all = [&](int64_t top, bool win) {
+          push(top, win);
+          for (int64_t k = 1; k <= 4; ++k) {
+            const int64_t nm = ceil_div(k * cores, bg * nn);
+            int64_t tm = ceil_div(M, nm);
+            if (tm >= R) tm = ceil_div(tm, R) * R;
+            if (tm < top && tm >= 1) push(tm, win);
+          }
+        };
+        push_all(tmax, false);
+        if (cc == g.Cg && np == g.KW && row_window_ok(g) && s.opt.row_windows != CompileOptions::RowWindows::Off) {
+          // Row windows: IN holds one padded input row per output-row run.
+          const auto in_need = [&](int64_t tm) {
+            return std::min(tm, tm / g.OW + 2) * window_pitch(g) + (residual ? tm * tn : 0);
+          };
+          int64_t tw = std::min({b.out / tn, b.acc / (4 * tn), kField16, M});
+          while (tw > R && in_need(tw) > b.in) tw -= R;
+          if (tw < M && tw >= R) tw = tw / R * R;
+          if (tw >= 1 && in_need(tw) <= b.in) push_all(tw, true);
         }
       }
     }
+    if (s.opt.row_windows == CompileOptions::RowWindows::On &&
+        std::any_of(cands.begin(), cands.end(), [](const Cand& c) { return c.win; }))
+      cands.erase(std::remove_if(cands.begin(), cands.end(), [](const Cand& c) { return !c.win; }), cands.end());
     if (cands.empty())
       return make_error("node '" + l.name + "'",
                         "no tile of this layer fits the scratchpads of config '" + std::string(s.cfg->name) + "'");
@@ -172,6 +193,7 @@ class TilingPass final : public Pass {
       const Cand& c = cands[i];
       t.tm = c.tm, t.tn = c.tn;
       t.ksteps = ksteps(g, c.cc, c.np);
+      t.row_window = c.win;
       const Cost cost = estimate(cp, l, s.cores, b.slots, residual);
       if (i == 0) first_cycles = cost.cycles;
       if (i == 0 || cost.cycles < best_cycles) best = i, best_cycles = cost.cycles, best_t = t, l.cost = cost;
@@ -185,11 +207,14 @@ class TilingPass final : public Pass {
     t.bytes_read = std::get<1>(cands[best].pre);
     t.bytes_written = uint64_t(g.batch * M * g.Cout);
     const int64_t tk = bcc * bnp;
+    const bool bwin = cands[best].win;
+    const int64_t in_bytes = bwin ? std::min(btm, btm / g.OW + 2) * window_pitch(g) : btm * tk;
     s.decide(l.name, name(),
              "M=" + std::to_string(M) + " K=" + std::to_string(K) + " N=" + std::to_string(g.Ng) +
                  (g.groups > 1 ? " x" + std::to_string(g.groups) + " groups" : "") + ": tm=" + std::to_string(btm) +
                  " tn=" + std::to_string(btn) + " tk=" + std::to_string(tk) + " (" + std::to_string(t.ksteps.size()) +
-                 " K steps); IN " + kib(btm * tk + (residual ? btm * btn : 0)) + "/" + kib(b.in) + ", WGT " + kib(tk * btn) + "/" + kib(b.wgt) +
+                 " K steps" + (bwin ? ", row windows" : "") + "); IN " + kib(in_bytes + (residual ? btm * btn : 0)) +
+                 "/" + kib(b.in) + ", WGT " + kib(tk * btn) + "/" + kib(b.wgt) +
                  ", OUT " + kib(btm * btn) + "/" + kib(b.out) + (b.slots > 1 ? " per slot" : "") + ", ACC " +
                  kib(4 * btm * btn) + "/" + kib(b.acc) + "; predicted DRAM bytes read " + std::to_string(t.bytes_read) +
                  ", written " + std::to_string(t.bytes_written) + "; " + l.cost.summary() + "; best of " +
