@@ -442,7 +442,8 @@ void CoreModel::dma_rows(bool write, uint64_t addr, uint64_t rows, uint64_t stri
   for (uint64_t i = 0; i < rows; ++i) {
     split_row(addr + i * stride, cols, tp_.mem_bytes, bursts);
     issue += period_ * double(kRowSetupCycles);
-    for (const Burst& b : bursts) {
+    for (size_t bi = 0; bi < bursts.size(); ++bi) {
+      const Burst& b = bursts[bi];
       if (inflight.size() >= kMaxOutstanding) {
         issue = std::max(issue, inflight.front());
         inflight.pop_front();
@@ -473,12 +474,13 @@ void CoreModel::dma_rows(bool write, uint64_t addr, uint64_t rows, uint64_t stri
       stall_mem(write ? req : rows_done, first_beat);
       inflight.push_back(done);
       last = std::max(last, done);
-      // The next launch: after the handshake, or after this burst's W beats.
-      issue += period_ * double(write ? std::max<uint64_t>(b.beats, kAddrCycles) : kAddrCycles);
+      // The next launch: after the handshake, or after this burst's W beats
+      // (and the row gap after a row's last burst).
+      const uint64_t w_beats = b.beats + (bi + 1 == bursts.size() ? kRowGapCycles : 0);
+      issue += period_ * double(write ? std::max<uint64_t>(w_beats, kAddrCycles) : kAddrCycles);
       if (!write) rows_done = std::max(rows_done + period_ * double(b.beats), done);
     }
-    rows_done += period_ * double(kRowGapCycles);
-    if (write) issue += period_ * double(kRowGapCycles);
+    rows_done += period_ * double(kReadRowGapCycles);
   }
   // A store also waits on memory for its last write responses.
   if (write) stall_mem(issue, last);

@@ -37,8 +37,14 @@ struct TimingParams {
 
 /// Fixed cost of handing an instruction to a unit and starting it.
 inline constexpr uint64_t kIssueCycles = 2;
-/// Idle cycle the DMA row walkers spend between rows.
+/// Idle cycle the DMA row walkers spend between rows (a store's address
+/// walker: after a row's last W beat, hidden when the burst is shorter than
+/// its launch).
 inline constexpr uint64_t kRowGapCycles = 1;
+/// Cycles a load's row writer spends between real rows: the row gap and the
+/// flush of the gather buffer's last partial write (measured on the RTL with
+/// 16 bursts in flight, where rows arrive back to back).
+inline constexpr uint64_t kReadRowGapCycles = 2;
 /// LOAD/STORE: the unit's check and dependency-token states before its
 /// walkers start (StIdle -> StDep -> StRun in loom_load_unit/loom_store_unit).
 inline constexpr uint64_t kDmaStartCycles = 2;
@@ -64,7 +70,7 @@ inline constexpr uint64_t kScanCheckCycles = 1;
 inline constexpr uint64_t kGemmFixedCycles = 3;
 /// Bursts a load or store unit keeps in flight (loom_load_unit /
 /// loom_store_unit MaxOutstanding).
-inline constexpr unsigned kMaxOutstanding = 4;
+inline constexpr unsigned kMaxOutstanding = 16;
 
 constexpr uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 

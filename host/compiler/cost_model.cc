@@ -55,7 +55,7 @@ uint64_t postop(const CostParams& p, uint64_t m, uint64_t n) {
 /// read's slot frees with its last beat (first beat after the latency, then
 /// one beat a cycle on the port), a write's with its response (latency after
 /// its last W beat, registered a cycle later). The row walker of a load
-/// consumes the beats as they arrive, with kRowGapCycles between rows.
+/// consumes the beats as they arrive, with kReadRowGapCycles between rows.
 ///
 /// The exact walk covers the first kWalkRows rows; after that the units run
 /// in a steady period (the outstanding window repeats), measured over the
@@ -84,7 +84,7 @@ uint64_t dma_walk(const CostParams& p, bool write, uint64_t rows, uint64_t bt, u
         const uint64_t start = std::max(req, port_free);
         port_free = start + beats;
         done = port_free + p.latency + 1;
-        issue += std::max<uint64_t>(beats, tlm::kAddrCycles);
+        issue += std::max<uint64_t>(beats + (b + 1 == bu ? kRowGapCycles : 0), tlm::kAddrCycles);
       } else {
         const uint64_t start = std::max(req + p.latency, port_free);
         port_free = start + beats;
@@ -95,8 +95,7 @@ uint64_t dma_walk(const CostParams& p, bool write, uint64_t rows, uint64_t bt, u
       ring[(head + inflight) % kMaxOutstanding] = done, ++inflight;
       last = std::max(last, done);
     }
-    rows_done += kRowGapCycles;
-    if (write) issue += kRowGapCycles;
+    rows_done += tlm::kReadRowGapCycles;
   }
   const uint64_t end = end_now();
   if (rows <= walk) return end;

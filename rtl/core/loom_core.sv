@@ -95,6 +95,10 @@ module loom_core #(
   localparam int unsigned ParamAW = $clog2(ParamBytes);
   localparam int unsigned SpDW    = SpW * 8;
   localparam int unsigned FCntW   = $clog2(FifoDepth + 1);
+  // DMA bursts each of the load and store units keeps in flight (sim/timing.h
+  // kMaxOutstanding), and the drain's counters sized for them.
+  localparam int unsigned DmaOutstanding = 16;
+  localparam int unsigned DrainCntW      = $clog2(DmaOutstanding + 1) + 1;
   // The load unit's one write port is as wide as the largest buffer it fills.
   localparam int unsigned LdMax01 = (InBytes > WgtBytes) ? InBytes : WgtBytes;
   localparam int unsigned LdMax23 = (OutBytes > ParamBytes) ? OutBytes : ParamBytes;
@@ -260,7 +264,8 @@ module loom_core #(
     .InBytes    (InBytes),
     .WgtBytes   (WgtBytes),
     .OutBytes   (OutBytes),
-    .ParamBytes (ParamBytes)
+    .ParamBytes (ParamBytes),
+    .MaxOutstanding (DmaOutstanding)
   ) u_load (
     .clk_i            (clk_i),
     .rst_ni           (rst_ni),
@@ -327,7 +332,8 @@ module loom_core #(
     .MemBytes (MemBytes),
     .SpW      (SpW),
     .AccBytes (AccBytes),
-    .OutBytes (OutBytes)
+    .OutBytes (OutBytes),
+    .MaxOutstanding (DmaOutstanding)
   ) u_store (
     .clk_i            (clk_i),
     .rst_ni           (rst_ni),
@@ -579,7 +585,9 @@ module loom_core #(
   // here (fetch drains its own bursts).
   loom_axi_drain #(
     .AddrW    (AddrW),
-    .MemBytes (MemBytes)
+    .MemBytes (MemBytes),
+    .MaxOpen  (DmaOutstanding),
+    .CntW     (DrainCntW)
   ) u_axi_drain (
     .clk_i          (clk_i),
     .rst_ni         (rst_ni),

@@ -34,6 +34,11 @@ Expected<std::unique_ptr<runtime::Device>> make_rtl_device(const spec::HwConfig&
   RtlOptions opt;
   opt.mem.read_latency = cfg.mem_latency_cycles;
   opt.mem.write_latency = cfg.mem_latency_cycles;
+  // A memory controller port takes many bursts at once (the tlm platform
+  // sets no limit per port); each core's load and store units keep up to 16
+  // in flight, so the port's limit must not be the one that binds.
+  opt.mem.max_reads = 64;
+  opt.mem.max_writes = 64;
   if (const char* s = std::getenv("LOOM_RTL_SEED")) {
     opt.mem.seed = std::strtoull(s, nullptr, 0);
     opt.mem.reorder_ids = true;
