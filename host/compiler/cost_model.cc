@@ -279,9 +279,12 @@ TileCost mac_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n,
     if (last) t.ld.dma(p, false, 1, 12 * n, 12 * n);                 // PARAM slice
     if (last && residual) t.ld.dma(p, false, m, n, uint64_t(g.Cout));
     if (window) {
-      // One GEMM per run, its A rows overlapping in the loaded input row.
-      t.cp.cycles += r * gemm(p, rows, n, uint64_t(ks[k].len()), k > 0);
-      t.cp.insns += r;
+      // One GEMM per run, its A rows overlapping in the loaded input row:
+      // whole output rows and the remainder (a tile that starts on a row).
+      const uint64_t ow = uint64_t(g.OW), full = m / ow, rem = m % ow, tk = uint64_t(ks[k].len());
+      if (full > 0) t.cp.cycles += full * gemm(p, ow, n, tk, k > 0);
+      if (rem > 0) t.cp.cycles += gemm(p, rem, n, tk, k > 0);
+      t.cp.insns += full + (rem > 0);
     } else {
       t.cp.cycles += gemm(p, m, n, uint64_t(ks[k].len()), k > 0);
       ++t.cp.insns;

@@ -260,6 +260,9 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
           if (j == 0) ls.compute_first();
           if (!last && j + 1 == nruns) ls.compute_release();
           ls.compute(gr);
+          // The step's other GEMMs follow the next step's loads, so those
+          // loads are issued while this step computes.
+          if (j == 0) ls.defer();
           p += run;
         }
       } else {
