@@ -171,22 +171,22 @@ class Tune(unittest.TestCase):
         r = run(["compile", graph, "--config", "default", "-o", os.path.join(self.dir, "x.plan"), "--explain",
                  "--cost-params", neg], self.dir)
         self.assertIn("predicted 0 cycles (fusion cost", r.stdout)
-        # Golden: a per-instruction term moves the classifier's tile on tiny
-        # to the one with fewer K steps (fewer instructions).
+        # Golden: a per-instruction term moves the pointwise conv's tile on
+        # tiny to the one with fewer K steps (fewer instructions).
         ins = os.path.join(self.dir, "insn.json")
         with open(ins, "w") as f:
             json.dump({"kind": "loom-cost-params", "version": 1, "config": "tiny", "insn_cycles": 2}, f)
 
-        def fc9(*extra):
+        def pw4(*extra):
             r = run(["compile", graph, "--config", "tiny", "-o", os.path.join(self.dir, "t.plan"), "--explain"] +
                     list(extra), self.dir)
             self.assertEqual(r.returncode, 0, r.stderr)
-            line = [x for x in r.stdout.splitlines() if x.startswith("[tiling] fc9:")]
+            line = [x for x in r.stdout.splitlines() if x.startswith("[tiling] pw4:")]
             self.assertEqual(len(line), 1, r.stdout)
             return line[0].split(";")[0]
 
-        self.assertEqual(fc9(), "[tiling] fc9: M=1 K=32 N=10: tm=1 tn=8 tk=16 (2 K steps)")
-        self.assertEqual(fc9("--cost-params", ins), "[tiling] fc9: M=1 K=32 N=10: tm=1 tn=8 tk=32 (1 K steps)")
+        self.assertEqual(pw4(), "[tiling] pw4: M=64 K=32 N=32: tm=32 tn=32 tk=16 (2 K steps)")
+        self.assertEqual(pw4("--cost-params", ins), "[tiling] pw4: M=64 K=32 N=32: tm=32 tn=32 tk=32 (1 K steps)")
         # Bad files: one line naming the file, non-zero exit, no plan.
         bad = os.path.join(self.dir, "bad.json")
         for text, needle in (("{", "not valid JSON"), ('{"kind": "loom-cost-params", "version": 1, "config": "tiny"}',

@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
   tb.flush();
   tb.ready_stall = 0.2;
   tb.latency = 4;
-  tb.run(300);  // the core absorbs the orphaned responses
+  tb.run(1500);  // the core absorbs the orphaned responses (up to 16 bursts of 16 beats)
   tb.check_eq(tb.reads_in_flight(1) + tb.writes_in_flight(), 0, "orphaned bursts drained");
   tb.set_ring(0x1000, 32);
   copy_and_check(tb, rng, 0x56001, 0x67003, 4, 50, 64, 64, false, "copy after flush");
