@@ -68,8 +68,8 @@ inline constexpr uint64_t kScanCheckCycles = 1;
 /// compute unit's check and the controller's start and done handshakes
 /// (measured on the RTL: 3 cycles on tiny and small, for any shape).
 inline constexpr uint64_t kGemmFixedCycles = 3;
-/// Bursts a load or store unit keeps in flight (loom_load_unit /
-/// loom_store_unit MaxOutstanding).
+/// Bursts a load or store unit keeps in flight (loom_core's DmaOutstanding,
+/// passed to loom_load_unit / loom_store_unit as MaxOutstanding).
 inline constexpr unsigned kMaxOutstanding = 16;
 
 constexpr uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }

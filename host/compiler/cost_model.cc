@@ -546,7 +546,7 @@ Cost estimate(const CostParams& p0, const Layer& l, int cores, int slots, bool r
               });
       int64_t tk = 0;
       for (const auto& k : t.ksteps) tk = std::max(tk, k.len());
-      const int64_t a_in = t.row_window ? std::min(t.tm, t.tm / g.OW + 2) * window_pitch(g) : t.tm * tk;
+      const int64_t a_in = t.row_window ? window_in_bytes(g, t.tm) : t.tm * tk;
       c.sp_in = uint64_t(a_in + (residual_in ? t.tm * t.tn : 0));
       c.sp_wgt = uint64_t(tk * t.tn);
       c.sp_out = uint64_t(t.tm * t.tn);

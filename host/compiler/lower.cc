@@ -133,7 +133,7 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
   for (const auto& k : l.tiling.ksteps) max_tk = std::max(max_tk, k.len());
   const bool window = l.tiling.row_window;
   const int64_t pitch = window_pitch(m);
-  const uint64_t res_off = uint64_t(window ? std::min(l.tiling.tm, l.tiling.tm / m.OW + 2) * pitch
+  const uint64_t res_off = uint64_t(window ? window_in_bytes(m, l.tiling.tm)
                                            : l.tiling.tm * max_tk);
   const uint64_t w = m.b_const ? l.wgt_offset : s.tensor_offset.at(n.inputs[1]);
   const auto& ks = l.tiling.ksteps;

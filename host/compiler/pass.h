@@ -2,6 +2,7 @@
 // (layers, tiling, placement, memory plan, the plan being built).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -72,6 +73,10 @@ inline bool row_window_ok(const MacGeom& g) {
   return g.groups == 1 && g.KW > 1 && g.C == g.Cg && g.KW * g.C <= kMax16 && g.sw * g.C <= kMax16 &&
          window_pitch(g) <= kMax16;
 }
+/// Output-row runs a tile of `tm` pixels can span, whatever pixel it starts
+/// at (each run one padded input row in IN), and the IN bytes they take.
+inline int64_t window_rows(const MacGeom& g, int64_t tm) { return std::min(tm, tm / g.OW + 2); }
+inline int64_t window_in_bytes(const MacGeom& g, int64_t tm) { return window_rows(g, tm) * window_pitch(g); }
 /// Output-row runs of `m` pixels from pixel m0 (each within one output row).
 inline int64_t row_runs(int64_t m0, int64_t m, int64_t ow) {
   if (m <= 0 || ow <= 0) return 0;

@@ -143,7 +143,7 @@ class TilingPass final : public Pass {
           // A from DRAM: the im2col rows once per N tile, or (row windows)
           // one input row per output-row run and kernel row.
           const int64_t a_bytes =
-              win ? nm * std::min(tm, tm / g.OW + 2) * g.KH * g.W * g.C : M * K;
+              win ? nm * window_rows(g, tm) * g.KH * g.W * g.C : M * K;
           const uint64_t bytes = uint64_t(bg) * uint64_t(nn * a_bytes + nm * K * g.Ng + nm * 12 * g.Ng);
           const int64_t tiles = bg * nm * nn;
           cands.push_back({{-std::min(tiles, cores), bytes, ceil_div(tiles, cores) * tm * tn, tiles * nk, -tm, -tn},
@@ -166,7 +166,7 @@ class TilingPass final : public Pass {
         if (cc == g.Cg && np == g.KW && row_window_ok(g) && s.opt.row_windows != CompileOptions::RowWindows::Off) {
           // Row windows: IN holds one padded input row per output-row run.
           const auto in_need = [&](int64_t tm) {
-            return std::min(tm, tm / g.OW + 2) * window_pitch(g) + (residual ? tm * tn : 0);
+            return window_in_bytes(g, tm) + (residual ? tm * tn : 0);
           };
           int64_t tw = std::min({b.out / tn, b.acc / (4 * tn), kField16, M});
           while (tw > R && in_need(tw) > b.in) tw -= R;
@@ -208,7 +208,7 @@ class TilingPass final : public Pass {
     t.bytes_written = uint64_t(g.batch * M * g.Cout);
     const int64_t tk = bcc * bnp;
     const bool bwin = cands[best].win;
-    const int64_t in_bytes = bwin ? std::min(btm, btm / g.OW + 2) * window_pitch(g) : btm * tk;
+    const int64_t in_bytes = bwin ? window_in_bytes(g, btm) : btm * tk;
     s.decide(l.name, name(),
              "M=" + std::to_string(M) + " K=" + std::to_string(K) + " N=" + std::to_string(g.Ng) +
                  (g.groups > 1 ? " x" + std::to_string(g.groups) + " groups" : "") + ": tm=" + std::to_string(btm) +

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "compiler/compiler.h"
 #include "ir/builder.h"
@@ -173,55 +174,61 @@ TEST_P(E2E, SingleBufferedOneCoreMatchesReference) {
   check(GetParam(), kLarge[0], o, 11);
 }
 
+// Single convolutions with every channel of the image per K step: kernel
+// widths, strides and paddings that put 0, 1 or several edge pixels on each
+// side, images narrower than the kernel, and a ResNet-style 7x7/2 stem on 3
+// channels.
+struct ConvShape {
+  int64_t h, w, c, k, stride, pad;
+};
+constexpr ConvShape kRowShapes[] = {{23, 23, 3, 7, 2, 3}, {9, 9, 1, 3, 1, 1}, {9, 7, 3, 3, 2, 0},
+                                    {6, 5, 4, 5, 1, 2},   {5, 4, 3, 5, 1, 4}, {11, 13, 2, 5, 3, 2},
+                                    {8, 8, 5, 2, 1, 1}};
+
+std::string shape_name(const char* prefix, const ConvShape& g) {
+  return std::string(prefix) + std::to_string(g.h) + "x" + std::to_string(g.w) + "x" + std::to_string(g.c) + "_k" +
+         std::to_string(g.k) + "s" + std::to_string(g.stride) + "p" + std::to_string(g.pad);
+}
+
+Build single_conv(const ConvShape& g) {
+  return [g](GraphBuilder& b) {
+    b.output(b.conv("c", b.input("x", {1, g.h, g.w, g.c}), {8, g.k, g.k, g.stride, g.pad, 1}));
+  };
+}
+
 // Gathers that take one LOAD per kernel row (every channel of an ungrouped
 // conv): interior pixels in one row of KW * C bytes, the left and right edge
-// pixels and padding rows per position. Kernel widths, strides and paddings
-// that put 0, 1 or several edge pixels on each side, images narrower than
-// the kernel, and a ResNet-style 7x7/2 stem on 3 channels; on a single core
-// with small tiles (pixel runs split inside output rows, K steps split
-// inside kernel rows) and on the default tiling.
+// pixels and padding rows per position; plus a 7x7 stride-1 case. On a
+// single core with small tiles (pixel runs split inside output rows, K steps
+// split inside kernel rows) and on the default tiling.
 TEST_P(E2E, RowGathersMatchReference) {
-  struct G {
-    int64_t h, w, c, k, stride, pad;
-  };
-  const G gs[] = {{23, 23, 3, 7, 2, 3}, {9, 9, 1, 3, 1, 1}, {9, 7, 3, 3, 2, 0}, {6, 5, 4, 5, 1, 2},
-                  {5, 4, 3, 5, 1, 4},   {11, 13, 2, 5, 3, 2}, {8, 8, 5, 2, 1, 1}, {13, 10, 3, 7, 1, 3}};
+  std::vector<ConvShape> gs(std::begin(kRowShapes), std::end(kRowShapes));
+  gs.push_back({13, 10, 3, 7, 1, 3});
   CompileOptions small;
   small.num_cores = 1;
   for (const auto& g : gs) {
-    const std::string name = "row_gather_" + std::to_string(g.h) + "x" + std::to_string(g.w) + "x" +
-                             std::to_string(g.c) + "_k" + std::to_string(g.k) + "s" + std::to_string(g.stride) +
-                             "p" + std::to_string(g.pad);
-    const Case c{name.c_str(), [&](GraphBuilder& b) {
-                   b.output(b.conv("c", b.input("x", {1, g.h, g.w, g.c}), {8, g.k, g.k, g.stride, g.pad, 1}));
-                 }};
+    const std::string name = shape_name("row_gather_", g);
+    const Case c{name.c_str(), single_conv(g)};
     check(GetParam(), c);
     check(GetParam(), c, small, 5);
   }
 }
 
 // Row windows (GEMMs reading overlapping A rows from loaded input rows),
-// forced on every convolution that allows them: strides, paddings wider and
-// narrower than the kernel, images narrower than the kernel, the 7x7/2 stem,
-// a 3x3 with a residual; on the default tiling and on one core with small
-// tiles (runs that start and end inside output rows, several per tile).
+// forced on every convolution that allows them: the shapes above, a 3x3 on
+// 16 channels and a 3x3 with a residual; on the default tiling and on one
+// core with small tiles (runs that start and end inside output rows, several
+// per tile).
 TEST_P(E2E, RowWindowsMatchReference) {
-  struct G {
-    int64_t h, w, c, k, stride, pad;
-  };
-  const G gs[] = {{23, 23, 3, 7, 2, 3}, {9, 9, 1, 3, 1, 1}, {9, 7, 3, 3, 2, 0}, {6, 5, 4, 5, 1, 2},
-                  {5, 4, 3, 5, 1, 4},   {11, 13, 2, 5, 3, 2}, {8, 8, 5, 2, 1, 1}, {13, 10, 16, 3, 1, 1}};
+  std::vector<ConvShape> gs(std::begin(kRowShapes), std::end(kRowShapes));
+  gs.push_back({13, 10, 16, 3, 1, 1});
   CompileOptions on;
   on.row_windows = CompileOptions::RowWindows::On;
   CompileOptions small = on;
   small.num_cores = 1;
   for (const auto& g : gs) {
-    const std::string name = "row_window_" + std::to_string(g.h) + "x" + std::to_string(g.w) + "x" +
-                             std::to_string(g.c) + "_k" + std::to_string(g.k) + "s" + std::to_string(g.stride) +
-                             "p" + std::to_string(g.pad);
-    const Case c{name.c_str(), [&](GraphBuilder& b) {
-                   b.output(b.conv("c", b.input("x", {1, g.h, g.w, g.c}), {8, g.k, g.k, g.stride, g.pad, 1}));
-                 }};
+    const std::string name = shape_name("row_window_", g);
+    const Case c{name.c_str(), single_conv(g)};
     check(GetParam(), c, on);
     check(GetParam(), c, small, 5);
     GraphBuilder b(name, 7);
