@@ -61,8 +61,12 @@ module loom_compute_check #(
   assign g_ldc = insn_i[loom_pkg::GEMM_LDC_LSB +: loom_pkg::GEMM_LDC_W];
 
   // POSTOP fields.
-  logic              p_res;
+  logic              p_res, p_rescale;
   logic [5:0]        p_res_shift;
+  logic signed [7:0] p_add_lo, p_add_hi;
+  assign p_rescale   = insn_i[loom_pkg::POSTOP_RESCALE_LSB];
+  assign p_add_lo    = insn_i[loom_pkg::POSTOP_ADD_LO_LSB +: loom_pkg::POSTOP_ADD_LO_W];
+  assign p_add_hi    = insn_i[loom_pkg::POSTOP_ADD_HI_LSB +: loom_pkg::POSTOP_ADD_HI_W];
   logic [23:0]       p_acc, p_out, p_par, p_res_addr;
   logic [15:0]       p_m, p_n;
   logic signed [7:0] p_lo, p_hi;
@@ -128,11 +132,12 @@ module loom_compute_check #(
       end
       loom_pkg::OpPostop: begin
         illegal_o = (p_acc[1:0] != 2'b00) || (p_par[1:0] != 2'b00) || (p_lo > p_hi) ||
-                    (p_res && !shift_ok(p_res_shift));
+                    (p_res && !shift_ok(p_res_shift)) ||
+                    (p_rescale && (!p_res || p_add_lo > p_add_hi));
         empty_o   = (p_mn == 64'd0);
         oob_o     = !empty_o && (!fits(64'(AccBytes), p_acc, {p_mn[61:0], 2'b00}) ||
                                  !fits(64'(OutBytes), p_out, p_mn) ||
-                                 !fits(64'(ParamBytes), p_par, 64'(p_n) * 64'd12) ||
+                                 !fits(64'(ParamBytes), p_par, 64'(p_n) * 64'd12 + (p_rescale ? 64'd8 : 64'd0)) ||
                                  (p_res && !fits(64'(InBytes), p_res_addr, p_mn)));
       end
       loom_pkg::OpPool: begin

@@ -23,7 +23,9 @@
 // three reads a chunk) and err_o is raised if one is outside 1..62; this is
 // stricter than the contract requires and leaves OUT exactly as the golden
 // model does. A single-chunk POSTOP keeps the scanned triples and does not
-// read them again.
+// read them again. A rescale POSTOP first reads the add's (a_mult, a_shift)
+// pair at param + 12n (one read, checked like a channel shift) and holds it
+// in registers for the datapath's stage A.
 //
 // POOL reads, for each output pixel and each SpW-channel chunk, the win
 // window rows of that chunk (one read each) into per-lane max and sum
@@ -72,6 +74,8 @@ module loom_elem_ctrl #(
 
   typedef enum logic [3:0] {
     EIdle,
+    EAddRd,    // POSTOP rescale: read the add's (a_mult, a_shift) pair
+    EAddChk,   // POSTOP rescale: capture and check it
     EParRd,    // POSTOP: read one chunk's PARAM triples (three SpW-byte reads)
     EScanChk,  // POSTOP: check the chunk's shifts
     EPost,     // POSTOP: feed the chunk's rows
@@ -96,7 +100,13 @@ module loom_elem_ctrl #(
   assign is_elt  = (opcode == loom_pkg::OpEltwise);
 
   // POSTOP.
-  logic        p_res;
+  logic        p_res, p_rescale;
+  logic signed [7:0] p_a_zp, p_add_zp, p_add_lo, p_add_hi;
+  assign p_rescale = insn_i[loom_pkg::POSTOP_RESCALE_LSB];
+  assign p_a_zp    = insn_i[loom_pkg::POSTOP_A_ZP_LSB +: loom_pkg::POSTOP_A_ZP_W];
+  assign p_add_zp  = insn_i[loom_pkg::POSTOP_ADD_ZP_LSB +: loom_pkg::POSTOP_ADD_ZP_W];
+  assign p_add_lo  = insn_i[loom_pkg::POSTOP_ADD_LO_LSB +: loom_pkg::POSTOP_ADD_LO_W];
+  assign p_add_hi  = insn_i[loom_pkg::POSTOP_ADD_HI_LSB +: loom_pkg::POSTOP_ADD_HI_W];
   logic [31:0] p_acc, p_out, p_par, p_raddr;
   logic [16:0] p_m, p_n;
   assign p_res   = insn_i[loom_pkg::POSTOP_RESIDUAL_LSB];
@@ -142,12 +152,13 @@ module loom_elem_ctrl #(
   // ---------------------------------------------------------------------------
   // Datapath configuration per opcode (stable for the whole instruction).
   // ---------------------------------------------------------------------------
-  logic              cfg_res;
+  logic              cfg_res, cfg_rescale;
   logic signed [7:0] cfg_out_zp, cfg_lo, cfg_hi, cfg_res_zp;
   logic signed [31:0] cfg_res_mult;
   logic [5:0]        cfg_res_shift;
   always_comb begin
     cfg_res       = 1'b0;
+    cfg_rescale   = 1'b0;
     cfg_out_zp    = '0;
     cfg_lo        = insn_i[loom_pkg::POSTOP_CLIP_LO_LSB +: 8];
     cfg_hi        = insn_i[loom_pkg::POSTOP_CLIP_HI_LSB +: 8];
@@ -156,6 +167,7 @@ module loom_elem_ctrl #(
     cfg_res_shift = 6'd1;
     if (is_post) begin
       cfg_res       = p_res;
+      cfg_rescale   = p_rescale;
       cfg_out_zp    = insn_i[loom_pkg::POSTOP_OUT_ZP_LSB +: loom_pkg::POSTOP_OUT_ZP_W];
       cfg_res_zp    = insn_i[loom_pkg::POSTOP_RES_ZP_LSB +: loom_pkg::POSTOP_RES_ZP_W];
       cfg_res_mult  = insn_i[loom_pkg::POSTOP_RES_MULT_LSB +: loom_pkg::POSTOP_RES_MULT_W];
@@ -197,6 +209,7 @@ module loom_elem_ctrl #(
   logic [SpW*32-1:0] lsum_d, lsum_q;
   logic [31:0]  e_i_d, e_i_q;               // ELTWISE chunk base
   logic [31:0]  fed_d, fed_q, written_d, written_q;
+  logic signed [31:0] amult_d, amult_q, ashift_d, ashift_q;  // POSTOP rescale: the add's pair
 
   // Datapath interface: one beat of Lanes elements.
   logic                  dp_in_valid, dp_in_ready, dp_fire;
@@ -280,6 +293,9 @@ module loom_elem_ctrl #(
   logic [31:0] n32, n4;
   assign n32 = 32'(p_n);
   assign n4  = n32 << 2;
+  // POSTOP rescale: PARAM address of the add's pair, after the n triples.
+  logic [31:0] p_apar;
+  assign p_apar = p_par + (n32 << 3) + n4;
   // POSTOP: the next chunk's first channel.
   logic [16:0] cj_nx;
   logic [31:0] cj_nx32;
@@ -310,6 +326,8 @@ module loom_elem_ctrl #(
     ea_d       = ea_q;
     eb_d       = eb_q;
     e_i_d      = e_i_q;
+    amult_d    = amult_q;
+    ashift_d   = ashift_q;
     done_o     = 1'b0;
     err_o      = 1'b0;
 
@@ -336,7 +354,7 @@ module loom_elem_ctrl #(
           scan_d  = 1'b1;
           if (is_post) begin
             c_out_d = p_out;
-            es_d    = EParRd;
+            es_d    = p_rescale ? EAddRd : EParRd;
           end else if (is_pool) begin
             c_out_d    = o_out;
             win_base_d = o_in;
@@ -348,6 +366,23 @@ module loom_elem_ctrl #(
             e_i_d   = '0;
             es_d    = EEltA;
           end
+        end
+      end
+
+      EAddRd: begin
+        param_rd_req_o  = 1'b1;
+        param_rd_addr_o = ParamAw'(p_apar);
+        es_d            = EAddChk;
+      end
+
+      EAddChk: begin
+        amult_d  = param_rd_data_i[31:0];
+        ashift_d = param_rd_data_i[63:32];
+        if ($signed(param_rd_data_i[63:32]) < 32'sd1 || $signed(param_rd_data_i[63:32]) > 32'sd62) begin
+          err_o = 1'b1;
+          es_d  = EIdle;
+        end else begin
+          es_d = EParRd;
         end
       end
 
@@ -550,9 +585,9 @@ module loom_elem_ctrl #(
   assign mask_ext = ({{Lanes{1'b0}}, 1'b1} << dp_lanes[$clog2(Lanes+1)-1:0]) - 1'b1;
   assign tag_in   = {dp_addr, mask_ext[Lanes-1:0]};
 
-  // Depth 9: the datapath holds at most 8 beats, and a beat may enter in the
-  // cycle one leaves while 8 are in flight.
-  loom_fifo #(.Width (TagW), .Depth (9)) u_tags (
+  // Depth 14: the datapath holds at most 13 beats (rescale), and a beat may
+  // enter in the cycle one leaves while 13 are in flight.
+  loom_fifo #(.Width (TagW), .Depth (14)) u_tags (
     .clk_i   (clk_i),
     .rst_ni  (rst_ni),
     .flush_i (1'b0),
@@ -600,6 +635,13 @@ module loom_elem_ctrl #(
     .cfg_res_zp_i    (cfg_res_zp),
     .cfg_res_mult_i  (cfg_res_mult),
     .cfg_res_shift_i (cfg_res_shift),
+    .cfg_rescale_i   (cfg_rescale),
+    .cfg_a_zp_i      (p_a_zp),
+    .cfg_a_mult_i    (amult_q),
+    .cfg_a_shift_i   (ashift_q[5:0]),
+    .cfg_add_zp_i    (p_add_zp),
+    .cfg_add_lo_i    (p_add_lo),
+    .cfg_add_hi_i    (p_add_hi),
     .in_valid_i      (dp_in_valid),
     .in_ready_o      (dp_in_ready),
     .acc_i           (dp_acc),
@@ -650,6 +692,8 @@ module loom_elem_ctrl #(
     e_i_q      <= e_i_d;
     fed_q      <= fed_d;
     written_q  <= written_d;
+    amult_q    <= amult_d;
+    ashift_q   <= ashift_d;
   end
 
   assign busy_o   = (es_q != EIdle);
@@ -657,7 +701,7 @@ module loom_elem_ctrl #(
 
   logic unused_bits;
   assign unused_bits = ^{insn_i, acc_rd_data_i, param_rd_data_i, in_rd_data_i, tag_empty, tag_count,
-                        mask_ext[Lanes]};
+                        mask_ext[Lanes], ashift_q[31:6], p_apar};
 
   // ---------------------------------------------------------------------------
   // Assertions.

@@ -5,6 +5,13 @@
 //   y = rq(v, mult, shift) + out_zp
 //       + rq(res - res_zp, res_mult, res_shift)   when residual_i
 //   out = clamp(y, clip_lo, clip_hi)
+// and with rescale_i (a requantizing add fused behind the post-op):
+//   x   = clamp(rq(v, mult, shift) + out_zp, clip_lo, clip_hi)
+//   y   = rq(x - a_zp, a_mult, a_shift) + rq(res - res_zp, res_mult, res_shift) + add_zp
+//   out = clamp(y, add_lo, add_hi)
+// The rescale requantizer (stage A) sits between the first requantizers and
+// stage S; the residual's requantized value rides through it as a sideband.
+// Without rescale_i stage A is bypassed and idle.
 // y is formed exactly in 34 bits before the clamp, so nothing wraps after the
 // requantizers. Per-element operands (acc, bias, mult, shift, res) travel with
 // the stream, Lanes of each side by side (lane l in bits [l*W +: W]); the
@@ -16,7 +23,8 @@
 // two requantizers see identical valid/ready inputs and therefore advance in
 // lockstep; lane 0's handshake stands for all, and an assertion checks it.
 //
-// Latency: 1 (bias/residual prepare) + 5 (requant) + 1 (sum) + 1 (clamp) = 8.
+// Latency: 1 (bias/residual prepare) + 5 (requant) + 1 (sum) + 1 (clamp) = 8,
+// and 13 with rescale_i (+5 for stage A).
 `include "loom_assert.svh"
 
 module loom_postop #(
@@ -33,6 +41,13 @@ module loom_postop #(
   input  logic signed [7:0] cfg_res_zp_i,
   input  logic signed [31:0] cfg_res_mult_i,
   input  logic        [5:0] cfg_res_shift_i,
+  input  logic              cfg_rescale_i,
+  input  logic signed [7:0] cfg_a_zp_i,
+  input  logic signed [31:0] cfg_a_mult_i,
+  input  logic        [5:0] cfg_a_shift_i,
+  input  logic signed [7:0] cfg_add_zp_i,
+  input  logic signed [7:0] cfg_add_lo_i,
+  input  logic signed [7:0] cfg_add_hi_i,
 
   // Beat stream in: Lanes elements.
   input  logic                  in_valid_i,
@@ -53,15 +68,24 @@ module loom_postop #(
 );
 
   // ---------------------------------------------------------------------------
-  // Shared handshake: stage P, the requantizers (lane 0's), stage S, stage C.
+  // Shared handshake: stage P, the requantizers (lane 0's), stage A, stage S,
+  // stage C.
   // ---------------------------------------------------------------------------
+  logic signed [7:0] c_lo, c_hi;
+  assign c_lo = cfg_rescale_i ? cfg_add_lo_i : cfg_clip_lo_i;
+  assign c_hi = cfg_rescale_i ? cfg_add_hi_i : cfg_clip_hi_i;
   logic p_valid_q, s_valid_q, c_valid_q;
   logic p_en, s_en, c_en;
   logic [Lanes-1:0] rq_in_ready, rq_res_in_ready, rq_out_valid, rq_res_out_valid;
+  logic [Lanes-1:0] ra_in_ready, ra_out_valid;
+  logic mid_ready, s_in_valid;
 
   assign p_en = ~p_valid_q | rq_in_ready[0];
   assign c_en = ~c_valid_q | out_ready_i;
   assign s_en = ~s_valid_q | c_en;
+  // The first requantizers hand over to stage A (rescale) or to stage S.
+  assign mid_ready  = cfg_rescale_i ? ra_in_ready[0] : s_en;
+  assign s_in_valid = cfg_rescale_i ? ra_out_valid[0] : rq_out_valid[0];
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -70,7 +94,7 @@ module loom_postop #(
       c_valid_q <= 1'b0;
     end else begin
       p_valid_q <= p_en ? in_valid_i : p_valid_q;
-      s_valid_q <= s_en ? rq_out_valid[0] : s_valid_q;
+      s_valid_q <= s_en ? s_in_valid : s_valid_q;
       c_valid_q <= c_en ? s_valid_q : c_valid_q;
     end
   end
@@ -84,7 +108,11 @@ module loom_postop #(
     logic signed [31:0] p_rv_d, p_rv_q, p_rmult_d, p_rmult_q;
     logic        [5:0]  p_rshift_d, p_rshift_q;
     logic signed [7:0]  res;
-    logic signed [31:0] rq_y, rq_res_y;
+    logic signed [31:0] rq_y, rq_res_y, ra_y, ra_res_y;
+    logic signed [32:0] x_full;
+    logic signed [7:0]  x;
+    logic signed [9:0]  ra_v;
+    logic               rq_side, rq_res_side;  // unused sidebands
 
     assign res = res_i[8*l +: 8];
 
@@ -133,9 +161,11 @@ module loom_postop #(
       .v_i         (p_v_q),
       .mult_i      (p_mult_q),
       .shift_i     (p_shift_q),
+      .side_i      (1'b0),
       .out_valid_o (rq_out_valid[l]),
-      .out_ready_i (s_en),
-      .y_o         (rq_y)
+      .out_ready_i (mid_ready),
+      .y_o         (rq_y),
+      .side_o      (rq_side)
     );
 
     loom_requant u_rq_res (
@@ -146,9 +176,43 @@ module loom_postop #(
       .v_i         (p_rv_q),
       .mult_i      (p_rmult_q),
       .shift_i     (p_rshift_q),
+      .side_i      (1'b0),
       .out_valid_o (rq_res_out_valid[l]),
+      .out_ready_i (mid_ready),
+      .y_o         (rq_res_y),
+      .side_o      (rq_res_side)
+    );
+
+    // -------------------------------------------------------------------------
+    // Stage A (rescale only): clamp the post-op result to int8, subtract a_zp
+    // (|x - a_zp| <= 255, 10 bits) and requantize it; the residual's
+    // requantized value travels beside it.
+    // -------------------------------------------------------------------------
+    assign x_full = 33'(rq_y) + 33'(cfg_out_zp_i);
+    always_comb begin
+      if (x_full < 33'(cfg_clip_lo_i)) begin
+        x = cfg_clip_lo_i;
+      end else if (x_full > 33'(cfg_clip_hi_i)) begin
+        x = cfg_clip_hi_i;
+      end else begin
+        x = x_full[7:0];
+      end
+    end
+    assign ra_v = 10'(x) - 10'(cfg_a_zp_i);
+
+    loom_requant #(.VW (10), .SideW (32)) u_rq_add (
+      .clk_i       (clk_i),
+      .rst_ni      (rst_ni),
+      .in_valid_i  (rq_out_valid[0] && cfg_rescale_i),
+      .in_ready_o  (ra_in_ready[l]),
+      .v_i         (cfg_rescale_i ? ra_v : 10'sd0),
+      .mult_i      (cfg_rescale_i ? cfg_a_mult_i : 32'sd0),
+      .shift_i     (cfg_rescale_i ? cfg_a_shift_i : 6'd1),
+      .side_i      (rq_res_y),
+      .out_valid_o (ra_out_valid[l]),
       .out_ready_i (s_en),
-      .y_o         (rq_res_y)
+      .y_o         (ra_y),
+      .side_o      (ra_res_y)
     );
 
     // -------------------------------------------------------------------------
@@ -158,13 +222,17 @@ module loom_postop #(
     logic signed [7:0]  c_out_d, c_out_q;
 
     always_comb begin
-      s_y_d   = s_en ? 34'(rq_y) + 34'(rq_res_y) + 34'(cfg_out_zp_i) : s_y_q;
+      s_y_d = s_y_q;
+      if (s_en) begin
+        s_y_d = cfg_rescale_i ? 34'(ra_y) + 34'(ra_res_y) + 34'(cfg_add_zp_i)
+                              : 34'(rq_y) + 34'(rq_res_y) + 34'(cfg_out_zp_i);
+      end
       c_out_d = c_out_q;
       if (c_en) begin
-        if (s_y_q < 34'(cfg_clip_lo_i)) begin
-          c_out_d = cfg_clip_lo_i;
-        end else if (s_y_q > 34'(cfg_clip_hi_i)) begin
-          c_out_d = cfg_clip_hi_i;
+        if (s_y_q < 34'(c_lo)) begin
+          c_out_d = c_lo;
+        end else if (s_y_q > 34'(c_hi)) begin
+          c_out_d = c_hi;
         end else begin
           c_out_d = s_y_q[7:0];
         end
@@ -177,12 +245,15 @@ module loom_postop #(
     end
 
     assign out_o[8*l +: 8] = c_out_q;
+
+    logic unused_side;
+    assign unused_side = ^{rq_side, rq_res_side};
   end
 
   assign in_ready_o  = p_en;
   assign out_valid_o = c_valid_q;
 
-  // Occupancy counter: beats accepted but not yet delivered (at most 8).
+  // Occupancy counter: beats accepted but not yet delivered (at most 13).
   logic [3:0] inflight_d, inflight_q;
   always_comb begin
     inflight_d = inflight_q;
@@ -206,7 +277,8 @@ module loom_postop #(
 
   // Lanes other than 0 report the same handshake; only the assertions read it.
   logic unused_handshake;
-  assign unused_handshake = ^{rq_in_ready, rq_res_in_ready, rq_out_valid, rq_res_out_valid};
+  assign unused_handshake = ^{rq_in_ready, rq_res_in_ready, rq_out_valid, rq_res_out_valid,
+                              ra_in_ready, ra_out_valid};
 
   // ---------------------------------------------------------------------------
   // Assertions.
@@ -215,11 +287,17 @@ module loom_postop #(
                                    rq_res_in_ready == {Lanes{rq_in_ready[0]}})
   `LOOM_ASSERT(RqLockstepValid_A, rq_out_valid == {Lanes{rq_out_valid[0]}} &&
                                    rq_res_out_valid == {Lanes{rq_out_valid[0]}})
+  `LOOM_ASSERT(RaLockstep_A, ra_in_ready == {Lanes{ra_in_ready[0]}} &&
+                              ra_out_valid == {Lanes{ra_out_valid[0]}})
   `LOOM_ASSERT(ClipOrdered_A, busy_o |-> cfg_clip_lo_i <= cfg_clip_hi_i)
+  `LOOM_ASSERT(AddClipOrdered_A, busy_o && cfg_rescale_i |-> cfg_add_lo_i <= cfg_add_hi_i)
+  `LOOM_ASSERT(RescaleShift_A, busy_o && cfg_rescale_i |-> cfg_a_shift_i >= 6'd1 && cfg_a_shift_i <= 6'd62)
   `LOOM_ASSERT(CfgStable_A, busy_o |=> $stable({cfg_residual_i, cfg_out_zp_i, cfg_clip_lo_i,
                                                  cfg_clip_hi_i, cfg_res_zp_i, cfg_res_mult_i,
-                                                 cfg_res_shift_i}) || !busy_o)
-  `LOOM_ASSERT(InflightBound_A, inflight_q <= 4'd8)
+                                                 cfg_res_shift_i, cfg_rescale_i, cfg_a_zp_i,
+                                                 cfg_a_mult_i, cfg_a_shift_i, cfg_add_zp_i,
+                                                 cfg_add_lo_i, cfg_add_hi_i}) || !busy_o)
+  `LOOM_ASSERT(InflightBound_A, inflight_q <= 4'd13)
   `LOOM_ASSERT(OutHeld_A, out_valid_o && !out_ready_i |=> out_valid_o && $stable(out_o))
 
 endmodule

@@ -12,21 +12,31 @@
 // whole: a stage advances when the stage after it is empty or advancing, so
 // valid/ready bubbles collapse. Datapath registers have no reset (FPGA
 // reset-free datapath); only the valid bits are reset.
+//
+// VW narrows the operand v (sign-extended to the 64-bit product) where its
+// range is known, so synthesis maps a narrower multiplier. side_i is an
+// optional SideW-bit sideband that travels with its operand through the same
+// stage enables and leaves as side_o beside y_o.
 `include "loom_assert.svh"
 
-module loom_requant (
+module loom_requant #(
+  parameter int unsigned VW    = 32,
+  parameter int unsigned SideW = 1
+) (
   input  logic               clk_i,
   input  logic               rst_ni,
 
   input  logic               in_valid_i,
   output logic               in_ready_o,
-  input  logic signed [31:0] v_i,
+  input  logic signed [VW-1:0] v_i,
   input  logic signed [31:0] mult_i,
   input  logic        [5:0]  shift_i,
+  input  logic [SideW-1:0]   side_i,
 
   output logic               out_valid_o,
   input  logic               out_ready_i,
-  output logic signed [31:0] y_o
+  output logic signed [31:0] y_o,
+  output logic [SideW-1:0]   side_o
 );
 
   localparam int unsigned Latency = 5;
@@ -63,7 +73,9 @@ module loom_requant (
   end
 
   // Datapath.
-  logic signed [31:0] v_d, v_q, mult_d, mult_q;
+  logic signed [VW-1:0] v_d, v_q;
+  logic signed [31:0] mult_d, mult_q;
+  logic [Latency-1:0][SideW-1:0] sd_d, sd_q;
   logic        [5:0]  sh1_d, sh1_q, sh2_d, sh2_q, sh3_d, sh3_q;
   logic signed [63:0] prod_d, prod_q;
   logic signed [63:0] sum_d, sum_q;
@@ -76,6 +88,10 @@ module loom_requant (
     v_d    = en[0] ? v_i     : v_q;
     mult_d = en[0] ? mult_i  : mult_q;
     sh1_d  = en[0] ? shift_i : sh1_q;
+    sd_d[0] = en[0] ? side_i : sd_q[0];
+    for (int unsigned s = 1; s < Latency; s++) begin
+      sd_d[s] = en[s] ? sd_q[s-1] : sd_q[s];
+    end
 
     // Stage 2: full 64-bit signed product.
     prod_d = en[1] ? 64'(v_q) * 64'(mult_q) : prod_q;
@@ -114,11 +130,13 @@ module loom_requant (
     sh3_q  <= sh3_d;
     shr_q  <= shr_d;
     y_q    <= y_d;
+    sd_q   <= sd_d;
   end
 
   assign in_ready_o  = en[0];
   assign out_valid_o = valid_q[Latency-1];
   assign y_o         = y_q;
+  assign side_o      = sd_q[Latency-1];
 
   // Every accepted shift is inside the contract; outputs never vanish.
   `LOOM_ASSERT(ShiftInRange_A, in_valid_i && in_ready_o |-> shift_i >= 6'd1 && shift_i <= 6'd62)

@@ -155,6 +155,7 @@ uint32_t exec_postop(CoreState& s, const spec::PostopInsn& p) {
   if (!is_word_aligned(p.acc_addr) || !is_word_aligned(p.param_addr) || p.clip_lo > p.clip_hi)
     return spec::err::ILLEGAL_INSN;
   if (p.residual && !shift_ok(int64_t(p.res_shift))) return spec::err::ILLEGAL_INSN;
+  if (p.rescale && (!p.residual || p.add_lo > p.add_hi)) return spec::err::ILLEGAL_INSN;
   const uint64_t mn = p.m * p.n;
   if (mn == 0) return 0;
   const auto& acc = s.buf(Buffer::ACC);
@@ -162,13 +163,19 @@ uint32_t exec_postop(CoreState& s, const spec::PostopInsn& p) {
   const auto& par = s.buf(Buffer::PARAM);
   auto& out = s.buf(Buffer::OUT);
   if (!in_scratchpad(acc.size(), p.acc_addr, 4 * mn) || !in_scratchpad(out.size(), p.out_addr, mn) ||
-      !in_scratchpad(par.size(), p.param_addr, uint64_t(spec::kParamBytesPerChannel) * p.n) ||
+      !in_scratchpad(par.size(), p.param_addr,
+                     uint64_t(spec::kParamBytesPerChannel) * p.n + (p.rescale ? 8 : 0)) ||
       (p.residual && !in_scratchpad(in.size(), p.res_addr, mn)))
     return spec::err::SCRATCHPAD_OOB;
   // A per-channel shift outside 1..62 is an illegal parameter table; check
   // every channel before writing any output.
   for (uint64_t j = 0; j < p.n; ++j)
     if (!shift_ok(i32_at(par, p.param_addr + 12 * j + 8))) return spec::err::ILLEGAL_INSN;
+  // rescale: the add's (a_mult, a_shift) pair follows the channel triples.
+  const uint64_t pa = p.param_addr + 12 * p.n;
+  const int32_t a_mult = p.rescale ? i32_at(par, pa) : 0;
+  const int32_t a_shift = p.rescale ? i32_at(par, pa + 4) : 1;
+  if (p.rescale && !shift_ok(a_shift)) return spec::err::ILLEGAL_INSN;
 
   // Each output depends on its own accumulator word only and the buffers are
   // distinct, so the tile is walked row by row (contiguous in ACC and OUT)
@@ -192,11 +199,17 @@ uint32_t exec_postop(CoreState& s, const spec::PostopInsn& p) {
       const uint64_t e = i * p.n + j;
       const int32_t v = int32_t(load_le32(pacc + 4 * e) + bias[j]);  // int32 wrap of acc + bias
       int64_t y = int64_t(requantize(v, mult[j], shift[j])) + p.out_zp;
+      int64_t lo = p.clip_lo, hi = p.clip_hi;
+      if (p.rescale) {
+        const int64_t x = int64_t(int8_t(clamp_out(y, p.clip_lo, p.clip_hi)));
+        y = int64_t(requantize(x - p.a_zp, a_mult, a_shift)) + p.add_zp;
+        lo = p.add_lo, hi = p.add_hi;
+      }
       if (pres) {
         const int64_t r = int64_t(int8_t(pres[e])) - p.res_zp;
         y += requantize(r, res_mult, res_shift);
       }
-      pout[e] = clamp_out(y, p.clip_lo, p.clip_hi);
+      pout[e] = clamp_out(y, lo, hi);
     }
   }
   return 0;

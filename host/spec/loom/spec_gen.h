@@ -431,17 +431,21 @@ struct GemmInsn {
   }
 };
 
-/// POSTOP: Accumulator to int8: for i < m, j < n with v = ACC[acc + 4(i*n+j)] + bias[j]: y = rq(v, mult[j], shift[j]) + out_zp (+ rq(IN[res + i*n + j] - res_zp, res_mult, res_shift) when `residual`), OUT[out + i*n + j] = clamp(y, clip_lo, clip_hi). bias, mult and shift are the int32 triple at PARAM[param + 12j].
+/// POSTOP: Accumulator to int8: for i < m, j < n with v = ACC[acc + 4(i*n+j)] + bias[j]: y = rq(v, mult[j], shift[j]) + out_zp (+ rq(IN[res + i*n + j] - res_zp, res_mult, res_shift) when `residual`), OUT[out + i*n + j] = clamp(y, clip_lo, clip_hi). bias, mult and shift are the int32 triple at PARAM[param + 12j]. With `rescale` (which needs `residual`) the sum is a requantizing add of the clamped int8 result: x = clamp(rq(v, mult[j], shift[j]) + out_zp, clip_lo, clip_hi), y = rq(x - a_zp, a_mult, a_shift) + rq(IN[res + i*n + j] - res_zp, res_mult, res_shift) + add_zp, OUT[out + i*n + j] = clamp(y, add_lo, add_hi), where (a_mult, a_shift) is the int32 pair at PARAM[param + 12n]. This is POSTOP followed by ELTWISE without the round trip of x through memory.
 struct PostopInsn {
   uint64_t pop_prev = 0;  // Wait for and consume a token from the previous unit (load<-compute<-store) before starting.
   uint64_t pop_next = 0;  // Wait for and consume a token from the next unit before starting.
   uint64_t push_prev = 0;  // Give a token to the previous unit when done.
   uint64_t push_next = 0;  // Give a token to the next unit when done.
   uint64_t residual = 0;  // Add a requantized int8 residual from IN.
+  uint64_t rescale = 0;  // Requantize the clamped result before the residual is added (needs residual).
   uint64_t res_shift = 0;  // Residual requantization shift (1..62).
   uint64_t acc_addr = 0;  // ACC byte address of the m x n int32 tile (dense).
+  int64_t a_zp = 0;  // rescale: zero point subtracted from the clamped result.
   uint64_t out_addr = 0;  // OUT byte address of the m x n int8 result (dense).
+  int64_t add_zp = 0;  // rescale: output zero point of the add.
   uint64_t param_addr = 0;  // PARAM byte address of channel 0's (bias, mult, shift).
+  int64_t add_lo = 0;  // rescale: lower clamp of the add.
   uint64_t m = 0;  // Rows.
   uint64_t n = 0;  // Columns (channels).
   int64_t out_zp = 0;  // Output zero point.
@@ -449,20 +453,25 @@ struct PostopInsn {
   int64_t clip_hi = 0;  // Upper clamp.
   int64_t res_zp = 0;  // Residual zero point.
   uint64_t res_addr = 0;  // IN byte address of the m x n int8 residual (dense).
+  int64_t add_hi = 0;  // rescale: upper clamp of the add.
   int64_t res_mult = 0;  // Residual requantization multiplier.
 
   static constexpr Opcode kOpcode = Opcode::POSTOP;
-  static constexpr std::array<FieldInfo, 18> kFields{{
+  static constexpr std::array<FieldInfo, 23> kFields{{
       {"opcode", 0, 6, false},
       {"pop_prev", 6, 1, false},
       {"pop_next", 7, 1, false},
       {"push_prev", 8, 1, false},
       {"push_next", 9, 1, false},
       {"residual", 10, 1, false},
+      {"rescale", 11, 1, false},
       {"res_shift", 16, 6, false},
       {"acc_addr", 32, 24, false},
+      {"a_zp", 56, 8, true},
       {"out_addr", 64, 24, false},
+      {"add_zp", 88, 8, true},
       {"param_addr", 96, 24, false},
+      {"add_lo", 120, 8, true},
       {"m", 128, 16, false},
       {"n", 144, 16, false},
       {"out_zp", 160, 8, true},
@@ -470,6 +479,7 @@ struct PostopInsn {
       {"clip_hi", 176, 8, true},
       {"res_zp", 184, 8, true},
       {"res_addr", 192, 24, false},
+      {"add_hi", 216, 8, true},
       {"res_mult", 224, 32, true},
   }};
 
@@ -482,10 +492,14 @@ struct PostopInsn {
     set_bits(in, 8, 1, uint64_t(push_prev));
     set_bits(in, 9, 1, uint64_t(push_next));
     set_bits(in, 10, 1, uint64_t(residual));
+    set_bits(in, 11, 1, uint64_t(rescale));
     set_bits(in, 16, 6, uint64_t(res_shift));
     set_bits(in, 32, 24, uint64_t(acc_addr));
+    set_bits(in, 56, 8, uint64_t(a_zp));
     set_bits(in, 64, 24, uint64_t(out_addr));
+    set_bits(in, 88, 8, uint64_t(add_zp));
     set_bits(in, 96, 24, uint64_t(param_addr));
+    set_bits(in, 120, 8, uint64_t(add_lo));
     set_bits(in, 128, 16, uint64_t(m));
     set_bits(in, 144, 16, uint64_t(n));
     set_bits(in, 160, 8, uint64_t(out_zp));
@@ -493,6 +507,7 @@ struct PostopInsn {
     set_bits(in, 176, 8, uint64_t(clip_hi));
     set_bits(in, 184, 8, uint64_t(res_zp));
     set_bits(in, 192, 24, uint64_t(res_addr));
+    set_bits(in, 216, 8, uint64_t(add_hi));
     set_bits(in, 224, 32, uint64_t(res_mult));
     return in;
   }
@@ -503,10 +518,14 @@ struct PostopInsn {
     d.push_prev = get_bits(in, 8, 1);
     d.push_next = get_bits(in, 9, 1);
     d.residual = get_bits(in, 10, 1);
+    d.rescale = get_bits(in, 11, 1);
     d.res_shift = get_bits(in, 16, 6);
     d.acc_addr = get_bits(in, 32, 24);
+    d.a_zp = sign_extend(get_bits(in, 56, 8), 8);
     d.out_addr = get_bits(in, 64, 24);
+    d.add_zp = sign_extend(get_bits(in, 88, 8), 8);
     d.param_addr = get_bits(in, 96, 24);
+    d.add_lo = sign_extend(get_bits(in, 120, 8), 8);
     d.m = get_bits(in, 128, 16);
     d.n = get_bits(in, 144, 16);
     d.out_zp = sign_extend(get_bits(in, 160, 8), 8);
@@ -514,6 +533,7 @@ struct PostopInsn {
     d.clip_hi = sign_extend(get_bits(in, 176, 8), 8);
     d.res_zp = sign_extend(get_bits(in, 184, 8), 8);
     d.res_addr = get_bits(in, 192, 24);
+    d.add_hi = sign_extend(get_bits(in, 216, 8), 8);
     d.res_mult = sign_extend(get_bits(in, 224, 32), 32);
     return d;
   }
@@ -524,10 +544,14 @@ struct PostopInsn {
     if (!fits(int64_t(push_prev), 1, false)) return "push_prev";
     if (!fits(int64_t(push_next), 1, false)) return "push_next";
     if (!fits(int64_t(residual), 1, false)) return "residual";
+    if (!fits(int64_t(rescale), 1, false)) return "rescale";
     if (!fits(int64_t(res_shift), 6, false)) return "res_shift";
     if (!fits(int64_t(acc_addr), 24, false)) return "acc_addr";
+    if (!fits(int64_t(a_zp), 8, true)) return "a_zp";
     if (!fits(int64_t(out_addr), 24, false)) return "out_addr";
+    if (!fits(int64_t(add_zp), 8, true)) return "add_zp";
     if (!fits(int64_t(param_addr), 24, false)) return "param_addr";
+    if (!fits(int64_t(add_lo), 8, true)) return "add_lo";
     if (!fits(int64_t(m), 16, false)) return "m";
     if (!fits(int64_t(n), 16, false)) return "n";
     if (!fits(int64_t(out_zp), 8, true)) return "out_zp";
@@ -535,6 +559,7 @@ struct PostopInsn {
     if (!fits(int64_t(clip_hi), 8, true)) return "clip_hi";
     if (!fits(int64_t(res_zp), 8, true)) return "res_zp";
     if (!fits(int64_t(res_addr), 24, false)) return "res_addr";
+    if (!fits(int64_t(add_hi), 8, true)) return "add_hi";
     if (!fits(int64_t(res_mult), 32, true)) return "res_mult";
     return {};
   }
