@@ -64,6 +64,10 @@ inline constexpr uint64_t kPipeCycles = 11;
 /// first row, and the shift check of a chunk in the scan.
 inline constexpr uint64_t kParamLoadCycles = 4;
 inline constexpr uint64_t kScanCheckCycles = 1;
+/// POSTOP rescale: reading and checking the add's (a_mult, a_shift) pair
+/// (two cycles) and the fill of loom_postop's stage A (a third 5-stage
+/// requantizer).
+inline constexpr uint64_t kRescaleCycles = 7;
 /// Fixed cost of a GEMM beyond the array's fill, blocks and drain: the
 /// compute unit's check and the controller's start and done handshakes
 /// (measured on the RTL: 3 cycles on tiny and small, for any shape).
@@ -104,7 +108,7 @@ inline uint64_t postop_cycles(const TimingParams& t, const spec::PostopInsn& p) 
   const uint64_t chunks = ceil_div(p.n, t.lanes);
   const uint64_t scan = chunks * (kParamLoadCycles + kScanCheckCycles);
   const uint64_t stream = chunks == 1 ? p.m : chunks * (kParamLoadCycles + p.m);
-  return kIssueCycles + kPipeCycles + scan + stream;
+  return kIssueCycles + kPipeCycles + scan + stream + (p.rescale ? kRescaleCycles : 0);
 }
 /// POOL: per output pixel and SpW-channel chunk, win reads and two cycles
 /// to capture the last row and turn to feeding, then `lanes` channels a

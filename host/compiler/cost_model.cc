@@ -41,9 +41,9 @@ uint64_t gemm(const CostParams& p, uint64_t m, uint64_t n, uint64_t k, bool acc)
   g.m = m, g.n = n, g.k_len = k, g.ldc = 4 * n, g.accumulate = acc;
   return tlm::gemm_cycles(timing(p), g);
 }
-uint64_t postop(const CostParams& p, uint64_t m, uint64_t n) {
+uint64_t postop(const CostParams& p, uint64_t m, uint64_t n, bool rescale) {
   spec::PostopInsn po;
-  po.m = m, po.n = n;
+  po.m = m, po.n = n, po.rescale = rescale;
   return tlm::postop_cycles(timing(p), po);
 }
 
@@ -240,7 +240,7 @@ void row_window_cost(const CostParams& p, const MacGeom& g, int64_t kh, uint64_t
 }
 
 TileCost mac_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n, const std::vector<KStep>& ks,
-                  int slots, bool residual, double pad_share, bool window) {
+                  int slots, bool residual, bool rescale, double pad_share, bool window) {
   TileCost t;
   std::vector<std::pair<uint64_t, uint64_t>> steps;
   const uint64_t r = runs(m, uint64_t(g.OW));
@@ -277,6 +277,7 @@ TileCost mac_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n,
     }
     t.ld.dma(p, false, uint64_t(ks[k].len()), n, uint64_t(g.Ng));  // B tile
     if (last) t.ld.dma(p, false, 1, 12 * n, 12 * n);                 // PARAM slice
+    if (last && rescale) t.ld.dma(p, false, 1, 8, 8);                 // the add's (a_mult, a_shift)
     if (last && residual) t.ld.dma(p, false, m, n, uint64_t(g.Cout));
     if (window) {
       // One GEMM per run, its A rows overlapping in the loaded input row:
@@ -289,7 +290,7 @@ TileCost mac_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n,
       t.cp.cycles += gemm(p, m, n, uint64_t(ks[k].len()), k > 0);
       ++t.cp.insns;
     }
-    if (last) t.cp.cycles += postop(p, m, n), ++t.cp.insns;
+    if (last) t.cp.cycles += postop(p, m, n, rescale), ++t.cp.insns;
     steps.emplace_back(t.ld.cycles - l0, t.cp.cycles - c0);
     for (auto [dst, a, b] : {std::tuple{&d.ld, &t.ld, &before.ld}, std::tuple{&d.cp, &t.cp, &before.cp}}) {
       dst->cycles = a->cycles - b->cycles, dst->insns = a->insns - b->insns, dst->bursts = a->bursts - b->bursts;
@@ -540,7 +541,8 @@ Cost estimate(const CostParams& p0, const Layer& l, int cores, int slots, bool r
       const Tiling& t = l.tiling;
       classes(uint64_t(g.M()), uint64_t(t.tm), uint64_t(g.Ng), uint64_t(t.tn), reps,
               [&, ps = pad_share(g)](uint64_t m, uint64_t n, uint64_t count, int lm, int ln) {
-                const TileCost tc = mac_tile(p, g, m, n, t.ksteps, slots, residual_in, ps, t.row_window);
+                const TileCost tc = mac_tile(p, g, m, n, t.ksteps, slots, residual_in,
+                                               residual_in && l.res.rescale, ps, t.row_window);
                 ct[lm][ln].set(tc);
                 if (count) tot.add(tc, count);
               });

@@ -1,13 +1,19 @@
 // Residual fusion: proposes folding an add into the POSTOP of the conv/gemm
 // producing one of its operands (POSTOP's `residual` field adds the other
-// operand, requantized, from IN). It is bit-exact only when
-//  - the add requantizes the conv's operand by the identity (equal scales),
-//    so add(conv) = rq(acc) + out_zp + rq(other), and
-//  - the conv's own int8 clamp can never bind: an interval bound over every
-//    int8 input, the constant weights and the bias proves
-//    rq(acc) + y_zp within [lo, hi] for every output channel.
+// operand, requantized, from IN). Two forms, both bit-exact with the
+// separate conv and ELTWISE:
+//  - plain: when the add requantizes the conv's operand by the identity
+//    (equal scales) and the conv's own int8 clamp can never bind (an
+//    interval bound over every int8 input, the constant weights and the
+//    bias proves rq(acc) + y_zp within [lo, hi] for every output channel),
+//    add(conv) = rq(acc) + out_zp + rq(other) in one requantizer pass;
+//  - rescale (every other QDQ add, e.g. ResNet-50's and MobileNetV2's): the
+//    conv's clamped int8 result x is requantized again inside the post-op,
+//    rq(x - a_zp, a_mult, a_shift) + rq(other - b_zp, b_mult, b_shift) + y_zp,
+//    which is the ELTWISE formula without x's round trip through memory.
 // Whether a legal group fuses is decided by the tiling pass from the cost
-// model (the residual tile takes IN space), per the fusion policy.
+// model (the residual tile takes IN space and a second input stream), per
+// the fusion policy.
 #include <algorithm>
 #include <string>
 
@@ -35,9 +41,11 @@ class FuseResidualPass final : public Pass {
         why = check(s, *p, add, i);
         if (!why.empty()) continue;
         bump("candidates");
+        bump(p->res.rescale ? "rescale" : "plain");
         s.decide(p->name + "+" + a.name, name(),
-                 "legal: the add requantizes '" + a.inputs[size_t(i)] +
-                     "' by the identity and the interval bound proves its clamp never binds");
+                 p->res.rescale ? "legal as a requantizing add behind the post-op (rescale): " + p->res.why
+                                : "legal: the add requantizes '" + a.inputs[size_t(i)] +
+                                      "' by the identity and the interval bound proves its clamp never binds");
         break;
       }
       if (!why.empty()) {
@@ -81,13 +89,24 @@ class FuseResidualPass final : public Pass {
     if (!eq) return "no integer parameters: " + eq.error().str();
     const Multiplier& mm = i == 0 ? eq->a : eq->b;
     const Multiplier& rm = i == 0 ? eq->b : eq->a;
-    if (!identity(mm)) return "the add rescales the conv output (scales differ), so its rounding differs";
-    if (rm.shift < kMinShift || rm.shift > 63) return "residual shift out of range";
+    if (rm.shift < kMinShift || rm.shift > kMaxShift) return "residual shift out of range";
     auto mq = ir::mac_quant(g, pn);
     if (!mq) return "no integer parameters: " + mq.error().str();
-    if (!p.mac.b_const) return "weights are not constant (no interval bound)";
-    std::string bound = clamp_never_binds(g, pn, p.mac, *mq);
-    if (!bound.empty()) return bound;
+    // The plain form needs an identity rescale and a proof that the conv's
+    // clamp never binds; otherwise the post-op requantizes its int8 result.
+    std::string plain;
+    if (!identity(mm))
+      plain = "the add rescales the conv output (scales differ)";
+    else if (!p.mac.b_const)
+      plain = "weights are not constant (no interval bound)";
+    else
+      plain = clamp_never_binds(g, pn, p.mac, *mq);
+    if (!plain.empty() && (mm.shift < kMinShift || mm.shift > kMaxShift)) return "rescale shift out of range";
+    p.res.rescale = !plain.empty();
+    p.res.why = plain;
+    p.res.a_zp = i == 0 ? eq->a_zp : eq->b_zp;
+    p.res.a_mult = mm.mult;
+    p.res.a_shift = mm.shift;
     p.res.candidate = true;
     p.res.add = a.name;
     p.res.add_node = add.node;

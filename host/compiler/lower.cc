@@ -220,6 +220,13 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
         lp.dram_stride = lp.cols;
         lp.sp_stride = lp.cols;
         ls.load(lp);
+        if (l.res.on && l.res.rescale) {  // the add's (a_mult, a_shift) after the tile's triples
+          spec::LoadInsn la = lp;
+          la.sp_addr = pa + uint64_t(12 * t.n);
+          la.dram_addr = l.param_offset + uint64_t(12 * m.Cout);
+          la.cols = la.dram_stride = la.sp_stride = 8;
+          ls.load(la);
+        }
         if (l.res.on) {
           spec::LoadInsn lr;
           lr.buf = uint64_t(spec::Buffer::IN);
@@ -289,9 +296,17 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
         po.res_zp = l.res.zp;
         po.res_mult = l.res.mult;
         po.res_shift = uint64_t(l.res.shift);
-        po.out_zp = l.res.out_zp;
-        po.clip_lo = l.res.lo;
-        po.clip_hi = l.res.hi;
+        if (l.res.rescale) {  // the conv keeps its zero point and clamp; the add's follow
+          po.rescale = 1;
+          po.a_zp = l.res.a_zp;
+          po.add_zp = l.res.out_zp;
+          po.add_lo = l.res.lo;
+          po.add_hi = l.res.hi;
+        } else {
+          po.out_zp = l.res.out_zp;
+          po.clip_lo = l.res.lo;
+          po.clip_hi = l.res.hi;
+        }
       }
       ls.compute_release();
       ls.out_producer();

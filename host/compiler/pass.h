@@ -138,6 +138,13 @@ struct Layer {
     int32_t zp = 0, out_zp = 0, lo = -128, hi = 127;
     int32_t mult = 0;
     int shift = 1;
+    // rescale: the conv keeps its own zero point and clamp, and POSTOP
+    // requantizes that int8 result by (a_mult, a_shift) after subtracting
+    // a_zp; out_zp, lo and hi above are then the add's.
+    bool rescale = false;
+    std::string why;  // why the plain form does not apply
+    int32_t a_zp = 0, a_mult = 0;
+    int a_shift = 1;
   } res;
   const std::string& out_tensor(const ir::Graph& g) const { return res.on ? res.out : g.nodes[node].outputs[0]; }
 };

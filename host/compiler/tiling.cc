@@ -92,7 +92,8 @@ class TilingPass final : public Pass {
       bump("residual_refused");
     } else {
       l.res.on = true;
-      text = std::string("folded the add into POSTOP (") + fusion_name(s.opt.fusion) + "): fused predicts " +
+      text = std::string("folded the add into POSTOP") + (l.res.rescale ? " as a rescale" : "") + " (" +
+             fusion_name(s.opt.fusion) + "): fused predicts " +
              std::to_string(fused.cycles) + " cycles, separate " + std::to_string(plain.cycles) + " + " +
              std::to_string(add_cost.cycles) + " = " + std::to_string(separate) + "; saves " +
              std::to_string(int64_t(add_cost.dram_read + add_cost.dram_written) -
@@ -128,7 +129,8 @@ class TilingPass final : public Pass {
     std::vector<Cand> cands;
     const int64_t cores = s.cores;
     for (int64_t tn : candidates(g.Ng, C)) {
-      if (12 * tn > b.param || 4 * tn > kField16) continue;
+      // PARAM: the tile's triples, and POSTOP rescale's pair after them.
+      if (12 * tn + (residual && l.res.rescale ? 8 : 0) > b.param || 4 * tn > kField16) continue;
       for (auto [cc, np] : kshapes) {
         const int64_t tk = cc * np;
         if (tk > kField16 || tk * tn > b.wgt) continue;

@@ -30,4 +30,15 @@ inline void residual_block(ir::GraphBuilder& b, int64_t hw, int64_t c, int64_t k
   b.output(out);
 }
 
+/// A residual block whose add has its own output scale (as in ONNX QDQ
+/// models): the conv's result is requantized by the add, so only POSTOP's
+/// rescale form can fold it.
+inline void rescaled_residual_block(ir::GraphBuilder& b, int64_t hw, int64_t c, int64_t k, bool relu) {
+  const auto x = b.input("x", {1, hw, hw, c});
+  const auto y = b.conv("conv", x, {c, k, k, 1, k / 2, 1});
+  auto out = b.add("add", y, x);
+  if (relu) out = b.unary("relu", ir::OpKind::Relu, out);
+  b.output(out);
+}
+
 }  // namespace loom::compiler::test

@@ -243,14 +243,18 @@ TEST_P(E2E, RowWindowsMatchReference) {
   check(GetParam(), res, on);
 }
 
-// Residual adds folded into POSTOP (where provably exact) and kept separate,
-// under every fusion policy, bit-exact with the reference.
+// Residual adds folded into POSTOP (plain where provably exact, rescale
+// otherwise) and kept separate, under every fusion policy, bit-exact with the
+// reference.
 TEST(E2EResidual, EveryPolicyMatchesReference) {
   const Case cases[] = {
       {"residual_1x1", [](GraphBuilder& b) { residual_block(b, 6, 16, 1, true); }},
       {"residual_3x3_relu", [](GraphBuilder& b) { residual_block(b, 7, 24, 3, true, true); }},
       {"residual_random", [](GraphBuilder& b) { residual_block(b, 5, 8, 3, false); }},
       {"residual_wide_3x3", [](GraphBuilder& b) { residual_block(b, 8, 128, 3, true); }},
+      {"rescaled_1x1", [](GraphBuilder& b) { rescaled_residual_block(b, 6, 16, 1, false); }},
+      {"rescaled_3x3_relu", [](GraphBuilder& b) { rescaled_residual_block(b, 7, 24, 3, true); }},
+      {"rescaled_wide_odd", [](GraphBuilder& b) { rescaled_residual_block(b, 5, 72, 1, false); }},
   };
   for (const char* cfg : {"tiny", "small", "default"})
     for (Fusion f : {Fusion::None, Fusion::Greedy, Fusion::Cost})

@@ -252,24 +252,33 @@ TEST(FuseResidual, GreedyFoldsWhereTheCostModelRefuses) {
   EXPECT_GT(greedy.predicted[0].insns, cost.predicted[0].insns + cost.predicted[1].insns);
 }
 
-TEST(FuseResidual, RefusesWhatIsNotProvablyExact) {
+// Where the plain form (one requantizer pass) is not provably exact, the add
+// is fused as a rescale: POSTOP requantizes the conv's clamped int8 result.
+TEST(FuseResidual, RescalesWhatThePlainFormCannotProve) {
   GraphBuilder b("res");
   residual_block(b, 8, 16, 1, false);  // random weights: the clamp may bind
   auto r = compile_ok(b.graph(), "tiny", policy(Fusion::Greedy));
   ASSERT_EQ(decisions(r, "fuse-residual").size(), 1u);
-  EXPECT_NE(decisions(r, "fuse-residual")[0].find("add: kept separate: its clamp [-128, 127] may bind (channel "),
+  EXPECT_NE(decisions(r, "fuse-residual")[0].find("conv+add: legal as a requantizing add behind the post-op "
+                                                   "(rescale): its clamp [-128, 127] may bind (channel "),
             std::string::npos)
       << decisions(r, "fuse-residual")[0];
-  EXPECT_EQ(r.plan.layers.size(), 2u);
+  EXPECT_EQ(stat(r, "fuse-residual.rescale"), 1);
+  ASSERT_EQ(r.plan.layers.size(), 1u);
 
   GraphBuilder b2("rescale");
-  const auto x = b2.input("x", {1, 4, 4, 8});
-  const auto y = b2.conv("conv", x, {8, 1, 1, 1, 0, 1});
-  small_weights(b2.graph(), "conv");
-  b2.output(b2.add("add", y, x));  // its own output scale: the conv operand is rescaled
+  rescaled_residual_block(b2, 4, 8, 1, false);
   auto r2 = compile_ok(b2.graph(), "tiny", policy(Fusion::Greedy));
   EXPECT_EQ(decisions(r2, "fuse-residual")[0],
-            "add: kept separate: the add rescales the conv output (scales differ), so its rounding differs");
+            "conv+add: legal as a requantizing add behind the post-op (rescale): the add rescales the conv output "
+            "(scales differ)");
+  EXPECT_EQ(stat(r2, "fuse-residual.rescale"), 1);
+  EXPECT_EQ(r2.plan.layers.size(), 1u);
+
+  // Fusion none keeps every add separate.
+  auto r3 = compile_ok(b2.graph(), "tiny", policy(Fusion::None));
+  EXPECT_EQ(decisions(r3, "fuse-residual")[0], "add: kept separate: fusion policy none");
+  EXPECT_EQ(r3.plan.layers.size(), 2u);
 }
 
 TEST(Tiling, ConvOnTinyFitsHalvedScratchpads) {
