@@ -52,7 +52,7 @@ struct OnnxCompileArgs {
   std::string model, config, out;
   bool explain = false, json = false;
   int cores = 0;
-  std::string placement = "static", hls = "off";  // parsed by compile_onnx
+  std::string placement = "static", hls = "off", fusion = "cost";  // parsed by compile_onnx
   int tasks_per_core = 1;
 };
 bool is_onnx_model(const std::string& path);

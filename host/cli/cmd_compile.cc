@@ -59,11 +59,8 @@ void register_compile(CLI::App& app) {
     if (is_onnx_model(o->graph)) {
       if (!o->cost_params.empty())
         throw CLI::RuntimeError(fail("--cost-params: ONNX models compile with the configuration's cost model only (docs/compiler.md)"));
-      // ONNX segments compile with fusion cost; --fusion is not wired through yet.
-      if (o->fusion != "cost")
-        throw CLI::RuntimeError(fail("--fusion " + o->fusion + ": ONNX models compile with --fusion cost only (docs/onnx.md)"));
       const int rc = compile_onnx(OnnxCompileArgs{o->graph, o->config, o->out, o->explain, o->json, o->cores,
-                                                  o->placement, o->hls, o->tasks_per_core});
+                                                  o->placement, o->hls, o->fusion, o->tasks_per_core});
       if (rc != 0) throw CLI::RuntimeError(rc);
       return;
     }

@@ -79,6 +79,7 @@ Status attach_reference_graphs(onnxfe::ProgramPlan& pp, const std::string& plan_
   po.placement = info.placement;
   po.tasks_per_core = info.tasks_per_core;
   po.hls = info.hls;
+  po.fusion = info.fusion;
   auto ref = onnxfe::build_program(*m, {}, cfg, po);
   if (!ref) return ref.error();
   auto& segs = pp.program.segments;
@@ -216,6 +217,8 @@ int compile_onnx(const OnnxCompileArgs& a) {
   if (!placement) return fail(placement.error());
   auto hls = compiler::parse_hls(a.hls);
   if (!hls) return fail(hls.error());
+  auto fusion = compiler::parse_fusion(a.fusion);
+  if (!fusion) return fail(fusion.error());
   auto m = onnxfe::load_model(a.model);
   if (!m) return fail(m.error());
   onnxfe::ProgramOptions po;
@@ -223,9 +226,11 @@ int compile_onnx(const OnnxCompileArgs& a) {
   po.placement = *placement;
   po.tasks_per_core = a.tasks_per_core;
   po.hls = *hls;
+  po.fusion = *fusion;
   auto prog = onnxfe::build_program(*m, {}, **cfg, po);
   if (!prog) return fail(prog.error());
-  ordered_json j{{"model", a.model}, {"config", (*cfg)->name}, {"placement", a.placement}, {"hls", a.hls}};
+  ordered_json j{{"model", a.model}, {"config", (*cfg)->name}, {"placement", a.placement}, {"hls", a.hls},
+                 {"fusion", a.fusion}};
   add_program_json(j, *prog);
   if (a.explain && !a.json) print_explain(*prog);
   // The whole model goes into one program plan (docs/plan-format.md):
@@ -241,6 +246,7 @@ int compile_onnx(const OnnxCompileArgs& a) {
   info.placement = po.placement;
   info.tasks_per_core = po.tasks_per_core;
   info.hls = po.hls;
+  info.fusion = po.fusion;
   Status s = onnxfe::write_program_plan(*prog, info, a.out);
   if (!s) return fail(s.error());
   j["plan"] = a.out;

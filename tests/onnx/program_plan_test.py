@@ -271,14 +271,20 @@ class ProgramPlan(unittest.TestCase):
         self.assert_one_line_error(r, "-o " + d, "not a regular file")
         self.assertTrue(os.path.isdir(d))
 
-    def test_other_compile_policies_refused(self):
-        # Not wired through to ONNX segments: refused in one line, not ignored
-        # (--placement and --hls are: tests/zoo/hetero_test.py).
-        for flag, value in (("--fusion", "greedy"),):
-            out = os.path.join(self.dir, "p.plan")
-            r = self.loom("compile", self.model, "--config", "tiny", flag, value, "-o", out)
-            self.assert_one_line_error(r, flag + " " + value, "ONNX")
-            self.assertFalse(os.path.exists(out))
+    def test_fusion_policies(self):
+        # --fusion reaches every segment, is recorded in the plan, and each
+        # plan stays bit-exact under --check; an unknown policy is one line.
+        for policy in ("none", "greedy", "cost"):
+            out = os.path.join(self.dir, "p_" + policy + ".plan")
+            r = self.loom("compile", self.model, "--config", "tiny", "--fusion", policy, "-o", out, "--json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(json.loads(r.stdout)["fusion"], policy)
+            r = self.run_plan(out, "--check", out="out_" + policy)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        out = os.path.join(self.dir, "p_bad.plan")
+        r = self.loom("compile", self.model, "--config", "tiny", "--fusion", "always", "-o", out)
+        self.assert_one_line_error(r, "--fusion", "unknown policy 'always'")
+        self.assertFalse(os.path.exists(out))
 
     def test_trace_refused(self):
         self.assert_one_line_error(self.run_plan(self.plan, "--trace", os.path.join(self.dir, "t.json")), "--trace")

@@ -29,7 +29,7 @@ namespace {
 struct Case {
   const char* config;
   const char* kind;  // load, store, gemm, postop, pool, eltwise
-  // load/store: rows, cols, stride, pad_lo; gemm: m, n, k, accumulate; postop: m, n, residual;
+  // load/store: rows, cols, stride, pad_lo; gemm: m, n, k, accumulate; postop: m, n, residual, rescale;
   // pool: pixels, window, channels, avg; eltwise: count
   uint64_t a, b, c, d;
 };
@@ -47,6 +47,8 @@ constexpr Case kCases[] = {
     // chunks, residuals, POOL over several channel chunks, ELTWISE tails.
     {"tiny", "postop", 7, 3, 0, 0},    {"tiny", "postop", 5, 10, 1, 0},  {"tiny", "postop", 64, 4, 1, 0},
     {"small", "postop", 40, 24, 0, 0}, {"small", "postop", 1, 100, 0, 0},
+    // POSTOP rescale (a requantizing add behind the post-op).
+    {"tiny", "postop", 16, 4, 1, 1},   {"tiny", "postop", 9, 20, 1, 1},  {"small", "postop", 32, 40, 1, 1},
     {"tiny", "pool", 8, 9, 64, 0},     {"tiny", "pool", 5, 4, 7, 1},     {"small", "pool", 4, 9, 72, 1},
     {"tiny", "eltwise", 100, 0, 0, 0}, {"tiny", "eltwise", 1024, 0, 0, 0}, {"small", "eltwise", 333, 0, 0, 0},
 };
@@ -68,7 +70,9 @@ plan::Plan make_plan(const Case& k, int n) {
   const std::string kind = k.kind;
   if (kind == "postop" || kind == "pool" || kind == "eltwise") {
     std::vector<int32_t> prm;
-    for (int i = 0; i < 256; ++i) prm.insert(prm.end(), {0, 1 << 20, 8});  // bias, multiplier, shift
+    // (bias, multiplier, shift); a rescale reads the pair after n triples as
+    // (a_mult, a_shift), which this table makes legal.
+    for (int i = 0; i < 256; ++i) prm.insert(prm.end(), {1 << 20, 8, 8});
     p.constants = test::le32(prm);
     p.constants_offset = 1u << 21;
     s.push_back(test::load(spec::Buffer::PARAM, 0, p.constants_offset, 1, p.constants.size()));
@@ -89,6 +93,7 @@ plan::Plan make_plan(const Case& k, int n) {
       q.m = k.a, q.n = k.b, q.clip_lo = -128, q.clip_hi = 127;
       q.acc_addr = 0, q.out_addr = 0, q.param_addr = 0;
       q.residual = k.c != 0, q.res_addr = 0, q.res_mult = 1 << 20, q.res_shift = 8;
+      q.rescale = k.d != 0, q.add_lo = -128, q.add_hi = 127;
       s.push_back(q.encode());
     }
     if (kind == "pool") {

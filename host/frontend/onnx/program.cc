@@ -648,6 +648,7 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
         co.placement = opt.placement;
         co.tasks_per_core = opt.tasks_per_core;
         co.hls = opt.hls;
+        co.fusion = opt.fusion;
         auto r = compiler::compile(seg.graph, cfg, co);
         if (!r && (co.placement != compiler::Placement::Static || co.hls != compiler::Hls::Off ||
                    co.tasks_per_core != 1)) {
@@ -655,6 +656,7 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
           // segment to the host.
           compiler::CompileOptions def;
           def.num_cores = opt.cores;
+          def.fusion = opt.fusion;
           if (compiler::compile(seg.graph, cfg, def))
             return make_error("segment " + std::to_string(p.segments.size()) + " (from '" +
                                   m.nodes[cur_nodes[0]].name + "')",

@@ -26,6 +26,7 @@ struct ProgramOptions {
   compiler::Placement placement = compiler::Placement::Static;
   int tasks_per_core = 1;
   compiler::Hls hls = compiler::Hls::Off;
+  compiler::Fusion fusion = compiler::Fusion::Cost;
 };
 
 /// A maximal run of consecutive device ops (topological order), as one

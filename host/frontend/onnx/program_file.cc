@@ -222,6 +222,7 @@ Status write_program_plan(const Program& p, const ProgramPlanInfo& info, const s
   if (info.placement != compiler::Placement::Static) meta["placement"] = compiler::placement_name(info.placement);
   if (info.tasks_per_core != 1) meta["tasks_per_core"] = info.tasks_per_core;
   if (info.hls != compiler::Hls::Off) meta["hls"] = compiler::hls_name(info.hls);
+  if (info.fusion != compiler::Fusion::Cost) meta["fusion"] = compiler::fusion_name(info.fusion);
   meta["onnx_nodes"] = p.onnx_nodes;
   meta["folded_qdq"] = p.folded_qdq;
   meta["host_model_bytes"] = host.size();
@@ -278,8 +279,9 @@ Expected<ProgramPlan> read_program_plan(const std::string& path) {
   r.get(meta, "metadata", "notes", &p.notes);
   r.get(meta, "metadata", "segments", &segs);
   r.get(meta, "metadata", "steps", &steps);
-  std::string placement = "static", hls = "off";
+  std::string placement = "static", hls = "off", fusion = "cost";
   if (meta.contains("placement")) r.get(meta, "metadata", "placement", &placement);
+  if (meta.contains("fusion")) r.get(meta, "metadata", "fusion", &fusion);
   if (meta.contains("tasks_per_core")) r.get(meta, "metadata", "tasks_per_core", &info.tasks_per_core);
   if (meta.contains("hls")) r.get(meta, "metadata", "hls", &hls);
   if (r.err) return *r.err;
@@ -288,6 +290,8 @@ Expected<ProgramPlan> read_program_plan(const std::string& path) {
   else return make_error(md, "field 'placement': unknown placement '" + placement + "' (static, pipeline or dynamic)");
   if (auto h = compiler::parse_hls(hls); h) info.hls = *h;
   else return make_error(md, "field 'hls': unknown mode '" + hls + "' (off or auto)");
+  if (auto f = compiler::parse_fusion(fusion); f) info.fusion = *f;
+  else return make_error(md, "field 'fusion': unknown policy '" + fusion + "' (none, greedy or cost)");
   if (info.tasks_per_core < 1 || info.tasks_per_core > 64)
     return make_error(md, "field 'tasks_per_core': " + std::to_string(info.tasks_per_core) + " is outside [1, 64]");
   if (kind != "onnx_program") return make_error(md, "field 'kind': '" + kind + "' is not 'onnx_program'");
