@@ -51,9 +51,10 @@ class LegalizePass final : public Pass {
         return check_pool(g, n, l);
       case LayerKind::Eltwise:
         l.elems = numel(y.shape);
-        if (n.op == ir::OpKind::Add &&
+        if ((n.op == ir::OpKind::Add || n.op == ir::OpKind::Mul) &&
             (n.inputs.size() != 2 || g.tensor(n.inputs[0]).shape != g.tensor(n.inputs[1]).shape))
-          return node_error(n, "add needs two inputs of the same shape (no broadcasting on the fabric)");
+          return node_error(n, std::string(ir::op_name(n.op)) +
+                                   " needs two inputs of the same shape (no broadcasting on the fabric)");
         return Status::ok();
       case LayerKind::Alias:
         if (g.tensor(n.inputs[0]).is_const) return node_error(n, "reshape of a constant is not supported");

@@ -397,7 +397,7 @@ Status lower_eltwise(const CompileState& s, const Layer& l, int core, LayerStrea
   const ir::Node& n = s.node(l);
   auto q = ir::elt_quant(s.graph, n);
   if (!q) return Status(q.error()).context("node '" + l.name + "'");
-  const bool binary = n.op == ir::OpKind::Add;
+  const bool binary = n.op == ir::OpKind::Add || n.op == ir::OpKind::Mul;
   const Budget& b = s.budget;
   const uint64_t a_src = s.tensor_offset.at(n.inputs[0]);
   const uint64_t b_src = binary ? s.tensor_offset.at(n.inputs[1]) : a_src;
@@ -432,8 +432,9 @@ Status lower_eltwise(const CompileState& s, const Layer& l, int core, LayerStrea
     e.out_zp = q->y_zp;
     e.a_mult = q->a.mult;
     e.a_shift = uint64_t(q->a.shift);
-    e.b_mult = binary ? q->b.mult : 0;
-    e.b_shift = binary ? uint64_t(q->b.shift) : uint64_t(kMinShift);
+    e.mul = q->mul;
+    e.b_mult = binary && !q->mul ? q->b.mult : 0;
+    e.b_shift = binary && !q->mul ? uint64_t(q->b.shift) : uint64_t(kMinShift);
     e.clip_lo = q->lo;
     e.clip_hi = q->hi;
     ls.compute_first();

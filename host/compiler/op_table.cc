@@ -7,12 +7,13 @@ namespace loom::compiler {
 namespace {
 
 using ir::OpKind;
-constexpr std::array<OpProps, 10> kOps{{
+constexpr std::array<OpProps, 11> kOps{{
     {OpKind::Conv2d, "conv2d", LayerKind::Mac, true, false, false},
     {OpKind::Gemm, "gemm", LayerKind::Mac, true, false, false},
     {OpKind::Relu, "relu", LayerKind::Eltwise, false, true, false},
     {OpKind::Clip, "clip", LayerKind::Eltwise, false, true, false},
     {OpKind::Add, "add", LayerKind::Eltwise, true, false, false},
+    {OpKind::Mul, "mul", LayerKind::Eltwise, true, false, false},
     {OpKind::MaxPool, "maxpool", LayerKind::Pool, false, false, false},
     {OpKind::AvgPool, "avgpool", LayerKind::Pool, false, false, true},
     {OpKind::GlobalAvgPool, "globalavgpool", LayerKind::Pool, false, false, true},

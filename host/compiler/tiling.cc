@@ -273,7 +273,7 @@ class TilingPass final : public Pass {
 
   void tile_eltwise(CompileState& s, Layer& l) {
     const Budget& b = s.budget;
-    const int64_t operands = s.node(l).op == ir::OpKind::Add ? 2 : 1;
+    const int64_t operands = s.node(l).inputs.size() == 2 ? 2 : 1;  // add, mul: two
     int64_t chunk = std::min({b.in / operands, b.out, kField16, l.elems});
     chunk = std::max<int64_t>(chunk, 1);
     Tiling& t = l.tiling;

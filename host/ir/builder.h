@@ -98,6 +98,15 @@ class GraphBuilder {
     return finish(n, g_.tensor(a).shape, scale, zp);
   }
 
+  std::string mul(const std::string& name, const std::string& a, const std::string& b, double scale = 0.05,
+                  int32_t zp = -2) {
+    Node n;
+    n.name = name;
+    n.op = OpKind::Mul;
+    n.inputs = {a, b};
+    return finish(n, g_.tensor(a).shape, scale, zp);
+  }
+
   std::string pool(const std::string& name, OpKind op, const std::string& x, int64_t k, int64_t stride,
                    int64_t pad) {
     const auto xs = g_.tensor(x).shape;

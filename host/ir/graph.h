@@ -28,6 +28,7 @@ enum class OpKind : uint8_t {
   GlobalAvgPool,  // x [N,H,W,C] -> y [N,1,1,C]
   Reshape,        // x -> y with attr shape (one -1 allowed)
   Flatten,        // x [N,...] -> y [N, prod(...)]
+  Mul,            // a, b i8 (same shape) -> y i8
 };
 
 /// Name used in the JSON format ("conv2d", "gemm", "matmul", ...).

@@ -33,6 +33,7 @@ inline constexpr OpInfo kOps[] = {
     {"globalavgpool", OpKind::GlobalAvgPool, 1, 1, ""},
     {"reshape", OpKind::Reshape, 1, 1, "shape"},
     {"flatten", OpKind::Flatten, 1, 1, ""},
+    {"mul", OpKind::Mul, 2, 2, "activation"},
 };
 
 inline const OpInfo* find_op(std::string_view name) {

@@ -121,7 +121,7 @@ Expected<MacQuant> mac_quant(const Graph& g, const Node& n) {
 }
 
 Expected<EltQuant> elt_quant(const Graph& g, const Node& n) {
-  if (n.op != OpKind::Add && n.op != OpKind::Relu && n.op != OpKind::Clip) {
+  if (n.op != OpKind::Add && n.op != OpKind::Mul && n.op != OpKind::Relu && n.op != OpKind::Clip) {
     return make_error(node_where(g, n), std::string("elt_quant() does not apply to ") + op_name(n.op));
   }
   auto a = operand(g, n, false, 0);
@@ -134,11 +134,24 @@ Expected<EltQuant> elt_quant(const Graph& g, const Node& n) {
   q.a_zp = (*a)->q.zero_point;
   q.y_zp = (*y)->q.zero_point;
   const double ys = (*y)->q.scale[0];
+  int32_t lo = -128, hi = 127;
+  if (n.op == OpKind::Mul) {
+    auto b = operand(g, n, false, 1);
+    if (!b) return b.error();
+    LOOM_TRY(per_tensor_q(g, n, **b));
+    q.b_zp = (*b)->q.zero_point;
+    auto m = derive(g, n, (*a)->q.scale[0] * (*b)->q.scale[0] / ys, "a_scale*b_scale/y_scale");
+    if (!m) return m.error();
+    q.a = *m;
+    q.b = Multiplier{0, 1};
+    q.mul = true;
+    LOOM_TRY(clamp_range(g, n, lo, hi, &q.lo, &q.hi));
+    return q;
+  }
   auto ma = derive(g, n, (*a)->q.scale[0] / ys, n.op == OpKind::Add ? "a_scale/y_scale" : "x_scale/y_scale");
   if (!ma) return ma.error();
   q.a = *ma;
   q.b = Multiplier{0, 1};
-  int32_t lo = -128, hi = 127;
   if (n.op == OpKind::Add) {
     auto b = operand(g, n, false, 1);
     if (!b) return b.error();

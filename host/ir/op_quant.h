@@ -21,10 +21,13 @@ struct MacQuant {
 };
 
 /// add (two inputs) and the unary relu/clip (b absent: b.mult == 0):
-/// y = clamp(rq(a-a_zp, ma) + rq(b-b_zp, mb) + y_zp, lo, hi).
+/// y = clamp(rq(a-a_zp, ma) + rq(b-b_zp, mb) + y_zp, lo, hi);
+/// mul: y = clamp(rq((a-a_zp)(b-b_zp), ma) + y_zp, lo, hi), ma from
+/// a_scale*b_scale/y_scale.
 struct EltQuant {
   int32_t a_zp = 0, b_zp = 0, y_zp = 0;
-  Multiplier a, b;  // b = {0, 1} for unary ops
+  Multiplier a, b;  // b = {0, 1} for unary ops and mul
+  bool mul = false;
   int32_t lo = -128, hi = 127;
 };
 

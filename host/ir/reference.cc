@@ -73,8 +73,13 @@ void gemm(const MacQuant& q, const Tensor& a, const Tensor& b, const Tensor* bia
 
 void eltwise(const EltQuant& q, const Tensor& a, const Tensor* b, Tensor* y) {
   for (int64_t i = 0; i < y->numel(); ++i) {
-    int64_t v = requantize(a.i8()[i] - q.a_zp, q.a.mult, q.a.shift);
-    if (b) v += requantize(b->i8()[i] - q.b_zp, q.b.mult, q.b.shift);
+    int64_t v = 0;
+    if (q.mul) {
+      v = requantize(int64_t(a.i8()[i] - q.a_zp) * (b->i8()[i] - q.b_zp), q.a.mult, q.a.shift);
+    } else {
+      v = requantize(a.i8()[i] - q.a_zp, q.a.mult, q.a.shift);
+      if (b) v += requantize(b->i8()[i] - q.b_zp, q.b.mult, q.b.shift);
+    }
     y->i8()[i] = int8_t(out_q(v + q.y_zp, q.lo, q.hi));
   }
 }
@@ -124,10 +129,11 @@ Status run_node(const Graph& g, const Node& n, std::map<std::string, Tensor>& va
     }
     case OpKind::Relu:
     case OpKind::Clip:
-    case OpKind::Add: {
+    case OpKind::Add:
+    case OpKind::Mul: {
       auto q = elt_quant(g, n);
       if (!q) return q.error();
-      eltwise(*q, *val(0), n.op == OpKind::Add ? val(1) : nullptr, y);
+      eltwise(*q, *val(0), n.op == OpKind::Add || n.op == OpKind::Mul ? val(1) : nullptr, y);
       return {};
     }
     case OpKind::MaxPool:

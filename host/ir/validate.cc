@@ -258,10 +258,11 @@ Status infer(const Graph& g, const Node& n, std::vector<int64_t>* out) {
       *out = c.in(0).shape;
       return {};
     case OpKind::Add:
+    case OpKind::Mul:
       if (c.in(0).shape != c.in(1).shape) {
         return make_error(c.where("inputs"), "'" + c.in(0).name + "' " + shape_str(c.in(0).shape) + " and '" +
-                                                 c.in(1).name + "' " + shape_str(c.in(1).shape) +
-                                                 " differ (add does not broadcast)");
+                                                 c.in(1).name + "' " + shape_str(c.in(1).shape) + " differ (" +
+                                                 op_name(n.op) + " does not broadcast)");
       }
       *out = c.in(0).shape;
       return {};
@@ -348,6 +349,7 @@ Status check_quant(const Graph& g, const Node& n) {
     case OpKind::Gemm:
       return mac_quant(g, n).status();
     case OpKind::Add:
+    case OpKind::Mul:
     case OpKind::Relu:
     case OpKind::Clip:
       return elt_quant(g, n).status();

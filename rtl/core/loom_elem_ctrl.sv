@@ -5,6 +5,7 @@
 //   clamp(rq(acc + bias, mult, shift) + out_zp [+ rq(res - res_zp, res_mult, res_shift)], lo, hi):
 //   POSTOP   acc = ACC word, (bias, mult, shift) = PARAM triple, res = IN byte
 //   ELTWISE  acc = A, bias = -a_zp, (a_mult, a_shift); residual = B with (b_zp, b_mult, b_shift)
+//   ELTWISE mul: acc = (A - a_zp) * (B - b_zp) (a 9 x 9-bit product a lane), bias 0, (a_mult, a_shift)
 //   POOL avg acc = sum(x - in_zp) over the window, bias 0, (mult, shift)
 //   POOL max acc = max(x), bias 0, mult 2, shift 1 (rq(v, 2, 1) = v exactly), out_zp 0
 // so one datapath (two requantizers a lane) serves every post-op instruction.
@@ -134,10 +135,12 @@ module loom_elem_ctrl #(
   assign o_mult  = insn_i[loom_pkg::POOL_MULT_LSB +: loom_pkg::POOL_MULT_W];
   assign o_c32   = 32'(o_c);
   // ELTWISE.
+  logic               e_mul;
   logic [5:0]         e_ash, e_bsh;
   logic [31:0]        e_a, e_b, e_out, e_cnt;
   logic signed [7:0]  e_azp, e_bzp;
   logic signed [31:0] e_amult, e_bmult;
+  assign e_mul   = insn_i[loom_pkg::ELTWISE_MUL_LSB];
   assign e_ash   = insn_i[loom_pkg::ELTWISE_A_SHIFT_LSB +: loom_pkg::ELTWISE_A_SHIFT_W];
   assign e_bsh   = insn_i[loom_pkg::ELTWISE_B_SHIFT_LSB +: loom_pkg::ELTWISE_B_SHIFT_W];
   assign e_a     = 32'(insn_i[loom_pkg::ELTWISE_A_ADDR_LSB +: loom_pkg::ELTWISE_A_ADDR_W]);
@@ -177,7 +180,7 @@ module loom_elem_ctrl #(
       cfg_lo     = insn_i[loom_pkg::POOL_CLIP_LO_LSB +: loom_pkg::POOL_CLIP_LO_W];
       cfg_hi     = insn_i[loom_pkg::POOL_CLIP_HI_LSB +: loom_pkg::POOL_CLIP_HI_W];
     end else if (is_elt) begin
-      cfg_res       = 1'b1;
+      cfg_res       = !e_mul;
       cfg_out_zp    = insn_i[loom_pkg::ELTWISE_OUT_ZP_LSB +: loom_pkg::ELTWISE_OUT_ZP_W];
       cfg_lo        = insn_i[loom_pkg::ELTWISE_CLIP_LO_LSB +: loom_pkg::ELTWISE_CLIP_LO_W];
       cfg_hi        = insn_i[loom_pkg::ELTWISE_CLIP_HI_LSB +: loom_pkg::ELTWISE_CLIP_HI_W];
@@ -255,7 +258,13 @@ module loom_elem_ctrl #(
     logic               live;
     logic signed [31:0] acc, bias, mult;
     logic        [5:0]  shift;
+    logic signed [8:0]  da, db;
+    logic signed [17:0] prod;
     assign live = 17'(l) < dp_lanes;
+    // ELTWISE mul: |(A - a_zp) (B - b_zp)| <= 255 * 256, exact in 18 bits.
+    assign da   = 9'($signed(ea_q[8*l +: 8])) - 9'(e_azp);
+    assign db   = 9'($signed(eb_q[8*l +: 8])) - 9'(e_bzp);
+    assign prod = 18'(da) * 18'(db);
     always_comb begin
       acc   = '0;
       bias  = '0;
@@ -271,8 +280,8 @@ module loom_elem_ctrl #(
         mult  = o_avg ? o_mult : 32'sd2;
         shift = o_avg ? o_shift : 6'd1;
       end else if (es_q == EEltFeed) begin
-        acc   = 32'($signed(ea_q[8*l +: 8]));
-        bias  = 32'sd0 - 32'(e_azp);
+        acc   = e_mul ? 32'(prod) : 32'($signed(ea_q[8*l +: 8]));
+        bias  = e_mul ? 32'sd0 : 32'sd0 - 32'(e_azp);
         mult  = e_amult;
         shift = e_ash;
       end

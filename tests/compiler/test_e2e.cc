@@ -103,6 +103,17 @@ const Case kCases[] = {
        const auto y = b.input("y", {1, 5, 5, 8}, 0.04, 2);
        b.output(b.unary("r", OpKind::Relu, b.add("a", x, y)));
      }},
+    {"mul",
+     [](GraphBuilder& b) {
+       const auto x = b.input("x", {1, 5, 7, 8});
+       b.output(b.mul("m", x, b.input("y", {1, 5, 7, 8}, 0.04, -3)));
+     }},
+    {"mul_relu_of_conv",
+     [](GraphBuilder& b) {
+       const auto x = b.input("x", {1, 6, 6, 12});
+       const auto c = b.conv("c", x, {12, 3, 3, 1, 1, 1});
+       b.output(b.unary("r", OpKind::Relu, b.mul("m", c, x, 0.02, 5)));
+     }},
     {"relu_unfused",
      [](GraphBuilder& b) {
        const auto c = b.conv("c", b.input("x", {1, 6, 6, 4}), {8, 3, 3, 1, 1, 1});
@@ -151,6 +162,11 @@ const Case kLarge[] = {
      [](GraphBuilder& b) {
        const auto x = b.input("x", {1, 40, 40, 24});
        b.output(b.add("a", x, b.input("y", {1, 40, 40, 24}, 0.03, 0)));
+     }},
+    {"mul_large",
+     [](GraphBuilder& b) {
+       const auto x = b.input("x", {1, 33, 31, 20});
+       b.output(b.mul("m", x, b.input("y", {1, 33, 31, 20}, 0.09, 7), 0.2, 0));
      }},
     {"pool_large",
      [](GraphBuilder& b) {

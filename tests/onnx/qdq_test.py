@@ -18,11 +18,14 @@ must write its plan.
 The `mm3` model (BERT-like [1, S, K] matmuls, bias add, softmax) must run
 both matmuls on the fabric.
 
+The `mul` model (the product of two activations, QDQ Mul) must run whole
+on the fabric, its Mul as an ELTWISE multiply.
+
 With a CPU model as fifth argument (e.g. Haswell: AVX2 without VNNI), ONNX
 Runtime also runs under `qemu-x86_64 -cpu CPU` and must compute the same
 output as on this CPU, element for element.
 
-usage: qdq_test.py LOOM BACKEND {s8,u8} [cnn|gap|mm3] [CPU]
+usage: qdq_test.py LOOM BACKEND {s8,u8} [cnn|gap|mm3|mul] [CPU]
 """
 import json
 import os
@@ -60,6 +63,19 @@ def build(d, act, kind="cnn"):
             helper.make_node("MatMul", ["s1", "w2"], ["y"], name="mm2"),
         ]
         out_shape = [1, 8, 8]
+    elif kind == "mul":
+        # A gate: the product of two activations (QDQ Mul), as in squeeze-excite or GELU's x * g(x).
+        hw = 8
+        init("w1", rng.standard_normal((8, 3, 3, 3)) * 0.2)
+        init("b1", rng.standard_normal(8) * 0.1)
+        init("w2", rng.standard_normal((8, 8, 1, 1)) * 0.2)
+        nodes = [
+            helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+            helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+            helper.make_node("Conv", ["r1", "w2"], ["c2"], name="conv2"),
+            helper.make_node("Mul", ["c2", "r1"], ["y"], name="mul1"),
+        ]
+        shape, out_shape = [1, 3, hw, hw], [1, 8, hw, hw]
     elif kind == "gap":
         hw = 16
         init("w1", rng.standard_normal((16, 3, 3, 3)) * 0.2)
@@ -138,11 +154,14 @@ def main():
         assert j["bit_exact"] is True, j
         dev = [n for s in j["segments"] for n in s["nodes"]]
         on_fabric = {"gap": ("conv1", "dw", "gap", "flat", "fc"), "mm3": ("mm1", "mm2"),
-                     "cnn": ("conv1", "pool1", "conv2", "conv3", "add1", "fc")}[kind]
+                     "cnn": ("conv1", "pool1", "conv2", "conv3", "add1", "fc"),
+                     "mul": ("conv1", "conv2", "mul1")}[kind]
         for n in on_fabric:
             assert n in dev, "%s is not on the fabric: %s" % (n, j["notes"])
         host = sorted(f.split(" ")[1] for f in j["fallback_ops"])
-        if kind == "gap":
+        if kind == "mul":
+            assert host == ["(DequantizeLinear)", "(QuantizeLinear)"], j["fallback_ops"]
+        elif kind == "gap":
             assert host == ["(DequantizeLinear)", "(QuantizeLinear)"], j["fallback_ops"]
             assert len(j["segments"]) == 1, j["segments"]
             plan = os.path.join(d, "m.plan")

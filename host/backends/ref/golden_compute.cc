@@ -241,9 +241,9 @@ uint32_t exec_pool(CoreState& s, const spec::PoolInsn& p) {
 }
 
 uint32_t exec_eltwise(CoreState& s, const spec::EltwiseInsn& e) {
-  // Both shifts are checked even when a multiplier is 0 (unary use), so
-  // validity never depends on data values.
-  if (!shift_ok(int64_t(e.a_shift)) || !shift_ok(int64_t(e.b_shift)) || e.clip_lo > e.clip_hi)
+  // Both shifts of an add are checked even when a multiplier is 0 (unary
+  // use), so validity never depends on data values; mul uses a_shift only.
+  if (!shift_ok(int64_t(e.a_shift)) || (!e.mul && !shift_ok(int64_t(e.b_shift))) || e.clip_lo > e.clip_hi)
     return spec::err::ILLEGAL_INSN;
   if (e.count == 0) return 0;
   const auto& in = s.buf(Buffer::IN);
@@ -255,8 +255,10 @@ uint32_t exec_eltwise(CoreState& s, const spec::EltwiseInsn& e) {
   for (uint64_t i = 0; i < e.count; ++i) {
     const int64_t a = int64_t(i8_at(in, e.a_addr + i)) - e.a_zp;
     const int64_t b = int64_t(i8_at(in, e.b_addr + i)) - e.b_zp;
-    const int64_t y = int64_t(requantize(a, int32_t(e.a_mult), int(e.a_shift))) +
-                      requantize(b, int32_t(e.b_mult), int(e.b_shift)) + e.out_zp;
+    // |a * b| <= 255 * 255: the product is exact in int32.
+    const int64_t y = e.mul ? int64_t(requantize(a * b, int32_t(e.a_mult), int(e.a_shift))) + e.out_zp
+                            : int64_t(requantize(a, int32_t(e.a_mult), int(e.a_shift))) +
+                                  requantize(b, int32_t(e.b_mult), int(e.b_shift)) + e.out_zp;
     out[e.out_addr + i] = clamp_out(y, e.clip_lo, e.clip_hi);
   }
   return 0;

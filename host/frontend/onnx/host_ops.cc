@@ -752,6 +752,24 @@ Status qlinear_add(const Ctx& c) {
   return {};
 }
 
+// com.microsoft QLinearMul: y = saturate(round(as bs / ys (a - az)(b - bz)) + yz).
+Status qlinear_mul(const Ctx& c) {
+  const Value& a = c.in(0);
+  const Value& b = c.in(3);
+  std::vector<int64_t> os;
+  if (!broadcast_shape(a.shape, b.shape, &os)) return c.err("inputs", "shapes do not broadcast");
+  auto ai = broadcast_index(a.shape, os), bi = broadcast_index(b.shape, os);
+  const float ratio = c.in(1).f[0] * c.in(4).f[0] / c.in(6).f[0];  // as MLAS's QLinearMul
+  const int64_t az = c.has(2) ? c.in(2).i[0] : 0, bz = c.has(5) ? c.in(5).i[0] : 0, yz = c.has(7) ? c.in(7).i[0] : 0;
+  Value y = Value::make(a.type, os);
+  for (size_t k = 0; k < ai.size(); ++k) {
+    const float v = float(a.i[size_t(ai[k])] - az) * float(b.i[size_t(bi[k])] - bz) * ratio;
+    y.i[k] = saturate(int64_t(std::nearbyint(double(v))) + yz, a.type);
+  }
+  c.out(0, std::move(y));
+  return {};
+}
+
 // com.microsoft QLinearGlobalAveragePool (NCHW): y = saturate(round(xs/ys * mean(x - xz)) + yz).
 Status qlinear_gap(const Ctx& c) {
   const Value& x = c.in(0);
@@ -838,6 +856,7 @@ const std::map<std::string, Fn>& table() {
       {"Gather", gather},
       {"LayerNormalization", layer_norm},
       {"com.microsoft.QLinearAdd", qlinear_add},
+      {"com.microsoft.QLinearMul", qlinear_mul},
       {"com.microsoft.QLinearGlobalAveragePool", qlinear_gap},
       {"loom.QLinearMatMul", [](const Ctx& c) { return matmul_integer_like(c, true); }},
       {"loom.QLinearConv", [](const Ctx& c) { return conv_integer_like(c, true); }},
@@ -869,7 +888,8 @@ Status run_host(const Model& m, const Node& n, std::map<std::string, Value>& env
       {"ConvInteger", "iizz"}, {"Conv", "fff"}, {"QLinearMatMul", "isziszszi"}, {"MatMulInteger", "iizz"},
       {"MatMul", "ff"}, {"Softmax", "f"}, {"LogSoftmax", "f"}, {"LayerNormalization", "fff"},
       {"Reshape", ".i"}, {"Gather", ".i"}, {"Squeeze", ".i"}, {"Unsqueeze", ".i"},
-      {"com.microsoft.QLinearAdd", "isziszsz"}, {"com.microsoft.QLinearGlobalAveragePool", "iszsz"},
+      {"com.microsoft.QLinearAdd", "isziszsz"}, {"com.microsoft.QLinearMul", "isziszsz"},
+      {"com.microsoft.QLinearGlobalAveragePool", "iszsz"},
       {"loom.QLinearMatMul", "isziszszi"}, {"loom.QLinearConv", "isziszszi"}};
   if (auto s = sig.find(key(n)); s != sig.end()) {
     for (size_t k = 0; k < n.inputs.size() && k < s->second.size(); ++k) {

@@ -103,8 +103,8 @@ int fold_qdq(Model& m, const Known& known) {
       continue;
     }
     const bool gemm = n.op == "Gemm";
-    const bool conv = n.op == "Conv", mm = n.op == "MatMul" || gemm, add = n.op == "Add";
-    if (!conv && !mm && !add) continue;
+    const bool conv = n.op == "Conv", mm = n.op == "MatMul" || gemm, add = n.op == "Add", mul = n.op == "Mul";
+    if (!conv && !mm && !add && !mul) continue;
     if (gemm && (n.get_i("transA", 0) != 0 || n.get_f("alpha", 1.0f) != 1.0f || n.get_f("beta", 1.0f) != 1.0f)) continue;
     const Node* q = sole_q(n.outputs[0]);
     const Node* d0 = dq_of(n.in(0));
@@ -114,9 +114,9 @@ int fold_qdq(Model& m, const Known& known) {
     f.name = n.name;
     f.attrs = conv ? n.attrs : std::map<std::string, Attr>{};
     f.outputs = q->outputs;
-    if (add) {
+    if (add || mul) {
       if (!scalar(d1)) continue;
-      f.op = "QLinearAdd";
+      f.op = add ? "QLinearAdd" : "QLinearMul";
       f.domain = "com.microsoft";
       f.inputs = {d0->in(0), d0->in(1), d0->in(2), d1->in(0), d1->in(1), d1->in(2), q->in(1), q->in(2)};
     } else {
@@ -409,10 +409,12 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     b.seg.nodes.push_back(n.name);
     return true;
   }
-  if (n.op == "QLinearAdd" && n.domain == "com.microsoft") {
+  if ((n.op == "QLinearAdd" || n.op == "QLinearMul") && n.domain == "com.microsoft") {
+    const bool mul = n.op == "QLinearMul";
     if (!all_known({1, 2, 4, 5, 6, 7})) return fail("quantization parameters are not constants");
     const Value *as = K(n.in(1)), *az = K(n.in(2)), *bs = K(n.in(4)), *bz = K(n.in(5)), *ys = K(n.in(6)), *yz = K(n.in(7));
-    if (b.shape_of(n.in(0)) != b.shape_of(n.in(3)) || b.shape_of(n.in(0)).empty()) return fail("the fabric's add does not broadcast");
+    if (b.shape_of(n.in(0)) != b.shape_of(n.in(3)) || b.shape_of(n.in(0)).empty())
+      return fail(std::string("the fabric's ") + (mul ? "mul" : "add") + " does not broadcast");
     if (b.type_of(n.in(0)) != yz->type || b.type_of(n.in(3)) != yz->type) return fail("mixed int8/uint8 operands");
     bool f1 = false, f2 = false;
     if (!b.activation(n.in(0), f0(as), i0(az), &f1)) return fail("input quantization differs from its producer's");
@@ -436,7 +438,7 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     b.onnx_type[y] = yt;
     ir::Node nd;
     nd.name = n.name;
-    nd.op = ir::OpKind::Add;
+    nd.op = mul ? ir::OpKind::Mul : ir::OpKind::Add;
     nd.inputs = {n.in(0), n.in(3)};
     nd.outputs = {y};
     b.seg.graph.nodes.push_back(nd);

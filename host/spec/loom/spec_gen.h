@@ -669,14 +669,15 @@ struct PoolInsn {
   }
 };
 
-/// ELTWISE: Quantized add of two int8 vectors in IN: OUT[out + i] = clamp(rq(A[i] - a_zp, a_mult, a_shift) + rq(B[i] - b_zp, b_mult, b_shift) + out_zp, clip_lo, clip_hi) for i < count.
+/// ELTWISE: Quantized add of two int8 vectors in IN: OUT[out + i] = clamp(rq(A[i] - a_zp, a_mult, a_shift) + rq(B[i] - b_zp, b_mult, b_shift) + out_zp, clip_lo, clip_hi) for i < count; with `mul`, their quantized product: OUT[out + i] = clamp(rq((A[i] - a_zp) * (B[i] - b_zp), a_mult, a_shift) + out_zp, clip_lo, clip_hi) (b_mult and b_shift are not used).
 struct EltwiseInsn {
   uint64_t pop_prev = 0;  // Wait for and consume a token from the previous unit (load<-compute<-store) before starting.
   uint64_t pop_next = 0;  // Wait for and consume a token from the next unit before starting.
   uint64_t push_prev = 0;  // Give a token to the previous unit when done.
   uint64_t push_next = 0;  // Give a token to the next unit when done.
-  uint64_t a_shift = 0;  // Shift for A (1..62).
-  uint64_t b_shift = 0;  // Shift for B (1..62).
+  uint64_t mul = 0;  // 0: add, 1: multiply.
+  uint64_t a_shift = 0;  // Shift for A, or for the product with mul (1..62).
+  uint64_t b_shift = 0;  // Shift for B (1..62; not used with mul).
   uint64_t a_addr = 0;  // IN byte address of A.
   uint64_t b_addr = 0;  // IN byte address of B.
   uint64_t out_addr = 0;  // OUT byte address of the result.
@@ -690,12 +691,13 @@ struct EltwiseInsn {
   int64_t b_mult = 0;  // Multiplier for B.
 
   static constexpr Opcode kOpcode = Opcode::ELTWISE;
-  static constexpr std::array<FieldInfo, 18> kFields{{
+  static constexpr std::array<FieldInfo, 19> kFields{{
       {"opcode", 0, 6, false},
       {"pop_prev", 6, 1, false},
       {"pop_next", 7, 1, false},
       {"push_prev", 8, 1, false},
       {"push_next", 9, 1, false},
+      {"mul", 10, 1, false},
       {"a_shift", 16, 6, false},
       {"b_shift", 22, 6, false},
       {"a_addr", 32, 24, false},
@@ -719,6 +721,7 @@ struct EltwiseInsn {
     set_bits(in, 7, 1, uint64_t(pop_next));
     set_bits(in, 8, 1, uint64_t(push_prev));
     set_bits(in, 9, 1, uint64_t(push_next));
+    set_bits(in, 10, 1, uint64_t(mul));
     set_bits(in, 16, 6, uint64_t(a_shift));
     set_bits(in, 22, 6, uint64_t(b_shift));
     set_bits(in, 32, 24, uint64_t(a_addr));
@@ -740,6 +743,7 @@ struct EltwiseInsn {
     d.pop_next = get_bits(in, 7, 1);
     d.push_prev = get_bits(in, 8, 1);
     d.push_next = get_bits(in, 9, 1);
+    d.mul = get_bits(in, 10, 1);
     d.a_shift = get_bits(in, 16, 6);
     d.b_shift = get_bits(in, 22, 6);
     d.a_addr = get_bits(in, 32, 24);
@@ -761,6 +765,7 @@ struct EltwiseInsn {
     if (!fits(int64_t(pop_next), 1, false)) return "pop_next";
     if (!fits(int64_t(push_prev), 1, false)) return "push_prev";
     if (!fits(int64_t(push_next), 1, false)) return "push_next";
+    if (!fits(int64_t(mul), 1, false)) return "mul";
     if (!fits(int64_t(a_shift), 6, false)) return "a_shift";
     if (!fits(int64_t(b_shift), 6, false)) return "b_shift";
     if (!fits(int64_t(a_addr), 24, false)) return "a_addr";
