@@ -1,5 +1,7 @@
-// Testbench for loom_requant: random and corner vectors against loom::requantize, with random stalls.
+// Testbench for loom_requant: random and corner vectors against loom::requantize, with random stalls; a random
+// sideband bit rides with every operand and must leave beside its result.
 #include <deque>
+#include <utility>
 #include <vector>
 
 #include "Vloom_requant.h"
@@ -12,6 +14,7 @@ struct Vec {
   int32_t v;
   int32_t mult;
   int shift;
+  uint8_t side = 0;  // side_i (SideW = 1 at this top)
 };
 
 std::vector<Vec> make_vectors(std::mt19937_64& rng) {
@@ -52,6 +55,9 @@ std::vector<Vec> make_vectors(std::mt19937_64& rng) {
       out.push_back({acc(rng), qmult(rng), q_shift(rng)});
     }
   }
+  // A random sideband bit on every vector, so a stuck or misaligned sideband shows.
+  std::bernoulli_distribution bit(0.5);
+  for (Vec& x : out) x.side = uint8_t(bit(rng));
   return out;
 }
 
@@ -70,7 +76,8 @@ int main(int argc, char** argv) {
   sim.reset();
 
   std::bernoulli_distribution send(0.8), take(0.7);
-  std::deque<int32_t> expected;
+  std::deque<std::pair<int32_t, uint8_t>> expected;  // (y, side) in order
+  uint64_t side_seen[2] = {0, 0};
   size_t next = 0;
   uint64_t checked = 0, errors = 0;
   uint64_t guard = 0;
@@ -84,6 +91,9 @@ int main(int argc, char** argv) {
       sim->v_i = uint32_t(vecs[next].v);
       sim->mult_i = uint32_t(vecs[next].mult);
       sim->shift_i = vecs[next].shift;
+      sim->side_i = vecs[next].side;
+    } else {
+      sim->side_i = uint8_t(rng() & 1);  // must not leak into a result
     }
     sim->out_ready_i = take(rng);
     sim.settle();
@@ -91,27 +101,38 @@ int main(int argc, char** argv) {
     const bool out_fire = sim->out_valid_o && sim->out_ready_i;
     if (out_fire) {
       const int32_t got = int32_t(sim->y_o);
+      const uint8_t got_side = uint8_t(sim->side_o);
       if (expected.empty()) {
         std::printf("unexpected output %d\n", got);
         ++errors;
       } else {
-        const int32_t want = expected.front();
+        const auto [want, want_side] = expected.front();
         expected.pop_front();
         ++checked;
-        if (got != want && errors++ < 10) {
-          std::printf("mismatch #%llu: got %d want %d\n", static_cast<unsigned long long>(checked), got, want);
+        ++side_seen[want_side & 1];
+        if ((got != want || got_side != want_side) && errors++ < 10) {
+          std::printf("mismatch #%llu: got %d side %u, want %d side %u\n", static_cast<unsigned long long>(checked),
+                      got, unsigned(got_side), want, unsigned(want_side));
         }
       }
     }
     if (in_fire) {
       const Vec& x = vecs[next++];
-      expected.push_back(loom::requantize(x.v, x.mult, x.shift));
+      expected.push_back({loom::requantize(x.v, x.mult, x.shift), x.side});
     }
     held = offer && !sim->in_ready_o;
     sim.tick();
   }
   if (next != vecs.size() || !expected.empty()) {
     std::printf("stalled: %zu of %zu sent, %zu outstanding\n", next, vecs.size(), expected.size());
+    ++errors;
+  }
+  if (side_seen[0] == 0 || side_seen[1] == 0) {
+    std::printf("sideband never carried both values\n");
+    ++errors;
+  }
+  if (sim.assertion_failed()) {
+    std::printf("an RTL assertion fired\n");
     ++errors;
   }
   return report("rtl_requant", argv[0], opt, checked, errors);

@@ -316,7 +316,9 @@ void Bench<Model>::check_insn(const spec::Insn& in, int op_idx, int n, bool long
     ++coverage_["abort"];
     return;  // what the RTL wrote before the halt stays; the next instruction must still be exact
   }
-  coverage_[std::string(kNames[op_idx]) + (gerr == 0 ? " ok" : gerr == spec::err::ILLEGAL_INSN ? " illegal" : " oob")]++;
+  const char* outcome = gerr == 0 ? " ok" : gerr == spec::err::ILLEGAL_INSN ? " illegal" : " oob";
+  coverage_[std::string(kNames[op_idx]) + outcome]++;
+  if (op_idx == 1 && spec::PostopInsn::decode(in).rescale) coverage_[std::string("POSTOP rescale") + outcome]++;
   if (gerr != 0) {
     if (!r.errored) fail("expected error 0x%x, got none", gerr);
     else if (r.cause != gerr) fail("error cause 0x%x, expected 0x%x", r.cause, gerr);
@@ -381,7 +383,15 @@ spec::Insn Bench<Model>::gen_postop(bool* long_running) {
   const unsigned C = hw_.array_cols;
   p.m = chance(0.04) ? 0 : rnd(1, 12);
   p.n = chance(0.04) ? 0 : rnd(1, 3 * C + 3);
+  int bad = chance(0.18) ? int(rnd(0, 14)) : -1;
+  if (bad > 12) bad = 12;  // three times the weight: the PARAM boundary case is narrow
   p.residual = chance(0.5);
+  p.rescale = p.residual && chance(0.45);  // the requantizing add needs the residual
+  // The rescale faults: 9 without a residual, 10 add_lo > add_hi, 11 a bad a_shift
+  // word, 12 a PARAM range that holds the triples but not the add's pair.
+  if (bad == 9) p.residual = 0, p.rescale = 1;
+  if (bad >= 10) p.residual = p.rescale = 1;
+  if (bad == 12) p.m = std::max<uint64_t>(p.m, 1), p.n = std::max<uint64_t>(p.n, 1);  // an empty tile never faults
   p.res_shift = p.residual ? rnd(1, 62) : rnd(0, 63);
   p.out_zp = int8_t(rng_());
   int lo = int8_t(rng_()), hi = int8_t(rng_());
@@ -391,16 +401,34 @@ spec::Insn Bench<Model>::gen_postop(bool* long_running) {
   p.clip_hi = hi;
   p.res_zp = int8_t(rng_());
   p.res_mult = int32_t(chance(0.7) ? rnd(1u << 30, (1u << 31) - 1) : uint32_t(rng_()));
+  // The add's fields; without rescale they are don't-care, even an empty clamp.
+  p.a_zp = int8_t(rng_());
+  p.add_zp = int8_t(rng_());
+  int alo = int8_t(rng_()), ahi = int8_t(rng_());
+  if (p.rescale) {
+    if (alo > ahi) std::swap(alo, ahi);
+    if (chance(0.2)) alo = -128, ahi = 127;
+    else if (chance(0.15)) alo = std::min<int>(int(p.add_zp), ahi);  // ReLU after the add
+  }
+  p.add_lo = alo;
+  p.add_hi = ahi;
+  if (bad == 10) {
+    p.add_lo = int64_t(rnd(0, 254)) - 127;
+    p.add_hi = p.add_lo - 1 - int64_t(rnd(0, uint64_t(p.add_lo + 127)));
+  }
   const uint64_t mn = p.m * p.n;
-  const int bad = chance(0.15) ? int(rnd(0, 8)) : -1;
+  const uint64_t par_span = 12 * p.n + (p.rescale ? 8 : 0);
   p.acc_addr = place(Buffer::ACC, 4 * mn, 4, bad == 0);
   p.out_addr = place(Buffer::OUT, mn, 1, bad == 1);
-  p.param_addr = place(Buffer::PARAM, 12 * p.n, 4, bad == 2);
+  p.param_addr = place(Buffer::PARAM, par_span, 4, bad == 2);
   p.res_addr = place(Buffer::IN, p.residual ? mn : 0, 1, bad == 3 && p.residual);
   if (bad == 4) p.acc_addr |= rnd(1, 3);
   if (bad == 5) p.param_addr |= rnd(1, 3);
   if (bad == 6) std::swap(p.clip_lo, p.clip_hi), p.clip_lo += (p.clip_lo == p.clip_hi && p.clip_lo < 127);
   if (bad == 7 && p.residual) p.res_shift = chance(0.5) ? 0 : 63;
+  // PARAM ending 4 bytes short of the pair (or holding none of it) faults; exactly flush is legal.
+  if (bad == 12) p.param_addr = size(Buffer::PARAM) - 12 * p.n - (chance(0.7) ? 4 : 0);
+  else if (bad < 0 && p.rescale && chance(0.1)) p.param_addr = size(Buffer::PARAM) - 12 * p.n - 8;
   // A well-formed parameter table, unless this instruction tests a bad shift.
   auto& par = s_.buf(Buffer::PARAM);
   if (bad != 2 && p.param_addr % 4 == 0) {
@@ -412,6 +440,18 @@ spec::Insn Bench<Model>::gen_postop(bool* long_running) {
                                 uint32_t(chance(0.8) ? rnd(20, 40) : rnd(1, 62))};
       for (int w = 0; w < 3; ++w)
         for (int k = 0; k < 4; ++k) par[a + 4 * w + k] = uint8_t(trip[w] >> (8 * k));
+    }
+    // rescale: the add's (a_mult, a_shift) pair right after the triples, as far as it fits.
+    if (p.rescale) {
+      const uint64_t a = p.param_addr + 12 * p.n;
+      // Bad words include ones whose low six bits (what the datapath uses) are a legal 30.
+      const int32_t bad_shift[] = {0, 63, -1, 94, INT32_MIN + 30};
+      const uint32_t pair[2] = {
+          uint32_t(chance(0.8) ? rnd(1u << 30, (1u << 31) - 1) : uint32_t(rng_())),
+          uint32_t(bad == 11 ? bad_shift[rnd(0, 4)] : int32_t(chance(0.8) ? rnd(26, 36) : rnd(1, 62)))};
+      for (int w = 0; w < 2; ++w)
+        if (a + 4 * w + 4 <= par.size())
+          for (int k = 0; k < 4; ++k) par[a + 4 * w + k] = uint8_t(pair[w] >> (8 * k));
     }
     if (bad == 8 && p.n > 0) {
       const uint64_t a = p.param_addr + 12 * rnd(0, p.n - 1) + 8;
@@ -532,8 +572,9 @@ int Bench<Model>::run() {
     if (!r.errored || r.cause != spec::err::ILLEGAL_INSN) fail("LOAD sent to compute not rejected");
     ++checked_;
   }
-  for (const auto& [k, v] : coverage_) std::printf("  %-16s %d\n", k.c_str(), v);
+  for (const auto& [k, v] : coverage_) std::printf("  %-24s %d\n", k.c_str(), v);
   for (const char* must : {"GEMM ok", "GEMM illegal", "GEMM oob", "POSTOP ok", "POSTOP illegal", "POSTOP oob",
+                           "POSTOP rescale ok", "POSTOP rescale illegal", "POSTOP rescale oob",
                            "POOL ok", "POOL illegal", "POOL oob", "ELTWISE ok", "ELTWISE illegal", "ELTWISE oob"})
     if (coverage_[must] == 0) {
       std::printf("  coverage hole: %s\n", must);
