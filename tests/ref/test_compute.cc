@@ -117,11 +117,12 @@ TEST(RefGemm, ZeroKOverwriteClearsAndZeroMIsANoOp) {
   EXPECT_EQ(h.counter(0, spec::Counter::MACS), 0u);
 }
 
-TEST(RefPostop, RandomPerChannelParamsResidualAndRelu) {
+TEST(RefPostop, RandomPerChannelParamsResidualReluAndRescale) {
   const uint32_t seed = test_seed(99);
   LOOM_SEED_TRACE(seed);
   std::mt19937 rng(seed);
-  for (int trial = 0; trial < 30; ++trial) {
+  int rescaled = 0;
+  for (int trial = 0; trial < 40; ++trial) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     Harness h;
     const unsigned m = rand_in(rng, 1, 9), n = rand_in(rng, 1, 17);
@@ -135,12 +136,24 @@ TEST(RefPostop, RandomPerChannelParamsResidualAndRelu) {
     const auto res = random_bytes(rng, m * n);
     spec::PostopInsn p;
     p.residual = trial % 2;
+    p.rescale = trial % 4 == 3;  // every other residual trial is a requantizing add
     p.res_shift = rand_in(rng, 1, 62);
     p.res_mult = rand_in(rng, INT32_MIN, INT32_MAX);
     p.res_zp = rand_in(rng, -128, 127);
     p.out_zp = rand_in(rng, -20, 20);
     p.clip_lo = trial % 3 == 0 ? p.out_zp : -128;  // every third trial is a fused ReLU
     p.clip_hi = rand_in(rng, 60, 127);
+    // rescale: the add's zero points and clamp, and its (a_mult, a_shift) pair after the triples.
+    p.a_zp = rand_in(rng, -128, 127);
+    p.add_zp = rand_in(rng, -128, 127);
+    p.add_lo = trial % 8 == 3 ? p.add_zp : rand_in(rng, -128, 0);
+    p.add_hi = rand_in(rng, std::max<int>(int(p.add_lo), 0), 127);
+    const int32_t a_mult = trial % 8 == 7 ? rand_in(rng, INT32_MIN, INT32_MAX) : rand_in(rng, 1 << 29, INT32_MAX);
+    const int32_t a_shift = trial == 11 ? 1 : trial == 15 ? 62 : rand_in(rng, 28, 36);
+    if (p.rescale) {
+      params.push_back(a_mult);
+      params.push_back(a_shift);
+    }
     p.m = m;
     p.n = n;
     p.acc_addr = 64;
@@ -155,14 +168,95 @@ TEST(RefPostop, RandomPerChannelParamsResidualAndRelu) {
     h.run(0, {load(Buffer::PARAM, p.param_addr, dp, 1, params.size() * 4), load(Buffer::IN, p.res_addr, dr, 1, m * n),
               p.encode(), store(Buffer::OUT, p.out_addr, dout, 1, m * n), end_insn()});
     ASSERT_EQ(h.err(0), 0u);
+    rescaled += int(p.rescale);
     const auto got = h.get(dout, m * n);
     for (unsigned i = 0; i < m; ++i)
       for (unsigned j = 0; j < n; ++j) {
         const int64_t v = wrap32(int64_t(accv[i * n + j]) + params[3 * j]);
         int64_t y = naive_rq(v, params[3 * j + 1], params[3 * j + 2]) + p.out_zp;
-        if (p.residual) y += naive_rq(int64_t(s8(res[i * n + j])) - p.res_zp, p.res_mult, int(p.res_shift));
-        ASSERT_EQ(s8(got[i * n + j]), naive_clamp(y, p.clip_lo, p.clip_hi)) << "i=" << i << " j=" << j;
+        const int64_t r =
+            p.residual ? naive_rq(int64_t(s8(res[i * n + j])) - p.res_zp, p.res_mult, int(p.res_shift)) : 0;
+        if (p.rescale) {
+          const int64_t x = naive_clamp(y, p.clip_lo, p.clip_hi);
+          y = naive_rq(x - p.a_zp, a_mult, a_shift) + r + p.add_zp;
+          ASSERT_EQ(s8(got[i * n + j]), naive_clamp(y, p.add_lo, p.add_hi)) << "rescale i=" << i << " j=" << j;
+        } else {
+          ASSERT_EQ(s8(got[i * n + j]), naive_clamp(y + r, p.clip_lo, p.clip_hi)) << "i=" << i << " j=" << j;
+        }
       }
+  }
+  EXPECT_EQ(rescaled, 10);
+}
+
+// rescale is POSTOP followed by ELTWISE without the round trip of the clamped
+// result through memory: both programs must write the same bytes.
+TEST(RefPostop, RescaleEqualsPostopThenEltwise) {
+  const uint32_t seed = test_seed(4242);
+  LOOM_SEED_TRACE(seed);
+  std::mt19937 rng(seed);
+  for (int trial = 0; trial < 20; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    const unsigned m = rand_in(rng, 1, 6), n = rand_in(rng, 1, 20), mn = m * n;
+    std::vector<int32_t> accv(mn), params;
+    for (auto& v : accv) v = rand_in(rng, -300000, 300000);
+    for (unsigned j = 0; j < n; ++j) {
+      params.push_back(rand_in(rng, -50000, 50000));
+      params.push_back(rand_in(rng, 1 << 29, INT32_MAX));
+      params.push_back(rand_in(rng, 30, 40));
+    }
+    const int32_t a_mult = rand_in(rng, trial % 5 == 0 ? INT32_MIN : 1 << 29, INT32_MAX);
+    const int32_t a_shift = rand_in(rng, 27, 36);
+    params.push_back(a_mult);
+    params.push_back(a_shift);
+    const auto res = random_bytes(rng, mn);
+
+    spec::PostopInsn p;
+    p.m = m;
+    p.n = n;
+    p.acc_addr = 0;
+    p.param_addr = 0;
+    p.out_zp = rand_in(rng, -30, 30);
+    p.clip_lo = trial % 3 == 0 ? p.out_zp : rand_in(rng, -128, -50);
+    p.clip_hi = rand_in(rng, 50, 127);
+    p.residual = 1;
+    p.rescale = 1;
+    p.res_addr = 1024;
+    p.res_zp = rand_in(rng, -128, 127);
+    p.res_mult = rand_in(rng, 1 << 29, INT32_MAX);
+    p.res_shift = rand_in(rng, 27, 36);
+    p.a_zp = rand_in(rng, -128, 127);
+    p.add_zp = rand_in(rng, -128, 127);
+    p.add_lo = trial % 4 == 0 ? p.add_zp : rand_in(rng, -128, -1);
+    p.add_hi = rand_in(rng, std::max<int>(int(p.add_lo), 0), 127);
+
+    // The same POSTOP without the add, then ELTWISE on its stored result.
+    spec::PostopInsn plain = p;
+    plain.residual = plain.rescale = 0;
+    spec::EltwiseInsn e;
+    e.count = mn;
+    e.a_addr = 4096;
+    e.b_addr = p.res_addr;
+    e.out_addr = 2048;
+    e.a_zp = p.a_zp, e.a_mult = a_mult, e.a_shift = a_shift;
+    e.b_zp = p.res_zp, e.b_mult = p.res_mult, e.b_shift = p.res_shift;
+    e.out_zp = p.add_zp, e.clip_lo = p.add_lo, e.clip_hi = p.add_hi;
+
+    Harness fused, split;
+    for (Harness* h : {&fused, &split}) {
+      auto& acc = h->core(0).buf(Buffer::ACC);
+      const auto acc_bytes = le32(accv);
+      std::copy(acc_bytes.begin(), acc_bytes.end(), acc.begin());
+    }
+    const uint64_t fp = fused.put(le32(params)), fr = fused.put(res), fo = fused.alloc(mn);
+    fused.run(0, {load(Buffer::PARAM, 0, fp, 1, params.size() * 4), load(Buffer::IN, p.res_addr, fr, 1, mn),
+                  p.encode(), store(Buffer::OUT, 0, fo, 1, mn), end_insn()});
+    ASSERT_EQ(fused.err(0), 0u);
+    const uint64_t sp = split.put(le32(params)), sr = split.put(res), sx = split.alloc(mn), so = split.alloc(mn);
+    split.run(0, {load(Buffer::PARAM, 0, sp, 1, 12 * n), load(Buffer::IN, p.res_addr, sr, 1, mn), plain.encode(),
+                  store(Buffer::OUT, 0, sx, 1, mn), fence(), load(Buffer::IN, e.a_addr, sx, 1, mn), e.encode(),
+                  store(Buffer::OUT, e.out_addr, so, 1, mn), end_insn()});
+    ASSERT_EQ(split.err(0), 0u);
+    EXPECT_EQ(fused.get(fo, mn), split.get(so, mn));
   }
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "harness.h"
+#include "naive.h"
 
 namespace loom::ref::test {
 namespace {
@@ -130,6 +131,93 @@ TEST(RefIllegal, OpcodesFlagsAndFields) {
     EXPECT_EQ(h.reg(0, cr::ERR_PC), 1u);
     EXPECT_EQ(h.status(0), kError);
     EXPECT_EQ(out[0], 0xEE);
+  }
+}
+
+// POSTOP rescale on a well-formed parameter table, so that each case fails
+// for its own reason only: the unedited instruction (and each legal edit)
+// runs, each illegal edit faults with OUT untouched.
+TEST(RefIllegal, PostopRescale) {
+  struct Case {
+    const char* what;
+    int32_t a_shift;          // PARAM word after the n triples and a_mult
+    uint64_t param_from_end;  // param_addr = PARAM size - this (0: param_addr 0)
+    void (*edit)(spec::PostopInsn&);
+    uint32_t want;
+  };
+  constexpr unsigned kN = 3;
+  const Case cases[] = {
+      {"rescale with residual", 30, 0, [](spec::PostopInsn&) {}, 0},
+      {"a_shift 1", 1, 0, [](spec::PostopInsn&) {}, 0},
+      {"a_shift 62", 62, 0, [](spec::PostopInsn&) {}, 0},
+      {"add_lo == add_hi", 30, 0, [](spec::PostopInsn& p) { p.add_lo = p.add_hi; }, 0},
+      {"add_lo > add_hi without rescale is ignored", 0, 0,
+       [](spec::PostopInsn& p) { p.rescale = 0, p.add_lo = 5, p.add_hi = 4; }, 0},
+      {"rescale without residual", 30, 0, [](spec::PostopInsn& p) { p.residual = 0; }, spec::err::ILLEGAL_INSN},
+      {"add_lo > add_hi", 30, 0, [](spec::PostopInsn& p) { p.add_lo = 5, p.add_hi = 4; }, spec::err::ILLEGAL_INSN},
+      {"add_lo > add_hi with m = 0", 30, 0, [](spec::PostopInsn& p) { p.m = 0, p.add_lo = 127, p.add_hi = -128; },
+       spec::err::ILLEGAL_INSN},
+      {"rescale without residual with n = 0", 30, 0, [](spec::PostopInsn& p) { p.n = 0, p.residual = 0; },
+       spec::err::ILLEGAL_INSN},
+      {"a_shift 0 in PARAM", 0, 0, [](spec::PostopInsn&) {}, spec::err::ILLEGAL_INSN},
+      {"a_shift 63 in PARAM", 63, 0, [](spec::PostopInsn&) {}, spec::err::ILLEGAL_INSN},
+      {"a_shift -1 in PARAM", -1, 0, [](spec::PostopInsn&) {}, spec::err::ILLEGAL_INSN},
+      // The whole word is the shift: legal low six bits do not make it legal.
+      {"a_shift INT32_MIN + 30 in PARAM", INT32_MIN + 30, 0, [](spec::PostopInsn&) {}, spec::err::ILLEGAL_INSN},
+      {"a_shift 94 in PARAM", 94, 0, [](spec::PostopInsn&) {}, spec::err::ILLEGAL_INSN},
+      {"pair ends flush with PARAM", 30, 12 * kN + 8, [](spec::PostopInsn&) {}, 0},
+      {"triples fit, the pair does not", 30, 12 * kN, [](spec::PostopInsn&) {}, spec::err::SCRATCHPAD_OOB},
+      {"the pair's shift word past PARAM", 30, 12 * kN + 4, [](spec::PostopInsn&) {}, spec::err::SCRATCHPAD_OOB},
+      {"triples flush with PARAM without rescale", 0, 12 * kN,
+       [](spec::PostopInsn& p) { p.rescale = 0; }, 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    Harness h;
+    auto& par = h.core(0).buf(Buffer::PARAM);
+    spec::PostopInsn p;
+    p.m = 2;
+    p.n = kN;
+    p.acc_addr = 0;
+    p.out_addr = 0;
+    p.param_addr = c.param_from_end ? par.size() - c.param_from_end : 0;
+    p.clip_lo = -128;
+    p.clip_hi = 127;
+    p.residual = 1;
+    p.rescale = 1;
+    p.res_addr = 0;
+    p.res_mult = 1 << 30;
+    p.res_shift = 31;
+    p.a_zp = 3;
+    p.add_zp = -2;
+    p.add_lo = -100;
+    p.add_hi = 100;
+    c.edit(p);
+    // Channels: bias j, unit scale (2^30 / 2^30); then the add's pair, unless it falls past PARAM.
+    std::vector<int32_t> table;
+    for (unsigned j = 0; j < kN; ++j) table.insert(table.end(), {int32_t(j), 1 << 30, 30});
+    table.push_back(1 << 30);
+    table.push_back(c.a_shift);
+    const auto bytes = le32(table);
+    for (size_t k = 0; k < bytes.size() && p.param_addr + k < par.size(); ++k) par[p.param_addr + k] = bytes[k];
+    auto& out = h.core(0).buf(Buffer::OUT);
+    std::fill(out.begin(), out.begin() + 16, uint8_t(0xEE));
+    const uint32_t err = run_err(h, {nop(), p.encode(), end_insn()});
+    EXPECT_EQ(err, c.want);
+    if (c.want != 0) {
+      EXPECT_EQ(h.reg(0, cr::ERR_PC), 1u);
+      EXPECT_EQ(h.status(0), kError);
+      for (int k = 0; k < 16; ++k) EXPECT_EQ(out[k], 0xEE) << k;
+    } else {
+      EXPECT_EQ(h.status(0), kDone);
+      // ACC and IN are zero: channel j's result is its bias j, and the residual adds 0.
+      for (unsigned e = 0; e < p.m * p.n; ++e) {
+        const int64_t x = e % kN;
+        const int64_t y = p.rescale ? naive_clamp(naive_rq(x - p.a_zp, 1 << 30, c.a_shift) + p.add_zp, p.add_lo, p.add_hi)
+                                    : naive_clamp(x, p.clip_lo, p.clip_hi);
+        EXPECT_EQ(int(int8_t(out[e])), int(y)) << e;
+      }
+    }
   }
 }
 

@@ -1,5 +1,6 @@
-// Hand-computed rounding-tie, wrap and saturation vectors through POSTOP and
-// ELTWISE: expected outputs are literals, not computed.
+// Hand-computed rounding-tie, wrap and saturation vectors through POSTOP
+// (plain, residual and rescale) and ELTWISE: expected outputs are literals,
+// not computed.
 #include <gtest/gtest.h>
 
 #include "harness.h"
@@ -60,6 +61,86 @@ TEST(RefQuantVectors, Postop) {
     p.res_zp = v.res_zp;
     p.res_mult = v.res_mult;
     p.res_shift = v.res_shift;
+    h.run(0, {p.encode(), end_insn()});
+    ASSERT_EQ(h.err(0), 0u);
+    EXPECT_EQ(int(int8_t(s.buf(Buffer::OUT)[0])), v.expected);
+  }
+}
+
+// POSTOP rescale: x = clamp(rq(acc, mult, shift) + out_zp, clip_lo, clip_hi),
+// y = rq(x - a_zp, a_mult, a_shift) + rq(res - res_zp, res_mult, res_shift) + add_zp,
+// out = clamp(y, add_lo, add_hi). Bias is 0 throughout.
+struct RescaleVec {
+  const char* what;
+  int32_t acc, mult, shift;
+  int out_zp, clip_lo, clip_hi;
+  int a_zp;
+  int32_t a_mult;
+  int a_shift;
+  int res, res_zp;
+  int32_t res_mult;
+  int res_shift;
+  int add_zp, add_lo, add_hi;
+  int expected;
+};
+
+constexpr int32_t kMin = INT32_MIN;
+
+const RescaleVec kRescaleVecs[] = {
+    // 1000/2 = 500 clamps to x = 127 first; 127/2 = 63.5 rounds away to 64.
+    {"x is clamped to int8 before the add", 1000, 1, 1, 0, -128, 127, 0, 1, 1, 0, 0, 0, 1, 0, -128, 127, 64},
+    // 20/2 + 5 = 15 = x; (15 - 5)/2 = 5.
+    {"out_zp before the clamp, a_zp after it", 20, 1, 1, 5, -128, 127, 5, 1, 1, 0, 0, 0, 1, 0, -128, 127, 5},
+    // x = 3: 3/2 = +1.5 -> 2; residual -3/2 = -1.5 -> -2; 2 - 2 = 0.
+    {"each term of the add rounds on its own", 6, 1, 1, 0, -128, 127, 0, 1, 1, -3, 0, 1, 1, 0, -128, 127, 0},
+    // x = -3: -3/2 = -1.5 -> -2.
+    {"-1.5 rounds away to -2 in the add", -6, 1, 1, 0, -128, 127, 0, 1, 1, 0, 0, 0, 1, 0, -128, 127, -2},
+    // x = 100; (100 + 28) * 2^30 / 2^30 = 128; + 10 = 138 -> add_hi 120.
+    {"add_zp then the add's upper clamp", 200, 1, 1, 0, -128, 127, -28, 1 << 30, 30, 0, 0, 0, 1, 10, -50, 120, 120},
+    // -100/2 = -50 -> ReLU x = 0; (0 - 20) = -20 passes the full add clamp.
+    {"clip_lo bounds x, not the output", -100, 1, 1, 0, 0, 127, 20, 1 << 30, 30, 0, 0, 0, 1, 0, -128, 127, -20},
+    // x = clamp(50, .., 10) = 10; + residual 100 = 110 > clip_hi.
+    {"clip_hi bounds x, not the output", 100, 1, 1, 0, -128, 10, 0, 1 << 30, 30, 100, 0, 1 << 30, 30, 0, -128, 127,
+     110},
+    // x = -50 + 0 = -50, add clamp lo = add_zp = 7: ReLU after the add.
+    {"ReLU after the add through add_lo = add_zp", -100, 1, 1, 0, -128, 127, 0, 1 << 30, 30, 0, 0, 0, 1, 7, 7, 127,
+     7},
+    // x = 10; -2^30 * 10 / 2^31 = -5.
+    {"negative a_mult", 20, 1, 1, 0, -128, 127, 0, -(1 << 30), 31, 0, 0, 0, 1, 0, -128, 127, -5},
+    // x = 127, 255 * kMax / 2 saturates to kMax; residual (-128 - 127) * kMax / 2 to kMin; kMax + kMin = -1.
+    {"the terms saturate to int32 and the sum does not wrap", kMax, kMax, 1, 0, -128, 127, -128, kMax, 1, -128, 127,
+     kMax, 1, 0, -128, 127, -1},
+    // x = -128, (-128 - 127) * kMax / 2 saturates to kMin; twice that clamps to -128.
+    {"two negative saturated terms clamp at -128", kMin, kMax, 1, 0, -128, 127, 127, kMax, 1, -128, 127, kMax, 1,
+     0, -128, 127, -128},
+    // x = 127, (127 - 0) * 2^30 / 2^62 = 2^-25 rounds to 0; + add_zp -3.
+    {"shift 62 in the add rounds x away", 254, 1, 1, 0, -128, 127, 0, 1 << 30, 62, 0, 0, 0, 1, -3, -128, 127, -3},
+};
+
+TEST(RefQuantVectors, PostopRescale) {
+  for (const RescaleVec& v : kRescaleVecs) {
+    SCOPED_TRACE(v.what);
+    Harness h;
+    CoreState& s = h.core(0);
+    const auto acc = le32({v.acc}), par = le32({0, v.mult, v.shift, v.a_mult, v.a_shift});
+    std::copy(acc.begin(), acc.end(), s.buf(Buffer::ACC).begin());
+    std::copy(par.begin(), par.end(), s.buf(Buffer::PARAM).begin());
+    s.buf(Buffer::IN)[0] = uint8_t(int8_t(v.res));
+    spec::PostopInsn p;
+    p.m = 1;
+    p.n = 1;
+    p.out_zp = v.out_zp;
+    p.clip_lo = v.clip_lo;
+    p.clip_hi = v.clip_hi;
+    p.residual = 1;
+    p.rescale = 1;
+    p.res_zp = v.res_zp;
+    p.res_mult = v.res_mult;
+    p.res_shift = v.res_shift;
+    p.a_zp = v.a_zp;
+    p.add_zp = v.add_zp;
+    p.add_lo = v.add_lo;
+    p.add_hi = v.add_hi;
     h.run(0, {p.encode(), end_insn()});
     ASSERT_EQ(h.err(0), 0u);
     EXPECT_EQ(int(int8_t(s.buf(Buffer::OUT)[0])), v.expected);
