@@ -172,7 +172,11 @@ class Generator {
   void feed_2d(Job& job, Shadow& s, Buffer b, uint64_t addr, uint64_t rows, uint64_t cols, uint64_t stride);
   void feed_linear(Job& job, Shadow& s, Buffer b, uint64_t addr, uint64_t len);
   void feed_param(Job& job, Shadow& s, uint64_t addr, uint64_t n);
-  uint64_t param_table(Job& job, Shadow& s, uint64_t n);
+  /// A PARAM address whose n triples are loaded and legal, with `extra` free
+  /// bytes after them that no other POSTOP of the job reads.
+  uint64_t param_table(Job& job, Shadow& s, uint64_t n, uint64_t extra = 0);
+  /// POSTOP rescale: a legal (a_mult, a_shift) pair at PARAM `addr`.
+  void add_pair(Job& job, Shadow& s, uint64_t addr);
 
   /// One GEMM or an accumulate chain on one tile; returns (acc_addr, m, n).
   std::array<uint64_t, 3> gemm_group(Job& job, Shadow& s, bool dense);
@@ -308,20 +312,21 @@ void Generator::feed_param(Job& job, Shadow& s, uint64_t addr, uint64_t n) {
                            rng_.i8()));
 }
 
-uint64_t Generator::param_table(Job& job, Shadow& s, uint64_t n) {
+uint64_t Generator::param_table(Job& job, Shadow& s, uint64_t n, uint64_t extra) {
+  const uint64_t span = 12 * n + extra;
   auto overlaps = [&](uint64_t a) {
     for (const auto& [b, len] : job.param_ranges)
-      if (a < b + len && b < a + 12 * n) return true;
+      if (a < b + len && b < a + span) return true;
     return false;
   };
   // Reuse a table loaded earlier when it is intact.
   if (rng_.chance(0.4)) {
     for (const auto& [a, ch] : s.tables)
-      if (ch >= n && s.param_ok(a, n) && !overlaps(a)) return a;
+      if (ch >= n && a + span <= size(Buffer::PARAM) && s.param_ok(a, n) && !overlaps(a)) return a;
   }
   uint64_t addr = 0;
   for (int attempt = 0; attempt < 64; ++attempt) {
-    addr = place(Buffer::PARAM, 12 * n, true);
+    addr = place(Buffer::PARAM, span, true);
     if (!overlaps(addr)) break;
   }
   feed_param(job, s, addr, n);
@@ -331,6 +336,17 @@ uint64_t Generator::param_table(Job& job, Shadow& s, uint64_t n) {
   }
   s.tables.push_back({addr, n});
   return addr;
+}
+
+void Generator::add_pair(Job& job, Shadow& s, uint64_t addr) {
+  // Keep a legal pair already there half the time; otherwise load the (mult,
+  // shift) words of a table entry, whose shift is legal.
+  const bool legal = s.defined(Buffer::PARAM, addr, 1, 8, 0) && s.param_word(addr + 4) >= 1 &&
+                     s.param_word(addr + 4) <= 62;
+  if (legal && rng_.chance(0.5)) return;
+  uint64_t ds = 0;
+  const uint64_t t = rng_.below(lay_.table_entries);
+  job.loads.push_back(load(s, Buffer::PARAM, addr, lay_.table_off + 12 * t + 4, 1, 8, ds, 8, 0, 0, 0));
 }
 
 std::array<uint64_t, 3> Generator::gemm_group(Job& job, Shadow& s, bool dense) {
@@ -394,13 +410,28 @@ void Generator::postop(Job& job, Shadow& s) {
 
   spec::PostopInsn p;
   p.m = m, p.n = n, p.acc_addr = tile[0];
-  p.param_addr = (m * n == 0 && rng_.chance(0.5)) ? align4(rng_.below(size(Buffer::PARAM))) : param_table(job, s, n);
-  if (m * n > 0) job.param_ranges.push_back({p.param_addr, 12 * n});
+  p.residual = rng_.chance(0.4);
+  // rescale (a requantizing add behind the post-op) needs the residual; its
+  // (a_mult, a_shift) pair follows the n triples in PARAM.
+  p.rescale = p.residual && rng_.chance(0.5);
+  const uint64_t extra = p.rescale ? 8 : 0;
+  p.param_addr =
+      (m * n == 0 && rng_.chance(0.5)) ? align4(rng_.below(size(Buffer::PARAM))) : param_table(job, s, n, extra);
+  if (m * n > 0) {
+    job.param_ranges.push_back({p.param_addr, 12 * n + extra});
+    if (p.rescale) add_pair(job, s, p.param_addr + 12 * n);
+  }
   p.out_addr = place(Buffer::OUT, m * n, false);
   p.out_zp = rng_.i8();
   const auto [lo, hi] = rng_.clip(p.out_zp);
   p.clip_lo = lo, p.clip_hi = hi;
-  p.residual = rng_.chance(0.4);
+  if (p.rescale) {
+    p.a_zp = rng_.i8(), p.add_zp = rng_.i8();
+    const auto [alo, ahi] = rng_.clip(p.add_zp);
+    p.add_lo = alo, p.add_hi = ahi;
+  } else {  // unused fields hold anything, even an empty clamp
+    p.a_zp = rng_.i8(), p.add_zp = rng_.i8(), p.add_lo = rng_.i8(), p.add_hi = rng_.i8();
+  }
   if (p.residual) {
     p.res_addr = place(Buffer::IN, m * n, false);
     feed_2d(job, s, Buffer::IN, p.res_addr, m, n, n);

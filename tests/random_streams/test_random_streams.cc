@@ -162,12 +162,12 @@ INSTANTIATE_TEST_SUITE_P(Configs, RandomStreams,
                          });
 
 // The generator on its own: legal for every configuration (statically and on
-// the golden model), deterministic, and covering every opcode.
+// the golden model), deterministic, and covering every opcode and POSTOP rescale.
 TEST(RandomStreamGenerator, LegalOnRefAndCovering) {
   for (const auto& cfg : spec::kConfigs) {
     SCOPED_TRACE(std::string(cfg.name));
     std::array<uint64_t, 16> ops{};
-    uint64_t multi_core = 0, failures = 0, wrote = 0;
+    uint64_t multi_core = 0, failures = 0, wrote = 0, rescale = 0;
     for (uint64_t seed = 1; seed <= 300 && failures < 5; ++seed) {
       const Program prog = generate(seed, cfg);
       const std::string why = check_program(prog, cfg);
@@ -192,10 +192,16 @@ TEST(RandomStreamGenerator, LegalOnRefAndCovering) {
       multi_core += prog.plan.cores.size() > 1;
       wrote += res->cores[0].counters[size_t(spec::Counter::BYTES_WR)] > 0;
       for (const auto& st : prog.plan.cores)
-        for (const auto& in : st) ++ops[spec::get_bits(in, 0, 6) & 15];
+        for (const auto& in : st) {
+          ++ops[spec::get_bits(in, 0, 6) & 15];
+          if (spec::get_bits(in, 0, 6) != uint64_t(spec::Opcode::POSTOP)) continue;
+          const auto p = spec::PostopInsn::decode(in);
+          rescale += p.rescale && p.m * p.n > 0;
+        }
     }
     for (const auto& o : spec::kOpcodes) EXPECT_GT(ops[size_t(o.op)], 0u) << o.name << " never generated";
     EXPECT_GT(multi_core, 0u);
+    EXPECT_GT(rescale, 20u) << "POSTOP rescale with a non-empty tile";
     EXPECT_GT(wrote, 250u) << "most streams must store results";
   }
   const auto& tiny = *spec::find_config("tiny");
