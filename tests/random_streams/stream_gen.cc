@@ -502,6 +502,8 @@ void Generator::eltwise(Job& job, Shadow& s) {
   if (rng_.chance(0.15)) am = 0;
   if (rng_.chance(0.15)) bm = 0;
   e.a_mult = am, e.a_shift = uint64_t(as), e.b_mult = bm, e.b_shift = uint64_t(bs);
+  e.mul = rng_.chance(0.3);  // the product of A and B, requantized by (a_mult, a_shift)
+  if (e.mul && as + 16 <= 62 && rng_.chance(0.7)) e.a_shift = uint64_t(as + 16);
   e.a_zp = rng_.i8(), e.b_zp = rng_.i8(), e.out_zp = rng_.i8();
   const auto [lo, hi] = rng_.clip(e.out_zp);
   e.clip_lo = lo, e.clip_hi = hi;

@@ -319,6 +319,7 @@ void Bench<Model>::check_insn(const spec::Insn& in, int op_idx, int n, bool long
   const char* outcome = gerr == 0 ? " ok" : gerr == spec::err::ILLEGAL_INSN ? " illegal" : " oob";
   coverage_[std::string(kNames[op_idx]) + outcome]++;
   if (op_idx == 1 && spec::PostopInsn::decode(in).rescale) coverage_[std::string("POSTOP rescale") + outcome]++;
+  if (op_idx == 3 && spec::EltwiseInsn::decode(in).mul) coverage_[std::string("ELTWISE mul") + outcome]++;
   if (gerr != 0) {
     if (!r.errored) fail("expected error 0x%x, got none", gerr);
     else if (r.cause != gerr) fail("error cause 0x%x, expected 0x%x", r.cause, gerr);
@@ -513,7 +514,10 @@ spec::Insn Bench<Model>::gen_eltwise(bool* long_running) {
   spec::EltwiseInsn e{};
   const unsigned W = tc_.spw;
   e.count = chance(0.04) ? 0 : rnd(1, 3 * W + 7);
-  e.a_shift = chance(0.7) ? rnd(28, 34) : rnd(1, 62);
+  // mul: the product of two operands spans about 16 bits more, so its shift
+  // is usually larger (an illegal b_shift is then not an error).
+  e.mul = chance(0.3);
+  e.a_shift = e.mul && chance(0.7) ? rnd(40, 48) : chance(0.7) ? rnd(28, 34) : rnd(1, 62);
   e.b_shift = chance(0.7) ? rnd(28, 34) : rnd(1, 62);
   e.a_mult = int32_t(chance(0.15) ? 0 : chance(0.7) ? rnd(1u << 30, (1u << 31) - 1) : uint32_t(rng_()));
   e.b_mult = int32_t(chance(0.15) ? 0 : chance(0.7) ? rnd(1u << 30, (1u << 31) - 1) : uint32_t(rng_()));
@@ -575,7 +579,8 @@ int Bench<Model>::run() {
   for (const auto& [k, v] : coverage_) std::printf("  %-24s %d\n", k.c_str(), v);
   for (const char* must : {"GEMM ok", "GEMM illegal", "GEMM oob", "POSTOP ok", "POSTOP illegal", "POSTOP oob",
                            "POSTOP rescale ok", "POSTOP rescale illegal", "POSTOP rescale oob",
-                           "POOL ok", "POOL illegal", "POOL oob", "ELTWISE ok", "ELTWISE illegal", "ELTWISE oob"})
+                           "POOL ok", "POOL illegal", "POOL oob", "ELTWISE ok", "ELTWISE illegal", "ELTWISE oob",
+                           "ELTWISE mul ok", "ELTWISE mul illegal", "ELTWISE mul oob"})
     if (coverage_[must] == 0) {
       std::printf("  coverage hole: %s\n", must);
       ++errors_;
