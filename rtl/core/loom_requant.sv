@@ -75,7 +75,9 @@ module loom_requant #(
   // Datapath.
   logic signed [VW-1:0] v_d, v_q;
   logic signed [31:0] mult_d, mult_q;
-  logic [Latency-1:0][SideW-1:0] sd_d, sd_q;
+  // Sideband of stage s in bits [s*SideW +: SideW] (one flat vector: Yosys
+  // reads no multi-dimensional packed arrays).
+  logic [Latency*SideW-1:0] sd_d, sd_q;
   logic        [5:0]  sh1_d, sh1_q, sh2_d, sh2_q, sh3_d, sh3_q;
   logic signed [63:0] prod_d, prod_q;
   logic signed [63:0] sum_d, sum_q;
@@ -88,9 +90,9 @@ module loom_requant #(
     v_d    = en[0] ? v_i     : v_q;
     mult_d = en[0] ? mult_i  : mult_q;
     sh1_d  = en[0] ? shift_i : sh1_q;
-    sd_d[0] = en[0] ? side_i : sd_q[0];
+    sd_d[0 +: SideW] = en[0] ? side_i : sd_q[0 +: SideW];
     for (int unsigned s = 1; s < Latency; s++) begin
-      sd_d[s] = en[s] ? sd_q[s-1] : sd_q[s];
+      sd_d[s*SideW +: SideW] = en[s] ? sd_q[(s-1)*SideW +: SideW] : sd_q[s*SideW +: SideW];
     end
 
     // Stage 2: full 64-bit signed product.
@@ -136,7 +138,7 @@ module loom_requant #(
   assign in_ready_o  = en[0];
   assign out_valid_o = valid_q[Latency-1];
   assign y_o         = y_q;
-  assign side_o      = sd_q[Latency-1];
+  assign side_o      = sd_q[(Latency-1)*SideW +: SideW];
 
   // Every accepted shift is inside the contract; outputs never vanish.
   `LOOM_ASSERT(ShiftInRange_A, in_valid_i && in_ready_o |-> shift_i >= 6'd1 && shift_i <= 6'd62)
