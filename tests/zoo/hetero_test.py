@@ -142,7 +142,7 @@ class BadInput(Base):
         model, _ = zoo_model()
         out = self.path("x.plan")
         for flags, word in ((("--hls", "foo"), "--hls"), (("--placement", "foo"), "--placement"),
-                            (("--tasks-per-core", "0"), "--tasks-per-core"), (("--fusion", "greedy"), "--fusion")):
+                            (("--tasks-per-core", "0"), "--tasks-per-core"), (("--fusion", "foo"), "--fusion")):
             r = loom("compile", model, "--config", "tiny", "-o", out, *flags)
             self.one_line_error(r, word)
             self.assertFalse(os.path.exists(out), flags)

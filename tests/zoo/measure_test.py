@@ -52,9 +52,10 @@ class BenchFusion(Base):
                 self.assertTrue(w[p]["bit_exact"], (w["graph"], p))
                 self.assertGreater(w[p]["cycles"], 0)
                 self.assertGreater(w[p]["predicted_cycles"], 0)
-            # Folding the activations saves layers: greedy and cost never
-            # run more instructions than none.
-            self.assertLessEqual(w["cost"]["instructions"], w["none"]["instructions"])
+            # The block's residual add folds into its projecting conv (a
+            # POSTOP rescale), which pays here: cost beats none. (The fold
+            # may add instructions: smaller tiles, a PARAM pair per tile.)
+            self.assertLess(w["cost"]["cycles"], w["none"]["cycles"])
             self.assertEqual(w["greedy_loses"], w["greedy"]["cycles"] > min(w["none"]["cycles"], w["cost"]["cycles"]))
         m = j["model"]
         self.assertEqual(m["segments"], len(ws))
