@@ -734,40 +734,36 @@ Status gather(const Ctx& c) {
   return {};
 }
 
-// com.microsoft QLinearAdd: y = saturate(round((as (a - az) + bs (b - bz)) / ys) + yz).
-Status qlinear_add(const Ctx& c) {
+// com.microsoft QLinearAdd / QLinearMul (inputs a, as, az, b, bs, bz, ys, yz;
+// numpy broadcasting): y = saturate(round(f(a - az, b - bz)) + yz), with f
+// evaluated in float32 as ONNX Runtime's kernels do.
+template <typename F>
+Status qlinear_binary(const Ctx& c, F f) {
   const Value& a = c.in(0);
   const Value& b = c.in(3);
   std::vector<int64_t> os;
   if (!broadcast_shape(a.shape, b.shape, &os)) return c.err("inputs", "shapes do not broadcast");
   auto ai = broadcast_index(a.shape, os), bi = broadcast_index(b.shape, os);
-  const float as = c.in(1).f[0], bs = c.in(4).f[0], ys = c.in(6).f[0];
   const int64_t az = c.has(2) ? c.in(2).i[0] : 0, bz = c.has(5) ? c.in(5).i[0] : 0, yz = c.has(7) ? c.in(7).i[0] : 0;
   Value y = Value::make(a.type, os);
   for (size_t k = 0; k < ai.size(); ++k) {
-    const float v = (as * float(a.i[size_t(ai[k])] - az) + bs * float(b.i[size_t(bi[k])] - bz)) / ys;
+    const float v = f(float(a.i[size_t(ai[k])] - az), float(b.i[size_t(bi[k])] - bz));
     y.i[k] = saturate(int64_t(std::nearbyint(double(v))) + yz, a.type);
   }
   c.out(0, std::move(y));
   return {};
 }
 
-// com.microsoft QLinearMul: y = saturate(round(as bs / ys (a - az)(b - bz)) + yz).
+// QLinearAdd: f = (as da + bs db) / ys.
+Status qlinear_add(const Ctx& c) {
+  const float as = c.in(1).f[0], bs = c.in(4).f[0], ys = c.in(6).f[0];
+  return qlinear_binary(c, [=](float da, float db) { return (as * da + bs * db) / ys; });
+}
+
+// QLinearMul: f = da db (as bs / ys), the ratio formed first as in MLAS.
 Status qlinear_mul(const Ctx& c) {
-  const Value& a = c.in(0);
-  const Value& b = c.in(3);
-  std::vector<int64_t> os;
-  if (!broadcast_shape(a.shape, b.shape, &os)) return c.err("inputs", "shapes do not broadcast");
-  auto ai = broadcast_index(a.shape, os), bi = broadcast_index(b.shape, os);
-  const float ratio = c.in(1).f[0] * c.in(4).f[0] / c.in(6).f[0];  // as MLAS's QLinearMul
-  const int64_t az = c.has(2) ? c.in(2).i[0] : 0, bz = c.has(5) ? c.in(5).i[0] : 0, yz = c.has(7) ? c.in(7).i[0] : 0;
-  Value y = Value::make(a.type, os);
-  for (size_t k = 0; k < ai.size(); ++k) {
-    const float v = float(a.i[size_t(ai[k])] - az) * float(b.i[size_t(bi[k])] - bz) * ratio;
-    y.i[k] = saturate(int64_t(std::nearbyint(double(v))) + yz, a.type);
-  }
-  c.out(0, std::move(y));
-  return {};
+  const float ratio = c.in(1).f[0] * c.in(4).f[0] / c.in(6).f[0];
+  return qlinear_binary(c, [=](float da, float db) { return da * db * ratio; });
 }
 
 // com.microsoft QLinearGlobalAveragePool (NCHW): y = saturate(round(xs/ys * mean(x - xz)) + yz).
