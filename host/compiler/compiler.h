@@ -52,6 +52,10 @@ struct CompileOptions {
   /// Row windows (pass.h, Tiling::row_window) for convolutions that allow
   /// them: weighed by the cost model (Auto), never (Off), or always (On).
   enum class RowWindows { Auto, Off, On } row_windows = RowWindows::Auto;
+  /// Group packing (pass.h, MacGeom::pack) of grouped convolutions: how many
+  /// groups each GEMM packs is weighed by the cost model; false keeps one
+  /// group a GEMM.
+  bool group_packing = true;
   /// The cost model's parameters the fusion and tiling passes decide with
   /// (e.g. refitted by `loom tune`); empty: the configuration's, uncorrected.
   std::optional<CostParams> cost_params;

@@ -225,17 +225,18 @@ void row_gather_cost(const CostParams& p, const MacGeom& g, const KStep& st, uin
 /// lies outside the image) and LOADs of padding for its edge columns.
 void row_window_cost(const CostParams& p, const MacGeom& g, int64_t kh, uint64_t r, Acc& ld) {
   const uint64_t real = uint64_t(double(r) * double(valid_outputs(g.OH, g.H, kh, g.sh, g.pt)) / double(g.OH) + 0.5);
-  const int64_t wp = window_pitch(g) / g.C;
+  const int64_t wp = window_pitch(g) / g.Cg;
   const int64_t wr = std::max<int64_t>(0, std::min(g.W, wp - g.pl));
-  const uint64_t cols = uint64_t(wr * g.C);
+  const bool whole = g.Cg == g.C;  // else wr rows of Cg bytes, a pixel apart
+  const uint64_t cols = uint64_t(whole ? wr * g.C : g.Cg);
   const auto pad = [&](uint64_t bytes, uint64_t count) {
     if (bytes == 0 || count == 0) return;
     ld.dma(p, false, 0, bytes, bytes, count);
     ld.cycles += count * (cdiv(bytes, p.mem_bytes) + kRowGapCycles);
   };
-  if (cols > 0) ld.dma(p, false, 1, cols, cols, real);
-  pad(uint64_t(std::min(g.pl, wp) * g.C), real);
-  pad(uint64_t(std::max<int64_t>(0, wp - g.pl - wr) * g.C), real);
+  if (wr > 0) ld.dma(p, false, whole ? 1 : uint64_t(wr), cols, whole ? cols : uint64_t(g.C), real);
+  pad(uint64_t(std::min(g.pl, wp) * g.Cg), real);
+  pad(uint64_t(std::max<int64_t>(0, wp - g.pl - wr) * g.Cg), real);
   pad(uint64_t(window_pitch(g)), r - std::min(r, real));
 }
 

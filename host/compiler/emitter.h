@@ -60,6 +60,8 @@ class LayerStream {
   void load(const spec::LoadInsn& l) {
     steps_.back().last_load = out_.size();
     out_.push_back(l);
+    // Dripping: one held-back instruction after each LOAD that reads memory.
+    if (drip_ && l.rows > 0 && !pending_.empty()) emit(1);
   }
   /// First compute instruction of the current step (pops "inputs ready").
   void compute_first() {
@@ -95,21 +97,20 @@ class LayerStream {
   }
   /// Holds the following compute and store instructions back (see above);
   /// without double buffering it does nothing.
-  void defer() { deferring_ = slots_ > 1; }
+  /// With `drip`, the held-back instructions are not kept until the next
+  /// step's first compute instruction but emitted one after each of its
+  /// LOADs that reads memory: a step of many GEMMs (row windows: one a pixel
+  /// run) then runs under the next step's many LOADs, which in-order issue
+  /// would otherwise hold behind all of them.
+  void defer(bool drip = false) {
+    deferring_ = slots_ > 1;
+    drip_ = deferring_ && drip;
+  }
   /// Emits the held-back instructions now.
   void flush() {
     deferring_ = false;
-    for (const Pending& p : pending_) {
-      const size_t idx = out_.size();
-      if (p.release >= 0) steps_[size_t(p.release)].release = idx;
-      if (p.producer >= 0) outs_[size_t(p.producer)].producer = idx;
-      if (p.store_of >= 0) {
-        if (p.first_store) outs_[size_t(p.store_of)].first_store = idx;
-        outs_[size_t(p.store_of)].last_store = idx;
-      }
-      out_.push_back(p.insn);
-    }
-    pending_.clear();
+    drip_ = false;
+    emit(pending_.size());
   }
 
   void finalize() {
@@ -167,7 +168,21 @@ class LayerStream {
     int64_t release, producer, store_of;  // step / output indices to point at it, or -1
     bool first_store;
   };
-  bool deferring_ = false;
+  void emit(size_t count) {
+    for (size_t i = 0; i < count && i < pending_.size(); ++i) {
+      const Pending& p = pending_[i];
+      const size_t idx = out_.size();
+      if (p.release >= 0) steps_[size_t(p.release)].release = idx;
+      if (p.producer >= 0) outs_[size_t(p.producer)].producer = idx;
+      if (p.store_of >= 0) {
+        if (p.first_store) outs_[size_t(p.store_of)].first_store = idx;
+        outs_[size_t(p.store_of)].last_store = idx;
+      }
+      out_.push_back(p.insn);
+    }
+    pending_.erase(pending_.begin(), pending_.begin() + ptrdiff_t(std::min(count, pending_.size())));
+  }
+  bool deferring_ = false, drip_ = false;
   Mark mark_;
   std::vector<Pending> pending_;
   std::vector<AnyInsn>& out_;

@@ -117,7 +117,7 @@ uint64_t unit_latency(const MacGeom& m, bool conv, int64_t rows) {
   if (rows <= 0) return 0;
   if (!conv) return loom_hls::gemm_cycles(uint64_t(rows), uint64_t(m.Cout), uint64_t(m.K()));
   return loom_hls::conv_cycles(1, uint64_t(rows / m.OW), uint64_t(m.OW), uint64_t(m.C), uint64_t(m.Cout),
-                               uint64_t(m.KH), uint64_t(m.KW), uint64_t(m.groups));
+                               uint64_t(m.KH), uint64_t(m.KW), uint64_t(m.graph_groups()));
 }
 
 /// Predicted cycles of a split: the executor (runtime/executor.cc,
@@ -271,7 +271,7 @@ class HlsCallsPass final : public Pass {
       UnitOperands at;
       at.x = s.tensor_offset.at(n.inputs[0]);
       if (l.props->kind != LayerKind::Eltwise) {
-        at.w = s.plan.constants_offset + (l.mac.groups != 1 ? l.unit_wgt_offset : l.wgt_offset);
+        at.w = s.plan.constants_offset + (l.mac.graph_groups() != 1 ? l.unit_wgt_offset : l.wgt_offset);
       } else if (n.inputs.size() < 2) {
         at.w = at.x;  // unary: b is not read
       } else {

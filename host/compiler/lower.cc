@@ -150,7 +150,7 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
       if (window) {
         // Row windows: run j of the tile gets the input row of kernel row
         // kh, padded to `pitch` bytes, at in + j * pitch.
-        const int64_t kh = st.pos0 / m.KW, wp = pitch / m.C;
+        const int64_t kh = st.pos0 / m.KW, wp = pitch / m.Cg;
         const int64_t wr = std::max<int64_t>(0, std::min(m.W, wp - m.pl));
         int64_t j = 0;
         for (int64_t p = t.m0; p < t.m0 + t.m; ++j) {
@@ -174,17 +174,20 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
           if (ih < 0 || ih >= m.H || wr == 0) {
             pad_load(row, pitch);
           } else {
-            pad_load(row, std::min(m.pl, wp) * m.C);
+            pad_load(row, std::min(m.pl, wp) * m.Cg);
+            // The group's channels of wr input pixels: one contiguous row
+            // when ungrouped, else wr rows of Cg bytes a pixel apart.
             spec::LoadInsn ld;
             ld.buf = uint64_t(spec::Buffer::IN);
-            ld.sp_addr = row + uint64_t(m.pl * m.C);
-            ld.dram_addr = x + uint64_t(((t.img * m.H + ih) * m.W) * m.C);
-            ld.rows = 1;
-            ld.cols = uint64_t(wr * m.C);
-            ld.dram_stride = ld.cols;
+            ld.sp_addr = row + uint64_t(m.pl * m.Cg);
+            ld.dram_addr = x + uint64_t(((t.img * m.H + ih) * m.W) * m.C + t.group * m.Cg);
+            const bool whole = m.Cg == m.C;
+            ld.rows = whole ? 1 : uint64_t(wr);
+            ld.cols = uint64_t(whole ? wr * m.C : m.Cg);
+            ld.dram_stride = whole ? ld.cols : uint64_t(m.C);
             ld.sp_stride = ld.cols;
             ls.load(ld);
-            pad_load(row + uint64_t((m.pl + wr) * m.C), (wp - m.pl - wr) * m.C);
+            pad_load(row + uint64_t((m.pl + wr) * m.Cg), (wp - m.pl - wr) * m.Cg);
           }
           p += run;
         }
@@ -253,23 +256,23 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
       gm.ldb = uint64_t(t.n);
       gm.ldc = uint64_t(4 * t.n);
       if (window) {
-        // One GEMM per run: pixel ow's window starts at byte ow * sw * C of
-        // its run's row, so rows of A overlap (lda = sw * C).
+        // One GEMM per run: pixel ow's window starts at byte ow * sw * Cg of
+        // its run's row, so rows of A overlap (lda = sw * Cg).
         const int64_t nruns = row_runs(t.m0, t.m, m.OW);
         int64_t j = 0;
         for (int64_t p = t.m0; p < t.m0 + t.m; ++j) {
           const int64_t ow0 = p % m.OW, run = std::min(m.OW - ow0, t.m0 + t.m - p);
           spec::GemmInsn gr = gm;
-          gr.in_addr = in + uint64_t(j * pitch + ow0 * m.sw * m.C);
-          gr.lda = uint64_t(m.sw * m.C);
+          gr.in_addr = in + uint64_t(j * pitch + ow0 * m.sw * m.Cg);
+          gr.lda = uint64_t(m.sw * m.Cg);
           gr.m = uint64_t(run);
           gr.acc_addr = uint64_t(4 * (p - t.m0) * t.n);
           if (j == 0) ls.compute_first();
           if (!last && j + 1 == nruns) ls.compute_release();
           ls.compute(gr);
-          // The step's other GEMMs follow the next step's loads, so those
-          // loads are issued while this step computes.
-          if (j == 0) ls.defer();
+          // The step's other GEMMs are dripped between the next step's
+          // loads, so those loads are issued while this step computes.
+          if (j == 0) ls.defer(true);
           p += run;
         }
       } else {
@@ -278,7 +281,7 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
         ls.compute(gm);
       }
       if (!last) continue;
-      ls.defer();  // the tile's POSTOP and STORE follow the next tile's first loads
+      ls.defer(window);  // the tile's POSTOP and STORE follow the next tile's first loads
       const uint64_t out = uint64_t(ls.out_slot()) * uint64_t(b.out);
       spec::PostopInsn po;
       po.acc_addr = 0;

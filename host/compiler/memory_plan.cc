@@ -191,17 +191,25 @@ class MemoryPlanPass final : public Pass {
     if (m.b_const) {
       const ir::TensorInfo& w = s.graph.tensor(n.inputs[1]);
       const int8_t* wd = w.data.i8();
-      if (int64_t(w.data.data.size()) != m.K() * m.Cout)
+      const int64_t cg = m.Cg / m.pack, ng = m.Ng / m.pack;  // the graph's group
+      if (int64_t(w.data.data.size()) != m.KH * m.KW * cg * m.Cout)
         return make_error("node '" + n.name + "'", "weight data has the wrong size");
       c.resize(align_up(c.size(), kAlign));
       l.wgt_offset = c.size();
+      // Packed groups (MacGeom::pack): input channel ci and output channel j
+      // of a packed group belong to graph groups ci / cg and j / ng; only
+      // the diagonal blocks hold weights, the rest the zero point.
       for (int64_t g = 0; g < m.groups; ++g)
-        for (int64_t k = 0; k < m.K(); ++k)
-          for (int64_t j = 0; j < m.Ng; ++j) c.push_back(uint8_t(wd[k * m.Cout + g * m.Ng + j]));
-      if (!l.unit_kernel.empty() && m.groups != 1) {  // --hls auto: the unit reads the graph's layout
+        for (int64_t k = 0; k < m.K(); ++k) {
+          const int64_t pos = k / m.Cg, ci = k % m.Cg;
+          for (int64_t j = 0; j < m.Ng; ++j)
+            c.push_back(ci / cg == j / ng ? uint8_t(wd[(pos * cg + ci % cg) * m.Cout + g * m.Ng + j])
+                                          : uint8_t(int8_t(q->w_zp)));
+        }
+      if (!l.unit_kernel.empty() && m.graph_groups() != 1) {  // --hls auto: the unit reads the graph's layout
         c.resize(align_up(c.size(), kAlign));
         l.unit_wgt_offset = c.size();
-        for (int64_t i = 0; i < m.K() * m.Cout; ++i) c.push_back(uint8_t(wd[i]));
+        for (int64_t i = 0; i < m.KH * m.KW * cg * m.Cout; ++i) c.push_back(uint8_t(wd[i]));
       }
     }
     const int32_t* bias = nullptr;

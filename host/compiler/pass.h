@@ -24,10 +24,24 @@ struct MacGeom {
   int64_t batch = 1, H = 1, W = 1, C = 1, OH = 1, OW = 1, KH = 1, KW = 1;
   int64_t sh = 1, sw = 1, pt = 0, pl = 0;
   int64_t groups = 1, Cg = 1, Ng = 1, Cout = 1;
+  /// Group packing: `pack` consecutive groups of the graph's convolution run
+  /// as one group of `pack` x Cg input and `pack` x Ng output channels, with
+  /// a block-diagonal weight matrix whose off-block entries are the weight
+  /// zero point (so they add nothing). A depthwise conv then fills the
+  /// array's columns with channels and gathers rows of `pack` channels
+  /// instead of single bytes. `groups`, `Cg` and `Ng` are the packed ones.
+  int64_t pack = 1;
   bool b_const = true;  // gemm may multiply two activations
   int64_t M() const { return OH * OW; }
   int64_t K() const { return KH * KW * Cg; }
+  int64_t graph_groups() const { return groups * pack; }
 };
+
+/// `g` (unpacked) with `p` of its groups packed into each GEMM group.
+inline MacGeom packed(MacGeom g, int64_t p) {
+  g.groups /= p, g.Cg *= p, g.Ng *= p, g.pack = p;
+  return g;
+}
 
 /// Pooling window geometry; `global` windows cover the whole image.
 struct PoolGeom {
@@ -67,11 +81,13 @@ inline bool row_gather(const MacGeom& g, const KStep& k) {
 /// It pays where C is small and the im2col gather is many short bursts (the
 /// ResNet-50 stem: 7x7/2 on 3 channels). Lowering and the cost model both
 /// decide by these.
-inline int64_t window_pitch(const MacGeom& g) { return ((g.OW - 1) * g.sw + g.KW) * g.C; }
+/// A grouped convolution's window rows hold the group's Cg channels of each
+/// input pixel (one LOAD of W rows of Cg bytes, the image's pixel stride C
+/// apart); an ungrouped one's are one contiguous row.
+inline int64_t window_pitch(const MacGeom& g) { return ((g.OW - 1) * g.sw + g.KW) * g.Cg; }
 inline bool row_window_ok(const MacGeom& g) {
   constexpr int64_t kMax16 = 65535;  // lda, k_len and LOAD cols are 16-bit fields
-  return g.groups == 1 && g.KW > 1 && g.C == g.Cg && g.KW * g.C <= kMax16 && g.sw * g.C <= kMax16 &&
-         window_pitch(g) <= kMax16;
+  return g.KW > 1 && g.KW * g.Cg <= kMax16 && g.sw * g.Cg <= kMax16 && window_pitch(g) <= kMax16;
 }
 /// Output-row runs a tile of `tm` pixels can span, whatever pixel it starts
 /// at (each run one padded input row in IN), and the IN bytes they take.

@@ -106,7 +106,48 @@ class TilingPass final : public Pass {
     return Status::ok();
   }
 
+  /// Group packing (MacGeom::pack) of a grouped convolution with constant
+  /// weights: powers of two and multiples of the array's columns among the
+  /// divisors of its groups, up to four column blocks of output channels.
+  static std::vector<int64_t> pack_candidates(const MacGeom& g, int64_t cols) {
+    std::vector<int64_t> v{1};
+    if (g.groups <= 1 || !g.b_const) return v;
+    for (int64_t d = 2; d <= g.groups && d * g.Ng <= 4 * cols; ++d)
+      if (g.groups % d == 0 && ((d & (d - 1)) == 0 || (d * g.Ng) % cols == 0)) v.push_back(d);
+    return v;
+  }
+
+  /// Tiles a conv/gemm layer; a grouped convolution also chooses how many of
+  /// its groups each GEMM packs, by the cost model's predicted cycles.
   Status tile_mac(CompileState& s, Layer& l, bool residual, bool quiet) {
+    MacGeom base = l.mac;  // unpacked: this may run more than once per layer
+    base.groups *= base.pack, base.Cg /= base.pack, base.Ng /= base.pack, base.pack = 1;
+    const std::vector<int64_t> packs =
+        s.opt.group_packing ? pack_candidates(base, s.cfg->array_cols) : std::vector<int64_t>{1};
+    if (packs.size() == 1) {
+      l.mac = base;
+      return tile_mac_packed(s, l, residual, quiet);
+    }
+    int64_t best = 0;
+    uint64_t best_cycles = 0;
+    std::string tried;
+    for (int64_t p : packs) {
+      l.mac = packed(base, p);
+      if (!tile_mac_packed(s, l, residual, true)) continue;
+      tried += (tried.empty() ? "" : ", ") + std::to_string(p) + ": " + std::to_string(l.cost.cycles);
+      if (best == 0 || l.cost.cycles < best_cycles) best = p, best_cycles = l.cost.cycles;
+    }
+    l.mac = packed(base, best == 0 ? 1 : best);
+    if (!quiet && best > 1) {
+      bump("packed_layers");
+      s.decide(l.name, name(),
+               "packs " + std::to_string(best) + " of its " + std::to_string(base.groups) +
+                   " groups into each GEMM (block-diagonal weights); predicted cycles per groups packed: " + tried);
+    }
+    return tile_mac_packed(s, l, residual, quiet);
+  }
+
+  Status tile_mac_packed(CompileState& s, Layer& l, bool residual, bool quiet) {
     const MacGeom& g = l.mac;
     const Budget& b = s.budget;
     const int64_t R = s.cfg->array_rows, C = s.cfg->array_cols;
@@ -145,7 +186,7 @@ class TilingPass final : public Pass {
           // A from DRAM: the im2col rows once per N tile, or (row windows)
           // one input row per output-row run and kernel row.
           const int64_t a_bytes =
-              win ? nm * window_rows(g, tm) * g.KH * g.W * g.C : M * K;
+              win ? nm * window_rows(g, tm) * g.KH * g.W * g.Cg : M * K;
           const uint64_t bytes = uint64_t(bg) * uint64_t(nn * a_bytes + nm * K * g.Ng + nm * 12 * g.Ng);
           const int64_t tiles = bg * nm * nn;
           cands.push_back({{-std::min(tiles, cores), bytes, ceil_div(tiles, cores) * tm * tn, tiles * nk, -tm, -tn},

@@ -11,9 +11,9 @@ d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-"$L" compile "$root/examples/demo_cnn.json" --config tiny -o "$d/h.plan" --hls auto --json >"$d/c.json" ||
+"$L" compile "$root/examples/hetero_stem.json" --config tiny -o "$d/h.plan" --hls auto --json >"$d/c.json" ||
   fail "compile --hls auto"
-grep -q '"unit_calls": [1-9]' "$d/c.json" || fail "no unit call in the demo plan on tiny: $(cat "$d/c.json")"
+grep -q '"unit_calls": [1-9]' "$d/c.json" || fail "no unit call in the hetero_stem plan on tiny: $(cat "$d/c.json")"
 for b in ref tlm; do
   "$L" run "$d/h.plan" --backend $b --check --json >"$d/$b.json" 2>"$d/$b.err" || fail "run on $b: $(cat "$d/$b.err")"
   grep -q '"bit_exact": true' "$d/$b.json" || fail "$b not bit-exact"
