@@ -223,8 +223,15 @@ void row_gather_cost(const CostParams& p, const MacGeom& g, const KStep& st, uin
 /// The loads of one row-window K step (kernel row kh) for r output-row runs,
 /// as lower.cc issues them: per run the input row (a LOAD of padding when it
 /// lies outside the image) and LOADs of padding for its edge columns.
+void input_rows_cost(const CostParams& p, const MacGeom& g, uint64_t real, uint64_t padding, Acc& ld);
 void row_window_cost(const CostParams& p, const MacGeom& g, int64_t kh, uint64_t r, Acc& ld) {
   const uint64_t real = uint64_t(double(r) * double(valid_outputs(g.OH, g.H, kh, g.sh, g.pt)) / double(g.OH) + 0.5);
+  input_rows_cost(p, g, real, r - std::min(r, real), ld);
+}
+
+/// `real` padded input rows inside the image and `padding` rows outside it,
+/// as lower.cc load_input_row issues them.
+void input_rows_cost(const CostParams& p, const MacGeom& g, uint64_t real, uint64_t padding, Acc& ld) {
   const int64_t wp = window_pitch(g) / g.Cg;
   const int64_t wr = std::max<int64_t>(0, std::min(g.W, wp - g.pl));
   const bool whole = g.Cg == g.C;  // else wr rows of Cg bytes, a pixel apart
@@ -237,7 +244,31 @@ void row_window_cost(const CostParams& p, const MacGeom& g, int64_t kh, uint64_t
   if (wr > 0) ld.dma(p, false, whole ? 1 : uint64_t(wr), cols, whole ? cols : uint64_t(g.C), real);
   pad(uint64_t(std::min(g.pl, wp) * g.Cg), real);
   pad(uint64_t(std::max<int64_t>(0, wp - g.pl - wr) * g.Cg), real);
-  pad(uint64_t(window_pitch(g)), r - std::min(r, real));
+  pad(uint64_t(window_pitch(g)), padding);
+}
+
+/// One image-band tile (band_ok, lower.cc lower_band) of m pixels: its
+/// input rows (the share outside the image as padding), the K x n weights
+/// and the PARAM slice in one step; KH GEMMs over the band's GEMM rows, one
+/// POSTOP per output row and one STORE.
+TileCost band_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n, int slots) {
+  TileCost t;
+  const uint64_t r = runs(m, uint64_t(g.OW)), in_rows = r + uint64_t(g.KH) - 1;
+  // Input rows of an image outside it: OH + KH - 1 rows read, H inside.
+  const uint64_t img_rows = uint64_t(g.OH + g.KH - 1), img_pad = img_rows > uint64_t(g.H) ? img_rows - uint64_t(g.H) : 0;
+  const uint64_t padding = std::min(in_rows, uint64_t(double(img_pad) * double(in_rows) / double(img_rows) + 0.5));
+  input_rows_cost(p, g, in_rows - padding, padding, t.ld);
+  t.ld.dma(p, false, uint64_t(g.K()), n, uint64_t(g.Ng));  // the whole B tile
+  t.ld.dma(p, false, 1, 12 * n, 12 * n);                   // PARAM slice
+  const uint64_t rows = m + (r - 1) * uint64_t(band_pitch_pixels(g) - g.OW);
+  for (int64_t kh = 0; kh < g.KH; ++kh) t.cp.cycles += gemm(p, rows, n, uint64_t(g.KW * g.Cg), kh > 0);
+  t.cp.insns += uint64_t(g.KH);
+  const uint64_t full = m / uint64_t(g.OW), rem = m % uint64_t(g.OW);  // output rows of the tile
+  t.cp.cycles += full * postop(p, uint64_t(g.OW), n, false) + (rem ? postop(p, rem, n, false) : 0);
+  t.cp.insns += full + (rem > 0);
+  t.st.dma(p, true, m, n, uint64_t(g.Cout));
+  finish_tile(t, {{t.ld.cycles, t.cp.cycles}}, slots);
+  return t;
 }
 
 TileCost mac_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n, const std::vector<KStep>& ks,
@@ -542,18 +573,20 @@ Cost estimate(const CostParams& p0, const Layer& l, int cores, int slots, bool r
       const Tiling& t = l.tiling;
       classes(uint64_t(g.M()), uint64_t(t.tm), uint64_t(g.Ng), uint64_t(t.tn), reps,
               [&, ps = pad_share(g)](uint64_t m, uint64_t n, uint64_t count, int lm, int ln) {
-                const TileCost tc = mac_tile(p, g, m, n, t.ksteps, slots, residual_in,
-                                               residual_in && l.res.rescale, ps, t.row_window);
+                const TileCost tc = t.band ? band_tile(p, g, m, n, slots)
+                                           : mac_tile(p, g, m, n, t.ksteps, slots, residual_in,
+                                                      residual_in && l.res.rescale, ps, t.row_window);
                 ct[lm][ln].set(tc);
                 if (count) tot.add(tc, count);
               });
       int64_t tk = 0;
       for (const auto& k : t.ksteps) tk = std::max(tk, k.len());
-      const int64_t a_in = t.row_window ? window_in_bytes(g, t.tm) : t.tm * tk;
+      const int64_t a_in = t.band ? band_in_bytes(g, t.tm) : t.row_window ? window_in_bytes(g, t.tm) : t.tm * tk;
+      const int64_t c_rows = t.band ? band_max_rows(g, t.tm) : t.tm;
       c.sp_in = uint64_t(a_in + (residual_in ? t.tm * t.tn : 0));
-      c.sp_wgt = uint64_t(tk * t.tn);
+      c.sp_wgt = uint64_t((t.band ? g.K() : tk) * t.tn);
       c.sp_out = uint64_t(t.tm * t.tn);
-      c.sp_acc = uint64_t(4 * t.tm * t.tn);
+      c.sp_acc = uint64_t(4 * c_rows * t.tn);
       c.sp_param = uint64_t(12 * t.tn);
       break;
     }

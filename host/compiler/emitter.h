@@ -9,8 +9,9 @@
 //  - compute: the first instruction of step s pops "inputs ready"; the last
 //    instruction reading the slot pushes "slot free" back to load when a
 //    later step (s + slots) will pop it.
-//  - output tile o (OUT slot o % slots): the instruction writing OUT pops
-//    "OUT free" from store when o >= slots and pushes "OUT ready" to store;
+//  - output tile o (OUT slot o % slots): the (first) instruction writing OUT
+//    pops "OUT free" from store when o >= slots, and the (last) one pushes
+//    "OUT ready" to store;
 //    the first STORE pops it; the last STORE pushes "OUT free" back when
 //    tile o + slots exists.
 // Every pop follows its push in program order and every push is popped, so
@@ -27,6 +28,7 @@
 // already released, so the reordering cannot deadlock.
 #pragma once
 
+#include <algorithm>
 #include <string_view>
 #include <variant>
 #include <vector>
@@ -60,8 +62,9 @@ class LayerStream {
   void load(const spec::LoadInsn& l) {
     steps_.back().last_load = out_.size();
     out_.push_back(l);
-    // Dripping: one held-back instruction after each LOAD that reads memory.
-    if (drip_ && l.rows > 0 && !pending_.empty()) emit(1);
+    // Dripping: one held-back instruction after every `drip_every_`-th LOAD
+    // that reads memory.
+    if (drip_ && l.rows > 0 && !pending_.empty() && ++drip_count_ % drip_every_ == 0) emit(1);
   }
   /// First compute instruction of the current step (pops "inputs ready").
   void compute_first() {
@@ -73,14 +76,21 @@ class LayerStream {
     if (deferring_) mark_.release = int64_t(steps_.size()) - 1;
     else steps_.back().release = out_.size();
   }
-  /// Marks the instruction about to be added as the one writing OUT.
+  /// Marks the instruction about to be added as the one writing OUT (the
+  /// first of them, when out_ready() names the last).
   void out_producer() {
-    outs_.push_back({out_.size(), 0, 0});
+    outs_.push_back({out_.size(), out_.size(), 0, 0});
     if (deferring_) mark_.producer = int64_t(outs_.size()) - 1;
+  }
+  /// Marks the instruction about to be added as the last one writing the
+  /// current output tile: it, not the first, pushes "OUT ready" to store.
+  void out_ready() {
+    if (deferring_) mark_.ready = int64_t(outs_.size()) - 1;
+    else outs_.back().ready = out_.size();
   }
   void compute(const AnyInsn& c) {
     if (deferring_) {
-      pending_.push_back({c, mark_.release, mark_.producer, -1, false});
+      pending_.push_back({c, mark_.release, mark_.producer, mark_.ready, -1, false});
       mark_ = {};
       return;
     }
@@ -88,7 +98,7 @@ class LayerStream {
   }
   void store(const spec::StoreInsn& st, bool first) {
     if (deferring_) {
-      pending_.push_back({st, -1, -1, int64_t(outs_.size()) - 1, first});
+      pending_.push_back({st, -1, -1, -1, int64_t(outs_.size()) - 1, first});
       return;
     }
     if (first) outs_.back().first_store = out_.size();
@@ -98,13 +108,16 @@ class LayerStream {
   /// Holds the following compute and store instructions back (see above);
   /// without double buffering it does nothing.
   /// With `drip`, the held-back instructions are not kept until the next
-  /// step's first compute instruction but emitted one after each of its
-  /// LOADs that reads memory: a step of many GEMMs (row windows: one a pixel
-  /// run) then runs under the next step's many LOADs, which in-order issue
-  /// would otherwise hold behind all of them.
-  void defer(bool drip = false) {
+  /// step's first compute instruction but emitted one after every
+  /// `every`-th of its LOADs that read memory: a step of many GEMMs (row
+  /// windows: one a pixel run) then runs under the next step's many LOADs,
+  /// which in-order issue would otherwise hold behind all of them; a few
+  /// long GEMMs (image bands) are spread over them.
+  void defer(bool drip = false, int every = 1) {
     deferring_ = slots_ > 1;
     drip_ = deferring_ && drip;
+    drip_every_ = std::max(every, 1);
+    drip_count_ = 0;
   }
   /// Emits the held-back instructions now.
   void flush() {
@@ -124,7 +137,7 @@ class LayerStream {
     }
     for (size_t o = 0; o < O; ++o) {
       if (o >= k) flag(outs_[o].producer, Flags::pop_next);
-      flag(outs_[o].producer, Flags::push_next);
+      flag(outs_[o].ready, Flags::push_next);
       flag(outs_[o].first_store, Flags::pop_prev);
       if (o + k < O) flag(outs_[o].last_store, Flags::push_prev);
     }
@@ -158,14 +171,14 @@ class LayerStream {
     size_t first_load, last_load, first_compute, release;
   };
   struct Out {
-    size_t producer, first_store, last_store;
+    size_t producer, ready, first_store, last_store;
   };
   struct Mark {
-    int64_t release = -1, producer = -1;
+    int64_t release = -1, producer = -1, ready = -1;
   };
   struct Pending {
     AnyInsn insn;
-    int64_t release, producer, store_of;  // step / output indices to point at it, or -1
+    int64_t release, producer, ready, store_of;  // step / output indices to point at it, or -1
     bool first_store;
   };
   void emit(size_t count) {
@@ -173,7 +186,8 @@ class LayerStream {
       const Pending& p = pending_[i];
       const size_t idx = out_.size();
       if (p.release >= 0) steps_[size_t(p.release)].release = idx;
-      if (p.producer >= 0) outs_[size_t(p.producer)].producer = idx;
+      if (p.producer >= 0) outs_[size_t(p.producer)].producer = outs_[size_t(p.producer)].ready = idx;
+      if (p.ready >= 0) outs_[size_t(p.ready)].ready = idx;
       if (p.store_of >= 0) {
         if (p.first_store) outs_[size_t(p.store_of)].first_store = idx;
         outs_[size_t(p.store_of)].last_store = idx;
@@ -183,6 +197,7 @@ class LayerStream {
     pending_.erase(pending_.begin(), pending_.begin() + ptrdiff_t(std::min(count, pending_.size())));
   }
   bool deferring_ = false, drip_ = false;
+  int drip_every_ = 1, drip_count_ = 0;
   Mark mark_;
   std::vector<Pending> pending_;
   std::vector<AnyInsn>& out_;

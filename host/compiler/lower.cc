@@ -117,6 +117,141 @@ void gather_row(LayerStream& ls, const GatherGeom& g, uint64_t x_base, int64_t i
   }
 }
 
+/// Input row `ih` of image `img`, the group's channels of each pixel, padded
+/// to window_pitch(m) bytes at IN address `row`: LOADs of padding for the
+/// left and right edge columns around one LOAD of the image's pixels (one
+/// contiguous row when ungrouped, else W rows of Cg bytes a pixel apart), or
+/// one LOAD of padding when the row lies outside the image.
+void load_input_row(LayerStream& ls, const MacGeom& m, uint64_t x, int64_t img, int64_t group, int64_t ih, uint64_t row,
+                    int pad) {
+  const int64_t pitch = window_pitch(m), wp = pitch / m.Cg;
+  const int64_t wr = std::max<int64_t>(0, std::min(m.W, wp - m.pl));
+  auto pad_load = [&](uint64_t sp, int64_t bytes) {
+    if (bytes <= 0) return;
+    spec::LoadInsn ld;
+    ld.buf = uint64_t(spec::Buffer::IN);
+    ld.pad_value = pad;
+    ld.sp_addr = sp;
+    ld.dram_addr = x;  // a valid address even when nothing is read
+    ld.rows = 0;
+    ld.pad_lo = 1;
+    ld.cols = uint64_t(bytes);
+    ld.dram_stride = ld.cols;
+    ld.sp_stride = ld.cols;
+    ls.load(ld);
+  };
+  if (ih < 0 || ih >= m.H || wr == 0) {
+    pad_load(row, pitch);
+    return;
+  }
+  pad_load(row, std::min(m.pl, wp) * m.Cg);
+  spec::LoadInsn ld;
+  ld.buf = uint64_t(spec::Buffer::IN);
+  ld.sp_addr = row + uint64_t(m.pl * m.Cg);
+  ld.dram_addr = x + uint64_t(((img * m.H + ih) * m.W) * m.C + group * m.Cg);
+  const bool whole = m.Cg == m.C;
+  ld.rows = whole ? 1 : uint64_t(wr);
+  ld.cols = uint64_t(whole ? wr * m.C : m.Cg);
+  ld.dram_stride = whole ? ld.cols : uint64_t(m.C);
+  ld.sp_stride = ld.cols;
+  ls.load(ld);
+  pad_load(row + uint64_t((m.pl + wr) * m.Cg), (wp - m.pl - wr) * m.Cg);
+}
+
+/// Image bands (band_ok in pass.h): per tile one step; the input rows of
+/// its output rows and KH - 1 more, the whole K x n weight tile and the
+/// PARAM slice, then one GEMM per kernel row over every GEMM row of the
+/// tile, one POSTOP, and one STORE per output row (its valid pixels).
+Status lower_band(const CompileState& s, const Layer& l, const ir::MacQuant& q, int core, LayerStream& ls) {
+  const ir::Node& n = s.node(l);
+  const MacGeom& m = l.mac;
+  const Budget& b = s.budget;
+  const uint64_t x = s.tensor_offset.at(n.inputs[0]);
+  const uint64_t y = s.tensor_offset.at(l.out_tensor(s.graph));
+  const uint64_t w = l.wgt_offset;
+  const int64_t pitch = window_pitch(m), wp = band_pitch_pixels(m), kw_len = m.KW * m.Cg;
+  for (size_t ti = 0; ti < l.tiles.size(); ++ti) {
+    if (l.core_of_tile[ti] != core) continue;
+    const Tile& t = l.tiles[ti];
+    const int64_t oh0 = t.m0 / m.OW, oh1 = (t.m0 + t.m - 1) / m.OW, first = t.m0 % m.OW;
+    const int64_t rows = band_gemm_rows(m, t.m0, t.m);
+    const uint64_t slot = uint64_t(ls.in_slot());
+    const uint64_t in = slot * uint64_t(b.in), wg = slot * uint64_t(b.wgt), pa = slot * uint64_t(b.param);
+    ls.begin_step();
+    for (int64_t r = 0; r < oh1 - oh0 + m.KH; ++r)
+      load_input_row(ls, m, x, t.img, t.group, oh0 - m.pt + r, in + uint64_t(r * pitch), q.x_zp);
+    spec::LoadInsn lw;
+    lw.buf = uint64_t(spec::Buffer::WGT);
+    lw.sp_addr = wg;
+    lw.dram_addr = w + uint64_t(t.group * m.K() * m.Ng + t.n0);
+    lw.rows = uint64_t(m.K());
+    lw.cols = uint64_t(t.n);
+    lw.dram_stride = uint64_t(m.Ng);
+    lw.sp_stride = uint64_t(t.n);
+    ls.load(lw);
+    spec::LoadInsn lp;
+    lp.buf = uint64_t(spec::Buffer::PARAM);
+    lp.sp_addr = pa;
+    lp.dram_addr = l.param_offset + uint64_t(12 * (t.group * m.Ng + t.n0));
+    lp.rows = 1;
+    lp.cols = uint64_t(12 * t.n);
+    lp.dram_stride = lp.cols;
+    lp.sp_stride = lp.cols;
+    ls.load(lp);
+    for (int64_t kh = 0; kh < m.KH; ++kh) {
+      spec::GemmInsn gm;
+      gm.accumulate = kh > 0;
+      gm.in_addr = in + uint64_t(kh * pitch + first * m.Cg);
+      gm.wgt_addr = wg + uint64_t(kh * kw_len * t.n);
+      gm.acc_addr = 0;
+      gm.m = uint64_t(rows);
+      gm.n = uint64_t(t.n);
+      gm.k_len = uint64_t(kw_len);
+      gm.a_zp = q.x_zp;
+      gm.b_zp = q.w_zp;
+      gm.lda = uint64_t(m.Cg);
+      gm.ldb = uint64_t(t.n);
+      gm.ldc = uint64_t(4 * t.n);
+      if (kh == 0) ls.compute_first();
+      ls.compute(gm);
+      // The other GEMMs are spread over the next tile's input-row loads,
+      // which then run while this tile computes; its POSTOPs and STORE
+      // follow them.
+      if (kh == 0) ls.defer(true, int(std::max<int64_t>(1, (oh1 - oh0 + m.KH) / m.KH)));
+    }
+    // One POSTOP per output row, from its GEMM rows to dense OUT rows, so
+    // one STORE takes the tile (the rows between output rows stay in ACC).
+    const uint64_t out = uint64_t(ls.out_slot()) * uint64_t(b.out);
+    for (int64_t oh = oh0; oh <= oh1; ++oh) {
+      const int64_t p0 = std::max(t.m0, oh * m.OW), p1 = std::min(t.m0 + t.m, (oh + 1) * m.OW);
+      spec::PostopInsn po;
+      po.acc_addr = uint64_t(4 * ((oh - oh0) * wp + p0 % m.OW - first) * t.n);
+      po.out_addr = out + uint64_t((p0 - t.m0) * t.n);
+      po.param_addr = pa;
+      po.m = uint64_t(p1 - p0);
+      po.n = uint64_t(t.n);
+      po.out_zp = q.y_zp;
+      po.clip_lo = q.lo;
+      po.clip_hi = q.hi;
+      po.res_shift = kMinShift;  // unused without `residual`, but kept in the legal range
+      if (oh == oh0) ls.out_producer();
+      if (oh == oh1) ls.compute_release(), ls.out_ready();
+      ls.compute(po);
+    }
+    spec::StoreInsn sto;
+    sto.buf = uint64_t(spec::Buffer::OUT);
+    sto.sp_addr = out;
+    sto.dram_addr = y + uint64_t((t.img * m.M() + t.m0) * m.Cout + t.group * m.Ng + t.n0);
+    sto.rows = uint64_t(t.m);
+    sto.cols = uint64_t(t.n);
+    sto.dram_stride = uint64_t(m.Cout);
+    sto.sp_stride = uint64_t(t.n);
+    ls.store(sto, true);
+  }
+  ls.flush();
+  return Status::ok();
+}
+
 Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& ls) {
   const ir::Node& n = s.node(l);
   auto q = ir::mac_quant(s.graph, n);
@@ -136,6 +271,7 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
   const uint64_t res_off = uint64_t(window ? window_in_bytes(m, l.tiling.tm)
                                            : l.tiling.tm * max_tk);
   const uint64_t w = m.b_const ? l.wgt_offset : s.tensor_offset.at(n.inputs[1]);
+  if (l.tiling.band) return lower_band(s, l, *q, core, ls);
   const auto& ks = l.tiling.ksteps;
   for (size_t ti = 0; ti < l.tiles.size(); ++ti) {
     if (l.core_of_tile[ti] != core) continue;
@@ -150,45 +286,11 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
       if (window) {
         // Row windows: run j of the tile gets the input row of kernel row
         // kh, padded to `pitch` bytes, at in + j * pitch.
-        const int64_t kh = st.pos0 / m.KW, wp = pitch / m.Cg;
-        const int64_t wr = std::max<int64_t>(0, std::min(m.W, wp - m.pl));
+        const int64_t kh = st.pos0 / m.KW;
         int64_t j = 0;
         for (int64_t p = t.m0; p < t.m0 + t.m; ++j) {
           const int64_t oh = p / m.OW, run = std::min(m.OW - p % m.OW, t.m0 + t.m - p);
-          const int64_t ih = oh * m.sh - m.pt + kh;
-          const uint64_t row = in + uint64_t(j * pitch);
-          auto pad_load = [&](uint64_t sp, int64_t bytes) {
-            if (bytes <= 0) return;
-            spec::LoadInsn ld;
-            ld.buf = uint64_t(spec::Buffer::IN);
-            ld.pad_value = q->x_zp;
-            ld.sp_addr = sp;
-            ld.dram_addr = x;  // a valid address even when nothing is read
-            ld.rows = 0;
-            ld.pad_lo = 1;
-            ld.cols = uint64_t(bytes);
-            ld.dram_stride = ld.cols;
-            ld.sp_stride = ld.cols;
-            ls.load(ld);
-          };
-          if (ih < 0 || ih >= m.H || wr == 0) {
-            pad_load(row, pitch);
-          } else {
-            pad_load(row, std::min(m.pl, wp) * m.Cg);
-            // The group's channels of wr input pixels: one contiguous row
-            // when ungrouped, else wr rows of Cg bytes a pixel apart.
-            spec::LoadInsn ld;
-            ld.buf = uint64_t(spec::Buffer::IN);
-            ld.sp_addr = row + uint64_t(m.pl * m.Cg);
-            ld.dram_addr = x + uint64_t(((t.img * m.H + ih) * m.W) * m.C + t.group * m.Cg);
-            const bool whole = m.Cg == m.C;
-            ld.rows = whole ? 1 : uint64_t(wr);
-            ld.cols = uint64_t(whole ? wr * m.C : m.Cg);
-            ld.dram_stride = whole ? ld.cols : uint64_t(m.C);
-            ld.sp_stride = ld.cols;
-            ls.load(ld);
-            pad_load(row + uint64_t((m.pl + wr) * m.Cg), (wp - m.pl - wr) * m.Cg);
-          }
+          load_input_row(ls, m, x, t.img, t.group, oh * m.sh - m.pt + kh, in + uint64_t(j * pitch), q->x_zp);
           p += run;
         }
       } else if (row_gather(m, st)) {

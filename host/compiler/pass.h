@@ -93,6 +93,32 @@ inline bool row_window_ok(const MacGeom& g) {
 /// at (each run one padded input row in IN), and the IN bytes they take.
 inline int64_t window_rows(const MacGeom& g, int64_t tm) { return std::min(tm, tm / g.OW + 2); }
 inline int64_t window_in_bytes(const MacGeom& g, int64_t tm) { return window_rows(g, tm) * window_pitch(g); }
+
+/// Image bands (Tiling::band): a stride-1 convolution whose K steps are
+/// whole kernel rows reads A from the padded input rows its tile's output
+/// rows need, loaded once for all kernel rows and laid out back to back in
+/// IN (`window_pitch` bytes each). Output pixel (oh, ow) of the tile is GEMM
+/// row (oh - oh0) * Wp + ow, Wp = OW + KW - 1 the padded row width, so one
+/// GEMM per kernel row kh covers the whole tile (lda = Cg, A at kh rows
+/// into IN); the Wp - OW rows between two output rows are computed and
+/// never stored. Against row windows this loads every input row once
+/// instead of KH times and issues KH GEMMs a tile instead of KH per output
+/// row. Lowering and the cost model both decide by these.
+inline bool band_ok(const MacGeom& g) { return row_window_ok(g) && g.sh == 1 && g.sw == 1 && g.KH > 1; }
+inline int64_t band_pitch_pixels(const MacGeom& g) { return (g.OW - 1) * g.sw + g.KW; }
+/// GEMM rows of the tile of `m` pixels from pixel m0: from its first pixel
+/// to its last, `Wp` rows an output row.
+inline int64_t band_gemm_rows(const MacGeom& g, int64_t m0, int64_t m) {
+  const int64_t ow_first = m0 % g.OW, last = m0 + m - 1;
+  return (last / g.OW - m0 / g.OW) * band_pitch_pixels(g) + last % g.OW - ow_first + 1;
+}
+/// Upper bounds over any tile of `tm` pixels: GEMM rows, and IN bytes (the
+/// spanned output rows plus KH - 1 input rows).
+inline int64_t band_max_rows(const MacGeom& g, int64_t tm) {
+  return tm + (window_rows(g, tm) - 1) * (band_pitch_pixels(g) - g.OW);
+}
+inline int64_t band_in_bytes(const MacGeom& g, int64_t tm) { return (window_rows(g, tm) + g.KH - 1) * window_pitch(g); }
+
 /// Output-row runs of `m` pixels from pixel m0 (each within one output row).
 inline int64_t row_runs(int64_t m0, int64_t m, int64_t ow) {
   if (m <= 0 || ow <= 0) return 0;
@@ -104,6 +130,7 @@ struct Tiling {
   int64_t tn = 0;             // output channels per tile (pool: channels per tile)
   std::vector<KStep> ksteps;  // mac only
   bool row_window = false;    // mac only: K steps read A from loaded input rows (row_window_ok)
+  bool band = false;          // mac only: one GEMM per kernel row over the tile's input band (band_ok)
   uint64_t bytes_read = 0;    // predicted DRAM traffic of the layer
   uint64_t bytes_written = 0;
 };

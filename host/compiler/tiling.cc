@@ -165,7 +165,7 @@ class TilingPass final : public Pass {
     struct Cand {
       Score pre;
       int64_t tm, tn, cc, np;
-      bool win = false;
+      bool win = false, band = false;
     };
     std::vector<Cand> cands;
     const int64_t cores = s.cores;
@@ -216,11 +216,40 @@ class TilingPass final : public Pass {
           if (tw < M && tw >= R) tw = tw / R * R;
           if (tw >= 1 && in_need(tw) <= b.in) push_all(tw, true);
         }
+        if (cc == g.Cg && np == g.KW && band_ok(g) && !residual && s.opt.image_bands != CompileOptions::ImageBands::Off &&
+            K * tn <= b.wgt) {
+          // Image bands: tiles of whole output rows whose input rows, GEMM
+          // rows and K x tn weights fit.
+          const auto fits = [&](int64_t tm) {
+            const int64_t rows = band_max_rows(g, tm);
+            return band_in_bytes(g, tm) <= b.in && tm * tn <= b.out && 4 * rows * tn <= b.acc && rows <= kField16;
+          };
+          const auto push_band = [&](int64_t tm) {
+            const int64_t nm = ceil_div(M, tm);
+            const int64_t a_bytes = nm * (window_rows(g, tm) + g.KH - 1) * g.W * g.Cg;
+            const uint64_t bytes = uint64_t(bg) * uint64_t(nn * a_bytes + nm * K * g.Ng + nm * 12 * g.Ng);
+            const int64_t tiles = bg * nm * nn;
+            cands.push_back({{-std::min(tiles, cores), bytes, ceil_div(tiles, cores) * tm * tn, tiles, -tm, -tn},
+                             tm, tn, cc, np, false, true});
+          };
+          int64_t nr = g.OH;
+          while (nr > 1 && !fits(nr * g.OW)) --nr;
+          if (fits(nr * g.OW)) {
+            push_band(nr * g.OW);
+            for (int64_t k = 1; k <= 4; ++k) {
+              const int64_t split = ceil_div(g.OH, ceil_div(k * cores, bg * nn));
+              if (split < nr) push_band(split * g.OW);
+            }
+          }
+        }
       }
     }
     if (s.opt.row_windows == CompileOptions::RowWindows::On &&
         std::any_of(cands.begin(), cands.end(), [](const Cand& c) { return c.win; }))
       cands.erase(std::remove_if(cands.begin(), cands.end(), [](const Cand& c) { return !c.win; }), cands.end());
+    if (s.opt.image_bands == CompileOptions::ImageBands::On &&
+        std::any_of(cands.begin(), cands.end(), [](const Cand& c) { return c.band; }))
+      cands.erase(std::remove_if(cands.begin(), cands.end(), [](const Cand& c) { return !c.band; }), cands.end());
     if (cands.empty())
       return make_error("node '" + l.name + "'",
                         "no tile of this layer fits the scratchpads of config '" + std::string(s.cfg->name) + "'");
@@ -237,6 +266,7 @@ class TilingPass final : public Pass {
       t.tm = c.tm, t.tn = c.tn;
       t.ksteps = ksteps(g, c.cc, c.np);
       t.row_window = c.win;
+      t.band = c.band;
       const Cost cost = estimate(cp, l, s.cores, b.slots, residual);
       if (i == 0) first_cycles = cost.cycles;
       if (i == 0 || cost.cycles < best_cycles) best = i, best_cycles = cost.cycles, best_t = t, l.cost = cost;
@@ -250,16 +280,18 @@ class TilingPass final : public Pass {
     t.bytes_read = std::get<1>(cands[best].pre);
     t.bytes_written = uint64_t(g.batch * M * g.Cout);
     const int64_t tk = bcc * bnp;
-    const bool bwin = cands[best].win;
-    const int64_t in_bytes = bwin ? window_in_bytes(g, btm) : btm * tk;
+    const bool bwin = cands[best].win, bband = cands[best].band;
+    const int64_t in_bytes = bband ? band_in_bytes(g, btm) : bwin ? window_in_bytes(g, btm) : btm * tk;
+    const int64_t c_rows = bband ? band_max_rows(g, btm) : btm;  // ACC rows (OUT holds the tm valid ones)
     s.decide(l.name, name(),
              "M=" + std::to_string(M) + " K=" + std::to_string(K) + " N=" + std::to_string(g.Ng) +
                  (g.groups > 1 ? " x" + std::to_string(g.groups) + " groups" : "") + ": tm=" + std::to_string(btm) +
                  " tn=" + std::to_string(btn) + " tk=" + std::to_string(tk) + " (" + std::to_string(t.ksteps.size()) +
-                 " K steps" + (bwin ? ", row windows" : "") + "); IN " + kib(in_bytes + (residual ? btm * btn : 0)) +
-                 "/" + kib(b.in) + ", WGT " + kib(tk * btn) + "/" + kib(b.wgt) +
-                 ", OUT " + kib(btm * btn) + "/" + kib(b.out) + (b.slots > 1 ? " per slot" : "") + ", ACC " +
-                 kib(4 * btm * btn) + "/" + kib(b.acc) + "; predicted DRAM bytes read " + std::to_string(t.bytes_read) +
+                 " K steps" + (bwin ? ", row windows" : bband ? ", image bands" : "") + "); IN " +
+                 kib(in_bytes + (residual ? btm * btn : 0)) + "/" + kib(b.in) + ", WGT " +
+                 kib((bband ? K : tk) * btn) + "/" + kib(b.wgt) + ", OUT " + kib(btm * btn) + "/" + kib(b.out) +
+                 (b.slots > 1 ? " per slot" : "") + ", ACC " + kib(4 * c_rows * btn) + "/" + kib(b.acc) +
+                 "; predicted DRAM bytes read " + std::to_string(t.bytes_read) +
                  ", written " + std::to_string(t.bytes_written) + "; " + l.cost.summary() + "; best of " +
                  std::to_string(keep) + " evaluated of " + std::to_string(cands.size()) + " candidates" +
                  (best == 0 ? "" : " (the DRAM-bytes-first choice predicts " + std::to_string(first_cycles) + ")"));
