@@ -303,8 +303,8 @@ TEST(HlsUnits, HeteroDecisionsOnDepthwiseAddPool) {
   compiler::CompileOptions opt;
   opt.hls = compiler::Hls::Auto;
   // With group packing the cores run the depthwise conv ~9x faster than the
-  // unit (checked here); without it and without row windows (one group a
-  // GEMM, gathered a byte a row) the unit wins.
+  // unit (checked here); without it, row windows and image bands (one group
+  // a GEMM, gathered a byte a row) the unit wins.
   {
     auto packed = compiler::compile(g, tiny(), opt);
     ASSERT_TRUE(packed) << packed.error().str();
@@ -318,6 +318,7 @@ TEST(HlsUnits, HeteroDecisionsOnDepthwiseAddPool) {
   }
   opt.group_packing = false;
   opt.row_windows = compiler::CompileOptions::RowWindows::Off;
+  opt.image_bands = compiler::CompileOptions::ImageBands::Off;
   auto comp = compiler::compile(g, tiny(), opt);
   ASSERT_TRUE(comp) << comp.error().str();
   std::map<std::string, std::string> dec;
