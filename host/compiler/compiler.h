@@ -56,7 +56,7 @@ struct CompileOptions {
   /// groups each GEMM packs is weighed by the cost model; false keeps one
   /// group a GEMM.
   bool group_packing = true;
-  /// Image bands (pass.h, Tiling::band) for stride-1 convolutions that allow
+  /// Image bands (pass.h, Tiling::band) for convolutions that allow
   /// them: weighed by the cost model (Auto), never (Off), or always (On).
   enum class ImageBands { Auto, Off, On } image_bands = ImageBands::Auto;
   /// The cost model's parameters the fusion and tiling passes decide with

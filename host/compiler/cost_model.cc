@@ -248,21 +248,43 @@ void input_rows_cost(const CostParams& p, const MacGeom& g, uint64_t real, uint6
 }
 
 /// One image-band tile (band_ok, lower.cc lower_band) of m pixels: its
-/// input rows (the share outside the image as padding), the K x n weights
-/// and the PARAM slice in one step; KH GEMMs over the band's GEMM rows, one
-/// POSTOP per output row and one STORE.
+/// input rows, each in s column-phase planes (the share outside the image as
+/// padding), the K x n weights (one LOAD, or one a kernel position when
+/// s > 1) and the PARAM slice in one step; KH GEMMs a column phase over the
+/// band's GEMM rows, one POSTOP per output row and one STORE.
 TileCost band_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n, int slots) {
   TileCost t;
-  const uint64_t r = runs(m, uint64_t(g.OW)), in_rows = r + uint64_t(g.KH) - 1;
-  // Input rows of an image outside it: OH + KH - 1 rows read, H inside.
-  const uint64_t img_rows = uint64_t(g.OH + g.KH - 1), img_pad = img_rows > uint64_t(g.H) ? img_rows - uint64_t(g.H) : 0;
+  const uint64_t r = runs(m, uint64_t(g.OW)), in_rows = uint64_t(band_in_rows(g, int64_t(r)));
+  const uint64_t st = uint64_t(g.sw), wq = uint64_t(band_wq(g));
+  // Input rows of an image outside it: the rows all output rows read, H inside.
+  const uint64_t img_rows = uint64_t(band_in_rows(g, g.OH));
+  const uint64_t img_pad = img_rows > uint64_t(g.H) ? img_rows - uint64_t(g.H) : 0;
   const uint64_t padding = std::min(in_rows, uint64_t(double(img_pad) * double(in_rows) / double(img_rows) + 0.5));
-  input_rows_cost(p, g, in_rows - padding, padding, t.ld);
-  t.ld.dma(p, false, uint64_t(g.K()), n, uint64_t(g.Ng));  // the whole B tile
-  t.ld.dma(p, false, 1, 12 * n, 12 * n);                   // PARAM slice
-  const uint64_t rows = m + (r - 1) * uint64_t(band_pitch_pixels(g) - g.OW);
-  for (int64_t kh = 0; kh < g.KH; ++kh) t.cp.cycles += gemm(p, rows, n, uint64_t(g.KW * g.Cg), kh > 0);
-  t.cp.insns += uint64_t(g.KH);
+  const uint64_t real = in_rows - padding;
+  if (st == 1) {
+    input_rows_cost(p, g, real, padding, t.ld);
+  } else {
+    // Per phase plane: the phase's pixels (W / s rows of Cg bytes), with
+    // padding LOADs around them; rows outside the image one padding LOAD.
+    const auto pad = [&](uint64_t bytes, uint64_t count) {
+      if (bytes == 0 || count == 0) return;
+      t.ld.dma(p, false, 0, bytes, bytes, count);
+      t.ld.cycles += count * (cdiv(bytes, p.mem_bytes) + kRowGapCycles);
+    };
+    const uint64_t cg = uint64_t(g.Cg), px = cdiv(uint64_t(g.W), st);
+    t.ld.dma(p, false, px, cg, st * uint64_t(g.C), real * st);
+    const uint64_t edge = wq > px ? wq - px : 0;
+    pad(cg * cdiv(edge, 2), real * st);
+    pad(cg * (edge / 2), real * st);
+    pad(wq * cg, padding * st);
+  }
+  if (st == 1) t.ld.dma(p, false, uint64_t(g.K()), n, uint64_t(g.Ng));  // the whole B tile
+  else t.ld.dma(p, false, uint64_t(g.Cg), n, uint64_t(g.Ng), uint64_t(g.KH * g.KW));
+  t.ld.dma(p, false, 1, 12 * n, 12 * n);  // PARAM slice
+  const uint64_t rows = m + (r - 1) * (wq - uint64_t(g.OW));
+  for (int64_t kh = 0; kh < g.KH; ++kh)
+    for (int64_t k = 0; k < std::min(g.sw, g.KW); ++k, ++t.cp.insns)
+      t.cp.cycles += gemm(p, rows, n, uint64_t(band_phase_cols(g, k) * g.Cg), kh > 0 || k > 0);
   const uint64_t full = m / uint64_t(g.OW), rem = m % uint64_t(g.OW);  // output rows of the tile
   t.cp.cycles += full * postop(p, uint64_t(g.OW), n, false) + (rem ? postop(p, rem, n, false) : 0);
   t.cp.insns += full + (rem > 0);

@@ -158,10 +158,58 @@ void load_input_row(LayerStream& ls, const MacGeom& m, uint64_t x, int64_t img, 
   pad_load(row + uint64_t((m.pl + wr) * m.Cg), (wp - m.pl - wr) * m.Cg);
 }
 
-/// Image bands (band_ok in pass.h): per tile one step; the input rows of
-/// its output rows and KH - 1 more, the whole K x n weight tile and the
-/// PARAM slice, then one GEMM per kernel row over every GEMM row of the
-/// tile, one POSTOP, and one STORE per output row (its valid pixels).
+/// Image bands: input row `ih` of image `img` (the group's channels of each
+/// pixel) into its s column-phase planes, plane kappa's row at IN address
+/// `row[kappa]`: padded column c = kappa + s * u at pixel u. LOADs of padding
+/// around one LOAD of the image's pixels of that phase (a pixel stride s * C
+/// apart; one contiguous row when s = 1 and ungrouped), or one LOAD of
+/// padding when the row lies outside the image.
+void load_band_row(LayerStream& ls, const MacGeom& m, uint64_t x, int64_t img, int64_t group, int64_t ih,
+                   const std::vector<uint64_t>& row, int pad) {
+  const int64_t wq = band_wq(m), sw = m.sw;
+  auto pad_load = [&](uint64_t sp, int64_t bytes) {
+    if (bytes <= 0) return;
+    spec::LoadInsn ld;
+    ld.buf = uint64_t(spec::Buffer::IN);
+    ld.pad_value = pad;
+    ld.sp_addr = sp;
+    ld.dram_addr = x;  // a valid address even when nothing is read
+    ld.rows = 0;
+    ld.pad_lo = 1;
+    ld.cols = uint64_t(bytes);
+    ld.dram_stride = ld.cols;
+    ld.sp_stride = ld.cols;
+    ls.load(ld);
+  };
+  for (int64_t kappa = 0; kappa < sw; ++kappa) {
+    // Pixels u whose input column kappa + s * u - pl lies in [0, W).
+    const int64_t lo_num = m.pl - kappa, hi_num = m.W - 1 + m.pl - kappa;
+    const int64_t u0 = std::min(wq, lo_num <= 0 ? 0 : ceil_div(lo_num, sw));
+    const int64_t u1 = hi_num < 0 ? 0 : std::min(wq, hi_num / sw + 1);
+    if (ih < 0 || ih >= m.H || u0 >= u1) {
+      pad_load(row[size_t(kappa)], wq * m.Cg);
+      continue;
+    }
+    pad_load(row[size_t(kappa)], u0 * m.Cg);
+    spec::LoadInsn ld;
+    ld.buf = uint64_t(spec::Buffer::IN);
+    ld.sp_addr = row[size_t(kappa)] + uint64_t(u0 * m.Cg);
+    ld.dram_addr = x + uint64_t(((img * m.H + ih) * m.W + kappa + sw * u0 - m.pl) * m.C + group * m.Cg);
+    const bool whole = sw == 1 && m.Cg == m.C;
+    ld.rows = whole ? 1 : uint64_t(u1 - u0);
+    ld.cols = uint64_t(whole ? (u1 - u0) * m.C : m.Cg);
+    ld.dram_stride = whole ? ld.cols : uint64_t(sw * m.C);
+    ld.sp_stride = ld.cols;
+    ls.load(ld);
+    pad_load(row[size_t(kappa)] + uint64_t(u1 * m.Cg), (wq - u1) * m.Cg);
+  }
+}
+
+/// Image bands (band_ok in pass.h): per tile one step; the s x s phase
+/// planes of the input rows of its output rows, the whole K x n weight tile
+/// (with s > 1 reordered by column phase, one LOAD per kernel position) and
+/// the PARAM slice; then one GEMM per kernel row and column phase over every
+/// GEMM row of the tile, one POSTOP per output row, and one STORE.
 Status lower_band(const CompileState& s, const Layer& l, const ir::MacQuant& q, int core, LayerStream& ls) {
   const ir::Node& n = s.node(l);
   const MacGeom& m = l.mac;
@@ -169,26 +217,47 @@ Status lower_band(const CompileState& s, const Layer& l, const ir::MacQuant& q, 
   const uint64_t x = s.tensor_offset.at(n.inputs[0]);
   const uint64_t y = s.tensor_offset.at(l.out_tensor(s.graph));
   const uint64_t w = l.wgt_offset;
-  const int64_t pitch = window_pitch(m), wp = band_pitch_pixels(m), kw_len = m.KW * m.Cg;
+  const int64_t st = m.sh, wq = band_wq(m), phases = std::min(st, m.KW);
+  // Weight rows of column phase kappa within a kernel row: after those of
+  // the phases before it.
+  std::vector<int64_t> phase_row(size_t(phases) + 1, 0);
+  for (int64_t k = 0; k < phases; ++k) phase_row[size_t(k) + 1] = phase_row[size_t(k)] + band_phase_cols(m, k) * m.Cg;
   for (size_t ti = 0; ti < l.tiles.size(); ++ti) {
     if (l.core_of_tile[ti] != core) continue;
     const Tile& t = l.tiles[ti];
     const int64_t oh0 = t.m0 / m.OW, oh1 = (t.m0 + t.m - 1) / m.OW, first = t.m0 % m.OW;
-    const int64_t rows = band_gemm_rows(m, t.m0, t.m);
+    const int64_t rows = band_gemm_rows(m, t.m0, t.m), in_rows = band_in_rows(m, oh1 - oh0 + 1);
+    const uint64_t plane = uint64_t(band_plane_bytes(m, oh1 - oh0 + 1));
     const uint64_t slot = uint64_t(ls.in_slot());
     const uint64_t in = slot * uint64_t(b.in), wg = slot * uint64_t(b.wgt), pa = slot * uint64_t(b.param);
+    const auto plane_at = [&](int64_t rho, int64_t kappa) { return in + uint64_t(rho * st + kappa) * plane; };
     ls.begin_step();
-    for (int64_t r = 0; r < oh1 - oh0 + m.KH; ++r)
-      load_input_row(ls, m, x, t.img, t.group, oh0 - m.pt + r, in + uint64_t(r * pitch), q.x_zp);
+    std::vector<uint64_t> row(static_cast<size_t>(st), 0);
+    for (int64_t r = 0; r < in_rows; ++r) {
+      for (int64_t kappa = 0; kappa < st; ++kappa)
+        row[size_t(kappa)] = plane_at(r % st, kappa) + uint64_t((r / st) * wq * m.Cg);
+      load_band_row(ls, m, x, t.img, t.group, oh0 * st - m.pt + r, row, q.x_zp);
+    }
     spec::LoadInsn lw;
     lw.buf = uint64_t(spec::Buffer::WGT);
-    lw.sp_addr = wg;
-    lw.dram_addr = w + uint64_t(t.group * m.K() * m.Ng + t.n0);
-    lw.rows = uint64_t(m.K());
     lw.cols = uint64_t(t.n);
     lw.dram_stride = uint64_t(m.Ng);
     lw.sp_stride = uint64_t(t.n);
-    ls.load(lw);
+    if (st == 1) {
+      lw.sp_addr = wg;
+      lw.dram_addr = w + uint64_t(t.group * m.K() * m.Ng + t.n0);
+      lw.rows = uint64_t(m.K());
+      ls.load(lw);
+    } else {
+      for (int64_t kh = 0; kh < m.KH; ++kh)
+        for (int64_t kw = 0; kw < m.KW; ++kw) {
+          const int64_t at = kh * m.KW * m.Cg + phase_row[size_t(kw % st)] + (kw / st) * m.Cg;
+          lw.sp_addr = wg + uint64_t(at * t.n);
+          lw.dram_addr = w + uint64_t((t.group * m.K() + (kh * m.KW + kw) * m.Cg) * m.Ng + t.n0);
+          lw.rows = uint64_t(m.Cg);
+          ls.load(lw);
+        }
+    }
     spec::LoadInsn lp;
     lp.buf = uint64_t(spec::Buffer::PARAM);
     lp.sp_addr = pa;
@@ -198,34 +267,40 @@ Status lower_band(const CompileState& s, const Layer& l, const ir::MacQuant& q, 
     lp.dram_stride = lp.cols;
     lp.sp_stride = lp.cols;
     ls.load(lp);
-    for (int64_t kh = 0; kh < m.KH; ++kh) {
-      spec::GemmInsn gm;
-      gm.accumulate = kh > 0;
-      gm.in_addr = in + uint64_t(kh * pitch + first * m.Cg);
-      gm.wgt_addr = wg + uint64_t(kh * kw_len * t.n);
-      gm.acc_addr = 0;
-      gm.m = uint64_t(rows);
-      gm.n = uint64_t(t.n);
-      gm.k_len = uint64_t(kw_len);
-      gm.a_zp = q.x_zp;
-      gm.b_zp = q.w_zp;
-      gm.lda = uint64_t(m.Cg);
-      gm.ldb = uint64_t(t.n);
-      gm.ldc = uint64_t(4 * t.n);
-      if (kh == 0) ls.compute_first();
-      ls.compute(gm);
-      // The other GEMMs are spread over the next tile's input-row loads,
-      // which then run while this tile computes; its POSTOPs and STORE
-      // follow them.
-      if (kh == 0) ls.defer(true, int(std::max<int64_t>(1, (oh1 - oh0 + m.KH) / m.KH)));
-    }
+    bool first_gemm = true;
+    // LOADs of the next tile that read memory: its rows' phase planes, the
+    // weights and the PARAM slice.
+    const int64_t gemms = m.KH * phases, data_loads = in_rows * st + (st == 1 ? 1 : m.KH * m.KW) + 1;
+    for (int64_t kh = 0; kh < m.KH; ++kh)
+      for (int64_t kappa = 0; kappa < phases; ++kappa) {
+        spec::GemmInsn gm;
+        gm.accumulate = !first_gemm;
+        gm.in_addr = plane_at(kh % st, kappa) + uint64_t(((kh / st) * wq + first) * m.Cg);
+        gm.wgt_addr = wg + uint64_t((kh * m.KW * m.Cg + phase_row[size_t(kappa)]) * t.n);
+        gm.acc_addr = 0;
+        gm.m = uint64_t(rows);
+        gm.n = uint64_t(t.n);
+        gm.k_len = uint64_t(band_phase_cols(m, kappa) * m.Cg);
+        gm.a_zp = q.x_zp;
+        gm.b_zp = q.w_zp;
+        gm.lda = uint64_t(m.Cg);
+        gm.ldb = uint64_t(t.n);
+        gm.ldc = uint64_t(4 * t.n);
+        if (first_gemm) ls.compute_first();
+        ls.compute(gm);
+        // The other GEMMs are spread over the next tile's input-row loads,
+        // which then run while this tile computes; its POSTOPs and STORE
+        // follow them.
+        if (first_gemm) ls.defer(true, int(std::max<int64_t>(1, data_loads / gemms)));
+        first_gemm = false;
+      }
     // One POSTOP per output row, from its GEMM rows to dense OUT rows, so
     // one STORE takes the tile (the rows between output rows stay in ACC).
     const uint64_t out = uint64_t(ls.out_slot()) * uint64_t(b.out);
     for (int64_t oh = oh0; oh <= oh1; ++oh) {
       const int64_t p0 = std::max(t.m0, oh * m.OW), p1 = std::min(t.m0 + t.m, (oh + 1) * m.OW);
       spec::PostopInsn po;
-      po.acc_addr = uint64_t(4 * ((oh - oh0) * wp + p0 % m.OW - first) * t.n);
+      po.acc_addr = uint64_t(4 * ((oh - oh0) * wq + p0 % m.OW - first) * t.n);
       po.out_addr = out + uint64_t((p0 - t.m0) * t.n);
       po.param_addr = pa;
       po.m = uint64_t(p1 - p0);

@@ -94,30 +94,49 @@ inline bool row_window_ok(const MacGeom& g) {
 inline int64_t window_rows(const MacGeom& g, int64_t tm) { return std::min(tm, tm / g.OW + 2); }
 inline int64_t window_in_bytes(const MacGeom& g, int64_t tm) { return window_rows(g, tm) * window_pitch(g); }
 
-/// Image bands (Tiling::band): a stride-1 convolution whose K steps are
-/// whole kernel rows reads A from the padded input rows its tile's output
-/// rows need, loaded once for all kernel rows and laid out back to back in
-/// IN (`window_pitch` bytes each). Output pixel (oh, ow) of the tile is GEMM
-/// row (oh - oh0) * Wp + ow, Wp = OW + KW - 1 the padded row width, so one
-/// GEMM per kernel row kh covers the whole tile (lda = Cg, A at kh rows
-/// into IN); the Wp - OW rows between two output rows are computed and
-/// never stored. Against row windows this loads every input row once
-/// instead of KH times and issues KH GEMMs a tile instead of KH per output
-/// row. Lowering and the cost model both decide by these.
-inline bool band_ok(const MacGeom& g) { return row_window_ok(g) && g.sh == 1 && g.sw == 1 && g.KH > 1; }
-inline int64_t band_pitch_pixels(const MacGeom& g) { return (g.OW - 1) * g.sw + g.KW; }
+/// Image bands (Tiling::band): a convolution of equal strides s = sh = sw
+/// whose K steps are whole kernel rows reads A from the padded input rows
+/// its tile's output rows need, loaded once for all kernel positions. The
+/// rows are split into s x s phase planes: plane (rho, kappa) holds the
+/// band's input rows r = rho (mod s) and, of each, the padded columns
+/// c = kappa (mod s), Wq = band_wq pixels of Cg bytes a plane row. Output
+/// pixel (oh, ow) of the tile is GEMM row (oh - oh0) * Wq + ow, so one GEMM
+/// per kernel row kh and column phase kappa (the kernel columns
+/// kw = kappa (mod s), consecutive pixels of plane (kh mod s, kappa)) covers
+/// the whole tile with lda = Cg; the Wq - OW rows between two output rows are
+/// computed and never stored. With s = 1 there is one plane of Wq = OW + KW - 1
+/// pixels a row and one GEMM a kernel row. Against row windows every input
+/// row is loaded once instead of KH times, and a tile takes KH * min(s, KW)
+/// GEMMs instead of KH per output row. Lowering and the cost model both
+/// decide by these.
+inline bool band_ok(const MacGeom& g) {
+  return row_window_ok(g) && g.sh == g.sw && g.sh >= 1 && g.sh <= 4 && g.KH > 1 && g.KW >= g.sw;
+}
+inline int64_t band_wq(const MacGeom& g) { return ((g.OW - 1) * g.sw + g.KW + g.sw - 1) / g.sw; }
+/// Kernel columns of column phase kappa, and the input rows (all phases) a
+/// tile spanning `out_rows` output rows reads; plane rows per row phase.
+inline int64_t band_phase_cols(const MacGeom& g, int64_t kappa) { return (g.KW - kappa + g.sw - 1) / g.sw; }
+inline int64_t band_in_rows(const MacGeom& g, int64_t out_rows) { return (out_rows - 1) * g.sh + g.KH; }
+inline int64_t band_plane_rows(const MacGeom& g, int64_t out_rows) {
+  return (band_in_rows(g, out_rows) + g.sh - 1) / g.sh;
+}
+inline int64_t band_plane_bytes(const MacGeom& g, int64_t out_rows) {
+  return band_plane_rows(g, out_rows) * band_wq(g) * g.Cg;
+}
 /// GEMM rows of the tile of `m` pixels from pixel m0: from its first pixel
-/// to its last, `Wp` rows an output row.
+/// to its last, `Wq` rows an output row.
 inline int64_t band_gemm_rows(const MacGeom& g, int64_t m0, int64_t m) {
   const int64_t ow_first = m0 % g.OW, last = m0 + m - 1;
-  return (last / g.OW - m0 / g.OW) * band_pitch_pixels(g) + last % g.OW - ow_first + 1;
+  return (last / g.OW - m0 / g.OW) * band_wq(g) + last % g.OW - ow_first + 1;
 }
 /// Upper bounds over any tile of `tm` pixels: GEMM rows, and IN bytes (the
-/// spanned output rows plus KH - 1 input rows).
+/// s x s planes of the input rows its output rows read).
 inline int64_t band_max_rows(const MacGeom& g, int64_t tm) {
-  return tm + (window_rows(g, tm) - 1) * (band_pitch_pixels(g) - g.OW);
+  return tm + (window_rows(g, tm) - 1) * (band_wq(g) - g.OW);
 }
-inline int64_t band_in_bytes(const MacGeom& g, int64_t tm) { return (window_rows(g, tm) + g.KH - 1) * window_pitch(g); }
+inline int64_t band_in_bytes(const MacGeom& g, int64_t tm) {
+  return g.sh * g.sw * band_plane_bytes(g, window_rows(g, tm));
+}
 
 /// Output-row runs of `m` pixels from pixel m0 (each within one output row).
 inline int64_t row_runs(int64_t m0, int64_t m, int64_t ow) {

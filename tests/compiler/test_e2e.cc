@@ -259,19 +259,21 @@ TEST_P(E2E, RowWindowsMatchReference) {
   check(GetParam(), res, on);
 }
 
-// Image bands (one GEMM per kernel row over a tile's padded input rows),
-// forced on every stride-1 convolution that allows them: depthwise (packed
+// Image bands (one GEMM per kernel row and column phase over a tile's padded
+// input rows), forced on every convolution that allows them, strides 1-3:
+// depthwise (packed
 // and one group a GEMM), grouped with several channels a group, ungrouped,
 // 5x5 and unpadded kernels, one-row images; on the default placement, on one
 // core, with dynamic tasks, and pipelined (tiles that start and end inside
 // output rows).
 TEST_P(E2E, ImageBandsMatchReference) {
   struct Band {
-    int64_t h, w, c, groups, cout, k, pad;
+    int64_t h, w, c, groups, cout, k, pad, stride = 1;
   };
-  const Band shapes[] = {{9, 7, 24, 24, 24, 3, 1}, {12, 5, 16, 4, 16, 3, 1}, {10, 10, 8, 1, 16, 3, 1},
-                         {11, 6, 8, 8, 8, 5, 2},    {7, 9, 6, 3, 12, 3, 0},  {1, 17, 32, 32, 32, 3, 1},
-                         {30, 30, 48, 48, 48, 3, 1}};
+  const Band shapes[] = {{9, 7, 24, 24, 24, 3, 1},    {12, 5, 16, 4, 16, 3, 1},   {10, 10, 8, 1, 16, 3, 1},
+                         {11, 6, 8, 8, 8, 5, 2},       {7, 9, 6, 3, 12, 3, 0},     {1, 17, 32, 32, 32, 3, 1},
+                         {30, 30, 48, 48, 48, 3, 1},   {13, 11, 32, 32, 32, 3, 1, 2}, {12, 12, 8, 1, 8, 3, 1, 2},
+                         {9, 10, 12, 4, 8, 5, 2, 2},   {14, 15, 16, 16, 16, 4, 1, 3}};
   CompileOptions on;
   on.image_bands = CompileOptions::ImageBands::On;
   CompileOptions one = on;
@@ -285,9 +287,11 @@ TEST_P(E2E, ImageBandsMatchReference) {
   pipe.placement = Placement::Pipeline;
   for (const auto& g : shapes) {
     const std::string name = "band_" + std::to_string(g.h) + "x" + std::to_string(g.w) + "x" + std::to_string(g.c) +
-                             "_g" + std::to_string(g.groups) + "_k" + std::to_string(g.k) + "p" + std::to_string(g.pad);
+                             "_g" + std::to_string(g.groups) + "_k" + std::to_string(g.k) + "s" +
+                             std::to_string(g.stride) + "p" + std::to_string(g.pad);
     const Case c{name.c_str(), [g](GraphBuilder& b) {
-                   b.output(b.conv("c", b.input("x", {1, g.h, g.w, g.c}), {g.cout, g.k, g.k, 1, g.pad, g.groups}));
+                   b.output(
+                       b.conv("c", b.input("x", {1, g.h, g.w, g.c}), {g.cout, g.k, g.k, g.stride, g.pad, g.groups}));
                  }};
     for (const CompileOptions* o : {&on, &one, &unpacked, &tasks, &pipe}) check(GetParam(), c, *o);
     GraphBuilder b(name, 7);
