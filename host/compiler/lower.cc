@@ -117,6 +117,48 @@ void gather_row(LayerStream& ls, const GatherGeom& g, uint64_t x_base, int64_t i
   }
 }
 
+/// A LOAD of `bytes` padding bytes (one row, nothing read) at IN address `sp`.
+void pad_load(LayerStream& ls, uint64_t x, uint64_t sp, int64_t bytes, int pad) {
+  if (bytes <= 0) return;
+  spec::LoadInsn ld;
+  ld.buf = uint64_t(spec::Buffer::IN);
+  ld.pad_value = pad;
+  ld.sp_addr = sp;
+  ld.dram_addr = x;  // a valid address even when nothing is read
+  ld.rows = 0;
+  ld.pad_lo = 1;
+  ld.cols = uint64_t(bytes);
+  ld.dram_stride = ld.cols;
+  ld.sp_stride = ld.cols;
+  ls.load(ld);
+}
+
+/// The PARAM slice of output channels [n0, n0 + n) of `group` into PARAM at `pa`.
+void load_params(LayerStream& ls, const Layer& l, const Tile& t, uint64_t pa) {
+  spec::LoadInsn lp;
+  lp.buf = uint64_t(spec::Buffer::PARAM);
+  lp.sp_addr = pa;
+  lp.dram_addr = l.param_offset + uint64_t(12 * (t.group * l.mac.Ng + t.n0));
+  lp.rows = 1;
+  lp.cols = uint64_t(12 * t.n);
+  lp.dram_stride = lp.cols;
+  lp.sp_stride = lp.cols;
+  ls.load(lp);
+}
+
+/// The tile's dense m x n OUT rows into the NHWC output at `y`.
+void store_tile(LayerStream& ls, const MacGeom& m, const Tile& t, uint64_t y, uint64_t out) {
+  spec::StoreInsn sto;
+  sto.buf = uint64_t(spec::Buffer::OUT);
+  sto.sp_addr = out;
+  sto.dram_addr = y + uint64_t((t.img * m.M() + t.m0) * m.Cout + t.group * m.Ng + t.n0);
+  sto.rows = uint64_t(t.m);
+  sto.cols = uint64_t(t.n);
+  sto.dram_stride = uint64_t(m.Cout);
+  sto.sp_stride = uint64_t(t.n);
+  ls.store(sto, true);
+}
+
 /// Input row `ih` of image `img`, the group's channels of each pixel, padded
 /// to window_pitch(m) bytes at IN address `row`: LOADs of padding for the
 /// left and right edge columns around one LOAD of the image's pixels (one
@@ -126,25 +168,12 @@ void load_input_row(LayerStream& ls, const MacGeom& m, uint64_t x, int64_t img, 
                     int pad) {
   const int64_t pitch = window_pitch(m), wp = pitch / m.Cg;
   const int64_t wr = std::max<int64_t>(0, std::min(m.W, wp - m.pl));
-  auto pad_load = [&](uint64_t sp, int64_t bytes) {
-    if (bytes <= 0) return;
-    spec::LoadInsn ld;
-    ld.buf = uint64_t(spec::Buffer::IN);
-    ld.pad_value = pad;
-    ld.sp_addr = sp;
-    ld.dram_addr = x;  // a valid address even when nothing is read
-    ld.rows = 0;
-    ld.pad_lo = 1;
-    ld.cols = uint64_t(bytes);
-    ld.dram_stride = ld.cols;
-    ld.sp_stride = ld.cols;
-    ls.load(ld);
-  };
+  const auto pad_row = [&](uint64_t sp, int64_t bytes) { pad_load(ls, x, sp, bytes, pad); };
   if (ih < 0 || ih >= m.H || wr == 0) {
-    pad_load(row, pitch);
+    pad_row(row, pitch);
     return;
   }
-  pad_load(row, std::min(m.pl, wp) * m.Cg);
+  pad_row(row, std::min(m.pl, wp) * m.Cg);
   spec::LoadInsn ld;
   ld.buf = uint64_t(spec::Buffer::IN);
   ld.sp_addr = row + uint64_t(m.pl * m.Cg);
@@ -155,7 +184,7 @@ void load_input_row(LayerStream& ls, const MacGeom& m, uint64_t x, int64_t img, 
   ld.dram_stride = whole ? ld.cols : uint64_t(m.C);
   ld.sp_stride = ld.cols;
   ls.load(ld);
-  pad_load(row + uint64_t((m.pl + wr) * m.Cg), (wp - m.pl - wr) * m.Cg);
+  pad_row(row + uint64_t((m.pl + wr) * m.Cg), (wp - m.pl - wr) * m.Cg);
 }
 
 /// Image bands: input row `ih` of image `img` (the group's channels of each
@@ -167,30 +196,17 @@ void load_input_row(LayerStream& ls, const MacGeom& m, uint64_t x, int64_t img, 
 void load_band_row(LayerStream& ls, const MacGeom& m, uint64_t x, int64_t img, int64_t group, int64_t ih,
                    const std::vector<uint64_t>& row, int pad) {
   const int64_t wq = band_wq(m), sw = m.sw;
-  auto pad_load = [&](uint64_t sp, int64_t bytes) {
-    if (bytes <= 0) return;
-    spec::LoadInsn ld;
-    ld.buf = uint64_t(spec::Buffer::IN);
-    ld.pad_value = pad;
-    ld.sp_addr = sp;
-    ld.dram_addr = x;  // a valid address even when nothing is read
-    ld.rows = 0;
-    ld.pad_lo = 1;
-    ld.cols = uint64_t(bytes);
-    ld.dram_stride = ld.cols;
-    ld.sp_stride = ld.cols;
-    ls.load(ld);
-  };
+  const auto pad_row = [&](uint64_t sp, int64_t bytes) { pad_load(ls, x, sp, bytes, pad); };
   for (int64_t kappa = 0; kappa < sw; ++kappa) {
     // Pixels u whose input column kappa + s * u - pl lies in [0, W).
     const int64_t lo_num = m.pl - kappa, hi_num = m.W - 1 + m.pl - kappa;
     const int64_t u0 = std::min(wq, lo_num <= 0 ? 0 : ceil_div(lo_num, sw));
     const int64_t u1 = hi_num < 0 ? 0 : std::min(wq, hi_num / sw + 1);
     if (ih < 0 || ih >= m.H || u0 >= u1) {
-      pad_load(row[size_t(kappa)], wq * m.Cg);
+      pad_row(row[size_t(kappa)], wq * m.Cg);
       continue;
     }
-    pad_load(row[size_t(kappa)], u0 * m.Cg);
+    pad_row(row[size_t(kappa)], u0 * m.Cg);
     spec::LoadInsn ld;
     ld.buf = uint64_t(spec::Buffer::IN);
     ld.sp_addr = row[size_t(kappa)] + uint64_t(u0 * m.Cg);
@@ -201,7 +217,7 @@ void load_band_row(LayerStream& ls, const MacGeom& m, uint64_t x, int64_t img, i
     ld.dram_stride = whole ? ld.cols : uint64_t(sw * m.C);
     ld.sp_stride = ld.cols;
     ls.load(ld);
-    pad_load(row[size_t(kappa)] + uint64_t(u1 * m.Cg), (wq - u1) * m.Cg);
+    pad_row(row[size_t(kappa)] + uint64_t(u1 * m.Cg), (wq - u1) * m.Cg);
   }
 }
 
@@ -258,15 +274,7 @@ Status lower_band(const CompileState& s, const Layer& l, const ir::MacQuant& q, 
           ls.load(lw);
         }
     }
-    spec::LoadInsn lp;
-    lp.buf = uint64_t(spec::Buffer::PARAM);
-    lp.sp_addr = pa;
-    lp.dram_addr = l.param_offset + uint64_t(12 * (t.group * m.Ng + t.n0));
-    lp.rows = 1;
-    lp.cols = uint64_t(12 * t.n);
-    lp.dram_stride = lp.cols;
-    lp.sp_stride = lp.cols;
-    ls.load(lp);
+    load_params(ls, l, t, pa);
     bool first_gemm = true;
     // LOADs of the next tile that read memory: its rows' phase planes, the
     // weights and the PARAM slice.
@@ -313,15 +321,7 @@ Status lower_band(const CompileState& s, const Layer& l, const ir::MacQuant& q, 
       if (oh == oh1) ls.compute_release(), ls.out_ready();
       ls.compute(po);
     }
-    spec::StoreInsn sto;
-    sto.buf = uint64_t(spec::Buffer::OUT);
-    sto.sp_addr = out;
-    sto.dram_addr = y + uint64_t((t.img * m.M() + t.m0) * m.Cout + t.group * m.Ng + t.n0);
-    sto.rows = uint64_t(t.m);
-    sto.cols = uint64_t(t.n);
-    sto.dram_stride = uint64_t(m.Cout);
-    sto.sp_stride = uint64_t(t.n);
-    ls.store(sto, true);
+    store_tile(ls, m, t, y, out);
   }
   ls.flush();
   return Status::ok();
@@ -391,17 +391,11 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
       lw.sp_stride = uint64_t(t.n);
       ls.load(lw);
       if (last) {
-        spec::LoadInsn lp;
-        lp.buf = uint64_t(spec::Buffer::PARAM);
-        lp.sp_addr = pa;
-        lp.dram_addr = l.param_offset + uint64_t(12 * (t.group * m.Ng + t.n0));
-        lp.rows = 1;
-        lp.cols = uint64_t(12 * t.n);
-        lp.dram_stride = lp.cols;
-        lp.sp_stride = lp.cols;
-        ls.load(lp);
+        load_params(ls, l, t, pa);
         if (l.res.on && l.res.rescale) {  // the add's (a_mult, a_shift) after the tile's triples
-          spec::LoadInsn la = lp;
+          spec::LoadInsn la;
+          la.buf = uint64_t(spec::Buffer::PARAM);
+          la.rows = 1;
           la.sp_addr = pa + uint64_t(12 * t.n);
           la.dram_addr = l.param_offset + uint64_t(12 * m.Cout);
           la.cols = la.dram_stride = la.sp_stride = 8;
@@ -491,15 +485,7 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
       ls.compute_release();
       ls.out_producer();
       ls.compute(po);
-      spec::StoreInsn sto;
-      sto.buf = uint64_t(spec::Buffer::OUT);
-      sto.sp_addr = out;
-      sto.dram_addr = y + uint64_t((t.img * m.M() + t.m0) * m.Cout + t.group * m.Ng + t.n0);
-      sto.rows = uint64_t(t.m);
-      sto.cols = uint64_t(t.n);
-      sto.dram_stride = uint64_t(m.Cout);
-      sto.sp_stride = uint64_t(t.n);
-      ls.store(sto, true);
+      store_tile(ls, m, t, y, out);
     }
   }
   ls.flush();
