@@ -223,6 +223,14 @@ void row_gather_cost(const CostParams& p, const MacGeom& g, const KStep& st, uin
 /// The loads of one row-window K step (kernel row kh) for r output-row runs,
 /// as lower.cc issues them: per run the input row (a LOAD of padding when it
 /// lies outside the image) and LOADs of padding for its edge columns.
+/// `count` LOADs of one `bytes`-byte padding row (nothing read): written a
+/// beat a cycle plus the row gap.
+void pad_rows_cost(const CostParams& p, uint64_t bytes, uint64_t count, Acc& ld) {
+  if (bytes == 0 || count == 0) return;
+  ld.dma(p, false, 0, bytes, bytes, count);
+  ld.cycles += count * (cdiv(bytes, p.mem_bytes) + kRowGapCycles);
+}
+
 void input_rows_cost(const CostParams& p, const MacGeom& g, uint64_t real, uint64_t padding, Acc& ld);
 void row_window_cost(const CostParams& p, const MacGeom& g, int64_t kh, uint64_t r, Acc& ld) {
   const uint64_t real = uint64_t(double(r) * double(valid_outputs(g.OH, g.H, kh, g.sh, g.pt)) / double(g.OH) + 0.5);
@@ -236,11 +244,7 @@ void input_rows_cost(const CostParams& p, const MacGeom& g, uint64_t real, uint6
   const int64_t wr = std::max<int64_t>(0, std::min(g.W, wp - g.pl));
   const bool whole = g.Cg == g.C;  // else wr rows of Cg bytes, a pixel apart
   const uint64_t cols = uint64_t(whole ? wr * g.C : g.Cg);
-  const auto pad = [&](uint64_t bytes, uint64_t count) {
-    if (bytes == 0 || count == 0) return;
-    ld.dma(p, false, 0, bytes, bytes, count);
-    ld.cycles += count * (cdiv(bytes, p.mem_bytes) + kRowGapCycles);
-  };
+  const auto pad = [&](uint64_t bytes, uint64_t count) { pad_rows_cost(p, bytes, count, ld); };
   if (wr > 0) ld.dma(p, false, whole ? 1 : uint64_t(wr), cols, whole ? cols : uint64_t(g.C), real);
   pad(uint64_t(std::min(g.pl, wp) * g.Cg), real);
   pad(uint64_t(std::max<int64_t>(0, wp - g.pl - wr) * g.Cg), real);
@@ -266,11 +270,7 @@ TileCost band_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n
   } else {
     // Per phase plane: the phase's pixels (W / s rows of Cg bytes), with
     // padding LOADs around them; rows outside the image one padding LOAD.
-    const auto pad = [&](uint64_t bytes, uint64_t count) {
-      if (bytes == 0 || count == 0) return;
-      t.ld.dma(p, false, 0, bytes, bytes, count);
-      t.ld.cycles += count * (cdiv(bytes, p.mem_bytes) + kRowGapCycles);
-    };
+    const auto pad = [&](uint64_t bytes, uint64_t count) { pad_rows_cost(p, bytes, count, t.ld); };
     const uint64_t cg = uint64_t(g.Cg), px = cdiv(uint64_t(g.W), st);
     t.ld.dma(p, false, px, cg, st * uint64_t(g.C), real * st);
     const uint64_t edge = wq > px ? wq - px : 0;
