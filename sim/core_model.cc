@@ -75,7 +75,7 @@ void CoreModel::start(bool was_running) {
   poke();
 }
 
-void CoreModel::trace(runtime::TraceTrack track, spec::Opcode op, sc_time from, sc_time to, std::string_view name) {
+void CoreModel::record_span(runtime::TraceTrack track, spec::Opcode op, sc_time from, sc_time to, std::string_view name) {
   if (trace_ == nullptr || to <= from || from < trace_base_) return;
   if (name.empty())
     if (const spec::OpcodeInfo* info = spec::opcode_info(uint64_t(op))) name = info->name;
@@ -297,8 +297,8 @@ void CoreModel::dispatch_once(tlm_quantumkeeper& qk, uint64_t gen) {
   if (!to_unit) {
     // Only the semaphore wait is a dependency stall (the RTL's d_blocked).
     stall_dep(drained, qk.get_current_time());
-    trace(runtime::TraceTrack::Dispatch, spec::Opcode::NOP, t0, drained, "drain units");
-    trace(runtime::TraceTrack::Dispatch, spec::Opcode::NOP, drained, qk.get_current_time(), "wait semaphore");
+    record_span(runtime::TraceTrack::Dispatch, spec::Opcode::NOP, t0, drained, "drain units");
+    record_span(runtime::TraceTrack::Dispatch, spec::Opcode::NOP, drained, qk.get_current_time(), "wait semaphore");
   }
 
   const ref::Outcome o = st_->fabric.execute(index_, e.insn, e.pc);
@@ -321,7 +321,7 @@ void CoreModel::dispatch_once(tlm_quantumkeeper& qk, uint64_t gen) {
   } else {
     const sc_time ts = qk.get_current_time();
     spend(qk, gen, 1);
-    trace(runtime::TraceTrack::Dispatch, info->op, ts, qk.get_current_time());
+    record_span(runtime::TraceTrack::Dispatch, info->op, ts, qk.get_current_time());
     if (info->op == spec::Opcode::SEM_SIGNAL) {
       const auto s = spec::SemSignalInsn::decode(e.insn);
       st_->sem_times[s.sem_id].push_back(qk.get_current_time());
@@ -377,7 +377,7 @@ void CoreModel::run_job(spec::Unit unit, const Job& j, tlm_quantumkeeper& qk, ui
     const TraceTrack stall = unit == spec::Unit::Load      ? TraceTrack::StallLoad
                              : unit == spec::Unit::Compute ? TraceTrack::StallCompute
                                                            : TraceTrack::StallStore;
-    trace(stall, j.op, t0, qk.get_current_time(), "wait token");
+    record_span(stall, j.op, t0, qk.get_current_time(), "wait token");
   }
 
   spend(qk, gen, kIssueCycles);
@@ -413,7 +413,7 @@ void CoreModel::run_job(spec::Unit unit, const Job& j, tlm_quantumkeeper& qk, ui
                          : unit == spec::Unit::Store ? TraceTrack::Store
                          : j.op == spec::Opcode::GEMM ? TraceTrack::Gemm
                                                       : TraceTrack::PostOp;
-    trace(t, j.op, t_run, qk.get_current_time());
+    record_span(t, j.op, t_run, qk.get_current_time());
   }
   if (qk.need_sync()) sync(qk, gen);
   for (int i = 2; i < 4; ++i)

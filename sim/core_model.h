@@ -88,7 +88,7 @@ class CoreModel : public sc_core::sc_module {
   void spend(tlm_utils::tlm_quantumkeeper& qk, uint64_t gen, uint64_t cycles);
   uint64_t to_cycles(sc_core::sc_time t) const { return uint64_t(t / period_); }
   /// Reports [from, to) on `track` when tracing is on.
-  void trace(runtime::TraceTrack track, spec::Opcode op, sc_core::sc_time from, sc_core::sc_time to,
+  void record_span(runtime::TraceTrack track, spec::Opcode op, sc_core::sc_time from, sc_core::sc_time to,
              std::string_view name = {});
   bool units_idle() const { return !job_[0] && !job_[1] && !job_[2]; }
   sc_core::sc_time units_free_at() const;

@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "common/hash.h"
+#include "common/limits.h"
 #include "common/tensor_io.h"
 
 namespace loom::cli {
@@ -56,11 +57,28 @@ Status check_output_dir(const std::string& flag, const std::string& path) {
   return Status::ok();
 }
 
+Expected<std::vector<std::string>> write_output_files(const std::string& dir,
+                                                      const std::vector<std::pair<std::string, std::string>>& files) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool created = !fs::exists(dir, ec);
+  fs::create_directories(dir, ec);
+  if (ec) return make_error("--outputs " + dir, "cannot create the folder: " + ec.message());
+  std::vector<std::string> written;
+  for (const auto& [name, bytes] : files) {
+    const std::string file = (fs::path(dir) / name).string();
+    if (Status s = write_file_atomic(file, bytes); !s) {
+      for (const auto& w : written) fs::remove(w, ec);
+      if (created) fs::remove(dir, ec);
+      return s.error();
+    }
+    written.push_back(file);
+  }
+  return written;
+}
+
 int fail(const std::string& msg) {
-  std::string one = msg;
-  for (auto& ch : one)
-    if (ch == '\n' || ch == '\r') ch = ' ';
-  std::cerr << "loom: error: " << one << "\n";
+  std::cerr << "loom: error: " << one_line(msg, limits::kMaxErrorBytes) << "\n";
   return 1;
 }
 

@@ -28,6 +28,13 @@ Status check_output_file(const std::string& flag, const std::string& path);
 /// The same for a folder (--cache): created when missing, then written to.
 Status check_output_dir(const std::string& flag, const std::string& path);
 
+/// `run --outputs DIR`: writes every (file name, bytes) into DIR, creating
+/// it when missing, all or nothing: when one write fails, the files written
+/// before it (and DIR, if this call created it) are removed again. Returns
+/// the paths written, in order.
+Expected<std::vector<std::string>> write_output_files(const std::string& dir,
+                                                      const std::vector<std::pair<std::string, std::string>>& files);
+
 /// Reads and validates a graph file (.json).
 Expected<ir::Graph> load_graph(const std::string& path);
 

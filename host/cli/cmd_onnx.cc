@@ -156,22 +156,23 @@ int run_onnx(const OnnxRunArgs& a) {
     }
   }
 
-  ordered_json outs = ordered_json::array();
-  if (!a.outputs.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(a.outputs, ec);
-    if (ec) return fail(a.outputs + ": cannot create the output directory: " + ec.message());
+  if (a.check && !exact) {
+    std::cerr << "loom: error: device outputs differ from the direct reference"
+              << (a.outputs.empty() ? "" : "; nothing written to --outputs " + a.outputs) << "\n";
+    if (a.json) std::cout << j.dump(2) << "\n";
+    return 1;
   }
+  ordered_json outs = ordered_json::array();
+  std::vector<std::pair<std::string, std::string>> files;
   for (size_t k = 0; k < res->outputs.size(); ++k) {
     const auto& [name, v] = res->outputs[k];
-    ordered_json oj{{"name", name}, {"dtype", onnxfe::elem_name(v.type)}, {"shape", v.shape}};
-    if (!a.outputs.empty()) {
-      const std::string file = (std::filesystem::path(a.outputs) / ("output_" + std::to_string(k) + ".pb")).string();
-      Status s = write_file_atomic(file, onnxfe::to_proto_bytes(v, name));
-      if (!s) return fail(s.error());
-      oj["file"] = file;
-    }
-    outs.push_back(oj);
+    outs.push_back(ordered_json{{"name", name}, {"dtype", onnxfe::elem_name(v.type)}, {"shape", v.shape}});
+    if (!a.outputs.empty()) files.emplace_back("output_" + std::to_string(k) + ".pb", onnxfe::to_proto_bytes(v, name));
+  }
+  if (!a.outputs.empty()) {
+    auto written = write_output_files(a.outputs, files);
+    if (!written) return fail(written.error());
+    for (size_t k = 0; k < written->size(); ++k) outs[k]["file"] = (*written)[k];
   }
   j["outputs"] = outs;
   j["has_time"] = res->has_time;
@@ -195,10 +196,6 @@ int run_onnx(const OnnxRunArgs& a) {
     if (a.check)
       std::cout << "  check of " << prog.segments.size() << " device segments against the direct reference: "
                 << (exact ? "bit-exact" : "MISMATCH") << "\n";
-  }
-  if (a.check && !exact) {
-    std::cerr << "loom: error: device outputs differ from the direct reference\n";
-    return 1;
   }
   return 0;
 }

@@ -183,23 +183,27 @@ int run(const Opts& o) {
     if (!exact) j["mismatches"] = mism;
   }
 
-  // Outputs are written only after a successful run, each file atomically.
-  ordered_json outs = ordered_json::array();
-  if (!o.outputs.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.outputs, ec);
-    if (ec) return fail(o.outputs + ": cannot create the output directory: " + ec.message());
+  // Outputs are written only after a successful run whose check (if asked
+  // for) passed, all of them or none.
+  if (o.check && !exact) {
+    std::cerr << "loom: error: outputs differ from the direct reference"
+              << (o.outputs.empty() ? "" : "; nothing written to --outputs " + o.outputs) << "\n";
+    if (o.json) std::cout << j.dump(2) << "\n";
+    return 1;
   }
+  ordered_json outs = ordered_json::array();
+  std::vector<std::pair<std::string, std::string>> files;
   for (size_t i = 0; i < res->outputs.size(); ++i) {
     const auto& [name, t] = res->outputs[i];
-    auto tj = tensor_json(name, t);
-    if (!o.outputs.empty()) {
-      const std::string file = (std::filesystem::path(o.outputs) / ("output_" + std::to_string(i) + "." + o.format)).string();
-      Status s = write_tensor(t, file, name);
-      if (!s) return fail(s.error());
-      tj["file"] = file;
-    }
-    outs.push_back(tj);
+    outs.push_back(tensor_json(name, t));
+    if (o.outputs.empty()) continue;
+    const std::string file = "output_" + std::to_string(i) + "." + o.format;
+    files.emplace_back(file, o.format == "npy" ? encode_npy(t) : encode_onnx_tensor(t, name));
+  }
+  if (!o.outputs.empty()) {
+    auto written = write_output_files(o.outputs, files);
+    if (!written) return fail(written.error());
+    for (size_t i = 0; i < written->size(); ++i) outs[i]["file"] = (*written)[i];
   }
   j["outputs"] = outs;
 
@@ -236,10 +240,6 @@ int run(const Opts& o) {
       std::cout << "\n";
     }
     if (o.check) std::cout << "  check against the direct reference: " << (exact ? "bit-exact" : "MISMATCH") << "\n";
-  }
-  if (o.check && !exact) {
-    std::cerr << "loom: error: outputs differ from the direct reference\n";
-    return 1;
   }
   return 0;
 }

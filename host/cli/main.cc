@@ -61,6 +61,6 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     return fail("out of memory");
   } catch (const std::exception& e) {
-    return fail(std::string("internal error: ") + e.what());
+    return fail("internal error: " + loom::exception_text(e.what()));
   }
 }

@@ -28,11 +28,15 @@ bool parse_dtype(std::string_view s, DType* out) {
 }
 
 std::string shape_str(const std::vector<int64_t>& shape) {
+  // A hostile file can declare thousands of dimensions: messages show the
+  // first eight and the rank.
+  constexpr size_t kShown = 8;
   std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
+  for (size_t i = 0; i < shape.size() && i < kShown; ++i) {
     if (i) s += ',';
     s += std::to_string(shape[i]);
   }
+  if (shape.size() > kShown) s += ",... (" + std::to_string(shape.size()) + " dimensions)";
   return s + "]";
 }
 

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <utility>
 
 namespace loom {
 
@@ -29,14 +30,6 @@ bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Clips text quoted from a file so that a corrupt header cannot produce a
-// multi-line or megabyte-long message.
-std::string excerpt(std::string_view s) {
-  std::string out;
-  for (char c : s.substr(0, 60)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
-  if (s.size() > 60) out += "...";
-  return out;
-}
 
 // A cursor over the Python-literal dict that forms an .npy header.
 class HeaderParser {
@@ -160,6 +153,9 @@ Status copy_typed(const Field& f, Tensor* t, const std::string& src, const char*
 }  // namespace
 
 Expected<int64_t> checked_numel(const std::vector<int64_t>& shape) {
+  if (shape.size() > limits::kMaxRank)
+    return make_error("", std::to_string(shape.size()) + " dimensions, above the limit of " +
+                              std::to_string(limits::kMaxRank) + " (docs/security.md)");
   int64_t n = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
     const int64_t d = shape[i];
@@ -172,13 +168,80 @@ Expected<int64_t> checked_numel(const std::vector<int64_t>& shape) {
   return n;
 }
 
-Expected<std::string> read_file_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return make_error(path, std::string("cannot open for reading: ") + std::strerror(errno));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) return make_error(path, "read error");
-  return ss.str();
+namespace {
+// Opens `path` for reading only if it is a regular file: FIFOs, devices and
+// directories are refused (O_NONBLOCK keeps the open of a FIFO from waiting
+// for a writer). Returns the descriptor and the file's size.
+Expected<std::pair<int, uint64_t>> open_regular(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return make_error(path, std::string("cannot open for reading: ") + std::strerror(errno));
+  struct stat sb {};
+  if (::fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    const bool dir = S_ISDIR(sb.st_mode);
+    ::close(fd);
+    return make_error(path, dir ? "is a directory, not a file" : "is not a regular file (a pipe, socket or device)");
+  }
+  return std::pair<int, uint64_t>{fd, uint64_t(sb.st_size)};
+}
+
+Status read_exact(int fd, const std::string& path, uint64_t offset, std::string& out) {
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t r = ::pread(fd, out.data() + done, out.size() - done, off_t(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return make_error(path, std::string("read error: ") + std::strerror(errno));
+    if (r == 0) return make_error(path, "the file shrank while it was read");
+    done += size_t(r);
+  }
+  return {};
+}
+}  // namespace
+
+std::string size_str(uint64_t bytes) {
+  char buf[32];
+  if (bytes >= (uint64_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", double(bytes) / double(1 << 30));
+  else if (bytes >= (uint64_t(1) << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(1 << 20));
+  else std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(bytes));
+  return buf;
+}
+
+Expected<std::string> read_file_bytes(const std::string& path, uint64_t max_bytes) {
+  auto fd = open_regular(path);
+  if (!fd) return fd.error();
+  const auto [f, size] = *fd;
+  if (size > max_bytes) {
+    ::close(f);
+    return make_error(path, "is " + size_str(size) + ", above the limit of " + size_str(max_bytes) +
+                                " for this kind of file (docs/security.md)");
+  }
+  std::string out(size, '\0');
+  Status st = read_exact(f, path, 0, out);
+  ::close(f);
+  if (!st) return st.error();
+  return out;
+}
+
+Expected<std::string> read_file_range(const std::string& path, uint64_t offset, uint64_t length,
+                                      uint64_t* file_size) {
+  auto fd = open_regular(path);
+  if (!fd) return fd.error();
+  const auto [f, size] = *fd;
+  if (file_size) *file_size = size;
+  if (offset > size || length > size - offset) {
+    ::close(f);
+    return make_error(path, "bytes " + std::to_string(offset) + ".." + std::to_string(offset + length) +
+                                " lie beyond the end of the file (" + std::to_string(size) + " bytes)");
+  }
+  if (length > limits::kMaxTensorBytes) {
+    ::close(f);
+    return make_error(path, "a range of " + size_str(length) + " is above the tensor limit of " +
+                                size_str(limits::kMaxTensorBytes) + " (docs/security.md)");
+  }
+  std::string out(length, '\0');
+  Status st = read_exact(f, path, offset, out);
+  ::close(f);
+  if (!st) return st.error();
+  return out;
 }
 
 namespace {

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/limits.h"
 #include "common/status.h"
 #include "common/tensor.h"
 
@@ -36,8 +37,17 @@ std::string encode_onnx_tensor(const Tensor& t, const std::string& name = "");
 Expected<Tensor> read_onnx_tensor(const std::string& path, std::string* name = nullptr);
 Status write_onnx_tensor(const Tensor& t, const std::string& path, const std::string& name = "");
 
-/// Whole-file helpers shared by the tensor and plan writers.
-Expected<std::string> read_file_bytes(const std::string& path);
+/// Reads a whole regular file of at most `max_bytes`. FIFOs, devices and
+/// directories are refused without blocking, and a file above the limit is
+/// refused before anything is allocated (limits.h, docs/security.md).
+Expected<std::string> read_file_bytes(const std::string& path, uint64_t max_bytes = limits::kMaxFileBytes);
+/// Reads bytes [offset, offset + length) of a regular file, after checking the
+/// range against the file's size (at most limits::kMaxTensorBytes);
+/// `file_size` (optional) receives the size.
+Expected<std::string> read_file_range(const std::string& path, uint64_t offset, uint64_t length,
+                                      uint64_t* file_size = nullptr);
+/// "512 bytes", "3.2 MiB", "2.0 GiB".
+std::string size_str(uint64_t bytes);
 /// Writes through a temporary file in the same directory and renames it over
 /// `path`, so readers never see a partial file; on error nothing is left.
 Status write_file_atomic(const std::string& path, std::string_view bytes);

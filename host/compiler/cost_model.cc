@@ -500,7 +500,7 @@ Expected<CostParams> read_cost_params(const std::string& path, const spec::HwCon
   try {
     j = nlohmann::json::parse(*text);
   } catch (const nlohmann::json::parse_error& e) {
-    return file_error(path, std::string("not valid JSON: ") + e.what());
+    return file_error(path, "not valid JSON: " + exception_text(e.what()));
   }
   if (!j.is_object()) return file_error(path, "expected a JSON object");
   if (!j.contains("kind") || j["kind"] != "loom-cost-params")

@@ -172,7 +172,9 @@ class TilingPass final : public Pass {
     for (int64_t tn : candidates(g.Ng, C)) {
       // PARAM: the tile's triples, and POSTOP rescale's pair after them.
       if (12 * tn + (residual && l.res.rescale ? 8 : 0) > b.param || 4 * tn > kField16) continue;
-      for (auto [cc, np] : kshapes) {
+      for (const auto& shape : kshapes) {
+        // Named copies, not a structured binding: the lambdas below capture them.
+        const int64_t cc = shape.first, np = shape.second;
         const int64_t tk = cc * np;
         if (tk > kField16 || tk * tn > b.wgt) continue;
         // A residual tile (m x n int8) shares IN with the A tile.

@@ -517,7 +517,7 @@ Expected<Graph> parse_graph_json_text(const std::string& text, const std::string
   try {
     return parse_document(text, source);
   } catch (const std::exception& e) {
-    return make_error(source, std::string("cannot read graph: ") + e.what());
+    return make_error(source, "cannot read graph: " + exception_text(e.what()));
   }
 }
 

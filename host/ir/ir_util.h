@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/limits.h"
 #include "ir/graph.h"
 
 namespace loom::ir::detail {
@@ -97,6 +98,6 @@ inline int32_t real_to_q(double r, double scale, int32_t zero_point) {
 
 /// Largest tensor the reference materializes, so a legal but absurd shape
 /// gives an error instead of exhausting memory.
-inline constexpr int64_t kMaxMaterializedElems = int64_t(1) << 31;
+inline constexpr int64_t kMaxMaterializedElems = limits::kMaxTensorElems;
 
 }  // namespace loom::ir::detail

@@ -200,7 +200,7 @@ Expected<std::map<std::string, Tensor>> run_reference(const Graph& g, const std:
   try {
     return run(g, inputs);
   } catch (const std::exception& e) {
-    return make_error(g.source, std::string("reference run failed: ") + e.what());
+    return make_error(g.source, "reference run failed: " + exception_text(e.what()));
   }
 }
 

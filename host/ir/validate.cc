@@ -456,7 +456,7 @@ Status validate(Graph& g) {
   try {
     return validate_impl(g);
   } catch (const std::exception& e) {
-    return make_error(g.source, std::string("cannot validate graph: ") + e.what());
+    return make_error(g.source, "cannot validate graph: " + exception_text(e.what()));
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include "common/hash.h"
 #include "common/tensor_io.h"
+#include "plan/json_read.h"
 
 namespace loom::plan {
 namespace {
@@ -49,10 +50,8 @@ struct Reader {
       err = make_error(path + ": " + ctx, std::string("missing field '") + key + "'");
       return false;
     }
-    try {
-      *out = it->template get<T>();
-    } catch (const json::exception&) {
-      err = make_error(path + ": " + ctx, std::string("field '") + key + "' has the wrong type");
+    if (!read_strict(*it, out)) {
+      err = make_error(path + ": " + ctx, std::string("field '") + key + "' has the wrong type or is out of range");
       return false;
     }
     return true;
@@ -213,7 +212,7 @@ Expected<Plan> decode_plan(std::string_view bytes, const std::string& path) {
   try {
     meta = json::parse(c->meta);
   } catch (const json::exception& e) {
-    return make_error(path, std::string("metadata is not valid JSON: ") + e.what());
+    return make_error(path, "metadata is not valid JSON: " + exception_text(e.what()));
   }
   if (!meta.is_object()) return make_error(path, "metadata is not a JSON object");
 

@@ -8,6 +8,7 @@
 #include <queue>
 #include <sstream>
 
+#include "common/limits.h"
 #include "ir/builder.h"
 #include "serve/metrics.h"
 #include "serve/policy.h"
@@ -18,7 +19,7 @@ namespace {
 
 using json = nlohmann::ordered_json;
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr int64_t kMaxRequests = 10'000'000;  // per stream and run
+constexpr int64_t kMaxRequests = limits::kMaxRequestsPerStream;
 
 struct Req {
   int stream = 0;
@@ -166,12 +167,14 @@ class Sim {
     std::vector<int> home, count;
     if (Status s = partition(home, count); !s) return s.error();
     SimOut out;
+    LOOM_TRY(check_budget(w_, o_.load_scale));
     const double dur = w_.duration_ms * 1000.0;
     for (size_t i = 0; i < active_.size(); ++i) {
       auto a = arrivals(w_.streams[size_t(active_[i])], active_[i], w_.seed, dur, o_.load_scale);
       if (int64_t(a.size()) > kMaxRequests)
         return make_error(w_.source + ": stream '" + w_.streams[size_t(active_[i])].name + "'",
-                          "more than 10 million requests in duration_ms; shorten the run or lower the rate");
+                          "more than " + std::to_string(kMaxRequests) +
+                              " requests in duration_ms (docs/security.md); shorten the run or lower the rate");
       for (auto& r : a) r.stream = int(i);
       out.reqs.insert(out.reqs.end(), a.begin(), a.end());
     }
@@ -522,6 +525,14 @@ Expected<AutoChoice> choose_auto(const Workload& w, const spec::HwConfig& cfg, S
 }
 
 }  // namespace
+
+Expected<std::vector<int64_t>> arrival_counts(const Workload& w, double load_scale) {
+  LOOM_TRY(check_budget(w, load_scale));
+  std::vector<int64_t> n;
+  for (size_t i = 0; i < w.streams.size(); ++i)
+    n.push_back(int64_t(arrivals(w.streams[i], int(i), w.seed, w.duration_ms * 1000.0, load_scale).size()));
+  return n;
+}
 
 Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel& sm) {
   const spec::HwConfig* cfg = spec::find_config(w.config);

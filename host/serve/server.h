@@ -41,6 +41,10 @@ struct ServeOptions {
 /// returns the result document. Fails if any request is unaccounted for.
 Expected<nlohmann::ordered_json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel& sm);
 
+/// Generates every stream's arrivals as the simulator does (budgets checked
+/// first) and returns their counts, in stream order.
+Expected<std::vector<int64_t>> arrival_counts(const Workload& w, double load_scale);
+
 /// Chrome trace-event JSON (Perfetto) of a run's batches: one track per core,
 /// one interval per batch named after its stream; timestamps in microseconds
 /// of simulated device time.

@@ -6,6 +6,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/limits.h"
+#include "common/parse.h"
+#include "common/tensor_io.h"
 #include "serve/yaml_json.h"
 
 namespace loom::serve {
@@ -22,8 +25,8 @@ struct Reader {
 };
 
 Status check_keys(const json& o, const std::string& where, std::initializer_list<const char*> keys) {
-  for (const auto& [k, v] : o.items()) {
-    (void)v;
+  for (const auto& item : o.items()) {
+    const std::string& k = item.key();
     if (std::none_of(keys.begin(), keys.end(), [&](const char* a) { return k == a; }))
       return make_error(where, "unknown field '" + k + "'");
   }
@@ -83,8 +86,9 @@ Expected<std::vector<double>> weights(const json& v, const std::string& where, s
 }
 
 Status parse_trace(Arrival& a, const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return make_error(path, "cannot open the trace file");
+  auto text = read_file_bytes(path, limits::kMaxTextBytes);
+  if (!text) return text.error();
+  std::istringstream f(*text);
   std::string line;
   int ln = 0;
   double last = -1;
@@ -93,14 +97,16 @@ Status parse_trace(Arrival& a, const std::string& path) {
     const auto h = line.find('#');
     if (h != std::string::npos) line.resize(h);
     std::istringstream ls(line);
-    double t;
-    if (!(ls >> t)) {
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      return make_error(path + ":" + std::to_string(ln), "expected 'time_ms [seq_len]'");
-    }
-    int64_t seq = 0;
-    if (!(ls >> seq)) seq = 0;
-    else if (seq <= 0) return make_error(path + ":" + std::to_string(ln), "seq_len must be > 0");
+    std::string ts, qs, extra;
+    if (!(ls >> ts)) continue;  // blank or comment-only line
+    ls >> qs >> extra;
+    const auto t_or = parse_double(ts);
+    const auto q_or = qs.empty() ? std::optional<int64_t>(0) : parse_int64(qs);
+    if (!t_or || !q_or || !extra.empty())
+      return make_error(path + ":" + std::to_string(ln), "expected 'time_ms [seq_len]', got '" + excerpt(line) + "'");
+    const double t = *t_or;
+    const int64_t seq = *q_or;
+    if (!qs.empty() && seq <= 0) return make_error(path + ":" + std::to_string(ln), "seq_len must be > 0");
     if (!std::isfinite(t) || t < 0 || t < last)
       return make_error(path + ":" + std::to_string(ln), "times must be >= 0 and non-decreasing");
     last = t;
@@ -300,6 +306,50 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
 
 }  // namespace
 
+double expected_requests(const Stream& s, double duration_ms, double load_scale) {
+  const auto& a = s.arrival;
+  double n = 0;
+  if (a.kind == Arrival::Kind::Poisson) {
+    n = a.rate * load_scale * duration_ms / 1000.0;
+  } else if (a.kind == Arrival::Kind::Bursty) {
+    const double period = a.on_ms + a.off_ms;
+    const double on_share = period > 0 ? a.on_ms / period : 0;
+    n = (a.on_rate * on_share + a.off_rate * (1 - on_share)) * load_scale * duration_ms / 1000.0;
+  } else {
+    n = double(a.trace_ms.size());
+  }
+  if (s.requests > 0) n = std::min(n, double(s.requests));
+  return n;
+}
+
+Status check_budget(const Workload& w, double load_scale) {
+  double total = 0;
+  for (const auto& s : w.streams) {
+    const std::string where = w.source + ": stream '" + s.name + "'";
+    const double n = expected_requests(s, w.duration_ms, load_scale);
+    // Within 1 % of the limit counts as above it: the arrival count of a
+    // Poisson stream scatters around its mean.
+    if (!(n <= 0.99 * double(limits::kMaxRequestsPerStream)))
+      return make_error(where, "expects about " + std::to_string(int64_t(std::min(n, 1e18))) +
+                                   " requests (rate x duration_ms), above the limit of " +
+                                   std::to_string(limits::kMaxRequestsPerStream) +
+                                   " per stream (docs/security.md); shorten the run, lower the rate or set 'requests'");
+    if (s.arrival.kind == Arrival::Kind::Bursty) {
+      const double periods = w.duration_ms / (s.arrival.on_ms + s.arrival.off_ms);
+      if (!(periods <= limits::kMaxPeriods))
+        return make_error(where + ": arrival: bursty",
+                          "on_ms + off_ms is so short that duration_ms spans more than " +
+                              std::to_string(int64_t(limits::kMaxPeriods)) + " periods (docs/security.md)");
+    }
+    total += n;
+  }
+  if (!(total <= 0.99 * double(limits::kMaxRequestsTotal)))
+    return make_error(w.source, "expects about " + std::to_string(int64_t(std::min(total, 1e18))) +
+                                    " requests in all streams, above the limit of " +
+                                    std::to_string(limits::kMaxRequestsTotal) + " per run (docs/security.md)");
+  return {};
+}
+
 bool valid_batching(const std::string& s) { return s == "none" || s == "fixed" || s == "deadline"; }
 bool valid_scheduling(const std::string& s) { return s == "static" || s == "dynamic" || s == "auto"; }
 
@@ -319,6 +369,9 @@ Expected<Workload> parse_workload_text(const std::string& text, const std::strin
   w.config = *cfg;
   auto dur = num(j, source, "duration_ms", 0, true, 0, true);
   if (!dur) return dur.error();
+  if (*dur > limits::kMaxDurationMs)
+    return make_error(source + ": field 'duration_ms'", "must be at most " + std::to_string(int64_t(limits::kMaxDurationMs)) +
+                                                            " (docs/security.md), got " + j["duration_ms"].dump());
   w.duration_ms = *dur;
   auto seed = integer(j, source, "seed", 1, 0, int64_t(1) << 53);
   if (!seed) return seed.error();
@@ -368,15 +421,14 @@ Expected<Workload> parse_workload_text(const std::string& text, const std::strin
       if (o.name == s.name) return make_error(source + ": stream '" + s.name + "'", "duplicate stream name");
     w.streams.push_back(std::move(s));
   }
+  LOOM_TRY(check_budget(w, 1.0));
   return w;
 }
 
 Expected<Workload> load_workload(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return make_error(path, "cannot open the workload file");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return parse_workload_text(ss.str(), path);
+  auto text = read_file_bytes(path, limits::kMaxTextBytes);
+  if (!text) return text.error();
+  return parse_workload_text(*text, path);
 }
 
 }  // namespace loom::serve

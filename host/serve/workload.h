@@ -79,6 +79,13 @@ struct Workload {
 Expected<Workload> load_workload(const std::string& path);
 Expected<Workload> parse_workload_text(const std::string& text, const std::string& source);
 
+/// The number of arrivals a stream expects over `duration_ms` with every rate
+/// multiplied by `load_scale` (capped by its `requests`).
+double expected_requests(const Stream& s, double duration_ms, double load_scale);
+/// The request budgets of limits.h (per stream, per run, bursty periods),
+/// checked before any arrival is generated; one line naming the stream.
+Status check_budget(const Workload& w, double load_scale);
+
 bool valid_batching(const std::string& s);
 bool valid_scheduling(const std::string& s);
 

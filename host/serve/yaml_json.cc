@@ -4,9 +4,10 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
-#include <sstream>
+
+#include "common/limits.h"
+#include "common/tensor_io.h"
 
 namespace loom::serve {
 
@@ -30,15 +31,21 @@ json scalar(const yaml_node_t* n) {
   return s;
 }
 
-Expected<json> convert(yaml_document_t* doc, yaml_node_t* n, const std::string& source, int depth) {
+// `budget` counts the nodes still allowed: an alias is expanded each time it
+// is used, so a few lines of nested aliases could otherwise grow without end.
+Expected<json> convert(yaml_document_t* doc, yaml_node_t* n, const std::string& source, int depth, int64_t& budget) {
   if (depth > 64) return make_error(source, "nesting deeper than 64 levels");
+  if (!n) return make_error(source, "empty YAML node");
+  if (--budget < 0)
+    return make_error(source, "more than " + std::to_string(limits::kMaxYamlNodes) +
+                                  " YAML nodes after alias expansion (docs/security.md)");
   switch (n->type) {
     case YAML_SCALAR_NODE:
       return scalar(n);
     case YAML_SEQUENCE_NODE: {
       json a = json::array();
       for (auto* it = n->data.sequence.items.start; it < n->data.sequence.items.top; ++it) {
-        auto v = convert(doc, yaml_document_get_node(doc, *it), source, depth + 1);
+        auto v = convert(doc, yaml_document_get_node(doc, *it), source, depth + 1, budget);
         if (!v) return v;
         a.push_back(std::move(*v));
       }
@@ -53,7 +60,7 @@ Expected<json> convert(yaml_document_t* doc, yaml_node_t* n, const std::string& 
         const std::string key(reinterpret_cast<const char*>(k->data.scalar.value), k->data.scalar.length);
         if (o.contains(key))
           return make_error(source + ":" + std::to_string(k->start_mark.line + 1), "duplicate key '" + key + "'");
-        auto v = convert(doc, yaml_document_get_node(doc, p->value), source, depth + 1);
+        auto v = convert(doc, yaml_document_get_node(doc, p->value), source, depth + 1, budget);
         if (!v) return v;
         o[key] = std::move(*v);
       }
@@ -67,6 +74,9 @@ Expected<json> convert(yaml_document_t* doc, yaml_node_t* n, const std::string& 
 }  // namespace
 
 Expected<json> parse_yaml_text(const std::string& text, const std::string& source) {
+  if (text.size() > limits::kMaxTextBytes)
+    return make_error(source, "is " + size_str(text.size()) + " of YAML, above the limit of " +
+                                  size_str(limits::kMaxTextBytes) + " (docs/security.md)");
   yaml_parser_t parser;
   if (!yaml_parser_initialize(&parser)) return make_error(source, "cannot initialise the YAML parser");
   std::unique_ptr<yaml_parser_t, void (*)(yaml_parser_t*)> pg(&parser, yaml_parser_delete);
@@ -80,15 +90,14 @@ Expected<json> parse_yaml_text(const std::string& text, const std::string& sourc
   std::unique_ptr<yaml_document_t, void (*)(yaml_document_t*)> dg(&doc, yaml_document_delete);
   yaml_node_t* root = yaml_document_get_root_node(&doc);
   if (!root) return make_error(source, "empty YAML document");
-  return convert(&doc, root, source, 0);
+  int64_t budget = limits::kMaxYamlNodes;
+  return convert(&doc, root, source, 0, budget);
 }
 
 Expected<json> load_yaml(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return make_error(path, "cannot open the file");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return parse_yaml_text(ss.str(), path);
+  auto text = read_file_bytes(path, limits::kMaxTextBytes);
+  if (!text) return text.error();
+  return parse_yaml_text(*text, path);
 }
 
 }  // namespace loom::serve

@@ -258,6 +258,62 @@ class BadInput(Base):
         self.assert_one_line_error(r, p)
 
 
+
+class Hostile(Base):
+    """Classes of hostile input (docs/security.md): special files, budgets,
+    alias expansion, prefix-parsed numbers, and a failed check leaving nothing."""
+
+    def test_failed_check_leaves_no_outputs(self):
+        plan = self.path("p.plan")
+        self.assertEqual(loom("compile", DEMO, "--config", "tiny", "-o", plan).returncode, 0)
+        g = self.demo()
+        g["tensors"]["w1"]["init"]["seed"] = 999  # other weights, same inputs and outputs
+        other = self.write_graph(g, "other.json")
+        out = self.path("outs")
+        r = loom("run", plan, "--check", "--graph", other, "--outputs", out)
+        self.assert_one_line_error(r, "differ", "nothing written")
+        self.assertFalse(os.path.exists(out))
+
+    def test_special_files_are_refused_without_blocking(self):
+        fifo = self.path("x.npy")
+        os.mkfifo(fifo)
+        zero = self.path("zero.npy")
+        os.symlink("/dev/zero", zero)
+        for args, needle in (((DEMO, "--inputs", fifo), "not a regular file"),
+                             ((DEMO, "--inputs", zero), "not a regular file"),
+                             ((self.dir + "/",), "")):
+            r = loom("run", *args)
+            self.assert_one_line_error(r, needle)
+        os.symlink("/dev/zero", self.path("z.json"))
+        self.assert_one_line_error(loom("compile", self.path("z.json"), "-o", self.path("o.plan")),
+                                   "not a regular file")
+        self.assertFalse(os.path.exists(self.path("o.plan")))
+
+    def workload(self, text):
+        p = self.path("w.yaml")
+        with open(p, "w") as f:
+            f.write(text)
+        return p
+
+    def test_workload_budgets(self):
+        base = "config: tiny\nduration_ms: %s\nstreams:\n  - name: s\n    model: gemm_chain\n    slo_ms: 5\n    arrival: %s\n"
+        for dur, arrival, needle in (("1e300", "{poisson: {rate: 10}}", "duration_ms"),
+                                     ("1e8", "{poisson: {rate: 1e9}}", "requests"),
+                                     ("1e8", "{bursty: {on_rate: 1, off_rate: 0, on_ms: 1e-9, off_ms: 1e-9}}",
+                                      "periods")):
+            w = self.workload(base % (dur, arrival))
+            r = loom("serve", w, "--backend", "tlm", "-o", self.path("r.json"))
+            self.assert_one_line_error(r, needle)
+            self.assertFalse(os.path.exists(self.path("r.json")))
+
+    def test_yaml_alias_expansion_is_bounded(self):
+        lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+        for k in range(1, 9):
+            lines.append("a%d: &a%d [%s]" % (k, k, ", ".join(["*a%d" % (k - 1)] * 10)))
+        w = self.workload("\n".join(lines) + "\n")
+        r = loom("serve", w, "--backend", "tlm")
+        self.assert_one_line_error(r, "alias expansion")
+
 if __name__ == "__main__":
     LOOM, ROOT = sys.argv[1], sys.argv[2]
     DEMO = os.path.join(ROOT, "examples", "demo_cnn.json")

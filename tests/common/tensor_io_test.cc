@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/parse.h"
 #include "common/tensor.h"
 
 namespace loom {
@@ -303,6 +305,74 @@ TEST_F(TensorIo, AtomicWriteReplacesAndLeavesNothingOnError) {
   bad.data.resize(5);
   ASSERT_FALSE(write_tensor(bad, path("bad.pb")).is_ok());
   EXPECT_EQ(listing().size(), 2u);
+}
+
+}  // namespace
+}  // namespace loom
+
+namespace loom {
+namespace {
+
+TEST_F(TensorIo, ReadFileRefusesSpecialFilesWithoutBlocking) {
+  const std::string fifo = (dir_ / "p.npy").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto f = read_file_bytes(fifo);  // would block forever if it waited for a writer
+  ASSERT_FALSE(f);
+  EXPECT_NE(f.error().str().find("not a regular file"), std::string::npos) << f.error().str();
+  auto z = read_file_bytes("/dev/zero");
+  ASSERT_FALSE(z);
+  EXPECT_NE(z.error().str().find("not a regular file"), std::string::npos);
+  auto d = read_file_bytes(dir_.string());
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.error().str().find("is a directory"), std::string::npos);
+  auto t = read_tensor(fifo);
+  EXPECT_FALSE(t);
+}
+
+TEST_F(TensorIo, ReadFileChecksTheLimitBeforeReading) {
+  const std::string p = (dir_ / "big.bin").string();
+  std::ofstream(p, std::ios::binary) << std::string(1000, 'x');
+  auto ok = read_file_bytes(p, 1000);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->size(), 1000u);
+  auto over = read_file_bytes(p, 999);
+  ASSERT_FALSE(over);
+  EXPECT_NE(over.error().str().find("above the limit"), std::string::npos) << over.error().str();
+}
+
+TEST_F(TensorIo, ReadFileRangeChecksTheRangeAgainstTheSize) {
+  const std::string p = (dir_ / "ext.bin").string();
+  std::ofstream(p, std::ios::binary) << "0123456789";
+  auto mid = read_file_range(p, 2, 5);
+  ASSERT_TRUE(mid);
+  EXPECT_EQ(*mid, "23456");
+  uint64_t size = 0;
+  EXPECT_TRUE(read_file_range(p, 10, 0, &size));
+  EXPECT_EQ(size, 10u);
+  for (auto [off, len] : {std::pair<uint64_t, uint64_t>{11, 0}, {5, 6}, {1, UINT64_MAX}, {UINT64_MAX, 2}}) {
+    auto r = read_file_range(p, off, len);
+    ASSERT_FALSE(r) << off << " " << len;
+    EXPECT_NE(r.error().str().find("beyond the end"), std::string::npos) << r.error().str();
+  }
+}
+
+TEST(StrictParse, WholeTextOrNothing) {
+  EXPECT_EQ(parse_int64("42"), 42);
+  EXPECT_EQ(parse_int64("+7"), 7);
+  EXPECT_EQ(parse_int64("-9223372036854775808"), INT64_MIN);
+  for (const char* bad : {"", "12abc", " 1", "1 ", "0x10", "+-1", "++1", "1e3", "9223372036854775808", "-"})
+    EXPECT_FALSE(parse_int64(bad)) << bad;
+  EXPECT_EQ(parse_double("2.5"), 2.5);
+  EXPECT_EQ(parse_double("1e3"), 1000.0);
+  for (const char* bad : {"", "1.5x", "nan", "inf", "-inf", "1e400", " 2", "0x1p3"})
+    EXPECT_FALSE(parse_double(bad)) << bad;
+}
+
+TEST(ErrorText, IsOneBoundedLine) {
+  EXPECT_EQ(one_line("a\nb\r\nc  "), "a b  c");
+  EXPECT_EQ(one_line(std::string(3000, 'x'), 100).size(), 103u);
+  EXPECT_EQ(exception_text("[json.exception.parse_error.101] parse error at line 1"), "parse error at line 1");
+  EXPECT_EQ(excerpt("ab\x01" "c", 60), "ab?c");
 }
 
 }  // namespace

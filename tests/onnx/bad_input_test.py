@@ -159,6 +159,88 @@ def case_unsupported_op(d):
     return p, ["einsum.onnx", "node 'ein'", "Einsum", "neither by the fabric nor by the host"]
 
 
+def conv_model(**attrs):
+    w = numpy_helper.from_array(np.ones((2, 1, 1, 1), np.float32), "w")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", **attrs)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m
+
+
+def case_zero_stride(d):
+    # ONNX shape inference divides by the stride: checked before it runs.
+    p = os.path.join(d, "stride0.onnx")
+    save(conv_model(strides=[0, 1]), p)
+    return p, ["stride0.onnx", "node 'conv'", "attribute 'strides'", "value 0"]
+
+
+def case_zero_group(d):
+    p = os.path.join(d, "group0.onnx")
+    save(conv_model(group=0), p)
+    return p, ["group0.onnx", "node 'conv'", "attribute 'group'"]
+
+
+def scale_case(d, value, name):
+    m = qconv_model()
+    for t in m.graph.initializer:
+        if t.name == "ws":
+            t.ClearField("float_data")
+            t.float_data.extend([value])
+    p = os.path.join(d, name)
+    save(m, p)
+    return p, [name, "node 'qconv'", "input 'ws'", "finite and > 0"]
+
+
+def case_zero_scale(d):
+    return scale_case(d, 0.0, "zero_scale.onnx")
+
+
+def case_negative_scale(d):
+    return scale_case(d, -0.5, "negative_scale.onnx")
+
+
+def case_nan_scale(d):
+    return scale_case(d, float("nan"), "nan_scale.onnx")
+
+
+def case_external_data_prefix_number(d):
+    open(os.path.join(d, "w.bin"), "wb").write(b"\0" * 64)
+    t = helper.make_tensor("c", TensorProto.FLOAT, [4], [0.0] * 4)
+    t.ClearField("float_data")
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", "w.bin"), ("offset", "16abc")):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    g = helper.make_graph([helper.make_node("Add", ["x", "c"], ["y"], name="add")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], [t])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    p = os.path.join(d, "ext_prefix.onnx")
+    save(m, p)
+    return p, ["ext_prefix.onnx", "initializer 'c'", "'offset' must be a whole number", "16abc"]
+
+
+def case_external_data_past_end(d):
+    open(os.path.join(d, "w.bin"), "wb").write(b"\0" * 8)
+    t = helper.make_tensor("c", TensorProto.FLOAT, [4], [0.0] * 4)
+    t.ClearField("float_data")
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", "w.bin"), ("offset", "4"), ("length", "16")):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    g = helper.make_graph([helper.make_node("Add", ["x", "c"], ["y"], name="add")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], [t])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    p = os.path.join(d, "ext_past_end.onnx")
+    save(m, p)
+    return p, ["ext_past_end.onnx", "initializer 'c'", "beyond the end of the file"]
+
+
 CASES = {k[len("case_"):]: v for k, v in globals().items() if k.startswith("case_")}
 
 

@@ -5,6 +5,7 @@
 
 #include "backends/rtl/fabric_models.h"
 #include "backends/rtl/rtl_device.h"
+#include "common/parse.h"
 
 namespace loom::rtl {
 
@@ -40,10 +41,17 @@ Expected<std::unique_ptr<runtime::Device>> make_rtl_device(const spec::HwConfig&
   opt.mem.max_reads = 64;
   opt.mem.max_writes = 64;
   if (const char* s = std::getenv("LOOM_RTL_SEED")) {
-    opt.mem.seed = std::strtoull(s, nullptr, 0);
+    const auto v = parse_int64(s);
+    if (!v || *v < 0) return make_error("LOOM_RTL_SEED", "expected a whole number >= 0, got '" + excerpt(s) + "'");
+    opt.mem.seed = uint64_t(*v);
     opt.mem.reorder_ids = true;
   }
-  if (const char* s = std::getenv("LOOM_RTL_STALL")) opt.mem.stall_prob = std::strtod(s, nullptr);
+  if (const char* s = std::getenv("LOOM_RTL_STALL")) {
+    const auto v = parse_double(s);
+    if (!v || *v < 0 || *v >= 1)
+      return make_error("LOOM_RTL_STALL", "expected a probability in [0, 1), got '" + excerpt(s) + "'");
+    opt.mem.stall_prob = *v;
+  }
   auto d = make_rtl_device(cfg, opt);
   if (!d) return d.error();
   return std::unique_ptr<runtime::Device>(std::move(*d));

@@ -24,14 +24,6 @@ constexpr const char* kBackend = LOOM_XRT_BACKEND;
 constexpr uint64_t kMinAlign = 64;
 
 
-/// One line of what XRT threw (XRT messages may span lines).
-std::string one_line(const char* s) {
-  std::string m = s ? s : "unknown error";
-  for (char& c : m)
-    if (c == '\n' || c == '\r') c = ' ';
-  while (!m.empty() && m.back() == ' ') m.pop_back();
-  return m;
-}
 
 const char* state_name(ert_cmd_state s) {
   switch (s) {
@@ -103,7 +95,7 @@ XrtDevice::~XrtDevice() {
 std::string_view XrtDevice::backend() const { return kBackend; }
 
 Error XrtDevice::xrt_error(const std::string& what, const std::exception& e) const {
-  return make_error(std::string(kBackend) + ": device " + std::to_string(opt_.device_index), what + ": " + one_line(e.what()));
+  return make_error(std::string(kBackend) + ": device " + std::to_string(opt_.device_index), what + ": " + exception_text(e.what()));
 }
 
 Status XrtDevice::open_device() {
@@ -113,7 +105,7 @@ Status XrtDevice::open_device() {
     count = xrt::system::enumerate_devices();
   } catch (const std::exception& e) {
     // No XRT runtime (driver, shim library or XILINX_XRT): no card can be open.
-    return make_error(where, "no device; XRT says: " + one_line(e.what()));
+    return make_error(where, "no device; XRT says: " + exception_text(e.what()));
   }
   if (count == 0) return make_error(where, "no device");
   if (opt_.device_index >= count)
@@ -232,7 +224,7 @@ uint32_t XrtDevice::read_reg(uint32_t offset) {
   try {
     return ip_.read_register(offset);
   } catch (const std::exception& e) {
-    if (reg_error_.empty()) reg_error_ = "register read at " + hex(offset) + ": " + one_line(e.what());
+    if (reg_error_.empty()) reg_error_ = "register read at " + hex(offset) + ": " + exception_text(e.what());
     return 0xFFFFFFFFu;
   }
 }
@@ -245,7 +237,7 @@ void XrtDevice::write_reg(uint32_t offset, uint32_t value) {
   try {
     ip_.write_register(offset, value);
   } catch (const std::exception& e) {
-    if (reg_error_.empty()) reg_error_ = "register write at " + hex(offset) + ": " + one_line(e.what());
+    if (reg_error_.empty()) reg_error_ = "register write at " + hex(offset) + ": " + exception_text(e.what());
   }
 }
 
@@ -401,7 +393,7 @@ Expected<uint64_t> XrtDevice::start_unit(const runtime::UnitCall& call) {
     try {
       it = cus_.emplace(cu, xrt::kernel(dev_, uuid_, cu)).first;
     } catch (const std::exception& e) {
-      return make_error(where, "opening the kernel: " + one_line(e.what()));
+      return make_error(where, "opening the kernel: " + exception_text(e.what()));
     }
   }
   UnitRun r;
@@ -420,7 +412,7 @@ Expected<uint64_t> XrtDevice::start_unit(const runtime::UnitCall& call) {
     }
     r.run.start();
   } catch (const std::exception& e) {
-    return make_error(where, "starting a run: " + one_line(e.what()));
+    return make_error(where, "starting a run: " + exception_text(e.what()));
   }
   const uint64_t h = next_run_++;
   runs_.emplace(h, std::move(r));
@@ -448,7 +440,7 @@ Status XrtDevice::wait_unit(uint64_t handle, uint64_t timeout_cycles) {
                                    " ms (LOOM_XRT_TIMEOUT_MS); aborted (state " + state_name(after) + ")");
     }
   } catch (const std::exception& e) {
-    return make_error(where, "waiting for the run: " + one_line(e.what()));
+    return make_error(where, "waiting for the run: " + exception_text(e.what()));
   }
   return make_error(where, std::string("run ended in state ") + state_name(st) +
                                " (the kernel faulted or rejected its arguments); its outputs are not valid");

@@ -186,18 +186,18 @@ Status spatial(const Ctx& c, const std::string& auto_pad, int64_t in, int64_t k,
 
 Expected<ConvGeom> conv_geom(const Ctx& c, const Value& x, const Value& w) {
   if (x.shape.size() != 4 || w.shape.size() != 4)
-    return c.err("inputs", "only 2-D convolutions (rank-4 x and w) are supported, got x " + shape_string(x.shape) +
-                               " w " + shape_string(w.shape));
+    return c.err("inputs", "only 2-D convolutions (rank-4 x and w) are supported, got x " + shape_str(x.shape) +
+                               " w " + shape_str(w.shape));
   ConvGeom g{};
   g.n = x.shape[0], g.c = x.shape[1], g.h = x.shape[2], g.w = x.shape[3];
   g.m = w.shape[0], g.kh = w.shape[2], g.kw = w.shape[3];
   g.group = c.n.get_i("group", 1);
   if (g.group < 1 || g.c % g.group || g.m % g.group || w.shape[1] != g.c / g.group)
-    return c.err("attribute 'group'", "group " + std::to_string(g.group) + " does not fit x " + shape_string(x.shape) +
-                                          " and w " + shape_string(w.shape));
+    return c.err("attribute 'group'", "group " + std::to_string(g.group) + " does not fit x " + shape_str(x.shape) +
+                                          " and w " + shape_str(w.shape));
   auto ks = c.n.get_ints("kernel_shape", {g.kh, g.kw});
   if (ks.size() != 2 || ks[0] != g.kh || ks[1] != g.kw)
-    return c.err("attribute 'kernel_shape'", "does not match the weight " + shape_string(w.shape));
+    return c.err("attribute 'kernel_shape'", "does not match the weight " + shape_str(w.shape));
   auto st = c.n.get_ints("strides", {1, 1});
   auto dl = c.n.get_ints("dilations", {1, 1});
   auto pads = c.n.get_ints("pads", {0, 0, 0, 0});
@@ -337,7 +337,7 @@ Expected<MatGeom> mat_geom(const Ctx& c, std::vector<int64_t> as, std::vector<in
   MatGeom g;
   g.M = as[as.size() - 2], g.K = as.back(), g.N = bs.back();
   if (bs[bs.size() - 2] != g.K)
-    return c.err("inputs", "inner dimensions differ: " + shape_string(as) + " x " + shape_string(bs));
+    return c.err("inputs", "inner dimensions differ: " + shape_str(as) + " x " + shape_str(bs));
   std::vector<int64_t> ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2), ob;
   if (!broadcast_shape(ab, bb, &ob)) return c.err("inputs", "batch dimensions do not broadcast");
   auto ai = broadcast_index(ab, ob), bi = broadcast_index(bb, ob);
@@ -419,7 +419,7 @@ Status binary(const Ctx& c) {
   if (a.type != b.type) return c.err("inputs", "types differ: " + elem_name(a.type) + " and " + elem_name(b.type));
   std::vector<int64_t> os;
   if (!broadcast_shape(a.shape, b.shape, &os))
-    return c.err("inputs", shape_string(a.shape) + " and " + shape_string(b.shape) + " do not broadcast");
+    return c.err("inputs", shape_str(a.shape) + " and " + shape_str(b.shape) + " do not broadcast");
   auto ai = broadcast_index(a.shape, os), bi = broadcast_index(b.shape, os);
   Value y = Value::make(a.type, os);
   const std::string& op = c.n.op;
@@ -503,7 +503,7 @@ Status pool(const Ctx& c) {
   const std::string& op = c.n.op;
   const bool global = op == "GlobalAveragePool" || op == "GlobalMaxPool";
   const bool is_max = op == "MaxPool" || op == "GlobalMaxPool";
-  if (x.shape.size() < 3) return c.err("input '" + c.n.in(0) + "'", "pooling needs rank >= 3, got " + shape_string(x.shape));
+  if (x.shape.size() < 3) return c.err("input '" + c.n.in(0) + "'", "pooling needs rank >= 3, got " + shape_str(x.shape));
   if (!is_max && !x.is_float()) return c.err("input '" + c.n.in(0) + "'", op + " on " + elem_name(x.type) + " is not supported");
   const size_t sd = x.shape.size() - 2;
   std::vector<int64_t> in(x.shape.begin() + 2, x.shape.end());
@@ -643,7 +643,7 @@ Status reshape(const Ctx& c) {
   int64_t n = 1;
   for (auto d : shape) n *= d;
   if (n != x.numel())
-    return c.err("input '" + c.n.in(1) + "'", "cannot reshape " + shape_string(x.shape) + " to " + shape_string(shape));
+    return c.err("input '" + c.n.in(1) + "'", "cannot reshape " + shape_str(x.shape) + " to " + shape_str(shape));
   Value y = x;
   y.shape = shape;
   c.out(0, std::move(y));
@@ -800,7 +800,7 @@ Status layer_norm(const Ctx& c) {
   std::vector<int64_t> ls(x.shape.begin() + axis, x.shape.end()), bs;
   for (size_t k = 1; k < 3; ++k)
     if (c.has(k) && (!broadcast_shape(c.in(k).shape, ls, &bs) || bs != ls))
-      return c.err("input '" + c.n.in(k) + "'", shape_string(c.in(k).shape) + " does not broadcast to " + shape_string(ls));
+      return c.err("input '" + c.n.in(k) + "'", shape_str(c.in(k).shape) + " does not broadcast to " + shape_str(ls));
   auto si = broadcast_index(sc.shape, ls);
   std::vector<int64_t> bi;
   if (c.has(2)) bi = broadcast_index(c.in(2).shape, ls);
@@ -864,6 +864,30 @@ std::string key(const Node& n) { return n.domain.empty() ? n.op : n.domain + "."
 
 }  // namespace
 
+const std::string* operand_kinds(const Node& n) {
+  static const std::map<std::string, std::string> sig = {
+      {"QuantizeLinear", ".sz"}, {"DequantizeLinear", "isz"}, {"QLinearConv", "isziszszi"},
+      {"ConvInteger", "iizz"}, {"Conv", "fff"}, {"QLinearMatMul", "isziszszi"}, {"MatMulInteger", "iizz"},
+      {"MatMul", "ff"}, {"Softmax", "f"}, {"LogSoftmax", "f"}, {"LayerNormalization", "fff"},
+      {"Reshape", ".i"}, {"Gather", ".i"}, {"Squeeze", ".i"}, {"Unsqueeze", ".i"},
+      {"com.microsoft.QLinearAdd", "isziszsz"}, {"com.microsoft.QLinearMul", "isziszsz"},
+      {"com.microsoft.QLinearGlobalAveragePool", "iszsz"},
+      {"loom.QLinearMatMul", "isziszszi"}, {"loom.QLinearConv", "isziszszi"}};
+  auto it = sig.find(key(n));
+  return it == sig.end() ? nullptr : &it->second;
+}
+
+Status check_scales(const Value& v, const std::string& where) {
+  if (!v.is_float()) return {};
+  for (int64_t k = 0; k < v.numel(); ++k) {
+    const double x = v.at(k);
+    if (!std::isfinite(x) || !(x > 0))
+      return make_error(where, "a quantization scale must be finite and > 0, got " + std::to_string(x) +
+                                   (v.numel() > 1 ? " at index " + std::to_string(k) : ""));
+  }
+  return {};
+}
+
 bool host_supports(const Node& n, int64_t, std::string* why) {
   if (!table().count(key(n))) {
     if (why) *why = "no host implementation of " + key(n);
@@ -877,34 +901,27 @@ Status run_host(const Model& m, const Node& n, std::map<std::string, Value>& env
   if (it == table().end()) return make_error(m.where(n), "op " + key(n) + " is supported neither by the fabric nor by the host fallback");
   for (const auto& i : n.inputs)
     if (!i.empty() && !env.count(i)) return make_error(m.where(n) + ": input '" + i + "'", "has no value");
-  // Operand kinds the kernels rely on: f float, i integer, s scale (float,
-  // non-empty), z zero point (integer), '.' anything.
-  static const std::map<std::string, std::string> sig = {
-      {"QuantizeLinear", ".sz"}, {"DequantizeLinear", "isz"}, {"QLinearConv", "isziszszi"},
-      {"ConvInteger", "iizz"}, {"Conv", "fff"}, {"QLinearMatMul", "isziszszi"}, {"MatMulInteger", "iizz"},
-      {"MatMul", "ff"}, {"Softmax", "f"}, {"LogSoftmax", "f"}, {"LayerNormalization", "fff"},
-      {"Reshape", ".i"}, {"Gather", ".i"}, {"Squeeze", ".i"}, {"Unsqueeze", ".i"},
-      {"com.microsoft.QLinearAdd", "isziszsz"}, {"com.microsoft.QLinearMul", "isziszsz"},
-      {"com.microsoft.QLinearGlobalAveragePool", "iszsz"},
-      {"loom.QLinearMatMul", "isziszszi"}, {"loom.QLinearConv", "isziszszi"}};
-  if (auto s = sig.find(key(n)); s != sig.end()) {
-    for (size_t k = 0; k < n.inputs.size() && k < s->second.size(); ++k) {
+  if (const std::string* kinds = operand_kinds(n)) {
+    for (size_t k = 0; k < n.inputs.size() && k < kinds->size(); ++k) {
       if (n.inputs[k].empty()) continue;
       const Value& v = env.at(n.inputs[k]);
-      const char want = s->second[k];
+      const char want = (*kinds)[k];
       const bool ok = want == '.' || ((want == 'f' || want == 's') && v.is_float()) ||
                       ((want == 'i' || want == 'z') && !v.is_float());
       if (!ok || ((want == 's' || want == 'z') && v.numel() < 1))
         return make_error(m.where(n) + ": input '" + n.inputs[k] + "'",
                           std::string(want == 's' ? "a scale must be float32" : want == 'z' ? "a zero point must be an integer type" : want == 'f' ? "must be float32" : "must be an integer type") +
                               ", got " + elem_name(v.type));
+      if (want == 's') LOOM_TRY(check_scales(v, m.where(n) + ": input '" + n.inputs[k] + "'"));
     }
   }
   Ctx c{m, n, env};
   try {
     return it->second(c);
   } catch (const std::out_of_range& e) {
-    return make_error(m.where(n), std::string("inconsistent operands (") + e.what() + ")");
+    return make_error(m.where(n), "inconsistent operands (" + exception_text(e.what()) + ")");
+  } catch (const std::length_error& e) {
+    return make_error(m.where(n), exception_text(e.what()));
   }
 }
 

@@ -16,6 +16,13 @@ namespace loom::onnxfe {
 /// forms it uses); `why` gets the reason when not.
 bool host_supports(const Node& n, int64_t opset, std::string* why);
 
+/// The kinds of `n`'s operands, one letter per input (f float, i integer,
+/// s scale: float, non-empty, finite and > 0; z zero point: integer; '.'
+/// anything), or nullptr when the op constrains none.
+const std::string* operand_kinds(const Node& n);
+/// Every value of a float scale tensor is finite and > 0.
+Status check_scales(const Value& v, const std::string& where);
+
 /// Runs `n` on the host, reading its inputs from and writing its outputs to `env`.
 Status run_host(const Model& m, const Node& n, std::map<std::string, Value>& env);
 

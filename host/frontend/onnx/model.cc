@@ -12,7 +12,10 @@
 #include <queue>
 #include <set>
 
+#include "common/limits.h"
+#include "common/parse.h"
 #include "common/tensor_io.h"
+#include "frontend/onnx/host_ops.h"
 
 namespace loom::onnxfe {
 
@@ -41,26 +44,20 @@ bool is_onnx_path(const std::string& path) {
 
 namespace {
 
-std::string one_line(std::string s) {
-  for (auto& c : s)
-    if (c == '\n' || c == '\r') c = ' ';
-  while (!s.empty() && s.back() == ' ') s.pop_back();
-  const size_t max = 400;
-  if (s.size() > max) s = s.substr(0, max) + "...";
-  return s;
-}
 
 // Resolves a tensor's external data inside the model's folder only.
 Expected<std::string> external_bytes(const onnx::TensorProto& t, const std::string& dir, const std::string& where) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : t.external_data()) {
-    try {
-      if (kv.key() == "location") location = kv.value();
-      if (kv.key() == "offset") offset = std::stoll(kv.value());
-      if (kv.key() == "length") length = std::stoll(kv.value());
-    } catch (const std::exception&) {
-      return make_error(where + ": field 'external_data'", "'" + kv.key() + "' is not a number: '" + kv.value() + "'");
+    if (kv.key() == "location") {
+      location = kv.value();
+    } else if (kv.key() == "offset" || kv.key() == "length") {
+      const auto v = parse_int64(kv.value());
+      if (!v || *v < 0)
+        return make_error(where + ": field 'external_data'",
+                          "'" + kv.key() + "' must be a whole number >= 0, got '" + excerpt(kv.value()) + "'");
+      (kv.key() == "offset" ? offset : length) = *v;
     }
   }
   if (location.empty()) return make_error(where + ": field 'external_data'", "no 'location' given");
@@ -77,13 +74,18 @@ Expected<std::string> external_bytes(const onnx::TensorProto& t, const std::stri
     return make_error(where + ": field 'external_data'",
                       "location '" + location + "' leaves the model's folder (" + base.string() + ")");
   }
-  if (offset < 0 || length < -1) return make_error(where + ": field 'external_data'", "negative offset or length");
-  auto bytes = read_file_bytes(full.string());
-  if (!bytes) return make_error(where + ": field 'external_data'", bytes.error().str());
-  if (uint64_t(offset) > bytes->size() || (length >= 0 && uint64_t(offset + length) > bytes->size())) {
-    return make_error(where + ": field 'external_data'", "offset/length lie beyond the end of '" + location + "'");
+  uint64_t size = 0;
+  if (length < 0) {
+    // The whole rest of the file: its size decides the length.
+    auto whole = read_file_range(full.string(), 0, 0, &size);
+    if (!whole) return make_error(where + ": field 'external_data'", whole.error().str());
+    if (uint64_t(offset) > size)
+      return make_error(where + ": field 'external_data'", "offset lies beyond the end of '" + location + "'");
+    length = int64_t(size - uint64_t(offset));
   }
-  return bytes->substr(size_t(offset), length < 0 ? std::string::npos : size_t(length));
+  auto bytes = read_file_range(full.string(), uint64_t(offset), uint64_t(length));
+  if (!bytes) return make_error(where + ": field 'external_data'", bytes.error().str());
+  return std::move(*bytes);
 }
 
 Attr convert_attr(const onnx::AttributeProto& a) {
@@ -137,6 +139,27 @@ Status check_value_info(const onnx::ValueInfoProto& v, const std::string& where)
     } else {
       for (size_t k = 0; k < dims.size(); ++k)
         if (dims[k] < 1) return make_error(where + ": field 'shape'", "dimension " + std::to_string(dims[k]) + " is not >= 1");
+    }
+  }
+  return {};
+}
+
+// Attribute values the ONNX library divides by or sizes loops with, checked
+// before the checker and shape inference see them (a stride of 0 would be an
+// integer division by zero inside the library).
+Status check_attr_values(const Model& m, const Node& n) {
+  static const std::set<std::string> positive = {"strides", "dilations", "kernel_shape", "blocksize", "group"};
+  constexpr int64_t kMaxAttr = int64_t(1) << 20;
+  for (const auto& [name, a] : n.attrs) {
+    const bool pos = positive.count(name) > 0, pads = name == "pads" || name == "output_padding";
+    if (!pos && !pads) continue;
+    std::vector<int64_t> vals = a.ints;
+    if (a.type == onnx::AttributeProto::INT) vals.push_back(a.i);
+    for (int64_t v : vals) {
+      if ((pos && (v < 1 || v > kMaxAttr)) || (pads && (v < 0 || v > kMaxAttr)))
+        return make_error(m.where(n) + ": attribute '" + name + "'",
+                          "value " + std::to_string(v) + " is outside " + (pos ? "1" : "0") + ".." +
+                              std::to_string(kMaxAttr));
     }
   }
   return {};
@@ -294,6 +317,9 @@ Expected<Model> load_model_bytes(const std::string& bytes, const std::string& pa
     m.consts.emplace(t.name(), std::move(*v));
   }
 
+  if (g->node_size() > limits::kMaxNodes)
+    return make_error(path + ": field 'node'", std::to_string(g->node_size()) + " nodes, above the limit of " +
+                                                   std::to_string(limits::kMaxNodes) + " (docs/security.md)");
   std::set<std::string> defined;
   for (const auto& in : g->input()) {
     const std::string where = path + ": graph input '" + in.name() + "'";
@@ -399,11 +425,20 @@ Expected<Model> load_model_bytes(const std::string& bytes, const std::string& pa
 
   // Quantization parameters first on what is known before inference (graph
   // inputs, initializers), so the message names the node and the operand.
-  for (const auto& n : m.nodes) LOOM_TRY(check_quant(m, n));
+  for (const auto& n : m.nodes) {
+    LOOM_TRY(check_attr_values(m, n));
+    LOOM_TRY(check_quant(m, n));
+    // Every constant scale operand (by the op's operand kinds): finite, > 0.
+    if (const std::string* kinds = operand_kinds(n))
+      for (size_t k = 0; k < n.inputs.size() && k < kinds->size(); ++k)
+        if ((*kinds)[k] == 's')
+          if (auto c = m.consts.find(n.inputs[k]); c != m.consts.end())
+            LOOM_TRY(check_scales(c->second, m.where(n) + ": input '" + n.inputs[k] + "'"));
+  }
   try {
     onnx::checker::check_model(mp);
   } catch (const std::exception& e) {
-    return make_error(path, "ONNX checker: " + one_line(e.what()));
+    return make_error(path, "ONNX checker: " + exception_text(e.what()));
   }
   try {
     // Strict (type-checked, node errors fatal) unless nodes of other domains
@@ -412,7 +447,7 @@ Expected<Model> load_model_bytes(const std::string& bytes, const std::string& pa
     onnx::ShapeInferenceOptions opts{!custom, custom ? 0 : 1, false};
     onnx::shape_inference::InferShapes(mp, onnx::OpSchemaRegistry::Instance(), opts);
   } catch (const std::exception& e) {
-    return make_error(path, "ONNX shape inference: " + one_line(e.what()));
+    return make_error(path, "ONNX shape inference: " + exception_text(e.what()));
   }
   for (const auto& vi : mp.graph().value_info()) {
     LOOM_TRY(check_value_info(vi, path + ": tensor '" + vi.name() + "'"));
@@ -421,7 +456,15 @@ Expected<Model> load_model_bytes(const std::string& bytes, const std::string& pa
   for (const auto& vi : mp.graph().output()) {
     if (!m.types.count(vi.name())) m.types[vi.name()] = type_of(vi.type());
   }
-  for (const auto& n : m.nodes) LOOM_TRY(check_quant(m, n));
+  for (const auto& n : m.nodes) {
+    LOOM_TRY(check_quant(m, n));
+    // Every constant scale operand (by the op's operand kinds): finite, > 0.
+    if (const std::string* kinds = operand_kinds(n))
+      for (size_t k = 0; k < n.inputs.size() && k < kinds->size(); ++k)
+        if ((*kinds)[k] == 's')
+          if (auto c = m.consts.find(n.inputs[k]); c != m.consts.end())
+            LOOM_TRY(check_scales(c->second, m.where(n) + ": input '" + n.inputs[k] + "'"));
+  }
   return m;
 }
 

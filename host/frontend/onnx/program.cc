@@ -765,7 +765,7 @@ Expected<ProgramRun> run_program(const Program& p, const std::string& backend, c
       if (ti->second.type && ti->second.type != v.type)
         return make_error(m.path + ": graph input '" + name + "'", "expects " + elem_name(ti->second.type) + ", got " + elem_name(v.type));
       if (ti->second.has_shape && ti->second.shape != v.shape)
-        return make_error(m.path + ": graph input '" + name + "'", "expects shape " + shape_string(ti->second.shape) + ", got " + shape_string(v.shape));
+        return make_error(m.path + ": graph input '" + name + "'", "expects shape " + shape_str(ti->second.shape) + ", got " + shape_str(v.shape));
     }
     env[name] = v;
   }
@@ -790,9 +790,9 @@ Expected<ProgramRun> run_program(const Program& p, const std::string& backend, c
       std::vector<int64_t> want = bit->shape;
       if (nhwc) want = {bit->shape[0], bit->shape[3], bit->shape[1], bit->shape[2]};
       if (v.type != (u8 ? kUint8 : kInt8) || v.shape != want)
-        return make_error(m.path + ": tensor '" + t + "'", "is " + elem_name(v.type) + " " + shape_string(v.shape) +
+        return make_error(m.path + ": tensor '" + t + "'", "is " + elem_name(v.type) + " " + shape_str(v.shape) +
                                                              " at run time; the segment was compiled for " +
-                                                             elem_name(u8 ? kUint8 : kInt8) + " " + shape_string(want));
+                                                             elem_name(u8 ? kUint8 : kInt8) + " " + shape_str(want));
       din[t] = to_device(v, nhwc, u8);
     }
     auto dev = runtime::make_device(backend, cfg);

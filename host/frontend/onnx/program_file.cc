@@ -12,6 +12,7 @@
 #include <set>
 
 #include "common/tensor_io.h"
+#include "plan/json_read.h"
 #include "frontend/onnx/host_ops.h"
 
 namespace loom::onnxfe {
@@ -19,6 +20,7 @@ namespace loom::onnxfe {
 namespace {
 
 using nlohmann::json;
+using plan::read_strict;
 
 void put_node(const Node& n, onnx::NodeProto* np) {
   np->set_name(n.name);
@@ -112,10 +114,8 @@ struct Meta {
       err = make_error(where, std::string("missing field '") + key + "'");
       return false;
     }
-    try {
-      *out = it->template get<T>();
-    } catch (const json::exception&) {
-      err = make_error(where, std::string("field '") + key + "' has the wrong type");
+    if (!read_strict(*it, out)) {
+      err = make_error(where, std::string("field '") + key + "' has the wrong type or is out of range");
       return false;
     }
     return true;
@@ -151,7 +151,7 @@ Expected<Model> read_host_model(const std::string& bytes, const std::string& pat
     for (auto d : dims) n *= uint64_t(d);
     if (elem_supported(ty) && n * esize != t.raw_data().size())
       return make_error(w + ": field 'raw_data'", "holds " + std::to_string(t.raw_data().size()) + " bytes; " +
-                                                      shape_string(dims) + " of " + elem_name(ty) + " needs " +
+                                                      shape_str(dims) + " of " + elem_name(ty) + " needs " +
                                                       std::to_string(n * esize));
     auto v = from_proto(t, w);
     if (!v) return v.error();
@@ -249,7 +249,11 @@ Status write_program_plan(const Program& p, const ProgramPlanInfo& info, const s
 Expected<ProgramPlan> read_program_plan(const std::string& path) {
   auto bytes = read_file_bytes(path);
   if (!bytes) return bytes.error();
-  auto c = plan::decode_container(*bytes, path);
+  return decode_program_plan(*bytes, path);
+}
+
+Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::string& path) {
+  auto c = plan::decode_container(bytes, path);
   if (!c) return c.error();
   if (c->version != plan::kProgramFormatVersion)
     return make_error(path, "field 'format_version': " + std::to_string(c->version) + " is a single-segment plan, not a program plan");
@@ -257,7 +261,7 @@ Expected<ProgramPlan> read_program_plan(const std::string& path) {
   try {
     meta = json::parse(c->meta);
   } catch (const json::exception& e) {
-    return make_error(path, std::string("metadata is not valid JSON: ") + e.what());
+    return make_error(path, "metadata is not valid JSON: " + exception_text(e.what()));
   }
   ProgramPlan pp;
   ProgramPlanInfo& info = pp.info;

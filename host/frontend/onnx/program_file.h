@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 #include "frontend/onnx/program.h"
@@ -45,5 +46,7 @@ struct ProgramPlan {
 /// fallback, step indices in range, every tensor produced before it is read.
 /// Errors are one line naming the file and the field.
 Expected<ProgramPlan> read_program_plan(const std::string& path);
+/// The same checks on a program plan's bytes; `path` names them in errors.
+Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::string& path);
 
 }  // namespace loom::onnxfe

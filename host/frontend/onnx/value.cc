@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 
 #include "common/tensor_io.h"
 
@@ -47,6 +48,15 @@ int64_t Value::numel() const {
 }
 
 Value Value::make(int32_t type, std::vector<int64_t> shape) {
+  // The one place host values are allocated: a shape computed from hostile
+  // attributes or inputs (a Reshape, a broadcast) is refused here.
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || (d > 0 && n > limits::kMaxTensorElems / d))
+      throw std::length_error("a host value of shape " + shape_str(shape) + " has more than " +
+                              std::to_string(limits::kMaxTensorElems) + " elements (docs/security.md)");
+    n *= d;
+  }
   Value v;
   v.type = type;
   v.shape = std::move(shape);
@@ -58,13 +68,10 @@ Value Value::make(int32_t type, std::vector<int64_t> shape) {
   return v;
 }
 
-std::string shape_string(const std::vector<int64_t>& s) {
-  std::string r = "[";
-  for (size_t k = 0; k < s.size(); ++k) r.append(k ? "," : "").append(std::to_string(s[k]));
-  return r + "]";
-}
-
 Status check_dims(const std::vector<int64_t>& dims, const std::string& where, bool allow_scalar) {
+  if (dims.size() > limits::kMaxRank)
+    return make_error(where, std::to_string(dims.size()) + " dimensions, above the limit of " +
+                                 std::to_string(limits::kMaxRank) + " (docs/security.md)");
   if (dims.empty() && !allow_scalar) return make_error(where, "a scalar is not allowed here");
   int64_t n = 1;
   for (size_t k = 0; k < dims.size(); ++k) {
@@ -77,13 +84,13 @@ Status check_dims(const std::vector<int64_t>& dims, const std::string& where, bo
                                    " is 0; zero-sized tensors are not supported (dimensions must be >= 1)");
     }
     if (n > std::numeric_limits<int64_t>::max() / dims[k]) {
-      return make_error(where, "the product of the dimensions " + shape_string(dims) + " overflows int64");
+      return make_error(where, "the product of the dimensions " + shape_str(dims) + " overflows int64");
     }
     n *= dims[k];
   }
-  if (n > kMaxElems) {
+  if (n > limits::kMaxTensorElems) {
     return make_error(where, "tensor of " + std::to_string(n) + " elements exceeds the limit of " +
-                                 std::to_string(kMaxElems));
+                                 std::to_string(limits::kMaxTensorElems) + " (docs/security.md)");
   }
   return {};
 }
@@ -125,7 +132,7 @@ Expected<Value> from_proto(const onnx::TensorProto& t, const std::string& where,
     if (raw->size() != want) {
       return make_error(where + ": field '" + std::string(external ? "external_data" : "raw_data") + "'",
                         "holds " + std::to_string(raw->size()) + " bytes; " + elem_name(t.data_type()) + " " +
-                            shape_string(dims) + " needs " + std::to_string(want));
+                            shape_str(dims) + " needs " + std::to_string(want));
     }
     switch (t.data_type()) {
       case kFloat:
@@ -142,7 +149,7 @@ Expected<Value> from_proto(const onnx::TensorProto& t, const std::string& where,
   }
   auto count_err = [&](const char* field, int64_t got) {
     return make_error(where + ": field '" + field + "'", "holds " + std::to_string(got) + " values; " +
-                                                               elem_name(t.data_type()) + " " + shape_string(dims) +
+                                                               elem_name(t.data_type()) + " " + shape_str(dims) +
                                                                " needs " + std::to_string(n));
   };
   switch (t.data_type()) {

@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "common/limits.h"
 #include "common/status.h"
+#include "common/tensor.h"
 
 namespace onnx {
 class TensorProto;
@@ -38,8 +40,7 @@ struct Value {
 };
 
 /// Limits on imported tensors: every dim >= 1 (zero-sized tensors are not
-/// supported), products fit in int64, at most kMaxElems elements.
-inline constexpr int64_t kMaxElems = int64_t(1) << 31;
+/// supported), products fit in int64, at most limits::kMaxTensorElems elements.
 Status check_dims(const std::vector<int64_t>& dims, const std::string& where, bool allow_scalar = true);
 
 /// Converts a TensorProto (typed fields or raw_data; external data already
@@ -49,7 +50,5 @@ Expected<Value> from_proto(const onnx::TensorProto& t, const std::string& where,
 std::string to_proto_bytes(const Value& v, const std::string& name);
 /// Reads a TensorProto file (.pb).
 Expected<Value> read_value(const std::string& path, std::string* name = nullptr);
-
-std::string shape_string(const std::vector<int64_t>& s);
 
 }  // namespace loom::onnxfe

@@ -1,0 +1,49 @@
+// Resource budgets: the one home of every limit loom applies to what it reads
+// (files, tensors, graphs, workloads), so hostile or corrupt input is refused
+// in one line before it can exhaust memory or time. docs/security.md lists
+// them with the reasoning; each is far above what a real network needs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace loom::limits {
+
+/// Bytes of any one input file (models, plans, graphs, tensors, workloads).
+/// Protobuf cannot parse more than 2 GiB anyway.
+inline constexpr uint64_t kMaxFileBytes = uint64_t(2) << 30;
+/// Bytes of text in YAML and JSON documents (workloads, sweeps, graphs).
+inline constexpr uint64_t kMaxTextBytes = uint64_t(64) << 20;
+
+/// Elements of any one tensor loom materializes (imported constants, host
+/// values, reference intermediates). BERT-base's embedding table has 23 M.
+inline constexpr int64_t kMaxTensorElems = int64_t(1) << 28;
+/// Dimensions of any one tensor (ONNX allows any rank; loom's ops use at
+/// most 6).
+inline constexpr size_t kMaxRank = 32;
+/// Bytes of any one tensor read from a file or produced on the host.
+inline constexpr uint64_t kMaxTensorBytes = uint64_t(1) << 30;
+/// Bytes of all constants and host values of one model together.
+inline constexpr uint64_t kMaxModelBytes = uint64_t(4) << 30;
+
+/// Nodes of one graph (JSON graph or ONNX model, after import).
+inline constexpr int64_t kMaxNodes = 100'000;
+
+/// YAML nodes of one document after alias expansion.
+inline constexpr int64_t kMaxYamlNodes = 1'000'000;
+
+/// Requests of one stream, and of one workload run in total (expected count,
+/// rate x duration, is checked when the workload is read; generation stops
+/// at the limit as well).
+inline constexpr int64_t kMaxRequestsPerStream = 10'000'000;
+inline constexpr int64_t kMaxRequestsTotal = 20'000'000;
+/// Simulated duration of one workload run: 10^9 ms (about 11.6 days).
+inline constexpr double kMaxDurationMs = 1e9;
+/// Arrival-process periods (bursty on/off phases) visited in one run, so a
+/// tiny period over a long duration cannot spin.
+inline constexpr double kMaxPeriods = 1e8;
+
+/// Bytes of one error line, so a corrupt field cannot print megabytes.
+inline constexpr uint64_t kMaxErrorBytes = 1024;
+
+}  // namespace loom::limits

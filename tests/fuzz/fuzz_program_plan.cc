@@ -1,0 +1,33 @@
+// Program plans (format 2): decode (container, metadata, host model, every
+// segment plan, host steps) and run on ref, host steps on the CPU.
+#include "frontend/onnx/program.h"
+#include "frontend/onnx/program_file.h"
+#include "fuzz_util.h"
+
+using namespace loom;
+
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size, unsigned int seed) {
+  return fuzz::mutate_container(data, size, max_size, seed);
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  auto pp = onnxfe::decode_program_plan(fuzz::bytes(data, size), "fuzz.plan");
+  if (!pp) return fuzz::check_error(pp.error()), 0;
+  const auto& prog = pp->program;
+  std::vector<std::vector<spec::Insn>> streams;
+  for (const auto& s : prog.segments)
+    for (const auto& c : s.plan.cores) streams.push_back(c);
+  if (fuzz::plan_work(streams) > fuzz::kRunWork) return 0;
+  std::map<std::string, onnxfe::Value> in;
+  std::vector<std::vector<int64_t>> shapes;
+  for (const auto& name : prog.model.inputs) {
+    auto t = prog.model.types.find(name);
+    if (t == prog.model.types.end() || !t->second.has_shape) return 0;
+    shapes.push_back(t->second.shape);
+    if (fuzz::total_elems(shapes) > fuzz::kRunElems) return 0;
+    in[name] = onnxfe::Value::make(t->second.type, t->second.shape);
+  }
+  auto r = onnxfe::run_program(prog, "ref", *spec::find_config(pp->info.config), in);
+  if (!r) fuzz::check_error(r.error());
+  return 0;
+}
