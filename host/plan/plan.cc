@@ -276,6 +276,7 @@ Expected<Plan> decode_plan(std::string_view bytes, const std::string& path) {
   r.ctx = "metadata";
   if (meta.contains("layers")) {
     if (!r.get(meta, "layers", &layers)) return *r.err;
+    if (!layers.is_array()) return make_error(path + ": metadata", "field 'layers' is not an array");
     for (size_t i = 0; i < layers.size(); ++i) {
       LayerInfo l;
       r.ctx = "layers[" + std::to_string(i) + "]";
@@ -283,6 +284,13 @@ Expected<Plan> decode_plan(std::string_view bytes, const std::string& path) {
             r.get(layers[i], "bytes_read", &l.bytes_read) && r.get(layers[i], "bytes_written", &l.bytes_written) &&
             r.get(layers[i], "insn_begin", &l.insn_begin) && r.get(layers[i], "insn_end", &l.insn_end)))
         return *r.err;
+      // Reports and `loom tune` index the streams with these.
+      if (l.insn_begin.size() != counts.size() || l.insn_end.size() != counts.size())
+        return make_error(path + ": " + r.ctx, "fields 'insn_begin'/'insn_end': expected one index per core");
+      for (size_t k = 0; k < counts.size(); ++k)
+        if (l.insn_begin[k] > l.insn_end[k] || l.insn_end[k] > counts[k])
+          return make_error(path + ": " + r.ctx, "fields 'insn_begin'/'insn_end': core " + std::to_string(k) +
+                                                     " indices out of order or past its stream");
       p.layers.push_back(std::move(l));
     }
   }

@@ -241,6 +241,16 @@ def case_external_data_past_end(d):
     return p, ["ext_past_end.onnx", "initializer 'c'", "beyond the end of the file"]
 
 
+def case_conv_rank_mismatch(d):
+    # A rank-3 input to a rank-4 kernel crashes ONNX's own shape inference
+    # (convPoolShapeInference); loom runs it isolated and reports the crash.
+    m = qconv_model()
+    m.graph.input[0].type.tensor_type.shape.dim.pop()
+    p = os.path.join(d, "rank3.onnx")
+    save(m, p)
+    return p, ["rank3.onnx", "ONNX checker and shape inference"]
+
+
 CASES = {k[len("case_"):]: v for k, v in globals().items() if k.startswith("case_")}
 
 

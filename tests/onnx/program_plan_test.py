@@ -214,12 +214,17 @@ class ProgramPlan(unittest.TestCase):
         n = meta["host_model_bytes"]
         hm = onnx.load_from_string(payload[:n])
         t = [t for t in hm.graph.initializer if t.name == "hs"][0]
-        t.dims.extend([65536, 32768])
+        t.dims.extend([4096, 32])  # within the element limit, beyond the data
         h = hm.SerializeToString()
         meta["host_model_bytes"] = len(h)
         bad = os.path.join(self.dir, "dims.plan")
         seal(bad, ver, meta, h + payload[n:])
         self.assert_one_line_error(self.run_plan(bad), "dims.plan", "initializer 'hs'", "raw_data")
+        t.dims.extend([65536, 32768])  # above the element limit: refused before its data is looked at
+        h = hm.SerializeToString()
+        meta["host_model_bytes"] = len(h)
+        seal(bad, ver, meta, h + payload[n:])
+        self.assert_one_line_error(self.run_plan(bad), "dims.plan", "initializer 'hs'", "exceeds the limit")
 
     def test_segment_index_out_of_range(self):
         ver, meta, payload = split(self.plan)

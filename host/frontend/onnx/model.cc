@@ -12,6 +12,7 @@
 #include <queue>
 #include <set>
 
+#include "common/isolate.h"
 #include "common/limits.h"
 #include "common/parse.h"
 #include "common/tensor_io.h"
@@ -435,19 +436,44 @@ Expected<Model> load_model_bytes(const std::string& bytes, const std::string& pa
           if (auto c = m.consts.find(n.inputs[k]); c != m.consts.end())
             LOOM_TRY(check_scales(c->second, m.where(n) + ": input '" + n.inputs[k] + "'"));
   }
-  try {
-    onnx::checker::check_model(mp);
-  } catch (const std::exception& e) {
-    return make_error(path, "ONNX checker: " + exception_text(e.what()));
+  // ONNX's checker and shape inference assume a model they can trust: on some
+  // malformed ones they crash (a rank-3 input to a rank-4 QLinearConv kernel
+  // is a SEGV in convPoolShapeInference). So they run in a child process,
+  // which sends back only the inferred types; a crash or hang is an error.
+  const bool custom = std::any_of(m.nodes.begin(), m.nodes.end(), [](const Node& n) { return !n.domain.empty(); });
+  auto inferred = run_isolated(
+      path + ": ONNX checker and shape inference",
+      [&]() -> Expected<std::string> {
+        try {
+          onnx::checker::check_model(mp);
+        } catch (const std::exception& e) {
+          return make_error("ONNX checker", exception_text(e.what()));
+        }
+        try {
+          // Strict (type-checked, node errors fatal) unless nodes of other
+          // domains are present, whose schemas the ONNX library does not know.
+          onnx::ShapeInferenceOptions opts{!custom, custom ? 0 : 1, false};
+          onnx::shape_inference::InferShapes(mp, onnx::OpSchemaRegistry::Instance(), opts);
+        } catch (const std::exception& e) {
+          return make_error("ONNX shape inference", exception_text(e.what()));
+        }
+        onnx::GraphProto types;
+        *types.mutable_value_info() = mp.graph().value_info();
+        *types.mutable_output() = mp.graph().output();
+        return types.SerializeAsString();
+      },
+      /*timeout_ms=*/120'000, limits::kMaxFileBytes);
+  if (!inferred) {
+    // The child's own error ("ONNX checker: ...") reads better without the wrapper.
+    const std::string& w = inferred.error().what;
+    if (w.rfind("ONNX checker: ", 0) == 0 || w.rfind("ONNX shape inference: ", 0) == 0) return make_error(path, w);
+    return inferred.error();
   }
-  try {
-    // Strict (type-checked, node errors fatal) unless nodes of other domains
-    // are present, whose schemas the ONNX library does not know.
-    const bool custom = std::any_of(m.nodes.begin(), m.nodes.end(), [](const Node& n) { return !n.domain.empty(); });
-    onnx::ShapeInferenceOptions opts{!custom, custom ? 0 : 1, false};
-    onnx::shape_inference::InferShapes(mp, onnx::OpSchemaRegistry::Instance(), opts);
-  } catch (const std::exception& e) {
-    return make_error(path, "ONNX shape inference: " + exception_text(e.what()));
+  {
+    onnx::GraphProto types;
+    if (!types.ParseFromString(*inferred)) return make_error(path, "ONNX shape inference: unreadable answer");
+    *mp.mutable_graph()->mutable_value_info() = std::move(*types.mutable_value_info());
+    *mp.mutable_graph()->mutable_output() = std::move(*types.mutable_output());
   }
   for (const auto& vi : mp.graph().value_info()) {
     LOOM_TRY(check_value_info(vi, path + ": tensor '" + vi.name() + "'"));
