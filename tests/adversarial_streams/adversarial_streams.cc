@@ -188,10 +188,26 @@ class Gen {
     }
   }
 
+  /// A DMA that is legal and stays inside the window (when the window holds
+  /// one), so that hostile instructions are reached after real work.
+  Insn legal_dma(const Window& w) {
+    const bool is_load = chance(0.55);
+    const uint64_t buf = is_load ? pick<uint64_t>({0, 1, 3}) : 3;
+    const uint64_t room = w.limit > w.base ? w.limit - w.base : 0;
+    const uint64_t cols = std::min<uint64_t>(room, range(1, 64));
+    if (cols == 0) return test::nop();
+    const uint64_t rows = std::min<uint64_t>(range(1, 8), room / cols);
+    const uint64_t span = rows * cols;
+    const uint64_t addr = w.base + below(room - span + 1);
+    const uint64_t sp = below(buffer_bytes(buf) - span + 1);
+    return is_load ? test::load(Buffer(buf), sp, addr, rows, cols) : test::store(Buffer(buf), sp, addr, rows, cols);
+  }
+
   Insn dma(const Window& w) {
+    if (chance(0.5)) return legal_dma(w);
     const bool is_load = chance(0.55);
     uint64_t buf = is_load ? pick<uint64_t>({0, 1, 3, 4}) : pick<uint64_t>({3, 2});
-    if (chance(0.04)) buf = range(0, 7);  // any id, legal or not
+    if (chance(0.02)) buf = range(0, 7);  // any id, legal or not
     uint64_t rows = pick<uint64_t>({0, 1, 1, 2, 3, 8, 32});
     uint64_t cols = pick<uint64_t>({0, 1, 4, 7, 16, 60, 64, 100, 256});
     uint64_t dstride = cols + pick<uint64_t>({0, 0, 4, 64});
@@ -234,9 +250,11 @@ class Gen {
   Insn any(const Window& w) {
     const uint64_t k = below(100);
     if (k < 70) return dma(w);
-    if (k < 80) return chance(0.7) ? test::sem_signal(below(cfg().semaphores + 4)) : test::sem_wait(below(cfg().semaphores + 4), 0);
+    if (k < 80)
+      return chance(0.7) ? test::sem_signal(below(cfg().semaphores + 2)) : test::sem_wait(below(cfg().semaphores + 2), 0);
     if (k < 86) return test::with_tokens(test::nop(), chance(0.5), chance(0.5), chance(0.5), chance(0.5));
-    if (k < 90) return test::with_tokens(test::fence(), true, false, false, false);
+    if (k < 88) return test::with_tokens(test::fence(), true, false, false, false);
+    if (k < 98) return legal_dma(w);
     Insn in{};
     in.w[0] = uint32_t(range(11, 63));  // no such opcode
     return in;
