@@ -1,9 +1,15 @@
 // ONNX import -> partition -> compile: load_model_bytes (structure, opsets,
 // attributes, quantization parameters, the ONNX checker and shape
 // inference) and build_program (QDQ folding, partitioning, every device
-// segment compiled for `tiny`).
+// segment compiled for `tiny`). What compiles must also load: the program
+// plan `loom compile` would write is read back as `loom run` reads it.
+#include <unistd.h>
+
+#include <cstdio>
+
 #include "frontend/onnx/model.h"
 #include "frontend/onnx/program.h"
+#include "frontend/onnx/program_file.h"
 #include "fuzz_util.h"
 
 using namespace loom;
@@ -16,6 +22,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const auto& [name, t] : m->types) shapes.push_back(t.shape);
   if (fuzz::total_elems(shapes) > fuzz::kRunElems) return 0;
   auto p = onnxfe::build_program(std::move(*m), {}, fuzz::tiny(), {});
-  if (!p) fuzz::check_error(p.error());
+  if (!p) return fuzz::check_error(p.error()), 0;
+  static const std::string file = "/tmp/loom-fuzz-onnx-" + std::to_string(::getpid()) + ".plan";
+  onnxfe::ProgramPlanInfo info;
+  info.config = "tiny";
+  info.compiler = "loom fuzz";
+  if (Status s = onnxfe::write_program_plan(*p, info, file); !s) return fuzz::check_error(s.error()), 0;
+  auto back = onnxfe::read_program_plan(file);
+  std::remove(file.c_str());
+  if (!back) {
+    std::fprintf(stderr, "compiled, but run refuses the program plan: %s\n", back.error().str().c_str());
+    std::abort();
+  }
   return 0;
 }
