@@ -143,7 +143,8 @@ std::string encode_plan(const Plan& p) {
                                         {"wait_at", u.wait_at},
                                         {"cycles", u.cycles}});
   }
-  const std::string m = meta.dump();
+  // Names are checked as UTF-8 where they come in; a dump must never throw.
+  const std::string m = meta.dump(-1, ' ', false, json::error_handler_t::replace);
 
   std::string payload(p.constants.begin(), p.constants.end());
   for (const auto& c : p.cores)

@@ -368,6 +368,13 @@ TEST(StrictParse, WholeTextOrNothing) {
     EXPECT_FALSE(parse_double(bad)) << bad;
 }
 
+TEST(StrictParse, Utf8) {
+  EXPECT_TRUE(valid_utf8("plain ascii"));
+  EXPECT_TRUE(valid_utf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"));
+  for (const char* bad : {"\x99", "\xc3", "\xc0\x80", "\xe0\x80\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", "ab\xff"})
+    EXPECT_FALSE(valid_utf8(bad)) << bad;
+}
+
 TEST(ErrorText, IsOneBoundedLine) {
   EXPECT_EQ(one_line("a\nb\r\nc  "), "a b  c");
   EXPECT_EQ(one_line(std::string(3000, 'x'), 100).size(), 103u);

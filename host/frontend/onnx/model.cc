@@ -145,6 +145,32 @@ Status check_value_info(const onnx::ValueInfoProto& v, const std::string& where)
   return {};
 }
 
+// Every name and op type is well-formed UTF-8 (protobuf does not check it
+// in ONNX's proto2 messages, and plan metadata is JSON, which needs it).
+Status check_names(const onnx::GraphProto& g, const std::string& path) {
+  auto bad = [&](const std::string& where, const std::string& what) -> Status {
+    return make_error(path + ": " + where, what + " is not valid UTF-8: '" + excerpt(what) + "'");
+  };
+  if (!valid_utf8(g.name())) return bad("graph", "the graph name");
+  for (const auto* vis : {&g.input(), &g.output(), &g.value_info()})
+    for (const auto& vi : *vis)
+      if (!valid_utf8(vi.name())) return bad("value_info", "a tensor name");
+  for (const auto& t : g.initializer())
+    if (!valid_utf8(t.name())) return bad("initializer", "a tensor name");
+  for (int k = 0; k < g.node_size(); ++k) {
+    const auto& n = g.node(k);
+    const std::string where = "node " + std::to_string(k);
+    for (const std::string* s : {&n.name(), &n.op_type(), &n.domain()})
+      if (!valid_utf8(*s)) return bad(where, "a name, op type or domain");
+    for (const auto* ts : {&n.input(), &n.output()})
+      for (const auto& t : *ts)
+        if (!valid_utf8(t)) return bad(where, "a tensor name");
+    for (const auto& a : n.attribute())
+      if (!valid_utf8(a.name())) return bad(where, "an attribute name");
+  }
+  return {};
+}
+
 // Attribute values the ONNX library divides by or sizes loops with, checked
 // before the checker and shape inference see them (a stride of 0 would be an
 // integer division by zero inside the library).
@@ -297,6 +323,7 @@ Expected<Model> load_model_bytes(const std::string& bytes, const std::string& pa
   if (!has_default) return make_error(path + ": field 'opset_import'", "no opset for the default ONNX domain");
 
   onnx::GraphProto* g = mp.mutable_graph();
+  LOOM_TRY(check_names(*g, path));
   m.name = g->name();
   if (g->sparse_initializer_size() > 0)
     return make_error(path + ": field 'sparse_initializer'", "sparse initializers are not supported");

@@ -243,7 +243,8 @@ Status write_program_plan(const Program& p, const ProgramPlanInfo& info, const s
     meta["steps"].push_back(st.segment >= 0 ? json{{"segment", st.segment}} : json{{"node", host_index[st.node]}});
   meta["fallback_ops"] = p.fallback_ops;
   meta["notes"] = p.notes;
-  return write_file_atomic(path, plan::encode_container(plan::kProgramFormatVersion, meta.dump(), payload));
+  const std::string text = meta.dump(-1, ' ', false, json::error_handler_t::replace);  // never throws
+  return write_file_atomic(path, plan::encode_container(plan::kProgramFormatVersion, text, payload));
 }
 
 Expected<ProgramPlan> read_program_plan(const std::string& path) {
