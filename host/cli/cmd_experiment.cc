@@ -173,7 +173,7 @@ Expected<Sweep> parse_sweep(const ordered_json& j, const std::string& src) {
 std::vector<std::string> serve_args(const ordered_json& params, const fs::path& sweep_dir) {
   std::vector<std::string> a;
   fs::path wl = params["workload"].get<std::string>();
-  if (wl.is_relative() && !fs::exists(wl)) wl = sweep_dir / wl;
+  if (std::error_code ec; wl.is_relative() && !fs::exists(wl, ec)) wl = sweep_dir / wl;
   a.push_back(fs::absolute(wl).lexically_normal().string());
   const std::map<std::string, std::string> flag{{"configs", "--config"},        {"batching", "--batching"},
                                                 {"scheduling", "--scheduling"}, {"backend", "--backend"},
@@ -299,7 +299,7 @@ Status store_manifest(const std::string& out, const ordered_json& man) {
   std::error_code ec;
   fs::create_directories(dir / "runs", ec);
   if (ec) return make_error(out, "cannot create the output directory: " + ec.message());
-  if (!fs::exists(file)) return write_file_atomic(file.string(), man.dump(1) + "\n");
+  if (std::error_code ec; !fs::exists(file, ec)) return write_file_atomic(file.string(), man.dump(1) + "\n");
   auto old = read_json(file);
   if (!old) return old.error();
   if ((*old)["points"] != man["points"])
@@ -321,7 +321,7 @@ Expected<ordered_json> prepare(const ExpOpts& o, Sweep* sweep_out) {
     if (a.name == "workload")
       for (const auto& v : a.values) {
         fs::path wl = v.get<std::string>();
-        if (wl.is_relative() && !fs::exists(wl)) wl = sweep_dir / wl;
+        if (std::error_code ec; wl.is_relative() && !fs::exists(wl, ec)) wl = sweep_dir / wl;
         auto w = serve::load_workload(wl.string());
         if (!w) return w.error();
       }

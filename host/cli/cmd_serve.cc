@@ -56,9 +56,10 @@ struct ZooModels {
     const std::string sub = m.zoo_name + (m.zoo_seq ? "-seq" + std::to_string(m.zoo_seq) : "") +
                             (m.zoo_slice.empty() ? "" : "-" + m.zoo_slice);
     const fs::path dir = root / sub, model = dir / "model.onnx";
-    if (fs::is_regular_file(model)) return model.string();
+    std::error_code fec;
+    if (fs::is_regular_file(model, fec)) return model.string();
     const std::string script = env_or("LOOM_ZOO_SCRIPT", LOOM_ZOO_SCRIPT);
-    if (!fs::is_regular_file(script))
+    if (!fs::is_regular_file(script, fec))
       return make_error(m.name, "zoo script " + script + " not found (set LOOM_ZOO_SCRIPT to scripts/zoo.py)");
     std::error_code ec;
     fs::create_directories(root, ec);
@@ -85,7 +86,8 @@ struct ZooModels {
     }
     fs::rename(out, dir, ec);  // another process may have built it first: keep theirs
     fs::remove_all(out, ec);
-    if (!fs::is_regular_file(model)) return make_error(m.name, "the zoo build wrote no " + model.string());
+    if (std::error_code ec2; !fs::is_regular_file(model, ec2))
+      return make_error(m.name, "the zoo build wrote no " + model.string());
     return model.string();
   }
 };

@@ -183,16 +183,19 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
   } else if (model->size() > 5 && model->substr(model->size() - 5) == ".json") {
     out.model.kind = ModelSpec::Kind::Graph;
     std::filesystem::path p(*model);
-    if (p.is_relative() && !std::filesystem::exists(p)) p = std::filesystem::path(dir) / p;
+    std::error_code ec;  // the non-throwing forms: a path too long for the OS is "not found", not an exception
+    if (p.is_relative() && !std::filesystem::exists(p, ec)) p = std::filesystem::path(dir) / p;
     out.model.name = p.string();
-    if (!std::filesystem::exists(p)) return make_error(where + ": field 'model'", "graph file " + *model + " not found");
+    if (!std::filesystem::exists(p, ec))
+      return make_error(where + ": field 'model'", "graph file " + excerpt(*model) + " not found");
   } else if (model->size() > 5 && model->substr(model->size() - 5) == ".onnx") {
     out.model.kind = ModelSpec::Kind::Onnx;
     std::filesystem::path p(*model);
     if (p.is_relative()) p = std::filesystem::path(dir) / p;
     out.model.path = p.string();
-    if (!std::filesystem::is_regular_file(p))
-      return make_error(where + ": field 'model'", "ONNX model " + p.string() + " not found");
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(p, ec))
+      return make_error(where + ": field 'model'", "ONNX model " + excerpt(p.string(), 200) + " not found");
   } else if (model->rfind("zoo:", 0) == 0) {
     out.model.kind = ModelSpec::Kind::Onnx;
     LOOM_TRY(parse_zoo(*model, where + ": field 'model'", out.model));
@@ -247,7 +250,8 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
     auto f = str(av, kw, "file", "", true);
     if (!f) return f.error();
     std::filesystem::path p(*f);
-    if (p.is_relative() && !std::filesystem::exists(p)) p = std::filesystem::path(dir) / p;
+    std::error_code ec;
+    if (p.is_relative() && !std::filesystem::exists(p, ec)) p = std::filesystem::path(dir) / p;
     out.arrival.trace_file = p.string();
     LOOM_TRY(parse_trace(out.arrival, out.arrival.trace_file));
   } else {
