@@ -200,7 +200,7 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
     out.model.kind = ModelSpec::Kind::Onnx;
     LOOM_TRY(parse_zoo(*model, where + ": field 'model'", out.model));
   } else {
-    return make_error(where + ": field 'model'", "unknown model '" + *model +
+    return make_error(where + ": field 'model'", "unknown model '" + excerpt(*model) +
                                                      "' (built-in: gemm_chain; a .json graph or .onnx model path; "
                                                      "or zoo:NAME[:seq=L][:slice=S])");
   }
