@@ -148,25 +148,24 @@ Status check_value_info(const onnx::ValueInfoProto& v, const std::string& where)
 // Every name and op type is well-formed UTF-8 (protobuf does not check it
 // in ONNX's proto2 messages, and plan metadata is JSON, which needs it).
 Status check_names(const onnx::GraphProto& g, const std::string& path) {
-  auto bad = [&](const std::string& where, const std::string& what) -> Status {
-    return make_error(path + ": " + where, what + " is not valid UTF-8: '" + excerpt(what) + "'");
+  // `what` names the kind of string, `s` is the string itself.
+  auto check = [&](const std::string& where, const char* what, const std::string& s) -> Status {
+    if (valid_utf8(s)) return {};
+    return make_error(path + ": " + where, std::string(what) + " is not valid UTF-8: '" + excerpt(s) + "'");
   };
-  if (!valid_utf8(g.name())) return bad("graph", "the graph name");
+  LOOM_TRY(check("graph", "the graph name", g.name()));
   for (const auto* vis : {&g.input(), &g.output(), &g.value_info()})
-    for (const auto& vi : *vis)
-      if (!valid_utf8(vi.name())) return bad("value_info", "a tensor name");
-  for (const auto& t : g.initializer())
-    if (!valid_utf8(t.name())) return bad("initializer", "a tensor name");
+    for (const auto& vi : *vis) LOOM_TRY(check("value_info", "a tensor name", vi.name()));
+  for (const auto& t : g.initializer()) LOOM_TRY(check("initializer", "a tensor name", t.name()));
   for (int k = 0; k < g.node_size(); ++k) {
     const auto& n = g.node(k);
     const std::string where = "node " + std::to_string(k);
-    for (const std::string* s : {&n.name(), &n.op_type(), &n.domain()})
-      if (!valid_utf8(*s)) return bad(where, "a name, op type or domain");
+    LOOM_TRY(check(where, "the node name", n.name()));
+    LOOM_TRY(check(where, "the op type", n.op_type()));
+    LOOM_TRY(check(where, "the domain", n.domain()));
     for (const auto* ts : {&n.input(), &n.output()})
-      for (const auto& t : *ts)
-        if (!valid_utf8(t)) return bad(where, "a tensor name");
-    for (const auto& a : n.attribute())
-      if (!valid_utf8(a.name())) return bad(where, "an attribute name");
+      for (const auto& t : *ts) LOOM_TRY(check(where, "a tensor name", t));
+    for (const auto& a : n.attribute()) LOOM_TRY(check(where, "an attribute name", a.name()));
   }
   return {};
 }
@@ -509,15 +508,8 @@ Expected<Model> load_model_bytes(const std::string& bytes, const std::string& pa
   for (const auto& vi : mp.graph().output()) {
     if (!m.types.count(vi.name())) m.types[vi.name()] = type_of(vi.type());
   }
-  for (const auto& n : m.nodes) {
-    LOOM_TRY(check_quant(m, n));
-    // Every constant scale operand (by the op's operand kinds): finite, > 0.
-    if (const std::string* kinds = operand_kinds(n))
-      for (size_t k = 0; k < n.inputs.size() && k < kinds->size(); ++k)
-        if ((*kinds)[k] == 's')
-          if (auto c = m.consts.find(n.inputs[k]); c != m.consts.end())
-            LOOM_TRY(check_scales(c->second, m.where(n) + ": input '" + n.inputs[k] + "'"));
-  }
+  // Again with the inferred types; the constant scales were checked above.
+  for (const auto& n : m.nodes) LOOM_TRY(check_quant(m, n));
   return m;
 }
 
