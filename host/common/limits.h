@@ -12,19 +12,17 @@ namespace loom::limits {
 /// Bytes of any one input file (models, plans, graphs, tensors, workloads).
 /// Protobuf cannot parse more than 2 GiB anyway.
 inline constexpr uint64_t kMaxFileBytes = uint64_t(2) << 30;
-/// Bytes of text in YAML and JSON documents (workloads, sweeps, graphs).
+/// Bytes of one YAML text (workloads, sweeps, command lists, trace files).
 inline constexpr uint64_t kMaxTextBytes = uint64_t(64) << 20;
 
 /// Elements of any one tensor loom materializes (imported constants, host
-/// values, reference intermediates). BERT-base's embedding table has 23 M.
+/// values, JSON-graph initializers, the direct reference's intermediates). BERT-base's embedding table has 23 M.
 inline constexpr int64_t kMaxTensorElems = int64_t(1) << 28;
 /// Dimensions of any one tensor (ONNX allows any rank; loom's ops use at
 /// most 6).
 inline constexpr size_t kMaxRank = 32;
 /// Bytes of any one tensor read from a file or produced on the host.
 inline constexpr uint64_t kMaxTensorBytes = uint64_t(1) << 30;
-/// Bytes of all constants and host values of one model together.
-inline constexpr uint64_t kMaxModelBytes = uint64_t(4) << 30;
 
 /// Nodes of one graph (JSON graph or ONNX model, after import).
 inline constexpr int64_t kMaxNodes = 100'000;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/limits.h"
 #include "common/tensor_io.h"
 #include "ir/graph.h"
 #include "ir/ir_util.h"
@@ -206,7 +207,7 @@ Status parse_tensor(const std::string& name, const json& j, const std::string& s
   }
   auto n = checked_numel(ti->shape);
   if (!n) return make_error(field_where(where, "shape"), n.error().what);
-  if (*n > detail::kMaxMaterializedElems) {
+  if (*n > limits::kMaxTensorElems) {
     return make_error(field_where(where, "shape"), "constant of " + std::to_string(*n) + " elements is too large");
   }
   int64_t lo = 0, hi = 0;
@@ -438,19 +439,13 @@ Expected<Graph> parse_document(const std::string& text, const std::string& src) 
   try {
     j = json::parse(text, [&dups](int, json::parse_event_t ev, json& parsed) { return dups.on_event(ev, parsed); });
   } catch (const json::parse_error& e) {
-    std::string msg = e.what();
-    const size_t close = msg.find("] ");
-    if (msg.rfind("[json.exception", 0) == 0 && close != std::string::npos) msg = msg.substr(close + 2);
-    for (char& c : msg)
-      if (c == '\n' || c == '\r') c = ' ';
+    std::string msg = exception_text(e.what());
     if (msg.find("line ") == std::string::npos) msg += " (at byte " + std::to_string(e.byte) + ")";
     return make_error(src, "invalid JSON: " + msg);
   } catch (const json::out_of_range& e) {
     // A number too large for a double (e.g. 1e400): nlohmann gives no
     // position, so locate the quoted token in the text.
-    std::string msg = e.what();
-    const size_t close = msg.find("] ");
-    if (close != std::string::npos) msg = msg.substr(close + 2);
+    std::string msg = exception_text(e.what());
     const size_t q0 = msg.find('\''), q1 = msg.rfind('\'');
     if (q0 != std::string::npos && q1 > q0) {
       const size_t at = text.find(msg.substr(q0 + 1, q1 - q0 - 1));

@@ -8,7 +8,6 @@
 #include <string>
 #include <string_view>
 
-#include "common/limits.h"
 #include "ir/graph.h"
 
 namespace loom::ir::detail {
@@ -96,8 +95,5 @@ inline int32_t real_to_q(double r, double scale, int32_t zero_point) {
   return int32_t(std::clamp<int64_t>(int64_t(std::round(d)) + zero_point, -128, 127));
 }
 
-/// Largest tensor the reference materializes, so a legal but absurd shape
-/// gives an error instead of exhausting memory.
-inline constexpr int64_t kMaxMaterializedElems = limits::kMaxTensorElems;
 
 }  // namespace loom::ir::detail

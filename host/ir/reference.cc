@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "common/limits.h"
 #include "common/tensor_io.h"
 #include "ir/graph.h"
 #include "ir/ir_util.h"
@@ -179,7 +180,7 @@ Expected<std::map<std::string, Tensor>> run(const Graph& in, const std::map<std:
   }
   for (const auto& n : g.nodes) {
     const TensorInfo& yi = g.tensor(n.outputs[0]);
-    if (*checked_numel(yi.shape) > detail::kMaxMaterializedElems) {
+    if (*checked_numel(yi.shape) > limits::kMaxTensorElems) {
       return make_error(field_where(node_where(g, n), "outputs"),
                         "tensor '" + yi.name + "' " + shape_str(yi.shape) + " is too large for the reference");
     }
@@ -211,7 +212,7 @@ std::map<std::string, Tensor> random_inputs(const Graph& g, uint64_t seed) {
     auto it = g.tensors.find(name);
     if (it == g.tensors.end()) continue;
     auto n = checked_numel(it->second.shape);
-    if (!n || *n > detail::kMaxMaterializedElems) continue;
+    if (!n || *n > limits::kMaxTensorElems) continue;
     Tensor t(DType::I8, it->second.shape);
     for (int64_t i = 0; i < *n; ++i) t.i8()[i] = int8_t(rng.in_range(-128, 127));
     out.emplace(name, std::move(t));
