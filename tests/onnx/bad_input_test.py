@@ -64,22 +64,29 @@ def case_not_protobuf(d):
     return p, ["text.onnx"]
 
 
-def case_external_data_escape(d):
-    sub = os.path.join(d, "model")
-    os.makedirs(sub)
-    open(os.path.join(d, "secret.bin"), "wb").write(b"\0" * 16)
+def external_model(path, fields):
+    """An Add of graph input x and a 4-float initializer 'c' whose data is
+    external, with the external_data (key, value) pairs `fields`."""
     t = helper.make_tensor("c", TensorProto.FLOAT, [4], [0.0] * 4)
     t.ClearField("float_data")
     t.data_location = TensorProto.EXTERNAL
-    e = t.external_data.add()
-    e.key, e.value = "location", "../secret.bin"
+    for k, v in fields:
+        e = t.external_data.add()
+        e.key, e.value = k, v
     g = helper.make_graph([helper.make_node("Add", ["x", "c"], ["y"], name="add")], "g",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], [t])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
-    p = os.path.join(sub, "ext.onnx")
-    save(m, p)
+    save(m, path)
+    return path
+
+
+def case_external_data_escape(d):
+    sub = os.path.join(d, "model")
+    os.makedirs(sub)
+    open(os.path.join(d, "secret.bin"), "wb").write(b"\0" * 16)
+    p = external_model(os.path.join(sub, "ext.onnx"), [("location", "../secret.bin")])
     return p, ["ext.onnx", "initializer 'c'", "external_data", "leaves the model's folder"]
 
 
@@ -207,37 +214,13 @@ def case_nan_scale(d):
 
 def case_external_data_prefix_number(d):
     open(os.path.join(d, "w.bin"), "wb").write(b"\0" * 64)
-    t = helper.make_tensor("c", TensorProto.FLOAT, [4], [0.0] * 4)
-    t.ClearField("float_data")
-    t.data_location = TensorProto.EXTERNAL
-    for k, v in (("location", "w.bin"), ("offset", "16abc")):
-        e = t.external_data.add()
-        e.key, e.value = k, v
-    g = helper.make_graph([helper.make_node("Add", ["x", "c"], ["y"], name="add")], "g",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], [t])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 8
-    p = os.path.join(d, "ext_prefix.onnx")
-    save(m, p)
+    p = external_model(os.path.join(d, "ext_prefix.onnx"), [("location", "w.bin"), ("offset", "16abc")])
     return p, ["ext_prefix.onnx", "initializer 'c'", "'offset' must be a whole number", "16abc"]
 
 
 def case_external_data_past_end(d):
     open(os.path.join(d, "w.bin"), "wb").write(b"\0" * 8)
-    t = helper.make_tensor("c", TensorProto.FLOAT, [4], [0.0] * 4)
-    t.ClearField("float_data")
-    t.data_location = TensorProto.EXTERNAL
-    for k, v in (("location", "w.bin"), ("offset", "4"), ("length", "16")):
-        e = t.external_data.add()
-        e.key, e.value = k, v
-    g = helper.make_graph([helper.make_node("Add", ["x", "c"], ["y"], name="add")], "g",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], [t])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 8
-    p = os.path.join(d, "ext_past_end.onnx")
-    save(m, p)
+    p = external_model(os.path.join(d, "ext_past_end.onnx"), [("location", "w.bin"), ("offset", "4"), ("length", "16")])
     return p, ["ext_past_end.onnx", "initializer 'c'", "beyond the end of the file"]
 
 
