@@ -1,6 +1,11 @@
 // Shared helpers of the `loom` subcommands.
 #include "cli/cli_common.h"
 
+#include <algorithm>
+
+#include "compiler/options.h"
+#include "frontend/onnx/model.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -140,6 +145,83 @@ Expected<std::map<std::string, Tensor>> load_inputs(const std::vector<std::strin
 uint64_t file_hash(const std::string& path) {
   auto b = read_file_bytes(path);
   return b ? fnv1a64(b->data(), b->size()) : 0;
+}
+
+void add_compile_flags(CLI::App* cmd, CompileFlags& f) {
+  f.given.emplace_back("--cores", cmd->add_option("--cores", f.cores, "Cores to compile for (0: all of the configuration)")
+                                      ->check(CLI::Range(0, 64)));
+  f.given.emplace_back("--fusion", cmd->add_option("--fusion", f.fusion, "Fusion policy: none, greedy (every legal group) or cost")
+                                       ->capture_default_str());
+  f.given.emplace_back("--placement",
+                       cmd->add_option("--placement", f.placement,
+                                       "Placement: static (data-parallel), pipeline (layer stages on core groups) or "
+                                       "dynamic (tile tasks dispatched by the runtime)")
+                           ->capture_default_str());
+  f.given.emplace_back("--tasks-per-core",
+                       cmd->add_option("--tasks-per-core", f.tasks_per_core, "Dynamic placement: tile tasks per core and layer")
+                           ->check(CLI::Range(1, 64))
+                           ->capture_default_str());
+  f.given.emplace_back("--hls", cmd->add_option("--hls", f.hls,
+                                                "HLS compute units: off, or auto (layers or parts of them on units when "
+                                                "predicted faster)")
+                                    ->capture_default_str());
+  f.given.emplace_back("--cost-params",
+                       cmd->add_option("--cost-params", f.cost_params,
+                                       "Cost-model parameters (JSON, e.g. refitted by `loom tune --cost-params-out`) "
+                                       "the fusion and tiling passes decide with"));
+}
+
+Expected<compiler::CompileOptions> compile_options(const CompileFlags& f, const spec::HwConfig& cfg) {
+  compiler::CompileOptions o;
+  if (f.cores < 0 || uint32_t(f.cores) > cfg.cores)
+    return make_error("--cores", std::to_string(f.cores) + " is outside [0, " + std::to_string(cfg.cores) +
+                                     "] for configuration '" + std::string(cfg.name) + "'");
+  o.num_cores = f.cores;
+  o.tasks_per_core = f.tasks_per_core;
+  auto fusion = compiler::parse_fusion(f.fusion);
+  if (!fusion) return fusion.error();
+  o.fusion = *fusion;
+  auto placement = compiler::parse_placement(f.placement);
+  if (!placement) return placement.error();
+  o.placement = *placement;
+  auto hls = compiler::parse_hls(f.hls);
+  if (!hls) return hls.error();
+  o.hls = *hls;
+  if (!f.cost_params.empty()) {
+    auto cp = compiler::read_cost_params(f.cost_params, cfg);
+    if (!cp) return cp.error();
+    o.cost_params = *cp;
+  }
+  return o;
+}
+
+Status check_plan_flags(const CompileFlags& f, const spec::HwConfig& cfg, const compiler::CompileOptions* recorded,
+                        const std::string& plan) {
+  std::vector<std::string> given;
+  for (const auto& [flag, opt] : f.given)
+    if (opt->count() > 0) given.push_back(flag);
+  if (given.empty()) return {};
+  if (!recorded)
+    return make_error(given[0], "plan " + plan + " records no compile options to check it against; recompile it");
+  auto want = compile_options(f, cfg);
+  if (!want) return want.error();
+  const auto rec = compiler::options_to_json(*recorded), asked = compiler::options_to_json(*want);
+  for (const auto& flag : given) {
+    std::string key = flag.substr(2);
+    std::replace(key.begin(), key.end(), '-', '_');
+    if (key == "cost_params" ? rec[key] != asked[key] : rec[key] != asked[key])
+      return make_error(flag, "plan " + plan + " was compiled with " + key + " " + rec[key].dump() + ", not " +
+                                  asked[key].dump() + "; recompile it, or leave the flag out");
+  }
+  return {};
+}
+
+InputKind input_kind(const std::string& path) {
+  const uint32_t v = plan::plan_format_version(path);
+  if (v == plan::kProgramFormatVersion) return InputKind::ProgramPlan;
+  if (plan::looks_like_plan(path)) return InputKind::Plan;
+  if (onnxfe::is_onnx_path(path)) return InputKind::Onnx;
+  return InputKind::Graph;
 }
 
 int& deferred_exit_code() {

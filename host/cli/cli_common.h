@@ -3,7 +3,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -11,7 +13,11 @@
 #include "common/status.h"
 #include "common/tensor.h"
 #include "ir/graph.h"
+#include "compiler/compiler.h"
 #include "plan/plan.h"
+#include "runtime/device.h"
+#include "runtime/executor.h"
+#include "runtime/trace.h"
 
 namespace loom::cli {
 
@@ -48,23 +54,75 @@ Expected<std::map<std::string, Tensor>> load_inputs(const std::vector<std::strin
 
 uint64_t file_hash(const std::string& path);
 
-/// ONNX models (.onnx) behind `loom run` / `loom compile` (cmd_onnx.cc).
-struct OnnxRunArgs {
-  std::string model, backend, config, outputs;
+/// The compile flags of `loom compile` and `loom run`, on every input kind:
+/// parsed once into the one compiler::CompileOptions. On a plan, a flag that
+/// is given must agree with the options the plan records.
+struct CompileFlags {
+  int cores = 0, tasks_per_core = 1;
+  std::string fusion = "cost", placement = "static", hls = "off", cost_params;
+  std::vector<std::pair<std::string, CLI::Option*>> given;  // flag -> option, to tell which were given
+};
+/// Adds --cores, --fusion, --placement, --tasks-per-core, --hls and
+/// --cost-params to `cmd`.
+void add_compile_flags(CLI::App* cmd, CompileFlags& f);
+/// The options the flags name, for `cfg` (--cost-params read and checked).
+Expected<compiler::CompileOptions> compile_options(const CompileFlags& f, const spec::HwConfig& cfg);
+/// On a plan that records `recorded` (JSON text of compile_options; empty:
+/// none): every flag given must agree with it. Errors name the flag.
+Status check_plan_flags(const CompileFlags& f, const spec::HwConfig& cfg, const compiler::CompileOptions* recorded,
+                        const std::string& plan);
+
+/// What `loom run` and `loom compile` are given (by content, then extension).
+enum class InputKind { Graph, Plan, Onnx, ProgramPlan };
+InputKind input_kind(const std::string& path);
+
+/// ONNX models (.onnx) and program plans behind `loom run` / `loom compile`
+/// (cmd_onnx.cc).
+struct RunArgs {
+  std::string model, backend = "ref", config, outputs, format = "pb", graph, wave, trace, expected;
   std::vector<std::string> inputs;
   bool check = false, json = false;
-  int cores = 0;
+  bool layer_cycles = false;  // --layer-cycles (implied by --trace)
+  uint64_t seed = 1;
+  double atol = 1e-5, rtol = 1e-3;  // --expected: |got - want| <= atol + rtol * |want|
+  CompileFlags compile;
 };
-struct OnnxCompileArgs {
-  std::string model, config, out;
-  bool explain = false, json = false;
-  int cores = 0;
-  std::string placement = "static", hls = "off", fusion = "cost";  // parsed by compile_onnx
-  int tasks_per_core = 1;
+int run_program_kind(const RunArgs& a);
+
+/// Pieces of a run's report that every input kind shares (cmd_run.cc).
+/// Per-core counters, summed over `runs` (one per plan executed).
+ordered_json cores_json(const std::vector<const runtime::RunResult*>& runs);
+/// One entry per plan layer: name, op, MACs, measured cycles (null when not
+/// measured) and the MAC utilization they give on `cfg`.
+ordered_json layers_json(const plan::Plan& p, const runtime::RunResult& r, const spec::HwConfig& cfg, int segment = -1);
+/// An output as the reference comparison sees it.
+struct OutputRef {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t numel = 0;
+  std::function<double(int64_t)> at;
 };
-bool is_onnx_model(const std::string& path);
-int run_onnx(const OnnxRunArgs& a);
-int compile_onnx(const OnnxCompileArgs& a);
+/// --expected DIR: every output against DIR/output_K.pb (or .npy), K its
+/// index, within |got - want| <= atol + rtol * |want|. Sets *ok.
+Expected<ordered_json> compare_expected(const std::string& dir, const std::vector<OutputRef>& outs, double atol,
+                                        double rtol, bool* ok);
+/// The text line of compare_expected's result.
+void print_expected(const ordered_json& e);
+/// The reference folder of a model: --expected, else test_data_set_0 beside
+/// it when no --inputs are given (empty: none).
+std::string expected_dir(const RunArgs& a);
+/// Writes the trace of a run that took `cycles` on `dev`, its slices named
+/// after the layers in `spans`.
+Status write_trace(runtime::TraceRecorder& trace, const RunArgs& a, const runtime::Device& dev, uint64_t cycles,
+                   const std::vector<runtime::TraceRecorder::LayerSpan>& spans);
+/// The layer spans of one executed plan (empty when its layers were not timed).
+std::vector<runtime::TraceRecorder::LayerSpan> layer_spans(const plan::Plan& p, const runtime::RunResult& r,
+                                                           const std::string& prefix = "");
+/// The device of a run: --backend for `cfg`, with --wave and --trace.
+Expected<std::unique_ptr<runtime::Device>> open_device(const RunArgs& a, const spec::HwConfig& cfg,
+                                                       runtime::TraceRecorder* trace);
+int compile_program_kind(const std::string& model, const spec::HwConfig& cfg, const compiler::CompileOptions& opt,
+                         const std::string& out, bool explain, bool json);
 
 void register_info(CLI::App& app);
 void register_compile(CLI::App& app);

@@ -202,11 +202,11 @@ Expected<std::vector<Workload>> workloads(const Opts& o, const spec::HwConfig& c
     auto g = load_graph(o.model);
     if (!g) return g.error();
     work.push_back({o.model, std::move(*g)});
-  } else if (is_onnx_model(o.model)) {
+  } else if (input_kind(o.model) == InputKind::Onnx) {
     auto m = onnxfe::load_model(o.model);
     if (!m) return m.error();
     onnxfe::ProgramOptions po;
-    po.cores = o.cores;
+    po.compile.num_cores = o.cores;
     auto prog = onnxfe::build_program(std::move(*m), {}, cfg, po);
     if (!prog) return prog.error();
     if (prog->segments.empty())

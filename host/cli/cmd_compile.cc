@@ -3,6 +3,7 @@
 
 #include "cli/cli_common.h"
 #include "compiler/compiler.h"
+#include "compiler/options.h"
 
 namespace loom::cli {
 
@@ -18,71 +19,31 @@ Expected<compiler::CompileResult> compile_graph(const std::string& path, const s
   return r;
 }
 
-/// Compiles `path` for `cfg` with default options; shared with `loom run GRAPH`.
-Expected<compiler::CompileResult> compile_graph(const std::string& path, const spec::HwConfig& cfg, int cores) {
-  compiler::CompileOptions opt;
-  opt.num_cores = cores;
-  return compile_graph(path, cfg, opt);
-}
-
 void register_compile(CLI::App& app) {
   struct Opts {
-    std::string graph, config = "default", out, fusion = "cost", placement = "static", hls = "off";
-    std::string cost_params;
+    std::string graph, config = "default", out;
     bool explain = false, json = false;
-    int cores = 0;
-    int tasks_per_core = 1;
+    CompileFlags compile;
   };
   auto o = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand("compile", "Compile a graph into a plan for a hardware configuration");
+  auto* cmd = app.add_subcommand("compile", "Compile a graph or an ONNX model into a plan for a hardware configuration");
   cmd->add_option("GRAPH", o->graph, "Graph (.json) or ONNX model (.onnx)")->required();
   cmd->add_option("--config", o->config, "Hardware configuration (see `loom info`)")->capture_default_str();
   cmd->add_option("-o,--output", o->out, "Plan file to write")->required();
-  cmd->add_option("--cores", o->cores, "Cores to use (0: all of the configuration)")->check(CLI::Range(0, 64));
-  cmd->add_option("--fusion", o->fusion, "Fusion policy: none, greedy (every legal group) or cost")
-      ->capture_default_str();
-  cmd->add_option("--placement", o->placement,
-                  "Placement: static (data-parallel), pipeline (layer stages on core groups) or dynamic (tile "
-                  "tasks dispatched by the runtime)")
-      ->capture_default_str();
-  cmd->add_option("--hls", o->hls, "HLS compute units: off, or auto (layers or parts of them on units when predicted faster)")
-      ->capture_default_str();
-  cmd->add_option("--tasks-per-core", o->tasks_per_core, "Dynamic placement: tile tasks per core and layer")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
-  cmd->add_option("--cost-params", o->cost_params,
-                  "Cost-model parameters (JSON, e.g. refitted by `loom tune --cost-params-out`) the fusion and "
-                  "tiling passes decide with");
+  add_compile_flags(cmd, o->compile);
   cmd->add_flag("--explain", o->explain, "Print every compiler decision with its predicted numbers");
   cmd->add_flag("--json", o->json, "Print a JSON summary");
   cmd->callback([o] {
-    if (is_onnx_model(o->graph)) {
-      if (!o->cost_params.empty())
-        throw CLI::RuntimeError(fail("--cost-params: ONNX models compile with the configuration's cost model only (docs/compiler.md)"));
-      const int rc = compile_onnx(OnnxCompileArgs{o->graph, o->config, o->out, o->explain, o->json, o->cores,
-                                                  o->placement, o->hls, o->fusion, o->tasks_per_core});
+    auto cfg = find_config(o->config);
+    if (!cfg) throw CLI::RuntimeError(fail(cfg.error()));
+    auto copt = compile_options(o->compile, **cfg);
+    if (!copt) throw CLI::RuntimeError(fail(copt.error()));
+    const compiler::CompileOptions& opt = *copt;
+    if (input_kind(o->graph) == InputKind::Onnx) {
+      const int rc = compile_program_kind(o->graph, **cfg, opt, o->out, o->explain, o->json);
       if (rc != 0) throw CLI::RuntimeError(rc);
       return;
     }
-    auto cfg = find_config(o->config);
-    if (!cfg) throw CLI::RuntimeError(fail(cfg.error()));
-    auto fusion = compiler::parse_fusion(o->fusion);
-    if (!fusion) throw CLI::RuntimeError(fail(fusion.error()));
-    auto placement = compiler::parse_placement(o->placement);
-    if (!placement) throw CLI::RuntimeError(fail(placement.error()));
-    compiler::CompileOptions opt;
-    opt.num_cores = o->cores;
-    opt.fusion = *fusion;
-    opt.placement = *placement;
-    opt.tasks_per_core = o->tasks_per_core;
-    if (!o->cost_params.empty()) {
-      auto cp = compiler::read_cost_params(o->cost_params, **cfg);
-      if (!cp) throw CLI::RuntimeError(fail(cp.error()));
-      opt.cost_params = *cp;
-    }
-    auto hls = compiler::parse_hls(o->hls);
-    if (!hls) throw CLI::RuntimeError(fail(hls.error()));
-    opt.hls = *hls;
     auto r = compile_graph(o->graph, **cfg, opt);
     if (!r) throw CLI::RuntimeError(fail(r.error()));
     Status s = plan::write_plan(r->plan, o->out);
@@ -99,10 +60,11 @@ void register_compile(CLI::App& app) {
                      {"layers", p.layers.size()},
                      {"memory_bytes", p.memory_bytes},
                      {"constants_bytes", p.constants.size()},
-                     {"fusion", o->fusion},
+                     {"compile_options", compiler::options_to_json(opt)},
+                     {"fusion", compiler::fusion_name(opt.fusion)},
                      {"placement", p.placement},
                      {"tasks", p.tasks.size()},
-                     {"hls", o->hls},
+                     {"hls", compiler::hls_name(opt.hls)},
                      {"unit_calls", p.unit_calls.size()},
                      {"predicted_cycles", r->predicted_cycles}};
       j["stats"] = ordered_json::object();
@@ -127,8 +89,9 @@ void register_compile(CLI::App& app) {
     std::cout << "wrote " << o->out << ": " << p.layers.size() << " layers, " << insns << " instructions on "
               << p.cores.size() << " cores, " << p.memory_bytes << " bytes of device memory (config " << p.config
               << ")\n";
-    if (o->explain) std::cout << "predicted " << r->predicted_cycles << " cycles (fusion " << o->fusion << ", placement "
-                            << o->placement << ")\n";
+    if (o->explain)
+      std::cout << "predicted " << r->predicted_cycles << " cycles (fusion " << compiler::fusion_name(opt.fusion)
+                << ", placement " << compiler::placement_name(opt.placement) << ")\n";
   });
 }
 

@@ -1,10 +1,12 @@
 // `loom run model.onnx` and `loom compile model.onnx`: the ONNX frontend
 // behind the usual commands (docs/onnx.md).
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
 
 #include "cli/cli_common.h"
+#include "compiler/options.h"
 #include "common/tensor_io.h"
 #include "frontend/onnx/model.h"
 #include "frontend/onnx/program.h"
@@ -12,8 +14,6 @@
 #include "frontend/onnx/value.h"
 
 namespace loom::cli {
-
-bool is_onnx_model(const std::string& path) { return onnxfe::is_onnx_path(path); }
 
 namespace {
 
@@ -75,11 +75,7 @@ Status attach_reference_graphs(onnxfe::ProgramPlan& pp, const std::string& plan_
   auto m = onnxfe::load_model(info.source);
   if (!m) return m.error();
   onnxfe::ProgramOptions po;
-  po.cores = info.cores;
-  po.placement = info.placement;
-  po.tasks_per_core = info.tasks_per_core;
-  po.hls = info.hls;
-  po.fusion = info.fusion;
+  po.compile = info.options;
   auto ref = onnxfe::build_program(*m, {}, cfg, po);
   if (!ref) return ref.error();
   auto& segs = pp.program.segments;
@@ -98,12 +94,14 @@ Status attach_reference_graphs(onnxfe::ProgramPlan& pp, const std::string& plan_
 
 }  // namespace
 
-int run_onnx(const OnnxRunArgs& a) {
+int run_program_kind(const RunArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
-  const bool from_plan = plan::plan_format_version(a.model) == plan::kProgramFormatVersion;
+  const bool from_plan = input_kind(a.model) == InputKind::ProgramPlan;
   const spec::HwConfig* cfgp = nullptr;
-  std::map<std::string, onnxfe::Value> inputs;
   onnxfe::Program prog;
+  compiler::CompileOptions options;
+  const std::string exp_dir = expected_dir(a);
+  std::vector<std::string> input_files = a.inputs;
   if (from_plan) {
     auto pp = onnxfe::read_program_plan(a.model);
     if (!pp) return fail(pp.error());
@@ -112,9 +110,8 @@ int run_onnx(const OnnxRunArgs& a) {
     auto cfg = find_config(pp->info.config);
     if (!cfg) return fail(cfg.error());
     cfgp = *cfg;
-    auto in = read_inputs(pp->program.model, a.inputs);
-    if (!in) return fail(in.error());
-    inputs = std::move(*in);
+    if (Status s = check_plan_flags(a.compile, *cfgp, &pp->info.options, a.model); !s) return fail(s.error());
+    options = pp->info.options;
     if (a.check)
       if (Status s = attach_reference_graphs(*pp, a.model, *cfgp); !s) return fail(s.error());
     prog = std::move(pp->program);
@@ -122,18 +119,52 @@ int run_onnx(const OnnxRunArgs& a) {
     auto cfg = find_config(a.config.empty() ? "default" : a.config);
     if (!cfg) return fail(cfg.error());
     cfgp = *cfg;
+    auto copt = compile_options(a.compile, *cfgp);
+    if (!copt) return fail(copt.error());
+    options = *copt;
     auto m = onnxfe::load_model(a.model);
     if (!m) return fail(m.error());
-    auto in = read_inputs(*m, a.inputs);
+    prog.model = std::move(*m);
+  }
+  // Inputs: --inputs, else the test data beside the model, else seeded.
+  if (input_files.empty() && !exp_dir.empty() && a.expected.empty())
+    for (size_t k = 0; k < prog.model.inputs.size(); ++k)
+      input_files.push_back(exp_dir + "/input_" + std::to_string(k) + ".pb");
+  std::map<std::string, onnxfe::Value> inputs;
+  if (input_files.empty()) {
+    auto in = onnxfe::random_inputs(prog.model, a.seed);
     if (!in) return fail(in.error());
     inputs = std::move(*in);
+  } else {
+    auto in = read_inputs(prog.model, input_files);
+    if (!in) return fail(in.error());
+    inputs = std::move(*in);
+  }
+  if (!from_plan) {
     onnxfe::ProgramOptions po;
-    po.cores = a.cores;
-    auto built = onnxfe::build_program(*m, inputs, *cfgp, po);
+    po.compile = options;
+    auto built = onnxfe::build_program(std::move(prog.model), inputs, *cfgp, po);
     if (!built) return fail(built.error());
     prog = std::move(*built);
   }
-  auto res = onnxfe::run_program(prog, a.backend, *cfgp, inputs, a.check);
+
+  runtime::TraceRecorder trace;
+  auto dev = open_device(a, *cfgp, a.trace.empty() ? nullptr : &trace);
+  if (!dev) return fail(dev.error());
+  runtime::RunOptions ro;
+  ro.layer_cycles = a.layer_cycles || !a.trace.empty();
+  auto res = onnxfe::run_program(prog, **dev, inputs, a.check, ro);
+  (*dev)->set_trace(nullptr);
+  if (!a.trace.empty()) {
+    std::vector<runtime::TraceRecorder::LayerSpan> spans;
+    if (res)
+      for (const auto& sr : res->segments)
+        for (auto& sp : layer_spans(prog.segments[size_t(sr.segment)].plan, sr.result,
+                                    "segment " + std::to_string(sr.segment) + " "))
+          spans.push_back(std::move(sp));
+    const uint64_t cycles = res ? (*dev)->cycles() - trace.origin() : (*dev)->cycles() - trace.origin();
+    if (Status s = write_trace(trace, a, **dev, cycles, spans); !s) return fail(s.error());
+  }
   if (!res) return fail(res.error());
 
   ordered_json j;
@@ -141,7 +172,13 @@ int run_onnx(const OnnxRunArgs& a) {
   j["kind"] = from_plan ? "onnx_plan" : "onnx";
   j["backend"] = a.backend;
   j["config"] = cfgp->name;
+  j["compile_options"] = compiler::options_to_json(options);
+  if (input_files.empty()) j["seed"] = a.seed;
   add_program_json(j, prog);
+  for (const auto& sr : res->segments) {
+    auto& sj = j["segments"][size_t(sr.segment)];
+    sj["cycles"] = sr.result.has_time ? ordered_json(sr.result.cycles) : ordered_json(nullptr);
+  }
 
   // --check: each device segment against loom's direct reference on the
   // same inputs (host ops are the same code either way).
@@ -155,9 +192,25 @@ int run_onnx(const OnnxRunArgs& a) {
       j["mismatches"] = mism;
     }
   }
+  bool within = true;
+  if (!exp_dir.empty()) {
+    std::vector<OutputRef> refs;
+    for (const auto& [name, v] : res->outputs) {
+      const onnxfe::Value* vp = &v;
+      refs.push_back(OutputRef{name, v.shape, v.numel(), [vp](int64_t k) { return vp->at(k); }});
+    }
+    auto cmp = compare_expected(exp_dir, refs, a.atol, a.rtol, &within);
+    if (!cmp) return fail(cmp.error());
+    // test_data_set_0 found beside the model is reported; only --expected
+    // DIR makes the tolerance a condition of success.
+    (*cmp)["required"] = !a.expected.empty();
+    if (a.expected.empty()) within = true;
+    j["expected"] = *cmp;
+  }
 
-  if (a.check && !exact) {
-    std::cerr << "loom: error: device outputs differ from the direct reference"
+  if ((a.check && !exact) || !within) {
+    std::cerr << "loom: error: " << (!exact ? "device outputs differ from the direct reference"
+                                            : "outputs differ from the reference outputs in " + exp_dir)
               << (a.outputs.empty() ? "" : "; nothing written to --outputs " + a.outputs) << "\n";
     if (a.json) std::cout << j.dump(2) << "\n";
     return 1;
@@ -167,7 +220,14 @@ int run_onnx(const OnnxRunArgs& a) {
   for (size_t k = 0; k < res->outputs.size(); ++k) {
     const auto& [name, v] = res->outputs[k];
     outs.push_back(ordered_json{{"name", name}, {"dtype", onnxfe::elem_name(v.type)}, {"shape", v.shape}});
-    if (!a.outputs.empty()) files.emplace_back("output_" + std::to_string(k) + ".pb", onnxfe::to_proto_bytes(v, name));
+    if (a.outputs.empty()) continue;
+    if (a.format == "npy") {
+      auto t = onnxfe::to_tensor(v);
+      if (!t) return fail(Status(t.error()).context("--output-format npy: output '" + name + "'").error());
+      files.emplace_back("output_" + std::to_string(k) + ".npy", encode_npy(*t));
+    } else {
+      files.emplace_back("output_" + std::to_string(k) + ".pb", onnxfe::to_proto_bytes(v, name));
+    }
   }
   if (!a.outputs.empty()) {
     auto written = write_output_files(a.outputs, files);
@@ -175,9 +235,21 @@ int run_onnx(const OnnxRunArgs& a) {
     for (size_t k = 0; k < written->size(); ++k) outs[k]["file"] = (*written)[k];
   }
   j["outputs"] = outs;
+  std::vector<const runtime::RunResult*> runs;
+  ordered_json layers = ordered_json::array();
+  uint64_t refills = 0;
+  for (const auto& sr : res->segments) {
+    runs.push_back(&sr.result);
+    refills += sr.result.ring_refills;
+    for (auto& l : layers_json(prog.segments[size_t(sr.segment)].plan, sr.result, *cfgp, sr.segment))
+      layers.push_back(std::move(l));
+  }
   j["has_time"] = res->has_time;
   j["cycles"] = res->has_time ? ordered_json(res->device_cycles) : ordered_json(nullptr);
   j["instructions"] = res->instructions;
+  j["ring_refills"] = refills;
+  j["cores"] = cores_json(runs);
+  j["layers"] = layers;
   j["wall_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (a.json) {
     std::cout << j.dump(2) << "\n";
@@ -196,61 +268,51 @@ int run_onnx(const OnnxRunArgs& a) {
     if (a.check)
       std::cout << "  check of " << prog.segments.size() << " device segments against the direct reference: "
                 << (exact ? "bit-exact" : "MISMATCH") << "\n";
+    if (!exp_dir.empty()) print_expected(j["expected"]);
   }
   return 0;
 }
 
-int compile_onnx(const OnnxCompileArgs& a) {
-  auto cfg = find_config(a.config);
-  if (!cfg) return fail(cfg.error());
+int compile_program_kind(const std::string& model, const spec::HwConfig& cfg, const compiler::CompileOptions& opt,
+                         const std::string& out, bool explain, bool json) {
   {
     // The plan is renamed into place: a device or directory there would be replaced.
     std::error_code ec;
-    const auto st = std::filesystem::status(a.out, ec);
+    const auto st = std::filesystem::status(out, ec);
     if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
-      return fail("-o " + a.out + ": not a regular file; a plan is written to a new or regular file");
+      return fail("-o " + out + ": not a regular file; a plan is written to a new or regular file");
   }
-  auto placement = compiler::parse_placement(a.placement);
-  if (!placement) return fail(placement.error());
-  auto hls = compiler::parse_hls(a.hls);
-  if (!hls) return fail(hls.error());
-  auto fusion = compiler::parse_fusion(a.fusion);
-  if (!fusion) return fail(fusion.error());
-  auto m = onnxfe::load_model(a.model);
+  auto m = onnxfe::load_model(model);
   if (!m) return fail(m.error());
   onnxfe::ProgramOptions po;
-  po.cores = a.cores;
-  po.placement = *placement;
-  po.tasks_per_core = a.tasks_per_core;
-  po.hls = *hls;
-  po.fusion = *fusion;
-  auto prog = onnxfe::build_program(*m, {}, **cfg, po);
+  po.compile = opt;
+  auto prog = onnxfe::build_program(*m, {}, cfg, po);
   if (!prog) return fail(prog.error());
-  ordered_json j{{"model", a.model}, {"config", (*cfg)->name}, {"placement", a.placement}, {"hls", a.hls},
-                 {"fusion", a.fusion}};
+  ordered_json j{{"model", model},
+                 {"config", cfg.name},
+                 {"compile_options", compiler::options_to_json(opt)},
+                 {"placement", compiler::placement_name(opt.placement)},
+                 {"hls", compiler::hls_name(opt.hls)},
+                 {"fusion", compiler::fusion_name(opt.fusion)}};
   add_program_json(j, *prog);
-  if (a.explain && !a.json) print_explain(*prog);
+  if (explain && !json) print_explain(*prog);
   // The whole model goes into one program plan (docs/plan-format.md):
   // segment plans, host steps and their order.
   onnxfe::ProgramPlanInfo info;
-  info.config = (*cfg)->name;
+  info.config = cfg.name;
   info.compiler = std::string("loom ") + LOOM_VERSION;
   std::error_code ec;  // absolute, so --check finds it from any working directory
-  const auto abs = std::filesystem::absolute(a.model, ec);
-  info.source = ec ? a.model : abs.lexically_normal().string();
-  info.source_hash = file_hash(a.model);
-  info.cores = a.cores;
-  info.placement = po.placement;
-  info.tasks_per_core = po.tasks_per_core;
-  info.hls = po.hls;
-  info.fusion = po.fusion;
-  Status s = onnxfe::write_program_plan(*prog, info, a.out);
+  const auto abs = std::filesystem::absolute(model, ec);
+  info.source = ec ? model : abs.lexically_normal().string();
+  info.source_hash = file_hash(model);
+  info.options = opt;
+  Status s = onnxfe::write_program_plan(*prog, info, out);
   if (!s) return fail(s.error());
-  j["plan"] = a.out;
+  j["plan"] = out;
   j["format_version"] = plan::kProgramFormatVersion;
   j["steps"] = prog->steps.size();
-  if (a.json) {
-    if (a.explain) {
+  if (json) {
+    if (explain) {
       j["decisions"] = ordered_json::array();
       for (size_t k = 0; k < prog->segments.size(); ++k)
         for (const auto& d : prog->segments[k].decisions)
@@ -259,9 +321,9 @@ int compile_onnx(const OnnxCompileArgs& a) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::cout << "wrote " << a.out << ": " << prog->segments.size() << " device segments ("
+  std::cout << "wrote " << out << ": " << prog->segments.size() << " device segments ("
             << j["device_ops"].get<size_t>() << " ops) and " << prog->fallback_ops.size()
-            << " host fallback ops in " << prog->steps.size() << " steps (config " << (*cfg)->name << ")\n";
+            << " host fallback ops in " << prog->steps.size() << " steps (config " << cfg.name << ")\n";
   return 0;
 }
 

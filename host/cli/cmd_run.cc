@@ -3,7 +3,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
+#include <cmath>
+#include <cstring>
+#include <optional>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -11,27 +15,37 @@
 #include "cli/cli_common.h"
 #include "common/tensor_io.h"
 #include "compiler/compiler.h"
+#include "compiler/options.h"
+#include "frontend/onnx/value.h"
 #include "runtime/device.h"
 #include "runtime/executor.h"
 #include "runtime/trace.h"
 
 namespace loom::cli {
 
-Expected<compiler::CompileResult> compile_graph(const std::string& path, const spec::HwConfig& cfg, int cores);
 Expected<compiler::CompileResult> compile_graph(const std::string& path, const spec::HwConfig& cfg,
                                                 const compiler::CompileOptions& opt);
 
 namespace {
 
-struct Opts {
-  std::string model, backend = "ref", config, outputs, format = "pb", graph, wave, trace;
-  std::vector<std::string> inputs;
-  bool check = false, json = false;
-  uint64_t seed = 1;
-  int cores = 0;
-  std::string placement = "static";  // graphs compiled on the fly
-  std::string hls = "off";           // graphs compiled on the fly
-};
+using Opts = RunArgs;
+
+double tensor_at(const Tensor& t, int64_t k) {
+  switch (t.dtype) {
+    case DType::I8:
+      return t.i8()[k];
+    case DType::U8:
+      return t.data[size_t(k)];
+    case DType::I32:
+      return t.i32()[k];
+    case DType::F32: {
+      float f = 0;
+      std::memcpy(&f, t.data.data() + 4 * size_t(k), 4);
+      return f;
+    }
+  }
+  return 0;
+}
 
 ordered_json tensor_json(const std::string& name, const Tensor& t) {
   return ordered_json{{"name", name}, {"dtype", dtype_name(t.dtype)}, {"shape", t.shape}};
@@ -82,13 +96,13 @@ int run_with_wave(const Opts& o) {
 }
 
 int run(const Opts& o) {
-  if (is_onnx_model(o.model) || plan::plan_format_version(o.model) == plan::kProgramFormatVersion) {
-    for (const auto& [flag, value] : {std::pair{"--trace", &o.trace}, {"--wave", &o.wave}, {"--graph", &o.graph}})
-      if (!value->empty()) return fail(std::string(flag) + ": not available for ONNX models and program plans (" + o.model + ")");
-    return run_onnx(OnnxRunArgs{o.model, o.backend, o.config, o.outputs, o.inputs, o.check, o.json, o.cores});
+  const InputKind kind = input_kind(o.model);
+  if (kind == InputKind::Onnx || kind == InputKind::ProgramPlan) {
+    if (!o.graph.empty()) return fail("--graph: a plan of a JSON graph is checked against a graph; " + o.model + " is not one");
+    return run_program_kind(o);
   }
   const auto t0 = std::chrono::steady_clock::now();
-  const bool is_plan = plan::looks_like_plan(o.model);
+  const bool is_plan = kind == InputKind::Plan;
   plan::Plan p;
   std::string graph_path = o.graph;
   if (is_plan) {
@@ -97,6 +111,16 @@ int run(const Opts& o) {
     p = std::move(*r);
     if (!o.config.empty() && o.config != p.config)
       return fail("--config: plan " + o.model + " was compiled for '" + p.config + "', not '" + o.config + "'");
+    const auto* pc = spec::find_config(p.config);
+    if (!pc) return fail(o.model + ": metadata: field 'config': unknown configuration '" + p.config + "'");
+    std::optional<compiler::CompileOptions> recorded;
+    if (!p.compile_options.empty()) {
+      auto ro = compiler::options_from_json(nlohmann::json::parse(p.compile_options, nullptr, false), *pc,
+                                            o.model + ": metadata");
+      if (!ro) return fail(ro.error());
+      recorded = *ro;
+    }
+    if (Status s = check_plan_flags(o.compile, *pc, recorded ? &*recorded : nullptr, o.model); !s) return fail(s.error());
     if (graph_path.empty() && o.check) {
       if (p.graph_source.empty() || file_hash(p.graph_source) != p.graph_hash)
         return fail("--check: the graph " + (p.graph_source.empty() ? std::string("of the plan") : p.graph_source) +
@@ -104,41 +128,38 @@ int run(const Opts& o) {
       graph_path = p.graph_source;
     }
   } else {
+    if (!o.graph.empty()) return fail("--graph: only a plan is checked against another graph; " + o.model + " is one");
     auto cfg = find_config(o.config.empty() ? "default" : o.config);
     if (!cfg) return fail(cfg.error());
-    auto placement = compiler::parse_placement(o.placement);
-    if (!placement) return fail(placement.error());
-    auto hls = compiler::parse_hls(o.hls);
-    if (!hls) return fail(hls.error());
-    compiler::CompileOptions copt;
-    copt.num_cores = o.cores;
-    copt.placement = *placement;
-    copt.hls = *hls;
-    auto r = compile_graph(o.model, **cfg, copt);
+    auto copt = compile_options(o.compile, **cfg);
+    if (!copt) return fail(copt.error());
+    auto r = compile_graph(o.model, **cfg, *copt);
     if (!r) return fail(r.error());
     p = std::move(r->plan);
     graph_path = o.model;
   }
   const auto* cfg = spec::find_config(p.config);
 
-  auto inputs = load_inputs(o.inputs, p.inputs, o.seed);
+  const std::string exp_dir = expected_dir(o);
+  std::vector<std::string> input_files = o.inputs;
+  if (input_files.empty() && !exp_dir.empty() && o.expected.empty()) {
+    // test_data_set_0 beside the model: its inputs with its outputs.
+    for (size_t k = 0; k < p.inputs.size(); ++k) input_files.push_back(exp_dir + "/input_" + std::to_string(k) + ".pb");
+  }
+  auto inputs = load_inputs(input_files, p.inputs, o.seed);
   if (!inputs) return fail(inputs.error());
 
-  if (!o.wave.empty()) {
-    if (o.backend != "rtl") return fail("--wave: waveforms come from the rtl backend, not '" + o.backend + "'");
-    ::setenv("LOOM_RTL_TRACE", g_wave_tmp.c_str(), 1);  // renamed to --wave when the run succeeds
-  }
-  auto dev = runtime::make_device(o.backend, *cfg);
-  if (!dev) return fail(dev.error());
   runtime::TraceRecorder trace;
-  if (!o.trace.empty() && !(*dev)->set_trace(&trace))
-    return fail("--trace: the " + o.backend + " backend records no timelines (use tlm or rtl)");
-  auto res = runtime::execute(**dev, p, *inputs);
+  auto dev = open_device(o, *cfg, o.trace.empty() ? nullptr : &trace);
+  if (!dev) return fail(dev.error());
+  runtime::RunOptions ro;
+  ro.layer_cycles = o.layer_cycles || !o.trace.empty();
+  auto res = runtime::execute(**dev, p, *inputs, ro);
   (*dev)->set_trace(nullptr);
   // A failed run still gets its trace (its error instants show where it stopped).
   if (!o.trace.empty())
-    if (Status s = trace.write_json(o.trace, o.backend, p.config, cfg->clock_mhz, cfg->cores,
-                                    res ? res->cycles : (*dev)->cycles() - trace.origin());
+    if (Status s = write_trace(trace, o, **dev, res ? res->cycles : (*dev)->cycles() - trace.origin(),
+                               res ? layer_spans(p, *res) : std::vector<runtime::TraceRecorder::LayerSpan>{});
         !s)
       return fail(s.error());
   if (!res) return fail(res.error());
@@ -148,7 +169,8 @@ int run(const Opts& o) {
   j["kind"] = is_plan ? "plan" : "graph";
   j["backend"] = o.backend;
   j["config"] = p.config;
-  if (o.inputs.empty()) j["seed"] = o.seed;
+  j["compile_options"] = p.compile_options.empty() ? ordered_json(nullptr) : ordered_json::parse(p.compile_options);
+  if (input_files.empty()) j["seed"] = o.seed;
 
   bool exact = true;
   if (o.check) {
@@ -182,11 +204,27 @@ int run(const Opts& o) {
     j["bit_exact"] = exact;
     if (!exact) j["mismatches"] = mism;
   }
+  bool within = true;
+  if (!exp_dir.empty()) {
+    std::vector<OutputRef> refs;
+    for (const auto& [name, t] : res->outputs) {
+      const Tensor* tp = &t;
+      refs.push_back(OutputRef{name, t.shape, t.numel(), [tp](int64_t k) { return tensor_at(*tp, k); }});
+    }
+    auto cmp = compare_expected(exp_dir, refs, o.atol, o.rtol, &within);
+    if (!cmp) return fail(cmp.error());
+    // test_data_set_0 found beside the model is reported; only --expected
+    // DIR makes the tolerance a condition of success.
+    (*cmp)["required"] = !o.expected.empty();
+    if (o.expected.empty()) within = true;
+    j["expected"] = *cmp;
+  }
 
-  // Outputs are written only after a successful run whose check (if asked
-  // for) passed, all of them or none.
-  if (o.check && !exact) {
-    std::cerr << "loom: error: outputs differ from the direct reference"
+  // Outputs are written only after a successful run whose checks (if any)
+  // passed, all of them or none.
+  if ((o.check && !exact) || !within) {
+    std::cerr << "loom: error: outputs differ from "
+              << (!exact ? "the direct reference" : "the reference outputs in " + exp_dir)
               << (o.outputs.empty() ? "" : "; nothing written to --outputs " + o.outputs) << "\n";
     if (o.json) std::cout << j.dump(2) << "\n";
     return 1;
@@ -208,22 +246,13 @@ int run(const Opts& o) {
   j["outputs"] = outs;
 
   uint64_t insns = 0;
-  ordered_json cores = ordered_json::array();
-  for (size_t c = 0; c < res->cores.size(); ++c) {
-    const auto& cr = res->cores[c];
-    insns += cr.instructions;
-    ordered_json ctr;
-    for (unsigned k = 0; k < spec::kNumCounters; ++k) ctr[std::string(spec::kCounterNames[k])] = cr.counters[k];
-    ordered_json cj{{"core", c}, {"instructions", cr.instructions}};
-    cj["cycles"] = res->has_time ? ordered_json(cr.counters[size_t(spec::Counter::CYCLES_BUSY)]) : ordered_json(nullptr);
-    cj["counters"] = ctr;
-    cores.push_back(cj);
-  }
+  for (const auto& cr : res->cores) insns += cr.instructions;
   j["has_time"] = res->has_time;
   j["cycles"] = res->has_time ? ordered_json(res->cycles) : ordered_json(nullptr);
   j["instructions"] = insns;
   j["ring_refills"] = res->ring_refills;
-  j["cores"] = cores;
+  j["cores"] = cores_json({&*res});
+  j["layers"] = layers_json(p, *res, *cfg);
   j["wall_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   if (o.json) {
@@ -240,33 +269,195 @@ int run(const Opts& o) {
       std::cout << "\n";
     }
     if (o.check) std::cout << "  check against the direct reference: " << (exact ? "bit-exact" : "MISMATCH") << "\n";
+    if (!exp_dir.empty()) print_expected(j["expected"]);
   }
   return 0;
 }
 
 }  // namespace
 
+// ---- pieces every input kind's report shares -------------------------------
+
+ordered_json cores_json(const std::vector<const runtime::RunResult*>& runs) {
+  ordered_json cores = ordered_json::array();
+  size_t n = 0;
+  bool timed = false;
+  for (const auto* r : runs) n = std::max(n, r->cores.size()), timed = timed || r->has_time;
+  for (size_t c = 0; c < n; ++c) {
+    std::array<uint64_t, spec::kNumCounters> sum{};
+    uint64_t insns = 0;
+    for (const auto* r : runs) {
+      if (c >= r->cores.size()) continue;
+      for (unsigned k = 0; k < spec::kNumCounters; ++k) sum[k] += r->cores[c].counters[k];
+      insns += r->cores[c].instructions;
+    }
+    ordered_json ctr;
+    for (unsigned k = 0; k < spec::kNumCounters; ++k) ctr[std::string(spec::kCounterNames[k])] = sum[k];
+    ordered_json cj{{"core", c}, {"instructions", insns}};
+    cj["cycles"] = timed ? ordered_json(sum[size_t(spec::Counter::CYCLES_BUSY)]) : ordered_json(nullptr);
+    cj["counters"] = ctr;
+    cores.push_back(cj);
+  }
+  return cores;
+}
+
+ordered_json layers_json(const plan::Plan& p, const runtime::RunResult& r, const spec::HwConfig& cfg, int segment) {
+  ordered_json out = ordered_json::array();
+  const bool timed = r.layer_cycles.size() == p.layers.size();
+  const double peak = double(cfg.array_rows) * double(cfg.array_cols) * double(cfg.cores);  // MACs per cycle of the fabric
+  for (size_t k = 0; k < p.layers.size(); ++k) {
+    const auto& l = p.layers[k];
+    ordered_json lj;
+    if (segment >= 0) lj["segment"] = segment;
+    lj["name"] = l.name;
+    lj["op"] = l.op;
+    lj["macs"] = l.macs;
+    lj["cycles"] = timed ? ordered_json(r.layer_cycles[k]) : ordered_json(nullptr);
+    lj["mac_utilization"] = timed && r.layer_cycles[k] > 0 && peak > 0
+                                ? ordered_json(double(l.macs) / (double(r.layer_cycles[k]) * peak))
+                                : ordered_json(nullptr);
+    out.push_back(lj);
+  }
+  return out;
+}
+
+void print_expected(const ordered_json& e) {
+  double maxd = 0, cosmin = 1;
+  int64_t bad = 0;
+  for (const auto& x : e["outputs"]) {
+    maxd = std::max(maxd, x["max_abs_diff"].get<double>());
+    cosmin = std::min(cosmin, x["cosine_similarity"].get<double>());
+    bad += x["mismatched_elements"].get<int64_t>();
+  }
+  std::cout << "  reference outputs in " << e["dir"].get<std::string>() << ": max |diff| " << maxd
+            << ", cosine similarity " << cosmin << ", " << bad << " elements outside |diff| <= "
+            << e["atol"].get<double>() << " + " << e["rtol"].get<double>() << " * |ref|"
+            << (e["required"].get<bool>() ? "" : " (reported; --expected DIR requires it)") << "\n";
+}
+
+std::string expected_dir(const RunArgs& a) {
+  if (!a.expected.empty()) return a.expected;
+  if (!a.inputs.empty()) return "";
+  std::error_code ec;
+  const auto dir = std::filesystem::path(a.model).parent_path() / "test_data_set_0";
+  if (std::filesystem::is_regular_file(dir / "input_0.pb", ec) && std::filesystem::is_regular_file(dir / "output_0.pb", ec))
+    return dir.string();
+  return "";
+}
+
+Expected<ordered_json> compare_expected(const std::string& dir, const std::vector<OutputRef>& outs, double atol,
+                                        double rtol, bool* ok) {
+  *ok = true;
+  ordered_json j{{"dir", dir}, {"atol", atol}, {"rtol", rtol}};
+  ordered_json per = ordered_json::array();
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const OutputRef& o = outs[k];
+    const std::string base = dir + "/output_" + std::to_string(k);
+    std::error_code ec;
+    const bool npy = !std::filesystem::exists(base + ".pb", ec) && std::filesystem::exists(base + ".npy", ec);
+    const std::string file = base + (npy ? ".npy" : ".pb");
+    std::vector<int64_t> shape;
+    std::function<double(int64_t)> want;
+    onnxfe::Value v;
+    Tensor t;
+    if (npy) {
+      auto r = read_tensor(file);
+      if (!r) return Error(r.error());
+      t = std::move(*r);
+      shape = t.shape;
+      want = [&t](int64_t i) { return tensor_at(t, i); };
+    } else {
+      auto r = onnxfe::read_value(file);
+      if (!r) return Error(r.error());
+      v = std::move(*r);
+      shape = v.shape;
+      want = [&v](int64_t i) { return v.at(i); };
+    }
+    if (shape != o.shape)
+      return make_error("--expected " + file, "has shape " + shape_str(shape) + "; output '" + o.name + "' has " +
+                                                  shape_str(o.shape));
+    int64_t bad = 0;
+    double max_abs = 0, sum_abs = 0, dot = 0, na = 0, nb = 0;
+    for (int64_t i = 0; i < o.numel; ++i) {
+      const double g = o.at(i), w = want(i), d = std::fabs(g - w);
+      if (!(d <= atol + rtol * std::fabs(w))) ++bad;
+      max_abs = std::max(max_abs, d);
+      sum_abs += d;
+      dot += g * w, na += g * g, nb += w * w;
+    }
+    const double cosine = na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : (na == nb ? 1.0 : 0.0);
+    per.push_back(ordered_json{{"output", o.name},
+                               {"file", file},
+                               {"mismatched_elements", bad},
+                               {"max_abs_diff", max_abs},
+                               {"mean_abs_diff", o.numel ? sum_abs / double(o.numel) : 0.0},
+                               {"cosine_similarity", cosine}});
+    if (bad) *ok = false;
+  }
+  j["outputs"] = per;
+  j["within_tolerance"] = *ok;
+  return j;
+}
+
+std::vector<runtime::TraceRecorder::LayerSpan> layer_spans(const plan::Plan& p, const runtime::RunResult& r,
+                                                           const std::string& prefix) {
+  std::vector<runtime::TraceRecorder::LayerSpan> spans;
+  if (r.layer_cycles.size() != p.layers.size() || r.layer_start.size() != p.layers.size()) return spans;
+  for (size_t k = 0; k < p.layers.size(); ++k)
+    spans.push_back({prefix + p.layers[k].name + " (" + p.layers[k].op + ")", r.layer_start[k],
+                     r.layer_start[k] + r.layer_cycles[k]});
+  return spans;
+}
+
+Status write_trace(runtime::TraceRecorder& trace, const RunArgs& a, const runtime::Device& dev, uint64_t cycles,
+                   const std::vector<runtime::TraceRecorder::LayerSpan>& spans) {
+  const auto& cfg = dev.config();
+  trace.label_layers(spans, cfg.cores);
+  return trace.write_json(a.trace, a.backend, cfg.name, cfg.clock_mhz, cfg.cores, cycles);
+}
+
+Expected<std::unique_ptr<runtime::Device>> open_device(const RunArgs& a, const spec::HwConfig& cfg,
+                                                       runtime::TraceRecorder* trace) {
+  if (!a.wave.empty()) {
+    if (a.backend != "rtl") return make_error("--wave", "waveforms come from the rtl backend, not '" + a.backend + "'");
+    ::setenv("LOOM_RTL_TRACE", g_wave_tmp.c_str(), 1);  // renamed to --wave when the run succeeds
+  }
+  auto dev = runtime::make_device(a.backend, cfg);
+  if (!dev) return dev.error();
+  if (trace && !(*dev)->set_trace(trace))
+    return make_error("--trace", "the " + a.backend + " backend records no timelines (use tlm or rtl)");
+  return dev;
+}
+
 void register_run(CLI::App& app) {
   auto o = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand("run", "Run a plan or a graph on a backend");
-  cmd->add_option("MODEL", o->model, "Plan file, or a graph (.json) compiled on the fly")->required();
+  auto* cmd = app.add_subcommand("run", "Run a graph, an ONNX model or a plan on a backend");
+  cmd->add_option("MODEL", o->model,
+                  "Graph (.json) or ONNX model (.onnx), compiled on the fly, or a plan or program plan")
+      ->required();
   cmd->add_option("--backend", o->backend, "Backend (see `loom info`)")->capture_default_str();
-  cmd->add_option("--config", o->config, "Hardware configuration (graphs: default 'default'; plans: must match)");
+  cmd->add_option("--config", o->config, "Hardware configuration (models: default 'default'; plans: must match)");
   cmd->add_option("--inputs", o->inputs, "Input tensors (.pb or .npy), in graph input order")->expected(1, -1);
   cmd->add_option("--outputs", o->outputs, "Directory for output_0.<fmt>, output_1.<fmt>, ... in graph output order");
   cmd->add_option("--output-format", o->format, "Output file format")
       ->check(CLI::IsMember({"pb", "npy"}))
       ->capture_default_str();
-  cmd->add_flag("--check", o->check, "Compare every output with the direct reference implementation");
+  cmd->add_flag("--check", o->check, "Compare every device output bit for bit with loom's direct reference");
+  cmd->add_option("--expected", o->expected,
+                  "Folder of reference outputs (output_K.pb or .npy) to compare with; default: test_data_set_0 "
+                  "beside the model when --inputs is not given");
+  cmd->add_option("--atol", o->atol, "--expected: absolute tolerance")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--rtol", o->rtol, "--expected: relative tolerance")->check(CLI::NonNegativeNumber)->capture_default_str();
   cmd->add_option("--graph", o->graph, "Graph to check a plan against (default: the one it was compiled from)");
-  cmd->add_option("--seed", o->seed, "Seed for random inputs when --inputs is not given")->capture_default_str();
-  cmd->add_option("--cores", o->cores, "Cores to compile a graph for (0: all)")->check(CLI::Range(0, 64));
-  cmd->add_option("--placement", o->placement, "Placement of a graph compiled on the fly: static, pipeline or dynamic")
+  cmd->add_option("--seed", o->seed, "Seed for random inputs when neither --inputs nor test data are given")
       ->capture_default_str();
-  cmd->add_option("--hls", o->hls, "HLS compute units for a graph compiled on the fly: off or auto")
-      ->capture_default_str();
+  add_compile_flags(cmd, o->compile);
+  cmd->add_flag("--layer-cycles", o->layer_cycles,
+                "Measure every layer's cycles (timed backends, static plans): the streams are released one layer at "
+                "a time, which costs about one ring fetch per layer boundary (docs/trace.md); implied by --trace");
   cmd->add_option("--wave", o->wave, "Write an FST waveform of the run (rtl backend)");
-  cmd->add_option("--trace", o->trace, "Write per-core timelines as Chrome trace JSON (tlm, rtl; docs/trace.md)");
+  cmd->add_option("--trace", o->trace,
+                  "Write per-core timelines, slices named by layer, as Chrome trace JSON (tlm, rtl; docs/trace.md)");
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->callback([o] {
     const int rc = o->wave.empty() ? run(*o) : run_with_wave(*o);

@@ -1,6 +1,7 @@
 // The compiler driver: builds the pass pipeline and runs it, collecting
 // decisions and statistics.
 #include "compiler/compiler.h"
+#include "compiler/options.h"
 
 #include <string>
 
@@ -99,6 +100,7 @@ Expected<CompileResult> compile(const ir::Graph& g, const spec::HwConfig& cfg, c
   for (const auto& [k, v] : r.stats)
     if (k == "placement.predicted_cycles") r.predicted_cycles = uint64_t(v);
   r.plan = std::move(s.plan);
+  r.plan.compile_options = options_to_json(opt).dump();
   r.decisions = std::move(s.decisions);
   return r;
 }

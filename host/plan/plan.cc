@@ -121,6 +121,8 @@ std::string encode_plan(const Plan& p) {
                                   {"insn_begin", l.insn_begin},
                                   {"insn_end", l.insn_end}});
   meta["placement"] = p.placement;
+  if (!p.compile_options.empty())
+    if (json o = json::parse(p.compile_options, nullptr, false); o.is_object()) meta["compile_options"] = std::move(o);
   if (!p.tasks.empty()) {
     meta["tasks"] = json::array();
     for (const auto& t : p.tasks)
@@ -335,6 +337,13 @@ Expected<Plan> decode_plan(std::string_view bytes, const std::string& path) {
     if (!r.get(meta, "placement", &p.placement)) return *r.err;
     if (p.placement != "static" && p.placement != "pipeline" && p.placement != "dynamic")
       return make_error(path + ": metadata", "field 'placement': unknown placement '" + p.placement + "'");
+  }
+  // How it was compiled (compiler/options.h; checked field by field by
+  // whoever acts on it): an object, absent from older plans.
+  if (meta.contains("compile_options")) {
+    if (!meta["compile_options"].is_object())
+      return make_error(path + ": metadata", "field 'compile_options' is not an object");
+    p.compile_options = meta["compile_options"].dump();
   }
   if (meta.contains("tasks")) {
     json tasks;

@@ -92,6 +92,9 @@ struct Plan {
   /// schedule); the other cores' streams hold END only.
   std::string placement = "static";
   std::vector<Task> tasks;  // dynamic plans only
+  /// How the plan was compiled: compiler::options_to_json as JSON text
+  /// (metadata field "compile_options"; empty: not recorded).
+  std::string compile_options;
 };
 
 /// Writes atomically (temporary file + rename): on error nothing is left.

@@ -81,6 +81,47 @@ class UnitPhases {
   size_t next_ = 0;
 };
 
+/// Per-layer cycles (RunOptions::layer_cycles) of a static plan: each core's
+/// stream is released one layer at a time, cut where the next layer begins
+/// (after the barrier that ends the previous one, so the cores are in step
+/// there anyway); the device cycles at each cut end one layer.
+class LayerCuts {
+ public:
+  LayerCuts(const plan::Plan& p, bool want) {
+    enabled_ = want && p.placement == "static" && p.tasks.empty() && p.unit_calls.empty() && !p.layers.empty();
+    for (const auto& l : p.layers)
+      if (l.insn_begin.size() != p.cores.size()) enabled_ = false;
+    if (enabled_) layers_ = &p.layers;
+  }
+  bool enabled() const { return enabled_; }
+  bool pending() const { return enabled_ && next_ < layers_->size(); }
+  uint64_t limit(uint32_t c, uint64_t stream_size) const {
+    return pending() ? std::min<uint64_t>((*layers_)[next_].insn_begin[c], stream_size) : stream_size;
+  }
+  /// Every core has run its stream up to the cut at `cycles`.
+  void advance(uint64_t cycles) {
+    if (next_ > 0) cycles_.push_back(cycles - at_);
+    if (next_ < layers_->size()) starts_.push_back(cycles);
+    at_ = cycles;
+    ++next_;
+  }
+  /// The cycles of every layer, once the run ended at `end`.
+  std::vector<uint64_t> finish(uint64_t end, std::vector<uint64_t>* starts) {
+    if (!enabled_) return {};
+    while (next_ < layers_->size()) advance(at_);  // layers with no instructions left
+    cycles_.push_back(end - at_);
+    *starts = starts_;
+    return cycles_;
+  }
+
+ private:
+  bool enabled_ = false;
+  const std::vector<plan::LayerInfo>* layers_ = nullptr;
+  size_t next_ = 0;
+  uint64_t at_ = 0;
+  std::vector<uint64_t> cycles_, starts_;
+};
+
 }  // namespace
 
 std::vector<spec::Insn> relocate(const std::vector<spec::Insn>& stream, uint64_t base) {
@@ -191,6 +232,10 @@ Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std
   }
   std::vector<uint32_t> last_head(ncores, ~0u);
   UnitPhases units(p, base);  // HLS unit calls (none: streams run whole)
+  LayerCuts cuts(p, opt.layer_cycles && dev.has_time());
+  // Layer 0 starts at the run's start; the first cut is where layer 1 begins.
+  if (cuts.enabled()) cuts.advance(start_cycles);
+  const auto limit = [&](uint32_t c, uint64_t n) { return std::min(units.limit(c, n), cuts.limit(c, n)); };
   for (uint64_t round = 0;; ++round) {
     // Refill every ring with as much of its stream as fits.
     bool wrote = false;
@@ -199,7 +244,7 @@ Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std
       const uint32_t head = dev.read_reg(core_reg_addr(c, creg::RING_HEAD));
       const uint32_t used = (r.tail - head) & (r.size - 1);
       uint64_t room = r.size - 1 - used;
-      uint64_t n = std::min<uint64_t>(room, units.limit(c, r.stream.size()) - r.written);
+      uint64_t n = std::min<uint64_t>(room, limit(c, r.stream.size()) - r.written);
       while (n > 0) {
         const uint64_t chunk = std::min<uint64_t>(n, r.size - r.tail);
         Status s = dev.write(r.ring_addr + uint64_t(r.tail) * spec::kInsnBytes,
@@ -218,7 +263,7 @@ Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std
     Status s = dev.run_until_idle(opt.timeout_cycles);
     if (!s) return cleanup(), s.error();
 
-    bool all_done = true, progressed = wrote, at_cut = units.pending();
+    bool all_done = true, progressed = wrote, at_cut = units.pending() || cuts.pending();
     for (uint32_t c = 0; c < ncores; ++c) {
       auto& r = rings[c];
       const uint32_t st = dev.read_reg(core_reg_addr(c, creg::STATUS));
@@ -239,8 +284,12 @@ Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std
       const uint32_t head = dev.read_reg(core_reg_addr(c, creg::RING_HEAD));
       if (head != last_head[c]) progressed = true;
       last_head[c] = head;
-      if (r.written != units.limit(c, r.stream.size()) || head != r.tail) at_cut = false;
+      if (r.written != limit(c, r.stream.size()) || head != r.tail) at_cut = false;
       if (!(st & creg::STATUS_DONE_MASK) || r.written < r.stream.size()) all_done = false;
+    }
+    if (at_cut && cuts.pending()) {  // every core ran its stream up to the next layer
+      cuts.advance(dev.cycles());
+      continue;
     }
     if (at_cut) {  // every core issued its stream up to the next unit call's cut
       Status us = units.advance(dev, opt);
@@ -262,6 +311,7 @@ Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std
     }
   }
   res.cycles = dev.cycles() - start_cycles;
+  res.layer_cycles = cuts.finish(dev.cycles(), &res.layer_start);
 
   for (const auto& b : p.outputs) {
     Tensor t(b.dtype, b.shape);

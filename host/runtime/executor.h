@@ -16,6 +16,12 @@ namespace loom::runtime {
 
 struct RunOptions {
   uint64_t timeout_cycles = 4'000'000'000ull;  // per run_until_idle call on timed backends
+  /// Measure every layer's cycles (RunResult::layer_cycles) on a timed
+  /// backend: the streams are released one layer at a time, cut after the
+  /// barrier between layers. Static plans without HLS unit calls only (in
+  /// pipeline and dynamic plans layers overlap, so they have no cycles of
+  /// their own); others run whole and report none.
+  bool layer_cycles = false;
 };
 
 struct CoreReport {
@@ -31,6 +37,10 @@ struct RunResult {
   uint64_t cycles = 0;          // device cycles for the whole run (timed backends)
   uint64_t ring_refills = 0;    // doorbells rung after the first one per core
   uint64_t tasks = 0, quanta = 0;  // dynamic plans: tasks dispatched, device quanta run
+  /// With RunOptions::layer_cycles: the cycles of each plan layer (plan
+  /// order, summing to `cycles`); empty when not measured.
+  std::vector<uint64_t> layer_cycles;
+  std::vector<uint64_t> layer_start;  // Device::cycles() at each layer's start
 };
 
 /// Loads `p` on `dev`, runs it with `inputs` (by graph input name) and reads

@@ -16,10 +16,10 @@ namespace {
 
 constexpr std::array<std::string_view, kNumTraceTracks> kTrackNames{
     "load", "gemm", "post-op", "compute", "store", "stall: load", "stall: compute", "stall: store",
-    "stall: memory", "stall: dependency", "dispatch"};
+    "stall: memory", "stall: dependency", "dispatch", "layer"};
 // The category of each track: the unit it belongs to, or "stall".
 constexpr std::array<std::string_view, kNumTraceTracks> kTrackCats{
-    "load", "compute", "compute", "compute", "store", "stall", "stall", "stall", "stall", "stall", "dispatch"};
+    "load", "compute", "compute", "compute", "store", "stall", "stall", "stall", "stall", "stall", "dispatch", "layer"};
 // Track ids (tid) of instants: after the unit tracks.
 constexpr unsigned kEventsTid = kNumTraceTracks;
 
@@ -48,6 +48,24 @@ std::string micros(uint64_t cycles, unsigned clock_mhz) {
 }
 
 }  // namespace
+
+void TraceRecorder::label_layers(const std::vector<LayerSpan>& spans, unsigned cores) {
+  if (spans.empty()) return;
+  std::vector<const LayerSpan*> by_begin;
+  for (const auto& sp : spans) by_begin.push_back(&sp);
+  std::sort(by_begin.begin(), by_begin.end(), [](const LayerSpan* a, const LayerSpan* b) { return a->begin < b->begin; });
+  for (auto& e : events_) {
+    if (e.track < 0 || e.track == int(TraceTrack::Layer)) continue;
+    auto it = std::upper_bound(by_begin.begin(), by_begin.end(), e.begin,
+                               [](uint64_t t, const LayerSpan* s) { return t < s->begin; });
+    if (it == by_begin.begin()) continue;
+    const LayerSpan* sp = *(it - 1);
+    if (e.begin < sp->end) e.name = sp->name + ": " + e.name;
+  }
+  for (const LayerSpan* sp : by_begin)
+    for (unsigned c = 0; c < cores; ++c)
+      if (sp->end > sp->begin) events_.push_back({c, int(TraceTrack::Layer), sp->name, "", sp->begin, sp->end});
+}
 
 std::string_view track_name(TraceTrack t) { return kTrackNames.at(size_t(t)); }
 

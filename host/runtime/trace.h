@@ -26,8 +26,9 @@ enum class TraceTrack : uint8_t {
   StallMem,      // a DMA waiting on memory (rtl: counter cycles_stall_mem)
   StallDep,      // a unit waiting on tokens or a semaphore (rtl: counter cycles_stall_dep)
   Dispatch,      // dispatcher: control instructions, semaphore waits, draining units
+  Layer,         // the plan layer running (from RunResult::layer_start; the host adds it)
 };
-inline constexpr unsigned kNumTraceTracks = 11;
+inline constexpr unsigned kNumTraceTracks = 12;
 std::string_view track_name(TraceTrack t);
 
 /// What a backend reports to. Cycles are device cycles as the backend's
@@ -58,6 +59,17 @@ class TraceRecorder final : public TraceSink {
   void instant(unsigned core, std::string_view name, uint64_t at, std::string_view arg = {}) override;
 
   const std::vector<Event>& events() const { return events_; }
+
+  /// A plan layer's device cycles [begin, end) (RunResult::layer_start and
+  /// layer_cycles).
+  struct LayerSpan {
+    std::string name;
+    uint64_t begin = 0, end = 0;
+  };
+  /// Names every interval recorded so far after the layer it begins in
+  /// ("conv1: GEMM"), and puts each span on the layer track of cores
+  /// [0, cores).
+  void label_layers(const std::vector<LayerSpan>& spans, unsigned cores);
   /// Time zero of the written trace: the first doorbell (the run's start),
   /// or the earliest event when there was none.
   uint64_t origin() const;

@@ -208,7 +208,7 @@ Expected<ServiceModel::Onnx*> ServiceModel::onnx(const ModelSpec& m) {
   auto model = onnxfe::load_model(path);
   if (!model) return model.error();
   onnxfe::ProgramOptions po;
-  po.cores = 1;
+  po.compile.num_cores = 1;
   auto prog = onnxfe::build_program(std::move(*model), {}, cfg_, po);
   if (!prog) return prog.error();
   auto o = std::make_unique<Onnx>();

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "backends/ref/ref_device.h"
+#include "compiler/options.h"
 #include "frontend/onnx/program_file.h"
 #include "runtime/device.h"
 
@@ -123,14 +124,18 @@ class ProgramFile : public ::testing::Test {
 
 TEST_F(ProgramFile, RoundTripKeepsEverything) {
   ASSERT_EQ(prog.segments.size(), 2u);
-  ProgramPlanInfo info{"tiny", "loom test", "/src/lib.onnx", 0x1234abcdu, 2};
+  ProgramPlanInfo info{"tiny", "loom test", "/src/lib.onnx", 0x1234abcdu, {}};
+  info.options.num_cores = 2;
+  info.options.placement = compiler::Placement::Pipeline;
   ASSERT_TRUE(write_program_plan(prog, info, path).is_ok());
   auto r = read_program_plan(path);
   ASSERT_TRUE(r) << r.error().str();
   EXPECT_EQ(r->info.config, "tiny");
   EXPECT_EQ(r->info.source, "/src/lib.onnx");
   EXPECT_EQ(r->info.source_hash, 0x1234abcdu);
-  EXPECT_EQ(r->info.cores, 2);
+  EXPECT_EQ(r->info.options.num_cores, 2);
+  EXPECT_EQ(r->info.options.placement, compiler::Placement::Pipeline);
+  EXPECT_TRUE(compiler::options_diff(r->info.options, info.options).empty());
   const Program& q = r->program;
   EXPECT_EQ(q.fallback_ops, prog.fallback_ops);
   EXPECT_EQ(q.notes, prog.notes);
@@ -186,7 +191,7 @@ TEST_F(ProgramFile, RoundTripKeepsEverything) {
 }
 
 TEST_F(ProgramFile, ReadBackRunsToTheSameOutputs) {
-  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, 0}, path).is_ok());
+  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}}, path).is_ok());
   auto r = read_program_plan(path);
   ASSERT_TRUE(r) << r.error().str();
   Value x = Value::make(kFloat, {4, 8});
@@ -210,7 +215,7 @@ TEST_F(ProgramFile, ReadBackRunsToTheSameOutputs) {
 }
 
 TEST_F(ProgramFile, SingleGraphReaderRefusesAProgramPlan) {
-  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, 0}, path).is_ok());
+  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}}, path).is_ok());
   EXPECT_EQ(plan::plan_format_version(path), plan::kProgramFormatVersion);
   auto r = plan::read_plan(path);
   ASSERT_FALSE(r);

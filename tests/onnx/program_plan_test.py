@@ -291,9 +291,24 @@ class ProgramPlan(unittest.TestCase):
         self.assert_one_line_error(r, "--fusion", "unknown policy 'always'")
         self.assertFalse(os.path.exists(out))
 
-    def test_trace_refused(self):
-        self.assert_one_line_error(self.run_plan(self.plan, "--trace", os.path.join(self.dir, "t.json")), "--trace")
-        self.assertFalse(os.path.exists(os.path.join(self.dir, "t.json")))
+    def test_trace(self):
+        # A timed backend traces every segment on one device, slices named
+        # by segment and layer; ref records no timelines and says so.
+        t = os.path.join(self.dir, "t.json")
+        r = self.run_plan(self.plan, "--trace", t, "--json")
+        if BACKEND == "ref":
+            self.assert_one_line_error(r, "--trace", "records no timelines")
+            self.assertFalse(os.path.exists(t))
+            return
+        self.assertEqual(r.returncode, 0, r.stderr)
+        run = json.loads(r.stdout)
+        with open(t) as f:
+            trace = json.load(f)
+        self.assertEqual(trace["otherData"]["cycles"], run["cycles"])
+        names = {e["name"] for e in trace["traceEvents"] if e["ph"] == "X"}
+        layers = {"segment %d %s (%s)" % (l["segment"], l["name"], l["op"]) for l in run["layers"]}
+        self.assertTrue(layers and layers <= names, (layers, names))
+        self.assertTrue(any(n.endswith(": GEMM") and n.startswith("segment ") for n in names), names)
 
     def test_wrong_input(self):
         bad = os.path.join(self.dir, "x2.pb")

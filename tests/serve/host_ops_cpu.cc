@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   for (const auto& st : hp->steps)
     if (Status s = onnxfe::run_host(hp->model, hp->model.nodes[st.node], env); !s) return fail(s.error());
   onnxfe::ProgramOptions dev;
-  dev.cores = 1;
+  dev.compile.num_cores = 1;
   auto dp = onnxfe::build_program(*m, {}, *cfg, dev);
   if (!dp) return fail(dp.error());
   for (const auto& [k, v] : dp->model.consts) env[k] = v;

@@ -106,8 +106,15 @@ class Tlm(Base):
         seen = set(names[k] for k in tracks)
         for t in ("load", "gemm", "post-op", "store"):
             self.assertIn(t, seen)
+        # Slices are named by layer and op ("conv1 (conv2d): GEMM"), and the
+        # layer track holds the layers themselves, in plan order.
         gemms = [n for k in tracks if names[k] == "gemm" for (_, _, n) in tracks[k]]
-        self.assertTrue(all(n == "GEMM" for n in gemms), set(gemms))
+        self.assertTrue(gemms)
+        self.assertTrue(all(n.endswith(" (conv2d): GEMM") or n.endswith(" (gemm): GEMM") for n in gemms), set(gemms))
+        layer_names = [n for k in tracks if names[k] == "layer" for (_, _, n) in tracks[k]]
+        self.assertIn("conv1 (conv2d)", layer_names)
+        plan_layers = [l["name"] + " (" + l["op"] + ")" for l in run["layers"]]
+        self.assertEqual(sorted(set(layer_names)), sorted(set(plan_layers)))
 
     def test_tlm_trace_default(self):
         run, trace = self.run_traced("tlm", "default")

@@ -6,6 +6,7 @@ byte-identical report, bad input -> one line, non-zero exit, no report file.
 Usage: tune_cli_test.py LOOM_BINARY ROOT TestName
 """
 import json
+import struct
 import os
 import subprocess
 import sys
@@ -147,6 +148,14 @@ class Tune(unittest.TestCase):
             self.assertIn(d["pass"], ("fuse-activation", "fuse-residual", "tiling"))
         graph = os.path.join(ROOT, "examples", "demo_cnn.json")
 
+        def without_options(b):
+            # The plan container (docs/plan-format.md): 40-byte header, then
+            # the metadata JSON, then the payload.
+            meta_len = struct.unpack_from("<Q", b, 16)[0]
+            meta = json.loads(b[40:40 + meta_len])
+            del meta["compile_options"]
+            return meta, b[40 + meta_len:]
+
         def compile_plan(name, *extra, cfg="default"):
             out = os.path.join(self.dir, name)
             r = run(["compile", graph, "--config", cfg, "-o", out] + list(extra), self.dir)
@@ -160,7 +169,10 @@ class Tune(unittest.TestCase):
         zero = os.path.join(self.dir, "zero.json")
         with open(zero, "w") as f:
             json.dump({"kind": "loom-cost-params", "version": 1, "config": "default"}, f)
-        self.assertEqual(plain, compile_plan("zero.plan", "--cost-params", zero))
+        # The same plan but for the options it records (compile_options
+        # names the parameters it was compiled with).
+        self.assertEqual(without_options(plain), without_options(compile_plan("zero.plan", "--cost-params", zero)))
+        self.assertNotEqual(plain, compile_plan("zero2.plan", "--cost-params", zero))
         # A file that changes a decision changes the plan: with a large
         # negative per-layer term every layer predicts 0 cycles (clamped), so
         # the tiling passes keep their first candidates.

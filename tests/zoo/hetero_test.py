@@ -103,8 +103,8 @@ class Options(Base):
         off, _ = self.compile("tiny")
         plan, c = self.compile("tiny", "--hls", "auto")
         self.assertEqual(c["hls"], "auto")
-        self.assertEqual(read_meta(plan).get("hls"), "auto")
-        self.assertNotIn("hls", read_meta(off))  # default plans are unchanged
+        self.assertEqual(read_meta(plan)["compile_options"]["hls"], "auto")
+        self.assertEqual(read_meta(off)["compile_options"]["hls"], "off")
         # The block's layers this config's models move to units (docs/zoo.md).
         self.assertGreaterEqual(sum(s["unit_calls"] for s in c["segments"]), 1, c)
         _, want = self.run_check(off, "ref")
@@ -117,15 +117,15 @@ class Options(Base):
     def test_hls_auto_tlm_small(self):
         off, _ = self.compile("small")
         plan, c = self.compile("small", "--hls", "auto")
-        self.assertEqual(read_meta(plan).get("hls"), "auto")
+        self.assertEqual(read_meta(plan)["compile_options"]["hls"], "auto")
         self.assertEqual(self.run_check(plan, "tlm")[1], self.run_check(off, "tlm")[1])
 
     def test_placement_dynamic_ref_tlm_tiny(self):
         plan, c = self.compile("tiny", "--placement", "dynamic", "--tasks-per-core", "2")
         self.assertEqual(c["placement"], "dynamic")
-        meta = read_meta(plan)
-        self.assertEqual(meta.get("placement"), "dynamic")
-        self.assertEqual(meta.get("tasks_per_core"), 2)
+        meta = read_meta(plan)["compile_options"]
+        self.assertEqual(meta["placement"], "dynamic")
+        self.assertEqual(meta["tasks_per_core"], 2)
         self.assertGreaterEqual(sum(s["tasks"] for s in c["segments"]), 1, c)
         _, want = self.run_check(self.compile("tiny")[0], "ref")
         for b in ("ref", "tlm"):
@@ -133,7 +133,7 @@ class Options(Base):
 
     def test_placement_pipeline_ref(self):
         plan, c = self.compile("tiny", "--placement", "pipeline")
-        self.assertEqual(read_meta(plan).get("placement"), "pipeline")
+        self.assertEqual(read_meta(plan)["compile_options"]["placement"], "pipeline")
         self.run_check(plan, "ref")
 
 
@@ -156,10 +156,14 @@ class BadInput(Base):
 
     def test_bad_plan_fields(self):
         plan, _ = self.compile("tiny", "--hls", "auto")
-        for field, value, word in (("hls", "on", "field 'hls'"), ("placement", "ring", "field 'placement'"),
-                                   ("tasks_per_core", 0, "field 'tasks_per_core'"), ("hls", 3, "field 'hls'")):
+        for field, value, word in (("hls", "on", "field 'compile_options.hls'"),
+                                   ("placement", "ring", "field 'compile_options.placement'"),
+                                   ("tasks_per_core", 0, "field 'compile_options.tasks_per_core'"),
+                                   ("hls", 3, "field 'compile_options.hls'"),
+                                   ("cores", 99, "field 'compile_options.cores'"),
+                                   ("spare", 1, "field 'compile_options.spare'")):
             bad = self.path("bad.plan")
-            rewrite_meta(plan, bad, lambda m: m.__setitem__(field, value))
+            rewrite_meta(plan, bad, lambda m: m["compile_options"].__setitem__(field, value))
             r = loom("run", bad, "--backend", "ref")
             self.one_line_error(r, word)
 

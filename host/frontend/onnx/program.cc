@@ -12,6 +12,7 @@
 #include <set>
 
 #include "frontend/onnx/host_ops.h"
+#include "ir/ir_util.h"
 #include "runtime/device.h"
 #include "runtime/executor.h"
 
@@ -645,20 +646,16 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
       std::string why;
       Status s = ir::validate(seg.graph);
       if (s) {
-        compiler::CompileOptions co;
-        co.num_cores = opt.cores;
-        co.placement = opt.placement;
-        co.tasks_per_core = opt.tasks_per_core;
-        co.hls = opt.hls;
-        co.fusion = opt.fusion;
+        const compiler::CompileOptions& co = opt.compile;
         auto r = compiler::compile(seg.graph, cfg, co);
         if (!r && (co.placement != compiler::Placement::Static || co.hls != compiler::Hls::Off ||
                    co.tasks_per_core != 1)) {
           // Only the options stand in the way: say so rather than moving the
           // segment to the host.
           compiler::CompileOptions def;
-          def.num_cores = opt.cores;
-          def.fusion = opt.fusion;
+          def.num_cores = co.num_cores;
+          def.fusion = co.fusion;
+          def.cost_params = co.cost_params;
           if (compiler::compile(seg.graph, cfg, def))
             return make_error("segment " + std::to_string(p.segments.size()) + " (from '" +
                                   m.nodes[cur_nodes[0]].name + "')",
@@ -754,6 +751,48 @@ Value from_device(const Tensor& t, bool nhwc, bool u8) {
 
 Expected<ProgramRun> run_program(const Program& p, const std::string& backend, const spec::HwConfig& cfg,
                                  const std::map<std::string, Value>& inputs, bool check) {
+  auto dev = runtime::make_device(backend, cfg);
+  if (!dev) return dev.error();
+  return run_program(p, **dev, inputs, check);
+}
+
+Expected<std::map<std::string, Value>> random_inputs(const Model& m, uint64_t seed) {
+  std::map<std::string, Value> in;
+  for (size_t k = 0; k < m.inputs.size(); ++k) {
+    const std::string& name = m.inputs[k];
+    auto it = m.types.find(name);
+    if (it == m.types.end() || it->second.type == 0 || !it->second.has_shape)
+      return make_error(m.path + ": graph input '" + name + "'", "has no known type and fixed shape for random inputs; give it with --inputs");
+    for (int64_t d : it->second.shape)
+      if (d < 1)
+        return make_error(m.path + ": graph input '" + name + "'",
+                          "has a dynamic shape " + shape_str(it->second.shape) + "; give it with --inputs");
+    LOOM_TRY(check_dims(it->second.shape, m.path + ": graph input '" + name + "'"));
+    const int32_t t = it->second.type;
+    if (!elem_supported(t))
+      return make_error(m.path + ": graph input '" + name + "'", "has element type " + elem_name(t) + ", which loom does not handle");
+    Value v = Value::make(t, it->second.shape);
+    ir::detail::SplitMix64 rng(seed * 0x9E3779B97F4A7C15ull + k + 1);
+    for (int64_t e = 0; e < v.numel(); ++e) {
+      if (t == kFloat) {
+        v.f[size_t(e)] = float(double(rng.next() >> 11) * 0x1p-53 * 2.0 - 1.0);
+      } else if (t == kBool) {
+        v.i[size_t(e)] = int64_t(rng.next() & 1);
+      } else if (t == kInt8 || t == kUint8) {
+        int64_t lo = 0, hi = 0;
+        elem_range(t, &lo, &hi);
+        v.i[size_t(e)] = rng.in_range(lo, hi);
+      } else {
+        v.i[size_t(e)] = rng.in_range(0, 15);
+      }
+    }
+    in[name] = std::move(v);
+  }
+  return in;
+}
+
+Expected<ProgramRun> run_program(const Program& p, runtime::Device& dev, const std::map<std::string, Value>& inputs,
+                                 bool check, const runtime::RunOptions& ro) {
   const Model& m = p.model;
   std::map<std::string, Value> env = m.consts;
   for (const auto& name : m.inputs) {
@@ -795,11 +834,11 @@ Expected<ProgramRun> run_program(const Program& p, const std::string& backend, c
                                                              elem_name(u8 ? kUint8 : kInt8) + " " + shape_str(want));
       din[t] = to_device(v, nhwc, u8);
     }
-    auto dev = runtime::make_device(backend, cfg);
-    if (!dev) return dev.error();
-    auto r = runtime::execute(**dev, seg.plan, din);
+    auto r = runtime::execute(dev, seg.plan, din, ro);
     if (!r) return r.error();
     if (check) {
+      if (seg.graph.nodes.empty())
+        return make_error("segment " + std::to_string(st.segment), "has no graph to check against");
       // The device against loom's direct reference of the same segment.
       auto ref = ir::run_reference(seg.graph, din);
       if (!ref) return ref.error();
@@ -817,6 +856,8 @@ Expected<ProgramRun> run_program(const Program& p, const std::string& backend, c
     if (r->has_time) run.has_time = true, run.device_cycles += r->cycles;
     for (const auto& c : r->cores) run.instructions += c.instructions;
     for (const auto& [name, t] : r->outputs) env[name] = from_device(t, seg.nhwc.at(name), seg.u8.at(name));
+    r->outputs.clear();
+    run.segments.push_back(SegmentRun{st.segment, std::move(*r)});
   }
   for (const auto& o : m.outputs) {
     auto it = env.find(o);

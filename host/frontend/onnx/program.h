@@ -13,20 +13,17 @@
 #include "frontend/onnx/value.h"
 #include "ir/graph.h"
 #include "plan/plan.h"
+#include "runtime/device.h"
+#include "runtime/executor.h"
 
 namespace loom::onnxfe {
 
 struct ProgramOptions {
   bool use_device = true;  // false: every op on the host (the conformance oracle)
-  int cores = 0;
-  // Every device segment compiles with these (`loom compile model.onnx
-  // --placement P --tasks-per-core T --hls H`). A segment that compiles with
-  // the defaults but not with these is an error naming it, not a host
-  // fallback.
-  compiler::Placement placement = compiler::Placement::Static;
-  int tasks_per_core = 1;
-  compiler::Hls hls = compiler::Hls::Off;
-  compiler::Fusion fusion = compiler::Fusion::Cost;
+  // Every device segment compiles with these (the one CompileOptions of
+  // `loom compile` and `loom run`). A segment that compiles with the
+  // defaults but not with these is an error naming it, not a host fallback.
+  compiler::CompileOptions compile;
 };
 
 /// A maximal run of consecutive device ops (topological order), as one
@@ -64,18 +61,37 @@ struct Program {
 Expected<Program> build_program(Model m, const std::map<std::string, Value>& known, const spec::HwConfig& cfg,
                                 const ProgramOptions& opt);
 
+/// One device segment's run: its step, and the executor's report (per-core
+/// counters, cycles, per-layer cycles; outputs moved into the program's
+/// values).
+struct SegmentRun {
+  int segment = 0;
+  runtime::RunResult result;
+};
+
 struct ProgramRun {
   std::vector<std::pair<std::string, Value>> outputs;  // graph output order
+  std::vector<SegmentRun> segments;                     // step order
   uint64_t device_cycles = 0;
   bool has_time = false;
   uint64_t instructions = 0;
   std::vector<std::pair<std::string, int64_t>> mismatches;  // with check: outputs differing from the reference
 };
 
-/// Runs the program: host ops on the CPU, segments on a `backend` device.
-/// With `check`, every segment's outputs are also compared, bit for bit,
-/// with loom's direct reference (ir::run_reference) on the same inputs.
+/// Runs the program on one device: host ops on the CPU, every segment on
+/// `dev` in turn. With `check`, every segment's outputs are also compared,
+/// bit for bit, with loom's direct reference (ir::run_reference) on the same
+/// inputs; the segments then need their graphs.
+Expected<ProgramRun> run_program(const Program& p, runtime::Device& dev, const std::map<std::string, Value>& inputs,
+                                 bool check = false, const runtime::RunOptions& ro = {});
+/// The same on a new device of `backend`.
 Expected<ProgramRun> run_program(const Program& p, const std::string& backend, const spec::HwConfig& cfg,
                                  const std::map<std::string, Value>& inputs, bool check = false);
+
+/// Seeded random values for every graph input of `m` (deterministic): int8
+/// and uint8 over their whole range, floats in [-1, 1), bools, and small
+/// non-negative integers for int32/int64 inputs. An input without a known
+/// type and fixed shape is an error naming it (give it with --inputs).
+Expected<std::map<std::string, Value>> random_inputs(const Model& m, uint64_t seed);
 
 }  // namespace loom::onnxfe

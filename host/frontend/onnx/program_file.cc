@@ -5,6 +5,8 @@
 // tensors the segments produce), so the reader checks it here.
 #include "frontend/onnx/program_file.h"
 
+#include "compiler/options.h"
+
 #include <onnx/onnx_pb.h>
 
 #include <nlohmann/json.hpp>
@@ -218,11 +220,7 @@ Status write_program_plan(const Program& p, const ProgramPlanInfo& info, const s
   meta["model"] = p.model.name;
   meta["graph_source"] = info.source;
   meta["graph_hash"] = info.source_hash;
-  meta["cores"] = info.cores;
-  if (info.placement != compiler::Placement::Static) meta["placement"] = compiler::placement_name(info.placement);
-  if (info.tasks_per_core != 1) meta["tasks_per_core"] = info.tasks_per_core;
-  if (info.hls != compiler::Hls::Off) meta["hls"] = compiler::hls_name(info.hls);
-  if (info.fusion != compiler::Fusion::Cost) meta["fusion"] = compiler::fusion_name(info.fusion);
+  meta["compile_options"] = compiler::options_to_json(info.options);
   meta["onnx_nodes"] = p.onnx_nodes;
   meta["folded_qdq"] = p.folded_qdq;
   meta["host_model_bytes"] = host.size();
@@ -276,7 +274,6 @@ Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::str
   r.get(meta, "metadata", "compiler", &info.compiler);
   r.get(meta, "metadata", "graph_source", &info.source);
   r.get(meta, "metadata", "graph_hash", &info.source_hash);
-  r.get(meta, "metadata", "cores", &info.cores);
   r.get(meta, "metadata", "onnx_nodes", &p.onnx_nodes);
   r.get(meta, "metadata", "folded_qdq", &p.folded_qdq);
   r.get(meta, "metadata", "host_model_bytes", &host_bytes);
@@ -284,21 +281,15 @@ Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::str
   r.get(meta, "metadata", "notes", &p.notes);
   r.get(meta, "metadata", "segments", &segs);
   r.get(meta, "metadata", "steps", &steps);
-  std::string placement = "static", hls = "off", fusion = "cost";
-  if (meta.contains("placement")) r.get(meta, "metadata", "placement", &placement);
-  if (meta.contains("fusion")) r.get(meta, "metadata", "fusion", &fusion);
-  if (meta.contains("tasks_per_core")) r.get(meta, "metadata", "tasks_per_core", &info.tasks_per_core);
-  if (meta.contains("hls")) r.get(meta, "metadata", "hls", &hls);
+  json opts;
+  r.get(meta, "metadata", "compile_options", &opts);
   if (r.err) return *r.err;
   const std::string md = path + ": metadata";
-  if (auto pl = compiler::parse_placement(placement); pl) info.placement = *pl;
-  else return make_error(md, "field 'placement': unknown placement '" + placement + "' (static, pipeline or dynamic)");
-  if (auto h = compiler::parse_hls(hls); h) info.hls = *h;
-  else return make_error(md, "field 'hls': unknown mode '" + hls + "' (off or auto)");
-  if (auto f = compiler::parse_fusion(fusion); f) info.fusion = *f;
-  else return make_error(md, "field 'fusion': unknown policy '" + fusion + "' (none, greedy or cost)");
-  if (info.tasks_per_core < 1 || info.tasks_per_core > 64)
-    return make_error(md, "field 'tasks_per_core': " + std::to_string(info.tasks_per_core) + " is outside [1, 64]");
+  if (!spec::find_config(info.config))
+    return make_error(md, "field 'config': unknown configuration '" + info.config + "'");
+  auto options = compiler::options_from_json(opts, *spec::find_config(info.config), md);
+  if (!options) return options.error();
+  info.options = std::move(*options);
   if (kind != "onnx_program") return make_error(md, "field 'kind': '" + kind + "' is not 'onnx_program'");
   if (!spec::find_config(info.config))
     return make_error(md, "field 'config': unknown configuration '" + info.config + "'");

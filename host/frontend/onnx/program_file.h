@@ -18,14 +18,7 @@ struct ProgramPlanInfo {
   std::string compiler;      // "loom <version>"
   std::string source;        // the .onnx it was compiled from (for `loom run --check`)
   uint64_t source_hash = 0;  // FNV-1a-64 of that file's bytes
-  int cores = 0;             // ProgramOptions::cores of the compile
-  // ProgramOptions placement, tasks_per_core, hls and fusion of the compile
-  // (metadata fields written only when not the defaults; absent: static, 1,
-  // off, cost).
-  compiler::Placement placement = compiler::Placement::Static;
-  int tasks_per_core = 1;
-  compiler::Hls hls = compiler::Hls::Off;
-  compiler::Fusion fusion = compiler::Fusion::Cost;
+  compiler::CompileOptions options;  // how every segment was compiled (metadata "compile_options")
 };
 
 /// Writes `p` atomically (temporary file + rename, with the checksum): on

@@ -212,4 +212,43 @@ Expected<Value> read_value(const std::string& path, std::string* name) {
   return from_proto(t, path);
 }
 
+Expected<Tensor> to_tensor(const Value& v) {
+  DType d;
+  switch (v.type) {
+    case kInt8:
+      d = DType::I8;
+      break;
+    case kUint8:
+      d = DType::U8;
+      break;
+    case kInt32:
+      d = DType::I32;
+      break;
+    case kFloat:
+      d = DType::F32;
+      break;
+    default:
+      return make_error("tensor", "element type " + elem_name(v.type) + " has no loom tensor form (int8, uint8, int32, float32)");
+  }
+  Tensor t(d, v.shape);
+  for (int64_t k = 0; k < v.numel(); ++k) {
+    const size_t i = size_t(k);
+    switch (d) {
+      case DType::I8:
+        t.i8()[k] = int8_t(v.i[i]);
+        break;
+      case DType::U8:
+        t.data[i] = uint8_t(v.i[i]);
+        break;
+      case DType::I32:
+        t.i32()[k] = int32_t(v.i[i]);
+        break;
+      case DType::F32:
+        std::memcpy(t.data.data() + 4 * i, &v.f[i], 4);
+        break;
+    }
+  }
+  return t;
+}
+
 }  // namespace loom::onnxfe

@@ -48,6 +48,9 @@ Status check_dims(const std::vector<int64_t>& dims, const std::string& where, bo
 Expected<Value> from_proto(const onnx::TensorProto& t, const std::string& where, const std::string* external = nullptr);
 /// Serializes a value as a TensorProto (raw_data) named `name`.
 std::string to_proto_bytes(const Value& v, const std::string& name);
+/// The value as a loom tensor (int8, uint8, int32 or float32; other
+/// element types are an error naming the type), e.g. for .npy files.
+Expected<Tensor> to_tensor(const Value& v);
 /// Reads a TensorProto file (.pb).
 Expected<Value> read_value(const std::string& path, std::string* name = nullptr);
 
