@@ -106,6 +106,9 @@ struct OutputRef {
 /// index, within |got - want| <= atol + rtol * |want|. Sets *ok.
 Expected<ordered_json> compare_expected(const std::string& dir, const std::vector<OutputRef>& outs, double atol,
                                         double rtol, bool* ok);
+/// Whether the reference folder `dir` holds inputs (input_0.pb, ...): a run
+/// without --inputs then reads them from it.
+bool has_reference_inputs(const std::string& dir);
 /// The text line of compare_expected's result.
 void print_expected(const ordered_json& e);
 /// The reference folder of a model: --expected, else test_data_set_0 beside

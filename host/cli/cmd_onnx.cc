@@ -127,7 +127,7 @@ int run_program_kind(const RunArgs& a) {
     prog.model = std::move(*m);
   }
   // Inputs: --inputs, else the test data beside the model, else seeded.
-  if (input_files.empty() && !exp_dir.empty() && a.expected.empty())
+  if (input_files.empty() && has_reference_inputs(exp_dir))
     for (size_t k = 0; k < prog.model.inputs.size(); ++k)
       input_files.push_back(exp_dir + "/input_" + std::to_string(k) + ".pb");
   std::map<std::string, onnxfe::Value> inputs;

@@ -142,7 +142,7 @@ int run(const Opts& o) {
 
   const std::string exp_dir = expected_dir(o);
   std::vector<std::string> input_files = o.inputs;
-  if (input_files.empty() && !exp_dir.empty() && o.expected.empty()) {
+  if (input_files.empty() && has_reference_inputs(exp_dir)) {
     // test_data_set_0 beside the model: its inputs with its outputs.
     for (size_t k = 0; k < p.inputs.size(); ++k) input_files.push_back(exp_dir + "/input_" + std::to_string(k) + ".pb");
   }
@@ -333,6 +333,11 @@ void print_expected(const ordered_json& e) {
             << ", cosine similarity " << cosmin << ", " << bad << " elements outside |diff| <= "
             << e["atol"].get<double>() << " + " << e["rtol"].get<double>() << " * |ref|"
             << (e["required"].get<bool>() ? "" : " (reported; --expected DIR requires it)") << "\n";
+}
+
+bool has_reference_inputs(const std::string& dir) {
+  std::error_code ec;
+  return !dir.empty() && std::filesystem::is_regular_file(std::filesystem::path(dir) / "input_0.pb", ec);
 }
 
 std::string expected_dir(const RunArgs& a) {

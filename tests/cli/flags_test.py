@@ -40,7 +40,7 @@ class Kinds(unittest.TestCase):
         cls.graph = os.path.join(ROOT, "examples", "demo_cnn.json")
         sys.path.insert(0, os.path.join(ROOT, "tests", "onnx"))
         from program_plan_test import two_segment_model  # the two-segment QDQ model of the program-plan tests
-        m, _ = two_segment_model()
+        m, cls.x = two_segment_model()
         cls.onnx = os.path.join(cls.dir, "two.onnx")
         with open(cls.onnx, "wb") as f:
             f.write(m.SerializeToString())
@@ -142,6 +142,35 @@ class Kinds(unittest.TestCase):
                     self.one_line_error(r, "reference outputs", "nothing written")
                     self.assertFalse(os.path.exists(bad))
                     shutil.rmtree(self.path("s7")), shutil.rmtree(self.path("s7b")), shutil.rmtree(self.path("s8"))
+
+    def test_expected_folder_supplies_its_inputs(self):
+        # The ONNX test-data layout: DIR/input_0.pb and DIR/output_0.pb.
+        from onnx import numpy_helper
+        d = self.path("test_data")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "input_0.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(self.x, "x").SerializeToString())
+        plan = self.compile(self.onnx, "td.plan")
+        for target in (self.onnx, plan):
+            with self.subTest(target=target):
+                shutil.rmtree(self.path("td_out"), ignore_errors=True)
+                self.ok(loom("run", target, "--config", "tiny", "--backend", "ref", "--inputs",
+                             os.path.join(d, "input_0.pb"), "--outputs", self.path("td_out")))
+                shutil.copy(os.path.join(self.path("td_out"), "output_0.pb"), os.path.join(d, "output_0.pb"))
+                e = self.ok(loom("run", target, "--config", "tiny", "--backend", "ref", "--json", "--expected", d,
+                                 "--atol", "0", "--rtol", "0"))
+                self.assertNotIn("seed", e)  # inputs read from the folder
+                self.assertTrue(e["expected"]["required"] and e["expected"]["within_tolerance"], e["expected"])
+                # Seeded inputs give other outputs: the same folder then fails.
+                with open(os.path.join(d, "output_0.pb"), "rb") as f:
+                    want = f.read()
+                os.remove(os.path.join(d, "input_0.pb"))
+                r = loom("run", target, "--config", "tiny", "--backend", "ref", "--expected", d, "--atol", "0",
+                         "--rtol", "0")
+                self.one_line_error(r, "reference outputs")
+                with open(os.path.join(d, "input_0.pb"), "wb") as f:
+                    f.write(numpy_helper.from_array(self.x, "x").SerializeToString())
+                self.assertTrue(want)
 
     def test_layer_cycles_and_trace_on_every_kind(self):
         for kind, model in self.models():
