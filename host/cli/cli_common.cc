@@ -209,7 +209,7 @@ Status check_plan_flags(const CompileFlags& f, const spec::HwConfig& cfg, const 
   for (const auto& flag : given) {
     std::string key = flag.substr(2);
     std::replace(key.begin(), key.end(), '-', '_');
-    if (key == "cost_params" ? rec[key] != asked[key] : rec[key] != asked[key])
+    if (rec[key] != asked[key])
       return make_error(flag, "plan " + plan + " was compiled with " + key + " " + rec[key].dump() + ", not " +
                                   asked[key].dump() + "; recompile it, or leave the flag out");
   }

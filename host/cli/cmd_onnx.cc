@@ -162,8 +162,7 @@ int run_program_kind(const RunArgs& a) {
         for (auto& sp : layer_spans(prog.segments[size_t(sr.segment)].plan, sr.result,
                                     "segment " + std::to_string(sr.segment) + " "))
           spans.push_back(std::move(sp));
-    const uint64_t cycles = res ? (*dev)->cycles() - trace.origin() : (*dev)->cycles() - trace.origin();
-    if (Status s = write_trace(trace, a, **dev, cycles, spans); !s) return fail(s.error());
+    if (Status s = write_trace(trace, a, **dev, (*dev)->cycles() - trace.origin(), spans); !s) return fail(s.error());
   }
   if (!res) return fail(res.error());
 
