@@ -41,7 +41,10 @@ uint8_t resp_code(ref::AxiResp r) {
 
 }  // namespace
 
-Expected<FaultPlan> FaultPlan::parse(const std::string& fault, const std::string& stall, const std::string& seed) {
+Expected<FaultPlan> FaultPlan::from_options(const runtime::DeviceOptions& o) {
+  const std::string& fault = o.mem_faults;
+  const std::string& stall = o.mem_stall;
+  const std::string fault_label = o.label("mem_faults"), stall_label = o.label("mem_stall");
   FaultPlan p;
   size_t pos = 0;
   while (pos < fault.size()) {
@@ -58,46 +61,37 @@ Expected<FaultPlan> FaultPlan::parse(const std::string& fault, const std::string
       if (plus == std::string::npos || !parse_kind(item.substr(0, at), kind) ||
           !parse_u64(item.substr(at + 1, plus - at - 1), r.addr) || !parse_u64(item.substr(plus + 1), r.len) ||
           r.len == 0)
-        return make_error("LOOM_SIM_FAULT", bad);
+        return make_error(fault_label, bad);
       r.kind = kind;
       p.ranges.push_back(r);
     } else if (hash != std::string::npos) {
       uint64_t n = 0;
       if (!parse_kind(item.substr(0, hash), kind) || !parse_u64(item.substr(hash + 1), n) || n == 0)
-        return make_error("LOOM_SIM_FAULT", bad);
-      if (p.nth_burst != 0) return make_error("LOOM_SIM_FAULT", "'" + item + "': only one KIND#N item is allowed");
+        return make_error(fault_label, bad);
+      if (p.nth_burst != 0) return make_error(fault_label, "'" + item + "': only one KIND#N item is allowed");
       p.nth_burst = n;
       p.nth_kind = kind;
     } else {
-      return make_error("LOOM_SIM_FAULT", bad);
+      return make_error(fault_label, bad);
     }
   }
   if (!stall.empty()) {
     const size_t colon = stall.find(':');
     uint64_t cycles = 0;
     if (!parse_u64(stall.substr(0, colon), cycles) || cycles > 1'000'000)
-      return make_error("LOOM_SIM_STALL", "'" + stall + "' is not CYCLES or CYCLES:PROB (CYCLES <= 1000000)");
+      return make_error(stall_label, "'" + stall + "' is not CYCLES or CYCLES:PROB (CYCLES <= 1000000)");
     p.stall_cycles = uint32_t(cycles);
     if (colon != std::string::npos) {
       const std::string ps = stall.substr(colon + 1);
       char* end = nullptr;
       const double v = std::strtod(ps.c_str(), &end);
       if (ps.empty() || *end != '\0' || !(v >= 0.0 && v <= 1.0))
-        return make_error("LOOM_SIM_STALL", "'" + stall + "': PROB must be a number in [0, 1]");
+        return make_error(stall_label, "'" + stall + "': PROB must be a number in [0, 1]");
       p.stall_prob = v;
     }
   }
-  if (!seed.empty() && !parse_u64(seed, p.seed))
-    return make_error("LOOM_SIM_SEED", "'" + seed + "' is not a non-negative integer");
+  if (o.seed) p.seed = *o.seed;
   return p;
-}
-
-Expected<FaultPlan> FaultPlan::from_env() {
-  const auto get = [](const char* n) {
-    const char* v = std::getenv(n);
-    return std::string(v ? v : "");
-  };
-  return parse(get("LOOM_SIM_FAULT"), get("LOOM_SIM_STALL"), get("LOOM_SIM_SEED"));
 }
 
 MemChannel::MemChannel(sc_core::sc_module_name name) : sc_core::sc_module(name), socket("socket") {

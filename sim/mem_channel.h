@@ -17,11 +17,12 @@
 #include "backends/ref/memory.h"
 #include "common/status.h"
 #include "loom/spec_gen.h"
+#include "runtime/device.h"
 
 namespace loom::tlm {
 
-/// Faults the memory model injects, read from the environment (see
-/// FaultPlan::from_env) or set by a test:
+/// Faults the memory model injects, from the device options (see
+/// FaultPlan::from_options) or set by a test:
 ///   ranges        every fabric access overlapping [addr, addr + len) answers
 ///                 with the kind (ref::DeviceMemory::inject_fault)
 ///   nth_burst     the n-th burst (1-based, all ports, in arrival order)
@@ -45,14 +46,10 @@ struct FaultPlan {
     for (const Range& r : ranges) mem.inject_fault(r.addr, r.len, r.kind);
   }
 
-  /// LOOM_SIM_FAULT: comma-separated KIND@ADDR+LEN (address range) or
-  ///   KIND#N (the n-th burst), KIND slverr or decerr; numbers decimal or 0x hex.
-  /// LOOM_SIM_STALL: CYCLES or CYCLES:PROB (added latency per burst, the
-  ///   fraction of bursts that get it; default every burst).
-  /// LOOM_SIM_SEED:  seed of the stall choice (default 1).
-  /// A malformed value is an error naming the variable and the text.
-  static Expected<FaultPlan> from_env();
-  static Expected<FaultPlan> parse(const std::string& fault, const std::string& stall, const std::string& seed);
+  /// From the device options' mem_faults, mem_stall and seed (their syntax
+  /// is in runtime/device.h). A malformed value is one error line naming the
+  /// option (its label: the flag or variable it came from) and the text.
+  static Expected<FaultPlan> from_options(const runtime::DeviceOptions& o);
 };
 
 /// Attached to a burst by an initiator that moves data through the target

@@ -189,8 +189,10 @@ Status set_faults(runtime::Device& dev, const FaultPlan& plan) {
   return Status::ok();
 }
 
-Expected<std::unique_ptr<runtime::Device>> make_tlm_device(const spec::HwConfig& cfg) {
+Expected<std::unique_ptr<runtime::Device>> make_tlm_device(const spec::HwConfig& cfg,
+                                                           const runtime::DeviceOptions& opt) {
   const std::string where = "tlm device: config '" + std::string(cfg.name) + "'";
+  LOOM_TRY(opt.allow("tlm", {"mem_faults", "mem_stall", "seed"}));
   if (std::string why = ref::validate_config(cfg); !why.empty()) return make_error(where, why);
   if (cfg.clock_mhz == 0) return make_error(where, "clock_mhz must be non-zero");
   if (g_device_alive)
@@ -199,10 +201,10 @@ Expected<std::unique_ptr<runtime::Device>> make_tlm_device(const spec::HwConfig&
   if (!Platform::can_build())
     return make_error(where, "SystemC was already elaborated in this process (a cosim device ran here); "
                              "run tlm in a separate process");
-  auto faults = FaultPlan::from_env();
-  if (!faults) return make_error(where, faults.error().str());
+  auto faults = FaultPlan::from_options(opt);
+  if (!faults) return faults.error();
   if (faults->nth_burst != 0)
-    return make_error(where, "LOOM_SIM_FAULT: KIND#N (the n-th burst) is supported by cosim only; use KIND@ADDR+LEN");
+    return make_error(opt.label("mem_faults"), "KIND#N (the n-th burst) is supported by cosim only; use KIND@ADDR+LEN");
   return std::unique_ptr<runtime::Device>(std::make_unique<TlmDevice>(cfg, *faults));
 }
 

@@ -16,9 +16,10 @@ namespace loom::tlm {
 /// devices share one platform (sized for spec::kMaxCores cores) that is reset
 /// and reconfigured for each new device; only one tlm device may be alive at a
 /// time in a process (a second one fails with a one-line error).
-/// The factory reads LOOM_SIM_FAULT, LOOM_SIM_STALL and LOOM_SIM_SEED
-/// (FaultPlan::from_env; a malformed value fails with one line).
-Expected<std::unique_ptr<runtime::Device>> make_tlm_device(const spec::HwConfig& cfg);
+/// Device options: mem_faults (address ranges only), mem_stall, seed
+/// (FaultPlan::from_options; a malformed value fails with one line).
+Expected<std::unique_ptr<runtime::Device>> make_tlm_device(const spec::HwConfig& cfg,
+                                                           const runtime::DeviceOptions& opt = {});
 
 /// Replaces the faults of a live tlm device: `plan`'s address ranges in its
 /// device memory, its stalls in the memory channel. Burst-number faults are

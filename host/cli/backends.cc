@@ -17,29 +17,29 @@ namespace loom::cli {
 
 void register_builtin_backends() {
   runtime::register_backend("ref", "golden functional model: bit-exact reference, no timing",
-                            [](const spec::HwConfig& cfg) { return ref::make_ref_device(cfg); });
+                            ref::make_ref_device);
   runtime::register_backend("rtl", "Verilated loom_fabric with AXI4 memory models: cycle-accurate, slow",
-                            [](const spec::HwConfig& cfg) { return rtl::make_rtl_device(cfg); });
+                            [](const spec::HwConfig& cfg, const runtime::DeviceOptions& o) { return rtl::make_rtl_device(cfg, o); });
 #ifdef LOOM_HAVE_TLM
   runtime::register_backend("tlm", "SystemC/TLM-2.0 virtual platform: bit-exact, approximate cycles, fast",
-                            [](const spec::HwConfig& cfg) { return tlm::make_tlm_device(cfg); });
+                            tlm::make_tlm_device);
 #endif
 #ifdef LOOM_HAVE_COSIM
   runtime::register_backend("cosim", "Verilated loom_fabric in the SystemC platform (AXI<->TLM bridges): cycle-accurate",
-                            [](const spec::HwConfig& cfg) { return cosim::make_cosim_device(cfg); });
+                            [](const spec::HwConfig& cfg, const runtime::DeviceOptions& o) { return cosim::make_cosim_device(cfg, o); });
 #endif
 #ifdef LOOM_HAVE_XRT
-  runtime::register_backend("xrt", "an Alveo/Kria card through XRT (LOOM_XCLBIN, LOOM_XRT_DEVICE)",
-                            [](const spec::HwConfig& cfg) { return xrt_hw::make_device(cfg); });
+  runtime::register_backend("xrt", "an Alveo/Kria card through XRT (--xclbin, --device)",
+                            xrt_hw::make_device);
 #else
   runtime::register_backend("xrt", "not built: " LOOM_XRT_MISSING_REASON,
-                            [](const spec::HwConfig&) -> Expected<std::unique_ptr<runtime::Device>> {
+                            [](const spec::HwConfig&, const runtime::DeviceOptions&) -> Expected<std::unique_ptr<runtime::Device>> {
                               return make_error("xrt", "not built into this loom: " LOOM_XRT_MISSING_REASON);
                             });
 #endif
 #ifdef LOOM_HAVE_XRT_EMU
   runtime::register_backend("xrt-emu", "the xrt backend on the XRT emulation over the Verilated fabric",
-                            [](const spec::HwConfig& cfg) { return xrt_emu::make_device(cfg); });
+                            xrt_emu::make_device);
 #endif
 }
 

@@ -72,6 +72,24 @@ Expected<compiler::CompileOptions> compile_options(const CompileFlags& f, const 
 Status check_plan_flags(const CompileFlags& f, const spec::HwConfig& cfg, const compiler::CompileOptions* recorded,
                         const std::string& plan);
 
+/// The device options of the commands that open a device (run, bench, serve,
+/// tune, bringup), docs/backends.md "Device options": each flag, else the
+/// environment variable that stands for it on the chosen backend. Kept as the
+/// text given, parsed strictly by device_options().
+struct DeviceFlags {
+  std::string wave, mem_faults, mem_stall, axi_stall, seed, xclbin, device_index, timeout_ms, arena_mib;
+};
+/// Adds --mem-faults, --mem-stall, --axi-stall, --device-seed, --xclbin,
+/// --device, --device-timeout-ms and --arena-mib to `cmd` (`run` adds --wave
+/// itself: it writes the file only when the run succeeds).
+void add_device_flags(CLI::App* cmd, DeviceFlags& f);
+/// The options for `backend`: the flags given, then the environment
+/// variables of that backend for the rest. Errors name the flag or variable.
+Expected<runtime::DeviceOptions> device_options(const DeviceFlags& f, std::string_view backend);
+/// runtime::make_device with the options `f` gives for `backend`.
+Expected<std::unique_ptr<runtime::Device>> open_backend(const std::string& backend, const spec::HwConfig& cfg,
+                                                        const DeviceFlags& f);
+
 /// What `loom run` and `loom compile` are given (by content, then extension).
 enum class InputKind { Graph, Plan, Onnx, ProgramPlan };
 InputKind input_kind(const std::string& path);
@@ -79,13 +97,14 @@ InputKind input_kind(const std::string& path);
 /// ONNX models (.onnx) and program plans behind `loom run` / `loom compile`
 /// (cmd_onnx.cc).
 struct RunArgs {
-  std::string model, backend = "ref", config, outputs, format = "pb", graph, wave, trace, expected;
+  std::string model, backend = "ref", config, outputs, format = "pb", graph, trace, expected;
   std::vector<std::string> inputs;
   bool check = false, json = false;
   bool layer_cycles = false;  // --layer-cycles (implied by --trace)
   uint64_t seed = 1;
   double atol = 1e-5, rtol = 1e-3;  // --expected: |got - want| <= atol + rtol * |want|
   CompileFlags compile;
+  DeviceFlags device;  // device.wave: --wave
 };
 int run_program_kind(const RunArgs& a);
 

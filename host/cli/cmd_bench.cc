@@ -44,6 +44,7 @@ struct Common {
   uint64_t seed = 1;
   int cores = 0;
   std::string fusion = "cost";
+  DeviceFlags device;
 };
 
 void add_common(CLI::App* cmd, Common& c) {
@@ -54,6 +55,7 @@ void add_common(CLI::App* cmd, Common& c) {
   cmd->add_option("--fusion", c.fusion, "Fusion policy: none, greedy or cost")->capture_default_str();
   cmd->add_flag("--check", c.check, "Also check the outputs bit for bit against the direct reference");
   cmd->add_flag("--json", c.json, "Print JSON");
+  add_device_flags(cmd, c.device);
 }
 
 /// Compiles and runs `g`, then reports cycles against the roofline:
@@ -71,7 +73,7 @@ int bench_graph(ir::Graph& g, const Common& c, uint64_t macs, uint64_t bytes, or
   auto comp = compiler::compile(g, **cfg, opt);
   if (!comp) return fail(comp.error());
   const auto inputs = ir::random_inputs(g, c.seed);
-  auto dev = runtime::make_device(c.backend, **cfg);
+  auto dev = open_backend(c.backend, **cfg, c.device);
   if (!dev) return fail(dev.error());
   const auto t0 = std::chrono::steady_clock::now();
   auto res = runtime::execute(**dev, comp->plan, inputs);

@@ -135,6 +135,7 @@ ir::Graph single_node(const ir::Graph& g, size_t i) {
 
 struct Opts {
   std::string model = "all", backend = "tlm", config = "tiny", size = "small";
+  DeviceFlags device;
   bool json = false, per_layer = true;
   int cores = 0;
   uint64_t seed = 1;
@@ -159,7 +160,7 @@ Expected<RunOut> run_policy(const ir::Graph& g, const spec::HwConfig& cfg, const
   opt.fusion = f;
   auto comp = compiler::compile(g, cfg, opt);
   if (!comp) return comp.error();
-  auto dev = runtime::make_device(o.backend, cfg);
+  auto dev = open_backend(o.backend, cfg, o.device);
   if (!dev) return dev.error();
   auto res = runtime::execute(**dev, comp->plan, inputs);
   if (!res) return res.error();
@@ -359,6 +360,7 @@ void register_bench_fusion(CLI::App* bench) {
   cmd->add_option("--config", o->config, "Hardware configuration")->capture_default_str();
   cmd->add_option("--cores", o->cores, "Cores to use (0: all)")->check(CLI::Range(0, 64));
   cmd->add_option("--seed", o->seed, "Seed for inputs")->capture_default_str();
+  add_device_flags(cmd, o->device);
   cmd->add_flag("!--no-layers", o->per_layer, "Skip the per-layer predicted-vs-measured runs");
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->callback([o] {

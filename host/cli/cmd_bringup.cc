@@ -33,22 +33,21 @@ class Missing final : public bringup::Target {
 
 void register_bringup(CLI::App& app) {
   struct Opts {
-    std::string backend = "xrt", config, xclbin;
-    unsigned device = 0;
+    std::string backend = "xrt", config;
+    DeviceFlags device;
     uint64_t dma_max_mib = 0;
     bool json = false;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("bringup", "Board bring-up checks (like `xbutil validate`) on xrt or xrt-emu");
   cmd->add_option("--backend", o->backend, "xrt (a card) or xrt-emu (the emulation)")->capture_default_str();
-  cmd->add_option("--device", o->device, "Card index")->capture_default_str();
-  cmd->add_option("--xclbin", o->xclbin, "xclbin to load (default: LOOM_XCLBIN, or xrt-emu's built-in one)");
   cmd->add_option("--config", o->config,
                   "Hardware configuration the xclbin implements (default: the one its HWCFG register names)");
   cmd->add_option("--dma-max-mib", o->dma_max_mib,
                   "Largest DMA loopback size in MiB (default 64)")
       ->check(CLI::Range(uint64_t(1), uint64_t(4096)));
   cmd->add_flag("--json", o->json, "Print one JSON object");
+  add_device_flags(cmd, o->device);
   cmd->callback([o] {
     // Without --config the card's HWCFG decides; until it is read, a
     // placeholder: on xrt-emu a configuration verilated into this build (its
@@ -60,21 +59,28 @@ void register_bringup(CLI::App& app) {
     }
     auto cfg = find_config(name);
     if (!cfg) throw CLI::RuntimeError(fail(cfg.error()));
+    if (o->backend != "xrt" && o->backend != "xrt-emu")
+      throw CLI::RuntimeError(fail("--backend: '" + o->backend + "' has no bring-up checks (xrt, xrt-emu)"));
+    auto dopt = device_options(o->device, o->backend);
+    if (!dopt) throw CLI::RuntimeError(fail(dopt.error()));
+    const unsigned index = dopt->device_index.value_or(0);
     std::unique_ptr<bringup::Target> t;
     if (o->backend == "xrt-emu") {
 #ifdef LOOM_HAVE_XRT_EMU
-      t = xrt_emu::make_bringup_target(**cfg, o->device, o->xclbin);
+      auto made = xrt_emu::make_bringup_target(**cfg, *dopt);
+      if (!made) throw CLI::RuntimeError(fail(made.error()));
+      t = std::move(*made);
 #else
       t = std::make_unique<Missing>("xrt-emu", "not built into this loom");
 #endif
-    } else if (o->backend == "xrt") {
+    } else {
 #ifdef LOOM_HAVE_XRT
-      t = xrt_hw::make_bringup_target(**cfg, o->device, o->xclbin);
+      auto made = xrt_hw::make_bringup_target(**cfg, *dopt);
+      if (!made) throw CLI::RuntimeError(fail(made.error()));
+      t = std::move(*made);
 #else
       t = std::make_unique<Missing>("xrt", "not built into this loom: " LOOM_XRT_MISSING_REASON);
 #endif
-    } else {
-      throw CLI::RuntimeError(fail("--backend: '" + o->backend + "' has no bring-up checks (xrt, xrt-emu)"));
     }
     bringup::Options bo;
     if (o->dma_max_mib) bo.dma_max_bytes = o->dma_max_mib << 20;
@@ -89,7 +95,7 @@ void register_bringup(CLI::App& app) {
     unsigned n[3] = {0, 0, 0};
     for (const auto& c : checks) ++n[int(c.outcome)];
     if (o->json) {
-      ordered_json j{{"backend", o->backend}, {"config", config_name()}, {"device", o->device},
+      ordered_json j{{"backend", o->backend}, {"config", config_name()}, {"device", index},
                      {"target", t->describe()}};
       ordered_json arr = ordered_json::array();
       for (const auto& c : checks) {

@@ -69,7 +69,7 @@ int run(const Opts& o);
 /// `--wave FILE`: FST (the only format the Verilated fabric writes), checked
 /// before the run, never left half-written.
 int run_with_wave(const Opts& o) {
-  const std::string& w = o.wave;
+  const std::string& w = o.device.wave;
   if (w.size() < 5 || w.compare(w.size() - 4, 4, ".fst") != 0)
     return fail("--wave " + w + ": waveforms are written as FST; name the file *.fst");
   if (Status s = check_output_file("--wave", w); !s) return fail(s.error());
@@ -423,11 +423,9 @@ Status write_trace(runtime::TraceRecorder& trace, const RunArgs& a, const runtim
 
 Expected<std::unique_ptr<runtime::Device>> open_device(const RunArgs& a, const spec::HwConfig& cfg,
                                                        runtime::TraceRecorder* trace) {
-  if (!a.wave.empty()) {
-    if (a.backend != "rtl") return make_error("--wave", "waveforms come from the rtl backend, not '" + a.backend + "'");
-    ::setenv("LOOM_RTL_TRACE", g_wave_tmp.c_str(), 1);  // renamed to --wave when the run succeeds
-  }
-  auto dev = runtime::make_device(a.backend, cfg);
+  DeviceFlags flags = a.device;
+  if (!flags.wave.empty()) flags.wave = g_wave_tmp;  // renamed to --wave when the run succeeds
+  auto dev = open_backend(a.backend, cfg, flags);
   if (!dev) return dev.error();
   if (trace && !(*dev)->set_trace(trace))
     return make_error("--trace", "the " + a.backend + " backend records no timelines (use tlm or rtl)");
@@ -460,12 +458,13 @@ void register_run(CLI::App& app) {
   cmd->add_flag("--layer-cycles", o->layer_cycles,
                 "Measure every layer's cycles (timed backends, static plans): the streams are released one layer at "
                 "a time, which costs about one ring fetch per layer boundary (docs/trace.md); implied by --trace");
-  cmd->add_option("--wave", o->wave, "Write an FST waveform of the run (rtl backend)");
+  cmd->add_option("--wave", o->device.wave, "Write an FST waveform of the fabric's signals (rtl, cosim)");
+  add_device_flags(cmd, o->device);
   cmd->add_option("--trace", o->trace,
                   "Write per-core timelines, slices named by layer, as Chrome trace JSON (tlm, rtl; docs/trace.md)");
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->callback([o] {
-    const int rc = o->wave.empty() ? run(*o) : run_with_wave(*o);
+    const int rc = o->device.wave.empty() ? run(*o) : run_with_wave(*o);
     if (rc != 0) return defer_exit(rc);
   });
 }

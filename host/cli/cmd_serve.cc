@@ -25,6 +25,7 @@ constexpr double kUnset = -1e300;
 
 struct ServeOpts {
   std::string workload, backend = "tlm", config, batching, scheduling, output, cache, trace;
+  DeviceFlags device;
   int64_t seed = INT64_MIN;  // not given
   int64_t max_batch = INT64_MIN;  // not given
   double load_scale = 1.0, max_delay_ms = kUnset, slack_margin = kUnset;
@@ -137,7 +138,9 @@ int serve(const ServeOpts& o) {
   if (!(o.load_scale > 0)) return fail("--load-scale: must be > 0");
   auto cfg = find_config(w->config);
   if (!cfg) return fail(cfg.error());
-  serve::ServiceModel sm(**cfg, o.backend, o.cache);
+  auto dev = device_options(o.device, o.backend);
+  if (!dev) return fail(dev.error());
+  serve::ServiceModel sm(**cfg, o.backend, o.cache, *dev);
   ZooModels zoo{o.cache, {}};
   sm.set_zoo_builder([&zoo](const serve::ModelSpec& m) { return zoo.build(m); });
   serve::ServeOptions so;
@@ -191,6 +194,7 @@ void register_serve(CLI::App& app) {
   auto* c = app.add_subcommand("serve", "replay a serving workload on service times measured on a timed backend");
   c->add_option("workload", o->workload, "workload file (.yaml)")->required();
   c->add_option("--backend", o->backend, "timed backend that measures service times (tlm, rtl)");
+  add_device_flags(c, o->device);
   c->add_option("--seed", o->seed, "override the workload's seed");
   c->add_option("--config", o->config, "override the workload's hardware configuration");
   c->add_option("--batching", o->batching, "none | fixed | deadline");

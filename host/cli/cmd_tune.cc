@@ -19,6 +19,7 @@ namespace {
 
 struct TuneOpts {
   std::string workload, backend = "tlm", output, cost_params_out;
+  DeviceFlags device;
   int64_t seed = -1;
   int rounds = 3;
   double swap_at_ms = -1;
@@ -40,6 +41,9 @@ int tune(const TuneOpts& o) {
   to.rounds = o.rounds;
   to.swap_at_ms = o.swap_at_ms;
   to.progress = o.progress;
+  auto dev = device_options(o.device, o.backend);
+  if (!dev) return fail(dev.error());
+  to.device = *dev;
   auto r = tune::run_tune(*w, to);
   if (!r) return fail(r.error());
   const std::string text = r->dump(2) + "\n";
@@ -77,6 +81,7 @@ void register_tune(CLI::App& app) {
   auto* c = app.add_subcommand("tune", "closed loop: measure per-layer cycles, refit the cost model, re-map, hot-swap");
   c->add_option("workload", o->workload, "workload file (.yaml); its streams must use gemm_chain")->required();
   c->add_option("--backend", o->backend, "timed backend (tlm, rtl)");
+  add_device_flags(c, o->device);
   c->add_option("--rounds", o->rounds, "retune rounds (1..10, default 3)");
   c->add_option("--seed", o->seed, "override the workload's seed");
   c->add_option("--swap-at-ms", o->swap_at_ms, "when the new mapping is swapped in (default: the first drift)");

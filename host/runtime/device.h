@@ -4,9 +4,12 @@
 // doorbells, counters) the runtime does through registers, as on a board.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -81,10 +84,107 @@ class Device {
   }
 };
 
+/// What a user chooses for one device beyond its hardware configuration
+/// (docs/backends.md "Device options"). Libraries never read the
+/// environment: the CLI fills this from its flags, with the environment
+/// variables listed there as a documented fallback. A backend refuses, in one
+/// line naming the option, every set field it cannot honour (allow()).
+struct DeviceOptions {
+  /// rtl, cosim: FST waveform of the fabric's signals. Empty: none.
+  std::string wave;
+  /// tlm, cosim: memory faults, comma-separated KIND@ADDR+LEN (every access
+  /// overlapping the range answers KIND) and, on cosim, one KIND#N (the n-th
+  /// burst answers KIND); KIND slverr or decerr; numbers decimal or 0x hex.
+  std::string mem_faults;
+  /// tlm, cosim: CYCLES or CYCLES:PROB, latency added to a burst (to the
+  /// fraction PROB of bursts; default every burst).
+  std::string mem_stall;
+  /// rtl: the chance in [0, 1) that a memory port withholds a ready or a new
+  /// valid in a cycle.
+  std::optional<double> axi_stall;
+  /// tlm, cosim: seed of the stall draws (default 1). rtl: seed of the
+  /// memory ports' stalls, and bursts of different IDs answered out of order.
+  std::optional<uint64_t> seed;
+  /// xrt, xrt-emu: the xclbin (default: the backend's own), the card index,
+  /// the wall-clock limit of one wait, and the size of each buffer arena.
+  std::string xclbin;
+  std::optional<unsigned> device_index;
+  std::optional<unsigned> timeout_ms;
+  std::optional<uint64_t> arena_mib;
+
+  /// What error lines call each field, by field name: the CLI names every
+  /// field by its flag, or by the variable a value came from ("mem_faults"
+  /// -> "--mem-faults" or "LOOM_SIM_FAULT"); see label().
+  std::map<std::string, std::string> source;
+  /// The name an error about `field` gives: its source, else the field.
+  std::string label(const std::string& field) const;
+  /// Set fields by name, in declaration order.
+  std::vector<std::string> set_fields() const;
+  /// The set fields and their values as one canonical line ("" when none),
+  /// for cache keys and reports: options change what a device measures.
+  std::string key() const;
+  /// An error naming the first set field that is not in `supported`, for
+  /// `backend`; ok when every set field is supported.
+  Status allow(std::string_view backend, std::initializer_list<std::string_view> supported) const;
+};
+
+inline std::string DeviceOptions::label(const std::string& field) const {
+  auto it = source.find(field);
+  return it == source.end() ? field : it->second;
+}
+
+inline std::vector<std::string> DeviceOptions::set_fields() const {
+  std::vector<std::string> v;
+  if (!wave.empty()) v.push_back("wave");
+  if (!mem_faults.empty()) v.push_back("mem_faults");
+  if (!mem_stall.empty()) v.push_back("mem_stall");
+  if (axi_stall) v.push_back("axi_stall");
+  if (seed) v.push_back("seed");
+  if (!xclbin.empty()) v.push_back("xclbin");
+  if (device_index) v.push_back("device_index");
+  if (timeout_ms) v.push_back("timeout_ms");
+  if (arena_mib) v.push_back("arena_mib");
+  return v;
+}
+
+inline std::string DeviceOptions::key() const {
+  std::string k;
+  const auto add = [&k](const char* n, const std::string& v) {
+    if (!k.empty()) k.push_back(';');
+    k.append(n).append("=").append(v);
+  };
+  if (!wave.empty()) add("wave", wave);
+  if (!mem_faults.empty()) add("mem_faults", mem_faults);
+  if (!mem_stall.empty()) add("mem_stall", mem_stall);
+  if (axi_stall) add("axi_stall", std::to_string(*axi_stall));
+  if (seed) add("seed", std::to_string(*seed));
+  if (!xclbin.empty()) add("xclbin", xclbin);
+  if (device_index) add("device_index", std::to_string(*device_index));
+  if (timeout_ms) add("timeout_ms", std::to_string(*timeout_ms));
+  if (arena_mib) add("arena_mib", std::to_string(*arena_mib));
+  return k;
+}
+
+inline Status DeviceOptions::allow(std::string_view backend, std::initializer_list<std::string_view> supported) const {
+  for (const std::string& f : set_fields()) {
+    if (std::find(supported.begin(), supported.end(), f) != supported.end()) continue;
+    std::string have;
+    for (std::string_view s : supported) {
+      if (!have.empty()) have.append(", ");
+      have.append(label(std::string(s)));
+    }
+    return make_error(label(f), "the " + std::string(backend) + " backend does not take this option (" +
+                                    (have.empty() ? std::string("it takes none") : "it takes " + have) +
+                                    "; docs/backends.md \"Device options\")");
+  }
+  return Status::ok();
+}
+
 /// Backend registry: name -> factory. Backends register themselves.
-using DeviceFactory = std::function<Expected<std::unique_ptr<Device>>(const spec::HwConfig&)>;
+using DeviceFactory = std::function<Expected<std::unique_ptr<Device>>(const spec::HwConfig&, const DeviceOptions&)>;
 void register_backend(std::string name, std::string description, DeviceFactory f);
-Expected<std::unique_ptr<Device>> make_device(std::string_view backend, const spec::HwConfig& cfg);
+Expected<std::unique_ptr<Device>> make_device(std::string_view backend, const spec::HwConfig& cfg,
+                                              const DeviceOptions& opt = {});
 struct BackendInfo {
   std::string name;
   std::string description;

@@ -23,14 +23,15 @@ void register_backend(std::string name, std::string description, DeviceFactory f
   registry()[std::move(name)] = Entry{std::move(description), std::move(f)};
 }
 
-Expected<std::unique_ptr<Device>> make_device(std::string_view backend, const spec::HwConfig& cfg) {
+Expected<std::unique_ptr<Device>> make_device(std::string_view backend, const spec::HwConfig& cfg,
+                                              const DeviceOptions& opt) {
   auto it = registry().find(std::string(backend));
   if (it == registry().end()) {
     std::string known;
     for (const auto& [n, e] : registry()) known += (known.empty() ? "" : ", ") + n;
     return make_error("--backend", "unknown backend '" + std::string(backend) + "' (available: " + known + ")");
   }
-  return it->second.factory(cfg);
+  return it->second.factory(cfg, opt);
 }
 
 std::vector<BackendInfo> list_backends() {

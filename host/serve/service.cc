@@ -157,8 +157,9 @@ std::string model_key(const ModelSpec& m) {
          std::to_string(m.layers) + ")";
 }
 
-ServiceModel::ServiceModel(const spec::HwConfig& cfg, std::string backend, std::string cache_dir)
-    : cfg_(cfg), backend_(std::move(backend)), cache_dir_(std::move(cache_dir)) {}
+ServiceModel::ServiceModel(const spec::HwConfig& cfg, std::string backend, std::string cache_dir,
+                           runtime::DeviceOptions dev)
+    : cfg_(cfg), backend_(std::move(backend)), cache_dir_(std::move(cache_dir)), dev_opts_(std::move(dev)) {}
 ServiceModel::~ServiceModel() = default;
 
 int ServiceModel::cores_per_port() const { return int(port0_cores(cfg_).size()); }
@@ -243,7 +244,7 @@ Expected<const OnnxInfo*> ServiceModel::onnx_info(const ModelSpec& m) {
 
 Expected<runtime::Device*> ServiceModel::device() {
   if (!dev_) {
-    auto d = runtime::make_device(backend_, cfg_);
+    auto d = runtime::make_device(backend_, cfg_, dev_opts_);
     if (!d) return d.error();
     dev_ = std::move(*d);
   }
@@ -304,7 +305,8 @@ Expected<uint64_t> ServiceModel::time_plan(const plan::Plan& one, const std::map
   }
   const plan::Plan& p = copies > 1 ? merged : one;
   const auto& in = copies > 1 ? merged_in : inputs;
-  const uint64_t h = plan_hash(p, backend_);
+  const std::string dk = dev_opts_.key();
+  const uint64_t h = plan_hash(p, dk.empty() ? backend_ : backend_ + "|" + dk);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
   std::filesystem::path file;

@@ -77,7 +77,10 @@ using Mapper = std::function<MappedRun(const ModelSpec& m, int64_t seq, int batc
 
 class ServiceModel {
  public:
-  ServiceModel(const spec::HwConfig& cfg, std::string backend, std::string cache_dir);
+  /// Measures on `backend` with the device options `dev` (they are part of
+  /// every cache key: stalls and faults change what a batch costs).
+  ServiceModel(const spec::HwConfig& cfg, std::string backend, std::string cache_dir,
+               runtime::DeviceOptions dev = {});
   ~ServiceModel();
 
   /// Device cycles of one batch of `batch` requests padded to `seq` rows,
@@ -119,6 +122,7 @@ class ServiceModel {
   Expected<Onnx*> onnx(const ModelSpec& m);
   const spec::HwConfig& cfg_;
   std::string backend_, cache_dir_;
+  runtime::DeviceOptions dev_opts_;
   std::unique_ptr<runtime::Device> dev_;
   std::map<std::tuple<std::string, int64_t, int, int>, uint64_t> mem_;                  // (model, seq, batch, k)
   std::map<std::tuple<std::string, int64_t, std::string, int>, uint64_t> mapped_;  // (model, rows, tag, k)

@@ -400,7 +400,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
     if (o.progress) std::cerr << "loom tune: " << s << "\n";
   };
 
-  serve::ServiceModel sm(*cfg, o.backend, "");
+  serve::ServiceModel sm(*cfg, o.backend, "", o.device);
   Lab lab(*cfg, sm);
   const auto space = decision_space();
   json j;

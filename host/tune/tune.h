@@ -148,6 +148,7 @@ nlohmann::ordered_json swap_check(const std::vector<serve::ServedRequest>& reqs,
 
 struct TuneOptions {
   std::string backend = "tlm";
+  runtime::DeviceOptions device;  // the measuring device's options
   int rounds = 3;
   double swap_at_ms = -1;  // < 0: the first drift time of any stream, else half the duration
   bool progress = false;

@@ -114,19 +114,20 @@ Expected<std::unique_ptr<runtime::Device>> make_cosim_device(const spec::HwConfi
                              "per process; destroy the first device or use a separate process)");
   auto pf = CosimPlatform::instance();
   if (!pf) return pf.error();
-  std::string trace = opt.trace_path;
-  if (trace.empty())
-    if (const char* env = std::getenv("LOOM_RTL_TRACE")) trace = env;
+  const std::string& trace = opt.trace_path;
   auto sim = model->make(!trace.empty());
   if (!trace.empty() && !sim->open_trace(trace)) return make_error(where, "cannot open FST trace '" + trace + "'");
   return std::unique_ptr<runtime::Device>(std::make_unique<CosimDevice>(cfg, **pf, std::move(sim), opt));
 }
 
-Expected<std::unique_ptr<runtime::Device>> make_cosim_device(const spec::HwConfig& cfg) {
-  auto plan = tlm::FaultPlan::from_env();
-  if (!plan) return make_error("cosim device", plan.error().str());
+Expected<std::unique_ptr<runtime::Device>> make_cosim_device(const spec::HwConfig& cfg,
+                                                             const runtime::DeviceOptions& dopt) {
+  LOOM_TRY(dopt.allow("cosim", {"wave", "mem_faults", "mem_stall", "seed"}));
+  auto plan = tlm::FaultPlan::from_options(dopt);
+  if (!plan) return plan.error();
   CosimOptions opt;
   opt.faults = *plan;
+  opt.trace_path = dopt.wave;
   return make_cosim_device(cfg, opt);
 }
 

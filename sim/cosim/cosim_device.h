@@ -16,10 +16,10 @@ namespace loom::cosim {
 
 struct CosimOptions {
   /// Burst faults and stalls in the memory channel, address-range faults in
-  /// device memory (tlm::FaultPlan; the factory reads LOOM_SIM_FAULT,
-  /// LOOM_SIM_STALL and LOOM_SIM_SEED).
+  /// device memory (tlm::FaultPlan; the registry's factory takes them from
+  /// the device options mem_faults, mem_stall and seed).
   tlm::FaultPlan faults;
-  /// FST trace file of the fabric; empty: LOOM_RTL_TRACE, if set.
+  /// FST trace file of the fabric; empty: none.
   std::string trace_path;
   uint32_t poll_interval = 64;
   uint32_t lite_timeout = 10'000;
@@ -29,11 +29,12 @@ struct CosimOptions {
 /// Configurations whose verilated model this build has (as the rtl backend).
 std::vector<std::string_view> cosim_configs();
 
-/// The backend registry's factory (options from the environment). Fails with
-/// one line for a configuration that was not verilated, a malformed fault
-/// variable, or a second live cosim device (SystemC elaborates one platform
-/// per process).
-Expected<std::unique_ptr<runtime::Device>> make_cosim_device(const spec::HwConfig& cfg);
+/// The backend registry's factory (device options wave, mem_faults,
+/// mem_stall, seed). Fails with one line for a configuration that was not
+/// verilated, a malformed option, or a second live cosim device (SystemC
+/// elaborates one platform per process).
+Expected<std::unique_ptr<runtime::Device>> make_cosim_device(const spec::HwConfig& cfg,
+                                                             const runtime::DeviceOptions& opt = {});
 Expected<std::unique_ptr<runtime::Device>> make_cosim_device(const spec::HwConfig& cfg, const CosimOptions& opt);
 
 /// Test hooks on a cosim device (nullptr for other devices).

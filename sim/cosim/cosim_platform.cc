@@ -222,7 +222,7 @@ Status CosimPlatform::health() const {
   if (!lite_failure_.empty()) return make_error("cosim device", lite_failure_);
   if (sim_ != nullptr && sim_->assertion_failed())
     return make_error("cosim device", "an RTL assertion failed at cycle " + std::to_string(cycles_) +
-                                          " (message on stderr; rerun with LOOM_RTL_TRACE=file.fst)");
+                                          " (message on stderr; rerun with --wave file.fst)");
   for (const auto& c : checkers_) LOOM_TRY(c.status());
   return Status::ok();
 }

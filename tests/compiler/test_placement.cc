@@ -234,7 +234,7 @@ TEST(Placement, PlanFileKeepsTasksAndRejectsBadOnes) {
   std::filesystem::remove(path);
 }
 
-using MakeDevice = std::function<Expected<std::unique_ptr<runtime::Device>>(const spec::HwConfig&)>;
+using MakeDevice = std::function<Expected<std::unique_ptr<runtime::Device>>(const spec::HwConfig&, const runtime::DeviceOptions&)>;
 
 /// Compiles `g` with `p`, runs it through the runtime on `make`'s device and
 /// compares every output with the direct reference; returns the cycles.
@@ -245,7 +245,7 @@ uint64_t run_exact(const ir::Graph& g, const char* c, Placement p, const MakeDev
   const auto inputs = ir::random_inputs(g, 11);
   auto want = ir::run_reference(g, inputs);
   EXPECT_TRUE(want.is_ok());
-  auto dev = make(cfg(c));
+  auto dev = make(cfg(c), runtime::DeviceOptions{});
   EXPECT_TRUE(dev.is_ok()) << dev.error().str();
   if (!dev) return 0;
   auto res = runtime::execute(**dev, r.plan, inputs);

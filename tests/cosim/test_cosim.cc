@@ -119,8 +119,17 @@ TEST_F(Cosim, UnbuiltConfigIsAOneLineError) {
   }
 }
 
+runtime::DeviceOptions mem_options(const char* faults, const char* stall) {
+  runtime::DeviceOptions o;
+  o.mem_faults = faults;
+  o.mem_stall = stall;
+  return o;
+}
+
 TEST(FaultPlanParse, AcceptsRangesBurstsAndStalls) {
-  auto p = FaultPlan::parse("slverr@0x10000040+64,decerr@268435456+1,decerr#7", "30:0.5", "9");
+  runtime::DeviceOptions o = mem_options("slverr@0x10000040+64,decerr@268435456+1,decerr#7", "30:0.5");
+  o.seed = 9;
+  auto p = FaultPlan::from_options(o);
   ASSERT_TRUE(p) << p.error().str();
   ASSERT_EQ(p->ranges.size(), 2u);
   EXPECT_EQ(p->ranges[0].addr, 0x10000040u);
@@ -133,37 +142,47 @@ TEST(FaultPlanParse, AcceptsRangesBurstsAndStalls) {
   EXPECT_EQ(p->stall_cycles, 30u);
   EXPECT_DOUBLE_EQ(p->stall_prob, 0.5);
   EXPECT_EQ(p->seed, 9u);
-  auto none = FaultPlan::parse("", "", "");
+  auto none = FaultPlan::from_options({});
   ASSERT_TRUE(none);
   EXPECT_FALSE(none->any());
 }
 
 TEST(FaultPlanParse, RejectsMalformedValuesWithOneLine) {
   struct Bad {
-    const char *fault, *stall, *seed, *names;
+    const char *fault, *stall, *names;
   };
   const Bad bad[] = {
-      {"slverr", "", "", "LOOM_SIM_FAULT"},          {"oops@1+2", "", "", "LOOM_SIM_FAULT"},
-      {"slverr@1+0", "", "", "LOOM_SIM_FAULT"},      {"decerr#0", "", "", "LOOM_SIM_FAULT"},
-      {"decerr#x", "", "", "LOOM_SIM_FAULT"},        {"slverr#1,decerr#2", "", "", "LOOM_SIM_FAULT"},
-      {"slverr@-1+4", "", "", "LOOM_SIM_FAULT"},     {"", "ten", "", "LOOM_SIM_STALL"},
-      {"", "10:2", "", "LOOM_SIM_STALL"},            {"", "10:", "", "LOOM_SIM_STALL"},
-      {"", "", "seed", "LOOM_SIM_SEED"},
+      {"slverr", "", "mem_faults"},     {"oops@1+2", "", "mem_faults"},          {"slverr@1+0", "", "mem_faults"},
+      {"decerr#0", "", "mem_faults"},   {"decerr#x", "", "mem_faults"},          {"slverr#1,decerr#2", "", "mem_faults"},
+      {"slverr@-1+4", "", "mem_faults"}, {"", "ten", "mem_stall"},               {"", "10:2", "mem_stall"},
+      {"", "10:", "mem_stall"},
   };
   for (const Bad& b : bad) {
-    auto p = FaultPlan::parse(b.fault, b.stall, b.seed);
-    ASSERT_FALSE(p.is_ok()) << b.fault << " / " << b.stall << " / " << b.seed;
+    auto p = FaultPlan::from_options(mem_options(b.fault, b.stall));
+    ASSERT_FALSE(p.is_ok()) << b.fault << " / " << b.stall;
     EXPECT_EQ(p.error().str().rfind(b.names, 0), 0u) << p.error().str();
     EXPECT_EQ(p.error().str().find('\n'), std::string::npos);
   }
+  // Errors name where an option came from (the CLI's flag or variable).
+  runtime::DeviceOptions o = mem_options("slverr", "");
+  o.source["mem_faults"] = "LOOM_SIM_FAULT";
+  auto p = FaultPlan::from_options(o);
+  ASSERT_FALSE(p.is_ok());
+  EXPECT_EQ(p.error().str().rfind("LOOM_SIM_FAULT: 'slverr'", 0), 0u) << p.error().str();
 }
 
-TEST_F(Cosim, MalformedEnvironmentFailsTheFactory) {
-  setenv("LOOM_SIM_FAULT", "slverr@nowhere", 1);
-  auto d = cosim::make_cosim_device(tiny());
-  unsetenv("LOOM_SIM_FAULT");
+TEST_F(Cosim, MalformedOrForeignOptionsFailTheFactory) {
+  runtime::DeviceOptions o;
+  o.mem_faults = "slverr@nowhere";
+  o.source["mem_faults"] = "--mem-faults";
+  auto d = cosim::make_cosim_device(tiny(), o);
   ASSERT_FALSE(d.is_ok());
-  EXPECT_NE(d.error().str().find("LOOM_SIM_FAULT"), std::string::npos) << d.error().str();
+  EXPECT_EQ(d.error().str().rfind("--mem-faults: ", 0), 0u) << d.error().str();
+  runtime::DeviceOptions x;
+  x.xclbin = "a.xclbin";
+  auto e = cosim::make_cosim_device(tiny(), x);
+  ASSERT_FALSE(e.is_ok());
+  EXPECT_EQ(e.error().str().rfind("xclbin: the cosim backend does not take this option", 0), 0u) << e.error().str();
 }
 
 TEST_F(Cosim, AddressRangeFaultsReportLikeRtlAndRecover) {

@@ -70,14 +70,14 @@ TEST(TlmFaults, AddressRangeFaultsReportLikeRtlAndRecover) {
   }
 }
 
-TEST(TlmFaults, EnvironmentRangeFaultReachesTheDevice) {
+TEST(TlmFaults, OptionRangeFaultReachesTheDevice) {
   // The first allocation of a fresh device is at DeviceMemory::kBase: the
   // ring (64 entries), then the pattern, 64-byte aligned after it.
   const uint64_t src = ref::DeviceMemory::kBase + 64 * spec::kInsnBytes;
   const std::string v = "decerr@" + std::to_string(src + 100) + "+1";
-  setenv("LOOM_SIM_FAULT", v.c_str(), 1);
-  auto d = tlm::make_tlm_device(tiny());
-  unsetenv("LOOM_SIM_FAULT");
+  runtime::DeviceOptions o;
+  o.mem_faults = v;
+  auto d = tlm::make_tlm_device(tiny(), o);
   ASSERT_TRUE(d.is_ok()) << d.error().str();
   Rig r(std::move(*d));
   const Bufs b = make_bufs(r);
@@ -109,19 +109,25 @@ TEST(TlmFaults, StallsAddCyclesAndKeepResults) {
   }
 }
 
-TEST(TlmFaults, BurstNumberFaultsAndBadVariablesAreRefused) {
-  setenv("LOOM_SIM_FAULT", "slverr#3", 1);
-  auto d = tlm::make_tlm_device(tiny());
+TEST(TlmFaults, BurstNumberFaultsAndBadOptionsAreRefused) {
+  runtime::DeviceOptions nth_opt;
+  nth_opt.mem_faults = "slverr#3";
+  auto d = tlm::make_tlm_device(tiny(), nth_opt);
   ASSERT_FALSE(d.is_ok());
   EXPECT_NE(d.error().str().find("cosim only"), std::string::npos) << d.error().str();
-  setenv("LOOM_SIM_FAULT", "", 1);
-  setenv("LOOM_SIM_STALL", "lots", 1);
-  auto e = tlm::make_tlm_device(tiny());
-  unsetenv("LOOM_SIM_FAULT");
-  unsetenv("LOOM_SIM_STALL");
+  runtime::DeviceOptions stall;
+  stall.mem_stall = "lots";
+  stall.source["mem_stall"] = "LOOM_SIM_STALL";
+  auto e = tlm::make_tlm_device(tiny(), stall);
   ASSERT_FALSE(e.is_ok());
-  EXPECT_NE(e.error().str().find("LOOM_SIM_STALL"), std::string::npos) << e.error().str();
+  EXPECT_EQ(e.error().str().rfind("LOOM_SIM_STALL: ", 0), 0u) << e.error().str();
   EXPECT_EQ(e.error().str().find('\n'), std::string::npos);
+  runtime::DeviceOptions wave;
+  wave.wave = "x.fst";
+  wave.source["wave"] = "--wave";
+  auto w = tlm::make_tlm_device(tiny(), wave);
+  ASSERT_FALSE(w.is_ok());
+  EXPECT_EQ(w.error().str().rfind("--wave: the tlm backend does not take this option", 0), 0u) << w.error().str();
   auto ok = tlm::make_tlm_device(tiny());
   ASSERT_TRUE(ok.is_ok()) << ok.error().str();
   FaultPlan nth;

@@ -32,7 +32,8 @@ struct Backend {
   const char* name;
   DeviceMaker make;
 };
-const Backend kBackends[] = {{"ref", ref::make_ref_device}, {"tlm", tlm::make_tlm_device}};
+const Backend kBackends[] = {{"ref", [](const spec::HwConfig& c) { return ref::make_ref_device(c); }},
+                             {"tlm", [](const spec::HwConfig& c) { return tlm::make_tlm_device(c); }}};
 
 /// A one-node graph, its seeded input values and the reference output.
 struct NodeCase {

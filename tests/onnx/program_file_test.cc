@@ -105,7 +105,7 @@ std::string two_segment_model() {
 class ProgramFile : public ::testing::Test {
  protected:
   void SetUp() override {
-    runtime::register_backend("ref", "golden model", [](const spec::HwConfig& c) { return ref::make_ref_device(c); });
+    runtime::register_backend("ref", "golden model", ref::make_ref_device);
     cfg = spec::find_config("tiny");
     ASSERT_NE(cfg, nullptr);
     auto m = load_model_bytes(two_segment_model(), "lib.onnx", ".");

@@ -35,6 +35,15 @@ uint64_t seed_count(std::string_view cfg) {
 }
 uint64_t first_seed() { return env_u64("LOOM_RANDOM_STREAMS_SEED", 1); }
 
+/// The rtl device's memory timing, randomised as `loom run` does it: from
+/// LOOM_RTL_SEED and LOOM_RTL_STALL when they are set.
+runtime::DeviceOptions rtl_options_from_env() {
+  runtime::DeviceOptions o;
+  if (const char* v = std::getenv("LOOM_RTL_SEED"); v && *v) o.seed = std::strtoull(v, nullptr, 0);
+  if (const char* v = std::getenv("LOOM_RTL_STALL"); v && *v) o.axi_stall = std::strtod(v, nullptr);
+  return o;
+}
+
 std::string repro(uint64_t seed) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   return "LOOM_RANDOM_STREAMS_SEED=" + std::to_string(seed) +
@@ -123,8 +132,7 @@ TEST_P(RandomStreams, RefAndRtlAgree) {
         if (made) dev = std::move(*made);
         else why = made.error().str();
       } else {
-        // Honours LOOM_RTL_SEED / LOOM_RTL_STALL from the environment.
-        auto made = rtl::make_rtl_device(cfg);
+        auto made = rtl::make_rtl_device(cfg, rtl_options_from_env());
         if (made) dev = std::move(*made);
         else why = made.error().str();
       }

@@ -169,7 +169,7 @@ TEST_P(Fabric, EndToEndUnderMemoryStress) {
   opt.mem.stall_prob = 0.3;
   opt.mem.reorder_ids = true;
   opt.mem.seed = 1234;
-  std::printf("memory seed %llu (rerun a failure with LOOM_RTL_TRACE=stress.fst)\n",
+  std::printf("memory seed %llu (rerun a failure with a waveform: RtlOptions::trace_path)\n",
               static_cast<unsigned long long>(opt.mem.seed));
   for (const Case& c : {kCases[0], kCases[2]}) {
     auto made = make_rtl_device(cfg(), opt);

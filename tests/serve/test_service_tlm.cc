@@ -16,7 +16,7 @@ namespace {
 
 void register_tlm() {
   runtime::register_backend("tlm", "SystemC/TLM-2.0 virtual platform",
-                            [](const spec::HwConfig& c) { return tlm::make_tlm_device(c); });
+                            tlm::make_tlm_device);
 }
 
 ModelSpec chain(int64_t hidden, int64_t ffn) {

@@ -98,7 +98,9 @@ Status RefDevice::wait_unit(uint64_t handle, uint64_t timeout_cycles) {
   return st;
 }
 
-Expected<std::unique_ptr<runtime::Device>> make_ref_device(const spec::HwConfig& cfg) {
+Expected<std::unique_ptr<runtime::Device>> make_ref_device(const spec::HwConfig& cfg,
+                                                           const runtime::DeviceOptions& opt) {
+  LOOM_TRY(opt.allow("ref", {}));
   if (std::string why = validate_config(cfg); !why.empty())
     return make_error("ref device: config '" + std::string(cfg.name) + "'", why);
   return std::unique_ptr<runtime::Device>(std::make_unique<RefDevice>(cfg));

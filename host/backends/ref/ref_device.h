@@ -66,7 +66,9 @@ class RefDevice final : public runtime::Device {
 };
 
 /// Factory for the backend registry; fails with a one-line error when the
-/// configuration cannot be modelled.
-Expected<std::unique_ptr<runtime::Device>> make_ref_device(const spec::HwConfig& cfg);
+/// configuration cannot be modelled. The golden model takes no device
+/// options (a set one is refused).
+Expected<std::unique_ptr<runtime::Device>> make_ref_device(const spec::HwConfig& cfg,
+                                                           const runtime::DeviceOptions& opt = {});
 
 }  // namespace loom::ref

@@ -16,9 +16,7 @@ namespace cr = spec::core_reg;
 
 RtlDevice::RtlDevice(const spec::HwConfig& cfg, const FabricMaker& make, const RtlOptions& opt)
     : cfg_(cfg), opt_(opt) {
-  std::string trace = opt_.trace_path;
-  if (trace.empty())
-    if (const char* env = std::getenv("LOOM_RTL_TRACE")) trace = env;
+  const std::string& trace = opt_.trace_path;
   sim_ = make(!trace.empty());
   if (!trace.empty()) sim_->open_trace(trace);
   const FabricShape shape = sim_->shape();
@@ -190,7 +188,7 @@ Status RtlDevice::health() const {
   if (!lite_failure_.empty()) return make_error("rtl device", lite_failure_);
   if (sim_->assertion_failed())
     return make_error("rtl device", "an RTL assertion failed at cycle " + std::to_string(cycles_) +
-                                        " (message on stderr; rerun with LOOM_RTL_TRACE=file.fst)");
+                                        " (message on stderr; rerun with --wave file.fst)");
   for (const auto& port : ports_) LOOM_TRY(port->checker.status());
   return Status::ok();
 }

@@ -32,7 +32,7 @@ bool cores_quiescent(const spec::HwConfig& cfg, const std::function<uint32_t(uin
 struct RtlOptions {
   /// Memory-port behaviour; port p uses seed `mem.seed + p`.
   AxiMemoryOptions mem;
-  /// FST trace file; empty: the LOOM_RTL_TRACE environment variable, if set.
+  /// FST trace file; empty: none.
   std::string trace_path;
   /// Cycles run_until_idle clocks between two looks at the STATUS registers.
   uint32_t poll_interval = 64;
@@ -145,12 +145,12 @@ class RtlDevice final : public runtime::Device {
 std::vector<std::string_view> rtl_configs();
 
 /// The backend registry's factory: fails with a one-line message for a
-/// configuration that was not verilated into this build. Options come from
-/// the environment: LOOM_RTL_TRACE=file.fst, LOOM_RTL_SEED=n (memory stall
-/// and reorder randomness), LOOM_RTL_STALL=p (stall probability).
-Expected<std::unique_ptr<runtime::Device>> make_rtl_device(const spec::HwConfig& cfg);
-/// The same with explicit options (environment ignored except LOOM_RTL_TRACE
-/// when opt.trace_path is empty).
+/// configuration that was not verilated into this build. Device options:
+/// wave (FST file), seed (memory stalls and out-of-order answers), axi_stall
+/// (stall probability).
+Expected<std::unique_ptr<runtime::Device>> make_rtl_device(const spec::HwConfig& cfg,
+                                                           const runtime::DeviceOptions& opt = {});
+/// The same with the memory ports' options spelled out (tests, xrt-emu).
 Expected<std::unique_ptr<RtlDevice>> make_rtl_device(const spec::HwConfig& cfg, const RtlOptions& opt);
 
 }  // namespace loom::rtl

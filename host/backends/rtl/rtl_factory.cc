@@ -1,11 +1,9 @@
 // The rtl backend's factory: picks the verilated loom_fabric model for a
-// configuration and sets memory-port options from the config and environment.
-#include <cstdlib>
+// configuration and sets memory-port options from the config and the device options.
 #include <string>
 
 #include "backends/rtl/fabric_models.h"
 #include "backends/rtl/rtl_device.h"
-#include "common/parse.h"
 
 namespace loom::rtl {
 
@@ -31,7 +29,9 @@ Expected<std::unique_ptr<RtlDevice>> make_rtl_device(const spec::HwConfig& cfg, 
                                "; set LOOM_RTL_CONFIGS at configure time)");
 }
 
-Expected<std::unique_ptr<runtime::Device>> make_rtl_device(const spec::HwConfig& cfg) {
+Expected<std::unique_ptr<runtime::Device>> make_rtl_device(const spec::HwConfig& cfg,
+                                                           const runtime::DeviceOptions& dopt) {
+  LOOM_TRY(dopt.allow("rtl", {"wave", "seed", "axi_stall"}));
   RtlOptions opt;
   opt.mem.read_latency = cfg.mem_latency_cycles;
   opt.mem.write_latency = cfg.mem_latency_cycles;
@@ -40,17 +40,16 @@ Expected<std::unique_ptr<runtime::Device>> make_rtl_device(const spec::HwConfig&
   // in flight, so the port's limit must not be the one that binds.
   opt.mem.max_reads = 64;
   opt.mem.max_writes = 64;
-  if (const char* s = std::getenv("LOOM_RTL_SEED")) {
-    const auto v = parse_int64(s);
-    if (!v || *v < 0) return make_error("LOOM_RTL_SEED", "expected a whole number >= 0, got '" + excerpt(s) + "'");
-    opt.mem.seed = uint64_t(*v);
+  opt.trace_path = dopt.wave;
+  if (dopt.seed) {
+    opt.mem.seed = *dopt.seed;
     opt.mem.reorder_ids = true;
   }
-  if (const char* s = std::getenv("LOOM_RTL_STALL")) {
-    const auto v = parse_double(s);
-    if (!v || *v < 0 || *v >= 1)
-      return make_error("LOOM_RTL_STALL", "expected a probability in [0, 1), got '" + excerpt(s) + "'");
-    opt.mem.stall_prob = *v;
+  if (dopt.axi_stall) {
+    const double v = *dopt.axi_stall;
+    if (!(v >= 0 && v < 1))
+      return make_error(dopt.label("axi_stall"), "expected a probability in [0, 1), got " + std::to_string(v));
+    opt.mem.stall_prob = v;
   }
   auto d = make_rtl_device(cfg, opt);
   if (!d) return d.error();

@@ -13,12 +13,13 @@
 
 #define LOOM_XRT_DECLARE_FACTORIES(ns)                                                            \
   namespace loom::ns {                                                                            \
-  /* The registry's factory: device LOOM_XRT_DEVICE (default 0), xclbin LOOM_XCLBIN (default:     \
-     the build's, if any), opened, loaded and checked against `cfg`. */                           \
-  Expected<std::unique_ptr<runtime::Device>> make_device(const spec::HwConfig& cfg);               \
-  /* Bringup's step-by-step view; `xclbin` empty: the same default as make_device. */             \
-  std::unique_ptr<bringup::Target> make_bringup_target(const spec::HwConfig& cfg, unsigned index, \
-                                                       const std::string& xclbin);                \
+  /* The registry's factory: card device_index (default 0), the xclbin (default: the build's,   \
+     if any), opened, loaded and checked against `cfg`. */                                         \
+  Expected<std::unique_ptr<runtime::Device>> make_device(const spec::HwConfig& cfg,                 \
+                                                         const runtime::DeviceOptions& opt = {});   \
+  /* Bringup's step-by-step view, with the same options and defaults as make_device. */           \
+  Expected<std::unique_ptr<bringup::Target>> make_bringup_target(const spec::HwConfig& cfg,        \
+                                                                 const runtime::DeviceOptions& opt); \
   }
 
 LOOM_XRT_DECLARE_FACTORIES(xrt_hw)

@@ -52,22 +52,22 @@ std::string default_xclbin(const spec::HwConfig& cfg) {
 #endif
 }
 
-uint64_t env_u64(const char* name, uint64_t def) {
-  const char* s = std::getenv(name);
-  if (s == nullptr || *s == '\0') return def;
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(s, &end, 10);
-  return (end && *end == '\0') ? uint64_t(v) : def;
-}
-
 }  // namespace
 
-XrtOptions options_from_env() {
+Expected<XrtOptions> xrt_options(std::string_view backend, const runtime::DeviceOptions& d) {
+  LOOM_TRY(d.allow(backend, {"xclbin", "device_index", "timeout_ms", "arena_mib"}));
   XrtOptions o;
-  o.device_index = unsigned(env_u64("LOOM_XRT_DEVICE", 0));
-  if (const char* s = std::getenv("LOOM_XCLBIN")) o.xclbin = s;
-  o.timeout_ms = unsigned(env_u64("LOOM_XRT_TIMEOUT_MS", o.timeout_ms));
-  o.arena_bytes = std::max<uint64_t>(env_u64("LOOM_XRT_ARENA_MIB", o.arena_bytes >> 20), 1) << 20;
+  if (d.device_index) o.device_index = *d.device_index;
+  o.xclbin = d.xclbin;
+  if (d.timeout_ms) {
+    if (*d.timeout_ms == 0) return make_error(d.label("timeout_ms"), "must be at least 1 ms");
+    o.timeout_ms = *d.timeout_ms;
+  }
+  if (d.arena_mib) {
+    if (*d.arena_mib == 0 || *d.arena_mib > 65536)
+      return make_error(d.label("arena_mib"), "must be 1 to 65536 MiB, got " + std::to_string(*d.arena_mib));
+    o.arena_bytes = *d.arena_mib << 20;
+  }
   return o;
 }
 
@@ -121,7 +121,7 @@ Status XrtDevice::open_device() {
 
 Expected<std::string> XrtDevice::load_xclbin() {
   const std::string where = std::string(kBackend) + ": device " + std::to_string(opt_.device_index);
-  if (opt_.xclbin.empty()) return make_error(where, "no xclbin given (LOOM_XCLBIN, or --xclbin of loom bringup)");
+  if (opt_.xclbin.empty()) return make_error(where, "no xclbin given (--xclbin or LOOM_XCLBIN)");
   std::string ip_name;
   try {
     const xrt::xclbin xb(opt_.xclbin);
@@ -350,7 +350,7 @@ Status XrtDevice::run_until_idle(uint64_t timeout_cycles) {
     if (uint64_t(ms) >= opt_.timeout_ms) {
       write_reg(spec::reg::SOFT_RESET, running_mask);
       return make_error(where, "run did not complete within " + std::to_string(opt_.timeout_ms) +
-                                   " ms (LOOM_XRT_TIMEOUT_MS); cores" + running + " were still busy and were reset");
+                                   " ms (--device-timeout-ms or LOOM_XRT_TIMEOUT_MS); cores" + running + " were still busy and were reset");
     }
     // Poll at full rate briefly, then back off so a long run does not hog the bus.
     if (poll > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -437,7 +437,7 @@ Status XrtDevice::wait_unit(uint64_t handle, uint64_t timeout_cycles) {
       // Still going: abort it so the unit can take the next call.
       const ert_cmd_state after = r.run.abort();
       return make_error(where, "run did not complete within " + std::to_string(opt_.timeout_ms) +
-                                   " ms (LOOM_XRT_TIMEOUT_MS); aborted (state " + state_name(after) + ")");
+                                   " ms (--device-timeout-ms or LOOM_XRT_TIMEOUT_MS); aborted (state " + state_name(after) + ")");
     }
   } catch (const std::exception& e) {
     return make_error(where, "waiting for the run: " + exception_text(e.what()));
@@ -471,8 +471,10 @@ class XrtTarget final : public bringup::Target {
 
 }  // namespace
 
-Expected<std::unique_ptr<runtime::Device>> make_device(const spec::HwConfig& cfg) {
-  auto d = std::make_unique<XrtDevice>(cfg, options_from_env());
+Expected<std::unique_ptr<runtime::Device>> make_device(const spec::HwConfig& cfg, const runtime::DeviceOptions& opt) {
+  auto xo = xrt_options(kBackend, opt);
+  if (!xo) return xo.error();
+  auto d = std::make_unique<XrtDevice>(cfg, std::move(*xo));
   LOOM_TRY(d->open_device());
   auto u = d->load_xclbin();
   if (!u) return u.error();
@@ -480,12 +482,11 @@ Expected<std::unique_ptr<runtime::Device>> make_device(const spec::HwConfig& cfg
   return std::unique_ptr<runtime::Device>(std::move(d));
 }
 
-std::unique_ptr<bringup::Target> make_bringup_target(const spec::HwConfig& cfg, unsigned index,
-                                                     const std::string& xclbin) {
-  XrtOptions o = options_from_env();
-  o.device_index = index;
-  if (!xclbin.empty()) o.xclbin = xclbin;
-  return std::make_unique<XrtTarget>(cfg, std::move(o));
+Expected<std::unique_ptr<bringup::Target>> make_bringup_target(const spec::HwConfig& cfg,
+                                                               const runtime::DeviceOptions& opt) {
+  auto xo = xrt_options(kBackend, opt);
+  if (!xo) return xo.error();
+  return std::unique_ptr<bringup::Target>(std::make_unique<XrtTarget>(cfg, std::move(*xo)));
 }
 
 }  // namespace loom::LOOM_XRT_NS

@@ -12,7 +12,7 @@
 // Vitis link gives it (hls_cus.h: "loom_hls_gemm:{loom_hls_gemm_1}"), one
 // xrt::run per call with its pointer arguments as xrt::bo sub-buffers of the
 // arenas (exactly the bytes the call reads or writes) and its int32 scalars,
-// run.start(), and run.wait(LOOM_XRT_TIMEOUT_MS) with the state checked:
+// run.start(), and run.wait(timeout_ms) with the state checked:
 // anything but ERT_CMD_STATE_COMPLETED aborts the run and is an error naming
 // the unit.
 //
@@ -48,9 +48,9 @@ struct XrtOptions {
   unsigned device_index = 0;
   std::string xclbin;  // empty: no default on hardware; the built-in one on xrt-emu
   /// Wall-clock limit on one run_until_idle or one wait for an HLS unit
-  /// (LOOM_XRT_TIMEOUT_MS).
+  /// (device option timeout_ms).
   unsigned timeout_ms = 120'000;
-  /// Size of each device-memory arena BO (LOOM_XRT_ARENA_MIB).
+  /// Size of each device-memory arena BO (device option arena_mib).
   uint64_t arena_bytes = uint64_t(64) << 20;
 };
 
@@ -131,8 +131,8 @@ class XrtDevice final : public runtime::Device {
   uint64_t next_run_ = 1;
 };
 
-/// XrtOptions from the environment: LOOM_XRT_DEVICE, LOOM_XCLBIN,
-/// LOOM_XRT_TIMEOUT_MS, LOOM_XRT_ARENA_MIB.
-XrtOptions options_from_env();
+/// XrtOptions from the device options xclbin, device_index, timeout_ms and
+/// arena_mib (any other set option is refused for `backend`).
+Expected<XrtOptions> xrt_options(std::string_view backend, const runtime::DeviceOptions& opt);
 
 }  // namespace loom::LOOM_XRT_NS

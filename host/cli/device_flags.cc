@@ -1,0 +1,126 @@
+// The device options of the CLI (docs/backends.md "Device options"): one flag
+// each, with the environment variables as the documented fallback. This is
+// the only place loom reads them; the backends take runtime::DeviceOptions.
+#include <cstdlib>
+#include <limits>
+
+#include "cli/cli_common.h"
+#include "common/parse.h"
+
+namespace loom::cli {
+namespace {
+
+/// One option: its field in DeviceOptions, its flag, and the variable that
+/// stands for it on each backend that takes it.
+struct Knob {
+  const char* field;
+  const char* flag;
+  std::string DeviceFlags::* text;
+  /// backend -> variable; a backend not listed reads no variable for it.
+  struct Var {
+    const char* backend;
+    const char* name;
+  } env[3];
+};
+
+const Knob kKnobs[] = {
+    {"wave", "--wave", &DeviceFlags::wave, {{"rtl", "LOOM_RTL_TRACE"}, {"cosim", "LOOM_RTL_TRACE"}}},
+    {"mem_faults", "--mem-faults", &DeviceFlags::mem_faults, {{"tlm", "LOOM_SIM_FAULT"}, {"cosim", "LOOM_SIM_FAULT"}}},
+    {"mem_stall", "--mem-stall", &DeviceFlags::mem_stall, {{"tlm", "LOOM_SIM_STALL"}, {"cosim", "LOOM_SIM_STALL"}}},
+    {"axi_stall", "--axi-stall", &DeviceFlags::axi_stall, {{"rtl", "LOOM_RTL_STALL"}}},
+    {"seed", "--device-seed", &DeviceFlags::seed,
+     {{"rtl", "LOOM_RTL_SEED"}, {"tlm", "LOOM_SIM_SEED"}, {"cosim", "LOOM_SIM_SEED"}}},
+    {"xclbin", "--xclbin", &DeviceFlags::xclbin, {{"xrt", "LOOM_XCLBIN"}, {"xrt-emu", "LOOM_XCLBIN"}}},
+    {"device_index", "--device", &DeviceFlags::device_index,
+     {{"xrt", "LOOM_XRT_DEVICE"}, {"xrt-emu", "LOOM_XRT_DEVICE"}}},
+    {"timeout_ms", "--device-timeout-ms", &DeviceFlags::timeout_ms,
+     {{"xrt", "LOOM_XRT_TIMEOUT_MS"}, {"xrt-emu", "LOOM_XRT_TIMEOUT_MS"}}},
+    {"arena_mib", "--arena-mib", &DeviceFlags::arena_mib, {{"xrt", "LOOM_XRT_ARENA_MIB"}, {"xrt-emu", "LOOM_XRT_ARENA_MIB"}}},
+};
+
+Expected<uint64_t> whole(const std::string& label, const std::string& v, uint64_t max) {
+  const auto n = parse_int64(v);
+  if (!n || *n < 0 || uint64_t(*n) > max)
+    return make_error(label, "expected a whole number in [0, " + std::to_string(max) + "], got '" + excerpt(v) + "'");
+  return uint64_t(*n);
+}
+
+}  // namespace
+
+void add_device_flags(CLI::App* cmd, DeviceFlags& f) {
+  const std::string g = "Device options (docs/backends.md)";
+  cmd->add_option("--mem-faults", f.mem_faults,
+                  "tlm, cosim: memory faults, KIND@ADDR+LEN or (cosim) KIND#N, comma-separated; KIND slverr or decerr")
+      ->group(g);
+  cmd->add_option("--mem-stall", f.mem_stall, "tlm, cosim: CYCLES[:PROB] added to a burst (to a fraction PROB of them)")
+      ->group(g);
+  cmd->add_option("--axi-stall", f.axi_stall, "rtl: chance in [0, 1) that a memory port stalls a handshake in a cycle")
+      ->group(g);
+  cmd->add_option("--device-seed", f.seed, "rtl, tlm, cosim: seed of the memory stalls (rtl: and out-of-order answers)")
+      ->group(g);
+  cmd->add_option("--xclbin", f.xclbin, "xrt, xrt-emu: the xclbin to load (xrt-emu: default its built-in one)")->group(g);
+  cmd->add_option("--device", f.device_index, "xrt, xrt-emu: card index (default 0)")->group(g);
+  cmd->add_option("--device-timeout-ms", f.timeout_ms,
+                  "xrt, xrt-emu: wall-clock limit of one wait for the cores or an HLS unit (default 120000)")
+      ->group(g);
+  cmd->add_option("--arena-mib", f.arena_mib, "xrt, xrt-emu: size of each device-memory arena in MiB (default 64)")
+      ->group(g);
+}
+
+Expected<runtime::DeviceOptions> device_options(const DeviceFlags& f, std::string_view backend) {
+  runtime::DeviceOptions o;
+  for (const Knob& k : kKnobs) {
+    std::string v = f.*(k.text), label = k.flag;
+    o.source[k.field] = k.flag;
+    if (v.empty()) {
+      for (const Knob::Var& var : k.env)
+        if (var.backend != nullptr && backend == var.backend)
+          if (const char* e = std::getenv(var.name); e != nullptr && *e != '\0') {
+            v = e;
+            label = var.name;
+          }
+    }
+    if (v.empty()) continue;
+    const std::string field = k.field;
+    o.source[field] = label;  // the variable, when the value came from one
+    if (field == "wave") {
+      o.wave = v;
+    } else if (field == "mem_faults") {
+      o.mem_faults = v;
+    } else if (field == "mem_stall") {
+      o.mem_stall = v;
+    } else if (field == "axi_stall") {
+      const auto p = parse_double(v);
+      if (!p || !(*p >= 0 && *p < 1)) return make_error(label, "expected a probability in [0, 1), got '" + excerpt(v) + "'");
+      o.axi_stall = *p;
+    } else if (field == "seed") {
+      auto n = whole(label, v, std::numeric_limits<int64_t>::max());
+      if (!n) return n.error();
+      o.seed = *n;
+    } else if (field == "xclbin") {
+      o.xclbin = v;
+    } else if (field == "device_index") {
+      auto n = whole(label, v, 1023);
+      if (!n) return n.error();
+      o.device_index = unsigned(*n);
+    } else if (field == "timeout_ms") {
+      auto n = whole(label, v, 86'400'000);
+      if (!n) return n.error();
+      o.timeout_ms = unsigned(*n);
+    } else if (field == "arena_mib") {
+      auto n = whole(label, v, 65536);
+      if (!n) return n.error();
+      o.arena_mib = *n;
+    }
+  }
+  return o;
+}
+
+Expected<std::unique_ptr<runtime::Device>> open_backend(const std::string& backend, const spec::HwConfig& cfg,
+                                                        const DeviceFlags& f) {
+  auto opt = device_options(f, backend);
+  if (!opt) return opt.error();
+  return runtime::make_device(backend, cfg, *opt);
+}
+
+}  // namespace loom::cli
