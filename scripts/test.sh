@@ -20,7 +20,9 @@ ctest --test-dir build/ci --output-on-failure -j "$(nproc)" -LE slow
 # backends (labels zoo, e2e, onnx-run) ran in the release build above; under
 # ASan they would take most of the time and find nothing the others miss.
 # The long fuzz runs (label fuzz) are left out too; their smoke runs stay.
-ASAN_EXCLUDE_LABELS='slow|zoo|e2e|onnx-run|fuzz'
+# The Slurm test (label slurm) runs alone (RUN_SERIAL) and drives the same
+# CLI paths as the local sweep tests, which the sanitizer pass keeps.
+ASAN_EXCLUDE_LABELS='slow|zoo|e2e|onnx-run|fuzz|slurm'
 if [ "${LOOM_SKIP_ASAN:-0}" != 1 ]; then
   bash scripts/build.sh asan
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
