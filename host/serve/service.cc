@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/parse.h"
+#include "common/tensor_io.h"
 #include "compiler/compiler.h"
 #include "frontend/onnx/model.h"
 #include "frontend/onnx/program.h"
@@ -313,12 +315,18 @@ Expected<uint64_t> ServiceModel::time_plan(const plan::Plan& one, const std::map
   from_disk = false;
   if (!cache_dir_.empty()) {
     file = std::filesystem::path(cache_dir_) / (std::string(hex) + ".cycles");
-    std::ifstream f(file);
-    uint64_t c = 0;
-    if (f >> c && c > 0) {
-      ++disk_hits_;
-      from_disk = true;
-      return c;
+    // A cache entry is one decimal number and a newline; anything else (a
+    // special file, a huge or a garbled one) is ignored and re-measured.
+    std::error_code ec;
+    if (std::filesystem::exists(file, ec)) {
+      auto text = read_file_bytes(file.string(), 64);
+      if (text && !text->empty() && text->back() == '\n') text->pop_back();
+      const auto c = text ? parse_int64(*text) : std::nullopt;
+      if (c && *c > 0) {
+        ++disk_hits_;
+        from_disk = true;
+        return uint64_t(*c);
+      }
     }
   }
   auto dev = device();

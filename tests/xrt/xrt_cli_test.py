@@ -199,6 +199,13 @@ def case_emu_malformed_xclbin():
         one_line_error(r, "bad.xclbin", "not an emulated xclbin")
         r = run(["run", p, "--backend", "xrt-emu"], {"LOOM_XCLBIN": os.path.join(tmp, "missing.xclbin")})
         one_line_error(r, "missing.xclbin", "cannot open")
+        # Special files are refused without blocking; the flag works as the variable does.
+        fifo = os.path.join(tmp, "fifo.xclbin")
+        os.mkfifo(fifo)
+        r = run(["run", p, "--backend", "xrt-emu", "--xclbin", fifo])
+        one_line_error(r, "fifo.xclbin", "not a regular file")
+        r = run(["run", p, "--backend", "xrt-emu", "--xclbin", "/dev/zero"])
+        one_line_error(r, "/dev/zero", "not a regular file")
         # A tiny bitstream under a plan for small: HWCFG does not match.
         r = run(["run", plan(tmp, "small"), "--backend", "xrt-emu"],
                 {"LOOM_XCLBIN": os.path.join(ROOT, "host/backends/xrt/emu/xclbin/loom_tiny.xclbin")})

@@ -8,14 +8,16 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <map>
+#include <sstream>
 #include <stdexcept>
 #include <string_view>
 
 #include "backends/rtl/rtl_device.h"
 #include "backends/xrt/hls_cus.h"
+#include "common/limits.h"
+#include "common/tensor_io.h"
 #include "loom/spec_gen.h"
 #include "loom_hls_units.h"
 
@@ -64,8 +66,11 @@ bool valid_uuid(const std::string& u) {
 }  // namespace
 
 xclbin::xclbin(const std::string& filename) {
-  std::ifstream in(filename, std::ios::binary);
-  if (!in) throw std::runtime_error("xclbin '" + filename + "': cannot open: " + std::strerror(errno));
+  // A text file: special files are refused without blocking, and a large
+  // file before anything is allocated (common/limits.h).
+  auto bytes = loom::read_file_bytes(filename, loom::limits::kMaxTextBytes);
+  if (!bytes) throw std::runtime_error("xclbin '" + filename + "': " + bytes.error().str());
+  std::istringstream in(*bytes);
   const std::string where = "xclbin '" + filename + "'";
   std::string line;
   unsigned n = 0;
