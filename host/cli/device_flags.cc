@@ -1,8 +1,10 @@
 // The device options of the CLI (docs/backends.md "Device options"): one flag
 // each, with the environment variables as the documented fallback. This is
 // the only place loom reads them; the backends take runtime::DeviceOptions.
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 
 #include "cli/cli_common.h"
 #include "common/parse.h"
@@ -10,8 +12,30 @@
 namespace loom::cli {
 namespace {
 
-/// One option: its field in DeviceOptions, its flag, and the variable that
-/// stands for it on each backend that takes it.
+using runtime::DeviceOptions;
+
+/// The text of a flag or variable as a whole number of type T. Ranges that
+/// mean something (a timeout of 0, an arena too large) are the backend's to
+/// check; this only refuses what is not such a number.
+template <typename T>
+Expected<T> whole(const std::string& label, const std::string& v) {
+  constexpr uint64_t max = std::min<uint64_t>(std::numeric_limits<T>::max(), std::numeric_limits<int64_t>::max());
+  const auto n = parse_int64(v);
+  if (!n || *n < 0 || uint64_t(*n) > max)
+    return make_error(label, "expected a whole number in [0, " + std::to_string(max) + "], got '" + excerpt(v) + "'");
+  return T(*n);
+}
+
+template <typename T>
+Status set_whole(std::optional<T>& field, const std::string& label, const std::string& v) {
+  auto n = whole<T>(label, v);
+  if (!n) return n.error();
+  field = *n;
+  return Status::ok();
+}
+
+/// One option: its field in DeviceOptions, its flag, the variable that stands
+/// for it on each backend that takes it, and how its text is stored.
 struct Knob {
   const char* field;
   const char* flag;
@@ -21,29 +45,36 @@ struct Knob {
     const char* backend;
     const char* name;
   } env[3];
+  Status (*set)(DeviceOptions& o, const std::string& label, const std::string& v);
 };
 
 const Knob kKnobs[] = {
-    {"wave", "--wave", &DeviceFlags::wave, {{"rtl", "LOOM_RTL_TRACE"}, {"cosim", "LOOM_RTL_TRACE"}}},
-    {"mem_faults", "--mem-faults", &DeviceFlags::mem_faults, {{"tlm", "LOOM_SIM_FAULT"}, {"cosim", "LOOM_SIM_FAULT"}}},
-    {"mem_stall", "--mem-stall", &DeviceFlags::mem_stall, {{"tlm", "LOOM_SIM_STALL"}, {"cosim", "LOOM_SIM_STALL"}}},
-    {"axi_stall", "--axi-stall", &DeviceFlags::axi_stall, {{"rtl", "LOOM_RTL_STALL"}}},
+    {"wave", "--wave", &DeviceFlags::wave, {{"rtl", "LOOM_RTL_TRACE"}, {"cosim", "LOOM_RTL_TRACE"}},
+     [](DeviceOptions& o, const std::string&, const std::string& v) { o.wave = v; return Status::ok(); }},
+    {"mem_faults", "--mem-faults", &DeviceFlags::mem_faults, {{"tlm", "LOOM_SIM_FAULT"}, {"cosim", "LOOM_SIM_FAULT"}},
+     [](DeviceOptions& o, const std::string&, const std::string& v) { o.mem_faults = v; return Status::ok(); }},
+    {"mem_stall", "--mem-stall", &DeviceFlags::mem_stall, {{"tlm", "LOOM_SIM_STALL"}, {"cosim", "LOOM_SIM_STALL"}},
+     [](DeviceOptions& o, const std::string&, const std::string& v) { o.mem_stall = v; return Status::ok(); }},
+    {"axi_stall", "--axi-stall", &DeviceFlags::axi_stall, {{"rtl", "LOOM_RTL_STALL"}},
+     [](DeviceOptions& o, const std::string& label, const std::string& v) {
+       const auto p = parse_double(v);
+       if (!p) return Status(make_error(label, "expected a number, got '" + excerpt(v) + "'"));
+       o.axi_stall = *p;
+       return Status::ok();
+     }},
     {"seed", "--device-seed", &DeviceFlags::seed,
-     {{"rtl", "LOOM_RTL_SEED"}, {"tlm", "LOOM_SIM_SEED"}, {"cosim", "LOOM_SIM_SEED"}}},
-    {"xclbin", "--xclbin", &DeviceFlags::xclbin, {{"xrt", "LOOM_XCLBIN"}, {"xrt-emu", "LOOM_XCLBIN"}}},
-    {"device_index", "--device", &DeviceFlags::device_index,
-     {{"xrt", "LOOM_XRT_DEVICE"}, {"xrt-emu", "LOOM_XRT_DEVICE"}}},
+     {{"rtl", "LOOM_RTL_SEED"}, {"tlm", "LOOM_SIM_SEED"}, {"cosim", "LOOM_SIM_SEED"}},
+     [](DeviceOptions& o, const std::string& label, const std::string& v) { return set_whole(o.seed, label, v); }},
+    {"xclbin", "--xclbin", &DeviceFlags::xclbin, {{"xrt", "LOOM_XCLBIN"}, {"xrt-emu", "LOOM_XCLBIN"}},
+     [](DeviceOptions& o, const std::string&, const std::string& v) { o.xclbin = v; return Status::ok(); }},
+    {"device_index", "--device", &DeviceFlags::device_index, {{"xrt", "LOOM_XRT_DEVICE"}, {"xrt-emu", "LOOM_XRT_DEVICE"}},
+     [](DeviceOptions& o, const std::string& label, const std::string& v) { return set_whole(o.device_index, label, v); }},
     {"timeout_ms", "--device-timeout-ms", &DeviceFlags::timeout_ms,
-     {{"xrt", "LOOM_XRT_TIMEOUT_MS"}, {"xrt-emu", "LOOM_XRT_TIMEOUT_MS"}}},
-    {"arena_mib", "--arena-mib", &DeviceFlags::arena_mib, {{"xrt", "LOOM_XRT_ARENA_MIB"}, {"xrt-emu", "LOOM_XRT_ARENA_MIB"}}},
+     {{"xrt", "LOOM_XRT_TIMEOUT_MS"}, {"xrt-emu", "LOOM_XRT_TIMEOUT_MS"}},
+     [](DeviceOptions& o, const std::string& label, const std::string& v) { return set_whole(o.timeout_ms, label, v); }},
+    {"arena_mib", "--arena-mib", &DeviceFlags::arena_mib, {{"xrt", "LOOM_XRT_ARENA_MIB"}, {"xrt-emu", "LOOM_XRT_ARENA_MIB"}},
+     [](DeviceOptions& o, const std::string& label, const std::string& v) { return set_whole(o.arena_mib, label, v); }},
 };
-
-Expected<uint64_t> whole(const std::string& label, const std::string& v, uint64_t max) {
-  const auto n = parse_int64(v);
-  if (!n || *n < 0 || uint64_t(*n) > max)
-    return make_error(label, "expected a whole number in [0, " + std::to_string(max) + "], got '" + excerpt(v) + "'");
-  return uint64_t(*n);
-}
 
 }  // namespace
 
@@ -68,50 +99,18 @@ void add_device_flags(CLI::App* cmd, DeviceFlags& f) {
 }
 
 Expected<runtime::DeviceOptions> device_options(const DeviceFlags& f, std::string_view backend) {
-  runtime::DeviceOptions o;
+  DeviceOptions o;
   for (const Knob& k : kKnobs) {
     std::string v = f.*(k.text), label = k.flag;
-    o.source[k.field] = k.flag;
-    if (v.empty()) {
+    if (v.empty())
       for (const Knob::Var& var : k.env)
         if (var.backend != nullptr && backend == var.backend)
           if (const char* e = std::getenv(var.name); e != nullptr && *e != '\0') {
             v = e;
             label = var.name;
           }
-    }
-    if (v.empty()) continue;
-    const std::string field = k.field;
-    o.source[field] = label;  // the variable, when the value came from one
-    if (field == "wave") {
-      o.wave = v;
-    } else if (field == "mem_faults") {
-      o.mem_faults = v;
-    } else if (field == "mem_stall") {
-      o.mem_stall = v;
-    } else if (field == "axi_stall") {
-      const auto p = parse_double(v);
-      if (!p || !(*p >= 0 && *p < 1)) return make_error(label, "expected a probability in [0, 1), got '" + excerpt(v) + "'");
-      o.axi_stall = *p;
-    } else if (field == "seed") {
-      auto n = whole(label, v, std::numeric_limits<int64_t>::max());
-      if (!n) return n.error();
-      o.seed = *n;
-    } else if (field == "xclbin") {
-      o.xclbin = v;
-    } else if (field == "device_index") {
-      auto n = whole(label, v, 1023);
-      if (!n) return n.error();
-      o.device_index = unsigned(*n);
-    } else if (field == "timeout_ms") {
-      auto n = whole(label, v, 86'400'000);
-      if (!n) return n.error();
-      o.timeout_ms = unsigned(*n);
-    } else if (field == "arena_mib") {
-      auto n = whole(label, v, 65536);
-      if (!n) return n.error();
-      o.arena_mib = *n;
-    }
+    o.source[k.field] = label;  // the flag, or the variable the value came from
+    if (!v.empty()) LOOM_TRY(k.set(o, label, v));
   }
   return o;
 }

@@ -118,8 +118,8 @@ struct DeviceOptions {
   std::map<std::string, std::string> source;
   /// The name an error about `field` gives: its source, else the field.
   std::string label(const std::string& field) const;
-  /// Set fields by name, in declaration order.
-  std::vector<std::string> set_fields() const;
+  /// The set fields, (name, value as text), in declaration order.
+  std::vector<std::pair<std::string, std::string>> values() const;
   /// The set fields and their values as one canonical line ("" when none),
   /// for cache keys and reports: options change what a device measures.
   std::string key() const;
@@ -133,40 +133,34 @@ inline std::string DeviceOptions::label(const std::string& field) const {
   return it == source.end() ? field : it->second;
 }
 
-inline std::vector<std::string> DeviceOptions::set_fields() const {
-  std::vector<std::string> v;
-  if (!wave.empty()) v.push_back("wave");
-  if (!mem_faults.empty()) v.push_back("mem_faults");
-  if (!mem_stall.empty()) v.push_back("mem_stall");
-  if (axi_stall) v.push_back("axi_stall");
-  if (seed) v.push_back("seed");
-  if (!xclbin.empty()) v.push_back("xclbin");
-  if (device_index) v.push_back("device_index");
-  if (timeout_ms) v.push_back("timeout_ms");
-  if (arena_mib) v.push_back("arena_mib");
+inline std::vector<std::pair<std::string, std::string>> DeviceOptions::values() const {
+  std::vector<std::pair<std::string, std::string>> v;
+  const auto add = [&v](const char* name, bool set, std::string value) {
+    if (set) v.emplace_back(name, std::move(value));
+  };
+  add("wave", !wave.empty(), wave);
+  add("mem_faults", !mem_faults.empty(), mem_faults);
+  add("mem_stall", !mem_stall.empty(), mem_stall);
+  add("axi_stall", axi_stall.has_value(), axi_stall ? std::to_string(*axi_stall) : "");
+  add("seed", seed.has_value(), seed ? std::to_string(*seed) : "");
+  add("xclbin", !xclbin.empty(), xclbin);
+  add("device_index", device_index.has_value(), device_index ? std::to_string(*device_index) : "");
+  add("timeout_ms", timeout_ms.has_value(), timeout_ms ? std::to_string(*timeout_ms) : "");
+  add("arena_mib", arena_mib.has_value(), arena_mib ? std::to_string(*arena_mib) : "");
   return v;
 }
 
 inline std::string DeviceOptions::key() const {
   std::string k;
-  const auto add = [&k](const char* n, const std::string& v) {
+  for (const auto& [name, value] : values()) {
     if (!k.empty()) k.push_back(';');
-    k.append(n).append("=").append(v);
-  };
-  if (!wave.empty()) add("wave", wave);
-  if (!mem_faults.empty()) add("mem_faults", mem_faults);
-  if (!mem_stall.empty()) add("mem_stall", mem_stall);
-  if (axi_stall) add("axi_stall", std::to_string(*axi_stall));
-  if (seed) add("seed", std::to_string(*seed));
-  if (!xclbin.empty()) add("xclbin", xclbin);
-  if (device_index) add("device_index", std::to_string(*device_index));
-  if (timeout_ms) add("timeout_ms", std::to_string(*timeout_ms));
-  if (arena_mib) add("arena_mib", std::to_string(*arena_mib));
+    k.append(name).append("=").append(value);
+  }
   return k;
 }
 
 inline Status DeviceOptions::allow(std::string_view backend, std::initializer_list<std::string_view> supported) const {
-  for (const std::string& f : set_fields()) {
+  for (const auto& [f, value] : values()) {
     if (std::find(supported.begin(), supported.end(), f) != supported.end()) continue;
     std::string have;
     for (std::string_view s : supported) {

@@ -317,16 +317,13 @@ Expected<uint64_t> ServiceModel::time_plan(const plan::Plan& one, const std::map
     file = std::filesystem::path(cache_dir_) / (std::string(hex) + ".cycles");
     // A cache entry is one decimal number and a newline; anything else (a
     // special file, a huge or a garbled one) is ignored and re-measured.
-    std::error_code ec;
-    if (std::filesystem::exists(file, ec)) {
-      auto text = read_file_bytes(file.string(), 64);
-      if (text && !text->empty() && text->back() == '\n') text->pop_back();
-      const auto c = text ? parse_int64(*text) : std::nullopt;
-      if (c && *c > 0) {
-        ++disk_hits_;
-        from_disk = true;
-        return uint64_t(*c);
-      }
+    auto text = read_file_bytes(file.string(), 64);  // a missing entry is an error too
+    if (text && !text->empty() && text->back() == '\n') text->pop_back();
+    const auto c = text ? parse_int64(*text) : std::nullopt;
+    if (c && *c > 0) {
+      ++disk_hits_;
+      from_disk = true;
+      return uint64_t(*c);
     }
   }
   auto dev = device();
