@@ -15,7 +15,7 @@ using tlm_utils::tlm_quantumkeeper;
 /// Token queues an instruction's pop_prev, pop_next, push_prev, push_next
 /// flags refer to (the golden model's routing); -1 where there is none.
 std::array<int, 4> token_routes(spec::Unit u) {
-  using Q = ref::TokenQueue;
+  using Q = hw::TokenQueue;
   switch (u) {
     case spec::Unit::Load:
       return {-1, int(Q::ComputeToLoad), -1, int(Q::LoadToCompute)};
@@ -40,7 +40,7 @@ CoreModel::CoreModel(sc_core::sc_module_name name, unsigned index, std::function
   SC_THREAD(store_thread);
 }
 
-void CoreModel::attach(DeviceState* st, const TimingParams& tp, sc_time period) {
+void CoreModel::attach(DeviceState* st, const hw::TimingParams& tp, sc_time period) {
   st_ = st;
   trace_ = nullptr;
   tp_ = tp;
@@ -127,7 +127,7 @@ void CoreModel::spend(tlm_quantumkeeper& qk, uint64_t gen, uint64_t cycles) {
 }
 
 void CoreModel::stop_running(sc_time at) {
-  RingCtl& r = st_->rings[index_];
+  hw::RingCtl& r = st_->rings[index_];
   if (r.running && at > busy_since_) counter(spec::Counter::CYCLES_BUSY) += to_cycles(at - busy_since_);
   r.running = false;
   r.blocked = false;
@@ -157,7 +157,7 @@ void CoreModel::fetch_thread() {
         bool was_full = false;
         for (;;) {
           if (st_ != nullptr) {
-            const RingCtl& r = st_->rings[index_];
+            const hw::RingCtl& r = st_->rings[index_];
             if (r.running && fetch_ptr_ != r.tail && fifo_.size() < kFifoDepth) break;
             was_full |= r.running && fifo_.size() >= kFifoDepth;
           }
@@ -173,7 +173,7 @@ void CoreModel::fetch_thread() {
 }
 
 void CoreModel::fetch_once(tlm_quantumkeeper& qk, uint64_t gen) {
-  const RingCtl& r = st_->rings[index_];
+  const hw::RingCtl& r = st_->rings[index_];
   const uint64_t addr = r.base + uint64_t(spec::kInsnBytes) * fetch_ptr_;
   // One burst: up to the FIFO's free space, stopping at the tail, the ring's
   // end and 4 KiB boundaries.
@@ -188,7 +188,7 @@ void CoreModel::fetch_once(tlm_quantumkeeper& qk, uint64_t gen) {
     f.pc = (fetch_ptr_ + i) & (r.size - 1);
     const uint64_t a = addr + uint64_t(spec::kInsnBytes) * i;
     switch (st_->mem.probe(a, spec::kInsnBytes)) {
-      case ref::AxiResp::Okay: {
+      case hw::AxiResp::Okay: {
         uint8_t raw[spec::kInsnBytes];
         st_->mem.read(a, raw);
         for (unsigned w = 0; w < spec::kInsnWords; ++w)
@@ -196,10 +196,10 @@ void CoreModel::fetch_once(tlm_quantumkeeper& qk, uint64_t gen) {
                         uint32_t(raw[4 * w + 3]) << 24;
         break;
       }
-      case ref::AxiResp::SlvErr:
+      case hw::AxiResp::SlvErr:
         f.fault = spec::err::AXI_SLVERR;
         break;
-      case ref::AxiResp::DecErr:
+      case hw::AxiResp::DecErr:
         f.fault = spec::err::AXI_DECERR;
         break;
     }
@@ -260,7 +260,7 @@ void CoreModel::dispatch_once(tlm_quantumkeeper& qk, uint64_t gen) {
     }
     wait_change(qk, gen, 1);
   }
-  RingCtl& r = st_->rings[index_];
+  hw::RingCtl& r = st_->rings[index_];
   const Fetched e = fifo_.front();
   at_least(qk, e.ready);
   if (e.fault) {
@@ -301,8 +301,8 @@ void CoreModel::dispatch_once(tlm_quantumkeeper& qk, uint64_t gen) {
     record_span(runtime::TraceTrack::Dispatch, spec::Opcode::NOP, drained, qk.get_current_time(), "wait semaphore");
   }
 
-  const ref::Outcome o = st_->fabric.execute(index_, e.insn, e.pc);
-  if (o == ref::Outcome::Blocked) {
+  const hw::Outcome o = st_->fabric.execute(index_, e.insn, e.pc);
+  if (o == hw::Outcome::Blocked) {
     // The functional semaphore lags the timed one only if the host cleared
     // it meanwhile; wait for the next signal and retry.
     r.blocked = true;
@@ -311,7 +311,7 @@ void CoreModel::dispatch_once(tlm_quantumkeeper& qk, uint64_t gen) {
   }
   fifo_.pop_front();
   last_pop_ = qk.get_current_time();
-  if (o == ref::Outcome::Faulted) {
+  if (o == hw::Outcome::Faulted) {
     halt(0, e.pc, qk.get_current_time());
     return;
   }
@@ -327,7 +327,7 @@ void CoreModel::dispatch_once(tlm_quantumkeeper& qk, uint64_t gen) {
       st_->sem_times[s.sem_id].push_back(qk.get_current_time());
       sem_signal_();
     }
-    if (o == ref::Outcome::RetiredEnd) {
+    if (o == hw::Outcome::RetiredEnd) {
       stop_running(qk.get_current_time());
       r.done = true;
       st_->irq_status |= spec::reg::IRQ_STATUS_DONE(index_);
@@ -380,7 +380,7 @@ void CoreModel::run_job(spec::Unit unit, const Job& j, tlm_quantumkeeper& qk, ui
     record_span(stall, j.op, t0, qk.get_current_time(), "wait token");
   }
 
-  spend(qk, gen, kIssueCycles);
+  spend(qk, gen, hw::kIssueCycles);
   const sc_time t_run = qk.get_current_time();
   switch (j.op) {
     case spec::Opcode::LOAD: {
@@ -388,7 +388,7 @@ void CoreModel::run_job(spec::Unit unit, const Job& j, tlm_quantumkeeper& qk, ui
       dma_rows(false, l.dram_addr, l.rows, l.dram_stride, l.cols, qk, gen);
       // Padding rows are written into the scratchpad without memory traffic.
       const uint64_t pad = l.pad_lo + l.pad_hi;
-      spend(qk, gen, pad * (ceil_div(l.cols, tp_.mem_bytes) + kRowGapCycles));
+      spend(qk, gen, pad * (hw::ceil_div(l.cols, tp_.mem_bytes) + hw::kRowGapCycles));
       break;
     }
     case spec::Opcode::STORE: {
@@ -398,11 +398,11 @@ void CoreModel::run_job(spec::Unit unit, const Job& j, tlm_quantumkeeper& qk, ui
     }
     default: {
       uint64_t c = 0;
-      if (j.op == spec::Opcode::GEMM) c = gemm_cycles(tp_, spec::GemmInsn::decode(j.insn));
-      if (j.op == spec::Opcode::POSTOP) c = postop_cycles(tp_, spec::PostopInsn::decode(j.insn));
-      if (j.op == spec::Opcode::POOL) c = pool_cycles(tp_, spec::PoolInsn::decode(j.insn));
-      if (j.op == spec::Opcode::ELTWISE) c = eltwise_cycles(tp_, spec::EltwiseInsn::decode(j.insn));
-      c -= std::min(c, kIssueCycles);
+      if (j.op == spec::Opcode::GEMM) c = hw::gemm_cycles(tp_, spec::GemmInsn::decode(j.insn));
+      if (j.op == spec::Opcode::POSTOP) c = hw::postop_cycles(tp_, spec::PostopInsn::decode(j.insn));
+      if (j.op == spec::Opcode::POOL) c = hw::pool_cycles(tp_, spec::PoolInsn::decode(j.insn));
+      if (j.op == spec::Opcode::ELTWISE) c = hw::eltwise_cycles(tp_, spec::EltwiseInsn::decode(j.insn));
+      c -= std::min(c, hw::kIssueCycles);
       counter(spec::Counter::CYCLES_COMPUTE) += c;
       spend(qk, gen, c);
       break;
@@ -429,28 +429,28 @@ void CoreModel::dma_rows(bool write, uint64_t addr, uint64_t rows, uint64_t stri
   // (or its write response) arrives. A store's W beats follow one a cycle.
   // The row walker (load) consumes beats as they arrive, with one idle cycle
   // per row. The unit retires when both are done.
-  std::vector<Burst> bursts;
+  std::vector<hw::Burst> bursts;
   std::deque<sc_time> inflight;
   ::tlm::tlm_generic_payload gp;
   gp.set_command(write ? ::tlm::TLM_WRITE_COMMAND : ::tlm::TLM_READ_COMMAND);
   gp.set_data_ptr(scratch_.data());
   const sc_time start = qk.get_current_time();
   const sc_time latency = period_ * double(tp_.latency);
-  sc_time issue = start + period_ * double(kDmaStartCycles);
+  sc_time issue = start + period_ * double(hw::kDmaStartCycles);
   sc_time rows_done = issue;
   sc_time last = issue;
   for (uint64_t i = 0; i < rows; ++i) {
-    split_row(addr + i * stride, cols, tp_.mem_bytes, bursts);
-    issue += period_ * double(kRowSetupCycles);
+    hw::split_row(addr + i * stride, cols, tp_.mem_bytes, bursts);
+    issue += period_ * double(hw::kRowSetupCycles);
     for (size_t bi = 0; bi < bursts.size(); ++bi) {
-      const Burst& b = bursts[bi];
-      if (inflight.size() >= kMaxOutstanding) {
+      const hw::Burst& b = bursts[bi];
+      if (inflight.size() >= hw::kMaxOutstanding) {
         issue = std::max(issue, inflight.front());
         inflight.pop_front();
       }
       // The request reaches the memory kAddrCycles after the launch (the
       // handshake, then the memory registers it).
-      const sc_time req = issue + period_ * double(kAddrCycles);
+      const sc_time req = issue + period_ * double(hw::kAddrCycles);
       // Bursts reach the port in simulated-time order (the memory serves
       // them first come, first served, as the RTL's round-robin mux and
       // memory model do): the walker catches up with simulated time before
@@ -476,15 +476,15 @@ void CoreModel::dma_rows(bool write, uint64_t addr, uint64_t rows, uint64_t stri
       last = std::max(last, done);
       // The next launch: after the handshake, or after this burst's W beats
       // (and the row gap after a row's last burst).
-      const uint64_t w_beats = b.beats + (bi + 1 == bursts.size() ? kRowGapCycles : 0);
-      issue += period_ * double(write ? std::max<uint64_t>(w_beats, kAddrCycles) : kAddrCycles);
+      const uint64_t w_beats = b.beats + (bi + 1 == bursts.size() ? hw::kRowGapCycles : 0);
+      issue += period_ * double(write ? std::max<uint64_t>(w_beats, hw::kAddrCycles) : hw::kAddrCycles);
       if (!write) rows_done = std::max(rows_done + period_ * double(b.beats), done);
     }
-    rows_done += period_ * double(kReadRowGapCycles);
+    rows_done += period_ * double(hw::kReadRowGapCycles);
   }
   // A store also waits on memory for its last write responses.
   if (write) stall_mem(issue, last);
-  const sc_time end = std::max({last, rows_done, issue}) + period_ * double(kDmaRetireCycles);
+  const sc_time end = std::max({last, rows_done, issue}) + period_ * double(hw::kDmaRetireCycles);
   at_least(qk, end);
   if (qk.need_sync()) sync(qk, gen);
 }

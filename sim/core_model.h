@@ -18,7 +18,7 @@
 
 #include "device_state.h"
 #include "runtime/trace.h"
-#include "timing.h"
+#include "hw/timing.h"
 
 namespace loom::tlm {
 
@@ -32,7 +32,7 @@ class CoreModel : public sc_core::sc_module {
   CoreModel(sc_core::sc_module_name name, unsigned index, std::function<void()> sem_signal);
 
   /// Binds the core to a device (nullptr: detached) and resets its timing state.
-  void attach(DeviceState* st, const TimingParams& tp, sc_core::sc_time period);
+  void attach(DeviceState* st, const hw::TimingParams& tp, sc_core::sc_time period);
   /// Called by the register map after a doorbell set RING running.
   void start(bool was_running);
   /// Abandons everything in flight (soft reset, new device).
@@ -113,7 +113,7 @@ class CoreModel : public sc_core::sc_module {
   /// history; this way a run is deterministic.
   std::array<sc_core::sc_event, 5> wake_;
   DeviceState* st_ = nullptr;
-  TimingParams tp_;
+  hw::TimingParams tp_;
   sc_core::sc_time period_{1, sc_core::SC_NS};
   uint64_t gen_ = 0;
 
@@ -123,7 +123,7 @@ class CoreModel : public sc_core::sc_module {
   std::array<std::optional<Job>, kUnits> job_;
   std::array<bool, kUnits> active_{};
   std::array<sc_core::sc_time, kUnits> free_at_{};
-  std::array<std::deque<sc_core::sc_time>, ref::kNumTokenQueues> tokens_;
+  std::array<std::deque<sc_core::sc_time>, hw::kNumTokenQueues> tokens_;
   sc_core::sc_time busy_since_;
   sc_core::sc_time dep_counted_;  // end of the dependency stalls counted so far
   sc_core::sc_time mem_counted_;  // end of the memory stalls counted so far

@@ -9,14 +9,12 @@
 
 #include <systemc>
 
-#include "backends/ref/control_regs.h"
-#include "backends/ref/golden.h"
-#include "backends/ref/memory.h"
+#include "hw/control_regs.h"
+#include "hw/golden.h"
+#include "hw/memory.h"
 #include "loom/spec_gen.h"
 
 namespace loom::tlm {
-
-using RingCtl = ref::RingCtl;
 
 struct DeviceState {
   explicit DeviceState(const spec::HwConfig& c) : cfg(c), fabric(cfg, mem), regs(cfg, fabric), sem_times(cfg.semaphores) {}
@@ -24,10 +22,10 @@ struct DeviceState {
   DeviceState& operator=(const DeviceState&) = delete;
 
   spec::HwConfig cfg;
-  ref::DeviceMemory mem;
-  ref::Fabric fabric;  // architectural state; instructions execute here when they issue
-  ref::ControlRegs regs;  // the register map, shared with the ref backend
-  std::array<RingCtl, spec::kMaxCores>& rings = regs.rings;
+  hw::DeviceMemory mem;
+  hw::Fabric fabric;  // architectural state; instructions execute here when they issue
+  hw::ControlRegs regs;  // the register map, shared with the ref backend
+  std::array<hw::RingCtl, spec::kMaxCores>& rings = regs.rings;
   uint32_t& irq_status = regs.irq_status;
   /// Simulated times of the SEM_SIGNALs each semaphore has counted since its
   /// last clear, so a SEM_WAIT knows when its count was reached.

@@ -12,7 +12,7 @@ HlsUnit::HlsUnit(sc_core::sc_module_name name, std::string kind, unsigned index)
   SC_THREAD(thread);
 }
 
-void HlsUnit::attach(DeviceState* st, const TimingParams& tp, sc_time period) {
+void HlsUnit::attach(DeviceState* st, const hw::TimingParams& tp, sc_time period) {
   st_ = st;
   tp_ = tp;
   period_ = period;
@@ -27,7 +27,7 @@ Status HlsUnit::start(const runtime::UnitCall& call, uint64_t id) {
   if (busy_) return make_error(where, "busy with an earlier call that was not waited for");
   auto fp = hls::footprint(call, st_->cfg);
   if (!fp) return Status(fp.error()).context("tlm");
-  ref::DeviceMemory& mem = st_->mem;
+  hw::DeviceMemory& mem = st_->mem;
   Status st = hls::run(
       call, st_->cfg, [&mem](uint64_t a, std::span<uint8_t> out) { return mem.host_read(a, out); },
       [&mem](uint64_t a, std::span<const uint8_t> in) { return mem.host_write(a, in); });
@@ -57,7 +57,7 @@ sc_time HlsUnit::burst(bool write, uint64_t addr, uint32_t bytes, sc_time at) {
 }
 
 void HlsUnit::thread() {
-  std::vector<Burst>& bursts = bursts_;
+  std::vector<hw::Burst>& bursts = bursts_;
   for (;;) {
     while (!busy_ || st_ == nullptr) wait(start_ev_);
     const uint64_t gen = gen_;
@@ -70,23 +70,23 @@ void HlsUnit::thread() {
     sc_time t = start;
     for (const auto& sp : spans_) {
       if (sp.write || gen != gen_) continue;
-      split_row(sp.addr, sp.bytes, tp_.mem_bytes, bursts);
-      for (const Burst& b : bursts)
+      hw::split_row(sp.addr, sp.bytes, tp_.mem_bytes, bursts);
+      for (const hw::Burst& b : bursts)
         if (gen == gen_) t = burst(false, b.addr, b.beats * tp_.mem_bytes, t);
     }
     if (gen != gen_) continue;
     uint64_t write_cycles = 0;
     for (const auto& sp : spans_) {
       if (!sp.write) continue;
-      split_row(sp.addr, sp.bytes, tp_.mem_bytes, bursts);
-      for (const Burst& b : bursts) write_cycles += b.beats + tp_.latency + 1;
+      hw::split_row(sp.addr, sp.bytes, tp_.mem_bytes, bursts);
+      for (const hw::Burst& b : bursts) write_cycles += b.beats + tp_.latency + 1;
     }
     const sc_time wr_len = period_ * double(write_cycles);
     t = std::max(t, end_model > start + wr_len ? end_model - wr_len : start);
     for (const auto& sp : spans_) {
       if (!sp.write || gen != gen_) continue;
-      split_row(sp.addr, sp.bytes, tp_.mem_bytes, bursts);
-      for (const Burst& b : bursts)
+      hw::split_row(sp.addr, sp.bytes, tp_.mem_bytes, bursts);
+      for (const hw::Burst& b : bursts)
         if (gen == gen_) t = burst(true, b.addr, b.beats * tp_.mem_bytes, t);
     }
     if (gen != gen_) continue;

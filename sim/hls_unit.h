@@ -17,7 +17,7 @@
 #include "device_state.h"
 #include "loom_hls_units.h"
 #include "runtime/device.h"
-#include "timing.h"
+#include "hw/timing.h"
 
 namespace loom::tlm {
 
@@ -32,7 +32,7 @@ class HlsUnit : public sc_core::sc_module {
   HlsUnit(sc_core::sc_module_name name, std::string kind, unsigned index);
 
   /// Binds the unit to a device (nullptr: detached) and abandons any call.
-  void attach(DeviceState* st, const TimingParams& tp, sc_core::sc_time period);
+  void attach(DeviceState* st, const hw::TimingParams& tp, sc_core::sc_time period);
   /// Runs `call` functionally now and starts its timing at the current
   /// simulated time; `id` names it for done(). Fails (nothing written) on a
   /// bad call or when the unit is busy.
@@ -55,7 +55,7 @@ class HlsUnit : public sc_core::sc_module {
   std::string kind_;
   unsigned index_;
   DeviceState* st_ = nullptr;
-  TimingParams tp_;
+  hw::TimingParams tp_;
   sc_core::sc_time period_{1, sc_core::SC_NS};
   uint64_t gen_ = 0;
   sc_core::sc_event start_ev_;
@@ -65,7 +65,7 @@ class HlsUnit : public sc_core::sc_module {
   std::vector<hls::Span> spans_;   // its reads and writes
   sc_core::sc_time start_time_, last_start_, last_end_;
   std::vector<uint8_t> scratch_;   // data pointer of timing-only payloads
-  std::vector<Burst> bursts_;      // the thread's row splits (a member: the
+  std::vector<hw::Burst> bursts_;      // the thread's row splits (a member: the
                                    // thread never returns, its locals leak)
 };
 

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <span>
 
-#include "backends/rtl/axi_types.h"
+#include "hw/axi_types.h"
 
 namespace loom::tlm {
 namespace {
@@ -23,20 +23,20 @@ bool parse_u64(const std::string& s, uint64_t& out) {
   return true;
 }
 
-bool parse_kind(const std::string& s, ref::FaultKind& k) {
-  if (s == "slverr") k = ref::FaultKind::SlvErr;
-  else if (s == "decerr") k = ref::FaultKind::DecErr;
+bool parse_kind(const std::string& s, hw::FaultKind& k) {
+  if (s == "slverr") k = hw::FaultKind::SlvErr;
+  else if (s == "decerr") k = hw::FaultKind::DecErr;
   else return false;
   return true;
 }
 
-uint8_t resp_code(ref::AxiResp r) {
+uint8_t resp_code(hw::AxiResp r) {
   switch (r) {
-    case ref::AxiResp::Okay: return rtl::kRespOkay;
-    case ref::AxiResp::SlvErr: return rtl::kRespSlvErr;
-    case ref::AxiResp::DecErr: return rtl::kRespDecErr;
+    case hw::AxiResp::Okay: return hw::kRespOkay;
+    case hw::AxiResp::SlvErr: return hw::kRespSlvErr;
+    case hw::AxiResp::DecErr: return hw::kRespDecErr;
   }
-  return rtl::kRespDecErr;
+  return hw::kRespDecErr;
 }
 
 }  // namespace
@@ -54,7 +54,7 @@ Expected<FaultPlan> FaultPlan::from_options(const runtime::DeviceOptions& o) {
     pos = comma + 1;
     const std::string bad = "'" + item + "' is not KIND@ADDR+LEN or KIND#N (KIND slverr or decerr)";
     const size_t at = item.find('@'), hash = item.find('#');
-    ref::FaultKind kind{};
+    hw::FaultKind kind{};
     if (at != std::string::npos) {
       const size_t plus = item.find('+', at);
       Range r;
@@ -133,9 +133,9 @@ void MemChannel::b_transport(int id, ::tlm::tlm_generic_payload& gp, sc_core::sc
     extra = period_ * double(plan_.stall_cycles);
     ++stalled_;
   }
-  uint8_t forced = rtl::kRespOkay;
+  uint8_t forced = hw::kRespOkay;
   if (plan_.nth_burst != 0 && bursts_ == plan_.nth_burst) {
-    forced = plan_.nth_kind == ref::FaultKind::SlvErr ? rtl::kRespSlvErr : rtl::kRespDecErr;
+    forced = plan_.nth_kind == hw::FaultKind::SlvErr ? hw::kRespSlvErr : hw::kRespDecErr;
     ++injected_;
   }
 
@@ -160,10 +160,10 @@ void MemChannel::b_transport(int id, ::tlm::tlm_generic_payload& gp, sc_core::sc
     move_data(gp, *ext, forced);
     return;
   }
-  if (forced == rtl::kRespOkay)
+  if (forced == hw::kRespOkay)
     gp.set_response_status(::tlm::TLM_OK_RESPONSE);
   else
-    gp.set_response_status(forced == rtl::kRespDecErr ? ::tlm::TLM_ADDRESS_ERROR_RESPONSE
+    gp.set_response_status(forced == hw::kRespDecErr ? ::tlm::TLM_ADDRESS_ERROR_RESPONSE
                                                        : ::tlm::TLM_GENERIC_ERROR_RESPONSE);
 }
 
@@ -175,19 +175,19 @@ void MemChannel::move_data(::tlm::tlm_generic_payload& gp, AxiBurstExt& ext, uin
   const unsigned beats = unsigned(std::max<uint64_t>(1, gp.get_data_length() / bb));
   uint8_t* data = gp.get_data_ptr();
   if (gp.is_read()) {
-    ext.resp.assign(beats, rtl::kRespOkay);
+    ext.resp.assign(beats, hw::kRespOkay);
     for (unsigned i = 0; i < beats; ++i) {
       const uint64_t a = base + uint64_t(i) * bb;
-      const uint8_t r = forced != rtl::kRespOkay ? forced : resp_code(backing_->probe(a, bb));
+      const uint8_t r = forced != hw::kRespOkay ? forced : resp_code(backing_->probe(a, bb));
       ext.resp[i] = r;
-      if (r == rtl::kRespOkay)
+      if (r == hw::kRespOkay)
         backing_->read(a, std::span<uint8_t>(data + size_t(i) * bb, bb));
       else
         std::memset(data + size_t(i) * bb, 0, bb);
     }
   } else {
     ext.bresp = forced;
-    for (unsigned i = 0; forced == rtl::kRespOkay && i < beats; ++i) {
+    for (unsigned i = 0; forced == hw::kRespOkay && i < beats; ++i) {
       const uint64_t a = base + uint64_t(i) * bb;
       const uint64_t strb = i < ext.strb.size() ? (bb >= 64 ? ext.strb[i] : ext.strb[i] & ((uint64_t(1) << bb) - 1)) : 0;
       if (strb == 0) continue;
@@ -195,10 +195,10 @@ void MemChannel::move_data(::tlm::tlm_generic_payload& gp, AxiBurstExt& ext, uin
       const unsigned lo = unsigned(__builtin_ctzll(strb));
       const unsigned hi = 63u - unsigned(__builtin_clzll(strb));
       const uint8_t r = resp_code(backing_->probe(a + lo, hi - lo + 1));
-      if (r == rtl::kRespOkay) {
+      if (r == hw::kRespOkay) {
         for (unsigned b = lo; b <= hi; ++b)
           if ((strb >> b) & 1u) backing_->write(a + b, std::span<const uint8_t>(data + size_t(i) * bb + b, 1));
-      } else if (ext.bresp == rtl::kRespOkay) {
+      } else if (ext.bresp == hw::kRespOkay) {
         ext.bresp = r;
       }
     }

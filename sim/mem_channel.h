@@ -14,7 +14,7 @@
 #include <tlm>
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
-#include "backends/ref/memory.h"
+#include "hw/memory.h"
 #include "common/status.h"
 #include "loom/spec_gen.h"
 #include "runtime/device.h"
@@ -24,25 +24,25 @@ namespace loom::tlm {
 /// Faults the memory model injects, from the device options (see
 /// FaultPlan::from_options) or set by a test:
 ///   ranges        every fabric access overlapping [addr, addr + len) answers
-///                 with the kind (ref::DeviceMemory::inject_fault)
+///                 with the kind (hw::DeviceMemory::inject_fault)
 ///   nth_burst     the n-th burst (1-based, all ports, in arrival order)
 ///                 answers with nth_kind on every beat (0: off)
 ///   stall_cycles  added latency of a burst, with probability stall_prob
 struct FaultPlan {
   struct Range {
     uint64_t addr = 0, len = 0;
-    ref::FaultKind kind = ref::FaultKind::SlvErr;
+    hw::FaultKind kind = hw::FaultKind::SlvErr;
   };
   std::vector<Range> ranges;
   uint64_t nth_burst = 0;
-  ref::FaultKind nth_kind = ref::FaultKind::SlvErr;
+  hw::FaultKind nth_kind = hw::FaultKind::SlvErr;
   uint32_t stall_cycles = 0;
   double stall_prob = 1.0;
   uint64_t seed = 1;
 
   bool any() const { return !ranges.empty() || nth_burst != 0 || stall_cycles != 0; }
   /// Puts the address ranges into `mem` (the access path of both backends).
-  void apply(ref::DeviceMemory& mem) const {
+  void apply(hw::DeviceMemory& mem) const {
     for (const Range& r : ranges) mem.inject_fault(r.addr, r.len, r.kind);
   }
 
@@ -97,7 +97,7 @@ class MemChannel : public sc_core::sc_module {
   /// Burst faults and stalls of `plan` (its ranges belong in the memory: FaultPlan::apply).
   void set_faults(const FaultPlan& plan);
   /// Memory that bursts with an AxiBurstExt read and write (nullptr: none).
-  void set_backing(ref::DeviceMemory* mem) { backing_ = mem; }
+  void set_backing(hw::DeviceMemory* mem) { backing_ = mem; }
 
   /// Beats moved and cycles bursts waited for a busy channel, per port.
   uint64_t beats(unsigned port) const { return port < ports_.size() ? ports_[port].beats : 0; }
@@ -124,7 +124,7 @@ class MemChannel : public sc_core::sc_module {
   unsigned beat_bytes_ = 8;
   sc_core::sc_time latency_;
   sc_core::sc_time period_;
-  ref::DeviceMemory* backing_ = nullptr;
+  hw::DeviceMemory* backing_ = nullptr;
   FaultPlan plan_;
   std::mt19937_64 rng_{1};
   uint64_t bursts_ = 0, stalled_ = 0, injected_ = 0;

@@ -51,9 +51,9 @@ Platform& Platform::instance() {
 
 void Platform::attach(DeviceState* st, sc_core::sc_time period) {
   st_ = st;
-  TimingParams tp;
+  hw::TimingParams tp;
   if (st != nullptr) {
-    tp = TimingParams::from(st->cfg);
+    tp = hw::TimingParams::from(st->cfg);
     mem_.configure(tp.mem_ports, tp.mem_bytes, tp.latency, period);
     // The quantum bounds how far a thread runs ahead of simulated time, and so
     // how far out of order bursts of different cores can reach a memory port.

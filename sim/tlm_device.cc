@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "backends/ref/golden.h"
+#include "hw/golden.h"
 #include "platform.h"
 #include "runtime/trace.h"
 
@@ -18,7 +18,7 @@ namespace {
 
 bool g_device_alive = false;
 
-class TlmDevice final : public runtime::Device, private ref::ControlRegs::Hooks {
+class TlmDevice final : public runtime::Device, private hw::ControlRegs::Hooks {
  public:
   TlmDevice(const spec::HwConfig& cfg, const FaultPlan& faults)
       : st_(cfg), platform_(Platform::instance()),
@@ -193,7 +193,7 @@ Expected<std::unique_ptr<runtime::Device>> make_tlm_device(const spec::HwConfig&
                                                            const runtime::DeviceOptions& opt) {
   const std::string where = "tlm device: config '" + std::string(cfg.name) + "'";
   LOOM_TRY(opt.allow("tlm", {"mem_faults", "mem_stall", "seed"}));
-  if (std::string why = ref::validate_config(cfg); !why.empty()) return make_error(where, why);
+  if (std::string why = hw::validate_config(cfg); !why.empty()) return make_error(where, why);
   if (cfg.clock_mhz == 0) return make_error(where, "clock_mhz must be non-zero");
   if (g_device_alive)
     return make_error(where, "another tlm device is alive in this process (SystemC elaborates one platform "

@@ -6,7 +6,7 @@
 #include <climits>
 #include <cstring>
 
-#include "backends/ref/golden.h"
+#include "hw/golden.h"
 #include "ir/op_quant.h"
 #include "loom_hls_eltwise.h"
 #include "loom_hls_quant.h"
@@ -32,7 +32,7 @@ std::string describe(const Case& c, const char* tag) {
 }
 
 std::vector<int8_t> golden(const Case& c) {
-  loom::ref::CoreState s;
+  loom::hw::CoreState s;
   const size_t n = size_t(c.count);
   s.buf(Buffer::IN).assign(2 * n, 0);
   s.buf(Buffer::OUT).assign(n, 0);
@@ -42,7 +42,7 @@ std::vector<int8_t> golden(const Case& c) {
   e.a_addr = 0, e.b_addr = n, e.out_addr = 0, e.count = n;
   e.a_zp = c.a_zp, e.b_zp = c.b_zp, e.out_zp = c.y_zp, e.clip_lo = c.lo, e.clip_hi = c.hi;
   e.a_mult = c.a_mult, e.b_mult = c.b_mult, e.a_shift = uint64_t(c.a_shift), e.b_shift = uint64_t(c.b_shift);
-  if (loom::ref::exec_eltwise(s, e) != 0) {
+  if (loom::hw::exec_eltwise(s, e) != 0) {
     std::fprintf(stderr, "golden model rejected a valid case\n");
     std::exit(2);
   }

@@ -7,7 +7,7 @@
 #include <climits>
 #include <cstring>
 
-#include "backends/ref/golden.h"
+#include "hw/golden.h"
 #include "tb_common.h"
 #include "ir/op_quant.h"
 #include "loom_hls_gemm.h"
@@ -29,7 +29,7 @@ void put32(std::vector<uint8_t>& buf, size_t at, int32_t v) { std::memcpy(&buf[a
 
 /// The golden model's result: GEMM into ACC, then POSTOP into OUT.
 std::vector<int8_t> golden(const Case& c) {
-  loom::ref::CoreState s;
+  loom::hw::CoreState s;
   const size_t mk = size_t(c.m) * c.k, kn = size_t(c.k) * c.n, mn = size_t(c.m) * c.n;
   s.buf(Buffer::IN).assign(mk ? mk : 1, 0);
   s.buf(Buffer::WGT).assign(kn ? kn : 1, 0);
@@ -46,7 +46,7 @@ std::vector<int8_t> golden(const Case& c) {
   loom::spec::PostopInsn p;
   p.m = uint64_t(c.m), p.n = uint64_t(c.n);
   p.out_zp = c.y_zp, p.clip_lo = c.lo, p.clip_hi = c.hi;
-  if (loom::ref::exec_gemm(s, g) != 0 || loom::ref::exec_postop(s, p) != 0) {
+  if (loom::hw::exec_gemm(s, g) != 0 || loom::hw::exec_postop(s, p) != 0) {
     std::fprintf(stderr, "golden model rejected a valid case (m=%d n=%d k=%d)\n", c.m, c.n, c.k);
     std::exit(2);
   }

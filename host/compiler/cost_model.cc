@@ -12,20 +12,20 @@
 
 #include "common/tensor_io.h"
 #include "compiler/pass.h"
-#include "timing.h"  // sim/timing.h: the tlm platform's per-instruction formulas
+#include "hw/timing.h"
 
 namespace loom::compiler {
 namespace {
 
-using tlm::kIssueCycles;
-using tlm::kMaxOutstanding;
-using tlm::kRowGapCycles;
-using tlm::kRowSetupCycles;
+using hw::kIssueCycles;
+using hw::kMaxOutstanding;
+using hw::kRowGapCycles;
+using hw::kRowSetupCycles;
 
 uint64_t cdiv(uint64_t a, uint64_t b) { return b ? (a + b - 1) / b : 0; }
 
-tlm::TimingParams timing(const CostParams& p) {
-  tlm::TimingParams t;
+hw::TimingParams timing(const CostParams& p) {
+  hw::TimingParams t;
   t.rows = uint32_t(p.rows);
   t.cols = uint32_t(p.cols);
   t.mem_bytes = uint32_t(p.mem_bytes);
@@ -39,12 +39,12 @@ tlm::TimingParams timing(const CostParams& p) {
 uint64_t gemm(const CostParams& p, uint64_t m, uint64_t n, uint64_t k, bool acc) {
   spec::GemmInsn g;
   g.m = m, g.n = n, g.k_len = k, g.ldc = 4 * n, g.accumulate = acc;
-  return tlm::gemm_cycles(timing(p), g);
+  return hw::gemm_cycles(timing(p), g);
 }
 uint64_t postop(const CostParams& p, uint64_t m, uint64_t n, bool rescale) {
   spec::PostopInsn po;
   po.m = m, po.n = n, po.rescale = rescale;
-  return tlm::postop_cycles(timing(p), po);
+  return hw::postop_cycles(timing(p), po);
 }
 
 /// The DMA unit's two walkers on `rows` equal rows of `bt` beats in `bu`
@@ -63,12 +63,12 @@ uint64_t postop(const CostParams& p, uint64_t m, uint64_t n, bool rescale) {
 /// long loads.
 uint64_t dma_walk(const CostParams& p, bool write, uint64_t rows, uint64_t bt, uint64_t bu) {
   constexpr uint64_t kWalkRows = 32;
-  uint64_t issue = tlm::kDmaStartCycles, rows_done = issue, last = issue, port_free = 0;
+  uint64_t issue = hw::kDmaStartCycles, rows_done = issue, last = issue, port_free = 0;
   uint64_t ring[kMaxOutstanding] = {};
   size_t head = 0, inflight = 0;
   const uint64_t walk = std::min(rows, kWalkRows);
   uint64_t end_half = 0;
-  const auto end_now = [&] { return std::max({last, rows_done, issue}) + tlm::kDmaRetireCycles; };
+  const auto end_now = [&] { return std::max({last, rows_done, issue}) + hw::kDmaRetireCycles; };
   for (uint64_t r = 0; r < walk; ++r) {
     if (r == walk / 2) end_half = end_now();
     issue += kRowSetupCycles;
@@ -78,24 +78,24 @@ uint64_t dma_walk(const CostParams& p, bool write, uint64_t rows, uint64_t bt, u
         issue = std::max(issue, ring[head]);
         head = (head + 1) % kMaxOutstanding, --inflight;
       }
-      const uint64_t req = issue + tlm::kAddrCycles;
+      const uint64_t req = issue + hw::kAddrCycles;
       uint64_t done = 0;
       if (write) {
         const uint64_t start = std::max(req, port_free);
         port_free = start + beats;
         done = port_free + p.latency + 1;
-        issue += std::max<uint64_t>(beats + (b + 1 == bu ? kRowGapCycles : 0), tlm::kAddrCycles);
+        issue += std::max<uint64_t>(beats + (b + 1 == bu ? kRowGapCycles : 0), hw::kAddrCycles);
       } else {
         const uint64_t start = std::max(req + p.latency, port_free);
         port_free = start + beats;
         done = port_free;
-        issue += tlm::kAddrCycles;
+        issue += hw::kAddrCycles;
         rows_done = std::max(rows_done + beats, done);
       }
       ring[(head + inflight) % kMaxOutstanding] = done, ++inflight;
       last = std::max(last, done);
     }
-    rows_done += tlm::kReadRowGapCycles;
+    rows_done += hw::kReadRowGapCycles;
   }
   const uint64_t end = end_now();
   if (rows <= walk) return end;
@@ -117,7 +117,7 @@ struct Acc {
     // average a transfer shares the port with half of the others' beats
     // (measured on the RTL: 2 cores on one port, tiny).
     if (p.share > 1 && rows > 0 && cols > 0)
-      one = std::max(one, kIssueCycles + tlm::kDmaStartCycles + tlm::kAddrCycles + p.latency + be + (p.share - 1) * be / 2);
+      one = std::max(one, kIssueCycles + hw::kDmaStartCycles + hw::kAddrCycles + p.latency + be + (p.share - 1) * be / 2);
     cycles += times * one;
     insns += times;
     bursts += times * bu;
@@ -367,7 +367,7 @@ TileCost pool_tile(const CostParams& p, const PoolGeom& g, uint64_t m, uint64_t 
   }
   spec::PoolInsn pi;
   pi.p = m, pi.win = g.global ? uint64_t(g.H * g.W) : uint64_t(g.win()), pi.c = c;
-  t.cp.cycles = tlm::pool_cycles(timing(p), pi), t.cp.insns = 1;
+  t.cp.cycles = hw::pool_cycles(timing(p), pi), t.cp.insns = 1;
   t.st.dma(p, true, m, c, uint64_t(g.C));
   finish_tile(t, {{t.ld.cycles, t.cp.cycles}}, slots);
   return t;
@@ -378,7 +378,7 @@ TileCost eltwise_tile(const CostParams& p, uint64_t count, int operands, int slo
   t.ld.dma(p, false, 1, count, count, uint64_t(operands));
   spec::EltwiseInsn e;
   e.count = count;
-  t.cp.cycles = tlm::eltwise_cycles(timing(p), e), t.cp.insns = 1;
+  t.cp.cycles = hw::eltwise_cycles(timing(p), e), t.cp.insns = 1;
   t.st.dma(p, true, 1, count, count);
   finish_tile(t, {{t.ld.cycles, t.cp.cycles}}, slots);
   return t;
@@ -480,7 +480,7 @@ std::string Cost::summary() const {
 }
 
 CostParams CostParams::from(const spec::HwConfig& cfg) {
-  const auto t = tlm::TimingParams::from(cfg);
+  const auto t = hw::TimingParams::from(cfg);
   CostParams p;
   p.rows = t.rows, p.cols = t.cols, p.mem_bytes = t.mem_bytes, p.spw = t.spw, p.latency = t.latency;
   p.ports = t.mem_ports;
@@ -553,7 +553,7 @@ uint64_t dma_cycles(const CostParams& p, bool write, uint64_t rows, uint64_t col
   const uint64_t bu = std::max<uint64_t>(cdiv(bt, 256), cdiv(cols, 4096));
   if (bursts) *bursts = rows * bu;
   if (beats) *beats = rows * bt;
-  const uint64_t fixed = kIssueCycles + tlm::kDmaStartCycles;
+  const uint64_t fixed = kIssueCycles + hw::kDmaStartCycles;
   if (rows == 0 || cols == 0) return fixed;
   return kIssueCycles + dma_walk(p, write, rows, bt, bu);
 }

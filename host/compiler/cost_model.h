@@ -2,7 +2,7 @@
 // occupancy and memory-port burstiness of a layer for a given tiling and
 // core count. Every parameter comes from the hardware configuration
 // (spec::HwConfig) through the same timing parameters and per-instruction
-// formulas the tlm platform uses (sim/timing.h); the formulas are documented
+// formulas the tlm platform uses (host/hw/timing.h); the formulas are documented
 // in docs/compiler.md ("Cost model").
 #pragma once
 

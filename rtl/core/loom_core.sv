@@ -95,7 +95,7 @@ module loom_core #(
   localparam int unsigned ParamAW = $clog2(ParamBytes);
   localparam int unsigned SpDW    = SpW * 8;
   localparam int unsigned FCntW   = $clog2(FifoDepth + 1);
-  // DMA bursts each of the load and store units keeps in flight (sim/timing.h
+  // DMA bursts each of the load and store units keeps in flight (host/hw/timing.h
   // kMaxOutstanding), and the drain's counters sized for them.
   localparam int unsigned DmaOutstanding = 16;
   localparam int unsigned DrainCntW      = $clog2(DmaOutstanding + 1) + 1;

@@ -11,7 +11,7 @@ AxiTlmBridge::AxiTlmBridge(sc_core::sc_module_name name) : sc_core::sc_module(na
 }
 
 void AxiTlmBridge::reset(unsigned beat_bytes, sc_core::sc_time period) {
-  bb_ = std::clamp(beat_bytes, 1u, rtl::kMaxBeatBytes);
+  bb_ = std::clamp(beat_bytes, 1u, hw::kMaxBeatBytes);
   period_ = period;
   reads_.clear();
   writes_.clear();
@@ -24,7 +24,7 @@ uint64_t AxiTlmBridge::cycle_of(sc_core::sc_time delay, uint64_t cycle, sc_core:
   return cycle + uint64_t((delay - local) / period_ + 0.5);
 }
 
-void AxiTlmBridge::drive(rtl::AxiPins& p, uint64_t cycle) const {
+void AxiTlmBridge::drive(hw::AxiPins& p, uint64_t cycle) const {
   p.arready = reads_.size() < kMaxBursts;
   p.awready = writes_.size() + bresps_.size() < kMaxBursts;
   p.wready = std::any_of(writes_.begin(), writes_.end(), [](const Write& w) { return w.done < w.beats; });
@@ -47,7 +47,7 @@ void AxiTlmBridge::drive(rtl::AxiPins& p, uint64_t cycle) const {
   p.bresp = p.bvalid ? b->resp : 0;
 }
 
-void AxiTlmBridge::edge(const rtl::AxiPins& p, uint64_t cycle, sc_core::sc_time local) {
+void AxiTlmBridge::edge(const hw::AxiPins& p, uint64_t cycle, sc_core::sc_time local) {
   if (p.rvalid && p.rready && !reads_.empty()) {
     // Beat i is due from `ready + i`; one edge takes at most one beat.
     Read& r = reads_.front();
@@ -71,7 +71,7 @@ void AxiTlmBridge::edge(const rtl::AxiPins& p, uint64_t cycle, sc_core::sc_time 
     sc_core::sc_time delay = local;
     socket->b_transport(gp_, delay);
     r.resp = ext_.resp;
-    r.resp.resize(r.beats, rtl::kRespDecErr);  // a target that moved no data
+    r.resp.resize(r.beats, hw::kRespDecErr);  // a target that moved no data
     r.ready = cycle_of(delay, cycle, local);
     reads_.push_back(std::move(r));
     ++read_bursts_;
@@ -105,7 +105,7 @@ void AxiTlmBridge::edge(const rtl::AxiPins& p, uint64_t cycle, sc_core::sc_time 
         gp_.set_response_status(::tlm::TLM_INCOMPLETE_RESPONSE);
         ext_.beat_bytes = bb_;
         ext_.strb = w.strb;
-        ext_.bresp = rtl::kRespSlvErr;  // a target that moved no data
+        ext_.bresp = hw::kRespSlvErr;  // a target that moved no data
         // The channel is reserved from the first beat, which may lie before
         // the last synchronisation point; then from that point.
         const sc_core::sc_time back = period_ * double(cycle - w.first);

@@ -11,7 +11,7 @@
 #include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
 
-#include "backends/rtl/axi_types.h"
+#include "hw/axi_types.h"
 #include "mem_channel.h"
 
 namespace loom::cosim {
@@ -34,9 +34,9 @@ class AxiTlmBridge : public sc_core::sc_module {
 
   /// New device: bus width, clock period; drops everything in flight.
   void reset(unsigned beat_bytes, sc_core::sc_time period);
-  void drive(rtl::AxiPins& p, uint64_t cycle) const;
+  void drive(hw::AxiPins& p, uint64_t cycle) const;
   /// `local` is the clock thread's time offset from sc_time_stamp() at `cycle`.
-  void edge(const rtl::AxiPins& p, uint64_t cycle, sc_core::sc_time local);
+  void edge(const hw::AxiPins& p, uint64_t cycle, sc_core::sc_time local);
 
   /// No burst accepted and unanswered.
   bool idle() const { return reads_.empty() && writes_.empty() && bresps_.empty(); }

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "backends/ref/memory.h"
+#include "hw/memory.h"
 #include "backends/rtl/fabric_models.h"
 #include "backends/rtl/rtl_device.h"
 #include "cosim_platform.h"
@@ -53,7 +53,7 @@ class CosimDevice final : public runtime::Device {
   bool has_time() const override { return true; }
   uint64_t cycles() const override { return pf_.cycles(); }
 
-  ref::DeviceMemory& memory() { return mem_; }
+  hw::DeviceMemory& memory() { return mem_; }
   CosimPlatform& platform() { return pf_; }
 
  private:
@@ -62,7 +62,7 @@ class CosimDevice final : public runtime::Device {
   spec::HwConfig cfg_;
   CosimOptions opt_;
   CosimPlatform& pf_;
-  ref::DeviceMemory mem_;
+  hw::DeviceMemory mem_;
   unsigned beat_bytes_ = 8;
 };
 
@@ -132,7 +132,7 @@ Expected<std::unique_ptr<runtime::Device>> make_cosim_device(const spec::HwConfi
 }
 
 CosimDevice* as_cosim(runtime::Device& d) { return dynamic_cast<CosimDevice*>(&d); }
-void inject_fault(CosimDevice& d, uint64_t addr, uint64_t len, ref::FaultKind kind) {
+void inject_fault(CosimDevice& d, uint64_t addr, uint64_t len, hw::FaultKind kind) {
   d.memory().inject_fault(addr, len, kind);
 }
 void clear_faults(CosimDevice& d) {

@@ -41,7 +41,7 @@ Expected<std::unique_ptr<runtime::Device>> make_cosim_device(const spec::HwConfi
 class CosimDevice;
 CosimDevice* as_cosim(runtime::Device& d);
 /// Fabric accesses overlapping [addr, addr + len) answer with `kind`.
-void inject_fault(CosimDevice& d, uint64_t addr, uint64_t len, ref::FaultKind kind);
+void inject_fault(CosimDevice& d, uint64_t addr, uint64_t len, hw::FaultKind kind);
 void clear_faults(CosimDevice& d);
 bool irq_line(CosimDevice& d);
 /// Clocks the fabric `n` cycles.

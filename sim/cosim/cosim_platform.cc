@@ -33,7 +33,7 @@ Expected<CosimPlatform*> CosimPlatform::instance() {
   return p;
 }
 
-void CosimPlatform::attach(std::unique_ptr<rtl::FabricSim> sim, ref::DeviceMemory& mem, const spec::HwConfig& cfg,
+void CosimPlatform::attach(std::unique_ptr<rtl::FabricSim> sim, hw::DeviceMemory& mem, const spec::HwConfig& cfg,
                            const tlm::FaultPlan& plan, uint32_t reset_cycles) {
   sim_ = std::move(sim);
   period_ = sc_core::sc_time(std::round(1e6 / std::max(1u, cfg.clock_mhz)), sc_core::SC_PS);
@@ -43,7 +43,7 @@ void CosimPlatform::attach(std::unique_ptr<rtl::FabricSim> sim, ref::DeviceMemor
   mem_.set_faults(plan);
   mem_.set_backing(&mem);
   checkers_.clear();
-  pins_.assign(nports_, rtl::AxiPins{});
+  pins_.assign(nports_, hw::AxiPins{});
   for (unsigned p = 0; p < nports_; ++p) {
     bridges_[p]->reset(shape.mem_bytes, period_);
     checkers_.emplace_back("cosim: m_axi[" + std::to_string(p) + "]", shape.mem_bytes);
@@ -51,7 +51,7 @@ void CosimPlatform::attach(std::unique_ptr<rtl::FabricSim> sim, ref::DeviceMemor
   // The quantum bounds how long the clock thread runs ahead of SystemC time.
   ::tlm::tlm_global_quantum::instance().set(period_ * 1024.0);
   lite_ = rtl::AxiLiteMaster{};
-  lite_pins_ = rtl::LitePins{};
+  lite_pins_ = hw::LitePins{};
   lite_failure_.clear();
   cycles_ = stop_at_ = 0;
   // Reset with the clock running, then release it at a falling edge (as rtl).
@@ -181,7 +181,7 @@ void CosimPlatform::reg_transport(::tlm::tlm_generic_payload& gp, sc_core::sc_ti
     for (unsigned b = 0; b < 4; ++b) d[b] = uint8_t(v >> (8 * b));
   }
   gp.set_response_status(!ok ? ::tlm::TLM_GENERIC_ERROR_RESPONSE
-                         : lite_.resp() == rtl::kRespOkay ? ::tlm::TLM_OK_RESPONSE
+                         : lite_.resp() == hw::kRespOkay ? ::tlm::TLM_OK_RESPONSE
                                                           : ::tlm::TLM_ADDRESS_ERROR_RESPONSE);
 }
 

@@ -20,7 +20,7 @@
 #include <tlm_utils/simple_target_socket.h>
 
 #include "axi_tlm_bridge.h"
-#include "backends/ref/memory.h"
+#include "hw/memory.h"
 #include "backends/rtl/axi_checker.h"
 #include "backends/rtl/axi_lite_master.h"
 #include "backends/rtl/fabric_sim.h"
@@ -43,7 +43,7 @@ class CosimPlatform : public sc_core::sc_module {
 
   /// Binds a model, the device memory its ports reach and the memory timing
   /// of `cfg`, then resets the fabric for `reset_cycles` cycles.
-  void attach(std::unique_ptr<rtl::FabricSim> sim, ref::DeviceMemory& mem, const spec::HwConfig& cfg,
+  void attach(std::unique_ptr<rtl::FabricSim> sim, hw::DeviceMemory& mem, const spec::HwConfig& cfg,
               const tlm::FaultPlan& plan, uint32_t reset_cycles);
   /// Finishes the model (closes its trace) and drops it.
   void detach();
@@ -85,10 +85,10 @@ class CosimPlatform : public sc_core::sc_module {
   tlm::MemChannel mem_;
   std::array<std::unique_ptr<AxiTlmBridge>, spec::kMaxCores> bridges_;
   std::vector<rtl::AxiChecker> checkers_;
-  std::vector<rtl::AxiPins> pins_;
+  std::vector<hw::AxiPins> pins_;
   unsigned nports_ = 0;
   rtl::AxiLiteMaster lite_;
-  rtl::LitePins lite_pins_;
+  hw::LitePins lite_pins_;
   std::unique_ptr<rtl::FabricSim> sim_;
   sc_core::sc_time period_{1, sc_core::SC_NS};
   bool in_reset_ = true;

@@ -12,7 +12,7 @@
 #include "ir/builder.h"
 #ifdef LOOM_HAVE_TLM
 #include "runtime/executor.h"
-#include "timing.h"
+#include "hw/timing.h"
 #include "tlm_device.h"
 #endif
 
@@ -182,11 +182,11 @@ TEST(CostModel, DmaWithShortRowsIsBoundByTheOutstandingWindow) {
     const CostParams p = CostParams::from(*spec::find_config(name));
     EXPECT_GE(dma_cycles(p, false, 1, 1, 192), p.latency) << name;
     const uint64_t a = dma_cycles(p, false, 64, 1, 192), b = dma_cycles(p, false, 128, 1, 192);
-    const double window = double(p.latency + tlm::kAddrCycles + 1) / tlm::kMaxOutstanding;
-    const double per = std::max(double(tlm::kRowSetupCycles + tlm::kAddrCycles), window);
+    const double window = double(p.latency + hw::kAddrCycles + 1) / hw::kMaxOutstanding;
+    const double per = std::max(double(hw::kRowSetupCycles + hw::kAddrCycles), window);
     std::printf("%s: 64 more one-byte rows cost %llu cycles (%.2f a row; walker %llu, window %.2f)\n", name,
                 (unsigned long long)(b - a), double(b - a) / 64,
-                (unsigned long long)(tlm::kRowSetupCycles + tlm::kAddrCycles), window);
+                (unsigned long long)(hw::kRowSetupCycles + hw::kAddrCycles), window);
     EXPECT_GE(double(b - a), 64 * per * 0.9) << name;
     EXPECT_LE(double(b - a), 64 * per * 1.25) << name;
   }

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/ref/memory.h"
+#include "hw/memory.h"
 #include "runtime/device.h"
 #include "support/insn_builders.h"
 #include "loom/spec_gen.h"
@@ -49,7 +49,7 @@ class Rig {
     wcreg(cr::RING_BASE_LO, uint32_t(ring_));
     wcreg(cr::RING_BASE_HI, uint32_t(ring_ >> 32));
     wcreg(cr::RING_SIZE, kRingSize);
-    const uint64_t base = ref::DeviceMemory::kBase, limit = base + ref::DeviceMemory::kCapacity;
+    const uint64_t base = hw::DeviceMemory::kBase, limit = base + hw::DeviceMemory::kCapacity;
     wcreg(cr::WIN_BASE_LO, uint32_t(base));
     wcreg(cr::WIN_BASE_HI, uint32_t(base >> 32));
     wcreg(cr::WIN_LIMIT_LO, uint32_t(limit));
@@ -117,18 +117,18 @@ class Rig {
 struct FaultCase {
   const char* what;
   bool is_load;
-  ref::FaultKind kind;
+  hw::FaultKind kind;
 };
 
 inline const FaultCase kFaultCases[] = {
-    {"SLVERR on LOAD", true, ref::FaultKind::SlvErr},
-    {"DECERR on LOAD", true, ref::FaultKind::DecErr},
-    {"SLVERR on STORE", false, ref::FaultKind::SlvErr},
-    {"DECERR on STORE", false, ref::FaultKind::DecErr},
+    {"SLVERR on LOAD", true, hw::FaultKind::SlvErr},
+    {"DECERR on LOAD", true, hw::FaultKind::DecErr},
+    {"SLVERR on STORE", false, hw::FaultKind::SlvErr},
+    {"DECERR on STORE", false, hw::FaultKind::DecErr},
 };
 
-inline uint32_t cause_of(ref::FaultKind k) {
-  return k == ref::FaultKind::SlvErr ? spec::err::AXI_SLVERR : spec::err::AXI_DECERR;
+inline uint32_t cause_of(hw::FaultKind k) {
+  return k == hw::FaultKind::SlvErr ? spec::err::AXI_SLVERR : spec::err::AXI_DECERR;
 }
 
 /// The buffers of a fault case: `src` (256 bytes of a pattern) and `dst`.
@@ -164,7 +164,7 @@ inline std::vector<uint8_t> copy_want(const Bufs& b) {
 /// Runs one fault case on `r`, with `inject` putting the fault at the given
 /// address range and `clear` removing every fault; returns the report.
 inline CoreReport run_fault_case(Rig& r, const FaultCase& c,
-                                 const std::function<void(uint64_t, uint64_t, ref::FaultKind)>& inject,
+                                 const std::function<void(uint64_t, uint64_t, hw::FaultKind)>& inject,
                                  const std::function<void()>& clear) {
   const Bufs b = make_bufs(r);
   inject((c.is_load ? b.src : b.dst) + 100, 1, c.kind);

@@ -134,11 +134,11 @@ TEST(FaultPlanParse, AcceptsRangesBurstsAndStalls) {
   ASSERT_EQ(p->ranges.size(), 2u);
   EXPECT_EQ(p->ranges[0].addr, 0x10000040u);
   EXPECT_EQ(p->ranges[0].len, 64u);
-  EXPECT_EQ(p->ranges[0].kind, ref::FaultKind::SlvErr);
+  EXPECT_EQ(p->ranges[0].kind, hw::FaultKind::SlvErr);
   EXPECT_EQ(p->ranges[1].addr, 268435456u);
-  EXPECT_EQ(p->ranges[1].kind, ref::FaultKind::DecErr);
+  EXPECT_EQ(p->ranges[1].kind, hw::FaultKind::DecErr);
   EXPECT_EQ(p->nth_burst, 7u);
-  EXPECT_EQ(p->nth_kind, ref::FaultKind::DecErr);
+  EXPECT_EQ(p->nth_kind, hw::FaultKind::DecErr);
   EXPECT_EQ(p->stall_cycles, 30u);
   EXPECT_DOUBLE_EQ(p->stall_prob, 0.5);
   EXPECT_EQ(p->seed, 9u);
@@ -195,7 +195,7 @@ TEST_F(Cosim, AddressRangeFaultsReportLikeRtlAndRecover) {
       rtl::RtlDevice* raw = d.get();
       Rig r(std::move(d));
       on_rtl = run_fault_case(
-          r, c, [&](uint64_t a, uint64_t n, ref::FaultKind k) { raw->inject_fault(a, n, k); },
+          r, c, [&](uint64_t a, uint64_t n, hw::FaultKind k) { raw->inject_fault(a, n, k); },
           [&] { raw->clear_faults(); });
       EXPECT_TRUE(raw->health().is_ok()) << raw->health().str();
     }
@@ -206,7 +206,7 @@ TEST_F(Cosim, AddressRangeFaultsReportLikeRtlAndRecover) {
       ASSERT_NE(cd, nullptr);
       Rig r(std::move(d));
       on_cosim = run_fault_case(
-          r, c, [&](uint64_t a, uint64_t n, ref::FaultKind k) { cosim::inject_fault(*cd, a, n, k); },
+          r, c, [&](uint64_t a, uint64_t n, hw::FaultKind k) { cosim::inject_fault(*cd, a, n, k); },
           [&] { cosim::clear_faults(*cd); });
       EXPECT_TRUE(cosim::health(*cd).is_ok()) << cosim::health(*cd).str();
     }
@@ -228,9 +228,9 @@ TEST_F(Cosim, EveryBurstCanFailAndTheCoreRecovers) {
     total = cosim::bursts(*cd);
   }
   ASSERT_GE(total, 3u);  // fetch, load, store at least
-  for (ref::FaultKind kind : {ref::FaultKind::SlvErr, ref::FaultKind::DecErr}) {
+  for (hw::FaultKind kind : {hw::FaultKind::SlvErr, hw::FaultKind::DecErr}) {
     for (uint64_t n = 1; n <= total; ++n) {
-      SCOPED_TRACE("burst " + std::to_string(n) + (kind == ref::FaultKind::SlvErr ? " SLVERR" : " DECERR"));
+      SCOPED_TRACE("burst " + std::to_string(n) + (kind == hw::FaultKind::SlvErr ? " SLVERR" : " DECERR"));
       FaultPlan plan;
       plan.nth_burst = n;
       plan.nth_kind = kind;

@@ -34,7 +34,7 @@ CoreReport reference_report(const FaultCase& c) {
     rtl::RtlDevice* raw = d->get();
     Rig r(std::move(*d));
     auto rep = run_fault_case(
-        r, c, [&](uint64_t a, uint64_t n, ref::FaultKind k) { raw->inject_fault(a, n, k); },
+        r, c, [&](uint64_t a, uint64_t n, hw::FaultKind k) { raw->inject_fault(a, n, k); },
         [&] { raw->clear_faults(); });
     EXPECT_TRUE(raw->health().is_ok()) << raw->health().str();
     return rep;
@@ -43,7 +43,7 @@ CoreReport reference_report(const FaultCase& c) {
   ref::RefDevice* raw = d.get();
   Rig r(std::move(d));
   return run_fault_case(
-      r, c, [&](uint64_t a, uint64_t n, ref::FaultKind k) { raw->inject_fault(a, n, k); },
+      r, c, [&](uint64_t a, uint64_t n, hw::FaultKind k) { raw->inject_fault(a, n, k); },
       [&] { raw->clear_faults(); });
 }
 
@@ -58,7 +58,7 @@ TEST(TlmFaults, AddressRangeFaultsReportLikeRtlAndRecover) {
     FaultPlan plan;
     const CoreReport got = run_fault_case(
         r, c,
-        [&](uint64_t a, uint64_t n, ref::FaultKind k) {
+        [&](uint64_t a, uint64_t n, hw::FaultKind k) {
           plan.ranges.push_back({a, n, k});
           EXPECT_TRUE(tlm::set_faults(*raw, plan).is_ok());
         },
@@ -73,7 +73,7 @@ TEST(TlmFaults, AddressRangeFaultsReportLikeRtlAndRecover) {
 TEST(TlmFaults, OptionRangeFaultReachesTheDevice) {
   // The first allocation of a fresh device is at DeviceMemory::kBase: the
   // ring (64 entries), then the pattern, 64-byte aligned after it.
-  const uint64_t src = ref::DeviceMemory::kBase + 64 * spec::kInsnBytes;
+  const uint64_t src = hw::DeviceMemory::kBase + 64 * spec::kInsnBytes;
   const std::string v = "decerr@" + std::to_string(src + 100) + "+1";
   runtime::DeviceOptions o;
   o.mem_faults = v;

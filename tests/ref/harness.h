@@ -48,12 +48,12 @@ class Harness {
       dev_->write_reg(spec::core_reg_addr(c, spec::core_reg::RING_BASE_HI), uint32_t(ring_[c] >> 32));
       dev_->write_reg(spec::core_reg_addr(c, spec::core_reg::RING_SIZE), kRingSize);
       // Tests that do not care about isolation get the whole address space.
-      set_window(c, DeviceMemory::kBase, DeviceMemory::kBase + DeviceMemory::kCapacity);
+      set_window(c, hw::DeviceMemory::kBase, hw::DeviceMemory::kBase + hw::DeviceMemory::kCapacity);
     }
   }
 
   RefDevice& dev() { return *dev_; }
-  CoreState& core(unsigned c) { return dev_->fabric().core(c); }
+  hw::CoreState& core(unsigned c) { return dev_->fabric().core(c); }
 
   uint64_t alloc(uint64_t bytes, uint64_t align = 64) {
     auto a = dev_->alloc(bytes, align);

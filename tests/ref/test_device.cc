@@ -143,7 +143,7 @@ TEST(RefSoftReset, ResetsOneCoreAndPreservesTheOther) {
   h.run(0, {with_tokens(load(Buffer::IN, 0, src, 1, 32), false, false, false, true), spec::Insn{{62}}});
   h.run(1, {load(Buffer::IN, 0, src, 1, 32), end_insn()});
   ASSERT_EQ(h.err(0), spec::err::ILLEGAL_INSN);
-  ASSERT_EQ(h.core(0).tokens[unsigned(TokenQueue::LoadToCompute)], 1u);
+  ASSERT_EQ(h.core(0).tokens[unsigned(hw::TokenQueue::LoadToCompute)], 1u);
   const uint64_t c1_loads = h.counter(1, spec::Counter::INSN_LOAD);
   const uint32_t c1_head = h.reg(1, cr::RING_HEAD);
 
@@ -154,7 +154,7 @@ TEST(RefSoftReset, ResetsOneCoreAndPreservesTheOther) {
   EXPECT_EQ(h.reg(0, cr::RING_TAIL), 0u);
   EXPECT_EQ(h.reg(0, cr::ERR_PC), 0u);
   EXPECT_EQ(h.counter(0, spec::Counter::INSN_LOAD), 0u);
-  EXPECT_EQ(h.core(0).tokens[unsigned(TokenQueue::LoadToCompute)], 0u);
+  EXPECT_EQ(h.core(0).tokens[unsigned(hw::TokenQueue::LoadToCompute)], 0u);
   EXPECT_EQ(h.reg(0, cr::RING_SIZE), Harness::kRingSize);  // configuration survives
   EXPECT_EQ(d.read_reg(reg::IRQ_STATUS), 0x2u);            // core 1's completion stays
 

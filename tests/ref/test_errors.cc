@@ -39,7 +39,7 @@ TEST(RefTokens, LegalProducerConsumerChain) {
             with_tokens(load(Buffer::IN, 0, src, 1, 1), false, true, false, false), end_insn()});
   EXPECT_EQ(h.err(0), 0u);
   EXPECT_EQ(h.status(0), kDone);
-  for (unsigned q = 0; q < kNumTokenQueues; ++q) EXPECT_EQ(h.core(0).tokens[q], 0u) << q;
+  for (unsigned q = 0; q < hw::kNumTokenQueues; ++q) EXPECT_EQ(h.core(0).tokens[q], 0u) << q;
 }
 
 TEST(RefTokens, PopWithoutEarlierPushIsDeadlock) {
@@ -70,7 +70,7 @@ TEST(RefTokens, ZeroSizeComputeStillMovesTokens) {
             with_tokens(store(Buffer::OUT, 0, 0, 0, 0), true, false, false, false), end_insn()});
   EXPECT_EQ(h.err(0), 0u);
   EXPECT_EQ(h.counter(0, spec::Counter::INSN_COMPUTE), 2u);
-  for (unsigned q = 0; q < kNumTokenQueues; ++q) EXPECT_EQ(h.core(0).tokens[q], 0u) << q;
+  for (unsigned q = 0; q < hw::kNumTokenQueues; ++q) EXPECT_EQ(h.core(0).tokens[q], 0u) << q;
 }
 
 TEST(RefIllegal, OpcodesFlagsAndFields) {
@@ -224,7 +224,7 @@ TEST(RefIllegal, PostopRescale) {
 TEST(RefIllegal, NopIgnoresItsFlags) {
   Harness h;
   EXPECT_EQ(run_err(h, {with_tokens(nop(), true, true, true, true), end_insn()}), 0u);
-  for (unsigned q = 0; q < kNumTokenQueues; ++q) EXPECT_EQ(h.core(0).tokens[q], 0u);
+  for (unsigned q = 0; q < hw::kNumTokenQueues; ++q) EXPECT_EQ(h.core(0).tokens[q], 0u);
 }
 
 TEST(RefScratchpad, OutOfBoundsMovesNothing) {
@@ -314,14 +314,14 @@ TEST(RefWindow, LoadOneBytePastLimitAndDefaultDeny) {
 TEST(RefAxi, InjectedSlverrAndDecerr) {
   Harness h;
   const uint64_t buf = h.put(std::vector<uint8_t>(256, 0x44));
-  h.dev().inject_fault(buf + 100, 1, FaultKind::SlvErr);
+  h.dev().inject_fault(buf + 100, 1, hw::FaultKind::SlvErr);
   EXPECT_EQ(run_err(h, {load(Buffer::IN, 0, buf, 4, 16, 32), end_insn()}), spec::err::AXI_SLVERR);  // row 3 hits it
   EXPECT_EQ(h.core(0).buf(Buffer::IN)[0], 0);  // no partial burst landed
   EXPECT_EQ(h.reg(0, cr::ERR_PC), 0u);
 
   Harness s;
   const uint64_t b2 = s.put(std::vector<uint8_t>(64, 0xCA));
-  s.dev().inject_fault(b2 + 60, 4, FaultKind::DecErr);
+  s.dev().inject_fault(b2 + 60, 4, hw::FaultKind::DecErr);
   EXPECT_EQ(run_err(s, {store(Buffer::OUT, 0, b2, 1, 64), end_insn()}), spec::err::AXI_DECERR);
   EXPECT_EQ(s.get(b2, 64), std::vector<uint8_t>(64, 0xCA));
   s.dev().clear_faults();
@@ -340,7 +340,7 @@ TEST(RefAxi, InjectedSlverrAndDecerr) {
 TEST(RefAxi, FaultOnInstructionFetch) {
   Harness h;
   const uint64_t ring = uint64_t(h.reg(0, cr::RING_BASE_LO)) | uint64_t(h.reg(0, cr::RING_BASE_HI)) << 32;
-  h.dev().inject_fault(ring + 2 * spec::kInsnBytes + 31, 1, FaultKind::SlvErr);
+  h.dev().inject_fault(ring + 2 * spec::kInsnBytes + 31, 1, hw::FaultKind::SlvErr);
   h.run(0, {nop(), nop(), nop(), end_insn()});
   EXPECT_EQ(h.err(0), spec::err::AXI_SLVERR);
   EXPECT_EQ(h.reg(0, cr::ERR_PC), 2u);

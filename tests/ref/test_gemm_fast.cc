@@ -1,4 +1,4 @@
-// ref::exec_gemm against a straightforward element-by-element evaluation of
+// hw::exec_gemm against a straightforward element-by-element evaluation of
 // the GEMM rule in docs/spec/isa.yaml, called directly on a core's
 // scratchpads: thousands of random shapes, strides (including overlapping and
 // zero strides), zero points (including the int8 extremes), accumulate on and
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/ref/golden.h"
+#include "hw/golden.h"
 #include "harness.h"
 #include "naive.h"
 
@@ -21,7 +21,7 @@ namespace {
 
 // The rule written plainly: checks first, then C[i][j] (+)= sum_k (A - az)(B
 // - bz) in int64 and wrapped to 32 bits, rows in order, columns in order.
-uint32_t plain_gemm(CoreState& s, const spec::GemmInsn& g) {
+uint32_t plain_gemm(hw::CoreState& s, const spec::GemmInsn& g) {
   if (g.acc_addr % 4 != 0 || g.ldc % 4 != 0) return spec::err::ILLEGAL_INSN;
   const auto& a = s.buf(Buffer::IN);
   const auto& b = s.buf(Buffer::WGT);
@@ -61,8 +61,8 @@ std::vector<uint8_t> noise(std::mt19937& rng, size_t n) {
   return v;
 }
 
-CoreState random_core(std::mt19937& rng, size_t in, size_t wgt, size_t acc) {
-  CoreState s;
+hw::CoreState random_core(std::mt19937& rng, size_t in, size_t wgt, size_t acc) {
+  hw::CoreState s;
   s.buf(Buffer::IN) = noise(rng, in);
   s.buf(Buffer::WGT) = noise(rng, wgt);
   s.buf(Buffer::ACC) = noise(rng, acc);
@@ -113,9 +113,9 @@ spec::GemmInsn random_insn(std::mt19937& rng, size_t in, size_t wgt, size_t acc,
     if (pick(rng, 0, 49) == 0) return unit * pick(rng, 0, unsigned((size + 64) / unit));  // anywhere
     return span >= size ? 0 : unit * pick(rng, 0, unsigned((size - span) / unit));
   };
-  g.in_addr = place(in, span_2d(g.m, g.lda, g.k_len), 1);
-  g.wgt_addr = place(wgt, span_2d(g.k_len, g.ldb, g.n), 1);
-  g.acc_addr = place(acc, span_2d(g.m, g.ldc, 4 * g.n), 4);
+  g.in_addr = place(in, hw::span_2d(g.m, g.lda, g.k_len), 1);
+  g.wgt_addr = place(wgt, hw::span_2d(g.k_len, g.ldb, g.n), 1);
+  g.acc_addr = place(acc, hw::span_2d(g.m, g.ldc, 4 * g.n), 4);
   if (pick(rng, 0, 99) == 0) g.acc_addr += 2;
   if (pick(rng, 0, 99) == 0) g.ldc += 2;
   // Through the encoding, as the fabric sees it.
@@ -133,10 +133,10 @@ std::string describe(const spec::GemmInsn& g) {
 // Runs g on two copies of one random core; returns the plain evaluation's code.
 uint32_t expect_same(std::mt19937& rng, size_t in, size_t wgt, size_t acc, const spec::GemmInsn& g) {
   SCOPED_TRACE(describe(g));
-  CoreState fast = random_core(rng, in, wgt, acc);
-  CoreState plain = fast;
+  hw::CoreState fast = random_core(rng, in, wgt, acc);
+  hw::CoreState plain = fast;
   const uint32_t want = plain_gemm(plain, g);
-  EXPECT_EQ(exec_gemm(fast, g), want);
+  EXPECT_EQ(hw::exec_gemm(fast, g), want);
   for (unsigned b = 0; b < spec::kNumBuffers; ++b) EXPECT_TRUE(fast.sp[b] == plain.sp[b]) << "buffer " << b;
   EXPECT_EQ(fast.counters, plain.counters);
   return want;
@@ -177,7 +177,7 @@ TEST(RefGemmFast, MatchesPlainEvaluationOnWideAndDeepTiles) {
     g.ldb = g.n + pick(rng, 0, 3);
     g.ldc = 4 * g.n + 4 * pick(rng, 0, 3);
     g = spec::GemmInsn::decode(g.encode());
-    expect_same(rng, span_2d(g.m, g.lda, g.k_len), span_2d(g.k_len, g.ldb, g.n), span_2d(g.m, g.ldc, 4 * g.n), g);
+    expect_same(rng, hw::span_2d(g.m, g.lda, g.k_len), hw::span_2d(g.k_len, g.ldb, g.n), hw::span_2d(g.m, g.ldc, 4 * g.n), g);
   }
 }
 
@@ -197,13 +197,13 @@ TEST(RefGemmFast, LongestSumOfExtremeValues) {
       g.ldc = 4 * g.n;
       g.accumulate = 1;
       SCOPED_TRACE("value " + std::to_string(v) + " zp " + std::to_string(zp));
-      CoreState fast;
+      hw::CoreState fast;
       fast.buf(Buffer::IN).assign(g.m * g.k_len, uint8_t(int8_t(v)));
       fast.buf(Buffer::WGT).assign(g.k_len * g.n, uint8_t(int8_t(v)));
       fast.buf(Buffer::ACC).assign(4 * g.m * g.n, 0x7f);
-      CoreState plain = fast;
+      hw::CoreState plain = fast;
       ASSERT_EQ(plain_gemm(plain, g), 0u);
-      ASSERT_EQ(exec_gemm(fast, g), 0u);
+      ASSERT_EQ(hw::exec_gemm(fast, g), 0u);
       ASSERT_TRUE(fast.buf(Buffer::ACC) == plain.buf(Buffer::ACC));
     }
 }

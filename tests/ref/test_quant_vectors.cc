@@ -46,7 +46,7 @@ TEST(RefQuantVectors, Postop) {
   for (const PostopVec& v : kPostopVecs) {
     SCOPED_TRACE(v.what);
     Harness h;
-    CoreState& s = h.core(0);
+    hw::CoreState& s = h.core(0);
     const auto acc = le32({v.acc}), par = le32({v.bias, v.mult, v.shift});
     std::copy(acc.begin(), acc.end(), s.buf(Buffer::ACC).begin());
     std::copy(par.begin(), par.end(), s.buf(Buffer::PARAM).begin());
@@ -121,7 +121,7 @@ TEST(RefQuantVectors, PostopRescale) {
   for (const RescaleVec& v : kRescaleVecs) {
     SCOPED_TRACE(v.what);
     Harness h;
-    CoreState& s = h.core(0);
+    hw::CoreState& s = h.core(0);
     const auto acc = le32({v.acc}), par = le32({0, v.mult, v.shift, v.a_mult, v.a_shift});
     std::copy(acc.begin(), acc.end(), s.buf(Buffer::ACC).begin());
     std::copy(par.begin(), par.end(), s.buf(Buffer::PARAM).begin());
@@ -180,7 +180,7 @@ TEST(RefQuantVectors, Eltwise) {
   for (const EltVec& v : kEltVecs) {
     SCOPED_TRACE(v.what);
     Harness h;
-    CoreState& s = h.core(0);
+    hw::CoreState& s = h.core(0);
     s.buf(Buffer::IN)[0] = uint8_t(int8_t(v.a));
     s.buf(Buffer::IN)[1] = uint8_t(int8_t(v.b));
     spec::EltwiseInsn e;
@@ -205,7 +205,7 @@ TEST(RefQuantVectors, Eltwise) {
 TEST(RefQuantVectors, PoolAvgTiesRoundAway) {
   // avg of {1, 2} = 1.5 -> 2 and of {-1, -2} = -1.5 -> -2 with mult/2^shift = 1/2.
   Harness h;
-  CoreState& s = h.core(0);
+  hw::CoreState& s = h.core(0);
   const int8_t x[] = {1, -1, 2, -2};  // two windows elements x two channels
   for (int i = 0; i < 4; ++i) s.buf(Buffer::IN)[i] = uint8_t(x[i]);
   spec::PoolInsn p;

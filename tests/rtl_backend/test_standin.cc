@@ -82,7 +82,7 @@ TEST_P(Standin, AxiErrorsReachTheCore) {
   auto d = make(GetParam());
   const uint64_t ring = *d->alloc(64 * 32);
   const uint64_t dst = *d->alloc(64 * 32);
-  d->inject_fault(ring + 3 * 32, 4, ref::FaultKind::SlvErr);
+  d->inject_fault(ring + 3 * 32, 4, hw::FaultKind::SlvErr);
   copy(*d, ring, dst, 8);
   ASSERT_TRUE(d->run_until_idle(100'000).is_ok());
   EXPECT_EQ(d->read_reg(spec::core_reg_addr(0, cr::ERR_CAUSE)), spec::err::AXI_SLVERR);

@@ -71,7 +71,7 @@ class Rig {
       wcreg(c, cr::RING_BASE_LO, uint32_t(ring_[c]));
       wcreg(c, cr::RING_BASE_HI, uint32_t(ring_[c] >> 32));
       wcreg(c, cr::RING_SIZE, kRingSize);
-      set_window(c, ref::DeviceMemory::kBase, ref::DeviceMemory::kBase + ref::DeviceMemory::kCapacity);
+      set_window(c, hw::DeviceMemory::kBase, hw::DeviceMemory::kBase + hw::DeviceMemory::kCapacity);
     }
   }
 
@@ -158,7 +158,7 @@ class Rig {
   void soft_reset(unsigned c) { wgreg(spec::reg::SOFT_RESET, 1u << c); }
 
   // ---- backend hooks ----
-  void inject_fault(uint64_t addr, uint64_t len, ref::FaultKind k) {
+  void inject_fault(uint64_t addr, uint64_t len, hw::FaultKind k) {
     if (rtl_)
       rtl_->inject_fault(addr, len, k);
     else

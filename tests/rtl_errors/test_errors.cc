@@ -13,7 +13,7 @@ namespace loom::rtl_errors {
 namespace {
 
 using K = spec::Counter;
-using ref::FaultKind;
+using hw::FaultKind;
 
 /// The state every faulting case must leave core `c` in: exactly `cause`,
 /// ERR_PC = `pc`, halted (error only), the global error bit and the error

@@ -3,7 +3,7 @@
 // one core; the per-instruction cost is the difference over 32) on tlm and,
 // when LOOM_TLM_RTL_LOOM names a `loom` binary with the rtl backend, on the
 // RTL in a separate process. These streams are how the constants of
-// sim/timing.h were measured (docs/performance.md); live, each case must
+// host/hw/timing.h were measured (docs/performance.md); live, each case must
 // agree within 5 % or 3 cycles.
 #include <gtest/gtest.h>
 

@@ -19,7 +19,7 @@ uint32_t RefDevice::read_reg(uint32_t offset) { return regs_.read(offset); }
 void RefDevice::write_reg(uint32_t offset, uint32_t value) { regs_.write(offset, value); }
 
 bool RefDevice::step(unsigned c) {
-  RingCtl& r = regs_.rings[c];
+  hw::RingCtl& r = regs_.rings[c];
   if (!r.running) return false;
   if (r.head == r.tail) {
     r.running = false;  // starved: not done, waits for a refill and doorbell
@@ -29,12 +29,12 @@ bool RefDevice::step(unsigned c) {
   // Instruction fetch is not a DMA: the window does not apply, but the
   // memory's responses (and injected faults) do.
   switch (mem_.probe(addr, spec::kInsnBytes)) {
-    case AxiResp::Okay:
+    case hw::AxiResp::Okay:
       break;
-    case AxiResp::SlvErr:
+    case hw::AxiResp::SlvErr:
       regs_.fault(c, spec::err::AXI_SLVERR);
       return true;
-    case AxiResp::DecErr:
+    case hw::AxiResp::DecErr:
       regs_.fault(c, spec::err::AXI_DECERR);
       return true;
   }
@@ -46,22 +46,22 @@ bool RefDevice::step(unsigned c) {
                 uint32_t(raw[4 * w + 3]) << 24;
 
   switch (fabric_.execute(c, insn, r.head)) {
-    case Outcome::Blocked:
+    case hw::Outcome::Blocked:
       r.blocked = true;
       return false;
-    case Outcome::Faulted:
+    case hw::Outcome::Faulted:
       r.running = false;
       r.blocked = false;
       regs_.irq_status |= spec::reg::IRQ_STATUS_ERROR(c);
       return true;
-    case Outcome::RetiredEnd:
+    case hw::Outcome::RetiredEnd:
       r.head = (r.head + 1) & (r.size - 1);
       r.running = false;
       r.blocked = false;
       r.done = true;
       regs_.irq_status |= spec::reg::IRQ_STATUS_DONE(c);
       return true;
-    case Outcome::Retired:
+    case hw::Outcome::Retired:
       r.head = (r.head + 1) & (r.size - 1);
       r.blocked = false;
       return true;
@@ -101,7 +101,7 @@ Status RefDevice::wait_unit(uint64_t handle, uint64_t timeout_cycles) {
 Expected<std::unique_ptr<runtime::Device>> make_ref_device(const spec::HwConfig& cfg,
                                                            const runtime::DeviceOptions& opt) {
   LOOM_TRY(opt.allow("ref", {}));
-  if (std::string why = validate_config(cfg); !why.empty())
+  if (std::string why = hw::validate_config(cfg); !why.empty())
     return make_error("ref device: config '" + std::string(cfg.name) + "'", why);
   return std::unique_ptr<runtime::Device>(std::make_unique<RefDevice>(cfg));
 }

@@ -10,9 +10,9 @@
 #include <span>
 #include <string_view>
 
-#include "backends/ref/control_regs.h"
-#include "backends/ref/golden.h"
-#include "backends/ref/memory.h"
+#include "hw/control_regs.h"
+#include "hw/golden.h"
+#include "hw/memory.h"
 #include "runtime/device.h"
 
 namespace loom::ref {
@@ -44,23 +44,23 @@ class RefDevice final : public runtime::Device {
 
   /// Makes every fabric access (DMA or ring fetch) overlapping
   /// [addr, addr + len) answer with `kind`. Host read()/write() are unaffected.
-  void inject_fault(uint64_t addr, uint64_t len, FaultKind kind) { mem_.inject_fault(addr, len, kind); }
+  void inject_fault(uint64_t addr, uint64_t len, hw::FaultKind kind) { mem_.inject_fault(addr, len, kind); }
   void clear_faults() { mem_.clear_faults(); }
 
   /// The interrupt output: OR of IRQ_STATUS bits enabled in IRQ_ENABLE.
   bool irq_line() const { return regs_.irq_line(); }
 
   /// White-box access to the model (scratchpads, tokens) for tests.
-  Fabric& fabric() { return fabric_; }
+  hw::Fabric& fabric() { return fabric_; }
 
  private:
   /// Fetches and executes one instruction; true when the core's state advanced.
   bool step(unsigned c);
 
   spec::HwConfig cfg_;
-  DeviceMemory mem_;
-  Fabric fabric_;
-  ControlRegs regs_;
+  hw::DeviceMemory mem_;
+  hw::Fabric fabric_;
+  hw::ControlRegs regs_;
   std::map<uint64_t, Status> unit_calls_;  // started, not yet waited for
   uint64_t next_unit_call_ = 1;
 };

@@ -11,7 +11,7 @@ AxiChecker::AxiChecker(std::string name, unsigned beat_bytes, unsigned max_messa
 }
 
 void AxiChecker::reset() {
-  prev_ = AxiPins{};
+  prev_ = hw::AxiPins{};
   aw_wait_ = w_wait_ = b_wait_ = ar_wait_ = r_wait_ = false;
   reads_.clear();
   aw_beats_.clear();
@@ -35,7 +35,7 @@ Status AxiChecker::status() const {
 
 void AxiChecker::check_addr(const char* ch, uint64_t addr, uint8_t len, uint8_t size, uint8_t burst) {
   const std::string at = std::string(ch) + " " + hex(addr) + " len " + std::to_string(len);
-  if (burst != kBurstIncr) fail(at + ": burst type " + std::to_string(burst) + ", only INCR is allowed");
+  if (burst != hw::kBurstIncr) fail(at + ": burst type " + std::to_string(burst) + ", only INCR is allowed");
   if (size != size_log2_)
     fail(at + ": size " + std::to_string(size) + ", expected log2(MemBytes) = " + std::to_string(size_log2_));
   if ((addr & (beat_bytes_ - 1)) != 0) fail(at + ": address not aligned to the bus width");
@@ -44,7 +44,7 @@ void AxiChecker::check_addr(const char* ch, uint64_t addr, uint8_t len, uint8_t 
   if ((addr & 0xFFF) + bytes > 0x1000) fail(at + ": burst crosses a 4 KiB boundary");
 }
 
-void AxiChecker::edge(const AxiPins& p) {
+void AxiChecker::edge(const hw::AxiPins& p) {
   // Stability: a valid that was not taken must still be there, unchanged.
   const size_t nb = beat_bytes_;
   auto same = [nb](const auto& a, const auto& b) {

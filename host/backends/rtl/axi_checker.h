@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/rtl/axi_types.h"
+#include "hw/axi_types.h"
 #include "common/status.h"
 
 namespace loom::rtl {
@@ -19,7 +19,7 @@ class AxiChecker {
   AxiChecker(std::string name, unsigned beat_bytes, unsigned max_messages = 16);
 
   /// One cycle's values, sampled just before the rising edge (out of reset).
-  void edge(const AxiPins& p);
+  void edge(const hw::AxiPins& p);
   /// Forgets outstanding state, e.g. across a fabric reset.
   void reset();
 
@@ -48,7 +48,7 @@ class AxiChecker {
   uint64_t violations_ = 0;
   std::vector<std::string> messages_;
 
-  AxiPins prev_{};
+  hw::AxiPins prev_{};
   bool aw_wait_ = false, w_wait_ = false, b_wait_ = false, ar_wait_ = false, r_wait_ = false;
 
   std::deque<Burst> reads_;           // AR issued, R beats outstanding (any order across IDs)

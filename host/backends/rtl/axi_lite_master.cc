@@ -16,7 +16,7 @@ void AxiLiteMaster::start_read(uint32_t addr) {
   ar_done_ = false;
 }
 
-void AxiLiteMaster::drive(LitePins& p) const {
+void AxiLiteMaster::drive(hw::LitePins& p) const {
   const bool wr = state_ == State::Write, rd = state_ == State::Read;
   p.awvalid = wr && !aw_done_;
   p.awaddr = wr ? addr_ : 0;
@@ -29,7 +29,7 @@ void AxiLiteMaster::drive(LitePins& p) const {
   p.rready = rd && ar_done_;
 }
 
-void AxiLiteMaster::edge(const LitePins& p) {
+void AxiLiteMaster::edge(const hw::LitePins& p) {
   if (state_ == State::Write) {
     if (p.bvalid && p.bready) {
       resp_ = p.bresp;

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "backends/rtl/axi_types.h"
+#include "hw/axi_types.h"
 
 namespace loom::rtl {
 
@@ -15,9 +15,9 @@ class AxiLiteMaster {
   void start_read(uint32_t addr);
 
   /// Sets the master-driven fields of `p` for the coming rising edge.
-  void drive(LitePins& p) const;
+  void drive(hw::LitePins& p) const;
   /// Takes the handshakes in `p` (sampled just before the rising edge).
-  void edge(const LitePins& p);
+  void edge(const hw::LitePins& p);
 
   bool busy() const { return state_ != State::Idle; }
   /// Result of the last completed transaction.

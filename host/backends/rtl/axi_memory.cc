@@ -7,8 +7,8 @@
 
 namespace loom::rtl {
 
-AxiMemoryModel::AxiMemoryModel(ref::MemoryPort& mem, unsigned beat_bytes, const AxiMemoryOptions& opt)
-    : mem_(mem), beat_bytes_(std::clamp(beat_bytes, 1u, kMaxBeatBytes)), opt_(opt), rng_(opt.seed) {
+AxiMemoryModel::AxiMemoryModel(hw::MemoryPort& mem, unsigned beat_bytes, const AxiMemoryOptions& opt)
+    : mem_(mem), beat_bytes_(std::clamp(beat_bytes, 1u, hw::kMaxBeatBytes)), opt_(opt), rng_(opt.seed) {
   opt_.beats_per_cycle = std::clamp(opt_.beats_per_cycle, 1e-6, 1.0);
   opt_.max_reads = std::max(opt_.max_reads, 1u);
   opt_.max_writes = std::max(opt_.max_writes, 1u);
@@ -21,16 +21,16 @@ uint64_t AxiMemoryModel::beat_addr(uint64_t start, uint32_t beat) const {
   return (start & ~uint64_t(beat_bytes_ - 1)) + uint64_t(beat) * beat_bytes_;
 }
 
-uint8_t AxiMemoryModel::resp_of(ref::AxiResp r) {
+uint8_t AxiMemoryModel::resp_of(hw::AxiResp r) {
   switch (r) {
-    case ref::AxiResp::Okay:
-      return kRespOkay;
-    case ref::AxiResp::SlvErr:
-      return kRespSlvErr;
-    case ref::AxiResp::DecErr:
-      return kRespDecErr;
+    case hw::AxiResp::Okay:
+      return hw::kRespOkay;
+    case hw::AxiResp::SlvErr:
+      return hw::kRespSlvErr;
+    case hw::AxiResp::DecErr:
+      return hw::kRespDecErr;
   }
-  return kRespDecErr;
+  return hw::kRespDecErr;
 }
 
 int AxiMemoryModel::pick_read() {
@@ -66,7 +66,7 @@ int AxiMemoryModel::pick_bresp() {
   return cand[size_t(rng_() % cand.size())];
 }
 
-void AxiMemoryModel::drive(AxiPins& p) {
+void AxiMemoryModel::drive(hw::AxiPins& p) {
   // Address channels: room for another burst, unless a stall is injected.
   p.arready = reads_.size() < opt_.max_reads && !chance(opt_.stall_prob);
   p.awready = writes_.size() + bresps_.size() < opt_.max_writes && !chance(opt_.stall_prob);
@@ -85,7 +85,7 @@ void AxiMemoryModel::drive(AxiPins& p) {
       // The whole bus-aligned beat is read: that is what the wires carry.
       r_resp_ = resp_of(mem_.probe(lane0, beat_bytes_));
       r_data_.fill(0);
-      if (r_resp_ == kRespOkay) mem_.read(lane0, std::span<uint8_t>(r_data_.data(), beat_bytes_));
+      if (r_resp_ == hw::kRespOkay) mem_.read(lane0, std::span<uint8_t>(r_data_.data(), beat_bytes_));
       r_offered_ = true;
     }
   }
@@ -112,12 +112,12 @@ void AxiMemoryModel::drive(AxiPins& p) {
   p.bresp = b_cur_ >= 0 ? bresps_[size_t(b_cur_)].resp : 0;
 }
 
-void AxiMemoryModel::edge(const AxiPins& p) {
+void AxiMemoryModel::edge(const hw::AxiPins& p) {
   if (p.rvalid && p.rready && r_offered_) {
     ReadBurst& rb = reads_[size_t(r_cur_)];
     ++stats_.read_beats;
-    if (r_resp_ == kRespSlvErr) ++stats_.slverr;
-    if (r_resp_ == kRespDecErr) ++stats_.decerr;
+    if (r_resp_ == hw::kRespSlvErr) ++stats_.slverr;
+    if (r_resp_ == hw::kRespDecErr) ++stats_.decerr;
     r_credit_ -= 1.0;
     r_offered_ = false;
     if (++rb.done == rb.beats) {
@@ -135,7 +135,7 @@ void AxiMemoryModel::edge(const AxiPins& p) {
     b_cur_ = -1;
   }
   if (p.awvalid && p.awready) {
-    writes_.push_back(WriteBurst{p.awid, p.awaddr, uint32_t(p.awlen) + 1, 0, kRespOkay});
+    writes_.push_back(WriteBurst{p.awid, p.awaddr, uint32_t(p.awlen) + 1, 0, hw::kRespOkay});
     ++stats_.write_bursts;
   }
   if (p.wvalid && p.wready) {
@@ -150,18 +150,18 @@ void AxiMemoryModel::edge(const AxiPins& p) {
         const unsigned lo = unsigned(__builtin_ctzll(strb));
         const unsigned hi = 63u - unsigned(__builtin_clzll(strb));
         const uint8_t r = resp_of(mem_.probe(lane0 + lo, hi - lo + 1));
-        if (r == kRespOkay) {
+        if (r == hw::kRespOkay) {
           for (unsigned b = lo; b <= hi; ++b)
             if ((strb >> b) & 1u) mem_.write(lane0 + b, std::span<const uint8_t>(&p.wdata[b], 1));
-        } else if (wb.resp == kRespOkay) {
+        } else if (wb.resp == hw::kRespOkay) {
           wb.resp = r;  // the first error of the burst is its B response
         }
       }
       ++stats_.write_beats;
       w_credit_ -= 1.0;
       if (++wb.done == wb.beats) {
-        if (wb.resp == kRespSlvErr) ++stats_.slverr;
-        if (wb.resp == kRespDecErr) ++stats_.decerr;
+        if (wb.resp == hw::kRespSlvErr) ++stats_.slverr;
+        if (wb.resp == hw::kRespDecErr) ++stats_.decerr;
         bresps_.push_back(BResp{wb.id, wb.resp, now_ + 1 + opt_.write_latency});
         writes_.erase(it);
       }

@@ -1,14 +1,14 @@
 // A cycle-level AXI4 slave memory model for one fabric memory port: latency,
 // bandwidth, random stalls, several outstanding bursts, and error responses
-// taken from ref::DeviceMemory (unallocated memory, injected faults).
+// taken from hw::DeviceMemory (unallocated memory, injected faults).
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <random>
 
-#include "backends/ref/memory.h"
-#include "backends/rtl/axi_types.h"
+#include "hw/memory.h"
+#include "hw/axi_types.h"
 
 namespace loom::rtl {
 
@@ -32,14 +32,14 @@ struct AxiMemoryStats {
 class AxiMemoryModel {
  public:
   /// `beat_bytes` is the data bus width in bytes (MemBytes), a power of two <= kMaxBeatBytes.
-  AxiMemoryModel(ref::MemoryPort& mem, unsigned beat_bytes, const AxiMemoryOptions& opt = {});
+  AxiMemoryModel(hw::MemoryPort& mem, unsigned beat_bytes, const AxiMemoryOptions& opt = {});
 
   /// Sets the slave-driven fields of `p` (ready of AW/W/AR, R and B channels)
   /// for the coming rising edge. Call once per cycle, before sampling.
-  void drive(AxiPins& p);
+  void drive(hw::AxiPins& p);
   /// Takes the handshakes in `p` (values sampled just before the rising edge)
   /// and advances one cycle.
-  void edge(const AxiPins& p);
+  void edge(const hw::AxiPins& p);
 
   /// No burst accepted and unanswered.
   bool idle() const { return reads_.empty() && writes_.empty() && bresps_.empty(); }
@@ -60,22 +60,22 @@ class AxiMemoryModel {
     uint64_t addr = 0;
     uint32_t beats = 0;
     uint32_t done = 0;
-    uint8_t resp = kRespOkay;
+    uint8_t resp = hw::kRespOkay;
   };
   struct BResp {
     uint8_t id = 0;
-    uint8_t resp = kRespOkay;
+    uint8_t resp = hw::kRespOkay;
     uint64_t ready_at = 0;
   };
 
   bool chance(double p) { return p > 0.0 && std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < p; }
   uint64_t beat_addr(uint64_t start, uint32_t beat) const;
-  uint8_t resp_of(ref::AxiResp r);
+  uint8_t resp_of(hw::AxiResp r);
   /// Index of the read burst to answer next, or -1 when none is due.
   int pick_read();
   int pick_bresp();
 
-  ref::MemoryPort& mem_;
+  hw::MemoryPort& mem_;
   unsigned beat_bytes_;
   AxiMemoryOptions opt_;
   std::mt19937_64 rng_;
@@ -89,8 +89,8 @@ class AxiMemoryModel {
   // requires valid and payload to hold), so the choice is remembered.
   int r_cur_ = -1;         // burst being answered (no beat interleaving across IDs)
   bool r_offered_ = false;
-  uint8_t r_resp_ = kRespOkay;
-  std::array<uint8_t, kMaxBeatBytes> r_data_{};
+  uint8_t r_resp_ = hw::kRespOkay;
+  std::array<uint8_t, hw::kMaxBeatBytes> r_data_{};
   int b_cur_ = -1;
   AxiMemoryStats stats_;
 };

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "backends/rtl/axi_types.h"
+#include "hw/axi_types.h"
 
 namespace loom::rtl {
 
@@ -30,12 +30,12 @@ class FabricSim {
   virtual void dump() = 0;
 
   /// Slave-driven fields of memory port `port` into the model.
-  virtual void put_port(unsigned port, const AxiPins& p) = 0;
+  virtual void put_port(unsigned port, const hw::AxiPins& p) = 0;
   /// Master-driven fields of memory port `port` from the model into `p`.
-  virtual void get_port(unsigned port, AxiPins& p) const = 0;
+  virtual void get_port(unsigned port, hw::AxiPins& p) const = 0;
   /// Master-driven fields of s_axi_control into the model; slave-driven out.
-  virtual void put_lite(const LitePins& p) = 0;
-  virtual void get_lite(LitePins& p) const = 0;
+  virtual void put_lite(const hw::LitePins& p) = 0;
+  virtual void get_lite(hw::LitePins& p) const = 0;
   virtual bool interrupt() const = 0;
 
   /// True once an SVA/`$error` fired (assertions run with --assert).

@@ -106,7 +106,7 @@ bool RtlDevice::finish_lite(const char* what, uint32_t offset) {
     }
     tick();
   }
-  if (lite_.resp() != kRespOkay) ++lite_err_resp_;
+  if (lite_.resp() != hw::kRespOkay) ++lite_err_resp_;
   return true;
 }
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "backends/ref/memory.h"
+#include "hw/memory.h"
 #include "backends/rtl/axi_checker.h"
 #include "backends/rtl/axi_lite_master.h"
 #include "backends/rtl/axi_memory.h"
@@ -81,7 +81,7 @@ class RtlDevice final : public runtime::Device {
   bool set_trace(runtime::TraceSink* sink) override;
 
   /// Fabric accesses overlapping [addr, addr + len) answer with `kind`.
-  void inject_fault(uint64_t addr, uint64_t len, ref::FaultKind kind) { mem_.inject_fault(addr, len, kind); }
+  void inject_fault(uint64_t addr, uint64_t len, hw::FaultKind kind) { mem_.inject_fault(addr, len, kind); }
   void clear_faults() { mem_.clear_faults(); }
 
   bool irq_line() const { return sim_->interrupt(); }
@@ -98,11 +98,11 @@ class RtlDevice final : public runtime::Device {
 
  private:
   struct Port {
-    Port(ref::MemoryPort& mem, unsigned beat_bytes, const AxiMemoryOptions& opt, std::string name)
+    Port(hw::MemoryPort& mem, unsigned beat_bytes, const AxiMemoryOptions& opt, std::string name)
         : model(mem, beat_bytes, opt), checker(std::move(name), beat_bytes) {}
     AxiMemoryModel model;
     AxiChecker checker;
-    AxiPins pins;
+    hw::AxiPins pins;
   };
 
   /// One clock cycle: sample, rising edge, falling edge, drive.
@@ -129,12 +129,12 @@ class RtlDevice final : public runtime::Device {
 
   spec::HwConfig cfg_;
   RtlOptions opt_;
-  ref::DeviceMemory mem_;
+  hw::DeviceMemory mem_;
   std::unique_ptr<FabricSim> sim_;
   unsigned beat_bytes_ = 8;
   std::vector<std::unique_ptr<Port>> ports_;
   AxiLiteMaster lite_;
-  LitePins lite_pins_;
+  hw::LitePins lite_pins_;
   bool in_reset_ = true;
   uint64_t cycles_ = 0;
   uint64_t lite_err_resp_ = 0;

@@ -52,7 +52,7 @@ class VerilatedFabric final : public FabricSim {
     if (trace_) trace_->dump(ctx_->time());
   }
 
-  void put_port(unsigned port, const AxiPins& p) override {
+  void put_port(unsigned port, const hw::AxiPins& p) override {
     Model& m = *model_;
     const unsigned db = shape_.mem_bytes;
     pins::set(m.m_axi_awready, port, 1, p.awready);
@@ -68,7 +68,7 @@ class VerilatedFabric final : public FabricSim {
     pins::set_bytes(m.m_axi_rdata, db * port, std::span<const uint8_t>(p.rdata.data(), db));
   }
 
-  void get_port(unsigned port, AxiPins& p) const override {
+  void get_port(unsigned port, hw::AxiPins& p) const override {
     const Model& m = *model_;
     const unsigned db = shape_.mem_bytes;
     p.awvalid = pins::get(m.m_axi_awvalid, port, 1);
@@ -91,7 +91,7 @@ class VerilatedFabric final : public FabricSim {
     p.rready = pins::get(m.m_axi_rready, port, 1);
   }
 
-  void put_lite(const LitePins& p) override {
+  void put_lite(const hw::LitePins& p) override {
     Model& m = *model_;
     m.s_axi_control_awvalid = p.awvalid;
     m.s_axi_control_awaddr = p.awaddr & 0xFFFu;
@@ -104,7 +104,7 @@ class VerilatedFabric final : public FabricSim {
     m.s_axi_control_rready = p.rready;
   }
 
-  void get_lite(LitePins& p) const override {
+  void get_lite(hw::LitePins& p) const override {
     const Model& m = *model_;
     p.awready = m.s_axi_control_awready;
     p.wready = m.s_axi_control_wready;

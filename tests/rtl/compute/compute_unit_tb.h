@@ -2,7 +2,7 @@
 //
 // The five scratchpads are modelled here behind the loom_spad port contract
 // (data the cycle after a granted read, SpW-byte windows that wrap at the
-// end, byte-masked writes), on a loom::ref::CoreState, so the golden model's
+// end, byte-masked writes), on a loom::hw::CoreState, so the golden model's
 // exec_gemm/exec_postop/exec_pool/exec_eltwise run on an exact copy of what
 // the RTL sees. Grants on the shared ports (ACC read, OUT write) drop at
 // random. Each instruction checks: the scratchpads after it, the error cause
@@ -20,18 +20,18 @@
 #include <string>
 #include <vector>
 
-#include "backends/ref/golden.h"
+#include "hw/golden.h"
 #include "rtl_harness.h"
 
 namespace loom::rtltest::compute {
 
 using spec::Buffer;
-using ref::CoreState;
-using ref::exec_gemm;
-using ref::exec_postop;
-using ref::exec_pool;
-using ref::exec_eltwise;
-using ref::span_2d;
+using hw::CoreState;
+using hw::exec_gemm;
+using hw::exec_postop;
+using hw::exec_pool;
+using hw::exec_eltwise;
+using hw::span_2d;
 
 struct TbConfig {
   const char* name;      // test name printed in PASS/FAIL lines

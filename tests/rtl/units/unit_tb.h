@@ -54,7 +54,7 @@ void set_insn(T& sig, const spec::Insn& in) {
 }
 
 // ---------------------------------------------------------------------------
-// Golden model helpers (host/backends/ref/golden.h, restated so the test does
+// Golden model helpers (host/hw/golden.h, restated so the test does
 // not link the host library).
 // ---------------------------------------------------------------------------
 constexpr uint64_t span_2d(uint64_t rows, uint64_t stride, uint64_t cols) {

@@ -3,9 +3,9 @@
 // error responses, all checked before any byte moves.
 #include <cstring>
 
-#include "backends/ref/golden.h"
+#include "hw/golden.h"
 
-namespace loom::ref {
+namespace loom::hw {
 namespace {
 
 using spec::Buffer;
@@ -84,4 +84,4 @@ uint32_t Fabric::exec_store(CoreState& s, const spec::Insn& insn) {
   return 0;
 }
 
-}  // namespace loom::ref
+}  // namespace loom::hw

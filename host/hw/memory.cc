@@ -1,6 +1,6 @@
 // Device memory of the ref backend: allocator, host access, fabric port and
 // fault injection.
-#include "backends/ref/memory.h"
+#include "hw/memory.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-namespace loom::ref {
+namespace loom::hw {
 namespace {
 
 /// Calls f(pointer into block storage, offset into the access, bytes) for
@@ -118,4 +118,4 @@ void DeviceMemory::write(uint64_t addr, std::span<const uint8_t> in) {
                  [&](uint8_t* p, uint64_t pos, uint64_t n) { std::memcpy(p, in.data() + pos, n); });
 }
 
-}  // namespace loom::ref
+}  // namespace loom::hw

@@ -10,7 +10,7 @@
 
 #include "loom/spec_gen.h"
 
-namespace loom::tlm {
+namespace loom::hw {
 
 /// Timing parameters, all taken from a spec::HwConfig.
 struct TimingParams {
@@ -142,4 +142,4 @@ inline void split_row(uint64_t addr, uint64_t bytes, uint32_t beat, std::vector<
   }
 }
 
-}  // namespace loom::tlm
+}  // namespace loom::hw

@@ -1,7 +1,7 @@
 // The spec's register map over the golden fabric's state (control_regs.h).
-#include "backends/ref/control_regs.h"
+#include "hw/control_regs.h"
 
-namespace loom::ref {
+namespace loom::hw {
 namespace {
 
 namespace cr = spec::core_reg;
@@ -212,4 +212,4 @@ void ControlRegs::soft_reset(unsigned c) {
   hooks_->core_reset(c);
 }
 
-}  // namespace loom::ref
+}  // namespace loom::hw

@@ -10,7 +10,7 @@
 
 #include "common/status.h"
 
-namespace loom::ref {
+namespace loom::hw {
 
 /// Response of a memory access, as an AXI master would see it.
 enum class AxiResp : uint8_t { Okay, SlvErr, DecErr };
@@ -73,4 +73,4 @@ class DeviceMemory final : public MemoryPort {
   std::vector<Fault> faults_;
 };
 
-}  // namespace loom::ref
+}  // namespace loom::hw

@@ -7,10 +7,10 @@
 #include <array>
 #include <cstdint>
 
-#include "backends/ref/golden.h"
+#include "hw/golden.h"
 #include "loom/spec_gen.h"
 
-namespace loom::ref {
+namespace loom::hw {
 
 /// Command-ring registers and fetch state of one core (the rest is CoreState).
 struct RingCtl {
@@ -68,4 +68,4 @@ class ControlRegs {
   uint32_t watchdog_ = 0;  // stored for read-back; the models never expire it
 };
 
-}  // namespace loom::ref
+}  // namespace loom::hw

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "backends/ref/memory.h"
+#include "hw/memory.h"
 #include "loom/spec_gen.h"
 
-namespace loom::ref {
+namespace loom::hw {
 
 /// Dependency-token queues between neighbouring units (load <-> compute <->
 /// store), named by direction.
@@ -99,4 +99,4 @@ constexpr bool in_scratchpad(uint64_t size, uint64_t addr, uint64_t len) {
   return len == 0 || (addr <= size && len <= size - addr);
 }
 
-}  // namespace loom::ref
+}  // namespace loom::hw

@@ -5,10 +5,10 @@
 #include <bit>
 #include <cstring>
 
-#include "backends/ref/golden.h"
 #include "common/quant.h"
+#include "hw/golden.h"
 
-namespace loom::ref {
+namespace loom::hw {
 namespace {
 
 using spec::Buffer;
@@ -264,4 +264,4 @@ uint32_t exec_eltwise(CoreState& s, const spec::EltwiseInsn& e) {
   return 0;
 }
 
-}  // namespace loom::ref
+}  // namespace loom::hw

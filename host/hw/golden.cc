@@ -1,11 +1,11 @@
 // Instruction dispatch of the golden model: decoding, dependency tokens,
 // error reporting and the control unit (semaphores, FENCE, END).
-#include "backends/ref/golden.h"
+#include "hw/golden.h"
 
 #include <limits>
 #include <string>
 
-namespace loom::ref {
+namespace loom::hw {
 namespace {
 
 using spec::Insn;
@@ -185,4 +185,4 @@ uint32_t Fabric::exec_sync(Opcode op, const Insn& insn, bool* blocked) {
   }
 }
 
-}  // namespace loom::ref
+}  // namespace loom::hw

@@ -5,7 +5,7 @@
 #include <array>
 #include <cstdint>
 
-namespace loom::rtl {
+namespace loom::hw {
 
 /// Widest memory data bus in the spec (mem_width_bits = 512); WSTRB fits in 64 bits.
 inline constexpr unsigned kMaxBeatBytes = 64;
@@ -56,4 +56,4 @@ struct LitePins {
   uint8_t rresp = 0;
 };
 
-}  // namespace loom::rtl
+}  // namespace loom::hw
