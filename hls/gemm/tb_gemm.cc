@@ -8,10 +8,10 @@
 #include <cstring>
 
 #include "hw/golden.h"
-#include "tb_common.h"
 #include "ir/op_quant.h"
 #include "loom_hls_gemm.h"
 #include "loom_hls_quant.h"
+#include "tb_common.h"
 
 using namespace loom_hls_tb;
 using loom::spec::Buffer;

@@ -2,10 +2,10 @@
 #include "backends/ref/ref_device.h"
 #include "backends/rtl/rtl_device.h"
 #ifdef LOOM_HAVE_TLM
-#include "tlm_device.h"
+#include "tlm/tlm_device.h"
 #endif
 #ifdef LOOM_HAVE_COSIM
-#include "cosim_device.h"
+#include "cosim/cosim_device.h"
 #endif
 #if defined(LOOM_HAVE_XRT) || defined(LOOM_HAVE_XRT_EMU)
 #include "backends/xrt/xrt_backends.h"

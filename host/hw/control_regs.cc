@@ -212,4 +212,19 @@ void ControlRegs::soft_reset(unsigned c) {
   hooks_->core_reset(c);
 }
 
+bool cores_quiescent(const spec::HwConfig& cfg, const std::function<uint32_t(uint32_t)>& read_reg,
+                     std::string* busy_cores) {
+  const uint32_t busy = read_reg(spec::reg::STATUS);
+  bool idle = true;
+  for (unsigned c = 0; c < cfg.cores && c < spec::kMaxCores; ++c) {
+    if (!(busy & spec::reg::STATUS_BUSY(c))) continue;
+    const uint32_t st = read_reg(spec::core_reg_addr(c, cr::STATUS));
+    if ((st & cr::STATUS_BUSY_MASK) && !(st & cr::STATUS_BLOCKED_MASK)) {
+      idle = false;
+      if (busy_cores) busy_cores->append(" ").append(std::to_string(c));
+    }
+  }
+  return idle;
+}
+
 }  // namespace loom::hw

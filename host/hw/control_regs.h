@@ -6,6 +6,8 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <string>
 
 #include "hw/golden.h"
 #include "loom/spec_gen.h"
@@ -67,5 +69,13 @@ class ControlRegs {
   uint32_t irq_enable_ = 0;
   uint32_t watchdog_ = 0;  // stored for read-back; the models never expire it
 };
+
+/// Whether no core of a fabric can make progress, from its registers: every
+/// busy core is blocked on a semaphore (it can only be woken by another core,
+/// so it counts as stopped only when every other busy core is blocked too).
+/// Appends the numbers of the cores still running to `busy_cores`. Used by
+/// the backends that run the RTL (rtl, cosim); they add their memory's state.
+bool cores_quiescent(const spec::HwConfig& cfg, const std::function<uint32_t(uint32_t)>& read_reg,
+                     std::string* busy_cores);
 
 }  // namespace loom::hw

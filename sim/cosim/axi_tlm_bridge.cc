@@ -1,5 +1,5 @@
 // AxiTlmBridge: AXI4 burst handshakes on the wires <-> TLM-2.0 payloads.
-#include "axi_tlm_bridge.h"
+#include "cosim/axi_tlm_bridge.h"
 
 #include <algorithm>
 #include <cstring>

@@ -12,7 +12,7 @@
 #include <tlm_utils/simple_initiator_socket.h>
 
 #include "hw/axi_types.h"
-#include "mem_channel.h"
+#include "memory/mem_channel.h"
 
 namespace loom::cosim {
 

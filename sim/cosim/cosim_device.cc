@@ -1,15 +1,15 @@
 // CosimDevice: device memory, the register map over the platform's AXI4-Lite
 // bridge, the idle detector, and the factory.
-#include "cosim_device.h"
+#include "cosim/cosim_device.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <string>
 
+#include "cosim/cosim_platform.h"
+#include "hw/control_regs.h"
 #include "hw/memory.h"
-#include "backends/rtl/fabric_models.h"
-#include "backends/rtl/rtl_device.h"
-#include "cosim_platform.h"
+#include "hw/verilated/fabric_models.h"
 
 namespace loom::cosim {
 namespace {
@@ -20,7 +20,7 @@ bool g_device_alive = false;
 
 class CosimDevice final : public runtime::Device {
  public:
-  CosimDevice(const spec::HwConfig& cfg, CosimPlatform& pf, std::unique_ptr<rtl::FabricSim> sim,
+  CosimDevice(const spec::HwConfig& cfg, CosimPlatform& pf, std::unique_ptr<hw::FabricSim> sim,
               const CosimOptions& opt)
       : cfg_(cfg), opt_(opt), pf_(pf) {
     g_device_alive = true;
@@ -67,7 +67,7 @@ class CosimDevice final : public runtime::Device {
 };
 
 bool CosimDevice::quiescent(std::string* busy_cores) {
-  const bool idle = rtl::cores_quiescent(cfg_, [this](uint32_t off) { return read_reg(off); }, busy_cores);
+  const bool idle = hw::cores_quiescent(cfg_, [this](uint32_t off) { return read_reg(off); }, busy_cores);
   return idle && pf_.memory_idle();
 }
 
@@ -89,14 +89,14 @@ Status CosimDevice::run_until_idle(uint64_t timeout_cycles) {
 
 std::vector<std::string_view> cosim_configs() {
   std::vector<std::string_view> v;
-  for (const auto& m : rtl::fabric_models()) v.push_back(m.config);
+  for (const auto& m : hw::fabric_models()) v.push_back(m.config);
   return v;
 }
 
 Expected<std::unique_ptr<runtime::Device>> make_cosim_device(const spec::HwConfig& cfg, const CosimOptions& opt) {
   const std::string where = "cosim device: config '" + std::string(cfg.name) + "'";
-  const rtl::FabricModel* model = nullptr;
-  for (const auto& m : rtl::fabric_models())
+  const hw::FabricModel* model = nullptr;
+  for (const auto& m : hw::fabric_models())
     if (m.config == cfg.name) model = &m;
   if (model == nullptr) {
     std::string have;

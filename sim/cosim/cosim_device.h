@@ -9,7 +9,7 @@
 
 #include "common/status.h"
 #include "loom/spec_gen.h"
-#include "mem_channel.h"
+#include "memory/mem_channel.h"
 #include "runtime/device.h"
 
 namespace loom::cosim {

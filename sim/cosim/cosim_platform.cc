@@ -1,5 +1,5 @@
 // CosimPlatform: elaboration, the clock thread and the register path.
-#include "cosim_platform.h"
+#include "cosim/cosim_platform.h"
 
 #include <algorithm>
 #include <cmath>
@@ -33,11 +33,11 @@ Expected<CosimPlatform*> CosimPlatform::instance() {
   return p;
 }
 
-void CosimPlatform::attach(std::unique_ptr<rtl::FabricSim> sim, hw::DeviceMemory& mem, const spec::HwConfig& cfg,
+void CosimPlatform::attach(std::unique_ptr<hw::FabricSim> sim, hw::DeviceMemory& mem, const spec::HwConfig& cfg,
                            const tlm::FaultPlan& plan, uint32_t reset_cycles) {
   sim_ = std::move(sim);
   period_ = sc_core::sc_time(std::round(1e6 / std::max(1u, cfg.clock_mhz)), sc_core::SC_PS);
-  const rtl::FabricShape shape = sim_->shape();
+  const hw::FabricShape shape = sim_->shape();
   nports_ = std::min<unsigned>(shape.mem_ports, unsigned(bridges_.size()));
   mem_.configure(nports_, shape.mem_bytes, cfg.mem_latency_cycles, period_);
   mem_.set_faults(plan);
@@ -50,7 +50,7 @@ void CosimPlatform::attach(std::unique_ptr<rtl::FabricSim> sim, hw::DeviceMemory
   }
   // The quantum bounds how long the clock thread runs ahead of SystemC time.
   ::tlm::tlm_global_quantum::instance().set(period_ * 1024.0);
-  lite_ = rtl::AxiLiteMaster{};
+  lite_ = hw::AxiLiteMaster{};
   lite_pins_ = hw::LitePins{};
   lite_failure_.clear();
   cycles_ = stop_at_ = 0;

@@ -1,4 +1,4 @@
-// The cosim platform: the Verilated loom_fabric (through rtl::FabricSim)
+// The cosim platform: the Verilated loom_fabric (through hw::FabricSim)
 // embedded in SystemC. A clock SC_THREAD steps the model cycle by cycle under
 // a quantum keeper; AxiTlmBridge turns each memory port's AXI4 bursts into
 // TLM-2.0 payloads for the shared MemChannel (the tlm platform's memory-port
@@ -19,14 +19,14 @@
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
 
-#include "axi_tlm_bridge.h"
-#include "hw/memory.h"
-#include "backends/rtl/axi_checker.h"
-#include "backends/rtl/axi_lite_master.h"
-#include "backends/rtl/fabric_sim.h"
 #include "common/status.h"
+#include "cosim/axi_tlm_bridge.h"
+#include "hw/memory.h"
+#include "hw/verilated/axi_checker.h"
+#include "hw/verilated/axi_lite_master.h"
+#include "hw/verilated/fabric_sim.h"
 #include "loom/spec_gen.h"
-#include "mem_channel.h"
+#include "memory/mem_channel.h"
 
 namespace loom::cosim {
 
@@ -43,7 +43,7 @@ class CosimPlatform : public sc_core::sc_module {
 
   /// Binds a model, the device memory its ports reach and the memory timing
   /// of `cfg`, then resets the fabric for `reset_cycles` cycles.
-  void attach(std::unique_ptr<rtl::FabricSim> sim, hw::DeviceMemory& mem, const spec::HwConfig& cfg,
+  void attach(std::unique_ptr<hw::FabricSim> sim, hw::DeviceMemory& mem, const spec::HwConfig& cfg,
               const tlm::FaultPlan& plan, uint32_t reset_cycles);
   /// Finishes the model (closes its trace) and drops it.
   void detach();
@@ -63,7 +63,7 @@ class CosimPlatform : public sc_core::sc_module {
   /// Ok, or the first problem: hung register access, RTL assertion, AXI protocol violation.
   Status health() const;
   unsigned mem_ports() const { return nports_; }
-  const rtl::AxiChecker& checker(unsigned p) const { return checkers_.at(p); }
+  const hw::AxiChecker& checker(unsigned p) const { return checkers_.at(p); }
   const AxiTlmBridge& bridge(unsigned p) const { return *bridges_.at(p); }
   tlm::MemChannel& memory() { return mem_; }
   void set_lite_timeout(uint32_t cycles) { lite_timeout_ = cycles; }
@@ -84,12 +84,12 @@ class CosimPlatform : public sc_core::sc_module {
 
   tlm::MemChannel mem_;
   std::array<std::unique_ptr<AxiTlmBridge>, spec::kMaxCores> bridges_;
-  std::vector<rtl::AxiChecker> checkers_;
+  std::vector<hw::AxiChecker> checkers_;
   std::vector<hw::AxiPins> pins_;
   unsigned nports_ = 0;
-  rtl::AxiLiteMaster lite_;
+  hw::AxiLiteMaster lite_;
   hw::LitePins lite_pins_;
-  std::unique_ptr<rtl::FabricSim> sim_;
+  std::unique_ptr<hw::FabricSim> sim_;
   sc_core::sc_time period_{1, sc_core::SC_NS};
   bool in_reset_ = true;
   bool lite_wait_ = false;

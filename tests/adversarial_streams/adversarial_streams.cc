@@ -28,9 +28,9 @@
 #if defined(LOOM_ADV_RTL)
 #include "backends/rtl/rtl_device.h"
 #elif defined(LOOM_ADV_TLM)
-#include "tlm_device.h"
+#include "tlm/tlm_device.h"
 #elif defined(LOOM_ADV_COSIM)
-#include "cosim_device.h"
+#include "cosim/cosim_device.h"
 #endif
 
 namespace loom::adversarial {

@@ -16,7 +16,7 @@
 #include "frontend/onnx/program.h"
 #include "runtime/executor.h"
 #ifdef LOOM_HAVE_TLM
-#include "tlm_device.h"
+#include "tlm/tlm_device.h"
 #endif
 
 using namespace loom;

@@ -11,9 +11,9 @@
 #include "compiler/cost_model.h"
 #include "ir/builder.h"
 #ifdef LOOM_HAVE_TLM
-#include "runtime/executor.h"
 #include "hw/timing.h"
-#include "tlm_device.h"
+#include "runtime/executor.h"
+#include "tlm/tlm_device.h"
 #endif
 
 namespace loom::compiler::test {

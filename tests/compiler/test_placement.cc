@@ -16,7 +16,7 @@
 #include "ir/builder.h"
 #include "runtime/executor.h"
 #ifdef LOOM_HAVE_TLM
-#include "tlm_device.h"
+#include "tlm/tlm_device.h"
 #endif
 
 namespace loom::compiler::test {

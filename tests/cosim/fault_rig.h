@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "hw/memory.h"
+#include "loom/spec_gen.h"
 #include "runtime/device.h"
 #include "support/insn_builders.h"
-#include "loom/spec_gen.h"
 
 namespace loom::cosim_test {
 

@@ -9,9 +9,9 @@
 
 #include "backends/ref/ref_device.h"
 #include "backends/rtl/rtl_device.h"
-#include "cosim_device.h"
-#include "tlm_device.h"
+#include "cosim/cosim_device.h"
 #include "fault_rig.h"
+#include "tlm/tlm_device.h"
 #include "tlm/workloads.h"
 
 namespace loom::cosim_test {

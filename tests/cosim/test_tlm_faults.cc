@@ -10,7 +10,7 @@
 #include "backends/ref/ref_device.h"
 #include "backends/rtl/rtl_device.h"
 #include "fault_rig.h"
-#include "tlm_device.h"
+#include "tlm/tlm_device.h"
 
 namespace loom::cosim_test {
 namespace {

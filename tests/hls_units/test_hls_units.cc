@@ -19,7 +19,7 @@
 #include "loom_hls_latency.h"
 #include "loom_hls_units.h"
 #include "runtime/executor.h"
-#include "tlm_device.h"
+#include "tlm/tlm_device.h"
 
 namespace loom {
 namespace {

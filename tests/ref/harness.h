@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "backends/ref/ref_device.h"
-#include "support/insn_builders.h"
 #include "loom/spec_gen.h"
+#include "support/insn_builders.h"
 
 namespace loom::ref::test {
 

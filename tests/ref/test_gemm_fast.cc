@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "hw/golden.h"
 #include "harness.h"
+#include "hw/golden.h"
 #include "naive.h"
 
 namespace loom::ref::test {

@@ -4,17 +4,17 @@
 
 #include "Vstandin_small.h"
 #include "Vstandin_tiny.h"
-#include "backends/rtl/verilated_fabric.h"
+#include "hw/verilated/verilated_fabric.h"
 
 namespace loom::rtl::test {
 
-std::unique_ptr<FabricSim> make_standin(std::string_view cfg, bool tracing) {
+std::unique_ptr<hw::FabricSim> make_standin(std::string_view cfg, bool tracing) {
   if (cfg == "tiny")
-    return std::make_unique<VerilatedFabric<Vstandin_tiny>>(FabricShape{LOOM_TINY_MEM_PORTS, LOOM_TINY_MEM_BYTES},
+    return std::make_unique<hw::VerilatedFabric<Vstandin_tiny>>(hw::FabricShape{LOOM_TINY_MEM_PORTS, LOOM_TINY_MEM_BYTES},
                                                             tracing);
   if (cfg == "small")
-    return std::make_unique<VerilatedFabric<Vstandin_small>>(
-        FabricShape{LOOM_SMALL_MEM_PORTS, LOOM_SMALL_MEM_BYTES}, tracing);
+    return std::make_unique<hw::VerilatedFabric<Vstandin_small>>(
+        hw::FabricShape{LOOM_SMALL_MEM_PORTS, LOOM_SMALL_MEM_BYTES}, tracing);
   return nullptr;
 }
 

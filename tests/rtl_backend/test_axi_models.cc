@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "hw/memory.h"
-#include "backends/rtl/axi_checker.h"
-#include "backends/rtl/axi_lite_master.h"
-#include "backends/rtl/axi_memory.h"
-#include "backends/rtl/pins.h"
+#include "hw/verilated/axi_checker.h"
+#include "hw/verilated/axi_lite_master.h"
+#include "hw/verilated/axi_memory.h"
+#include "hw/verilated/pins.h"
 
-namespace loom::rtl {
+namespace loom::hw {
 namespace {
 
 // ---------------------------------------------------------------- pins
@@ -76,10 +76,10 @@ struct Burst {
   uint8_t len;
   uint8_t id;
   uint8_t size;
-  uint8_t burst = hw::kBurstIncr;
+  uint8_t burst = kBurstIncr;
 };
 struct WBeat {
-  std::array<uint8_t, hw::kMaxBeatBytes> data{};
+  std::array<uint8_t, kMaxBeatBytes> data{};
   uint64_t strb = ~0ull;
   bool last = false;
 };
@@ -88,7 +88,7 @@ struct RBeat {
   uint8_t resp;
   bool last;
   uint64_t cycle;
-  std::array<uint8_t, hw::kMaxBeatBytes> data;
+  std::array<uint8_t, kMaxBeatBytes> data;
 };
 
 /// A well-behaved AXI4 master fed from queues; ready on R and B is random.
@@ -101,7 +101,7 @@ class ScriptMaster {
   std::vector<std::pair<uint8_t, uint8_t>> b;  // id, resp
   std::vector<uint64_t> ar_cycles;
 
-  void drive(hw::AxiPins& p) {
+  void drive(AxiPins& p) {
     p.arvalid = !ar.empty();
     if (p.arvalid) p.araddr = ar.front().addr, p.arlen = ar.front().len, p.arid = ar.front().id,
                    p.arsize = ar.front().size, p.arburst = ar.front().burst;
@@ -113,7 +113,7 @@ class ScriptMaster {
     p.rready = coin();
     p.bready = coin();
   }
-  void edge(const hw::AxiPins& p, uint64_t cycle) {
+  void edge(const AxiPins& p, uint64_t cycle) {
     if (p.arvalid && p.arready) ar.pop_front(), ar_cycles.push_back(cycle);
     if (p.awvalid && p.awready) aw.pop_front();
     if (p.wvalid && p.wready) w.pop_front();
@@ -137,7 +137,7 @@ struct Bench {
   uint64_t run(uint64_t max_cycles = 100000) {
     uint64_t c = 0;
     for (; c < max_cycles; ++c) {
-      hw::AxiPins p;
+      AxiPins p;
       model.drive(p);
       master.drive(p);
       checker.edge(p);
@@ -164,7 +164,7 @@ struct Bench {
     return s;
   }
   unsigned bytes;
-  hw::DeviceMemory mem;
+  DeviceMemory mem;
   AxiMemoryModel model;
   AxiChecker checker;
   ScriptMaster master;
@@ -191,7 +191,7 @@ TEST(AxiMemory, ReadBurstHonoursLatency) {
   EXPECT_GE(t.master.r[0].cycle, t.master.ar_cycles[0] + 10);
   for (unsigned i = 0; i < 8; ++i) {
     EXPECT_EQ(t.master.r[i].last, i == 7);
-    EXPECT_EQ(t.master.r[i].resp, hw::kRespOkay);
+    EXPECT_EQ(t.master.r[i].resp, kRespOkay);
     for (unsigned b = 0; b < 8; ++b) EXPECT_EQ(t.master.r[i].data[b], data[8 * i + b]);
   }
   EXPECT_TRUE(t.checker.status().is_ok()) << t.checker.status().str();
@@ -210,7 +210,7 @@ TEST(AxiMemory, WriteWithStrobesThenRead) {
   t.master.w.push_back(wb);
   t.run();
   ASSERT_EQ(t.master.b.size(), 2u);
-  EXPECT_EQ(t.master.b[0], std::make_pair(uint8_t(2), hw::kRespOkay));
+  EXPECT_EQ(t.master.b[0], std::make_pair(uint8_t(2), kRespOkay));
   std::vector<uint8_t> got(80);
   ASSERT_TRUE(t.mem.host_read(a, got).is_ok());
   const auto want = pattern(64, 9);
@@ -282,8 +282,8 @@ TEST(AxiMemory, ErrorResponses) {
   Bench t(8);
   const uint64_t a = *t.mem.alloc(4096, 4096);
   ASSERT_TRUE(t.mem.host_write(a, pattern(4096, 5)).is_ok());
-  t.mem.inject_fault(a + 100, 1, hw::FaultKind::SlvErr);
-  t.mem.inject_fault(a + 200, 8, hw::FaultKind::DecErr);
+  t.mem.inject_fault(a + 100, 1, FaultKind::SlvErr);
+  t.mem.inject_fault(a + 200, 8, FaultKind::DecErr);
   // Read: beat 12 (bytes 96..103) has the SLVERR byte; beat 25 the DECERR range.
   t.master.ar.push_back(Burst{a + 64, 31, 1, 3});
   // Unallocated memory past the allocation: DECERR on every beat.
@@ -293,13 +293,13 @@ TEST(AxiMemory, ErrorResponses) {
   t.run();
   ASSERT_EQ(t.master.r.size(), 34u);
   for (unsigned i = 0; i < 32; ++i) {
-    const uint8_t want = i == 4 ? hw::kRespSlvErr : i == 17 ? hw::kRespDecErr : hw::kRespOkay;
+    const uint8_t want = i == 4 ? kRespSlvErr : i == 17 ? kRespDecErr : kRespOkay;
     EXPECT_EQ(t.master.r[i].resp, want) << "beat " << i;
   }
-  EXPECT_EQ(t.master.r[32].resp, hw::kRespDecErr);
-  EXPECT_EQ(t.master.r[33].resp, hw::kRespDecErr);
+  EXPECT_EQ(t.master.r[32].resp, kRespDecErr);
+  EXPECT_EQ(t.master.r[33].resp, kRespDecErr);
   ASSERT_EQ(t.master.b.size(), 1u);
-  EXPECT_EQ(t.master.b[0].second, hw::kRespSlvErr);
+  EXPECT_EQ(t.master.b[0].second, kRespSlvErr);
   std::vector<uint8_t> got(8);
   ASSERT_TRUE(t.mem.host_read(a + 96, got).is_ok());
   EXPECT_NE(got[0], 0xCC);  // the faulting beat was not written
@@ -315,11 +315,11 @@ TEST(AxiMemory, ErrorResponses) {
 /// Feeds hand-written wire values cycle by cycle.
 struct Wires {
   AxiChecker chk{"m_axi[0]", 8};
-  void cycle(const hw::AxiPins& p) { chk.edge(p); }
+  void cycle(const AxiPins& p) { chk.edge(p); }
 };
 
-hw::AxiPins ar(uint64_t addr, uint8_t len, bool ready, uint8_t id = 0, uint8_t size = 3, uint8_t burst = hw::kBurstIncr) {
-  hw::AxiPins p;
+AxiPins ar(uint64_t addr, uint8_t len, bool ready, uint8_t id = 0, uint8_t size = 3, uint8_t burst = kBurstIncr) {
+  AxiPins p;
   p.arvalid = true;
   p.arready = ready;
   p.araddr = addr;
@@ -334,7 +334,7 @@ TEST(AxiChecker, LegalTrafficIsClean) {
   Wires w;
   w.cycle(ar(0x1000, 1, false));
   w.cycle(ar(0x1000, 1, true));
-  hw::AxiPins r;
+  AxiPins r;
   r.rvalid = r.rready = true;
   w.cycle(r);
   r.rlast = true;
@@ -345,7 +345,7 @@ TEST(AxiChecker, LegalTrafficIsClean) {
 TEST(AxiChecker, ValidDroppedOrPayloadChanged) {
   Wires w;
   w.cycle(ar(0x1000, 1, false));
-  w.cycle(hw::AxiPins{});  // dropped
+  w.cycle(AxiPins{});  // dropped
   EXPECT_EQ(w.chk.violations(), 1u);
   w.cycle(ar(0x2000, 1, false));
   w.cycle(ar(0x2040, 1, true));  // address changed while waiting
@@ -368,14 +368,14 @@ TEST(AxiChecker, IllegalBursts) {
 
 TEST(AxiChecker, WlastMustEndTheBurst) {
   Wires w;
-  hw::AxiPins aw;
+  AxiPins aw;
   aw.awvalid = aw.awready = true;
   aw.awaddr = 0x1000;
   aw.awlen = 2;
   aw.awsize = 3;
-  aw.awburst = hw::kBurstIncr;
+  aw.awburst = kBurstIncr;
   w.cycle(aw);
-  hw::AxiPins wb;
+  AxiPins wb;
   wb.wvalid = wb.wready = true;
   wb.wlast = true;  // on beat 1 of 3
   w.cycle(wb);
@@ -393,12 +393,12 @@ TEST(AxiChecker, WlastMustEndTheBurst) {
 
 TEST(AxiChecker, ResponsesNeedIssuedIds) {
   Wires w;
-  hw::AxiPins b;
+  AxiPins b;
   b.bvalid = b.bready = true;
   b.bid = 5;
   w.cycle(b);
   EXPECT_EQ(w.chk.violations(), 1u);
-  hw::AxiPins r;
+  AxiPins r;
   r.rvalid = r.rready = true;
   r.rlast = true;
   r.rid = 3;
@@ -414,10 +414,10 @@ TEST(AxiChecker, CatchesAMisbehavingSlave) {
   // The checker also watches the memory model: a slave that drops RVALID.
   Wires w;
   w.cycle(ar(0x1000, 1, true));
-  hw::AxiPins r;
+  AxiPins r;
   r.rvalid = true;  // not taken
   w.cycle(r);
-  w.cycle(hw::AxiPins{});
+  w.cycle(AxiPins{});
   EXPECT_EQ(w.chk.violations(), 1u);
   EXPECT_NE(w.chk.messages()[0].find("slave: R dropped"), std::string::npos);
 }
@@ -430,7 +430,7 @@ struct LiteSlave {
   std::array<uint32_t, 1024> regs{};
   bool bvalid = false, rvalid = false;
   uint32_t rdata = 0;
-  void drive(hw::LitePins& p) {
+  void drive(LitePins& p) {
     p.awready = !bvalid && rng() % 3 == 0;
     p.wready = p.awready;
     p.arready = !rvalid && rng() % 2 == 0;
@@ -438,7 +438,7 @@ struct LiteSlave {
     p.rvalid = rvalid;
     p.rdata = rdata;
   }
-  void edge(const hw::LitePins& p) {
+  void edge(const LitePins& p) {
     if (p.bvalid && p.bready) bvalid = false;
     if (p.rvalid && p.rready) rvalid = false;
     if (p.awvalid && p.awready && p.wvalid && p.wready) {
@@ -457,7 +457,7 @@ TEST(AxiLiteMaster, WritesAndReadsBack) {
   AxiLiteMaster m;
   auto run = [&] {
     for (int c = 0; c < 100 && m.busy(); ++c) {
-      hw::LitePins p;
+      LitePins p;
       s.drive(p);
       m.drive(p);
       s.edge(p);
@@ -473,9 +473,9 @@ TEST(AxiLiteMaster, WritesAndReadsBack) {
     m.start_read(4 * i);
     ASSERT_TRUE(run());
     EXPECT_EQ(m.rdata(), 0x1000u + i);
-    EXPECT_EQ(m.resp(), hw::kRespOkay);
+    EXPECT_EQ(m.resp(), kRespOkay);
   }
 }
 
 }  // namespace
-}  // namespace loom::rtl
+}  // namespace loom::hw

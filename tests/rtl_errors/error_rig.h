@@ -16,8 +16,8 @@
 
 #include "backends/ref/ref_device.h"
 #include "backends/rtl/rtl_device.h"
-#include "support/insn_builders.h"
 #include "loom/spec_gen.h"
+#include "support/insn_builders.h"
 
 namespace loom::rtl_errors {
 
@@ -172,8 +172,8 @@ class Rig {
   }
   bool irq_line() const { return rtl_ ? rtl_->irq_line() : ref_->irq_line(); }
   /// Memory-port statistics summed over ports (rtl only; zeros on ref).
-  rtl::AxiMemoryStats mem_stats() const {
-    rtl::AxiMemoryStats s;
+  hw::AxiMemoryStats mem_stats() const {
+    hw::AxiMemoryStats s;
     if (!rtl_) return s;
     for (unsigned p = 0; p < rtl_->mem_ports(); ++p) {
       const auto& q = rtl_->memory_port(p).stats();

@@ -9,7 +9,7 @@
 #include "runtime/device.h"
 #include "runtime/executor.h"
 #include "serve/service.h"
-#include "tlm_device.h"
+#include "tlm/tlm_device.h"
 
 namespace loom::serve {
 namespace {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "backends/ref/ref_device.h"
-#include "tlm_device.h"
+#include "tlm/tlm_device.h"
 #include "workloads.h"
 
 namespace loom::tlm_test {

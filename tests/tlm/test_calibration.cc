@@ -21,7 +21,7 @@
 #include "plan/plan.h"
 #include "runtime/executor.h"
 #include "support/insn_builders.h"
-#include "tlm_device.h"
+#include "tlm/tlm_device.h"
 
 namespace loom::tlm_test {
 namespace {

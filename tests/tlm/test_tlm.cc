@@ -10,7 +10,7 @@
 #include "compiler/compiler.h"
 #include "ir/graph.h"
 #include "runtime/executor.h"
-#include "tlm_device.h"
+#include "tlm/tlm_device.h"
 #include "workloads.h"
 
 namespace loom::tlm_test {

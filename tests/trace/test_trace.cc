@@ -18,7 +18,7 @@
 #include "ir/graph.h"
 #include "runtime/executor.h"
 #include "runtime/trace.h"
-#include "tlm_device.h"
+#include "tlm/tlm_device.h"
 
 namespace loom {
 namespace {

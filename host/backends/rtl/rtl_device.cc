@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "hw/control_regs.h"
 
 namespace loom::rtl {
 namespace {
@@ -19,10 +20,10 @@ RtlDevice::RtlDevice(const spec::HwConfig& cfg, const FabricMaker& make, const R
   const std::string& trace = opt_.trace_path;
   sim_ = make(!trace.empty());
   if (!trace.empty()) sim_->open_trace(trace);
-  const FabricShape shape = sim_->shape();
+  const hw::FabricShape shape = sim_->shape();
   beat_bytes_ = shape.mem_bytes;
   for (unsigned p = 0; p < shape.mem_ports; ++p) {
-    AxiMemoryOptions mo = opt_.mem;
+    hw::AxiMemoryOptions mo = opt_.mem;
     mo.seed = opt_.mem.seed + p;
     ports_.push_back(std::make_unique<Port>(mem_, beat_bytes_, mo, "rtl: m_axi[" + std::to_string(p) + "]"));
   }
@@ -193,23 +194,8 @@ Status RtlDevice::health() const {
   return Status::ok();
 }
 
-bool cores_quiescent(const spec::HwConfig& cfg, const std::function<uint32_t(uint32_t)>& read_reg,
-                     std::string* busy_cores) {
-  const uint32_t busy = read_reg(spec::reg::STATUS);
-  bool idle = true;
-  for (unsigned c = 0; c < cfg.cores && c < spec::kMaxCores; ++c) {
-    if (!(busy & spec::reg::STATUS_BUSY(c))) continue;
-    const uint32_t st = read_reg(spec::core_reg_addr(c, cr::STATUS));
-    if ((st & cr::STATUS_BUSY_MASK) && !(st & cr::STATUS_BLOCKED_MASK)) {
-      idle = false;
-      if (busy_cores) busy_cores->append(" ").append(std::to_string(c));
-    }
-  }
-  return idle;
-}
-
 bool RtlDevice::quiescent(std::string* busy_cores) {
-  bool idle = cores_quiescent(cfg_, [this](uint32_t off) { return read_reg(off); }, busy_cores);
+  bool idle = hw::cores_quiescent(cfg_, [this](uint32_t off) { return read_reg(off); }, busy_cores);
   for (const auto& port : ports_) idle = idle && port->model.idle();
   return idle;
 }

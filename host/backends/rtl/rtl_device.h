@@ -12,26 +12,18 @@
 #include <vector>
 
 #include "hw/memory.h"
-#include "backends/rtl/axi_checker.h"
-#include "backends/rtl/axi_lite_master.h"
-#include "backends/rtl/axi_memory.h"
-#include "backends/rtl/fabric_sim.h"
+#include "hw/verilated/axi_checker.h"
+#include "hw/verilated/axi_lite_master.h"
+#include "hw/verilated/axi_memory.h"
+#include "hw/verilated/fabric_sim.h"
 #include "runtime/device.h"
 #include "runtime/trace.h"
 
 namespace loom::rtl {
 
-/// Whether no core of a fabric can make progress, from its registers: every
-/// busy core is blocked on a semaphore (it can only be woken by another core,
-/// so it counts as stopped only when every other busy core is blocked too).
-/// Appends the numbers of the cores still running to `busy_cores`. Shared by
-/// the backends that run the RTL (rtl, cosim); they add their memory's state.
-bool cores_quiescent(const spec::HwConfig& cfg, const std::function<uint32_t(uint32_t)>& read_reg,
-                     std::string* busy_cores);
-
 struct RtlOptions {
   /// Memory-port behaviour; port p uses seed `mem.seed + p`.
-  AxiMemoryOptions mem;
+  hw::AxiMemoryOptions mem;
   /// FST trace file; empty: none.
   std::string trace_path;
   /// Cycles run_until_idle clocks between two looks at the STATUS registers.
@@ -42,7 +34,7 @@ struct RtlOptions {
 };
 
 /// Builds the Verilated model; `tracing` arms FST tracing before construction.
-using FabricMaker = std::function<std::unique_ptr<FabricSim>(bool tracing)>;
+using FabricMaker = std::function<std::unique_ptr<hw::FabricSim>(bool tracing)>;
 
 class RtlDevice final : public runtime::Device {
  public:
@@ -92,16 +84,16 @@ class RtlDevice final : public runtime::Device {
   Status health() const;
 
   unsigned mem_ports() const { return unsigned(ports_.size()); }
-  const AxiChecker& checker(unsigned port) const { return ports_[port]->checker; }
-  const AxiMemoryModel& memory_port(unsigned port) const { return ports_[port]->model; }
+  const hw::AxiChecker& checker(unsigned port) const { return ports_[port]->checker; }
+  const hw::AxiMemoryModel& memory_port(unsigned port) const { return ports_[port]->model; }
   uint64_t lite_error_responses() const { return lite_err_resp_; }
 
  private:
   struct Port {
-    Port(hw::MemoryPort& mem, unsigned beat_bytes, const AxiMemoryOptions& opt, std::string name)
+    Port(hw::MemoryPort& mem, unsigned beat_bytes, const hw::AxiMemoryOptions& opt, std::string name)
         : model(mem, beat_bytes, opt), checker(std::move(name), beat_bytes) {}
-    AxiMemoryModel model;
-    AxiChecker checker;
+    hw::AxiMemoryModel model;
+    hw::AxiChecker checker;
     hw::AxiPins pins;
   };
 
@@ -130,10 +122,10 @@ class RtlDevice final : public runtime::Device {
   spec::HwConfig cfg_;
   RtlOptions opt_;
   hw::DeviceMemory mem_;
-  std::unique_ptr<FabricSim> sim_;
+  std::unique_ptr<hw::FabricSim> sim_;
   unsigned beat_bytes_ = 8;
   std::vector<std::unique_ptr<Port>> ports_;
-  AxiLiteMaster lite_;
+  hw::AxiLiteMaster lite_;
   hw::LitePins lite_pins_;
   bool in_reset_ = true;
   uint64_t cycles_ = 0;

@@ -2,20 +2,20 @@
 // configuration and sets memory-port options from the config and the device options.
 #include <string>
 
-#include "backends/rtl/fabric_models.h"
 #include "backends/rtl/rtl_device.h"
+#include "hw/verilated/fabric_models.h"
 
 namespace loom::rtl {
 
 std::vector<std::string_view> rtl_configs() {
   std::vector<std::string_view> v;
-  for (const auto& m : fabric_models()) v.push_back(m.config);
+  for (const auto& m : hw::fabric_models()) v.push_back(m.config);
   return v;
 }
 
 Expected<std::unique_ptr<RtlDevice>> make_rtl_device(const spec::HwConfig& cfg, const RtlOptions& opt) {
   const std::string where = "rtl device: config '" + std::string(cfg.name) + "'";
-  for (const auto& m : fabric_models()) {
+  for (const auto& m : hw::fabric_models()) {
     if (m.config != cfg.name) continue;
     if (m.cores != cfg.cores || m.rows != cfg.array_rows || m.cols != cfg.array_cols ||
         m.mem_ports != cfg.mem_ports || m.mem_bytes * 8 != cfg.mem_width_bits)

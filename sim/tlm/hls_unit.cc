@@ -1,5 +1,5 @@
 // HlsUnit: functional call at issue, latency model and memory traffic timing.
-#include "hls_unit.h"
+#include "tlm/hls_unit.h"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
 // Platform: construction and binding of the process-wide SystemC top module.
-#include "platform.h"
+#include "tlm/platform.h"
 
 #include <cstdlib>
 #include <string>

@@ -6,7 +6,7 @@
 
 #include "hw/axi_types.h"
 
-namespace loom::rtl {
+namespace loom::hw {
 
 class AxiLiteMaster {
  public:
@@ -36,4 +36,4 @@ class AxiLiteMaster {
   uint8_t resp_ = 0;
 };
 
-}  // namespace loom::rtl
+}  // namespace loom::hw

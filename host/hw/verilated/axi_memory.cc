@@ -1,11 +1,11 @@
 // AxiMemoryModel: per-cycle channel logic of the AXI4 slave memory model.
-#include "backends/rtl/axi_memory.h"
+#include "hw/verilated/axi_memory.h"
 
 #include <algorithm>
 #include <span>
 #include <vector>
 
-namespace loom::rtl {
+namespace loom::hw {
 
 AxiMemoryModel::AxiMemoryModel(hw::MemoryPort& mem, unsigned beat_bytes, const AxiMemoryOptions& opt)
     : mem_(mem), beat_bytes_(std::clamp(beat_bytes, 1u, hw::kMaxBeatBytes)), opt_(opt), rng_(opt.seed) {
@@ -173,4 +173,4 @@ void AxiMemoryModel::edge(const hw::AxiPins& p) {
   ++now_;
 }
 
-}  // namespace loom::rtl
+}  // namespace loom::hw

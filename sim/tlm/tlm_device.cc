@@ -1,6 +1,6 @@
 // TlmDevice: the spec's register map (RefDevice's semantics) over the
 // process-wide platform, and the factory that attaches it.
-#include "tlm_device.h"
+#include "tlm/tlm_device.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,8 +8,8 @@
 #include <string>
 
 #include "hw/golden.h"
-#include "platform.h"
 #include "runtime/trace.h"
+#include "tlm/platform.h"
 
 #include <tlm>
 

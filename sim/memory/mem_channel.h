@@ -14,8 +14,8 @@
 #include <tlm>
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
-#include "hw/memory.h"
 #include "common/status.h"
+#include "hw/memory.h"
 #include "loom/spec_gen.h"
 #include "runtime/device.h"
 

@@ -7,10 +7,10 @@
 #include <deque>
 #include <random>
 
-#include "hw/memory.h"
 #include "hw/axi_types.h"
+#include "hw/memory.h"
 
-namespace loom::rtl {
+namespace loom::hw {
 
 struct AxiMemoryOptions {
   uint32_t read_latency = 0;    // cycles from an AR handshake until its first R beat may be offered
@@ -95,4 +95,4 @@ class AxiMemoryModel {
   AxiMemoryStats stats_;
 };
 
-}  // namespace loom::rtl
+}  // namespace loom::hw

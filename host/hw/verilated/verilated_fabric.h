@@ -9,10 +9,10 @@
 #include <span>
 #include <string>
 
-#include "backends/rtl/fabric_sim.h"
-#include "backends/rtl/pins.h"
+#include "hw/verilated/fabric_sim.h"
+#include "hw/verilated/pins.h"
 
-namespace loom::rtl {
+namespace loom::hw {
 
 template <class Model>
 class VerilatedFabric final : public FabricSim {
@@ -144,4 +144,4 @@ class VerilatedFabric final : public FabricSim {
   bool finished_ = false;
 };
 
-}  // namespace loom::rtl
+}  // namespace loom::hw

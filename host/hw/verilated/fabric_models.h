@@ -6,9 +6,9 @@
 #include <string_view>
 #include <vector>
 
-#include "backends/rtl/fabric_sim.h"
+#include "hw/verilated/fabric_sim.h"
 
-namespace loom::rtl {
+namespace loom::hw {
 
 struct FabricModel {
   std::string_view config;  // configs.yaml name
@@ -20,4 +20,4 @@ struct FabricModel {
 
 const std::vector<FabricModel>& fabric_models();
 
-}  // namespace loom::rtl
+}  // namespace loom::hw

@@ -1,6 +1,6 @@
 // MemChannel: per-port read/write channel reservations behind b_transport,
 // the fault plan, and data movement for bursts that carry an AxiBurstExt.
-#include "mem_channel.h"
+#include "memory/mem_channel.h"
 
 #include <algorithm>
 #include <cerrno>

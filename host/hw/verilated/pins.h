@@ -8,7 +8,7 @@
 #include <span>
 #include <type_traits>
 
-namespace loom::rtl::pins {
+namespace loom::hw::pins {
 
 // Verilator packs a `[MemPorts-1:0][63:0]` port into one signal whose type
 // depends on the total width: integers up to 64 bits, VlWide<N> (an array of
@@ -87,4 +87,4 @@ void set_bytes(T& s, unsigned first, std::span<const uint8_t> in) {
   }
 }
 
-}  // namespace loom::rtl::pins
+}  // namespace loom::hw::pins

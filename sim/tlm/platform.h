@@ -8,10 +8,10 @@
 
 #include <systemc>
 
-#include "core_model.h"
-#include "device_state.h"
-#include "hls_unit.h"
-#include "mem_channel.h"
+#include "memory/mem_channel.h"
+#include "tlm/core_model.h"
+#include "tlm/device_state.h"
+#include "tlm/hls_unit.h"
 
 namespace loom::tlm {
 

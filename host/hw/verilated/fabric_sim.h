@@ -8,7 +8,7 @@
 
 #include "hw/axi_types.h"
 
-namespace loom::rtl {
+namespace loom::hw {
 
 /// Static facts about the verilated fabric (its -G parameters).
 struct FabricShape {
@@ -47,4 +47,4 @@ class FabricSim {
   virtual void finish() = 0;
 };
 
-}  // namespace loom::rtl
+}  // namespace loom::hw

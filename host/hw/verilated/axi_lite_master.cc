@@ -1,7 +1,7 @@
 // AxiLiteMaster: the write (AW+W then B) and read (AR then R) sequences.
-#include "backends/rtl/axi_lite_master.h"
+#include "hw/verilated/axi_lite_master.h"
 
-namespace loom::rtl {
+namespace loom::hw {
 
 void AxiLiteMaster::start_write(uint32_t addr, uint32_t data) {
   state_ = State::Write;
@@ -47,4 +47,4 @@ void AxiLiteMaster::edge(const hw::LitePins& p) {
   }
 }
 
-}  // namespace loom::rtl
+}  // namespace loom::hw

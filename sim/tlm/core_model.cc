@@ -1,7 +1,7 @@
 // CoreModel: fetch, dispatch and unit threads of one core. Instructions
 // execute functionally in the golden model when they issue (program order,
 // as in ref), so outputs are bit-exact; the threads only decide when.
-#include "core_model.h"
+#include "tlm/core_model.h"
 
 #include <algorithm>
 #include <string>

@@ -1,10 +1,10 @@
 // AxiChecker: handshake stability, burst legality, W/R beat counts and
 // response-ID bookkeeping on one AXI4 port.
-#include "backends/rtl/axi_checker.h"
+#include "hw/verilated/axi_checker.h"
 
 #include <cstdio>
 
-namespace loom::rtl {
+namespace loom::hw {
 AxiChecker::AxiChecker(std::string name, unsigned beat_bytes, unsigned max_messages)
     : name_(std::move(name)), beat_bytes_(beat_bytes), size_log2_(0), max_messages_(max_messages) {
   while ((1u << size_log2_) < beat_bytes_) ++size_log2_;
@@ -138,4 +138,4 @@ void AxiChecker::edge(const hw::AxiPins& p) {
   ++cycle_;
 }
 
-}  // namespace loom::rtl
+}  // namespace loom::hw

@@ -14,10 +14,10 @@
 #include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
 
-#include "device_state.h"
+#include "hw/timing.h"
 #include "loom_hls_units.h"
 #include "runtime/device.h"
-#include "hw/timing.h"
+#include "tlm/device_state.h"
 
 namespace loom::tlm {
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "hw/axi_types.h"
 #include "common/status.h"
+#include "hw/axi_types.h"
 
-namespace loom::rtl {
+namespace loom::hw {
 
 class AxiChecker {
  public:
@@ -59,4 +59,4 @@ class AxiChecker {
   std::deque<uint8_t> aw_ids_;        // IDs of AWs still waiting for their W data
 };
 
-}  // namespace loom::rtl
+}  // namespace loom::hw

@@ -16,9 +16,9 @@
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/tlm_quantumkeeper.h>
 
-#include "device_state.h"
-#include "runtime/trace.h"
 #include "hw/timing.h"
+#include "runtime/trace.h"
+#include "tlm/device_state.h"
 
 namespace loom::tlm {
 
