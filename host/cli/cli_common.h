@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -15,8 +16,10 @@
 #include "ir/graph.h"
 #include "compiler/compiler.h"
 #include "plan/plan.h"
+#include "plan/program.h"
 #include "runtime/device.h"
 #include "runtime/executor.h"
+#include "runtime/program.h"
 #include "runtime/trace.h"
 
 namespace loom::cli {
@@ -108,41 +111,47 @@ struct RunArgs {
 };
 int run_program_kind(const RunArgs& a);
 
-/// Pieces of a run's report that every input kind shares (cmd_run.cc).
-/// Per-core counters, summed over `runs` (one per plan executed).
-ordered_json cores_json(const std::vector<const runtime::RunResult*>& runs);
-/// One entry per plan layer: name, op, MACs, measured cycles (null when not
-/// measured) and the MAC utilization they give on `cfg`.
-ordered_json layers_json(const plan::Plan& p, const runtime::RunResult& r, const spec::HwConfig& cfg, int segment = -1);
-/// An output as the reference comparison sees it.
-struct OutputRef {
+/// What every input kind's run shares (cmd_run.cc): one device, one
+/// executor (runtime::run_program), one report.
+/// Opens the device of --backend for `cfg` (with --wave and --trace), runs
+/// `prog` with `host` holding its values, and writes --trace (slices named
+/// by layer and op, with "segment N" when `name_segments`), a failed run's
+/// too.
+Expected<runtime::ProgramRun> run_on_device(const RunArgs& a, const spec::HwConfig& cfg, const plan::Program& prog,
+                                            runtime::HostSteps& host, bool name_segments);
+/// One output of a run, as the report, the reference comparison and the
+/// output files see it.
+struct RunOutput {
   std::string name;
+  std::string dtype;
   std::vector<int64_t> shape;
   int64_t numel = 0;
   std::function<double(int64_t)> at;
+  /// The file bytes for --output-format `format` ("pb" or "npy").
+  std::function<Expected<std::string>(const std::string& format)> encode;
 };
-/// --expected DIR: every output against DIR/output_K.pb (or .npy), K its
-/// index, within |got - want| <= atol + rtol * |want|. Sets *ok.
-Expected<ordered_json> compare_expected(const std::string& dir, const std::vector<OutputRef>& outs, double atol,
-                                        double rtol, bool* ok);
+/// A run's report, filled by the input kind's driver.
+struct RunReport {
+  ordered_json j;  // model, kind, backend, config, compile options, seed, the kind's own fields
+  std::vector<RunOutput> outputs;
+  bool check = false, exact = true;  // --check done, and its result (j carries the details)
+  std::string summary;     // first text line: "ran MODEL on BACKEND (config C): ..."
+  std::string check_line;  // text line of --check
+};
+/// Finishes every run the same way: --expected DIR (or test_data_set_0)
+/// compared within --atol/--rtol; on a failed check nothing written and exit
+/// 1; else --outputs written (all files or none), then per-core counters,
+/// per-layer cycles (with their segment when `name_segments`), totals and
+/// the text or --json report. Returns the exit code.
+int finish_run(const RunArgs& a, RunReport& r, const plan::Program& prog, const runtime::ProgramRun& run,
+               const spec::HwConfig& cfg, bool name_segments, const std::string& exp_dir,
+               std::chrono::steady_clock::time_point t0);
 /// Whether the reference folder `dir` holds inputs (input_0.pb, ...): a run
 /// without --inputs then reads them from it.
 bool has_reference_inputs(const std::string& dir);
-/// The text line of compare_expected's result.
-void print_expected(const ordered_json& e);
 /// The reference folder of a model: --expected, else test_data_set_0 beside
 /// it when no --inputs are given (empty: none).
 std::string expected_dir(const RunArgs& a);
-/// Writes the trace of a run that took `cycles` on `dev`, its slices named
-/// after the layers in `spans`.
-Status write_trace(runtime::TraceRecorder& trace, const RunArgs& a, const runtime::Device& dev, uint64_t cycles,
-                   const std::vector<runtime::TraceRecorder::LayerSpan>& spans);
-/// The layer spans of one executed plan (empty when its layers were not timed).
-std::vector<runtime::TraceRecorder::LayerSpan> layer_spans(const plan::Plan& p, const runtime::RunResult& r,
-                                                           const std::string& prefix = "");
-/// The device of a run: --backend for `cfg`, with --wave and --trace.
-Expected<std::unique_ptr<runtime::Device>> open_device(const RunArgs& a, const spec::HwConfig& cfg,
-                                                       runtime::TraceRecorder* trace);
 int compile_program_kind(const std::string& model, const spec::HwConfig& cfg, const compiler::CompileOptions& opt,
                          const std::string& out, bool explain, bool json);
 

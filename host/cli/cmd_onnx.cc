@@ -22,14 +22,16 @@ void add_program_json(ordered_json& j, const onnxfe::Program& p) {
   j["folded_qdq"] = p.folded_qdq;
   ordered_json segs = ordered_json::array();
   size_t dev_ops = 0;
-  for (const auto& s : p.segments) {
+  for (size_t k = 0; k < p.segments.size(); ++k) {
+    const auto& s = p.segments[k];
+    const plan::Segment& ps = p.program.segments.at(k);
     size_t insns = 0;
-    for (const auto& c : s.plan.cores) insns += c.size();
+    for (const auto& c : ps.plan.cores) insns += c.size();
     dev_ops += s.nodes.size();
-    segs.push_back(ordered_json{{"nodes", s.nodes}, {"inputs", s.inputs}, {"outputs", s.outputs},
-                                {"layers", s.plan.layers.size()}, {"instructions", insns},
-                                {"memory_bytes", s.plan.memory_bytes}, {"unit_calls", s.plan.unit_calls.size()},
-                                {"tasks", s.plan.tasks.size()}});
+    segs.push_back(ordered_json{{"nodes", s.nodes}, {"inputs", ps.inputs}, {"outputs", ps.outputs},
+                                {"layers", ps.plan.layers.size()}, {"instructions", insns},
+                                {"memory_bytes", ps.plan.memory_bytes}, {"unit_calls", ps.plan.unit_calls.size()},
+                                {"tasks", ps.plan.tasks.size()}});
   }
   j["device_ops"] = dev_ops;
   j["segments"] = segs;
@@ -79,12 +81,14 @@ Status attach_reference_graphs(onnxfe::ProgramPlan& pp, const std::string& plan_
   auto ref = onnxfe::build_program(*m, {}, cfg, po);
   if (!ref) return ref.error();
   auto& segs = pp.program.segments;
+  const auto& plans = pp.program.program.segments;
   if (ref->segments.size() != segs.size())
     return make_error("--check", info.source + " now gives " + std::to_string(ref->segments.size()) +
                                      " device segments, " + plan_path + " holds " + std::to_string(segs.size()));
   for (size_t k = 0; k < segs.size(); ++k) {
     const auto& r = ref->segments[k];
-    if (r.nodes != segs[k].nodes || r.inputs != segs[k].inputs || r.outputs != segs[k].outputs)
+    const auto& rp = ref->program.segments[k];
+    if (r.nodes != segs[k].nodes || rp.inputs != plans[k].inputs || rp.outputs != plans[k].outputs)
       return make_error("--check", info.source + " now gives another device segment " + std::to_string(k) + " than " +
                                        plan_path + " holds");
     segs[k].graph = r.graph;
@@ -148,25 +152,15 @@ int run_program_kind(const RunArgs& a) {
     prog = std::move(*built);
   }
 
-  runtime::TraceRecorder trace;
-  auto dev = open_device(a, *cfgp, a.trace.empty() ? nullptr : &trace);
-  if (!dev) return fail(dev.error());
-  runtime::RunOptions ro;
-  ro.layer_cycles = a.layer_cycles || !a.trace.empty();
-  auto res = onnxfe::run_program(prog, **dev, inputs, a.check, ro);
-  (*dev)->set_trace(nullptr);
-  if (!a.trace.empty()) {
-    std::vector<runtime::TraceRecorder::LayerSpan> spans;
-    if (res)
-      for (const auto& sr : res->segments)
-        for (auto& sp : layer_spans(prog.segments[size_t(sr.segment)].plan, sr.result,
-                                    "segment " + std::to_string(sr.segment) + " "))
-          spans.push_back(std::move(sp));
-    if (Status s = write_trace(trace, a, **dev, (*dev)->cycles() - trace.origin(), spans); !s) return fail(s.error());
-  }
+  auto host = onnxfe::ProgramValues::bind(prog, inputs, a.check);
+  if (!host) return fail(host.error());
+  auto res = run_on_device(a, *cfgp, prog.program, **host, /*name_segments=*/true);
   if (!res) return fail(res.error());
+  auto outputs = (*host)->outputs();
+  if (!outputs) return fail(outputs.error());
 
-  ordered_json j;
+  RunReport rep;
+  ordered_json& j = rep.j;
   j["model"] = a.model;
   j["kind"] = from_plan ? "onnx_plan" : "onnx";
   j["backend"] = a.backend;
@@ -181,95 +175,36 @@ int run_program_kind(const RunArgs& a) {
 
   // --check: each device segment against loom's direct reference on the
   // same inputs (host ops are the same code either way).
-  const bool exact = res->mismatches.empty();
+  const auto& mismatches = (*host)->mismatches();
   if (a.check) {
-    j["bit_exact"] = exact;
-    if (!exact) {
+    rep.check = true;
+    rep.exact = mismatches.empty();
+    j["bit_exact"] = rep.exact;
+    if (!rep.exact) {
       ordered_json mism = ordered_json::array();
-      for (const auto& [what, n] : res->mismatches)
-        mism.push_back(ordered_json{{"output", what}, {"mismatched_elements", n}});
+      for (const auto& [what, n] : mismatches) mism.push_back(ordered_json{{"output", what}, {"mismatched_elements", n}});
       j["mismatches"] = mism;
     }
+    rep.check_line = "check of " + std::to_string(prog.segments.size()) + " device segments against the direct reference: " +
+                     (rep.exact ? "bit-exact" : "MISMATCH");
   }
-  bool within = true;
-  if (!exp_dir.empty()) {
-    std::vector<OutputRef> refs;
-    for (const auto& [name, v] : res->outputs) {
-      const onnxfe::Value* vp = &v;
-      refs.push_back(OutputRef{name, v.shape, v.numel(), [vp](int64_t k) { return vp->at(k); }});
-    }
-    auto cmp = compare_expected(exp_dir, refs, a.atol, a.rtol, &within);
-    if (!cmp) return fail(cmp.error());
-    // test_data_set_0 found beside the model is reported; only --expected
-    // DIR makes the tolerance a condition of success.
-    (*cmp)["required"] = !a.expected.empty();
-    if (a.expected.empty()) within = true;
-    j["expected"] = *cmp;
+  for (const auto& [name, v] : *outputs) {
+    const onnxfe::Value* vp = &v;
+    const std::string n = name;
+    rep.outputs.push_back(RunOutput{name, onnxfe::elem_name(v.type), v.shape, v.numel(),
+                                    [vp](int64_t k) { return vp->at(k); },
+                                    [vp, n](const std::string& format) -> Expected<std::string> {
+                                      if (format != "npy") return onnxfe::to_proto_bytes(*vp, n);
+                                      auto t = onnxfe::to_tensor(*vp);
+                                      if (!t) return t.error();
+                                      return encode_npy(*t);
+                                    }});
   }
-
-  if ((a.check && !exact) || !within) {
-    std::cerr << "loom: error: " << (!exact ? "device outputs differ from the direct reference"
-                                            : "outputs differ from the reference outputs in " + exp_dir)
-              << (a.outputs.empty() ? "" : "; nothing written to --outputs " + a.outputs) << "\n";
-    if (a.json) std::cout << j.dump(2) << "\n";
-    return 1;
-  }
-  ordered_json outs = ordered_json::array();
-  std::vector<std::pair<std::string, std::string>> files;
-  for (size_t k = 0; k < res->outputs.size(); ++k) {
-    const auto& [name, v] = res->outputs[k];
-    outs.push_back(ordered_json{{"name", name}, {"dtype", onnxfe::elem_name(v.type)}, {"shape", v.shape}});
-    if (a.outputs.empty()) continue;
-    if (a.format == "npy") {
-      auto t = onnxfe::to_tensor(v);
-      if (!t) return fail(Status(t.error()).context("--output-format npy: output '" + name + "'").error());
-      files.emplace_back("output_" + std::to_string(k) + ".npy", encode_npy(*t));
-    } else {
-      files.emplace_back("output_" + std::to_string(k) + ".pb", onnxfe::to_proto_bytes(v, name));
-    }
-  }
-  if (!a.outputs.empty()) {
-    auto written = write_output_files(a.outputs, files);
-    if (!written) return fail(written.error());
-    for (size_t k = 0; k < written->size(); ++k) outs[k]["file"] = (*written)[k];
-  }
-  j["outputs"] = outs;
-  std::vector<const runtime::RunResult*> runs;
-  ordered_json layers = ordered_json::array();
-  uint64_t refills = 0;
-  for (const auto& sr : res->segments) {
-    runs.push_back(&sr.result);
-    refills += sr.result.ring_refills;
-    for (auto& l : layers_json(prog.segments[size_t(sr.segment)].plan, sr.result, *cfgp, sr.segment))
-      layers.push_back(std::move(l));
-  }
-  j["has_time"] = res->has_time;
-  j["cycles"] = res->has_time ? ordered_json(res->device_cycles) : ordered_json(nullptr);
-  j["instructions"] = res->instructions;
-  j["ring_refills"] = refills;
-  j["cores"] = cores_json(runs);
-  j["layers"] = layers;
-  j["wall_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (a.json) {
-    std::cout << j.dump(2) << "\n";
-  } else {
-    std::cout << "ran " << a.model << " on " << a.backend << " (config " << cfgp->name << "): "
-              << j["device_ops"].get<size_t>() << " ops in " << prog.segments.size() << " device segments, "
-              << prog.fallback_ops.size() << " host fallback ops";
-    if (res->has_time) std::cout << ", " << res->device_cycles << " device cycles";
-    std::cout << "\n";
-    for (const auto& oj : outs) {
-      std::cout << "  output " << oj["name"].get<std::string>() << " " << oj["dtype"].get<std::string>() << " "
-                << oj["shape"].dump();
-      if (oj.contains("file")) std::cout << " -> " << oj["file"].get<std::string>();
-      std::cout << "\n";
-    }
-    if (a.check)
-      std::cout << "  check of " << prog.segments.size() << " device segments against the direct reference: "
-                << (exact ? "bit-exact" : "MISMATCH") << "\n";
-    if (!exp_dir.empty()) print_expected(j["expected"]);
-  }
-  return 0;
+  rep.summary = "ran " + a.model + " on " + a.backend + " (config " + std::string(cfgp->name) + "): " +
+                std::to_string(j["device_ops"].get<size_t>()) + " ops in " + std::to_string(prog.segments.size()) +
+                " device segments, " + std::to_string(prog.fallback_ops.size()) + " host fallback ops" +
+                (res->has_time ? ", " + std::to_string(res->cycles) + " device cycles" : std::string());
+  return finish_run(a, rep, prog.program, *res, *cfgp, /*name_segments=*/true, exp_dir, t0);
 }
 
 int compile_program_kind(const std::string& model, const spec::HwConfig& cfg, const compiler::CompileOptions& opt,
@@ -309,7 +244,7 @@ int compile_program_kind(const std::string& model, const spec::HwConfig& cfg, co
   if (!s) return fail(s.error());
   j["plan"] = out;
   j["format_version"] = plan::kProgramFormatVersion;
-  j["steps"] = prog->steps.size();
+  j["steps"] = prog->program.steps.size();
   if (json) {
     if (explain) {
       j["decisions"] = ordered_json::array();
@@ -322,7 +257,7 @@ int compile_program_kind(const std::string& model, const spec::HwConfig& cfg, co
   }
   std::cout << "wrote " << out << ": " << prog->segments.size() << " device segments ("
             << j["device_ops"].get<size_t>() << " ops) and " << prog->fallback_ops.size()
-            << " host fallback ops in " << prog->steps.size() << " steps (config " << cfg.name << ")\n";
+            << " host fallback ops in " << prog->program.steps.size() << " steps (config " << cfg.name << ")\n";
   return 0;
 }
 

@@ -47,10 +47,6 @@ double tensor_at(const Tensor& t, int64_t k) {
   return 0;
 }
 
-ordered_json tensor_json(const std::string& name, const Tensor& t) {
-  return ordered_json{{"name", name}, {"dtype", dtype_name(t.dtype)}, {"shape", t.shape}};
-}
-
 // The waveform is written to a temporary file beside --wave and renamed when
 // the run succeeds; SIGINT or SIGTERM remove it (unlink is async-signal-safe).
 // The FST writer also keeps its hierarchy in FILE.hier until it closes.
@@ -149,37 +145,36 @@ int run(const Opts& o) {
   auto inputs = load_inputs(input_files, p.inputs, o.seed);
   if (!inputs) return fail(inputs.error());
 
-  runtime::TraceRecorder trace;
-  auto dev = open_device(o, *cfg, o.trace.empty() ? nullptr : &trace);
-  if (!dev) return fail(dev.error());
-  runtime::RunOptions ro;
-  ro.layer_cycles = o.layer_cycles || !o.trace.empty();
-  auto res = runtime::execute(**dev, p, *inputs, ro);
-  (*dev)->set_trace(nullptr);
-  // A failed run still gets its trace (its error instants show where it stopped).
-  if (!o.trace.empty())
-    if (Status s = write_trace(trace, o, **dev, res ? res->cycles : (*dev)->cycles() - trace.origin(),
-                               res ? layer_spans(p, *res) : std::vector<runtime::TraceRecorder::LayerSpan>{});
-        !s)
-      return fail(s.error());
+  // A JSON graph's plan is a program of one segment, run like any other.
+  const plan::Program prog = plan::single_segment(std::move(p));
+  const plan::Plan& pl = prog.segments[0].plan;
+  runtime::DeviceValues values(*inputs);
+  auto res = run_on_device(o, *cfg, prog, values, /*name_segments=*/false);
   if (!res) return fail(res.error());
 
-  ordered_json j;
+  RunReport rep;
+  ordered_json& j = rep.j;
   j["model"] = o.model;
   j["kind"] = is_plan ? "plan" : "graph";
   j["backend"] = o.backend;
-  j["config"] = p.config;
-  j["compile_options"] = p.compile_options.empty() ? ordered_json(nullptr) : ordered_json::parse(p.compile_options);
+  j["config"] = pl.config;
+  j["compile_options"] = pl.compile_options.empty() ? ordered_json(nullptr) : ordered_json::parse(pl.compile_options);
   if (input_files.empty()) j["seed"] = o.seed;
 
-  bool exact = true;
+  std::vector<std::pair<std::string, const Tensor*>> outs;
+  for (const auto& b : pl.outputs) {
+    auto it = values.values().find(b.name);
+    if (it == values.values().end()) return fail(o.model + ": output '" + b.name + "' was not computed");
+    outs.emplace_back(b.name, &it->second);
+  }
   if (o.check) {
     auto g = load_graph(graph_path);
     if (!g) return fail(g.error());
     auto ref = ir::run_reference(*g, *inputs);
     if (!ref) return fail(ref.error());
     ordered_json mism = ordered_json::array();
-    for (const auto& [name, t] : res->outputs) {
+    for (const auto& [name, tp] : outs) {
+      const Tensor& t = *tp;
       auto it = ref->find(name);
       if (it == ref->end()) return fail("--check: reference produced no output '" + name + "'");
       const Tensor& r = it->second;
@@ -188,95 +183,45 @@ int run(const Opts& o) {
         diff = t.numel();
       } else {
         for (int64_t i = 0; i < t.numel(); ++i) {
-          const int64_t a = t.dtype == DType::I32 ? t.i32()[i] : t.i8()[i];
-          const int64_t b = r.dtype == DType::I32 ? r.i32()[i] : r.i8()[i];
-          if (a != b) {
+          const int64_t x = t.dtype == DType::I32 ? t.i32()[i] : t.i8()[i];
+          const int64_t y = r.dtype == DType::I32 ? r.i32()[i] : r.i8()[i];
+          if (x != y) {
             ++diff;
-            maxd = std::max<int64_t>(maxd, std::llabs(a - b));
+            maxd = std::max<int64_t>(maxd, std::llabs(x - y));
           }
         }
       }
       if (diff) {
-        exact = false;
+        rep.exact = false;
         mism.push_back(ordered_json{{"output", name}, {"mismatched_elements", diff}, {"max_abs_diff", maxd}});
       }
     }
-    j["bit_exact"] = exact;
-    if (!exact) j["mismatches"] = mism;
+    rep.check = true;
+    j["bit_exact"] = rep.exact;
+    if (!rep.exact) j["mismatches"] = mism;
+    rep.check_line = std::string("check against the direct reference: ") + (rep.exact ? "bit-exact" : "MISMATCH");
   }
-  bool within = true;
-  if (!exp_dir.empty()) {
-    std::vector<OutputRef> refs;
-    for (const auto& [name, t] : res->outputs) {
-      const Tensor* tp = &t;
-      refs.push_back(OutputRef{name, t.shape, t.numel(), [tp](int64_t k) { return tensor_at(*tp, k); }});
-    }
-    auto cmp = compare_expected(exp_dir, refs, o.atol, o.rtol, &within);
-    if (!cmp) return fail(cmp.error());
-    // test_data_set_0 found beside the model is reported; only --expected
-    // DIR makes the tolerance a condition of success.
-    (*cmp)["required"] = !o.expected.empty();
-    if (o.expected.empty()) within = true;
-    j["expected"] = *cmp;
+  for (const auto& [name, tp] : outs) {
+    const Tensor* t = tp;
+    const std::string n = name;
+    rep.outputs.push_back(RunOutput{name, std::string(dtype_name(t->dtype)), t->shape, t->numel(),
+                                    [t](int64_t k) { return tensor_at(*t, k); },
+                                    [t, n](const std::string& format) -> Expected<std::string> {
+                                      return format == "npy" ? encode_npy(*t) : encode_onnx_tensor(*t, n);
+                                    }});
   }
-
-  // Outputs are written only after a successful run whose checks (if any)
-  // passed, all of them or none.
-  if ((o.check && !exact) || !within) {
-    std::cerr << "loom: error: outputs differ from "
-              << (!exact ? "the direct reference" : "the reference outputs in " + exp_dir)
-              << (o.outputs.empty() ? "" : "; nothing written to --outputs " + o.outputs) << "\n";
-    if (o.json) std::cout << j.dump(2) << "\n";
-    return 1;
-  }
-  ordered_json outs = ordered_json::array();
-  std::vector<std::pair<std::string, std::string>> files;
-  for (size_t i = 0; i < res->outputs.size(); ++i) {
-    const auto& [name, t] = res->outputs[i];
-    outs.push_back(tensor_json(name, t));
-    if (o.outputs.empty()) continue;
-    const std::string file = "output_" + std::to_string(i) + "." + o.format;
-    files.emplace_back(file, o.format == "npy" ? encode_npy(t) : encode_onnx_tensor(t, name));
-  }
-  if (!o.outputs.empty()) {
-    auto written = write_output_files(o.outputs, files);
-    if (!written) return fail(written.error());
-    for (size_t i = 0; i < written->size(); ++i) outs[i]["file"] = (*written)[i];
-  }
-  j["outputs"] = outs;
-
-  uint64_t insns = 0;
-  for (const auto& cr : res->cores) insns += cr.instructions;
-  j["has_time"] = res->has_time;
-  j["cycles"] = res->has_time ? ordered_json(res->cycles) : ordered_json(nullptr);
-  j["instructions"] = insns;
-  j["ring_refills"] = res->ring_refills;
-  j["cores"] = cores_json({&*res});
-  j["layers"] = layers_json(p, *res, *cfg);
-  j["wall_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-
-  if (o.json) {
-    std::cout << j.dump(2) << "\n";
-  } else {
-    std::cout << "ran " << o.model << " on " << o.backend << " (config " << p.config << "): " << insns
-              << " instructions on " << res->cores.size() << " cores";
-    if (res->has_time) std::cout << ", " << res->cycles << " cycles";
-    std::cout << "\n";
-    for (const auto& oj : outs) {
-      std::cout << "  output " << oj["name"].get<std::string>() << " " << oj["dtype"].get<std::string>() << " "
-                << oj["shape"].dump();
-      if (oj.contains("file")) std::cout << " -> " << oj["file"].get<std::string>();
-      std::cout << "\n";
-    }
-    if (o.check) std::cout << "  check against the direct reference: " << (exact ? "bit-exact" : "MISMATCH") << "\n";
-    if (!exp_dir.empty()) print_expected(j["expected"]);
-  }
-  return 0;
+  rep.summary = "ran " + o.model + " on " + o.backend + " (config " + pl.config + "): " +
+                std::to_string(res->instructions) + " instructions on " +
+                std::to_string(res->segments.empty() ? 0 : res->segments[0].result.cores.size()) + " cores" +
+                (res->has_time ? ", " + std::to_string(res->cycles) + " cycles" : std::string());
+  return finish_run(o, rep, prog, *res, *cfg, /*name_segments=*/false, exp_dir, t0);
 }
 
 }  // namespace
 
-// ---- pieces every input kind's report shares -------------------------------
+// ---- what every input kind's run shares -----------------------------------
+
+namespace {
 
 ordered_json cores_json(const std::vector<const runtime::RunResult*>& runs) {
   ordered_json cores = ordered_json::array();
@@ -335,28 +280,13 @@ void print_expected(const ordered_json& e) {
             << (e["required"].get<bool>() ? "" : " (reported; --expected DIR requires it)") << "\n";
 }
 
-bool has_reference_inputs(const std::string& dir) {
-  std::error_code ec;
-  return !dir.empty() && std::filesystem::is_regular_file(std::filesystem::path(dir) / "input_0.pb", ec);
-}
-
-std::string expected_dir(const RunArgs& a) {
-  if (!a.expected.empty()) return a.expected;
-  if (!a.inputs.empty()) return "";
-  std::error_code ec;
-  const auto dir = std::filesystem::path(a.model).parent_path() / "test_data_set_0";
-  if (std::filesystem::is_regular_file(dir / "input_0.pb", ec) && std::filesystem::is_regular_file(dir / "output_0.pb", ec))
-    return dir.string();
-  return "";
-}
-
-Expected<ordered_json> compare_expected(const std::string& dir, const std::vector<OutputRef>& outs, double atol,
+Expected<ordered_json> compare_expected(const std::string& dir, const std::vector<RunOutput>& outs, double atol,
                                         double rtol, bool* ok) {
   *ok = true;
   ordered_json j{{"dir", dir}, {"atol", atol}, {"rtol", rtol}};
   ordered_json per = ordered_json::array();
   for (size_t k = 0; k < outs.size(); ++k) {
-    const OutputRef& o = outs[k];
+    const RunOutput& o = outs[k];
     const std::string base = dir + "/output_" + std::to_string(k);
     std::error_code ec;
     const bool npy = !std::filesystem::exists(base + ".pb", ec) && std::filesystem::exists(base + ".npy", ec);
@@ -405,7 +335,7 @@ Expected<ordered_json> compare_expected(const std::string& dir, const std::vecto
 }
 
 std::vector<runtime::TraceRecorder::LayerSpan> layer_spans(const plan::Plan& p, const runtime::RunResult& r,
-                                                           const std::string& prefix) {
+                                                           const std::string& prefix = "") {
   std::vector<runtime::TraceRecorder::LayerSpan> spans;
   if (r.layer_cycles.size() != p.layers.size() || r.layer_start.size() != p.layers.size()) return spans;
   for (size_t k = 0; k < p.layers.size(); ++k)
@@ -430,6 +360,118 @@ Expected<std::unique_ptr<runtime::Device>> open_device(const RunArgs& a, const s
   if (trace && !(*dev)->set_trace(trace))
     return make_error("--trace", "the " + a.backend + " backend records no timelines (use tlm or rtl)");
   return dev;
+}
+
+}  // namespace
+
+bool has_reference_inputs(const std::string& dir) {
+  std::error_code ec;
+  return !dir.empty() && std::filesystem::is_regular_file(std::filesystem::path(dir) / "input_0.pb", ec);
+}
+
+std::string expected_dir(const RunArgs& a) {
+  if (!a.expected.empty()) return a.expected;
+  if (!a.inputs.empty()) return "";
+  std::error_code ec;
+  const auto dir = std::filesystem::path(a.model).parent_path() / "test_data_set_0";
+  if (std::filesystem::is_regular_file(dir / "input_0.pb", ec) && std::filesystem::is_regular_file(dir / "output_0.pb", ec))
+    return dir.string();
+  return "";
+}
+
+Expected<runtime::ProgramRun> run_on_device(const RunArgs& a, const spec::HwConfig& cfg, const plan::Program& prog,
+                                            runtime::HostSteps& host, bool name_segments) {
+  runtime::TraceRecorder trace;
+  auto dev = open_device(a, cfg, a.trace.empty() ? nullptr : &trace);
+  if (!dev) return dev.error();
+  runtime::RunOptions ro;
+  ro.layer_cycles = a.layer_cycles || !a.trace.empty();
+  auto res = runtime::run_program(**dev, prog, host, ro);
+  (*dev)->set_trace(nullptr);
+  // A failed run still gets its trace (its error instants show where it stopped).
+  if (!a.trace.empty()) {
+    std::vector<runtime::TraceRecorder::LayerSpan> spans;
+    if (res)
+      for (const auto& sr : res->segments)
+        for (auto& sp : layer_spans(prog.segments[size_t(sr.segment)].plan, sr.result,
+                                    name_segments ? "segment " + std::to_string(sr.segment) + " " : ""))
+          spans.push_back(std::move(sp));
+    // One segment and nothing else: the run's own cycles; else the device's
+    // clock over the whole program (host steps take no device time).
+    const uint64_t cycles = res && prog.steps.size() == 1 ? res->cycles : (*dev)->cycles() - trace.origin();
+    LOOM_TRY(write_trace(trace, a, **dev, cycles, spans));
+  }
+  return res;
+}
+
+int finish_run(const RunArgs& a, RunReport& r, const plan::Program& prog, const runtime::ProgramRun& run,
+               const spec::HwConfig& cfg, bool name_segments, const std::string& exp_dir,
+               std::chrono::steady_clock::time_point t0) {
+  ordered_json& j = r.j;
+  bool within = true;
+  if (!exp_dir.empty()) {
+    auto cmp = compare_expected(exp_dir, r.outputs, a.atol, a.rtol, &within);
+    if (!cmp) return fail(cmp.error());
+    // test_data_set_0 found beside the model is reported; only --expected
+    // DIR makes the tolerance a condition of success.
+    (*cmp)["required"] = !a.expected.empty();
+    if (a.expected.empty()) within = true;
+    j["expected"] = *cmp;
+  }
+  // Outputs are written only after a successful run whose checks (if any)
+  // passed, all of them or none.
+  if ((r.check && !r.exact) || !within) {
+    std::cerr << "loom: error: "
+              << (!r.exact ? "device outputs differ from the direct reference"
+                           : "outputs differ from the reference outputs in " + exp_dir)
+              << (a.outputs.empty() ? "" : "; nothing written to --outputs " + a.outputs) << "\n";
+    if (a.json) std::cout << j.dump(2) << "\n";
+    return 1;
+  }
+  ordered_json outs = ordered_json::array();
+  std::vector<std::pair<std::string, std::string>> files;
+  for (size_t k = 0; k < r.outputs.size(); ++k) {
+    const RunOutput& o = r.outputs[k];
+    outs.push_back(ordered_json{{"name", o.name}, {"dtype", o.dtype}, {"shape", o.shape}});
+    if (a.outputs.empty()) continue;
+    auto bytes = o.encode(a.format);
+    if (!bytes) return fail(Status(bytes.error()).context("--output-format " + a.format + ": output '" + o.name + "'").error());
+    files.emplace_back("output_" + std::to_string(k) + "." + a.format, std::move(*bytes));
+  }
+  if (!a.outputs.empty()) {
+    auto written = write_output_files(a.outputs, files);
+    if (!written) return fail(written.error());
+    for (size_t k = 0; k < written->size(); ++k) outs[k]["file"] = (*written)[k];
+  }
+  j["outputs"] = outs;
+  std::vector<const runtime::RunResult*> runs;
+  ordered_json layers = ordered_json::array();
+  for (const auto& sr : run.segments) {
+    runs.push_back(&sr.result);
+    for (auto& l : layers_json(prog.segments[size_t(sr.segment)].plan, sr.result, cfg, name_segments ? sr.segment : -1))
+      layers.push_back(std::move(l));
+  }
+  j["has_time"] = run.has_time;
+  j["cycles"] = run.has_time ? ordered_json(run.cycles) : ordered_json(nullptr);
+  j["instructions"] = run.instructions;
+  j["ring_refills"] = run.ring_refills;
+  j["cores"] = cores_json(runs);
+  j["layers"] = layers;
+  j["wall_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (a.json) {
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << r.summary << "\n";
+  for (const auto& oj : outs) {
+    std::cout << "  output " << oj["name"].get<std::string>() << " " << oj["dtype"].get<std::string>() << " "
+              << oj["shape"].dump();
+    if (oj.contains("file")) std::cout << " -> " << oj["file"].get<std::string>();
+    std::cout << "\n";
+  }
+  if (r.check) std::cout << "  " << r.check_line << "\n";
+  if (!exp_dir.empty()) print_expected(j["expected"]);
+  return 0;
 }
 
 void register_run(CLI::App& app) {

@@ -219,10 +219,10 @@ Expected<ServiceModel::Onnx*> ServiceModel::onnx(const ModelSpec& m) {
   o->info.segments = prog->segments.size();
   o->info.fallback_ops = prog->fallback_ops;
   double host_ns = 0;
-  for (const auto& st : prog->steps) {
-    if (st.segment >= 0) continue;
+  for (const auto& st : prog->program.steps) {
+    if (st.on_device()) continue;
     host_ns += kHostOpNs;
-    for (const auto& out : prog->model.nodes[st.node].outputs) {
+    for (const auto& out : prog->model.nodes[st.host].outputs) {
       auto t = prog->model.types.find(out);
       if (t == prog->model.types.end() || !t->second.has_shape) continue;
       double n = 1;
@@ -232,7 +232,8 @@ Expected<ServiceModel::Onnx*> ServiceModel::onnx(const ModelSpec& m) {
   }
   o->info.host_us = host_ns / 1000.0;
   o->host_cycles = uint64_t(std::llround(host_ns * double(cfg_.clock_mhz) / 1000.0));
-  for (auto& seg : prog->segments) o->parts.emplace_back(std::move(seg.plan), ir::random_inputs(seg.graph, 1));
+  for (size_t k = 0; k < prog->segments.size(); ++k)
+    o->parts.emplace_back(std::move(prog->program.segments[k].plan), ir::random_inputs(prog->segments[k].graph, 1));
   Onnx* raw = o.get();
   onnx_[key] = std::move(o);
   return raw;

@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!pp) return fuzz::check_error(pp.error()), 0;
   const auto& prog = pp->program;
   std::vector<std::vector<spec::Insn>> streams;
-  for (const auto& s : prog.segments)
+  for (const auto& s : prog.program.segments)
     for (const auto& c : s.plan.cores) streams.push_back(c);
   if (fuzz::plan_work(streams) > fuzz::kRunWork) return 0;
   std::map<std::string, onnxfe::Value> in;

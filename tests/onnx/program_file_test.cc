@@ -146,12 +146,14 @@ TEST_F(ProgramFile, RoundTripKeepsEverything) {
   EXPECT_EQ(q.model.types.at("x").shape, (std::vector<int64_t>{4, 8}));
   EXPECT_EQ(q.model.types.at("x").type, int32_t(kFloat));
   // The same steps: segment k, or a host node equal in every field.
-  ASSERT_EQ(q.steps.size(), prog.steps.size());
-  for (size_t k = 0; k < q.steps.size(); ++k) {
-    ASSERT_EQ(q.steps[k].segment, prog.steps[k].segment) << "step " << k;
-    if (q.steps[k].segment >= 0) continue;
-    const Node& a = prog.model.nodes[prog.steps[k].node];
-    const Node& b = q.model.nodes[q.steps[k].node];
+  const auto& qs = q.program.steps;
+  const auto& ps = prog.program.steps;
+  ASSERT_EQ(qs.size(), ps.size());
+  for (size_t k = 0; k < qs.size(); ++k) {
+    ASSERT_EQ(qs[k].segment, ps[k].segment) << "step " << k;
+    if (qs[k].on_device()) continue;
+    const Node& a = prog.model.nodes[ps[k].host];
+    const Node& b = q.model.nodes[qs[k].host];
     EXPECT_EQ(a.name, b.name);
     EXPECT_EQ(a.op, b.op);
     EXPECT_EQ(a.domain, b.domain);
@@ -178,15 +180,19 @@ TEST_F(ProgramFile, RoundTripKeepsEverything) {
     }
   }
   EXPECT_EQ(q.model.consts.count("b1"), 0u) << "segment weights belong in the segment plans";
+  ASSERT_EQ(q.segments.size(), prog.segments.size());
+  ASSERT_EQ(q.program.segments.size(), prog.program.segments.size());
   for (size_t k = 0; k < q.segments.size(); ++k) {
     const Segment& a = prog.segments[k];
     const Segment& b = q.segments[k];
+    const plan::Segment& pa = prog.program.segments[k];
+    const plan::Segment& pb = q.program.segments[k];
     EXPECT_EQ(a.nodes, b.nodes);
-    EXPECT_EQ(a.inputs, b.inputs);
-    EXPECT_EQ(a.outputs, b.outputs);
+    EXPECT_EQ(pa.inputs, pb.inputs);
+    EXPECT_EQ(pa.outputs, pb.outputs);
     EXPECT_EQ(a.nhwc, b.nhwc);
     EXPECT_EQ(a.u8, b.u8);
-    EXPECT_EQ(plan::encode_plan(a.plan), plan::encode_plan(b.plan));
+    EXPECT_EQ(plan::encode_plan(pa.plan), plan::encode_plan(pb.plan));
   }
 }
 
@@ -208,7 +214,7 @@ TEST_F(ProgramFile, ReadBackRunsToTheSameOutputs) {
   EXPECT_EQ(b->outputs[0].second.type, int32_t(kInt8));
   EXPECT_EQ(b->outputs[0].second.shape, (std::vector<int64_t>{4, 5}));
   EXPECT_EQ(a->outputs[0].second.i, b->outputs[0].second.i);
-  EXPECT_EQ(a->instructions, b->instructions);
+  EXPECT_EQ(a->device.instructions, b->device.instructions);
   // Not a degenerate output: the values vary.
   std::set<int64_t> distinct(b->outputs[0].second.i.begin(), b->outputs[0].second.i.end());
   EXPECT_GT(distinct.size(), 3u);
@@ -224,7 +230,7 @@ TEST_F(ProgramFile, SingleGraphReaderRefusesAProgramPlan) {
 }
 
 TEST_F(ProgramFile, ProgramReaderRefusesASingleGraphPlan) {
-  ASSERT_TRUE(plan::write_plan(prog.segments[0].plan, path).is_ok());
+  ASSERT_TRUE(plan::write_plan(prog.program.segments[0].plan, path).is_ok());
   auto r = read_program_plan(path);
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().str().find(path), std::string::npos);

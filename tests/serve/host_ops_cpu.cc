@@ -38,8 +38,8 @@ int main(int argc, char** argv) {
   if (!hp) return fail(hp.error());
   std::map<std::string, onnxfe::Value> env = hp->model.consts;
   env[hp->model.inputs.at(0)] = *in;
-  for (const auto& st : hp->steps)
-    if (Status s = onnxfe::run_host(hp->model, hp->model.nodes[st.node], env); !s) return fail(s.error());
+  for (const auto& st : hp->program.steps)
+    if (Status s = onnxfe::run_host(hp->model, hp->model.nodes[st.host], env); !s) return fail(s.error());
   onnxfe::ProgramOptions dev;
   dev.compile.num_cores = 1;
   auto dp = onnxfe::build_program(*m, {}, *cfg, dev);
@@ -47,9 +47,9 @@ int main(int argc, char** argv) {
   for (const auto& [k, v] : dp->model.consts) env[k] = v;
   double measured = 0, stated = 0;
   int timed = 0, skipped = 0;
-  for (const auto& st : dp->steps) {
-    if (st.segment >= 0) continue;
-    const auto& n = dp->model.nodes[st.node];
+  for (const auto& st : dp->program.steps) {
+    if (st.on_device()) continue;
+    const auto& n = dp->model.nodes[st.host];
     bool ok = true;
     for (const auto& i : n.inputs) ok = ok && (i.empty() || env.count(i));
     if (!ok) {

@@ -274,7 +274,7 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     return false;
   };
   auto new_input = [&](const std::string& t, bool fresh) {
-    if (fresh) b.seg.inputs.push_back(t);
+    if (fresh) b.seg.graph.inputs.push_back(t);
   };
   const bool qconv = (n.op == "QLinearConv" && (n.domain.empty() || n.domain == "loom"));
   const bool qmm = (n.op == "QLinearMatMul" && (n.domain.empty() || n.domain == "loom"));
@@ -629,17 +629,15 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
         for (const auto& i : m.nodes[k].inputs) needed.insert(i);
       }
       for (const auto& nd : seg.graph.nodes)
-        if (needed.count(nd.outputs[0])) seg.outputs.push_back(nd.outputs[0]);
-      for (const auto& t : seg.inputs) {
+        if (needed.count(nd.outputs[0])) seg.graph.outputs.push_back(nd.outputs[0]);
+      for (const auto& t : seg.graph.inputs) {
         seg.nhwc[t] = cur->onnx_shape[t].size() == 4;
         seg.u8[t] = cur->onnx_type[t] == kUint8;
       }
-      for (const auto& t : seg.outputs) {
+      for (const auto& t : seg.graph.outputs) {
         seg.nhwc[t] = cur->onnx_shape[t].size() == 4;
         seg.u8[t] = cur->onnx_type[t] == kUint8;
       }
-      seg.graph.inputs = seg.inputs;
-      seg.graph.outputs = seg.outputs;
       seg.graph.name = m.name.empty() ? "onnx" : m.name;
       seg.graph.name += "/segment" + std::to_string(p.segments.size());
       seg.graph.source = m.path;
@@ -664,11 +662,15 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
                                   compiler::hls_name(co.hls) + ": " + r.error().str());
         }
         if (r) {
-          seg.plan = std::move(r->plan);
-          seg.plan.graph_source = m.path;
+          plan::Segment ps;
+          ps.plan = std::move(r->plan);
+          ps.plan.graph_source = m.path;
+          for (const auto& b : ps.plan.inputs) ps.inputs.push_back(b.name);
+          for (const auto& b : ps.plan.outputs) ps.outputs.push_back(b.name);
           seg.decisions = std::move(r->decisions);
           const int idx = int(p.segments.size());
           for (size_t k : cur_nodes) on_device[k] = true, seg_of[k] = idx;
+          p.program.segments.push_back(std::move(ps));
           p.segments.push_back(std::move(seg));
         } else {
           why = r.error().str();
@@ -698,10 +700,10 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
   int last_seg = -1;
   for (size_t k = 0; k < m.nodes.size(); ++k) {
     if (on_device[k]) {
-      if (seg_of[k] != last_seg) p.steps.push_back(Step{seg_of[k], 0});
+      if (seg_of[k] != last_seg) p.program.steps.push_back(plan::Step{seg_of[k], 0});
       last_seg = seg_of[k];
     } else {
-      p.steps.push_back(Step{-1, k});
+      p.program.steps.push_back(plan::Step{-1, k});
       p.fallback_ops.push_back(m.nodes[k].name + " (" + m.nodes[k].op + ")");
       last_seg = -1;
     }
@@ -791,9 +793,13 @@ Expected<std::map<std::string, Value>> random_inputs(const Model& m, uint64_t se
   return in;
 }
 
-Expected<ProgramRun> run_program(const Program& p, runtime::Device& dev, const std::map<std::string, Value>& inputs,
-                                 bool check, const runtime::RunOptions& ro) {
+Expected<std::unique_ptr<ProgramValues>> ProgramValues::bind(const Program& p,
+                                                             const std::map<std::string, Value>& inputs, bool check) {
   const Model& m = p.model;
+  if (p.segments.size() != p.program.segments.size())
+    return make_error(m.path, "the program has " + std::to_string(p.program.segments.size()) + " device segments but " +
+                                  std::to_string(p.segments.size()) + " segment layouts");
+  LOOM_TRY(plan::validate(p.program, m.path));
   std::map<std::string, Value> env = m.consts;
   for (const auto& name : m.inputs) {
     auto it = inputs.find(name);
@@ -808,62 +814,86 @@ Expected<ProgramRun> run_program(const Program& p, runtime::Device& dev, const s
     }
     env[name] = v;
   }
+  return std::unique_ptr<ProgramValues>(new ProgramValues(p, std::move(env), check));
+}
+
+Status ProgramValues::run_host(size_t index) {
+  const Model& m = p_.model;
+  if (index >= m.nodes.size())
+    return make_error(m.path + ": host step " + std::to_string(index), "names no node of the model");
+  return onnxfe::run_host(m, m.nodes[index], env_);
+}
+
+Expected<Tensor> ProgramValues::to_device(int segment, const plan::TensorBinding& b) {
+  const Model& m = p_.model;
+  const Segment& seg = p_.segments.at(size_t(segment));
+  auto vit = env_.find(b.name);
+  if (vit == env_.end() || !seg.nhwc.count(b.name) || !seg.u8.count(b.name))
+    return make_error(m.path + ": segment " + std::to_string(segment) + " input '" + b.name + "'", "has no value");
+  const Value& v = vit->second;
+  const bool nhwc = seg.nhwc.at(b.name), u8 = seg.u8.at(b.name);
+  // The segment was compiled for this type and shape: anything else at run
+  // time is refused before a byte is converted.
+  std::vector<int64_t> want = b.shape;
+  if (nhwc) want = {b.shape[0], b.shape[3], b.shape[1], b.shape[2]};
+  if (v.type != (u8 ? kUint8 : kInt8) || v.shape != want)
+    return make_error(m.path + ": tensor '" + b.name + "'", "is " + elem_name(v.type) + " " + shape_str(v.shape) +
+                                                               " at run time; the segment was compiled for " +
+                                                               elem_name(u8 ? kUint8 : kInt8) + " " + shape_str(want));
+  return onnxfe::to_device(v, nhwc, u8);
+}
+
+Status ProgramValues::from_device(int segment, const plan::TensorBinding& b, Tensor t) {
+  const Segment& seg = p_.segments.at(size_t(segment));
+  if (!seg.nhwc.count(b.name) || !seg.u8.count(b.name))
+    return make_error(p_.model.path + ": segment " + std::to_string(segment) + " output '" + b.name + "'",
+                      "is no boundary tensor of the segment");
+  env_[b.name] = onnxfe::from_device(t, seg.nhwc.at(b.name), seg.u8.at(b.name));
+  return {};
+}
+
+Status ProgramValues::segment_ran(int segment, const std::map<std::string, Tensor>& in, const runtime::RunResult& r) {
+  if (!check_) return {};
+  const Segment& seg = p_.segments.at(size_t(segment));
+  if (seg.graph.nodes.empty()) return make_error("segment " + std::to_string(segment), "has no graph to check against");
+  // The device against loom's direct reference of the same segment.
+  auto ref = ir::run_reference(seg.graph, in);
+  if (!ref) return ref.error();
+  for (const auto& [name, t] : r.outputs) {
+    auto it = ref->find(name);
+    int64_t diff = 0;
+    if (it == ref->end() || it->second.shape != t.shape) {
+      diff = t.numel();
+    } else {
+      for (int64_t k = 0; k < t.numel(); ++k) diff += t.i8()[k] != it->second.i8()[k];
+    }
+    if (diff) mismatches_.emplace_back("segment " + std::to_string(segment) + " output '" + name + "'", diff);
+  }
+  return {};
+}
+
+Expected<std::vector<std::pair<std::string, Value>>> ProgramValues::outputs() const {
+  std::vector<std::pair<std::string, Value>> out;
+  for (const auto& o : p_.model.outputs) {
+    auto it = env_.find(o);
+    if (it == env_.end()) return make_error(p_.model.path + ": graph output '" + o + "'", "was not computed");
+    out.emplace_back(o, it->second);
+  }
+  return out;
+}
+
+Expected<ProgramRun> run_program(const Program& p, runtime::Device& dev, const std::map<std::string, Value>& inputs,
+                                 bool check, const runtime::RunOptions& ro) {
+  auto host = ProgramValues::bind(p, inputs, check);
+  if (!host) return host.error();
+  auto dr = runtime::run_program(dev, p.program, **host, ro);
+  if (!dr) return dr.error();
+  auto outs = (*host)->outputs();
+  if (!outs) return outs.error();
   ProgramRun run;
-  for (const auto& st : p.steps) {
-    if (st.segment < 0) {
-      LOOM_TRY(run_host(m, m.nodes[st.node], env));
-      continue;
-    }
-    const Segment& seg = p.segments[size_t(st.segment)];
-    std::map<std::string, Tensor> din;
-    for (const auto& t : seg.inputs) {
-      auto vit = env.find(t);
-      auto bit = std::find_if(seg.plan.inputs.begin(), seg.plan.inputs.end(),
-                              [&](const plan::TensorBinding& b) { return b.name == t; });
-      if (vit == env.end() || bit == seg.plan.inputs.end())
-        return make_error(m.path + ": segment " + std::to_string(st.segment) + " input '" + t + "'", "has no value");
-      const Value& v = vit->second;
-      const bool nhwc = seg.nhwc.at(t), u8 = seg.u8.at(t);
-      // The segment was compiled for this type and shape: anything else at
-      // run time is refused before a byte is converted.
-      std::vector<int64_t> want = bit->shape;
-      if (nhwc) want = {bit->shape[0], bit->shape[3], bit->shape[1], bit->shape[2]};
-      if (v.type != (u8 ? kUint8 : kInt8) || v.shape != want)
-        return make_error(m.path + ": tensor '" + t + "'", "is " + elem_name(v.type) + " " + shape_str(v.shape) +
-                                                             " at run time; the segment was compiled for " +
-                                                             elem_name(u8 ? kUint8 : kInt8) + " " + shape_str(want));
-      din[t] = to_device(v, nhwc, u8);
-    }
-    auto r = runtime::execute(dev, seg.plan, din, ro);
-    if (!r) return r.error();
-    if (check) {
-      if (seg.graph.nodes.empty())
-        return make_error("segment " + std::to_string(st.segment), "has no graph to check against");
-      // The device against loom's direct reference of the same segment.
-      auto ref = ir::run_reference(seg.graph, din);
-      if (!ref) return ref.error();
-      for (const auto& [name, t] : r->outputs) {
-        const Tensor& want = ref->at(name);
-        int64_t diff = 0;
-        if (want.shape != t.shape) {
-          diff = t.numel();
-        } else {
-          for (int64_t k = 0; k < t.numel(); ++k) diff += t.i8()[k] != want.i8()[k];
-        }
-        if (diff) run.mismatches.emplace_back("segment " + std::to_string(st.segment) + " output '" + name + "'", diff);
-      }
-    }
-    if (r->has_time) run.has_time = true, run.device_cycles += r->cycles;
-    for (const auto& c : r->cores) run.instructions += c.instructions;
-    for (const auto& [name, t] : r->outputs) env[name] = from_device(t, seg.nhwc.at(name), seg.u8.at(name));
-    r->outputs.clear();
-    run.segments.push_back(SegmentRun{st.segment, std::move(*r)});
-  }
-  for (const auto& o : m.outputs) {
-    auto it = env.find(o);
-    if (it == env.end()) return make_error(m.path + ": graph output '" + o + "'", "was not computed");
-    run.outputs.emplace_back(o, it->second);
-  }
+  run.outputs = std::move(*outs);
+  run.device = std::move(*dr);
+  run.mismatches = (*host)->mismatches();
   return run;
 }
 

@@ -1,9 +1,12 @@
 // An ONNX model prepared to run: QDQ patterns folded into quantized ops, the
 // nodes partitioned into device segments (compiled into plans by loom's
-// compiler) and host fallback ops, executed in topological order.
+// compiler) and host fallback ops, in topological order: a plan::Program
+// whose host steps are ONNX nodes, run by runtime::run_program with the
+// frontend's values behind runtime::HostSteps.
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,8 +16,10 @@
 #include "frontend/onnx/value.h"
 #include "ir/graph.h"
 #include "plan/plan.h"
+#include "plan/program.h"
 #include "runtime/device.h"
 #include "runtime/executor.h"
+#include "runtime/program.h"
 
 namespace loom::onnxfe {
 
@@ -26,28 +31,23 @@ struct ProgramOptions {
   compiler::CompileOptions compile;
 };
 
-/// A maximal run of consecutive device ops (topological order), as one
-/// loom graph in NHWC int8 and its compiled plan.
+/// The frontend's side of a device segment: a maximal run of consecutive
+/// device ops (topological order) as one loom graph in NHWC int8. Its plan
+/// and boundary tensors (ONNX tensor names) are program.segments[k].
 struct Segment {
   ir::Graph graph;
-  plan::Plan plan;
   std::vector<std::string> nodes;    // ONNX node names
-  std::vector<std::string> inputs;   // ONNX tensor names = graph inputs, in order
-  std::vector<std::string> outputs;  // ONNX tensor names = graph outputs, in order
   std::map<std::string, bool> nhwc;  // boundary tensor stored NHWC on the device (ONNX side NCHW)
   std::map<std::string, bool> u8;    // boundary tensor is uint8 on the ONNX side (device holds x - 128)
   std::vector<compiler::Decision> decisions;
 };
 
-struct Step {
-  int segment = -1;  // >= 0: run that segment; else the host node below
-  size_t node = 0;
-};
-
 struct Program {
   Model model;
-  std::vector<Segment> segments;
-  std::vector<Step> steps;
+  /// The device segments' plans and the step order; a host step's index is
+  /// the node's index in model.nodes.
+  plan::Program program;
+  std::vector<Segment> segments;  // one per program.segments
   std::vector<std::string> fallback_ops;  // "node (Op)" of every host op, in order
   std::vector<std::string> notes;         // why an op that could be a device op is not
   int folded_qdq = 0;                     // QDQ groups folded into quantized ops
@@ -61,27 +61,46 @@ struct Program {
 Expected<Program> build_program(Model m, const std::map<std::string, Value>& known, const spec::HwConfig& cfg,
                                 const ProgramOptions& opt);
 
-/// One device segment's run: its step, and the executor's report (per-core
-/// counters, cycles, per-layer cycles; outputs moved into the program's
-/// values).
-struct SegmentRun {
-  int segment = 0;
-  runtime::RunResult result;
+/// The values of one run of a program: the graph inputs (checked against
+/// the model's types), host ops run on them by the CPU fallback, device
+/// tensors converted at segment boundaries (NCHW <-> NHWC, uint8 <-> int8).
+/// With `check`, every segment's outputs are compared, bit for bit, with
+/// loom's direct reference on the same inputs (the segments need graphs).
+class ProgramValues final : public runtime::HostSteps {
+ public:
+  /// Binds `inputs` to `p`'s graph inputs; a missing input, or one of
+  /// another type or shape than the model declares, is an error naming it.
+  static Expected<std::unique_ptr<ProgramValues>> bind(const Program& p, const std::map<std::string, Value>& inputs,
+                                                       bool check);
+  Status run_host(size_t index) override;
+  Expected<Tensor> to_device(int segment, const plan::TensorBinding& b) override;
+  Status from_device(int segment, const plan::TensorBinding& b, Tensor t) override;
+  Status segment_ran(int segment, const std::map<std::string, Tensor>& inputs, const runtime::RunResult& r) override;
+  /// The graph outputs in graph output order, once the program ran.
+  Expected<std::vector<std::pair<std::string, Value>>> outputs() const;
+  /// With check: "segment K output 'T'" and its number of differing elements.
+  const std::vector<std::pair<std::string, int64_t>>& mismatches() const { return mismatches_; }
+
+ private:
+  ProgramValues(const Program& p, std::map<std::string, Value> env, bool check)
+      : p_(p), env_(std::move(env)), check_(check) {}
+  const Program& p_;
+  std::map<std::string, Value> env_;
+  bool check_;
+  std::vector<std::pair<std::string, int64_t>> mismatches_;
 };
 
 struct ProgramRun {
   std::vector<std::pair<std::string, Value>> outputs;  // graph output order
-  std::vector<SegmentRun> segments;                     // step order
-  uint64_t device_cycles = 0;
-  bool has_time = false;
-  uint64_t instructions = 0;
+  runtime::ProgramRun device;                           // per segment: counters, cycles, layer cycles
   std::vector<std::pair<std::string, int64_t>> mismatches;  // with check: outputs differing from the reference
 };
 
-/// Runs the program on one device: host ops on the CPU, every segment on
-/// `dev` in turn. With `check`, every segment's outputs are also compared,
-/// bit for bit, with loom's direct reference (ir::run_reference) on the same
-/// inputs; the segments then need their graphs.
+/// Runs the program on one device through runtime::run_program: host ops on
+/// the CPU, every segment on `dev` in turn. With `check`, every segment's
+/// outputs are also compared, bit for bit, with loom's direct reference
+/// (ir::run_reference) on the same inputs; the segments then need their
+/// graphs.
 Expected<ProgramRun> run_program(const Program& p, runtime::Device& dev, const std::map<std::string, Value>& inputs,
                                  bool check = false, const runtime::RunOptions& ro = {});
 /// The same on a new device of `backend`.

@@ -68,13 +68,13 @@ std::string host_model_bytes(const Program& p, std::vector<size_t>* host_index) 
   std::set<std::string> needed(m.outputs.begin(), m.outputs.end()), domains;
   host_index->assign(m.nodes.size(), 0);
   size_t count = 0;
-  for (const auto& st : p.steps) {
-    if (st.segment >= 0) {
-      for (const auto& t : p.segments[size_t(st.segment)].inputs) needed.insert(t);
+  for (const auto& st : p.program.steps) {
+    if (st.on_device()) {
+      for (const auto& t : p.program.segments[size_t(st.segment)].inputs) needed.insert(t);
       continue;
     }
-    const Node& n = m.nodes[st.node];
-    (*host_index)[st.node] = count++;
+    const Node& n = m.nodes[st.host];
+    (*host_index)[st.host] = count++;
     put_node(n, g->add_node());
     if (!n.domain.empty()) domains.insert(n.domain);
     for (const auto& i : n.inputs)
@@ -210,6 +210,10 @@ Expected<Model> read_host_model(const std::string& bytes, const std::string& pat
 }  // namespace
 
 Status write_program_plan(const Program& p, const ProgramPlanInfo& info, const std::string& path) {
+  if (p.segments.size() != p.program.segments.size())
+    return make_error(path, "the program has " + std::to_string(p.program.segments.size()) + " device segments but " +
+                                std::to_string(p.segments.size()) + " segment layouts; nothing written");
+  LOOM_TRY(plan::validate(p.program, path));
   std::vector<size_t> host_index;
   const std::string host = host_model_bytes(p, &host_index);
   std::string payload = host;
@@ -225,20 +229,22 @@ Status write_program_plan(const Program& p, const ProgramPlanInfo& info, const s
   meta["folded_qdq"] = p.folded_qdq;
   meta["host_model_bytes"] = host.size();
   meta["segments"] = json::array();
-  for (const auto& s : p.segments) {
-    const std::string b = plan::encode_plan(s.plan);
+  for (size_t k = 0; k < p.segments.size(); ++k) {
+    const Segment& s = p.segments[k];
+    const plan::Segment& ps = p.program.segments[k];
+    const std::string b = plan::encode_plan(ps.plan);
     payload += b;
     json nhwc = json::array(), u8 = json::array();
     for (const auto& [t, on] : s.nhwc)
       if (on) nhwc.push_back(t);
     for (const auto& [t, on] : s.u8)
       if (on) u8.push_back(t);
-    meta["segments"].push_back(json{{"plan_bytes", b.size()}, {"nodes", s.nodes}, {"inputs", s.inputs},
-                                    {"outputs", s.outputs}, {"nhwc", nhwc}, {"u8", u8}});
+    meta["segments"].push_back(json{{"plan_bytes", b.size()}, {"nodes", s.nodes}, {"inputs", ps.inputs},
+                                    {"outputs", ps.outputs}, {"nhwc", nhwc}, {"u8", u8}});
   }
   meta["steps"] = json::array();
-  for (const auto& st : p.steps)
-    meta["steps"].push_back(st.segment >= 0 ? json{{"segment", st.segment}} : json{{"node", host_index[st.node]}});
+  for (const auto& st : p.program.steps)
+    meta["steps"].push_back(st.on_device() ? json{{"segment", st.segment}} : json{{"node", host_index[st.host]}});
   meta["fallback_ops"] = p.fallback_ops;
   meta["notes"] = p.notes;
   const std::string text = meta.dump(-1, ' ', false, json::error_handler_t::replace);  // never throws
@@ -308,11 +314,12 @@ Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::str
     const std::string w = path + ": " + ctx;
     uint64_t n = 0;
     Segment s;
+    plan::Segment ps;
     std::vector<std::string> nhwc, u8;
     r.get(segs[k], ctx, "plan_bytes", &n);
     r.get(segs[k], ctx, "nodes", &s.nodes);
-    r.get(segs[k], ctx, "inputs", &s.inputs);
-    r.get(segs[k], ctx, "outputs", &s.outputs);
+    r.get(segs[k], ctx, "inputs", &ps.inputs);
+    r.get(segs[k], ctx, "outputs", &ps.outputs);
     r.get(segs[k], ctx, "nhwc", &nhwc);
     r.get(segs[k], ctx, "u8", &u8);
     if (r.err) return *r.err;
@@ -321,9 +328,9 @@ Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::str
     auto sp = plan::decode_plan(std::string_view(c->payload).substr(at, n), w);
     if (!sp) return sp.error();
     at += n;
-    s.plan = std::move(*sp);
-    if (s.plan.config != info.config)
-      return make_error(w, "field 'config': the segment was compiled for '" + s.plan.config + "', the program for '" +
+    ps.plan = std::move(*sp);
+    if (ps.plan.config != info.config)
+      return make_error(w, "field 'config': the segment was compiled for '" + ps.plan.config + "', the program for '" +
                                info.config + "'");
     // The boundary tensors are the plan's bindings, by name.
     auto same = [](const std::vector<std::string>& names, const std::vector<plan::TensorBinding>& b) {
@@ -331,22 +338,28 @@ Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::str
       for (const auto& t : b) y.insert(t.name);
       return x == y && x.size() == names.size();
     };
-    if (!same(s.inputs, s.plan.inputs)) return make_error(w, "field 'inputs': not the inputs of the segment's plan");
-    if (!same(s.outputs, s.plan.outputs)) return make_error(w, "field 'outputs': not the outputs of the segment's plan");
-    for (const auto& t : s.inputs) s.nhwc[t] = false, s.u8[t] = false;
-    for (const auto& t : s.outputs) s.nhwc[t] = false, s.u8[t] = false;
+    if (!same(ps.inputs, ps.plan.inputs)) return make_error(w, "field 'inputs': not the inputs of the segment's plan");
+    if (!same(ps.outputs, ps.plan.outputs)) return make_error(w, "field 'outputs': not the outputs of the segment's plan");
+    // Held in the plan's binding order, whatever order the file lists them in.
+    ps.inputs.clear();
+    ps.outputs.clear();
+    for (const auto& b : ps.plan.inputs) ps.inputs.push_back(b.name);
+    for (const auto& b : ps.plan.outputs) ps.outputs.push_back(b.name);
+    for (const auto& t : ps.inputs) s.nhwc[t] = false, s.u8[t] = false;
+    for (const auto& t : ps.outputs) s.nhwc[t] = false, s.u8[t] = false;
     for (const auto& t : u8) {
       if (!s.u8.count(t)) return make_error(w, "field 'u8': '" + t + "' is no boundary tensor of the segment");
       s.u8[t] = true;
     }
     for (const auto& t : nhwc) {
       if (!s.nhwc.count(t)) return make_error(w, "field 'nhwc': '" + t + "' is no boundary tensor of the segment");
-      for (const auto* bs : {&s.plan.inputs, &s.plan.outputs})
+      for (const auto* bs : {&ps.plan.inputs, &ps.plan.outputs})
         for (const auto& b : *bs)
           if (b.name == t && b.shape.size() != 4) return make_error(w, "field 'nhwc': '" + t + "' is not of rank 4");
       s.nhwc[t] = true;
     }
     p.segments.push_back(std::move(s));
+    p.program.segments.push_back(std::move(ps));
   }
   if (at != c->payload.size())
     return make_error(md, "payload size " + std::to_string(c->payload.size()) +
@@ -360,7 +373,7 @@ Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::str
   for (size_t k = 0; k < steps.size(); ++k) {
     const std::string ctx = "steps[" + std::to_string(k) + "]";
     const std::string w = path + ": " + ctx;
-    Step st;
+    plan::Step st;
     std::vector<std::string> reads, writes;
     std::string what;
     if (steps[k].is_object() && steps[k].contains("segment")) {
@@ -371,8 +384,8 @@ Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::str
                                  std::to_string(p.segments.size()) + " segments)");
       if (seen_seg[size_t(i)]++) return make_error(w, "field 'segment': segment " + std::to_string(i) + " runs twice");
       st.segment = int(i);
-      reads = p.segments[size_t(i)].inputs;
-      writes = p.segments[size_t(i)].outputs;
+      reads = p.program.segments[size_t(i)].inputs;
+      writes = p.program.segments[size_t(i)].outputs;
       what = "segment " + std::to_string(i);
     } else {
       int64_t i = -1;
@@ -381,7 +394,7 @@ Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::str
         return make_error(w, "field 'node': " + std::to_string(i) + " is out of range (the host model has " +
                                  std::to_string(p.model.nodes.size()) + " nodes)");
       if (seen_node[size_t(i)]++) return make_error(w, "field 'node': node " + std::to_string(i) + " runs twice");
-      st.node = size_t(i);
+      st.host = size_t(i);
       reads = p.model.nodes[size_t(i)].inputs;
       writes = p.model.nodes[size_t(i)].outputs;
       what = "node '" + p.model.nodes[size_t(i)].name + "'";
@@ -391,7 +404,7 @@ Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::str
         return make_error(w, what + " reads '" + t + "', which no earlier step, input or constant provides");
     for (const auto& t : writes)
       if (!t.empty()) avail.insert(t);
-    p.steps.push_back(st);
+    p.program.steps.push_back(st);
   }
   for (size_t k = 0; k < seen_seg.size(); ++k)
     if (!seen_seg[k]) return make_error(md, "field 'steps': segment " + std::to_string(k) + " never runs");

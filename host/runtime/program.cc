@@ -1,0 +1,51 @@
+#include "runtime/program.h"
+
+#include <utility>
+
+namespace loom::runtime {
+
+Status DeviceValues::run_host(size_t index) {
+  return make_error("host step " + std::to_string(index), "this program's values are device tensors only; it has no host steps");
+}
+
+Expected<Tensor> DeviceValues::to_device(int segment, const plan::TensorBinding& b) {
+  auto it = values_.find(b.name);
+  if (it == values_.end())
+    return make_error("segment " + std::to_string(segment) + " input '" + b.name + "'", "has no value");
+  return it->second;
+}
+
+Status DeviceValues::from_device(int /*segment*/, const plan::TensorBinding& b, Tensor t) {
+  values_[b.name] = std::move(t);
+  return {};
+}
+
+Expected<ProgramRun> run_program(Device& dev, const plan::Program& p, HostSteps& host, const RunOptions& opt) {
+  ProgramRun run;
+  for (const plan::Step& st : p.steps) {
+    if (!st.on_device()) {
+      LOOM_TRY(host.run_host(st.host));
+      continue;
+    }
+    const plan::Segment& seg = p.segments.at(size_t(st.segment));
+    std::map<std::string, Tensor> in;
+    for (const auto& b : seg.plan.inputs) {
+      auto t = host.to_device(st.segment, b);
+      if (!t) return t.error();
+      in[b.name] = std::move(*t);
+    }
+    auto r = execute(dev, seg.plan, in, opt);
+    if (!r) return r.error();
+    LOOM_TRY(host.segment_ran(st.segment, in, *r));
+    for (size_t k = 0; k < r->outputs.size(); ++k)
+      LOOM_TRY(host.from_device(st.segment, seg.plan.outputs.at(k), std::move(r->outputs[k].second)));
+    r->outputs.clear();
+    if (r->has_time) run.has_time = true, run.cycles += r->cycles;
+    for (const auto& c : r->cores) run.instructions += c.instructions;
+    run.ring_refills += r->ring_refills;
+    run.segments.push_back(SegmentRun{st.segment, std::move(*r)});
+  }
+  return run;
+}
+
+}  // namespace loom::runtime

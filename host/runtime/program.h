@@ -1,0 +1,75 @@
+// Runs a program (plan/program.h) on one device: its steps in order, every
+// segment on the same device, host steps through HostSteps. The one executor
+// of every input kind: a JSON graph's plan is a program of one segment.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/tensor.h"
+#include "plan/program.h"
+#include "runtime/device.h"
+#include "runtime/executor.h"
+
+namespace loom::runtime {
+
+/// Where a program's values live between steps and how its host steps run:
+/// the frontend that made the program implements it (onnxfe for ONNX
+/// models), so the runtime links no frontend. Values are named as in the
+/// program; the implementation owns them.
+class HostSteps {
+ public:
+  virtual ~HostSteps() = default;
+  /// Runs host step `index` (plan::Step::host) on the values so far.
+  virtual Status run_host(size_t index) = 0;
+  /// The device tensor of value `b.name` for an input of `segment`, in the
+  /// binding's layout, type and shape; anything else is an error naming it.
+  virtual Expected<Tensor> to_device(int segment, const plan::TensorBinding& b) = 0;
+  /// Takes output `b.name` of `segment` (in device layout) into the values.
+  virtual Status from_device(int segment, const plan::TensorBinding& b, Tensor t) = 0;
+  /// After `segment` ran, before its outputs are taken: its device inputs
+  /// and its result (for checks against a reference). Default: nothing.
+  virtual Status segment_ran(int /*segment*/, const std::map<std::string, Tensor>& /*inputs*/,
+                             const RunResult& /*result*/) {
+    return {};
+  }
+};
+
+/// The values of a program without host steps (a JSON graph's): device
+/// tensors by name, the inputs given and the outputs taken.
+class DeviceValues final : public HostSteps {
+ public:
+  explicit DeviceValues(std::map<std::string, Tensor> values) : values_(std::move(values)) {}
+  Status run_host(size_t index) override;
+  Expected<Tensor> to_device(int segment, const plan::TensorBinding& b) override;
+  Status from_device(int segment, const plan::TensorBinding& b, Tensor t) override;
+  const std::map<std::string, Tensor>& values() const { return values_; }
+  std::map<std::string, Tensor>& values() { return values_; }
+
+ private:
+  std::map<std::string, Tensor> values_;
+};
+
+/// One device segment's run: the executor's report (per-core counters,
+/// cycles, per-layer cycles), its outputs already taken by HostSteps.
+struct SegmentRun {
+  int segment = 0;
+  RunResult result;
+};
+
+struct ProgramRun {
+  std::vector<SegmentRun> segments;  // step order
+  bool has_time = false;
+  uint64_t cycles = 0;        // device cycles, summed over the segments
+  uint64_t instructions = 0;  // summed over the segments and cores
+  uint64_t ring_refills = 0;
+};
+
+/// Runs `p`'s steps in order on `dev` (the program must pass
+/// plan::validate). A failing step stops the run with its error.
+Expected<ProgramRun> run_program(Device& dev, const plan::Program& p, HostSteps& host, const RunOptions& opt = {});
+
+}  // namespace loom::runtime
