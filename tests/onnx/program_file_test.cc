@@ -220,6 +220,37 @@ TEST_F(ProgramFile, ReadBackRunsToTheSameOutputs) {
   EXPECT_GT(distinct.size(), 3u);
 }
 
+TEST_F(ProgramFile, SegmentGraphsRebuildThePlansSegmentsWithoutCompiling) {
+  auto m = load_model_bytes(two_segment_model(), "lib.onnx", ".");
+  ASSERT_TRUE(m) << m.error().str();
+  std::vector<std::vector<std::string>> nodes;
+  for (const auto& s : prog.segments) nodes.push_back(s.nodes);
+  auto g = segment_graphs(*m, nodes);
+  ASSERT_TRUE(g) << g.error().str();
+  ASSERT_EQ(g->size(), prog.segments.size());
+  for (size_t k = 0; k < g->size(); ++k) {
+    const ir::Graph& a = prog.segments[k].graph;
+    const ir::Graph& b = (*g)[k].graph;
+    EXPECT_EQ(a.inputs, b.inputs) << k;
+    EXPECT_EQ(a.outputs, b.outputs) << k;
+    ASSERT_EQ(a.nodes.size(), b.nodes.size()) << k;
+    for (size_t n = 0; n < a.nodes.size(); ++n) EXPECT_EQ(a.nodes[n].name, b.nodes[n].name);
+    EXPECT_EQ(prog.segments[k].nhwc, (*g)[k].nhwc);
+    EXPECT_EQ(prog.segments[k].u8, (*g)[k].u8);
+    // The same reference outputs on the same inputs.
+    const auto in = ir::random_inputs(a, 3);
+    auto ra = ir::run_reference(a, in);
+    auto rb = ir::run_reference(b, in);
+    ASSERT_TRUE(ra && rb);
+    for (const auto& o : a.outputs) EXPECT_EQ(ra->at(o).data, rb->at(o).data) << o;
+  }
+  nodes[1].push_back("no_such_node");
+  auto bad = segment_graphs(*m, nodes);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().str().find("segment 1"), std::string::npos) << bad.error().str();
+  EXPECT_NE(bad.error().str().find("'no_such_node'"), std::string::npos) << bad.error().str();
+}
+
 TEST_F(ProgramFile, SingleGraphReaderRefusesAProgramPlan) {
   ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}}, path).is_ok());
   EXPECT_EQ(plan::plan_format_version(path), plan::kProgramFormatVersion);

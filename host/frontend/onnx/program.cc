@@ -583,6 +583,34 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
   return false;
 }
 
+/// The segment `b` built from model nodes `nodes`: its boundary outputs
+/// (produced here, read by other nodes or the graph), boundary layouts and
+/// name. Not yet validated or compiled.
+Segment finish_segment(SegBuilder& b, const std::vector<size_t>& nodes, size_t index) {
+  const Model& m = b.m;
+  Segment seg = std::move(b.seg);
+  // Boundary outputs: produced here, needed by later nodes or the graph.
+  std::set<std::string> needed(m.outputs.begin(), m.outputs.end());
+  for (size_t k = 0; k < m.nodes.size(); ++k) {
+    if (std::find(nodes.begin(), nodes.end(), k) != nodes.end()) continue;
+    for (const auto& i : m.nodes[k].inputs) needed.insert(i);
+  }
+  for (const auto& nd : seg.graph.nodes)
+    if (needed.count(nd.outputs[0])) seg.graph.outputs.push_back(nd.outputs[0]);
+  for (const auto& t : seg.graph.inputs) {
+    seg.nhwc[t] = b.onnx_shape[t].size() == 4;
+    seg.u8[t] = b.onnx_type[t] == kUint8;
+  }
+  for (const auto& t : seg.graph.outputs) {
+    seg.nhwc[t] = b.onnx_shape[t].size() == 4;
+    seg.u8[t] = b.onnx_type[t] == kUint8;
+  }
+  seg.graph.name = m.name.empty() ? "onnx" : m.name;
+  seg.graph.name += "/segment" + std::to_string(index);
+  seg.graph.source = m.path;
+  return seg;
+}
+
 }  // namespace
 
 Expected<Program> build_program(Model model, const std::map<std::string, Value>& bound, const spec::HwConfig& cfg,
@@ -619,28 +647,7 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
         cur_nodes.clear();
         return {};
       }
-      Segment seg = std::move(cur->seg);
-      // Boundary outputs: produced here, needed by later nodes or the graph.
-      std::set<std::string> produced;
-      for (const auto& nd : seg.graph.nodes) produced.insert(nd.outputs[0]);
-      std::set<std::string> needed(m.outputs.begin(), m.outputs.end());
-      for (size_t k = 0; k < m.nodes.size(); ++k) {
-        if (std::find(cur_nodes.begin(), cur_nodes.end(), k) != cur_nodes.end()) continue;
-        for (const auto& i : m.nodes[k].inputs) needed.insert(i);
-      }
-      for (const auto& nd : seg.graph.nodes)
-        if (needed.count(nd.outputs[0])) seg.graph.outputs.push_back(nd.outputs[0]);
-      for (const auto& t : seg.graph.inputs) {
-        seg.nhwc[t] = cur->onnx_shape[t].size() == 4;
-        seg.u8[t] = cur->onnx_type[t] == kUint8;
-      }
-      for (const auto& t : seg.graph.outputs) {
-        seg.nhwc[t] = cur->onnx_shape[t].size() == 4;
-        seg.u8[t] = cur->onnx_type[t] == kUint8;
-      }
-      seg.graph.name = m.name.empty() ? "onnx" : m.name;
-      seg.graph.name += "/segment" + std::to_string(p.segments.size());
-      seg.graph.source = m.path;
+      Segment seg = finish_segment(*cur, cur_nodes, p.segments.size());
       std::string why;
       Status s = ir::validate(seg.graph);
       if (s) {
@@ -709,6 +716,35 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
     }
   }
   return p;
+}
+
+Expected<std::vector<Segment>> segment_graphs(Model model, const std::vector<std::vector<std::string>>& nodes) {
+  Model& m = model;
+  Known known = [&](const std::string& name) -> const Value* {
+    auto it = m.consts.find(name);
+    return it != m.consts.end() ? &it->second : nullptr;
+  };
+  fold_qdq(m, known);
+  std::vector<Segment> out;
+  size_t at = 0;  // segments are runs of consecutive nodes, in model order
+  for (size_t s = 0; s < nodes.size(); ++s) {
+    const std::string where = m.path + ": segment " + std::to_string(s);
+    SegBuilder b{m, known, {}, {}, {}, 0};
+    std::vector<size_t> ks;
+    for (const auto& name : nodes[s]) {
+      while (at < m.nodes.size() && m.nodes[at].name != name) ++at;
+      if (at == m.nodes.size())
+        return make_error(where, "node '" + name + "' is not in the model, or not in the order of the segment");
+      std::string why;
+      if (!map_device(b, m.nodes[at], &why))
+        return make_error(where, "node '" + name + "' no longer maps to the fabric" + (why.empty() ? "" : ": " + why));
+      ks.push_back(at++);
+    }
+    Segment seg = finish_segment(b, ks, s);
+    if (Status v = ir::validate(seg.graph); !v) return Status(v).context(where).error();
+    out.push_back(std::move(seg));
+  }
+  return out;
 }
 
 namespace {

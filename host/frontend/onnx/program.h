@@ -61,6 +61,13 @@ struct Program {
 Expected<Program> build_program(Model m, const std::map<std::string, Value>& known, const spec::HwConfig& cfg,
                                 const ProgramOptions& opt);
 
+/// The segment graphs of a model whose partition is known: `nodes` lists
+/// each segment's node names (after QDQ folding, in model order), as a
+/// program plan records them. Nothing is compiled; a node that is missing or
+/// no longer maps to the fabric is an error naming it. `loom run PLAN
+/// --check` gets its reference this way.
+Expected<std::vector<Segment>> segment_graphs(Model m, const std::vector<std::vector<std::string>>& nodes);
+
 /// The values of one run of a program: the graph inputs (checked against
 /// the model's types), host ops run on them by the CPU fallback, device
 /// tensors converted at segment boundaries (NCHW <-> NHWC, uint8 <-> int8).
