@@ -155,6 +155,10 @@ std::string expected_dir(const RunArgs& a);
 int compile_program_kind(const std::string& model, const spec::HwConfig& cfg, const compiler::CompileOptions& opt,
                          const std::string& out, bool explain, bool json);
 
+/// docs/cli.md: every subcommand, argument and option of `app` as Markdown
+/// (`loom --cli-reference`, reference.cc).
+std::string cli_reference(const CLI::App& app);
+
 void register_info(CLI::App& app);
 void register_compile(CLI::App& app);
 void register_run(CLI::App& app);

@@ -24,6 +24,11 @@ int main(int argc, char** argv) {
     register_tune(app);
     register_report(app);
     register_experiment(app);
+    // docs/cli.md, from the definitions above (cli.reference_fresh compares).
+    if (argc == 2 && std::string(argv[1]) == "--cli-reference") {
+      std::cout << cli_reference(app);
+      return 0;
+    }
     // A first argument that is not an option must name a subcommand: say
     // which names there are instead of CLI11's "A subcommand is required".
     if (argc > 1 && argv[1][0] != '-') {
