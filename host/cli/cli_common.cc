@@ -233,4 +233,10 @@ void defer_exit(int rc) {
   if (rc != 0 && deferred_exit_code() == 0) deferred_exit_code() = rc;
 }
 
+ordered_json versioned(std::string_view result, const ordered_json& j) {
+  ordered_json out{{"schema_version", kSchemaVersion}, {"result", std::string(result)}};
+  for (const auto& [k, v] : j.items()) out[k] = v;
+  return out;
+}
+
 }  // namespace loom::cli

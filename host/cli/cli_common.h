@@ -155,6 +155,13 @@ std::string expected_dir(const RunArgs& a);
 int compile_program_kind(const std::string& model, const spec::HwConfig& cfg, const compiler::CompileOptions& opt,
                          const std::string& out, bool explain, bool json);
 
+/// Version of the JSON results (docs/schema/*.schema.json); raise it when a
+/// field changes meaning or goes away.
+inline constexpr int kSchemaVersion = 1;
+/// `j` as a JSON result of kind `result` ("run", "compile", "serve", ...):
+/// "schema_version" and "result" first, then j's fields in their order.
+ordered_json versioned(std::string_view result, const ordered_json& j);
+
 /// docs/cli.md: every subcommand, argument and option of `app` as Markdown
 /// (`loom --cli-reference`, reference.cc).
 std::string cli_reference(const CLI::App& app);

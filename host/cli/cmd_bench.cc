@@ -119,7 +119,7 @@ int bench_graph(ir::Graph& g, const Common& c, uint64_t macs, uint64_t bytes, or
     j["bit_exact"] = exact;
   }
   if (c.json) {
-    std::cout << j.dump(2) << "\n";
+    std::cout << versioned("bench", j).dump(2) << "\n";
   } else {
     std::cout << j["bench"].get<std::string>() << " on " << c.backend << "/" << hw.name << ": " << macs << " MACs, "
               << insns << " instructions";

@@ -339,7 +339,7 @@ int bench_fusion(const Opts& o) {
   out["cost_within_2pct_everywhere"] = all_ok;
   out["bit_exact"] = all_exact;
   if (o.json)
-    std::cout << out.dump(2) << "\n";
+    std::cout << versioned("bench_fusion", out).dump(2) << "\n";
   else if (o.per_layer)
     std::cout << "per-layer predicted vs " << o.backend << ": mean |error| " << mean * 100 << " %, worst "
               << worst * 100 << " % over " << errs.size() << " layers\n";

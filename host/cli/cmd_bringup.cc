@@ -112,7 +112,7 @@ void register_bringup(CLI::App& app) {
       j["failed"] = n[1];
       j["skipped"] = n[2];
       j["ok"] = n[1] == 0;
-      std::cout << j.dump(2) << "\n";
+      std::cout << versioned("bringup", j).dump(2) << "\n";
     } else {
       std::cout << "loom bringup: backend " << o->backend << ", config " << config_name() << "\n";
       for (const auto& c : checks)

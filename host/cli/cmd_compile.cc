@@ -81,7 +81,7 @@ void register_compile(CLI::App& app) {
         for (const auto& d : r->decisions)
           j["decisions"].push_back(ordered_json{{"node", d.node}, {"pass", d.pass}, {"decision", d.text}});
       }
-      std::cout << j.dump(2) << "\n";
+      std::cout << versioned("compile", j).dump(2) << "\n";
       return;
     }
     if (o->explain)

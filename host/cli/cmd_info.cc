@@ -39,7 +39,7 @@ void register_info(CLI::App& app) {
     for (const auto& b : runtime::list_backends())
       j["backends"].push_back(ordered_json{{"name", b.name}, {"description", b.description}});
     if (*json_out) {
-      std::cout << j.dump(2) << "\n";
+      std::cout << versioned("info", j).dump(2) << "\n";
       return;
     }
     std::cout << "loom " << LOOM_VERSION << " (spec " << j["spec_version"].get<std::string>() << ", plan format "

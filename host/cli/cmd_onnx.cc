@@ -252,7 +252,7 @@ int compile_program_kind(const std::string& model, const spec::HwConfig& cfg, co
         for (const auto& d : prog->segments[k].decisions)
           j["decisions"].push_back(ordered_json{{"segment", k}, {"node", d.node}, {"pass", d.pass}, {"decision", d.text}});
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << versioned("compile", j).dump(2) << "\n";
     return 0;
   }
   std::cout << "wrote " << out << ": " << prog->segments.size() << " device segments ("

@@ -425,7 +425,7 @@ int finish_run(const RunArgs& a, RunReport& r, const plan::Program& prog, const 
               << (!r.exact ? "device outputs differ from the direct reference"
                            : "outputs differ from the reference outputs in " + exp_dir)
               << (a.outputs.empty() ? "" : "; nothing written to --outputs " + a.outputs) << "\n";
-    if (a.json) std::cout << j.dump(2) << "\n";
+    if (a.json) std::cout << versioned("run", j).dump(2) << "\n";
     return 1;
   }
   ordered_json outs = ordered_json::array();
@@ -459,7 +459,7 @@ int finish_run(const RunArgs& a, RunReport& r, const plan::Program& prog, const 
   j["layers"] = layers;
   j["wall_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (a.json) {
-    std::cout << j.dump(2) << "\n";
+    std::cout << versioned("run", j).dump(2) << "\n";
     return 0;
   }
   std::cout << r.summary << "\n";

@@ -155,7 +155,7 @@ int serve(const ServeOpts& o) {
     if (Status s = write_file_atomic(o.trace, serve::batches_trace_json(*w, spans)); !s) return fail(s.error());
     (*r)["trace"] = std::filesystem::absolute(o.trace).string();  // loom report copies it beside the page
   }
-  const std::string text = r->dump(2) + "\n";
+  const std::string text = versioned("serve", *r).dump(2) + "\n";
   if (!o.output.empty())
     if (Status s = write_file_atomic(o.output, text); !s) return fail(s.error());
   if (o.progress)

@@ -46,7 +46,7 @@ int tune(const TuneOpts& o) {
   to.device = *dev;
   auto r = tune::run_tune(*w, to);
   if (!r) return fail(r.error());
-  const std::string text = r->dump(2) + "\n";
+  const std::string text = versioned("tune", *r).dump(2) + "\n";
   if (!o.output.empty())
     if (Status s = write_file_atomic(o.output, text); !s) return fail(s.error());
   if (!o.cost_params_out.empty())

@@ -76,7 +76,9 @@ std::string cli_reference(const CLI::App& app) {
      << "`loom --cli-reference > docs/cli.md`.\n\n"
      << "Every command prints one line `loom: error: ...` and exits non-zero on bad\n"
      << "input. Device options (`--mem-faults`, `--axi-stall`, ...) are described\n"
-     << "with their backends in `docs/backends.md`.\n\n";
+     << "with their backends in `docs/backends.md`. Every `--json` result starts\n"
+     << "with `schema_version` and `result` (its kind); `docs/schema/<result>.schema.json`\n"
+     << "describes it, and `cli.schema.*` validates real outputs against it.\n\n";
   os << "Commands:";
   for (const auto* s : app.get_subcommands([](const CLI::App*) { return true; })) os << " `" << s->get_name() << "`";
   os << ".\n\n";
