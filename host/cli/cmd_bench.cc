@@ -147,7 +147,7 @@ void register_bench(CLI::App& app) {
     int64_t m = 256, n = 256, k = 256;
   };
   auto go = std::make_shared<GemmOpts>();
-  auto* gemm = bench->add_subcommand("gemm", "int8 GEMM (M x K) * (K x N) with bias and requantization");
+  auto* gemm = bench->add_subcommand("gemm", "GEMM (M x K) * (K x N) of int8 with bias and requantization");
   gemm->add_option("--m", go->m, "Rows of A and C")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   gemm->add_option("--n", go->n, "Columns of B and C")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   gemm->add_option("--k", go->k, "Reduction length")->check(CLI::Range(1, 1 << 20))->capture_default_str();
@@ -170,7 +170,7 @@ void register_bench(CLI::App& app) {
     bool list = false;
   };
   auto co = std::make_shared<ConvOpts>();
-  auto* conv = bench->add_subcommand("conv", "int8 convolution (NHWC), e.g. a ResNet-50 layer");
+  auto* conv = bench->add_subcommand("conv", "Convolution of int8 (NHWC), e.g. a ResNet-50 layer");
   conv->add_option("--layer", co->layer, "A ResNet-50 layer shape by name (see --list)");
   conv->add_flag("--list", co->list, "List the ResNet-50 layer shapes");
   conv->add_option("--hw", co->hw, "Input height and width")->check(CLI::Range(1, 4096))->capture_default_str();

@@ -352,7 +352,7 @@ int bench_fusion(const Opts& o) {
 void register_bench_fusion(CLI::App* bench) {
   auto o = std::make_shared<Opts>();
   auto* cmd = bench->add_subcommand("fusion", "Fusion policies none/greedy/cost on network slices, measured");
-  cmd->add_option("--model", o->model, "resnet50_bottleneck, mobilenetv2_ir, bert_ffn, residual_exact, all, a .json graph, "
+  cmd->add_option("--model", o->model, "Slice: resnet50_bottleneck, mobilenetv2_ir, bert_ffn, residual_exact, all, a .json graph, "
                   "or an .onnx model (its device segments)")
       ->capture_default_str();
   cmd->add_option("--size", o->size, "Shapes of the built-in slices: small or full")->capture_default_str();

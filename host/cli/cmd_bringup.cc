@@ -40,7 +40,7 @@ void register_bringup(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("bringup", "Board bring-up checks (like `xbutil validate`) on xrt or xrt-emu");
-  cmd->add_option("--backend", o->backend, "xrt (a card) or xrt-emu (the emulation)")->capture_default_str();
+  cmd->add_option("--backend", o->backend, "Backend: xrt (a card) or xrt-emu (the emulation)")->capture_default_str();
   cmd->add_option("--config", o->config,
                   "Hardware configuration the xclbin implements (default: the one its HWCFG register names)");
   cmd->add_option("--dma-max-mib", o->dma_max_mib,

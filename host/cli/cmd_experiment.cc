@@ -674,17 +674,17 @@ int experiment(const ExpOpts& o) {
 void register_experiment(CLI::App& app) {
   auto o = std::make_shared<ExpOpts>();
   auto* c = app.add_subcommand(
-      "experiment", "run a sweep of loom serve runs (local processes or a Slurm job array); resume; merge");
-  c->add_option("sweep", o->sweep, "sweep file (.yaml)");
-  c->add_option("-j,--jobs", o->jobs, "parallel runs (local), or at most this many array tasks at once (slurm; "
+      "experiment", "Run a sweep of loom serve runs (local processes or a Slurm job array); resume; merge");
+  c->add_option("SWEEP", o->sweep, "Sweep file (.yaml)");
+  c->add_option("-j,--jobs", o->jobs, "Parallel runs (local), or at most this many array tasks at once (slurm; "
                                       "the sweep's slurm.throttle wins) (default 2)");
-  c->add_option("-o,--output", o->output, "output directory (points.json, runs/, results.csv, results.json, report/)");
-  c->add_option("--launcher", o->launcher, "local (default) | slurm: one sbatch --array job; prints its job id");
-  c->add_flag("--wait", o->wait, "slurm: wait for the job array to finish, then merge");
+  c->add_option("-o,--output", o->output, "Output folder (points.json, runs/, results.csv, results.json, report/)");
+  c->add_option("--launcher", o->launcher, "Launcher: local (default), or slurm (one sbatch --array job; prints its job id)");
+  c->add_flag("--wait", o->wait, "Slurm: wait for the job array to finish, then merge");
   c->add_option("--commands", o->commands,
-                "run a list of commands instead of a sweep ({commands: [{name, argv}]}; scripts/regress.sh)");
-  c->add_option("--merge", o->merge, "merge the finished points of DIR into results.csv, results.json and report/");
-  c->add_option("--run-point", o->run_point, "run point N of -o DIR (what each worker and array task does)")
+                "Run a list of commands instead of a sweep ({commands: [{name, argv}]}; scripts/regress.sh)");
+  c->add_option("--merge", o->merge, "Merge the finished points of DIR into results.csv, results.json and report/");
+  c->add_option("--run-point", o->run_point, "Run point N of -o DIR (what each worker and array task does)")
       ->group("");
   c->callback([o] {
     if (int rc = experiment(*o)) throw CLI::RuntimeError(rc);

@@ -52,8 +52,8 @@ int report(const ReportOpts& o) {
 void register_report(CLI::App& app) {
   auto o = std::make_shared<ReportOpts>();
   auto* c = app.add_subcommand("report", "HTML report with charts of a loom serve result or a loom experiment sweep");
-  c->add_option("result", o->result, "result JSON (loom serve -o, or loom experiment's results.json)")->required();
-  c->add_option("-o,--output", o->output, "output directory")->required();
+  c->add_option("RESULT", o->result, "Result JSON (loom serve -o, or loom experiment's results.json)")->required();
+  c->add_option("-o,--output", o->output, "Output folder")->required();
   c->callback([o] {
     if (int rc = report(*o)) throw CLI::RuntimeError(rc);
   });

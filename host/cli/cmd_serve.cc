@@ -191,26 +191,26 @@ int serve(const ServeOpts& o) {
 
 void register_serve(CLI::App& app) {
   auto o = std::make_shared<ServeOpts>();
-  auto* c = app.add_subcommand("serve", "replay a serving workload on service times measured on a timed backend");
-  c->add_option("workload", o->workload, "workload file (.yaml)")->required();
-  c->add_option("--backend", o->backend, "timed backend that measures service times (tlm, rtl)");
+  auto* c = app.add_subcommand("serve", "Replay a serving workload on service times measured on a timed backend");
+  c->add_option("WORKLOAD", o->workload, "Workload file (.yaml)")->required();
+  c->add_option("--backend", o->backend, "Timed backend that measures service times (tlm, rtl)");
   add_device_flags(c, o->device);
-  c->add_option("--seed", o->seed, "override the workload's seed");
-  c->add_option("--config", o->config, "override the workload's hardware configuration");
-  c->add_option("--batching", o->batching, "none | fixed | deadline");
-  c->add_option("--scheduling", o->scheduling, "static | dynamic | auto");
-  c->add_option("--max-batch", o->max_batch, "override the workload's max_batch");
-  c->add_option("--max-queue-delay-ms", o->max_delay_ms, "override the workload's max_queue_delay_ms (fixed batching)");
-  c->add_option("--slack-margin", o->slack_margin, "override the workload's slack_margin (deadline batching)");
-  c->add_flag("--no-shape-grouping", o->no_grouping, "deadline batching: batch in FIFO order only (shape_grouping: false)");
-  c->add_option("--load-scale", o->load_scale, "multiply every arrival rate by this factor");
-  c->add_flag("--admission", o->admission, "turn admission control on (drops requests predicted to miss their SLO)");
-  c->add_flag("--no-admission", o->no_admission, "turn admission control off (whatever the workload says)");
-  c->add_option("--cache", o->cache, "directory caching measured service times by plan hash");
-  c->add_flag("--json", o->json, "print the result as JSON");
-  c->add_option("-o,--output", o->output, "also write the JSON result to this file");
-  c->add_flag("--progress", o->progress, "progress lines on stderr");
-  c->add_option("--trace", o->trace, "write the batches per core as Chrome trace JSON (opens in Perfetto)");
+  c->add_option("--seed", o->seed, "Seed (overrides the workload's)");
+  c->add_option("--config", o->config, "Hardware configuration (overrides the workload's)");
+  c->add_option("--batching", o->batching, "Batching policy: none, fixed or deadline (overrides the workload's)");
+  c->add_option("--scheduling", o->scheduling, "Core scheduling: static, dynamic or auto (overrides the workload's)");
+  c->add_option("--max-batch", o->max_batch, "Largest batch (overrides the workload's max_batch)");
+  c->add_option("--max-queue-delay-ms", o->max_delay_ms, "Longest wait for a batch to fill, fixed batching (overrides the workload's max_queue_delay_ms)");
+  c->add_option("--slack-margin", o->slack_margin, "Slack kept before a deadline, deadline batching (overrides the workload's slack_margin)");
+  c->add_flag("--no-shape-grouping", o->no_grouping, "Deadline batching: batch in FIFO order only (shape_grouping: false)");
+  c->add_option("--load-scale", o->load_scale, "Multiply every arrival rate by this factor");
+  c->add_flag("--admission", o->admission, "Turn admission control on (drops requests predicted to miss their SLO)");
+  c->add_flag("--no-admission", o->no_admission, "Turn admission control off (whatever the workload says)");
+  c->add_option("--cache", o->cache, "Folder caching measured service times by plan hash");
+  c->add_flag("--json", o->json, "Print the result as JSON");
+  c->add_option("-o,--output", o->output, "Also write the JSON result to this file");
+  c->add_flag("--progress", o->progress, "Progress lines on stderr");
+  c->add_option("--trace", o->trace, "Write the batches per core as Chrome trace JSON (opens in Perfetto)");
   c->callback([o] {
     // No exception after the tlm platform has run: the exit code goes back
     // through main() (see deferred_exit_code).

@@ -78,18 +78,18 @@ int tune(const TuneOpts& o) {
 
 void register_tune(CLI::App& app) {
   auto o = std::make_shared<TuneOpts>();
-  auto* c = app.add_subcommand("tune", "closed loop: measure per-layer cycles, refit the cost model, re-map, hot-swap");
-  c->add_option("workload", o->workload, "workload file (.yaml); its streams must use gemm_chain")->required();
-  c->add_option("--backend", o->backend, "timed backend (tlm, rtl)");
+  auto* c = app.add_subcommand("tune", "Closed loop: measure per-layer cycles, refit the cost model, re-map, hot-swap");
+  c->add_option("WORKLOAD", o->workload, "Workload file (.yaml); its streams must use gemm_chain")->required();
+  c->add_option("--backend", o->backend, "Timed backend (tlm, rtl)");
   add_device_flags(c, o->device);
-  c->add_option("--rounds", o->rounds, "retune rounds (1..10, default 3)");
-  c->add_option("--seed", o->seed, "override the workload's seed");
-  c->add_option("--swap-at-ms", o->swap_at_ms, "when the new mapping is swapped in (default: the first drift)");
-  c->add_flag("--json", o->json, "print the report as JSON");
-  c->add_option("-o,--output", o->output, "also write the JSON report to this file");
+  c->add_option("--rounds", o->rounds, "Retune rounds (1..10, default 3)");
+  c->add_option("--seed", o->seed, "Seed (overrides the workload's)");
+  c->add_option("--swap-at-ms", o->swap_at_ms, "When the new mapping is swapped in (default: the first drift)");
+  c->add_flag("--json", o->json, "Print the report as JSON");
+  c->add_option("-o,--output", o->output, "Also write the JSON report to this file");
   c->add_option("--cost-params-out", o->cost_params_out,
-                 "write the last round's refitted cost parameters (for `loom compile --cost-params`)");
-  c->add_flag("--progress", o->progress, "progress lines on stderr");
+                 "Write the last round's refitted cost parameters (for `loom compile --cost-params`)");
+  c->add_flag("--progress", o->progress, "Progress lines on stderr");
   c->callback([o] {
     if (int rc = tune(*o)) return defer_exit(rc);
   });

@@ -61,7 +61,7 @@ void register_zoo(CLI::App& app) {
 
   auto* build = cmd->add_subcommand(
       "build", "Build one model: DIR/model.onnx, DIR/test_data_set_0/input_0.pb and ONNX Runtime's output_0.pb");
-  build->add_option("name", o->name, "resnet50, mobilenetv2 or bert")->required();
+  build->add_option("NAME", o->name, "Model: resnet50, mobilenetv2 or bert")->required();
   auto* seq = build->add_option("--seq", o->seq, "BERT sequence length: 32, 64, 128, 256, 384 or 512");
   build->add_option("--slice", o->slice,
                     "Part of the network (resnet50: stem, stage1..stage4; mobilenetv2: stem, block)");

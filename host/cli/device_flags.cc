@@ -81,20 +81,20 @@ const Knob kKnobs[] = {
 void add_device_flags(CLI::App* cmd, DeviceFlags& f) {
   const std::string g = "Device options (docs/backends.md)";
   cmd->add_option("--mem-faults", f.mem_faults,
-                  "tlm, cosim: memory faults, KIND@ADDR+LEN or (cosim) KIND#N, comma-separated; KIND slverr or decerr")
+                  "Memory faults (tlm, cosim): KIND@ADDR+LEN or (cosim) KIND#N, comma-separated; KIND slverr or decerr")
       ->group(g);
-  cmd->add_option("--mem-stall", f.mem_stall, "tlm, cosim: CYCLES[:PROB] added to a burst (to a fraction PROB of them)")
+  cmd->add_option("--mem-stall", f.mem_stall, "Memory stall (tlm, cosim): CYCLES[:PROB] added to a burst (to a fraction PROB of them)")
       ->group(g);
-  cmd->add_option("--axi-stall", f.axi_stall, "rtl: chance in [0, 1) that a memory port stalls a handshake in a cycle")
+  cmd->add_option("--axi-stall", f.axi_stall, "AXI stall (rtl): chance in [0, 1) that a memory port stalls a handshake in a cycle")
       ->group(g);
-  cmd->add_option("--device-seed", f.seed, "rtl, tlm, cosim: seed of the memory stalls (rtl: and out-of-order answers)")
+  cmd->add_option("--device-seed", f.seed, "Seed of the memory stalls (rtl, tlm, cosim; rtl: and of out-of-order answers)")
       ->group(g);
-  cmd->add_option("--xclbin", f.xclbin, "xrt, xrt-emu: the xclbin to load (xrt-emu: default its built-in one)")->group(g);
-  cmd->add_option("--device", f.device_index, "xrt, xrt-emu: card index (default 0)")->group(g);
+  cmd->add_option("--xclbin", f.xclbin, "The xclbin to load (xrt, xrt-emu; xrt-emu: default its built-in one)")->group(g);
+  cmd->add_option("--device", f.device_index, "Card index (xrt, xrt-emu; default 0)")->group(g);
   cmd->add_option("--device-timeout-ms", f.timeout_ms,
-                  "xrt, xrt-emu: wall-clock limit of one wait for the cores or an HLS unit (default 120000)")
+                  "Wall-clock limit of one wait for the cores or an HLS unit (xrt, xrt-emu; default 120000)")
       ->group(g);
-  cmd->add_option("--arena-mib", f.arena_mib, "xrt, xrt-emu: size of each device-memory arena in MiB (default 64)")
+  cmd->add_option("--arena-mib", f.arena_mib, "Size of each device-memory arena in MiB (xrt, xrt-emu; default 64)")
       ->group(g);
 }
 
