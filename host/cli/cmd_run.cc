@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "cli/cli_common.h"
+#include "cli/progress.h"
 #include "common/tensor_io.h"
 #include "compiler/compiler.h"
 #include "compiler/options.h"
@@ -386,7 +387,10 @@ Expected<runtime::ProgramRun> run_on_device(const RunArgs& a, const spec::HwConf
   if (!dev) return dev.error();
   runtime::RunOptions ro;
   ro.layer_cycles = a.layer_cycles || !a.trace.empty();
+  Progress progress("run " + a.model + " on " + a.backend);
+  ro.progress = [&](uint64_t done, uint64_t total) { progress.update(total ? double(done) / double(total) : 0.0); };
   auto res = runtime::run_program(**dev, prog, host, ro);
+  progress.finish();
   (*dev)->set_trace(nullptr);
   // A failed run still gets its trace (its error instants show where it stopped).
   if (!a.trace.empty()) {

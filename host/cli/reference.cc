@@ -78,7 +78,11 @@ std::string cli_reference(const CLI::App& app) {
      << "input. Device options (`--mem-faults`, `--axi-stall`, ...) are described\n"
      << "with their backends in `docs/backends.md`. Every `--json` result starts\n"
      << "with `schema_version` and `result` (its kind); `docs/schema/<result>.schema.json`\n"
-     << "describes it, and `cli.schema.*` validates real outputs against it.\n\n";
+     << "describes it, and `cli.schema.*` validates real outputs against it.\n\n"
+     << "Long runs show their progress on stderr, never on stdout: after 2 s a bar\n"
+     << "with the fraction of instructions retired, the time so far and an ETA on a\n"
+     << "terminal, or one line every 5 s otherwise. `LOOM_PROGRESS_INTERVAL=S`\n"
+     << "scales both (0: every update).\n\n";
   os << "Commands:";
   for (const auto* s : app.get_subcommands([](const CLI::App*) { return true; })) os << " `" << s->get_name() << "`";
   os << ".\n\n";

@@ -262,6 +262,16 @@ Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std
     }
     Status s = dev.run_until_idle(opt.timeout_cycles);
     if (!s) return cleanup(), s.error();
+    if (opt.progress) {
+      uint64_t done = 0, total = 0;
+      for (uint32_t c = 0; c < ncores; ++c) {
+        const auto& r = rings[c];
+        const uint32_t head = dev.read_reg(core_reg_addr(c, creg::RING_HEAD));
+        done += r.written - ((r.tail - head) & (r.size - 1));  // written minus still in the ring
+        total += r.stream.size();
+      }
+      opt.progress(done, total);
+    }
 
     bool all_done = true, progressed = wrote, at_cut = units.pending() || cuts.pending();
     for (uint32_t c = 0; c < ncores; ++c) {

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,6 +24,10 @@ struct RunOptions {
   /// pipeline and dynamic plans layers overlap, so they have no cycles of
   /// their own); others run whole and report none.
   bool layer_cycles = false;
+  /// Called after every stretch of device time with the instructions the
+  /// cores have retired so far and the run's total (for a progress bar);
+  /// dynamic plans report their task pool's progress at the end only.
+  std::function<void(uint64_t done, uint64_t total)> progress;
 };
 
 struct CoreReport {

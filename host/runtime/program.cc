@@ -22,6 +22,14 @@ Status DeviceValues::from_device(int /*segment*/, const plan::TensorBinding& b, 
 
 Expected<ProgramRun> run_program(Device& dev, const plan::Program& p, HostSteps& host, const RunOptions& opt) {
   ProgramRun run;
+  // Progress over the whole program: every segment's instructions, in step order.
+  uint64_t total = 0, before = 0;
+  for (const plan::Step& st : p.steps)
+    if (st.on_device())
+      for (const auto& c : p.segments.at(size_t(st.segment)).plan.cores) total += c.size();
+  RunOptions ro = opt;
+  if (opt.progress)
+    ro.progress = [&](uint64_t done, uint64_t /*segment_total*/) { opt.progress(before + done, total); };
   for (const plan::Step& st : p.steps) {
     if (!st.on_device()) {
       LOOM_TRY(host.run_host(st.host));
@@ -34,7 +42,7 @@ Expected<ProgramRun> run_program(Device& dev, const plan::Program& p, HostSteps&
       if (!t) return t.error();
       in[b.name] = std::move(*t);
     }
-    auto r = execute(dev, seg.plan, in, opt);
+    auto r = execute(dev, seg.plan, in, ro);
     if (!r) return r.error();
     LOOM_TRY(host.segment_ran(st.segment, in, *r));
     for (size_t k = 0; k < r->outputs.size(); ++k)
@@ -44,6 +52,8 @@ Expected<ProgramRun> run_program(Device& dev, const plan::Program& p, HostSteps&
     for (const auto& c : r->cores) run.instructions += c.instructions;
     run.ring_refills += r->ring_refills;
     run.segments.push_back(SegmentRun{st.segment, std::move(*r)});
+    for (const auto& c : seg.plan.cores) before += c.size();
+    if (opt.progress) opt.progress(before, total);
   }
   return run;
 }

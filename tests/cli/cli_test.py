@@ -106,6 +106,22 @@ class Demo(Base):
             self.assertIn(n, names)
         self.assertIn("ref", [b["name"] for b in j["backends"]])
 
+    def test_progress_goes_to_stderr_never_stdout(self):
+        env = dict(os.environ, LOOM_PROGRESS_INTERVAL="0")
+        r = subprocess.run([LOOM, "run", DEMO, "--backend", "tlm", "--config", "tiny", "--json"],
+                           capture_output=True, text=True, timeout=300, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        json.loads(r.stdout)  # the result alone
+        lines = [l for l in r.stderr.splitlines() if l.startswith("loom: run ")]
+        self.assertTrue(any("% after" in l and "left" in l for l in lines), r.stderr)
+        self.assertTrue(lines[-1].endswith(" s") and "done after" in lines[-1], r.stderr)
+        # A short run at the default interval shows nothing.
+        env.pop("LOOM_PROGRESS_INTERVAL")
+        r = subprocess.run([LOOM, "run", DEMO, "--backend", "tlm", "--config", "tiny"], capture_output=True, text=True,
+                           timeout=300, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "")
+
     def test_help_on_every_command(self):
         for cmd in ([], ["info"], ["compile"], ["run"]):
             r = loom(*(cmd + ["--help"]))

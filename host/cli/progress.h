@@ -1,0 +1,35 @@
+// Progress of a long command on stderr, never on stdout (so --json output
+// stays clean): after 2 s a bar with the fraction, elapsed time and ETA on
+// a terminal, or one line every 5 s otherwise (logs, CI). Short commands
+// print nothing.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+namespace loom::cli {
+
+class Progress {
+ public:
+  /// `what` names the work ("run m.onnx on rtl"); `enabled` false: silent.
+  explicit Progress(std::string what, bool enabled = true);
+  ~Progress();
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+  /// The fraction done, in [0, 1].
+  void update(double fraction);
+  /// Clears the bar (a terminal) or says how long it took (after a line).
+  void finish();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::string what_;
+  bool enabled_, tty_, shown_ = false, finished_ = false;
+  Clock::time_point start_, last_;
+};
+
+/// "12 s", "3 min 05 s", "1 h 02 min".
+std::string duration_text(double seconds);
+
+}  // namespace loom::cli
