@@ -669,6 +669,26 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
     antt += slow;
     inv_slowdown.push_back(1.0 / slow);
     sj["latency_cdf_us"] = cdf_points(lat);
+    // Latency over time: the requests arriving in each of kWindows equal
+    // windows of the run, with their p50 and p99 (bursts and drift show up
+    // here, not in the whole-run percentiles).
+    constexpr size_t kWindows = 50;
+    const double span = std::max(r.makespan, 1.0);
+    std::vector<std::vector<double>> win(kWindows);
+    for (const auto& q : r.reqs)
+      if (q.stream == int(si) && !q.dropped && q.done >= 0)
+        win[std::min(kWindows - 1, size_t(std::max(0.0, q.arrival) / span * double(kWindows)))].push_back(q.done -
+                                                                                                         q.arrival);
+    json over = json::array();
+    for (size_t k = 0; k < kWindows; ++k) {
+      const json pj = pct_json(win[k]);
+      over.push_back({{"start_ms", double(k) * span / double(kWindows) / 1000.0},
+                      {"end_ms", double(k + 1) * span / double(kWindows) / 1000.0},
+                      {"completed", win[k].size()},
+                      {"p50_us", pj["p50_us"]},
+                      {"p99_us", pj["p99_us"]}});
+    }
+    sj["latency_over_time"] = over;
     streams.push_back(sj);
   }
   if (submitted != completed + dropped)
