@@ -16,6 +16,8 @@ import tempfile
 # The folder the report is drawn into before it replaces OUT_DIR's files, so
 # an error or an interrupt leaves neither an empty nor a half-drawn report.
 STAGING = None
+# --timeline-ms START:END of `loom report` (None: the first 5 ms with batches).
+WINDOW = None
 
 
 def die(msg, code=1):
@@ -25,8 +27,9 @@ def die(msg, code=1):
     sys.exit(code)
 
 
-def draw_timeline(ax, spans, title):
-    """Batches per core as horizontal bars (ms of simulated time), coloured by stream."""
+def draw_timeline(ax, spans, title, names=None):
+    """Batches per core as horizontal bars (ms of simulated time), coloured by
+    stream, with a legend naming the streams."""
     colors = ["C%d" % i for i in range(10)]
     cores = sorted({b["core"] for b in spans})
     for b in spans:
@@ -34,6 +37,49 @@ def draw_timeline(ax, spans, title):
                        facecolors=colors[b["stream"] % len(colors)], edgecolor="black", linewidth=0.3)
     ax.set_yticks(cores); ax.set_yticklabels(["core %d" % c for c in cores])
     ax.set_xlabel("simulated time (ms)"); ax.set_title(title); ax.grid(alpha=0.3, axis="x")
+    from matplotlib.patches import Patch
+    used = sorted({b["stream"] for b in spans})
+    ax.legend(handles=[Patch(color=colors[s % len(colors)], label=(names[s] if names and s < len(names) else "stream %d" % s))
+                       for s in used], fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+
+
+def number(v):
+    """Readable numbers for tables: 13,160 / 1.32 / 0.000123."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return str(v)
+    if isinstance(v, int) or float(v).is_integer():
+        return "{:,}".format(int(v))
+    if abs(v) >= 1000:
+        return "{:,.0f}".format(v)
+    if abs(v) >= 100:
+        return "%.1f" % v
+    return "%.3g" % v
+
+
+def tail_plot(ax, series, title):
+    """Latency tail: 1 - CDF on a log axis (down to 1e-3), with p99 and p99.9
+    marked on every curve. `series`: (name, cdf_us of 101 quantiles, p99_us,
+    p999_us, colour)."""
+    for name, pts, p99, p999, color in series:
+        if not pts:
+            continue
+        xs = [p / 1000.0 for p in pts[:100]]
+        ys = [1 - i / 100.0 for i in range(len(xs))]
+        if p999 is not None:
+            xs.append(p999 / 1000.0); ys.append(0.001)
+        ax.plot(xs, ys, label=name, color=color)
+        if p99 is not None:
+            ax.plot([p99 / 1000.0], [0.01], marker="o", color=color)
+        if p999 is not None:
+            ax.plot([p999 / 1000.0], [0.001], marker="s", color=color)
+    ax.set_yscale("log"); ax.set_ylim(0.0008, 1.05)
+    for y, lab in ((0.01, "p99"), (0.001, "p99.9")):
+        ax.axhline(y, linestyle="--", color="grey", linewidth=0.7)
+        ax.annotate(lab, (1.0, y), xycoords=("axes fraction", "data"), xytext=(3, 0), textcoords="offset points",
+                    fontsize=7, va="center")
+    ax.set_xlabel("latency (ms)"); ax.set_ylabel("fraction of requests slower (log)"); ax.set_title(title)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7)
 
 
 def tune_section(res, rows, save, plt):
@@ -43,14 +89,11 @@ def tune_section(res, rows, save, plt):
     rows.append(("gap (after swap, mean)", "initial %.1f us, best per shape %.1f us, recovered %.1f%% after the last round (target 80%%: %s)" % (
         t["baseline_us"], t["best_per_shape_us"], 100 * t["recovered_after_last_round"], "met" if t["met"] else "missed")))
     fig, ax = plt.subplots(figsize=(7, 4))
-    for name, lat in [("initial mapping", res["baseline"]["after_swap"]), ("best per shape", res["best_per_shape"]["after_swap"])] + \
-            [("round %d" % r["round"], r["after_swap"]) for r in res["rounds"]]:
-        pts = lat["cdf_us"]
-        if pts:
-            ax.plot([p / 1000.0 for p in pts], [i / 100.0 for i in range(len(pts))], label=name)
-    ax.set_xlabel("latency (ms)"); ax.set_ylabel("fraction of requests"); ax.set_title("Latency CDF of requests after the swap point")
-    ax.legend(); ax.grid(alpha=0.3)
-    save(fig, "tune_latency_cdf.png", "Latency CDFs before/after")
+    curves = [("initial mapping", res["baseline"]["after_swap"]), ("best per shape", res["best_per_shape"]["after_swap"])] + \
+        [("round %d" % r["round"], r["after_swap"]) for r in res["rounds"]]
+    tail_plot(ax, [(name, lat["cdf_us"], lat.get("p99_us"), lat.get("p999_us"), "C%d" % (i % 10))
+                   for i, (name, lat) in enumerate(curves)], "Latency tail of requests after the swap point")
+    save(fig, "tune_latency_cdf.png", "Latency tails before/after")
     fig, ax = plt.subplots(figsize=(7, 4))
     last = res["rounds"][-1]["prediction_error"]
     labels = ["%s/%d" % (e["kind"], e["rows"]) for e in last]
@@ -82,9 +125,18 @@ def tune_section(res, rows, save, plt):
 
 
 def main():
-    if len(sys.argv) != 3:
-        die("usage: report.py RESULT.json OUT_DIR")
+    global WINDOW
+    if len(sys.argv) not in (3, 4):
+        die("usage: report.py RESULT.json OUT_DIR [START:END]")
     src, out = sys.argv[1], sys.argv[2]
+    if len(sys.argv) == 4:
+        try:
+            lo, hi = (float(x) for x in sys.argv[3].split(":"))
+        except ValueError:
+            lo = hi = -1.0
+        if not (0 <= lo < hi < 1e12):
+            die("--timeline-ms %s: give START:END in ms with 0 <= START < END" % sys.argv[3])
+        WINDOW = (lo, hi)
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -138,16 +190,19 @@ def main():
                     except (OSError, ValueError, KeyError) as e:
                         die("%s: cannot read the trace: %s" % (src_trace, e))
                     if spans:
-                        # The first 5 ms with batches: the whole run is in trace.json.
+                        # The window of --timeline-ms (default: the first 5 ms with
+                        # batches); the whole run is in trace.json.
                         t0 = min(b["start_us"] for b in spans)
-                        spans = [b for b in spans if b["start_us"] < t0 + 5000.0]
-                        fig, ax = plt.subplots(figsize=(9, 3))
-                        draw_timeline(ax, spans, "Per-core timeline, first 5 ms (colour: stream)")
+                        lo, hi = (WINDOW[0] * 1000.0, WINDOW[1] * 1000.0) if WINDOW else (t0, t0 + 5000.0)
+                        spans = [b for b in spans if b["end_us"] > lo and b["start_us"] < hi]
+                        fig, ax = plt.subplots(figsize=(10, 3))
+                        draw_timeline(ax, spans, "Per-core timeline, %s to %s ms (colour: stream)" % (number(lo / 1000.0), number(hi / 1000.0)), names)
+                        ax.set_xlim(lo / 1000.0, hi / 1000.0)
                         save(fig, "timeline.png", "Per-core timeline")
                 else:
                     rows.append(("per-core timeline", "%s: not found" % res["trace"]))
             rows += [("requests", "%d submitted, %d completed, %d dropped" % (res["submitted"], res["completed"], res["dropped"])),
-                     ("throughput", "%.1f req/s" % res["throughput_rps"]),
+                     ("throughput", "%s req/s" % number(res["throughput_rps"])),
                      ("fairness", "Jain %.3f, ANTT %.3f, STP %.3f" % (res["fairness"]["jain"], res["fairness"]["antt"], res["fairness"]["stp"])),
                      ("core imbalance", "%.3f" % res["core_imbalance"])]
             for s in res["streams"]:
@@ -156,34 +211,58 @@ def main():
                 rows.append(("stream " + s["name"], "p50 %s, p95 %s, p99 %s, p99.9 %s, SLO %.2f ms met %.1f%%" % (
                     fmt(l["p50_us"]), fmt(l["p95_us"]), fmt(l["p99_us"]), fmt(l["p999_us"]), s["slo_ms"], 100 * s["slo_attainment"])))
             fig, ax = plt.subplots(figsize=(7, 4))
-            for s in res["streams"]:
-                pts = s["latency_cdf_us"]
-                if pts:
-                    ax.plot([p / 1000.0 for p in pts], [i / 100.0 for i in range(len(pts))], label=s["name"])
-                    ax.axvline(s["slo_ms"], linestyle=":", color="grey")
-            ax.set_xlabel("latency (ms)"); ax.set_ylabel("fraction of requests"); ax.set_title("Latency CDF (dotted: SLOs)")
-            ax.legend(); ax.grid(alpha=0.3)
-            save(fig, "latency_cdf.png", "Latency CDFs")
-            fig, ax = plt.subplots(figsize=(7, 4))
-            for s in res["streams"]:
+            tail_plot(ax, [(s["name"], s["latency_cdf_us"], s["latency"]["p99_us"], s["latency"]["p999_us"], "C%d" % (i % 10))
+                           for i, s in enumerate(res["streams"])], "Latency tail per stream (dotted: SLOs within range)")
+            # SLOs far right of every tail would squash the curves: those are
+            # drawn only when near, and named in the legend either way.
+            worst = max([(s["latency"]["max_us"] or 0) / 1000.0 for s in res["streams"]] + [1e-3])
+            for i, s in enumerate(res["streams"]):
+                if s["slo_ms"] <= 2 * worst:
+                    ax.axvline(s["slo_ms"], linestyle=":", color="C%d" % (i % 10))
+            for line, s in zip([l for l in ax.get_lines() if not l.get_label().startswith("_")], res["streams"]):
+                line.set_label("%s (SLO %s ms)" % (s["name"], number(s["slo_ms"])))
+            ax.legend(fontsize=7)
+            ax.set_xlim(0, max(worst * 1.1, max((s["slo_ms"] for s in res["streams"] if s["slo_ms"] <= 2 * worst), default=0) * 1.05))
+            save(fig, "latency_cdf.png", "Latency tails (1 - CDF, log scale; circles p99, squares p99.9)")
+            if all("latency_over_time" in s for s in res["streams"]):
+                fig, ax = plt.subplots(figsize=(8, 4))
+                for i, s in enumerate(res["streams"]):
+                    w = [x for x in s["latency_over_time"] if x["p99_us"] is not None]
+                    mid = [(x["start_ms"] + x["end_ms"]) / 2 for x in w]
+                    ax.plot(mid, [x["p99_us"] / 1000.0 for x in w], color="C%d" % (i % 10), label=s["name"] + " p99")
+                    ax.plot(mid, [x["p50_us"] / 1000.0 for x in w], color="C%d" % (i % 10), linestyle="--", label=s["name"] + " p50")
+                ax.set_xlabel("arrival time (ms of simulated time)"); ax.set_ylabel("latency (ms)")
+                ax.set_title("Latency over time (requests arriving in each of 50 windows)")
+                ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5)); ax.grid(alpha=0.3)
+                save(fig, "latency_over_time.png", "Latency over time")
+            fig, ax = plt.subplots(figsize=(8, 4))
+            streams = res["streams"]
+            width = 0.8 / max(1, len(streams))
+            labels = []
+            for i, s in enumerate(streams):
                 h = s["queue_wait"]["histogram"]
-                labels = ["%g" % b["lo_us"] for b in h]
-                ax.plot(range(len(h)), [b["count"] for b in h], marker="o", label=s["name"])
-            ax.set_xticks(range(len(labels))); ax.set_xticklabels(labels, rotation=45)
-            ax.set_xlabel("queue wait bucket lower edge (us)"); ax.set_ylabel("requests"); ax.set_title("Queue-wait histogram")
-            ax.legend(); ax.grid(alpha=0.3)
+                labels = ["%s-%s" % (number(b["lo_us"]), number(b["hi_us"]) if b["hi_us"] is not None else "inf") for b in h]
+                ax.bar([k + (i - (len(streams) - 1) / 2) * width for k in range(len(h))], [b["count"] for b in h],
+                       width=width, color="C%d" % (i % 10), label=s["name"])
+            ax.set_xticks(range(len(labels))); ax.set_xticklabels(labels, rotation=45, fontsize=7)
+            ax.set_xlabel("queue wait (us; buckets of unequal width)"); ax.set_ylabel("requests"); ax.set_title("Queue-wait histogram")
+            ax.legend(); ax.grid(alpha=0.3, axis="y")
             save(fig, "queue_wait.png", "Queue-wait histograms")
             fig, ax = plt.subplots(figsize=(7, 3.5))
             cores = res["cores"]
             ax.bar([str(c["core"]) for c in cores], [100 * c["utilization"] for c in cores],
                    color=["C%d" % c["port"] for c in cores])
-            ax.set_xlabel("core (colour: memory port)"); ax.set_ylabel("utilization (%)"); ax.set_ylim(0, 100)
-            ax.set_title("Per-core utilization")
+            from matplotlib.patches import Patch
+            ax.legend(handles=[Patch(color="C%d" % q, label="memory port %d" % q) for q in sorted({c["port"] for c in cores})],
+                      fontsize=7)
+            ax.set_xlabel("core"); ax.set_ylabel("utilization (%)"); ax.set_ylim(0, 100)
+            ax.set_title("Per-core utilization (colour: memory port)")
             save(fig, "core_utilization.png", "Per-core utilization")
             fig, ax = plt.subplots(figsize=(7, 3.5))
             bs = sorted(res["batch_sizes"].items(), key=lambda kv: int(kv[0]))
-            ax.bar([k for k, _ in bs], [v for _, v in bs])
+            ax.bar([k for k, _ in bs], [v for _, v in bs], label="all streams")
             ax.set_xlabel("batch size"); ax.set_ylabel("batches"); ax.set_title("Batch-size histogram")
+            ax.legend(fontsize=7)
             save(fig, "batch_sizes.png", "Batch sizes")
         elif res.get("kind") == "sweep":
             head = "loom experiment: %s (%d runs)" % (res["sweep"], len(res["runs"]))
@@ -232,7 +311,7 @@ def main():
             cols = list(settings) + ["scheduling_used", "load_scale", "seed", "throughput_rps", "p99_us", "slo_attainment", "stp", "antt"]
             table = "<table border=1 cellpadding=3><tr>" + "".join("<th>%s</th>" % c for c in cols) + "</tr>"
             for r in res["runs"]:
-                table += "<tr>" + "".join("<td>%s</td>" % html.escape(("%.4g" % r[c]) if isinstance(r[c], float) else str(r[c])) for c in cols) + "</tr>"
+                table += "<tr>" + "".join("<td>%s</td>" % html.escape(number(r[c])) for c in cols) + "</tr>"
             table += "</table>"
             rows.append(("runs", table))
         elif res.get("kind") == "tune":

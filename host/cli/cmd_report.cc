@@ -17,7 +17,7 @@ namespace {
 
 
 struct ReportOpts {
-  std::string result, output;
+  std::string result, output, timeline_ms;
 };
 
 int report(const ReportOpts& o) {
@@ -41,7 +41,9 @@ int report(const ReportOpts& o) {
   if (prc != 0)
     return fail(prc == -1 || prc == 127 ? py + ": python3 not found; loom report needs python3 with matplotlib"
                                         : py + ": matplotlib is not installed; loom report needs it (pip install matplotlib)");
-  const pid_t pid = spawn_process({py, script, o.result, o.output}, "", "");
+  std::vector<std::string> args{py, script, o.result, o.output};
+  if (!o.timeline_ms.empty()) args.push_back(o.timeline_ms);
+  const pid_t pid = spawn_process(args, "", "");
   if (pid < 0) return fail(py + ": cannot start " + script);
   const int rc = wait_process(pid);
   return rc == 0 ? 0 : 1;  // the script printed its own one-line error
@@ -54,6 +56,8 @@ void register_report(CLI::App& app) {
   auto* c = app.add_subcommand("report", "HTML report with charts of a loom serve result or a loom experiment sweep");
   c->add_option("RESULT", o->result, "Result JSON (loom serve -o, or loom experiment's results.json)")->required();
   c->add_option("-o,--output", o->output, "Output folder")->required();
+  c->add_option("--timeline-ms", o->timeline_ms,
+                "Window START:END (ms of simulated time) of the per-core timeline chart (default: the first 5 ms)");
   c->callback([o] {
     if (int rc = report(*o)) throw CLI::RuntimeError(rc);
   });

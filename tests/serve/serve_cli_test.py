@@ -184,6 +184,25 @@ class Serve(Base):
         with open(os.path.join(rep, "trace.json")) as f:
             self.assertEqual(json.load(f), trace)
         self.assertIn("timeline.png", os.listdir(rep))
+        # Every chart of a serve report, the tail and latency over time among them.
+        for png in ("latency_cdf.png", "latency_over_time.png", "queue_wait.png", "core_utilization.png",
+                    "batch_sizes.png"):
+            self.assertIn(png, os.listdir(rep))
+        for s in res["streams"]:
+            self.assertEqual(len(s["latency_over_time"]), 50)
+            self.assertEqual(sum(x["completed"] for x in s["latency_over_time"]), s["completed"])
+        # --timeline-ms picks the window; a bad one is one line and leaves nothing.
+        rep2 = self.path("report2")
+        r = subprocess.run([LOOM, "report", out, "-o", rep2, "--timeline-ms", "0:2.5"], capture_output=True, text=True,
+                           timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        bad = self.path("report3")
+        r = subprocess.run([LOOM, "report", out, "-o", bad, "--timeline-ms", "5:2"], capture_output=True, text=True,
+                           timeout=300)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+        self.assertIn("--timeline-ms 5:2", r.stderr)
+        self.assertFalse(os.path.exists(bad))
 
     def test_batching_and_scheduling_policies_run(self):
         w = self.workload()
