@@ -211,18 +211,17 @@ def main():
                 rows.append(("stream " + s["name"], "p50 %s, p95 %s, p99 %s, p99.9 %s, SLO %.2f ms met %.1f%%" % (
                     fmt(l["p50_us"]), fmt(l["p95_us"]), fmt(l["p99_us"]), fmt(l["p999_us"]), s["slo_ms"], 100 * s["slo_attainment"])))
             fig, ax = plt.subplots(figsize=(7, 4))
-            tail_plot(ax, [(s["name"], s["latency_cdf_us"], s["latency"]["p99_us"], s["latency"]["p999_us"], "C%d" % (i % 10))
-                           for i, s in enumerate(res["streams"])], "Latency tail per stream (dotted: SLOs within range)")
             # SLOs far right of every tail would squash the curves: those are
             # drawn only when near, and named in the legend either way.
             worst = max([(s["latency"]["max_us"] or 0) / 1000.0 for s in res["streams"]] + [1e-3])
+            near = [s["slo_ms"] for s in res["streams"] if s["slo_ms"] <= 2 * worst]
+            tail_plot(ax, [("%s (SLO %s ms)" % (s["name"], number(s["slo_ms"])), s["latency_cdf_us"], s["latency"]["p99_us"],
+                            s["latency"]["p999_us"], "C%d" % (i % 10)) for i, s in enumerate(res["streams"])],
+                      "Latency tail per stream (dotted: SLOs within range)")
             for i, s in enumerate(res["streams"]):
-                if s["slo_ms"] <= 2 * worst:
+                if s["slo_ms"] in near:
                     ax.axvline(s["slo_ms"], linestyle=":", color="C%d" % (i % 10))
-            for line, s in zip([l for l in ax.get_lines() if not l.get_label().startswith("_")], res["streams"]):
-                line.set_label("%s (SLO %s ms)" % (s["name"], number(s["slo_ms"])))
-            ax.legend(fontsize=7)
-            ax.set_xlim(0, max(worst * 1.1, max((s["slo_ms"] for s in res["streams"] if s["slo_ms"] <= 2 * worst), default=0) * 1.05))
+            ax.set_xlim(0, max([worst * 1.1] + [x * 1.05 for x in near]))
             save(fig, "latency_cdf.png", "Latency tails (1 - CDF, log scale; circles p99, squares p99.9)")
             if all("latency_over_time" in s for s in res["streams"]):
                 fig, ax = plt.subplots(figsize=(8, 4))

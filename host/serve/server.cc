@@ -617,6 +617,12 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
   for (size_t si = 0; si < w.streams.size(); ++si) {
     const Stream& s = w.streams[si];
     std::vector<double> lat, wait;
+    // Latency over time: the requests arriving in each of kWindows equal
+    // windows of the run (bursts and drift show up here, not in the
+    // whole-run percentiles).
+    constexpr size_t kWindows = 50;
+    const double span = std::max(r.makespan, 1.0);
+    std::vector<std::vector<double>> win(kWindows);
     int64_t sub = 0, comp = 0, drop = 0, met = 0;
     for (const auto& q : r.reqs) {
       if (q.stream != int(si)) continue;
@@ -629,6 +635,7 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
       ++comp;
       lat.push_back(q.done - q.arrival);
       wait.push_back(q.start - q.arrival);
+      win[std::min(kWindows - 1, size_t(std::max(0.0, q.arrival) / span * double(kWindows)))].push_back(q.done - q.arrival);
       if (q.done - q.arrival <= s.slo_ms * 1000.0) ++met;
     }
     completed += comp, dropped += drop;
@@ -669,16 +676,6 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
     antt += slow;
     inv_slowdown.push_back(1.0 / slow);
     sj["latency_cdf_us"] = cdf_points(lat);
-    // Latency over time: the requests arriving in each of kWindows equal
-    // windows of the run, with their p50 and p99 (bursts and drift show up
-    // here, not in the whole-run percentiles).
-    constexpr size_t kWindows = 50;
-    const double span = std::max(r.makespan, 1.0);
-    std::vector<std::vector<double>> win(kWindows);
-    for (const auto& q : r.reqs)
-      if (q.stream == int(si) && !q.dropped && q.done >= 0)
-        win[std::min(kWindows - 1, size_t(std::max(0.0, q.arrival) / span * double(kWindows)))].push_back(q.done -
-                                                                                                         q.arrival);
     json over = json::array();
     for (size_t k = 0; k < kWindows; ++k) {
       const json pj = pct_json(win[k]);
