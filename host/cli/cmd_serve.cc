@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "cli/cli_common.h"
+#include "cli/progress.h"
 #include "cli/process.h"
 #include "common/tensor_io.h"
 #include "serve/server.h"
@@ -146,10 +147,12 @@ int serve(const ServeOpts& o) {
   serve::ServeOptions so;
   so.backend = o.backend;
   so.load_scale = o.load_scale;
-  so.progress = o.progress;
+  Progress progress("serve " + o.workload + " on " + o.backend, true, o.progress);
+  so.on_progress = [&](double f) { progress.update(f); };
   std::vector<serve::BatchSpan> spans;
   if (!o.trace.empty()) so.spans = &spans;
   auto r = serve::run_serve(*w, so, sm);
+  progress.finish();
   if (!r) return fail(r.error());
   if (!o.trace.empty()) {
     if (Status s = write_file_atomic(o.trace, serve::batches_trace_json(*w, spans)); !s) return fail(s.error());
@@ -209,7 +212,8 @@ void register_serve(CLI::App& app) {
   c->add_option("--cache", o->cache, "Folder caching measured service times by plan hash");
   c->add_flag("--json", o->json, "Print the result as JSON");
   c->add_option("-o,--output", o->output, "Also write the JSON result to this file");
-  c->add_flag("--progress", o->progress, "Progress lines on stderr");
+  c->add_flag("--progress", o->progress,
+              "Progress on stderr from the start (without it: after 2 s), and the service times measured");
   c->add_option("--trace", o->trace, "Write the batches per core as Chrome trace JSON (opens in Perfetto)");
   c->callback([o] {
     // No exception after the tlm platform has run: the exit code goes back

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cli/cli_common.h"
+#include "cli/progress.h"
 #include "common/tensor_io.h"
 #include "serve/workload.h"
 #include "tune/tune.h"
@@ -40,11 +41,13 @@ int tune(const TuneOpts& o) {
   to.backend = o.backend;
   to.rounds = o.rounds;
   to.swap_at_ms = o.swap_at_ms;
-  to.progress = o.progress;
+  Progress progress("tune " + o.workload + " on " + o.backend, true, o.progress);
+  to.on_progress = [&](double f, const std::string& phase) { progress.update(f, phase); };
   auto dev = device_options(o.device, o.backend);
   if (!dev) return fail(dev.error());
   to.device = *dev;
   auto r = tune::run_tune(*w, to);
+  progress.finish();
   if (!r) return fail(r.error());
   const std::string text = versioned("tune", *r).dump(2) + "\n";
   if (!o.output.empty())
@@ -89,7 +92,7 @@ void register_tune(CLI::App& app) {
   c->add_option("-o,--output", o->output, "Also write the JSON report to this file");
   c->add_option("--cost-params-out", o->cost_params_out,
                  "Write the last round's refitted cost parameters (for `loom compile --cost-params`)");
-  c->add_flag("--progress", o->progress, "Progress lines on stderr");
+  c->add_flag("--progress", o->progress, "Progress on stderr from the start (without it: after 2 s)");
   c->callback([o] {
     if (int rc = tune(*o)) return defer_exit(rc);
   });

@@ -36,29 +36,30 @@ std::string duration_text(double s) {
   return buf;
 }
 
-Progress::Progress(std::string what, bool enabled)
-    : what_(std::move(what)), enabled_(enabled), tty_(::isatty(2) == 1), start_(Clock::now()), last_(start_) {}
+Progress::Progress(std::string what, bool enabled, bool at_once)
+    : what_(std::move(what)), enabled_(enabled), at_once_(at_once), tty_(::isatty(2) == 1), start_(Clock::now()), last_(start_) {}
 
 Progress::~Progress() { finish(); }
 
-void Progress::update(double f) {
+void Progress::update(double f, const std::string& phase) {
   if (!enabled_ || finished_) return;
   const auto now = Clock::now();
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   const double since = std::chrono::duration<double>(now - last_).count();
-  if (elapsed < interval(kQuietSeconds)) return;
+  if (!at_once_ && elapsed < interval(kQuietSeconds)) return;
   if (shown_ && since < interval(tty_ ? kBarSeconds : kLineSeconds)) return;
-  if (!tty_ && !shown_ && elapsed < interval(kLineSeconds)) return;
+  if (!at_once_ && !tty_ && !shown_ && elapsed < interval(kLineSeconds)) return;
   f = std::clamp(std::isfinite(f) ? f : 0.0, 0.0, 1.0);
   const std::string eta = f > 0.01 ? duration_text(elapsed * (1 - f) / f) : "?";
   if (tty_) {
     const int fill = int(std::lround(f * kBarWidth));
-    std::fprintf(stderr, "\r\033[K%s [%s%s] %3.0f%%  %s, ETA %s", what_.c_str(), std::string(size_t(fill), '#').c_str(),
-                 std::string(size_t(kBarWidth - fill), '.').c_str(), 100 * f, duration_text(elapsed).c_str(),
-                 eta.c_str());
+    std::fprintf(stderr, "\r\033[K%s [%s%s] %3.0f%%  %s, ETA %s%s%s", what_.c_str(),
+                 std::string(size_t(fill), '#').c_str(), std::string(size_t(kBarWidth - fill), '.').c_str(), 100 * f,
+                 duration_text(elapsed).c_str(), eta.c_str(), phase.empty() ? "" : "  ", phase.c_str());
   } else {
-    std::fprintf(stderr, "loom: %s: %.0f%% after %s, about %s left\n", what_.c_str(), 100 * f,
-                 duration_text(elapsed).c_str(), eta.c_str());
+    const std::string in = phase.empty() ? "" : " (" + phase + ")";
+    std::fprintf(stderr, "loom: %s: %.0f%% after %s, about %s left%s\n", what_.c_str(), 100 * f,
+                 duration_text(elapsed).c_str(), eta.c_str(), in.c_str());
   }
   std::fflush(stderr);
   shown_ = true;

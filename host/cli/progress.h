@@ -11,21 +11,23 @@ namespace loom::cli {
 
 class Progress {
  public:
-  /// `what` names the work ("run m.onnx on rtl"); `enabled` false: silent.
-  explicit Progress(std::string what, bool enabled = true);
+  /// `what` names the work ("run m.onnx on rtl"); `enabled` false: silent;
+  /// `at_once`: no quiet time (a command's --progress flag).
+  explicit Progress(std::string what, bool enabled = true, bool at_once = false);
   ~Progress();
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
 
-  /// The fraction done, in [0, 1].
-  void update(double fraction);
+  /// The fraction done, in [0, 1], and optionally the phase the work is in
+  /// (shown after the bar or line).
+  void update(double fraction, const std::string& phase = {});
   /// Clears the bar (a terminal) or says how long it took (after a line).
   void finish();
 
  private:
   using Clock = std::chrono::steady_clock;
   std::string what_;
-  bool enabled_, tty_, shown_ = false, finished_ = false;
+  bool enabled_, at_once_, tty_, shown_ = false, finished_ = false;
   Clock::time_point start_, last_;
 };
 

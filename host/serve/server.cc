@@ -124,8 +124,8 @@ struct SimOut {
 class Sim {
  public:
   Sim(const Workload& w, const std::vector<int>& active, Sched sched, const spec::HwConfig& cfg, ServiceModel& sm,
-      const ServeOptions& o)
-      : w_(w), active_(active), sched_(sched), cfg_(cfg), sm_(sm), o_(o) {}
+      const ServeOptions& o, std::function<void(size_t arrived, size_t total)> tick = {})
+      : w_(w), active_(active), sched_(sched), cfg_(cfg), sm_(sm), o_(o), tick_(std::move(tick)) {}
 
   Status partition(std::vector<int>& home, std::vector<int>& count) const {
     const int cores = int(cfg_.cores);
@@ -371,7 +371,7 @@ class Sim {
       }
     };
 
-    size_t arrived = 0, next_report = out.reqs.size() / 10 + 1;
+    size_t arrived = 0, next_report = out.reqs.size() / 100 + 1;
     while (!ev.empty()) {
       const Ev e = ev.top();
       ev.pop();
@@ -395,10 +395,9 @@ class Sim {
           queue[si].push_back(e.idx);
           qview[si].push_back({r.arrival, r.deadline, r.seq});
         }
-        if (o_.progress && ++arrived >= next_report) {
-          std::cerr << "loom serve: " << arrived << "/" << out.reqs.size() << " requests arrived, t = " << now / 1000.0
-                    << " ms\n";
-          next_report += out.reqs.size() / 10 + 1;
+        if (tick_ && ++arrived >= next_report) {
+          tick_(arrived, out.reqs.size());
+          next_report += out.reqs.size() / 100 + 1;
         }
       } else if (e.kind == 0) {
         if (e.gen != gen[size_t(e.idx)]) continue;  // rescheduled since
@@ -428,6 +427,7 @@ class Sim {
   const spec::HwConfig& cfg_;
   ServiceModel& sm_;
   const ServeOptions& o_;
+  std::function<void(size_t, size_t)> tick_;
 };
 
 json pct_json(std::vector<double> v, const char* suffix = "_us") {
@@ -569,7 +569,11 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
 
   std::vector<int> all;
   for (int i = 0; i < int(w.streams.size()); ++i) all.push_back(i);
-  Sim sim(w, all, sched, *cfg, sm, o);
+  // Progress: the main run is the first half of the work, the isolated
+  // runs (as many arrivals again) the second.
+  std::function<void(size_t, size_t)> tick;
+  if (o.on_progress) tick = [&o](size_t a, size_t n) { o.on_progress(0.5 * double(a) / double(std::max<size_t>(n, 1))); };
+  Sim sim(w, all, sched, *cfg, sm, o, tick);
   auto res = sim.run(batching);
   if (!res) return res.error();
   const SimOut& r = *res;
@@ -580,13 +584,19 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
   // Isolated runs (each stream alone on the whole fabric, same policies) for
   // ANTT and STP.
   std::vector<double> alone;
-  ServeOptions quiet = o;
-  quiet.progress = false;
+  size_t alone_done = 0;
+  const size_t total = r.reqs.size();
   for (int i = 0; i < int(w.streams.size()); ++i) {
-    Sim one(w, {i}, sched, *cfg, sm, quiet);
+    std::function<void(size_t, size_t)> t1;
+    if (o.on_progress)
+      t1 = [&](size_t a, size_t) {
+        o.on_progress(0.5 + 0.5 * std::min(1.0, double(alone_done + a) / double(std::max<size_t>(total, 1))));
+      };
+    Sim one(w, {i}, sched, *cfg, sm, o, t1);
     auto ro = one.run(batching);
     if (!ro) return ro.error();
     alone.push_back(mean_latency(*ro, 0));
+    alone_done += ro->reqs.size();
   }
 
   json j;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,9 @@ struct BatchSpan {
 struct ServeOptions {
   std::string backend = "tlm";
   double load_scale = 1.0;  // multiplies every arrival rate (sweeps)
-  bool progress = false;    // progress lines on stderr
+  /// Called now and then with the fraction of the work done (arrivals
+  /// replayed over the main run, then the isolated runs), for a progress bar.
+  std::function<void(double)> on_progress;
   std::vector<ServedRequest>* requests = nullptr;  // if set: filled with the main run's requests
   std::vector<BatchSpan>* spans = nullptr;         // if set: filled with the main run's batches per core
 };

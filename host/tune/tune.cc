@@ -396,8 +396,15 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
   if (swap_ms >= w.duration_ms)
     return make_error("--swap-at-ms", "must be below the workload's duration_ms (" + std::to_string(w.duration_ms) + ")");
   const double swap_us = swap_ms * 1000.0;
+  // Progress: the serve runs (baseline, best per shape, one per round) and
+  // the exhaustive search are equal stages.
+  const double stages = 3.0 + double(o.rounds);
+  double stage = -1;
+  std::string phase;
   auto progress = [&](const std::string& s) {
-    if (o.progress) std::cerr << "loom tune: " << s << "\n";
+    ++stage;
+    phase = s;
+    if (o.on_progress) o.on_progress(stage / stages, phase);
   };
 
   serve::ServiceModel sm(*cfg, o.backend, "", o.device);
@@ -451,6 +458,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
     so.backend = o.backend;
     so.requests = &s.reqs;
     so.spans = &s.spans;
+    if (o.on_progress) so.on_progress = [&](double f) { o.on_progress((stage + f) / stages, phase); };
     auto r = serve::run_serve(w, so, sm);
     if (!r) return r.error();
     s.result = std::move(*r);
@@ -495,6 +503,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
         mbest[key].shape[{seq, b}] = *pick;
       }
   }
+  progress("serving with the best plan per shape");
   auto bestrun = serve_with({{0.0, &m0}, {swap_us, &mbest}});
   if (!bestrun) return bestrun.error();
   json jbest;
@@ -525,7 +534,8 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
     return sum;
   };
   for (int round = 1; round <= o.rounds; ++round) {
-    progress("round " + std::to_string(round) + ": measure, refit, re-decide, swap, serve");
+    progress("round " + std::to_string(round) + " of " + std::to_string(o.rounds) +
+             ": measure, refit, re-decide, swap, serve");
     // 1. Telemetry of every plan the last run used.
     double new_raw = 0, new_fit = 0;
     int new_plans = 0;

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -151,7 +152,9 @@ struct TuneOptions {
   runtime::DeviceOptions device;  // the measuring device's options
   int rounds = 3;
   double swap_at_ms = -1;  // < 0: the first drift time of any stream, else half the duration
-  bool progress = false;
+  /// Called now and then with the fraction of the loop done and the phase
+  /// it is in ("round 2 of 3"), for a progress bar.
+  std::function<void(double fraction, const std::string& phase)> on_progress;
 };
 
 /// Runs the closed loop and returns the mapping report (kind "tune"); its

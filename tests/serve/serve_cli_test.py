@@ -121,6 +121,24 @@ class Serve(Base):
         self.check_accounting(adm)
         self.assertGreater(adm["dropped"], 0)
 
+    def test_progress_with_eta_on_stderr(self):
+        w = self.workload()
+        r = loom("serve", w, "--backend", "tlm", "--json", "--progress",
+                 env=dict(os.environ, LOOM_PROGRESS_INTERVAL="0"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        json.loads(r.stdout)  # the result alone on stdout
+        lines = [l for l in r.stderr.splitlines() if l.startswith("loom: serve ")]
+        pct = [int(l.split(": ")[2].split("%")[0]) for l in lines if "left" in l]
+        self.assertGreater(len(pct), 10, r.stderr[:1000])
+        self.assertEqual(pct, sorted(pct), "progress goes backwards")
+        self.assertGreaterEqual(pct[-1], 95)
+        self.assertIn("done after", lines[-1])
+        self.assertTrue(any("service times measured" in l for l in r.stderr.splitlines()), r.stderr[-500:])
+        # Without --progress a run of under 2 s prints nothing on stderr.
+        r = loom("serve", w, "--backend", "tlm", "--json", env=dict(os.environ, LOOM_PROGRESS_INTERVAL=""))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "")
+
     def test_cache_entries_that_are_not_numbers_are_measured_again(self):
         # A service-time cache entry is one number. A garbled one, a huge one
         # or a FIFO in its place is ignored and measured again: same result,

@@ -125,6 +125,22 @@ class Tune(unittest.TestCase):
         self.assertEqual(a, b)
         self.assertNotEqual(a, c)
 
+    def test_progress_with_eta_on_stderr(self):
+        out = os.path.join(self.dir, "p.json")
+        r = subprocess.run([LOOM, "tune", self.wl, "--backend", "tlm", "--rounds", "2", "--json", "--progress"],
+                           cwd=self.dir, capture_output=True, text=True, timeout=100,
+                           env=dict(os.environ, LOOM_PROGRESS_INTERVAL="0"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        json.loads(r.stdout)  # the result alone on stdout
+        lines = [l for l in r.stderr.splitlines() if l.startswith("loom: tune ")]
+        pct = [int(l.split(": ")[2].split("%")[0]) for l in lines if "left" in l]
+        self.assertEqual(pct, sorted(pct), "progress goes backwards")
+        self.assertGreaterEqual(pct[-1], 95)
+        for phase in ("(serving with the initial mapping)", "(round 1 of 2:", "(round 2 of 2:"):
+            self.assertTrue(any(phase in l for l in lines), phase + " missing from: " + r.stderr[-2000:])
+        self.assertIn("done after", lines[-1])
+        del out
+
     def test_cost_params(self):
         # `loom tune --cost-params-out` writes the refitted parameters;
         # `loom compile --cost-params` reads them. Without the flag (or with

@@ -407,6 +407,24 @@ for _seq in (32, 64, 128, 256, 384, 512):
         setattr(LoomRunFull, "test_bert_seq%d_%s" % (_seq, _backend), _bert_full(_seq, _backend))
 
 
+class Progress(Base):
+    def test_progress_on_stderr_with_eta(self):
+        out = self.path("m")
+        r = loom("zoo", "build", "resnet50", "--slice", "stem", "-o", out, env={"LOOM_PROGRESS_INTERVAL": "0"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(r.stdout.splitlines()), 1, r.stdout)  # the summary alone
+        lines = [l for l in r.stderr.splitlines() if l.startswith("loom: zoo build resnet50: ")]
+        fractions = [int(l.split(": ")[2].split("%")[0]) for l in lines[:-1]]
+        self.assertGreaterEqual(len(fractions), 4, r.stderr)
+        self.assertEqual(fractions, sorted(fractions), "progress goes backwards: " + r.stderr)
+        self.assertTrue(all("left" in l for l in lines[:-1]), r.stderr)
+        self.assertIn("done after", lines[-1])
+        # At the default interval a build of a few seconds shows nothing.
+        r = loom("zoo", "build", "resnet50", "--slice", "stem", "-o", out, env={"LOOM_PROGRESS_INTERVAL": ""})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "")
+
+
 class BadInput(Base):
     def bad(self, args, *needles, env=None):
         out = self.path("out")
