@@ -30,6 +30,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/process.h"
+#include "cli/progress.h"
 #include "common/tensor_io.h"
 #include "serve/workload.h"
 #include "serve/yaml_json.h"
@@ -428,6 +429,7 @@ int run_local(const ExpOpts& o, const ordered_json& man, const std::vector<size_
   std::map<pid_t, size_t> live;
   size_t next = 0, done = 0;
   const size_t total = man["points"].size(), before = total - todo.size();
+  const auto t0 = std::chrono::steady_clock::now();
   while (done < todo.size()) {
     while (next < todo.size() && int(live.size()) < o.jobs) {
       const std::string id = std::to_string(todo[next]);
@@ -453,8 +455,13 @@ int run_local(const ExpOpts& o, const ordered_json& man, const std::vector<size_
     else
       for (const auto& [k, v] : man["points"][i]["params"].items())
         if (k != "workload") what += " " + k + "=" + value_text(v);
-    std::fprintf(stderr, "loom experiment: [%zu/%zu] point %zu%s: %s\n", before + done, total, i, what.c_str(),
-                 ok ? "ok" : "FAILED");
+    // ETA from this run's points so far (resumed points cost nothing).
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const std::string eta = done < todo.size()
+                                ? ", about " + duration_text(el * double(todo.size() - done) / double(done)) + " left"
+                                : ", done after " + duration_text(el);
+    std::fprintf(stderr, "loom experiment: [%zu/%zu] point %zu%s: %s%s\n", before + done, total, i, what.c_str(),
+                 ok ? "ok" : "FAILED", eta.c_str());
   }
   return 0;
 }
