@@ -22,6 +22,7 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -68,9 +69,13 @@ struct Sweep {
 std::string value_text(const ordered_json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
-  if (v.is_number_float()) {
+  if (v.is_number_float()) {  // the shortest text that reads back as the same double
+    const double d = v.get<double>();
     char b[32];
-    std::snprintf(b, sizeof b, "%.17g", v.get<double>());
+    for (int prec = 1; prec <= 17; ++prec) {
+      std::snprintf(b, sizeof b, "%.*g", prec, d);
+      if (std::strtod(b, nullptr) == d) break;
+    }
     return b;
   }
   return v.dump();
@@ -458,9 +463,9 @@ int run_local(const ExpOpts& o, const ordered_json& man, const std::vector<size_
     // ETA from this run's points so far (resumed points cost nothing).
     const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const std::string eta = done < todo.size()
-                                ? ", about " + duration_text(el * double(todo.size() - done) / double(done)) + " left"
-                                : ", done after " + duration_text(el);
-    std::fprintf(stderr, "loom experiment: [%zu/%zu] point %zu%s: %s%s\n", before + done, total, i, what.c_str(),
+                                ? "about " + duration_text(el * double(todo.size() - done) / double(done)) + " left"
+                                : "done after " + duration_text(el);
+    std::fprintf(stderr, "loom experiment: [%zu/%zu] point %zu%s: %s (%s)\n", before + done, total, i, what.c_str(),
                  ok ? "ok" : "FAILED", eta.c_str());
   }
   return 0;

@@ -313,7 +313,7 @@ class Experiment(Base):
         r = loom("experiment", sweep, "-j", 2, "-o", out)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("3 of 4 points already finished", r.stderr)
-        self.assertEqual(r.stderr.count("ok\n"), 1, r.stderr)
+        self.assertEqual(r.stderr.count(": ok ("), 1, r.stderr)
         self.assertEqual(self.without_wall(os.path.join(out, "results.json")), res)
         # Merging a directory with a point missing names it and writes nothing new.
         os.remove(os.path.join(out, "runs", "1.json"))
