@@ -60,6 +60,18 @@ class Device {
   virtual bool has_time() const { return false; }
   virtual uint64_t cycles() const { return 0; }
 
+  /// Lets `cycles` device cycles pass, busy or idle, as a host waiting on a
+  /// board does. With `until_irq` it returns early once the interrupt output
+  /// (IRQ_STATUS & IRQ_ENABLE) is high; if it already is, at once. Returns
+  /// the cycles that passed. The live serving runtime waits this way for
+  /// completions (docs/serving.md "Live mode"). Untimed backends run until
+  /// idle and return 0 (the default).
+  virtual Expected<uint64_t> run_for(uint64_t cycles, bool until_irq) {
+    (void)until_irq;
+    LOOM_TRY(run_until_idle(cycles));
+    return uint64_t{0};
+  }
+
   /// Optional per-core timelines (docs/trace.md): a timed backend that can
   /// record them reports unit intervals and instants to `sink` (nullptr:
   /// stop) and returns true; the default records nothing and returns false.

@@ -141,6 +141,32 @@ std::vector<spec::Insn> relocate(const std::vector<spec::Insn>& stream, uint64_t
   return out;
 }
 
+std::vector<spec::Insn> renumber_semaphores(std::vector<spec::Insn> stream, uint64_t shift) {
+  for (auto& in : stream) {
+    const auto op = spec::Opcode(spec::get_bits(in, 0, 6));
+    if (op == spec::Opcode::SEM_SIGNAL) {
+      auto x = spec::SemSignalInsn::decode(in);
+      x.sem_id += shift;
+      in = x.encode();
+    } else if (op == spec::Opcode::SEM_WAIT) {
+      auto x = spec::SemWaitInsn::decode(in);
+      x.sem_id += shift;
+      in = x.encode();
+    }
+  }
+  return stream;
+}
+
+uint64_t max_semaphore(const std::vector<spec::Insn>& stream) {
+  uint64_t m = 0;
+  for (const auto& in : stream) {
+    const auto op = spec::Opcode(spec::get_bits(in, 0, 6));
+    if (op == spec::Opcode::SEM_SIGNAL) m = std::max<uint64_t>(m, spec::SemSignalInsn::decode(in).sem_id);
+    if (op == spec::Opcode::SEM_WAIT) m = std::max<uint64_t>(m, spec::SemWaitInsn::decode(in).sem_id);
+  }
+  return m;
+}
+
 Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std::string, Tensor>& inputs,
                             const RunOptions& opt) {
   const auto& cfg = dev.config();

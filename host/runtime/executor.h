@@ -57,5 +57,10 @@ Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std
 
 /// Adds `base` to the device-memory address of every LOAD/STORE.
 std::vector<spec::Insn> relocate(const std::vector<spec::Insn>& stream, uint64_t base);
+/// Adds `shift` to the semaphore id of every SEM_SIGNAL/SEM_WAIT (streams
+/// side by side on one fabric, each with its own semaphores).
+std::vector<spec::Insn> renumber_semaphores(std::vector<spec::Insn> stream, uint64_t shift);
+/// The highest semaphore id a stream names (0 when it names none).
+uint64_t max_semaphore(const std::vector<spec::Insn>& stream);
 
 }  // namespace loom::runtime

@@ -50,32 +50,9 @@ std::vector<int> port0_cores(const spec::HwConfig& cfg) {
 // of the plan runs END only. Inputs are renamed "name@j".
 // A one-core plan's semaphores (its layer barriers) are renumbered per copy:
 // copy j uses sem_id + j x (highest id + 1), so no copy passes a barrier on
-// another's signal.
-std::vector<spec::Insn> renumber_semaphores(std::vector<spec::Insn> stream, uint64_t shift) {
-  for (auto& in : stream) {
-    const auto op = spec::Opcode(spec::get_bits(in, 0, 6));
-    if (op == spec::Opcode::SEM_SIGNAL) {
-      auto x = spec::SemSignalInsn::decode(in);
-      x.sem_id += shift;
-      in = x.encode();
-    } else if (op == spec::Opcode::SEM_WAIT) {
-      auto x = spec::SemWaitInsn::decode(in);
-      x.sem_id += shift;
-      in = x.encode();
-    }
-  }
-  return stream;
-}
-
-uint64_t max_semaphore(const std::vector<spec::Insn>& stream) {
-  uint64_t m = 0;
-  for (const auto& in : stream) {
-    const auto op = spec::Opcode(spec::get_bits(in, 0, 6));
-    if (op == spec::Opcode::SEM_SIGNAL) m = std::max(m, spec::SemSignalInsn::decode(in).sem_id);
-    if (op == spec::Opcode::SEM_WAIT) m = std::max(m, spec::SemWaitInsn::decode(in).sem_id);
-  }
-  return m;
-}
+// another's signal (runtime::renumber_semaphores).
+using runtime::max_semaphore;
+using runtime::renumber_semaphores;
 
 Expected<plan::Plan> replicate(const plan::Plan& p, const std::vector<int>& cores, int copies,
                                const std::string& key, uint32_t semaphores) {

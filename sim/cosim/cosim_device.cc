@@ -49,6 +49,7 @@ class CosimDevice final : public runtime::Device {
   uint32_t read_reg(uint32_t offset) override { return pf_.read_reg(offset); }
   void write_reg(uint32_t offset, uint32_t value) override { pf_.write_reg(offset, value); }
   Status run_until_idle(uint64_t timeout_cycles) override;
+  Expected<uint64_t> run_for(uint64_t cycles, bool until_irq) override;
 
   bool has_time() const override { return true; }
   uint64_t cycles() const override { return pf_.cycles(); }
@@ -85,6 +86,17 @@ Status CosimDevice::run_until_idle(uint64_t timeout_cycles) {
                                             (busy.empty() ? std::string(" none (memory bursts in flight)") : busy));
     pf_.run_cycles(std::min<uint64_t>(poll, timeout_cycles - spent));
   }
+}
+
+Expected<uint64_t> CosimDevice::run_for(uint64_t n, bool until_irq) {
+  // The fabric's interrupt_o pin, looked at every cycle.
+  const uint64_t start = pf_.cycles();
+  while (pf_.cycles() - start < n) {
+    if (until_irq && pf_.interrupt()) break;
+    pf_.run_cycles(until_irq ? 1 : n - (pf_.cycles() - start));
+    LOOM_TRY(pf_.health());
+  }
+  return pf_.cycles() - start;
 }
 
 std::vector<std::string_view> cosim_configs() {

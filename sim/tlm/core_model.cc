@@ -139,7 +139,7 @@ void CoreModel::halt(uint32_t cause, uint32_t pc, sc_time at) {
   if (trace_ != nullptr && at >= trace_base_)
     trace_->instant(index_, "error", to_cycles(at - trace_base_), "ring slot " + std::to_string(pc));
   stop_running(at);
-  st_->irq_status |= spec::reg::IRQ_STATUS_ERROR(index_);
+  st_->raise_irq(spec::reg::IRQ_STATUS_ERROR(index_));
   fifo_.clear();
   fetch_ptr_ = st_->rings[index_].head;
   poke();
@@ -330,7 +330,7 @@ void CoreModel::dispatch_once(tlm_quantumkeeper& qk, uint64_t gen) {
     if (o == hw::Outcome::RetiredEnd) {
       stop_running(qk.get_current_time());
       r.done = true;
-      st_->irq_status |= spec::reg::IRQ_STATUS_DONE(index_);
+      st_->raise_irq(spec::reg::IRQ_STATUS_DONE(index_));
     }
   }
   poke();

@@ -33,6 +33,13 @@ struct DeviceState {
   /// Latest simulated time at which a core went idle (its local time, which
   /// may run ahead of the kernel's under temporal decoupling).
   sc_core::sc_time last_core_stop = sc_core::SC_ZERO_TIME;
+  /// Set while the host waits for an interrupt (Device::run_for): raising an
+  /// enabled IRQ_STATUS bit then pauses the kernel (sc_pause).
+  bool pause_on_irq = false;
+  void raise_irq(uint32_t bits) {
+    irq_status |= bits;
+    if (pause_on_irq && regs.irq_line()) sc_core::sc_pause();
+  }
 };
 
 }  // namespace loom::tlm

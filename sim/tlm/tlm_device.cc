@@ -67,6 +67,7 @@ class TlmDevice final : public runtime::Device, private hw::ControlRegs::Hooks {
   uint32_t read_reg(uint32_t offset) override { return st_.regs.read(offset); }
   void write_reg(uint32_t offset, uint32_t value) override { st_.regs.write(offset, value); }
   Status run_until_idle(uint64_t timeout_cycles) override;
+  Expected<uint64_t> run_for(uint64_t cycles, bool until_irq) override;
   bool units_busy() const;  // an HLS unit call started and not finished
   bool cores_idle() const;  // every ring drained and every core's time caught up
 
@@ -176,6 +177,23 @@ Status TlmDevice::run_until_idle(uint64_t timeout_cycles) {
     return make_error("tlm device", "cores still busy after " + std::to_string(timeout_cycles) +
                                         " cycles (run_until_idle timeout)");
   return Status::ok();
+}
+
+Expected<uint64_t> TlmDevice::run_for(uint64_t n, bool until_irq) {
+  const uint64_t start = cycles();
+  if (until_irq && st_.regs.irq_line()) return uint64_t{0};
+  const double room = (sc_core::sc_max_time() - sc_core::sc_time_stamp()) / period_;
+  if (double(n) >= room - 1) return make_error("tlm device", "run_for: " + std::to_string(n) + " cycles is past the end of simulated time");
+  const sc_core::sc_time deadline = sc_core::sc_time_stamp() + period_ * double(n);
+  st_.pause_on_irq = until_irq;
+  // Idle or not, time runs to the deadline (SC_RUN_TO_TIME); an interrupt
+  // raised on the way pauses the kernel (DeviceState::raise_irq).
+  while (sc_core::sc_time_stamp() < deadline) {
+    sc_core::sc_start(deadline - sc_core::sc_time_stamp(), sc_core::SC_RUN_TO_TIME);
+    if (until_irq && st_.regs.irq_line()) break;
+  }
+  st_.pause_on_irq = false;
+  return cycles() - start;
 }
 
 }  // namespace

@@ -217,4 +217,16 @@ Status RtlDevice::run_until_idle(uint64_t timeout_cycles) {
   }
 }
 
+Expected<uint64_t> RtlDevice::run_for(uint64_t n, bool until_irq) {
+  // The fabric's interrupt_o pin, looked at every cycle.
+  const uint64_t start = cycles_;
+  while (cycles_ - start < n) {
+    if (until_irq && sim_->interrupt()) break;
+    tick();
+    if (((cycles_ - start) & 1023u) == 0) LOOM_TRY(health());
+  }
+  LOOM_TRY(health());
+  return cycles_ - start;
+}
+
 }  // namespace loom::rtl

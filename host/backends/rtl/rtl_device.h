@@ -65,6 +65,7 @@ class RtlDevice final : public runtime::Device {
   /// until `timeout_cycles` pass (an error naming the timeout). Also fails on
   /// protocol violations, RTL assertion failures and hung register accesses.
   Status run_until_idle(uint64_t timeout_cycles) override;
+  Expected<uint64_t> run_for(uint64_t cycles, bool until_irq) override;
 
   bool has_time() const override { return true; }
   uint64_t cycles() const override { return cycles_; }

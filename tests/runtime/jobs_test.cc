@@ -1,0 +1,257 @@
+// runtime::CoreJobs: one-core plans started on chosen cores while others run,
+// bit-exact with the plan executor, ends seen by interrupt or by polling,
+// device errors and aborts recovered on the core that had them.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compiler/compiler.h"
+#include "ir/builder.h"
+#include "ir/graph.h"
+#include "runtime/device.h"
+#include "runtime/executor.h"
+#include "runtime/jobs.h"
+
+#include "backends/ref/ref_device.h"
+#ifdef LOOM_HAVE_TLM
+#include "tlm/tlm_device.h"
+#endif
+
+namespace loom::runtime {
+namespace {
+
+struct Model {
+  ir::Graph g;
+  plan::Plan p;
+  std::map<std::string, Tensor> in;
+};
+
+Model chain(const char* config, int64_t rows, int layers, uint64_t seed) {
+  ir::GraphBuilder b("chain", seed);
+  std::string x = b.input("x", {rows, 64});
+  for (int l = 0; l < layers; ++l) x = b.gemm(std::string("g").append(std::to_string(l)), x, 64);
+  b.output(x);
+  Model m;
+  m.g = b.graph();
+  compiler::CompileOptions co;
+  co.num_cores = 1;
+  auto r = compiler::compile(m.g, *spec::find_config(config), co);
+  EXPECT_TRUE(r) << r.error().str();
+  if (r) m.p = std::move(r->plan);
+  m.in = ir::random_inputs(m.g, seed);
+  return m;
+}
+
+std::unique_ptr<Device> device(const std::string& backend, const char* config) {
+  const spec::HwConfig& cfg = *spec::find_config(config);
+#ifdef LOOM_HAVE_TLM
+  auto d = backend == "tlm" ? tlm::make_tlm_device(cfg) : ref::make_ref_device(cfg);
+#else
+  auto d = ref::make_ref_device(cfg);
+#endif
+  EXPECT_TRUE(d) << d.error().str();
+  return d ? std::move(*d) : nullptr;
+}
+
+std::vector<std::pair<std::string, Tensor>> expected(const Model& m, const char* config) {
+  auto ref = device("ref", config);
+  auto r = execute(*ref, m.p, m.in);
+  EXPECT_TRUE(r) << r.error().str();
+  return r ? r->outputs : std::vector<std::pair<std::string, Tensor>>{};
+}
+
+void expect_same(const std::vector<std::pair<std::string, Tensor>>& a,
+                 const std::vector<std::pair<std::string, Tensor>>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].first, b[i].first);
+    EXPECT_EQ(a[i].second.data, b[i].second.data) << "output " << a[i].first << " differs";
+  }
+}
+
+/// Waits until `n` jobs have ended (bounded), collecting them.
+std::vector<JobEnd> wait_for(CoreJobs& jobs, size_t n) {
+  std::vector<JobEnd> all;
+  for (int k = 0; k < 10000 && all.size() < n; ++k) {
+    auto r = jobs.wait(1'000'000);
+    EXPECT_TRUE(r) << r.error().str();
+    if (!r) break;
+    for (auto& e : *r) all.push_back(std::move(e));
+  }
+  return all;
+}
+
+class Jobs : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Jobs, SideBySideBitExactWithStaggeredStarts) {
+  const Model a = chain("small", 32, 3, 1), b = chain("small", 16, 2, 2);
+  const auto ea = expected(a, "small"), eb = expected(b, "small");
+  auto dev = device(GetParam(), "small");
+  ASSERT_TRUE(dev);
+  CoreJobs jobs(*dev);
+  ASSERT_TRUE(jobs.start(0, a.p, a.in, 10));
+  // Core 2 starts while core 0 runs (timed backends: 500 cycles later).
+  auto early = jobs.wait(dev->has_time() ? 500 : 0);
+  ASSERT_TRUE(early);
+  if (dev->has_time()) {
+    EXPECT_TRUE(early->empty());
+  }
+  ASSERT_TRUE(jobs.start(2, b.p, b.in, 20));
+  if (early->empty()) {
+    EXPECT_TRUE(jobs.busy(0));
+  }
+  EXPECT_TRUE(jobs.busy(2));
+  auto ends = early->empty() ? wait_for(jobs, 2) : *early;
+  if (!early->empty()) {
+    auto more = wait_for(jobs, 1);
+    ends.insert(ends.end(), more.begin(), more.end());
+  }
+  ASSERT_EQ(ends.size(), 2u);
+  for (const auto& e : ends) {
+    ASSERT_TRUE(e.status) << e.status.str();
+    expect_same(e.outputs, e.id == 10 ? ea : eb);
+    EXPECT_EQ(e.core, e.id == 10 ? 0u : 2u);
+    if (dev->has_time()) {
+      EXPECT_GT(e.end_cycles, e.start_cycles);
+      EXPECT_LE(e.end_cycles, dev->cycles());
+    }
+  }
+  EXPECT_EQ(jobs.running(), 0u);
+  // The image is reused: a second run of `a` on core 0 gives the same outputs.
+  ASSERT_TRUE(jobs.start(0, a.p, a.in, 11));
+  auto again = wait_for(jobs, 1);
+  ASSERT_EQ(again.size(), 1u);
+  ASSERT_TRUE(again[0].status) << again[0].status.str();
+  expect_same(again[0].outputs, ea);
+}
+
+TEST_P(Jobs, AloneTakesTheExecutorsCycles) {
+  const Model a = chain("small", 32, 3, 1);
+  auto dev = device(GetParam(), "small");
+  ASSERT_TRUE(dev);
+  if (!dev->has_time()) GTEST_SKIP() << "untimed backend";
+  uint64_t exec_cycles = 0;
+  {
+    auto r = execute(*dev, a.p, a.in);
+    ASSERT_TRUE(r) << r.error().str();
+    exec_cycles = r->cycles;
+  }
+  for (Completion mode : {Completion::Interrupt, Completion::Poll}) {
+    JobOptions o;
+    o.completion = mode;
+    o.poll_cycles = 1000;
+    CoreJobs jobs(*dev, o);
+    ASSERT_TRUE(jobs.start(1, a.p, a.in, 1));
+    auto ends = wait_for(jobs, 1);
+    ASSERT_EQ(ends.size(), 1u);
+    ASSERT_TRUE(ends[0].status) << ends[0].status.str();
+    const uint64_t took = ends[0].end_cycles - ends[0].start_cycles;
+    // Interrupt: the end as the core saw it; polling: up to one poll late.
+    EXPECT_GE(took + 8, exec_cycles) << (mode == Completion::Poll ? "poll" : "irq");
+    EXPECT_LE(took, exec_cycles + (mode == Completion::Poll ? o.poll_cycles : 8) + 8)
+        << (mode == Completion::Poll ? "poll" : "irq");
+  }
+}
+
+TEST_P(Jobs, StreamLongerThanTheRingIsRefilled) {
+  // tiny's rings hold 256 instructions; 40 layers of GEMM need more.
+  const Model a = chain("tiny", 16, 40, 3);
+  ASSERT_GT(a.p.cores[0].size(), 256u);
+  const auto ea = expected(a, "tiny");
+  auto dev = device(GetParam(), "tiny");
+  ASSERT_TRUE(dev);
+  CoreJobs jobs(*dev);
+  ASSERT_TRUE(jobs.start(1, a.p, a.in, 7));
+  auto ends = wait_for(jobs, 1);
+  ASSERT_EQ(ends.size(), 1u);
+  ASSERT_TRUE(ends[0].status) << ends[0].status.str();
+  expect_same(ends[0].outputs, ea);
+}
+
+TEST_P(Jobs, DeviceErrorEndsOnlyThatJobAndTheCoreRecovers) {
+  const Model a = chain("small", 32, 3, 1), b = chain("small", 32, 3, 1);
+  const auto ea = expected(a, "small");
+  // `bad` loads from past its window: WINDOW on its core.
+  plan::Plan bad = a.p;
+  for (auto& in : bad.cores[0])
+    if (spec::Opcode(spec::get_bits(in, 0, 6)) == spec::Opcode::LOAD) {
+      auto l = spec::LoadInsn::decode(in);
+      l.dram_addr = bad.memory_bytes + 4096;
+      in = l.encode();
+      break;
+    }
+  auto dev = device(GetParam(), "small");
+  ASSERT_TRUE(dev);
+  CoreJobs jobs(*dev);
+  ASSERT_TRUE(jobs.start(0, b.p, b.in, 1));
+  ASSERT_TRUE(jobs.start(1, bad, a.in, 2));
+  auto ends = wait_for(jobs, 2);
+  ASSERT_EQ(ends.size(), 2u);
+  for (const auto& e : ends) {
+    if (e.id == 1) {
+      ASSERT_TRUE(e.status) << e.status.str();
+      expect_same(e.outputs, ea);
+    } else {
+      ASSERT_FALSE(e.status);
+      EXPECT_NE(e.status.str().find("window"), std::string::npos) << e.status.str();
+      EXPECT_NE(e.status.str().find("core 1"), std::string::npos) << e.status.str();
+      EXPECT_NE(e.err_cause, 0u);
+    }
+  }
+  // The same core runs a good job next.
+  ASSERT_TRUE(jobs.start(1, a.p, a.in, 3));
+  auto next = wait_for(jobs, 1);
+  ASSERT_EQ(next.size(), 1u);
+  ASSERT_TRUE(next[0].status) << next[0].status.str();
+  expect_same(next[0].outputs, ea);
+}
+
+TEST_P(Jobs, AbortResetsTheCore) {
+  const Model a = chain("small", 32, 3, 1);
+  const auto ea = expected(a, "small");
+  auto dev = device(GetParam(), "small");
+  ASSERT_TRUE(dev);
+  CoreJobs jobs(*dev);
+  ASSERT_TRUE(jobs.start(3, a.p, a.in, 1));
+  JobEnd e = jobs.abort(3, "host-side timeout");
+  EXPECT_FALSE(e.status);
+  EXPECT_EQ(e.id, 1u);
+  EXPECT_FALSE(jobs.busy(3));
+  ASSERT_TRUE(jobs.start(3, a.p, a.in, 2));
+  EXPECT_FALSE(jobs.start(3, a.p, a.in, 4));  // busy
+  auto ends = wait_for(jobs, 1);
+  ASSERT_EQ(ends.size(), 1u);
+  ASSERT_TRUE(ends[0].status) << ends[0].status.str();
+  expect_same(ends[0].outputs, ea);
+}
+
+TEST_P(Jobs, RefusesWhatIsNotOneCoreJob) {
+  const Model a = chain("small", 32, 3, 1);
+  auto dev = device(GetParam(), "small");
+  ASSERT_TRUE(dev);
+  CoreJobs jobs(*dev);
+  EXPECT_FALSE(jobs.start(9, a.p, a.in, 1));
+  plan::Plan two = a.p;
+  two.cores.push_back(two.cores[0]);
+  EXPECT_FALSE(jobs.start(0, two, a.in, 1));
+  auto wrong = a.in;
+  wrong.begin()->second = Tensor(DType::I8, {1, 1});
+  EXPECT_FALSE(jobs.start(0, a.p, wrong, 1));
+  EXPECT_FALSE(jobs.busy(0));
+}
+
+std::vector<std::string> backends() {
+#ifdef LOOM_HAVE_TLM
+  return {"ref", "tlm"};
+#else
+  return {"ref"};
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Jobs, ::testing::ValuesIn(backends()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace loom::runtime
