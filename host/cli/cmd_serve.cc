@@ -25,7 +25,9 @@ namespace {
 constexpr double kUnset = -1e300;
 
 struct ServeOpts {
-  std::string workload, backend = "tlm", config, batching, scheduling, output, cache, trace;
+  std::string workload, backend = "tlm", config, batching, scheduling, output, cache, trace, mode = "sim",
+      completion = "interrupt";
+  int64_t max_retries = 1;
   DeviceFlags device;
   int64_t seed = INT64_MIN;  // not given
   int64_t max_batch = INT64_MIN;  // not given
@@ -137,6 +139,10 @@ int serve(const ServeOpts& o) {
   if (o.admission) w->admission = true;
   if (o.no_admission) w->admission = false;
   if (!(o.load_scale > 0)) return fail("--load-scale: must be > 0");
+  if (o.mode != "sim" && o.mode != "live") return fail("--mode: '" + o.mode + "' is not sim or live");
+  if (o.completion != "interrupt" && o.completion != "poll")
+    return fail("--completion: '" + o.completion + "' is not interrupt or poll");
+  if (o.max_retries < 0 || o.max_retries > 100) return fail("--max-retries: must be in 0..100");
   auto cfg = find_config(w->config);
   if (!cfg) return fail(cfg.error());
   auto dev = device_options(o.device, o.backend);
@@ -147,6 +153,9 @@ int serve(const ServeOpts& o) {
   serve::ServeOptions so;
   so.backend = o.backend;
   so.load_scale = o.load_scale;
+  so.mode = o.mode;
+  so.live.completion = o.completion == "poll" ? runtime::Completion::Poll : runtime::Completion::Interrupt;
+  so.max_retries = int(o.max_retries);
   Progress progress("serve " + o.workload + " on " + o.backend, true, o.progress);
   so.on_progress = [&](double f) { progress.update(f); };
   std::vector<serve::BatchSpan> spans;
@@ -172,11 +181,25 @@ int serve(const ServeOpts& o) {
   }
   const auto& j = *r;
   if (!o.output.empty()) std::printf("wrote %s\n", o.output.c_str());
-  std::printf("%s on %s/%s: batching %s, scheduling %s\n", o.workload.c_str(), o.backend.c_str(),
-              w->config.c_str(), w->batching.c_str(), j["scheduling"]["used"].get<std::string>().c_str());
-  std::printf("  requests: %lld submitted, %lld completed, %lld dropped; throughput %.1f req/s\n",
+  std::printf("%s on %s/%s (%s): batching %s, scheduling %s\n", o.workload.c_str(), o.backend.c_str(),
+              w->config.c_str(), o.mode == "live" ? "live" : "simulated", w->batching.c_str(),
+              j["scheduling"]["used"].get<std::string>().c_str());
+  std::printf("  requests: %lld submitted, %lld completed, %lld failed, %lld dropped; throughput %.1f req/s\n",
               (long long)j["submitted"].get<int64_t>(), (long long)j["completed"].get<int64_t>(),
-              (long long)j["dropped"].get<int64_t>(), j["throughput_rps"].get<double>());
+              (long long)j["failed"].get<int64_t>(), (long long)j["dropped"].get<int64_t>(),
+              j["throughput_rps"].get<double>());
+  if (j.contains("live")) {
+    const auto& l = j["live"];
+    std::printf("  live: %llu device runs, %llu checked against the golden model (%llu differed), %llu device errors, "
+                "%llu host timeouts, %lld requests retried\n",
+                (unsigned long long)l["device_runs"].get<uint64_t>(), (unsigned long long)l["checked_runs"].get<uint64_t>(),
+                (unsigned long long)l["output_mismatches"].get<uint64_t>(),
+                (unsigned long long)l["device_errors"].get<uint64_t>(), (unsigned long long)l["host_timeouts"].get<uint64_t>(),
+                (long long)l["retried_requests"].get<int64_t>());
+    for (const auto& f : l["failures"])
+      std::printf("    failed batches: %lld x %s\n", (long long)f["batches"].get<int64_t>(),
+                  f["reason"].get<std::string>().c_str());
+  }
   for (const auto& s : j["streams"]) {
     const auto& l = s["latency"];
     auto v = [](const nlohmann::ordered_json& x) { return x.is_null() ? 0.0 : x.get<double>() / 1000.0; };
@@ -194,9 +217,15 @@ int serve(const ServeOpts& o) {
 
 void register_serve(CLI::App& app) {
   auto o = std::make_shared<ServeOpts>();
-  auto* c = app.add_subcommand("serve", "Replay a serving workload on service times measured on a timed backend");
+  auto* c = app.add_subcommand(
+      "serve", "Serve a workload: simulated over service times measured on a timed backend, or live on the device");
   c->add_option("WORKLOAD", o->workload, "Workload file (.yaml)")->required();
-  c->add_option("--backend", o->backend, "Timed backend that measures service times (tlm, rtl)");
+  c->add_option("--backend", o->backend, "Timed backend that measures service times or serves live (tlm, rtl, cosim)");
+  c->add_option("--mode", o->mode,
+                "sim: the simulator over measured service times (default); live: every batch runs on the device");
+  c->add_option("--completion", o->completion, "Live: how the host learns a batch ended, interrupt (default) or poll");
+  c->add_option("--max-retries", o->max_retries,
+                "Live: times a failed batch's requests are queued again before they fail (default 1)");
   add_device_flags(c, o->device);
   c->add_option("--seed", o->seed, "Seed (overrides the workload's)");
   c->add_option("--config", o->config, "Hardware configuration (overrides the workload's)");

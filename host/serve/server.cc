@@ -10,6 +10,7 @@
 
 #include "common/limits.h"
 #include "ir/builder.h"
+#include "serve/live.h"
 #include "serve/metrics.h"
 #include "serve/policy.h"
 
@@ -27,6 +28,9 @@ struct Req {
   int64_t seq = 1;
   double start = -1, done = -1;
   bool dropped = false;
+  bool failed = false;  // live: its batch failed more often than max_retries allows
+  int attempts = 0;     // live: batches it was part of that failed
+  int reason = -1;      // live, failed: index into SimOut::fail_reasons
 };
 
 double uniform(ir::Rng& r) { return double(r.next() >> 11) * 0x1.0p-53; }
@@ -119,6 +123,11 @@ struct SimOut {
   std::vector<BatchSpan> spans;
   int64_t fallbacks = 0, steals = 0, port_limit_waits = 0;
   double makespan = 0;
+  // Live mode.
+  std::vector<std::string> fail_reasons;  // distinct reasons a batch failed, first seen first
+  std::map<int, int64_t> failed_batches;  // reason index -> batches
+  int64_t retried = 0;                    // requests queued again after their batch failed
+  LiveStats live;
 };
 
 class Sim {
@@ -222,6 +231,32 @@ class Sim {
     std::vector<double> wake(ns, kInf);
     auto port_of = [&](int c) { return int(spec::mem_port_of(cfg_, unsigned(c))); };
 
+    // Live mode: every service time the scheduler may ask for is measured
+    // first (the device is the live runtime's from then on), and every plan
+    // compiled, with its golden outputs; then the engine owns the device.
+    std::unique_ptr<LiveEngine> live;
+    if (o_.mode == "live") {
+      for (size_t si = 0; si < ns; ++si) {
+        const Stream& s = w_.streams[size_t(active_[si])];
+        for (int64_t seq : s.shapes.values)
+          for (int n = 1; n <= w_.max_batch; ++n) {
+            svc(si, seq, n);
+            if (!err) return err.error();
+            auto lw = sm_.live_work(s.model, seq, n);
+            if (!lw) return lw.error();
+          }
+      }
+      auto dev = sm_.device();
+      if (!dev) return dev.error();
+      sm_.freeze(true);
+      live = std::make_unique<LiveEngine>(**dev, o_.live);
+    }
+    struct Unfreeze {
+      ServiceModel& sm;
+      ~Unfreeze() { sm.freeze(false); }
+    } unfreeze{sm_};
+    uint64_t next_batch = 1;
+
     // Port contention as progress rates: a batch needs `alone` us of service
     // by itself; while k cores of its port are busy it progresses at
     // 1 / stretch(k), the stretch measured for its own plan with k copies on
@@ -289,7 +324,54 @@ class Sim {
       out.spans.push_back({core, active_[si], n, seq, now, now + r.alone});  // end set when it finishes
       if (sched_ == Sched::Dynamic && home[size_t(core)] >= 0 && home[size_t(core)] != int(si)) ++out.steals;
       ++port_busy[size_t(p)];
+      if (live) {  // the device runs it; its end comes from the engine
+        auto lw = sm_.live_work(w_.streams[size_t(active_[si])].model, seq, n);
+        if (!lw) {
+          if (err) err = lw.error();
+          return;
+        }
+        if (Status st = live->start(core, std::move(*lw), next_batch++, r.alone); !st && err) err = st;
+        return;
+      }
       repace(p, now, port_busy[size_t(p)] - 1);
+    };
+
+    // A batch ended on `core` at `now`: its requests are done, or (live, a
+    // failed batch) queued again at the front of their stream's queue, or
+    // failed with the reason once they have been retried max_retries times.
+    auto finish = [&](int core, double now, const Status& st) {
+      const Running& r = run[size_t(core)];
+      if (st) {
+        for (int ri : running[size_t(core)]) out.reqs[size_t(ri)].done = now;
+      } else {
+        const std::string why = st.str();
+        auto it = std::find(out.fail_reasons.begin(), out.fail_reasons.end(), why);
+        const int reason = int(it - out.fail_reasons.begin());
+        if (it == out.fail_reasons.end()) out.fail_reasons.push_back(why);
+        ++out.failed_batches[reason];
+        const auto& members = running[size_t(core)];
+        for (size_t k = members.size(); k-- > 0;) {
+          Req& q = out.reqs[size_t(members[k])];
+          if (++q.attempts <= o_.max_retries) {
+            q.start = -1;
+            queue[r.si].push_front(members[k]);
+            qview[r.si].push_front({q.arrival, q.deadline, q.seq});
+            ++out.retried;
+          } else {
+            q.failed = true;
+            q.reason = reason;
+            q.done = now;
+          }
+        }
+      }
+      running[size_t(core)].clear();
+      busy[size_t(core)] = false;
+      out.core_busy[size_t(core)] += now - r.start;
+      out.spans[r.span].end_us = now;
+      const int p = port_of(core);
+      --port_busy[size_t(p)];
+      if (!live) repace(p, now, port_busy[size_t(p)] + 1);
+      out.makespan = std::max(out.makespan, now);
     };
 
     auto schedule = [&](double now) {
@@ -372,7 +454,26 @@ class Sim {
     };
 
     size_t arrived = 0, next_report = out.reqs.size() / 100 + 1;
-    while (!ev.empty()) {
+    for (;;) {
+      if (live) {
+        // The device runs until the next arrival or wake-up, or until
+        // batches end first: those are handled at their end times.
+        const double t_next = ev.empty() ? kInf : ev.top().t;
+        if (ev.empty() && live->running() == 0) break;
+        auto ends = live->advance(t_next);
+        if (!ends) return ends.error();
+        if (!ends->empty()) {
+          double at = 0;
+          for (const LiveEnd& le : *ends) {
+            finish(le.core, le.end_us, le.status);
+            at = std::max(at, le.end_us);
+          }
+          schedule(std::max(at, live->now_us()));
+          if (!err) return err.error();
+          continue;
+        }
+      }
+      if (ev.empty()) break;
       const Ev e = ev.top();
       ev.pop();
       const double now = e.t;
@@ -401,22 +502,14 @@ class Sim {
         }
       } else if (e.kind == 0) {
         if (e.gen != gen[size_t(e.idx)]) continue;  // rescheduled since
-        for (int ri : running[size_t(e.idx)]) out.reqs[size_t(ri)].done = now;
-        running[size_t(e.idx)].clear();
-        busy[size_t(e.idx)] = false;
-        const Running& r = run[size_t(e.idx)];
-        out.core_busy[size_t(e.idx)] += now - r.start;
-        out.spans[r.span].end_us = now;
-        const int p = port_of(e.idx);
-        --port_busy[size_t(p)];
-        repace(p, now, port_busy[size_t(p)] + 1);
-        out.makespan = std::max(out.makespan, now);
+        finish(e.idx, now, Status::ok());
       } else {
         if (wake[size_t(e.idx)] == now) wake[size_t(e.idx)] = kInf;
       }
       schedule(now);
       if (!err) return err.error();
     }
+    if (live) out.live = live->stats();
     return out;
   }
 
@@ -457,7 +550,7 @@ double mean_latency(const SimOut& s, int stream) {
   double sum = 0;
   int64_t n = 0;
   for (const auto& r : s.reqs)
-    if (r.stream == stream && !r.dropped) sum += r.done - r.arrival, ++n;
+    if (r.stream == stream && !r.dropped && !r.failed) sum += r.done - r.arrival, ++n;
   return n ? sum / double(n) : 0;
 }
 
@@ -603,6 +696,7 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
   j["kind"] = "serve";
   j["workload"] = w.source;
   j["backend"] = o.backend;
+  j["mode"] = o.mode;
   j["config"] = w.config;
   j["seed"] = w.seed;
   j["load_scale"] = o.load_scale;
@@ -618,7 +712,7 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
   j["duration_ms"] = w.duration_ms;
   j["makespan_ms"] = r.makespan / 1000.0;
 
-  int64_t submitted = int64_t(r.reqs.size()), completed = 0, dropped = 0;
+  int64_t submitted = int64_t(r.reqs.size()), completed = 0, dropped = 0, failed = 0;
   std::vector<double> all_lat;
   json streams = json::array();
   std::vector<double> inv_slowdown;
@@ -633,12 +727,16 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
     constexpr size_t kWindows = 50;
     const double span = std::max(r.makespan, 1.0);
     std::vector<std::vector<double>> win(kWindows);
-    int64_t sub = 0, comp = 0, drop = 0, met = 0;
+    int64_t sub = 0, comp = 0, drop = 0, fail = 0, met = 0;
     for (const auto& q : r.reqs) {
       if (q.stream != int(si)) continue;
       ++sub;
       if (q.dropped) {
         ++drop;
+        continue;
+      }
+      if (q.failed) {
+        ++fail;
         continue;
       }
       if (q.done < 0) continue;  // would be an accounting error, caught below
@@ -648,7 +746,7 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
       win[std::min(kWindows - 1, size_t(std::max(0.0, q.arrival) / span * double(kWindows)))].push_back(q.done - q.arrival);
       if (q.done - q.arrival <= s.slo_ms * 1000.0) ++met;
     }
-    completed += comp, dropped += drop;
+    completed += comp, dropped += drop, failed += fail;
     all_lat.insert(all_lat.end(), lat.begin(), lat.end());
     json sj;
     sj["name"] = s.name;
@@ -666,6 +764,7 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
     sj["submitted"] = sub;
     sj["completed"] = comp;
     sj["dropped"] = drop;
+    sj["failed"] = fail;
     sj["throughput_rps"] = r.makespan > 0 ? double(comp) / r.makespan * 1e6 : 0.0;
     sj["latency"] = pct_json(lat);
     json qw = pct_json(wait);
@@ -698,11 +797,13 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
     sj["latency_over_time"] = over;
     streams.push_back(sj);
   }
-  if (submitted != completed + dropped)
+  if (submitted != completed + failed + dropped)
     return make_error("loom serve", "accounting error: submitted " + std::to_string(submitted) + " != completed " +
-                                        std::to_string(completed) + " + dropped " + std::to_string(dropped));
+                                        std::to_string(completed) + " + failed " + std::to_string(failed) +
+                                        " + dropped " + std::to_string(dropped));
   j["submitted"] = submitted;
   j["completed"] = completed;
+  j["failed"] = failed;
   j["dropped"] = dropped;
   j["throughput_rps"] = r.makespan > 0 ? double(completed) / r.makespan * 1e6 : 0.0;
   j["latency"] = pct_json(all_lat);
@@ -750,6 +851,25 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
   }
   j["service_times"] = {{"backend", sm.backend()}, {"clock_mhz", cfg->clock_mhz}, {"table", tab},
                         {"port_stretch", stretch}};
+  if (o.mode == "live") {
+    // What the device did, and every reason a batch failed (the requests of
+    // a failed batch are queued again up to max_retries times, then fail).
+    json reasons = json::array();
+    for (const auto& [k, n] : r.failed_batches) {
+      int64_t reqs = 0;
+      for (const auto& q : r.reqs) reqs += q.failed && q.reason == k;
+      reasons.push_back({{"reason", r.fail_reasons[size_t(k)]}, {"batches", n}, {"requests_failed", reqs}});
+    }
+    j["live"] = {{"completion", o.live.completion == runtime::Completion::Interrupt ? "interrupt" : "poll"},
+                 {"device_runs", r.live.device_runs},
+                 {"checked_runs", r.live.checked},
+                 {"output_mismatches", r.live.mismatches},
+                 {"device_errors", r.live.device_errors},
+                 {"host_timeouts", r.live.timeouts},
+                 {"max_retries", o.max_retries},
+                 {"retried_requests", r.retried},
+                 {"failures", reasons}};
+  }
   return j;
 }
 

@@ -1,7 +1,9 @@
-// The serving simulator: a discrete-event loop over simulated device time that
-// replays arrivals, queues, batching and per-core dispatch, with service times
-// measured on a timed backend (serve/service.h). docs/serving.md describes
-// what is measured and what is simulated.
+// The serving scheduler: a discrete-event loop that replays arrivals, queues,
+// batching and per-core dispatch. In the simulator (mode "sim") a batch's end
+// comes from service times measured on a timed backend (serve/service.h); in
+// mode "live" the batch runs on the device and its end is the device's
+// (serve/live.h). docs/serving.md describes what is measured and what is
+// simulated.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "serve/live.h"
 #include "serve/service.h"
 #include "serve/workload.h"
 
@@ -32,6 +35,13 @@ struct BatchSpan {
 
 struct ServeOptions {
   std::string backend = "tlm";
+  /// "sim": the discrete-event simulator over measured service times (the
+  /// default); "live": every batch runs on the device (serve/live.h).
+  std::string mode = "sim";
+  LiveOptions live;
+  /// Live: how often a failed batch's requests are queued again before they
+  /// fail with its reason.
+  int max_retries = 1;
   double load_scale = 1.0;  // multiplies every arrival rate (sweeps)
   /// Called now and then with the fraction of the work done (arrivals
   /// replayed over the main run, then the isolated runs), for a progress bar.

@@ -114,6 +114,13 @@ struct ServiceModel::Onnx {
   OnnxInfo info;
   std::vector<std::pair<plan::Plan, std::map<std::string, Tensor>>> parts;
   uint64_t host_cycles = 0;
+  // Live mode: the program's device steps in order (segment, host cycles
+  // before it), the host cycles after the last, and each segment's golden
+  // outputs (computed on first use).
+  std::vector<std::pair<size_t, uint64_t>> order;
+  uint64_t host_after = 0;
+  std::vector<std::vector<std::pair<std::string, Tensor>>> expected;
+  bool checked = false, golden_done = false;
 };
 
 ir::Graph gemm_chain(const ModelSpec& m, int64_t rows) {
@@ -195,9 +202,15 @@ Expected<ServiceModel::Onnx*> ServiceModel::onnx(const ModelSpec& m) {
   o->info.path = path;
   o->info.segments = prog->segments.size();
   o->info.fallback_ops = prog->fallback_ops;
-  double host_ns = 0;
+  double host_ns = 0, since = 0;  // since: host ns since the last device step
+  const auto to_cycles = [&](double ns) { return uint64_t(std::llround(ns * double(cfg_.clock_mhz) / 1000.0)); };
   for (const auto& st : prog->program.steps) {
-    if (st.on_device()) continue;
+    if (st.on_device()) {
+      o->order.emplace_back(size_t(st.segment), to_cycles(since));
+      since = 0;
+      continue;
+    }
+    const double before = host_ns;
     host_ns += kHostOpNs;
     for (const auto& out : prog->model.nodes[st.host].outputs) {
       auto t = prog->model.types.find(out);
@@ -206,7 +219,9 @@ Expected<ServiceModel::Onnx*> ServiceModel::onnx(const ModelSpec& m) {
       for (int64_t d : t->second.shape) n *= double(std::max<int64_t>(d, 1));
       host_ns += kHostElemNs * n;
     }
+    since += host_ns - before;
   }
+  o->host_after = to_cycles(since);
   o->info.host_us = host_ns / 1000.0;
   o->host_cycles = uint64_t(std::llround(host_ns * double(cfg_.clock_mhz) / 1000.0));
   for (size_t k = 0; k < prog->segments.size(); ++k)
@@ -304,6 +319,9 @@ Expected<uint64_t> ServiceModel::time_plan(const plan::Plan& one, const std::map
       return uint64_t(*c);
     }
   }
+  if (frozen_)
+    return make_error("loom serve --mode live", "service time of " + key +
+                                                   " was not measured before the live run (the device is serving)");
   auto dev = device();
   if (!dev) return dev.error();
   auto res = runtime::execute(**dev, p, in);
@@ -321,6 +339,110 @@ Expected<uint64_t> ServiceModel::time_plan(const plan::Plan& one, const std::map
     std::filesystem::rename(tmp, file, ec);  // atomic; a failed cache write only costs a re-measurement
   }
   return res->cycles;
+}
+
+Status ServiceModel::golden(const plan::Plan& p, const std::map<std::string, Tensor>& in,
+                            std::vector<std::pair<std::string, Tensor>>& out, bool& checked) {
+  checked = false;
+  if (!ref_) {
+    bool have = false;
+    for (const auto& b : runtime::list_backends()) have = have || b.name == "ref";
+    if (!have) return Status::ok();  // no golden model in this binary: runs go unchecked
+    auto d = runtime::make_device("ref", cfg_);
+    if (!d) return d.error();
+    ref_ = std::move(*d);
+  }
+  auto r = runtime::execute(*ref_, p, in);
+  if (!r) return Status(r.error()).context("golden model");
+  out = std::move(r->outputs);
+  checked = true;
+  return Status::ok();
+}
+
+Expected<const ServiceModel::LivePlan*> ServiceModel::live_plan(const ModelSpec& m, int64_t rows,
+                                                                const compiler::CompileOptions& opts,
+                                                                const std::string& tag) {
+  const std::string key = model_key(m);
+  const int64_t r = m.kind == ModelSpec::Kind::GemmChain ? rows : 0;
+  if (auto it = live_.find({key, r, tag}); it != live_.end()) return it->second.get();
+  ir::Graph g;
+  if (m.kind == ModelSpec::Kind::Graph) {
+    auto pg = ir::parse_graph_json(m.name);
+    if (!pg) return pg.error();
+    g = std::move(*pg);
+  } else {
+    g = gemm_chain(m, rows);
+  }
+  if (Status s = ir::validate(g); !s) return s.error();
+  compiler::CompileOptions co = opts;
+  co.num_cores = 1;
+  auto cr = compiler::compile(g, cfg_, co);
+  if (!cr) return cr.error();
+  auto lp = std::make_unique<LivePlan>();
+  lp->plan = std::move(cr->plan);
+  lp->inputs = ir::random_inputs(g, 1);
+  LOOM_TRY(golden(lp->plan, lp->inputs, lp->expected, lp->checked));
+  const LivePlan* raw = lp.get();
+  live_[{key, r, tag}] = std::move(lp);
+  return raw;
+}
+
+Expected<LiveWork> ServiceModel::live_work(const ModelSpec& m, int64_t seq, int batch) {
+  LiveWork w;
+  if (m.kind == ModelSpec::Kind::Onnx) {
+    auto o = onnx(m);
+    if (!o) return o.error();
+    Onnx& x = **o;
+    if (!x.golden_done) {
+      x.expected.resize(x.parts.size());
+      bool all = true;
+      for (size_t k = 0; k < x.parts.size(); ++k) {
+        bool c = false;
+        LOOM_TRY(golden(x.parts[k].first, x.parts[k].second, x.expected[k], c));
+        all = all && c;
+      }
+      x.checked = all;
+      x.golden_done = true;
+    }
+    // One shape: a batch runs the program `batch` times, each request's host
+    // work after its last device step coming before the next request's first.
+    for (int b = 0; b < batch; ++b)
+      for (size_t k = 0; k < x.order.size(); ++k) {
+        const auto [seg, host] = x.order[k];
+        w.parts.push_back({&x.parts[seg].first, &x.parts[seg].second, x.checked ? &x.expected[seg] : nullptr,
+                           host + (k == 0 && b > 0 ? x.host_after : 0)});
+      }
+    w.host_cycles_after = x.host_after;
+    return w;
+  }
+  if (m.kind == ModelSpec::Kind::Graph) {
+    auto lp = live_plan(m, 0, {}, {});
+    if (!lp) return lp.error();
+    for (int b = 0; b < batch; ++b)
+      w.parts.push_back({&(*lp)->plan, &(*lp)->inputs, (*lp)->checked ? &(*lp)->expected : nullptr, 0});
+    return w;
+  }
+  // gemm_chain: one plan of seq x batch rows, or the mapping's chunks.
+  const Mapper* mapper = nullptr;
+  for (const auto& [at, f] : epochs_)
+    if (at <= now_us_) mapper = &f;
+  int64_t rows = seq * batch;
+  uint64_t chunks = 1;
+  compiler::CompileOptions co;
+  std::string tag;
+  if (mapper) {
+    const MappedRun mr = (*mapper)(m, seq, batch);
+    const int64_t total = seq * batch;
+    rows = mr.rows > 0 ? mr.rows : total;
+    chunks = uint64_t((total + rows - 1) / rows);
+    co = mr.options;
+    tag = mr.tag;
+  }
+  auto lp = live_plan(m, rows, co, tag);
+  if (!lp) return lp.error();
+  for (uint64_t k = 0; k < chunks; ++k)
+    w.parts.push_back({&(*lp)->plan, &(*lp)->inputs, (*lp)->checked ? &(*lp)->expected : nullptr, 0});
+  return w;
 }
 
 }  // namespace loom::serve

@@ -75,6 +75,22 @@ struct MappedRun {
 };
 using Mapper = std::function<MappedRun(const ModelSpec& m, int64_t seq, int batch)>;
 
+/// One device run of a batch in live mode: a one-core plan, its inputs and
+/// the golden model's outputs for them (nullptr: not checked), after
+/// `host_cycles` of host work (ONNX host ops, by the stated model).
+struct LivePart {
+  const plan::Plan* plan = nullptr;
+  const std::map<std::string, Tensor>* inputs = nullptr;
+  const std::vector<std::pair<std::string, Tensor>>* expected = nullptr;
+  uint64_t host_cycles = 0;
+};
+/// What a batch runs on its core in live mode, in order, and the host work
+/// after the last run.
+struct LiveWork {
+  std::vector<LivePart> parts;
+  uint64_t host_cycles_after = 0;
+};
+
 class ServiceModel {
  public:
   /// Measures on `backend` with the device options `dev` (they are part of
@@ -112,6 +128,14 @@ class ServiceModel {
   /// The server's current simulated time (set before each dispatch decision).
   void set_now(double now_us) { now_us_ = now_us; }
 
+  /// Live mode: the runs of one batch of `batch` requests padded to `seq`,
+  /// as cycles() times them (the same plans and mapping). Plans are compiled,
+  /// and their golden outputs computed on the ref backend, on first use.
+  Expected<LiveWork> live_work(const ModelSpec& m, int64_t seq, int batch);
+  /// While frozen, a service time not measured yet is an error instead of a
+  /// run on the device (which the live runtime owns then).
+  void freeze(bool on) { frozen_ = on; }
+
  private:
   struct Onnx;
   Expected<uint64_t> measure(const ModelSpec& m, int64_t rows, const std::string& key, int64_t seq, int batch,
@@ -132,6 +156,19 @@ class ServiceModel {
   double now_us_ = 0;
   std::vector<Measurement> table_;
   uint64_t runs_ = 0, disk_hits_ = 0;
+  bool frozen_ = false;
+  struct LivePlan {
+    plan::Plan plan;
+    std::map<std::string, Tensor> inputs;
+    std::vector<std::pair<std::string, Tensor>> expected;
+    bool checked = false;
+  };
+  Expected<const LivePlan*> live_plan(const ModelSpec& m, int64_t rows, const compiler::CompileOptions& co,
+                                      const std::string& tag);
+  Status golden(const plan::Plan& p, const std::map<std::string, Tensor>& in,
+                std::vector<std::pair<std::string, Tensor>>& out, bool& checked);
+  std::map<std::tuple<std::string, int64_t, std::string>, std::unique_ptr<LivePlan>> live_;
+  std::unique_ptr<runtime::Device> ref_;
 };
 
 /// `copies` copies of a one-core plan as one plan, copy j on the j-th core of
