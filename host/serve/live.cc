@@ -53,7 +53,7 @@ Status LiveEngine::start(int core, LiveWork work, uint64_t id, double predicted_
   const uint64_t now = dev_.cycles();
   const double limit = std::max(predicted_us * o_.timeout_factor, predicted_us + 10000.0 / mhz_);
   c.started = now;
-  c.deadline = now + uint64_t(std::llround(limit * mhz_));
+  c.deadline = predicted_us > 0 ? now + uint64_t(std::llround(limit * mhz_)) : std::numeric_limits<uint64_t>::max();
   std::vector<LiveEnd> none;
   LOOM_TRY(step(core, now, none));
   return Status::ok();

@@ -53,7 +53,7 @@ class LiveEngine {
   size_t running() const;
 
   /// Starts batch `id`'s work on idle core `core`; `predicted_us` is the
-  /// service time the scheduler expects (for the host-side timeout).
+  /// service time the scheduler expects (for the host-side timeout; 0: none).
   Status start(int core, LiveWork work, uint64_t id, double predicted_us);
 
   /// Lets the device run until `until_us` (infinite: until a batch ends) or

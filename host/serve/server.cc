@@ -205,8 +205,8 @@ class Sim {
       bp[i].group_shapes = w_.shape_grouping;
     }
     Status err;
-    auto svc = [&](size_t si, int64_t seq, int n, int port_cores = 1) -> double {
-      auto c = sm_.cycles(w_.streams[size_t(active_[si])].model, seq, n, port_cores);
+    auto svc = [&](size_t si, int64_t seq, int n) -> double {
+      auto c = sm_.cycles(w_.streams[size_t(active_[si])].model, seq, n);
       if (!c) {
         if (err) err = c.error();
         return kInf;
@@ -258,35 +258,48 @@ class Sim {
     uint64_t next_batch = 1;
 
     // Port contention as progress rates: a batch needs `alone` us of service
-    // by itself; while k cores of its port are busy it progresses at
-    // 1 / stretch(k), the stretch measured for its own plan with k copies on
-    // the port (or 1 + port_contention x (k - 1) when the workload gives it).
-    // Whenever a port's busy count changes, the finish of every batch on it
-    // is recomputed.
+    // by itself; while other batches run on its port it progresses at
+    // 1 / stretch, the stretch measured for it with exactly those batches on
+    // the port's other cores (ServiceModel::stretch), or 1 + port_contention
+    // x (k - 1) for k busy cores when the workload gives it. Whenever a
+    // port's batches change, the finish of every batch on it is recomputed.
     struct Running {
       size_t si = 0;
       int64_t seq = 1;
       int n = 0;
       double alone = 0, remaining = 0, last = 0, start = 0;
       size_t span = 0;
+      double rate = 1;  // the stretch in force since `last`
     };
     std::vector<Running> run(static_cast<size_t>(cores));
     std::vector<int64_t> gen(size_t(cores), 0);
-    auto stretch = [&](const Running& r, int k) -> double {
-      if (k <= 1) return 1.0;
-      if (w_.port_contention >= 0) return 1.0 + w_.port_contention * double(k - 1);
+    auto stretch = [&](int core) -> double {
+      const int p = port_of(core);
+      std::vector<BatchShape> with;
+      for (int c = 0; c < cores; ++c)
+        if (c != core && busy[size_t(c)] && port_of(c) == p) {
+          const Running& o = run[size_t(c)];
+          with.push_back({&w_.streams[size_t(active_[o.si])].model, o.seq, o.n});
+        }
+      if (with.empty()) return 1.0;
+      if (w_.port_contention >= 0) return 1.0 + w_.port_contention * double(with.size());
+      const Running& r = run[size_t(core)];
       sm_.set_now(r.start);  // the mapping the batch was dispatched under
-      const double t = svc(r.si, r.seq, r.n, k);
-      return std::isfinite(t) && r.alone > 0 ? t / r.alone : 1.0;
+      auto s = sm_.stretch({&w_.streams[size_t(active_[r.si])].model, r.seq, r.n}, with);
+      if (!s) {
+        if (err) err = s.error();
+        return 1.0;
+      }
+      return *s;
     };
-    auto repace = [&](int p, double now, int k_old) {
-      const int k = port_busy[size_t(p)];
+    auto repace = [&](int p, double now) {
       for (int c = 0; c < cores; ++c) {
         if (!busy[size_t(c)] || port_of(c) != p) continue;
         Running& r = run[size_t(c)];
-        if (now > r.last) r.remaining = std::max(0.0, r.remaining - (now - r.last) / stretch(r, k_old));
+        if (now > r.last) r.remaining = std::max(0.0, r.remaining - (now - r.last) / r.rate);
         r.last = now;
-        ev.push({now + r.remaining * stretch(r, k), order++, 0, c, ++gen[size_t(c)]});
+        r.rate = stretch(c);
+        ev.push({now + r.remaining * r.rate, order++, 0, c, ++gen[size_t(c)]});
       }
       sm_.set_now(now);
     };
@@ -333,7 +346,7 @@ class Sim {
         if (Status st = live->start(core, std::move(*lw), next_batch++, r.alone); !st && err) err = st;
         return;
       }
-      repace(p, now, port_busy[size_t(p)] - 1);
+      repace(p, now);
     };
 
     // A batch ended on `core` at `now`: its requests are done, or (live, a
@@ -370,7 +383,7 @@ class Sim {
       out.spans[r.span].end_us = now;
       const int p = port_of(core);
       --port_busy[size_t(p)];
-      if (!live) repace(p, now, port_busy[size_t(p)] + 1);
+      if (!live) repace(p, now);
       out.makespan = std::max(out.makespan, now);
     };
 
@@ -838,16 +851,15 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
   j["port_contention"] = w.port_contention >= 0 ? json(w.port_contention) : json("measured");
   j["max_per_port"] = w.max_per_port;
   json tab = json::array(), stretch = json::array();
-  std::map<std::tuple<std::string, int64_t, int, std::string>, uint64_t> single;
   for (const auto& m : sm.measurements())
-    if (m.port_cores == 1) single[{m.model, m.seq, m.batch, m.mapping}] = m.cycles;
-  for (const auto& m : sm.measurements()) {
-    tab.push_back({{"model", m.model}, {"seq", m.seq}, {"batch", m.batch}, {"port_cores", m.port_cores},
-                   {"cycles", m.cycles}, {"us", sm.cycles_to_us(m.cycles)}});
-    auto a = single.find({m.model, m.seq, m.batch, m.mapping});
-    if (m.port_cores > 1 && a != single.end())
-      stretch.push_back({{"model", m.model}, {"seq", m.seq}, {"batch", m.batch}, {"port_cores", m.port_cores},
-                         {"stretch", double(m.cycles) / double(a->second)}});
+    tab.push_back({{"model", m.model}, {"seq", m.seq}, {"batch", m.batch}, {"cycles", m.cycles},
+                   {"us", sm.cycles_to_us(m.cycles)}});
+  for (const auto& m : sm.stretches()) {
+    json with = json::array();
+    for (const auto& [wm, ws, wb] : m.with) with.push_back({{"model", wm}, {"seq", ws}, {"batch", wb}});
+    stretch.push_back({{"model", m.model}, {"seq", m.seq}, {"batch", m.batch}, {"with", with},
+                       {"port_cores", m.with.size() + 1}, {"stretch", m.stretch}, {"alone_cycles", m.alone},
+                       {"phase_cycles", m.phases}});
   }
   j["service_times"] = {{"backend", sm.backend()}, {"clock_mhz", cfg->clock_mhz}, {"table", tab},
                         {"port_stretch", stretch}};

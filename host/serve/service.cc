@@ -2,9 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <optional>
 
 #include "common/parse.h"
 #include "common/tensor_io.h"
@@ -14,6 +17,7 @@
 #include "ir/builder.h"
 #include "ir/graph.h"
 #include "runtime/executor.h"
+#include "serve/live.h"
 
 namespace loom::serve {
 
@@ -45,69 +49,31 @@ std::vector<int> port0_cores(const spec::HwConfig& cfg) {
   return v;
 }
 
-// `copies` copies of a one-core plan as one plan: copy j runs on core
-// cores[j] with its own image at j x stride from the base; every other core
-// of the plan runs END only. Inputs are renamed "name@j".
-// A one-core plan's semaphores (its layer barriers) are renumbered per copy:
-// copy j uses sem_id + j x (highest id + 1), so no copy passes a barrier on
-// another's signal (runtime::renumber_semaphores).
-using runtime::max_semaphore;
-using runtime::renumber_semaphores;
+// A cache entry is decimal numbers separated by spaces and a newline;
+// anything else (a special file, a huge or a garbled one) is ignored and
+// re-measured.
+std::optional<int64_t> read_cached(const std::string& file) {
+  if (file.empty()) return std::nullopt;
+  auto text = read_file_bytes(file, 64);  // a missing entry is an error too
+  if (!text || text->empty() || text->back() != '\n') return std::nullopt;
+  text->pop_back();
+  return parse_int64(*text);
+}
 
-Expected<plan::Plan> replicate(const plan::Plan& p, const std::vector<int>& cores, int copies,
-                               const std::string& key, uint32_t semaphores) {
-  if (p.cores.size() != 1 || !p.tasks.empty() || !p.unit_calls.empty())
-    return make_error("port contention: " + key,
-                      "the plan is not one core stream (cores, tasks or HLS units); set port_contention in the workload");
-  const uint64_t sems = p.semaphores_used ? max_semaphore(p.cores[0]) + 1 : 0;
-  if (sems * uint64_t(copies) > semaphores)
-    return make_error("port contention: " + key, std::to_string(copies) + " copies need " +
-                                                     std::to_string(sems * uint64_t(copies)) + " semaphores, the fabric has " +
-                                                     std::to_string(semaphores) + "; set port_contention in the workload");
-  const uint64_t stride = (std::max<uint64_t>(p.memory_bytes, 1) + 4095) / 4096 * 4096;
-  plan::Plan r;
-  r.config = p.config;
-  r.graph_name = p.graph_name + " x" + std::to_string(copies);
-  r.compiler = p.compiler;
-  r.memory_bytes = stride * uint64_t(copies - 1) + p.memory_bytes;
-  r.constants_offset = p.constants_offset;
-  if (!p.constants.empty()) {
-    r.constants.assign(size_t(stride * uint64_t(copies - 1)) + p.constants.size(), 0);
-    for (int j = 0; j < copies; ++j)
-      std::copy(p.constants.begin(), p.constants.end(), r.constants.begin() + ptrdiff_t(stride * uint64_t(j)));
+void write_cached(const std::string& dir, const std::string& file, const std::vector<uint64_t>& values) {
+  if (file.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const auto tmp = file + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp);
+    for (size_t i = 0; i < values.size(); ++i) f << (i ? " " : "") << values[i];
+    f << "\n";
   }
-  r.cores.assign(size_t(cores[size_t(copies - 1)] + 1), {spec::EndInsn{}.encode()});
-  for (int j = 0; j < copies; ++j) {
-    r.cores[size_t(cores[size_t(j)])] =
-        renumber_semaphores(runtime::relocate(p.cores[0], stride * uint64_t(j)), sems * uint64_t(j));
-    for (auto b : p.inputs) {
-      b.name.append("@").append(std::to_string(j));
-      b.offset += stride * uint64_t(j);
-      r.inputs.push_back(b);
-    }
-  }
-  for (int j = 0; j < copies; ++j)
-    for (auto b : p.outputs) {
-      b.name.append("@").append(std::to_string(j));
-      b.offset += stride * uint64_t(j);
-      r.outputs.push_back(b);
-    }
-  r.placement = p.placement;
-  r.semaphores_used = uint32_t(sems * uint64_t(copies));
-  return r;
+  std::filesystem::rename(tmp, file, ec);  // atomic; a failed cache write only costs a re-measurement
 }
 
 }  // namespace
-
-Expected<plan::Plan> replicate_on_port(const plan::Plan& one, const spec::HwConfig& cfg, int copies,
-                                       const std::string& what) {
-  const auto cores = port0_cores(cfg);
-  if (copies < 1 || copies > int(cores.size()))
-    return make_error("port contention: " + what, std::to_string(copies) + " copies, but port 0 of '" +
-                                                      std::string(cfg.name) + "' has " + std::to_string(cores.size()) +
-                                                      " cores");
-  return replicate(one, cores, copies, what, cfg.semaphores);
-}
 
 /// An ONNX stream's program: its segments' plans and inputs, and the host ops.
 struct ServiceModel::Onnx {
@@ -150,9 +116,8 @@ ServiceModel::~ServiceModel() = default;
 
 int ServiceModel::cores_per_port() const { return int(port0_cores(cfg_).size()); }
 
-Expected<uint64_t> ServiceModel::cycles(const ModelSpec& m, int64_t seq, int batch, int port_cores) {
+Expected<uint64_t> ServiceModel::cycles(const ModelSpec& m, int64_t seq, int batch) {
   const std::string key = model_key(m);
-  const int k = std::clamp(port_cores, 1, cores_per_port());
   const bool fixed = m.kind != ModelSpec::Kind::GemmChain;  // one shape: a batch runs the plan batch times
   const Mapper* mapper = nullptr;
   for (const auto& [at, f] : epochs_)
@@ -161,23 +126,23 @@ Expected<uint64_t> ServiceModel::cycles(const ModelSpec& m, int64_t seq, int bat
     const MappedRun mr = (*mapper)(m, seq, batch);
     const int64_t total = seq * batch, rows = mr.rows > 0 ? mr.rows : total;
     const uint64_t chunks = uint64_t((total + rows - 1) / rows);
-    auto mit = mapped_.find({key, rows, mr.tag, k});
+    auto mit = mapped_.find({key, rows, mr.tag});
     if (mit != mapped_.end()) return chunks * mit->second;
-    auto r = measure(m, rows, key, rows, 1, mr.options, mr.tag, k);
+    auto r = measure(m, rows, key, rows, 1, mr.options, mr.tag);
     if (!r) return r;
-    mapped_[{key, rows, mr.tag, k}] = *r;
+    mapped_[{key, rows, mr.tag}] = *r;
     return chunks * *r;
   }
   const int run_batch = fixed ? 1 : batch;
-  auto it = mem_.find({key, seq, run_batch, k});
+  auto it = mem_.find({key, seq, run_batch});
   uint64_t c = 0;
   if (it != mem_.end()) {
     c = it->second;
   } else {
-    auto r = measure(m, seq * run_batch, key, seq, run_batch, {}, {}, k);
+    auto r = measure(m, seq * run_batch, key, seq, run_batch, {}, {});
     if (!r) return r;
     c = *r;
-    mem_[{key, seq, run_batch, k}] = c;
+    mem_[{key, seq, run_batch}] = c;
   }
   return fixed ? c * uint64_t(batch) : c;
 }
@@ -249,8 +214,7 @@ Expected<runtime::Device*> ServiceModel::device() {
 }
 
 Expected<uint64_t> ServiceModel::measure(const ModelSpec& m, int64_t rows, const std::string& key, int64_t seq,
-                                         int batch, const compiler::CompileOptions& opts, const std::string& tag,
-                                         int copies) {
+                                         int batch, const compiler::CompileOptions& opts, const std::string& tag) {
   uint64_t total = 0;
   bool disk = true;
   if (m.kind == ModelSpec::Kind::Onnx) {
@@ -259,7 +223,7 @@ Expected<uint64_t> ServiceModel::measure(const ModelSpec& m, int64_t rows, const
     total = (*o)->host_cycles;  // the host ops run on the CPU: no port contention
     for (const auto& [p, in] : (*o)->parts) {
       bool d = false;
-      auto c = time_plan(p, in, key, copies, d);
+      auto c = time_plan(p, in, key, d);
       if (!c) return c;
       total += *c;
       disk = disk && d;
@@ -278,46 +242,24 @@ Expected<uint64_t> ServiceModel::measure(const ModelSpec& m, int64_t rows, const
     co.num_cores = 1;
     auto cr = compiler::compile(g, cfg_, co);
     if (!cr) return cr.error();
-    auto c = time_plan(cr->plan, ir::random_inputs(g, 1), key, copies, disk);
+    auto c = time_plan(cr->plan, ir::random_inputs(g, 1), key, disk);
     if (!c) return c;
     total = *c;
   }
   if (total == 0) return make_error("--backend " + backend_, "the backend reported 0 cycles for " + key);
-  table_.push_back({key, seq, batch, total, disk, tag, copies});
+  table_.push_back({key, seq, batch, total, disk, tag});
   return total;
 }
 
-Expected<uint64_t> ServiceModel::time_plan(const plan::Plan& one, const std::map<std::string, Tensor>& inputs,
-                                           const std::string& key, int copies, bool& from_disk) {
-  plan::Plan merged;
-  std::map<std::string, Tensor> merged_in;
-  if (copies > 1) {
-    auto r = replicate_on_port(one, cfg_, copies, key);
-    if (!r) return r.error();
-    merged = std::move(*r);
-    for (int j = 0; j < copies; ++j)
-      for (const auto& [n, t] : inputs) merged_in[n + "@" + std::to_string(j)] = t;
-  }
-  const plan::Plan& p = copies > 1 ? merged : one;
-  const auto& in = copies > 1 ? merged_in : inputs;
+Expected<uint64_t> ServiceModel::time_plan(const plan::Plan& p, const std::map<std::string, Tensor>& in,
+                                           const std::string& key, bool& from_disk) {
   const std::string dk = dev_opts_.key();
-  const uint64_t h = plan_hash(p, dk.empty() ? backend_ : backend_ + "|" + dk);
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  std::filesystem::path file;
+  const std::string file = cache_file(plan_hash(p, dk.empty() ? backend_ : backend_ + "|" + dk), "cycles");
   from_disk = false;
-  if (!cache_dir_.empty()) {
-    file = std::filesystem::path(cache_dir_) / (std::string(hex) + ".cycles");
-    // A cache entry is one decimal number and a newline; anything else (a
-    // special file, a huge or a garbled one) is ignored and re-measured.
-    auto text = read_file_bytes(file.string(), 64);  // a missing entry is an error too
-    if (text && !text->empty() && text->back() == '\n') text->pop_back();
-    const auto c = text ? parse_int64(*text) : std::nullopt;
-    if (c && *c > 0) {
-      ++disk_hits_;
-      from_disk = true;
-      return uint64_t(*c);
-    }
+  if (auto c = read_cached(file); c && *c > 0) {
+    ++disk_hits_;
+    from_disk = true;
+    return uint64_t(*c);
   }
   if (frozen_)
     return make_error("loom serve --mode live", "service time of " + key +
@@ -328,17 +270,170 @@ Expected<uint64_t> ServiceModel::time_plan(const plan::Plan& one, const std::map
   if (!res) return res.error();
   ++runs_;
   if (res->cycles == 0) return make_error("--backend " + backend_, "the backend reported 0 cycles for " + key);
-  if (!file.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(cache_dir_, ec);
-    const auto tmp = file.string() + ".tmp" + std::to_string(::getpid());
-    {
-      std::ofstream f(tmp);
-      f << res->cycles << "\n";
-    }
-    std::filesystem::rename(tmp, file, ec);  // atomic; a failed cache write only costs a re-measurement
-  }
+  write_cached(cache_dir_, file, {res->cycles});
   return res->cycles;
+}
+
+std::string ServiceModel::cache_file(uint64_t h, const char* ext) const {
+  if (cache_dir_.empty()) return {};
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return (std::filesystem::path(cache_dir_) / (std::string(hex) + "." + ext)).string();
+}
+
+Expected<double> ServiceModel::stretch(const BatchShape& a, const std::vector<BatchShape>& with_all) {
+  std::vector<BatchShape> with(with_all.begin(),
+                               with_all.begin() + std::min<ptrdiff_t>(ptrdiff_t(with_all.size()), cores_per_port() - 1));
+  if (with.empty()) return 1.0;
+  // The co-runners are a set: their order on the port does not matter.
+  const auto key_of = [&](const BatchShape& b) {
+    std::string k = model_key(*b.model);
+    k.append("|").append(std::to_string(b.seq)).append("|").append(std::to_string(b.batch));
+    return k;
+  };
+  std::sort(with.begin(), with.end(), [&](const BatchShape& x, const BatchShape& y) { return key_of(x) < key_of(y); });
+  std::string key = key_of(a) + " with";
+  for (const auto& b : with) key.append(" ").append(key_of(b));
+  for (const auto& [at, f] : epochs_)
+    if (at <= now_us_) key.append(" @").append(std::to_string(at));  // the mapping in force
+  if (auto it = stretch_.find(key); it != stretch_.end()) return it->second;
+  auto m = measure_stretch(a, with);
+  if (!m) return m.error();
+  stretch_[key] = m->stretch;
+  stretch_table_.push_back(std::move(*m));
+  return stretch_table_.back().stretch;
+}
+
+Expected<StretchMeasurement> ServiceModel::measure_stretch(const BatchShape& a, const std::vector<BatchShape>& with) {
+  StretchMeasurement sm;
+  sm.model = model_key(*a.model);
+  sm.seq = a.seq;
+  sm.batch = a.batch;
+  for (const auto& b : with) sm.with.emplace_back(model_key(*b.model), b.seq, b.batch);
+  auto wa = live_work(*a.model, a.seq, a.batch);
+  if (!wa) return wa.error();
+  std::vector<LiveWork> wb;
+  for (const auto& b : with) {
+    auto w = live_work(*b.model, b.seq, b.batch);
+    if (!w) return w.error();
+    wb.push_back(std::move(*w));
+  }
+  // Disk cache: keyed by every plan that runs, the backend and its options.
+  const std::string dk = dev_opts_.key();
+  uint64_t h = 0x9e3779b97f4a7c15ull;
+  const auto mix = [&](const LiveWork& w) {
+    for (const auto& p : w.parts) h = fnv(h ^ plan_hash(*p.plan, dk.empty() ? backend_ : backend_ + "|" + dk), &p.host_cycles, 8);
+    h = fnv(h, &w.host_cycles_after, 8) * 31 + 7;
+  };
+  mix(*wa);
+  for (const auto& w : wb) mix(w);
+  constexpr int kPhases = 4;
+  const std::string file = cache_file(h, "stretch");
+  auto text = read_file_bytes(file.empty() ? std::string("/nonexistent") : file, 256);
+  if (!file.empty() && text) {
+    // "ALONE P0 P1 P2 P3\n", all positive.
+    std::vector<uint64_t> v;
+    size_t i = 0;
+    while (i < text->size()) {
+      size_t j = text->find_first_of(" \n", i);
+      if (j == std::string::npos) break;
+      const auto x = parse_int64(text->substr(i, j - i));
+      if (!x || *x <= 0) break;
+      v.push_back(uint64_t(*x));
+      i = j + 1;
+    }
+    if (v.size() == kPhases + 1 && i == text->size()) {
+      ++disk_hits_;
+      sm.alone = v[0];
+      sm.phases.assign(v.begin() + 1, v.end());
+      double sum = 0;
+      for (uint64_t d : sm.phases) sum += double(d);
+      sm.stretch = std::max(1.0, sum / kPhases / double(sm.alone));
+      sm.from_disk = true;
+      return sm;
+    }
+  }
+  if (frozen_) return make_error("loom serve --mode live", "port stretch measured during the live run");
+  auto dev = device();
+  if (!dev) return dev.error();
+  std::vector<int> cores = port0_cores(cfg_);
+  LiveEngine eng(**dev, LiveOptions{});
+  // Predicted times for the host-side timeout (a hung run fails, never hangs).
+  std::vector<double> pred;
+  for (const BatchShape* b : [&] {
+         std::vector<const BatchShape*> v{&a};
+         for (const auto& x : with) v.push_back(&x);
+         return v;
+       }()) {
+    auto c = cycles(*b->model, b->seq, b->batch);
+    if (!c) return c.error();
+    pred.push_back(cycles_to_us(*c));
+  }
+  constexpr uint64_t kA = 1;
+  // Runs until batch `id` ends, restarting the co-runners (ids 2..) while
+  // `restart`; returns its end (us).
+  const auto until_end = [&](uint64_t id, bool restart) -> Expected<double> {
+    for (;;) {
+      auto ends = eng.advance(std::numeric_limits<double>::infinity());
+      if (!ends) return ends.error();
+      if (ends->empty()) return make_error("port stretch", "the device went idle before the batch ended");
+      std::optional<double> done;
+      for (const auto& e : *ends) {
+        if (!e.status) return Status(e.status).context("port stretch: " + sm.model);
+        if (e.batch == id) done = e.end_us;
+        else if (restart) LOOM_TRY(eng.start(e.core, wb[size_t(e.batch - 2)], e.batch, pred[size_t(e.batch - 1)]));
+      }
+      if (done) return *done;
+    }
+  };
+  const auto run_alone = [&](int core, const LiveWork& w, uint64_t id) -> Expected<double> {
+    const double t0 = eng.now_us();
+    LOOM_TRY(eng.start(core, w, id, pred[size_t(id - 1)]));
+    auto e = until_end(id, false);
+    if (!e) return e.error();
+    return *e - t0;
+  };
+  auto alone = run_alone(cores[0], *wa, kA);
+  if (!alone) return alone.error();
+  auto b0 = run_alone(cores[1], wb[0], 2);
+  if (!b0) return b0.error();
+  const double mhz = double(std::max(1u, cfg_.clock_mhz));
+  sm.alone = std::max<uint64_t>(1, uint64_t(std::llround(*alone * mhz)));
+  double sum = 0;
+  for (int ph = 0; ph < kPhases; ++ph) {
+    // The others first, the first of them `ph` quarters into its run (the
+    // rest spread over it), then the batch.
+    for (size_t i = 0; i < wb.size(); ++i) LOOM_TRY(eng.start(cores[i + 1], wb[i], 2 + i, pred[i + 1]));
+    const double lead = *b0 * double(ph) / kPhases;
+    for (const double until = eng.now_us() + lead; lead > 0;) {
+      auto ends = eng.advance(until);
+      if (!ends) return ends.error();
+      if (ends->empty()) break;  // the lead has passed
+      for (const auto& e : *ends) {
+        if (!e.status) return Status(e.status).context("port stretch: " + sm.model);
+        LOOM_TRY(eng.start(e.core, wb[size_t(e.batch - 2)], e.batch, pred[size_t(e.batch - 1)]));
+      }
+    }
+    const double t0 = eng.now_us();
+    LOOM_TRY(eng.start(cores[0], *wa, kA, pred[0]));
+    auto end = until_end(kA, true);
+    if (!end) return end.error();
+    while (eng.running() > 0) {  // the others finish their current runs
+      auto ends = eng.advance(std::numeric_limits<double>::infinity());
+      if (!ends) return ends.error();
+      for (const auto& e : *ends)
+        if (!e.status) return Status(e.status).context("port stretch: " + sm.model);
+    }
+    const uint64_t d = std::max<uint64_t>(1, uint64_t(std::llround((*end - t0) * mhz)));
+    sm.phases.push_back(d);
+    sum += double(d);
+  }
+  ++runs_;
+  sm.stretch = std::max(1.0, sum / kPhases / double(sm.alone));
+  std::vector<uint64_t> rec{sm.alone};
+  rec.insert(rec.end(), sm.phases.begin(), sm.phases.end());
+  write_cached(cache_dir_, file, rec);
+  return sm;
 }
 
 Status ServiceModel::golden(const plan::Plan& p, const std::map<std::string, Tensor>& in,

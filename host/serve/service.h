@@ -3,11 +3,12 @@
 // the backend; the device cycles it reports are the service time. Results are
 // cached in memory and, optionally, on disk keyed by a hash of the plan.
 //
-// Port contention is measured the same way: k copies of the batch's one-core
-// plan run at once, as one plan, on k cores that share memory port 0
-// (core c uses port c % mem_ports); the device cycles of that run over the
-// cycles of one copy alone is the stretch a batch sees while k cores of its
-// port are busy.
+// Port contention is measured on the backend too, for the batches that do
+// meet on a port: a batch runs on one core of memory port 0 (core c uses
+// port c % mem_ports) while the batches it meets run over and over on the
+// port's other cores, started at four phases of their own runs; its run time
+// over its time alone, averaged over the phases, is its stretch while they
+// run (stretch()).
 //
 // ONNX models (a .onnx file or a zoo model) compile through the ONNX
 // frontend's program (device segments and host fallback ops): the segments
@@ -41,7 +42,25 @@ struct Measurement {
   uint64_t cycles = 0;
   bool from_disk = false;
   std::string mapping;  // MappedRun::tag ("" without a mapping)
-  int port_cores = 1;   // copies run at once on cores of one memory port
+};
+
+/// One batch's shape: its model, padded sequence length and size.
+struct BatchShape {
+  const ModelSpec* model = nullptr;
+  int64_t seq = 1;
+  int batch = 1;
+};
+
+/// A measured stretch (ServiceModel::stretch).
+struct StretchMeasurement {
+  std::string model;  // model key of the batch
+  int64_t seq = 0;
+  int batch = 0;
+  std::vector<std::tuple<std::string, int64_t, int>> with;  // the batches on the port's other cores
+  double stretch = 1;
+  uint64_t alone = 0;            // device cycles of the batch alone on the port
+  std::vector<uint64_t> phases;  // its device cycles at each phase of the others
+  bool from_disk = false;
 };
 
 /// Host fallback ops of an ONNX model, by a stated model: each op costs
@@ -100,11 +119,16 @@ class ServiceModel {
   ~ServiceModel();
 
   /// Device cycles of one batch of `batch` requests padded to `seq` rows,
-  /// while `port_cores` cores of its memory port (it included) are busy
-  /// (1: alone; above cores_per_port() it is clamped). A .json graph or
-  /// ONNX model has a fixed shape: a batch runs its plan `batch` times back
-  /// to back (no batching gain), measured once.
-  Expected<uint64_t> cycles(const ModelSpec& m, int64_t seq, int batch, int port_cores = 1);
+  /// alone on its memory port. A .json graph or ONNX model has a fixed
+  /// shape: a batch runs its plan `batch` times back to back (no batching
+  /// gain), measured once.
+  Expected<uint64_t> cycles(const ModelSpec& m, int64_t seq, int batch);
+  /// How much longer batch `a` runs while the batches `with` run on the other
+  /// cores of its memory port (stretch >= 1; `with` beyond the port's other
+  /// cores is cut). Measured on the backend as the header says, on first use
+  /// (cached in memory and, by plan hash, on disk).
+  Expected<double> stretch(const BatchShape& a, const std::vector<BatchShape>& with);
+  const std::vector<StretchMeasurement>& stretches() const { return stretch_table_; }
   /// Cores that share memory port 0 (the most any port has).
   int cores_per_port() const;
   /// ONNX streams: the program's segments and host ops (compiled on first use).
@@ -139,17 +163,22 @@ class ServiceModel {
  private:
   struct Onnx;
   Expected<uint64_t> measure(const ModelSpec& m, int64_t rows, const std::string& key, int64_t seq, int batch,
-                             const compiler::CompileOptions& co = {}, const std::string& tag = {}, int copies = 1);
-  /// Device cycles of `p` (one core) with `copies` copies on the cores of port 0.
+                             const compiler::CompileOptions& co = {}, const std::string& tag = {});
+  /// Device cycles of `p` (one core).
   Expected<uint64_t> time_plan(const plan::Plan& p, const std::map<std::string, Tensor>& inputs, const std::string& key,
-                               int copies, bool& from_disk);
+                               bool& from_disk);
+  /// The stretch's runs: `a` on port 0's first core, `with` looping on the others.
+  Expected<StretchMeasurement> measure_stretch(const BatchShape& a, const std::vector<BatchShape>& with);
+  std::string cache_file(uint64_t hash, const char* ext) const;
   Expected<Onnx*> onnx(const ModelSpec& m);
   const spec::HwConfig& cfg_;
   std::string backend_, cache_dir_;
   runtime::DeviceOptions dev_opts_;
   std::unique_ptr<runtime::Device> dev_;
-  std::map<std::tuple<std::string, int64_t, int, int>, uint64_t> mem_;                  // (model, seq, batch, k)
-  std::map<std::tuple<std::string, int64_t, std::string, int>, uint64_t> mapped_;  // (model, rows, tag, k)
+  std::map<std::tuple<std::string, int64_t, int>, uint64_t> mem_;             // (model, seq, batch)
+  std::map<std::tuple<std::string, int64_t, std::string>, uint64_t> mapped_;  // (model, rows, tag)
+  std::map<std::string, double> stretch_;  // by the batches' keys
+  std::vector<StretchMeasurement> stretch_table_;
   std::map<std::string, std::unique_ptr<Onnx>> onnx_;
   ZooBuilder zoo_builder_;
   std::vector<std::pair<double, Mapper>> epochs_;
@@ -170,12 +199,6 @@ class ServiceModel {
   std::map<std::tuple<std::string, int64_t, std::string>, std::unique_ptr<LivePlan>> live_;
   std::unique_ptr<runtime::Device> ref_;
 };
-
-/// `copies` copies of a one-core plan as one plan, copy j on the j-th core of
-/// memory port 0 with its own memory image, semaphores and tensors
-/// ("name@j"); the other cores run END only.
-Expected<plan::Plan> replicate_on_port(const plan::Plan& one, const spec::HwConfig& cfg, int copies,
-                                       const std::string& what);
 
 std::string model_key(const ModelSpec& m);
 /// The built-in gemm_chain model with `rows` input rows.

@@ -210,7 +210,7 @@ def contention():
                     for st in res["service_times"]["port_stretch"]:
                         if st["batch"] != batch or (seq and st["seq"] != seq):
                             continue
-                        alone = [t["us"] for t in res["service_times"]["table"] if t["port_cores"] == 1 and
+                        alone = [t["us"] for t in res["service_times"]["table"] if
                                  t["seq"] == st["seq"] and t["batch"] == batch][0]
                         print("contention: %-6s  %-34s  %4s  %5d  %10d  %9.1f  %7.3f   %7.3f" %
                               (config, st["model"], seq or "-", batch, st["port_cores"], alone, st["stretch"],

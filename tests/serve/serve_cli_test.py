@@ -440,16 +440,18 @@ class PortContention(Base):
         self.assertEqual(sorted(set(c["port"] for c in res["cores"])), [0, 1])
         st = res["service_times"]["port_stretch"]
         self.assertTrue(st, "no batch ever shared a port with another")
-        self.assertTrue(all(s["port_cores"] == 2 for s in st))
+        self.assertTrue(all(s["port_cores"] == 2 and len(s["with"]) == 1 for s in st))
         self.assertTrue(all(s["stretch"] >= 1.0 for s in st), st)
         self.assertTrue(any(s["stretch"] > 1.0 for s in st), st)
+        for s in st:  # the stretch is the mean of the four phases over the batch alone
+            self.assertEqual(len(s["phase_cycles"]), 4)
+            self.assertAlmostEqual(s["stretch"], max(1.0, sum(s["phase_cycles"]) / 4 / s["alone_cycles"]), places=9)
         # One busy core per port: no batch ever overlaps another on its port,
         # so nothing with two cores is measured, and requests wait for a port.
         lim = json.loads(self.serve(self.port_workload("l_workload.yaml", extra="max_per_port: 1")))
         Serve.check_accounting(self, lim)
         self.assertGreater(lim["port_limit_waits"], 0)
         self.assertFalse(lim["service_times"]["port_stretch"])
-        self.assertTrue(all(t["port_cores"] == 1 for t in lim["service_times"]["table"]))
         self.assertEqual(lim["submitted"], res["submitted"])  # same seed, same arrivals
 
     def test_stretch_slows_every_batch_on_the_port(self):
@@ -471,18 +473,20 @@ class PortContention(Base):
             self.assertEqual(res["completed"], 2)
             self.assertAlmostEqual(lat["max_us"], factor * alone, delta=1e-6 * alone)
             self.assertAlmostEqual(lat["p50_us"], factor * alone, delta=1e-6 * alone)
-        # Measured (no port_contention): both finish at the run time of the
-        # two copies side by side on the port's two cores.
+        # Measured (no port_contention): both progress at the measured
+        # stretch of the batch with the other on the port's second core.
         with open(p, "w") as f:
             f.write("config: tiny\nduration_ms: 1\nbatching: none\nstreams:\n"
                     "  - {name: a, model: gemm_chain, slo_ms: 50, arrival: {trace: {file: %s}}}\n" % trace)
         res = json.loads(self.serve(p))
         self.assertEqual(res["port_contention"], "measured")
-        two = [x["us"] for x in res["service_times"]["table"] if x["seq"] == 16 and x["port_cores"] == 2]
-        self.assertEqual(len(two), 1)
+        alone = [x["us"] for x in res["service_times"]["table"] if x["seq"] == 16 and x["batch"] == 1][0]
+        st = res["service_times"]["port_stretch"]
+        self.assertEqual(len(st), 1)
+        self.assertEqual(st[0]["with"], [{"model": st[0]["model"], "seq": 16, "batch": 1}])
         lat = res["streams"][0]["latency"]
-        self.assertAlmostEqual(lat["max_us"], two[0], delta=1e-6 * two[0])
-        self.assertAlmostEqual(lat["p50_us"], two[0], delta=1e-6 * two[0])
+        self.assertAlmostEqual(lat["max_us"], st[0]["stretch"] * alone, delta=1e-6 * alone)
+        self.assertAlmostEqual(lat["p50_us"], st[0]["stretch"] * alone, delta=1e-6 * alone)
 
     def test_zoo_stream(self):
         if not have_zoo_python():

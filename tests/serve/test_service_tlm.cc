@@ -1,9 +1,12 @@
 // The service model on the tlm platform: port contention measured by running
-// copies of a batch's one-core plan at once on cores that share a memory
-// port, against the same plan alone.
+// a batch on one core of a memory port while other batches run over and over
+// on the port's other cores, against the batch alone.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 
 #include "loom/spec_gen.h"
 #include "runtime/device.h"
@@ -34,64 +37,65 @@ TEST(PortContention, CoresPerPortFromTheSpec) {
   }
 }
 
-TEST(PortContention, TwoCoresOnOnePortStretchAMemoryBoundPlan) {
+TEST(PortContention, BatchesOnOnePortStretchEachOther) {
   register_tlm();
   const spec::HwConfig& cfg = *spec::find_config("tiny");  // 2 cores, 1 port
   ServiceModel sm(cfg, "tlm", "");
-  const ModelSpec m = chain(64, 256);
-  auto one = sm.cycles(m, 32, 1, 1);
-  ASSERT_TRUE(one) << one.error().str();
-  auto two = sm.cycles(m, 32, 1, 2);
-  ASSERT_TRUE(two) << two.error().str();
-  std::printf("tiny gemm_chain(64,256) seq 32: alone %llu cycles, 2 cores on the port %llu (x%.3f)\n",
-              (unsigned long long)*one, (unsigned long long)*two, double(*two) / double(*one));
-  EXPECT_GT(*two, *one);         // the port is shared: slower
-  EXPECT_LT(*two, 2 * *one + 1);  // but never worse than running one after the other
-  // More cores than the port has are clamped to the port's cores (no new run).
+  const ModelSpec wide = chain(64, 256), narrow = chain(32, 64);
+  auto alone = sm.cycles(wide, 32, 1);
+  ASSERT_TRUE(alone) << alone.error().str();
+  auto same = sm.stretch({&wide, 32, 1}, {{&wide, 32, 1}});
+  ASSERT_TRUE(same) << same.error().str();
+  auto other = sm.stretch({&wide, 32, 1}, {{&narrow, 16, 1}});
+  ASSERT_TRUE(other) << other.error().str();
+  std::printf("tiny gemm_chain(64,256) seq 32: alone %llu cycles; stretch with itself %.4f, with (32,64) seq 16 %.4f\n",
+              (unsigned long long)*alone, *same, *other);
+  EXPECT_GT(*same, 1.0);  // the port is shared: slower
+  EXPECT_LT(*same, 2.0);  // but never worse than running one after the other
+  EXPECT_GE(*other, 1.0);
+  EXPECT_NE(*same, *other);  // a different co-runner, a different stretch
+  // Cached: asking again runs nothing; the table has each pair once, with
+  // the batch's cycles at each of the four phases.
   const uint64_t runs = sm.backend_runs();
-  auto many = sm.cycles(m, 32, 1, 5);
-  ASSERT_TRUE(many);
-  EXPECT_EQ(*many, *two);
+  auto again = sm.stretch({&wide, 32, 1}, {{&wide, 32, 1}});
+  ASSERT_TRUE(again);
+  EXPECT_EQ(*again, *same);
   EXPECT_EQ(sm.backend_runs(), runs);
-  // Both measurements are in the table, with the cores that ran.
-  int with_two = 0;
-  for (const auto& t : sm.measurements()) with_two += t.port_cores == 2;
-  EXPECT_EQ(with_two, 1);
+  ASSERT_EQ(sm.stretches().size(), 2u);
+  for (const auto& m : sm.stretches()) {
+    EXPECT_EQ(m.phases.size(), 4u);
+    EXPECT_GT(m.alone, 0u);
+    // Alone on the port through the live path, the batch takes its measured service time.
+    if (m.with.size() == 1 && std::get<0>(m.with[0]) == model_key(wide)) {
+      EXPECT_NEAR(double(m.alone), double(*alone), 16.0);
+    }
+  }
+  // More co-runners than the port has other cores are cut.
+  auto many = sm.stretch({&wide, 32, 1}, {{&wide, 32, 1}, {&narrow, 16, 1}, {&narrow, 16, 1}});
+  ASSERT_TRUE(many);
+  EXPECT_EQ(*many, *same);
 }
 
-TEST(PortContention, ReplicatedCopiesAreIndependentAndBitExact) {
+TEST(PortContention, StretchIsCachedOnDisk) {
   register_tlm();
-  // small: port 0 holds cores 0 and 2. A two-layer chain has a semaphore
-  // barrier, which each copy gets for itself.
-  const spec::HwConfig& cfg = *spec::find_config("small");
-  ModelSpec m = chain(32, 64);
-  m.layers = 2;
-  const ir::Graph g = gemm_chain(m, 24);
-  compiler::CompileOptions co;
-  co.num_cores = 1;
-  auto cr = compiler::compile(g, cfg, co);
-  ASSERT_TRUE(cr) << cr.error().str();
-  ASSERT_GT(cr->plan.semaphores_used, 0u);
-  auto two = replicate_on_port(cr->plan, cfg, 2, "chain");
-  ASSERT_TRUE(two) << two.error().str();
-  ASSERT_EQ(two->cores.size(), 3u);  // cores 0 and 2 run; core 1 runs END
-  EXPECT_EQ(two->cores[1].size(), 1u);
-  auto dev = tlm::make_tlm_device(cfg);
-  ASSERT_TRUE(dev);
-  const auto in = ir::random_inputs(g, 1);
-  auto alone = runtime::execute(**dev, cr->plan, in);
-  ASSERT_TRUE(alone) << alone.error().str();
-  std::map<std::string, Tensor> in2;
-  for (const auto& [n, t] : in) in2[n + "@0"] = t, in2[n + "@1"] = t;
-  auto both = runtime::execute(**dev, *two, in2);
-  ASSERT_TRUE(both) << both.error().str();
-  ASSERT_EQ(both->outputs.size(), 2 * alone->outputs.size());
-  for (size_t j = 0; j < 2; ++j) {
-    EXPECT_EQ(both->outputs[j].first, alone->outputs[0].first + "@" + std::to_string(j));
-    EXPECT_EQ(both->outputs[j].second.data, alone->outputs[0].second.data) << "copy " << j;
+  const spec::HwConfig& cfg = *spec::find_config("tiny");
+  char dir[] = "/tmp/loom_stretch_XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const ModelSpec m = chain(64, 256);
+  double first = 0;
+  {
+    ServiceModel sm(cfg, "tlm", dir);
+    auto s = sm.stretch({&m, 16, 2}, {{&m, 32, 1}});
+    ASSERT_TRUE(s) << s.error().str();
+    first = *s;
+    EXPECT_FALSE(sm.stretches()[0].from_disk);
   }
-  EXPECT_GE(both->cycles, alone->cycles);
-  EXPECT_FALSE(replicate_on_port(cr->plan, cfg, 3, "chain"));  // port 0 of small has 2 cores
+  ServiceModel sm(cfg, "tlm", dir);
+  auto s = sm.stretch({&m, 16, 2}, {{&m, 32, 1}});
+  ASSERT_TRUE(s) << s.error().str();
+  EXPECT_EQ(*s, first);
+  EXPECT_TRUE(sm.stretches()[0].from_disk);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(PortContention, OneCorePerPortHasNoStretch) {
@@ -99,11 +103,10 @@ TEST(PortContention, OneCorePerPortHasNoStretch) {
   const spec::HwConfig& cfg = *spec::find_config("default");  // 4 cores, 4 ports
   ServiceModel sm(cfg, "tlm", "");
   const ModelSpec m = chain(32, 64);
-  auto one = sm.cycles(m, 16, 1, 1);
-  ASSERT_TRUE(one) << one.error().str();
-  auto two = sm.cycles(m, 16, 1, 2);
-  ASSERT_TRUE(two);
-  EXPECT_EQ(*one, *two);
+  auto s = sm.stretch({&m, 16, 1}, {{&m, 16, 1}});
+  ASSERT_TRUE(s) << s.error().str();
+  EXPECT_EQ(*s, 1.0);
+  EXPECT_EQ(sm.backend_runs(), 0u);
 }
 
 }  // namespace
