@@ -222,7 +222,7 @@ void register_serve(CLI::App& app) {
   c->add_option("WORKLOAD", o->workload, "Workload file (.yaml)")->required();
   c->add_option("--backend", o->backend, "Timed backend that measures service times or serves live (tlm, rtl, cosim)");
   c->add_option("--mode", o->mode,
-                "Sim: the simulator over measured service times (default); live: every batch runs on the device");
+                "Where batches run: sim, the simulator over measured service times (default), or live, on the device");
   c->add_option("--completion", o->completion, "Live: how the host learns a batch ended, interrupt (default) or poll");
   c->add_option("--max-retries", o->max_retries,
                 "Live: times a failed batch's requests are queued again before they fail (default 1)");
