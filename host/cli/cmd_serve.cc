@@ -28,6 +28,7 @@ struct ServeOpts {
   std::string workload, backend = "tlm", config, batching, scheduling, output, cache, trace, mode = "sim",
       completion = "interrupt";
   int64_t max_retries = 1;
+  std::vector<std::string> faults;
   DeviceFlags device;
   int64_t seed = INT64_MIN;  // not given
   int64_t max_batch = INT64_MIN;  // not given
@@ -143,6 +144,13 @@ int serve(const ServeOpts& o) {
   if (o.completion != "interrupt" && o.completion != "poll")
     return fail("--completion: '" + o.completion + "' is not interrupt or poll");
   if (o.max_retries < 0 || o.max_retries > 100) return fail("--max-retries: must be in 0..100");
+  if (!o.faults.empty() && o.mode != "live") return fail("--fault: faults are injected in --mode live only");
+  std::vector<serve::FaultEvent> faults;
+  for (const auto& t : o.faults) {
+    auto f = serve::parse_fault(t);
+    if (!f) return fail(f.error());
+    faults.push_back(*f);
+  }
   auto cfg = find_config(w->config);
   if (!cfg) return fail(cfg.error());
   auto dev = device_options(o.device, o.backend);
@@ -156,6 +164,7 @@ int serve(const ServeOpts& o) {
   so.mode = o.mode;
   so.live.completion = o.completion == "poll" ? runtime::Completion::Poll : runtime::Completion::Interrupt;
   so.max_retries = int(o.max_retries);
+  so.live.faults = faults;
   Progress progress("serve " + o.workload + " on " + o.backend, true, o.progress);
   so.on_progress = [&](double f) { progress.update(f); };
   std::vector<serve::BatchSpan> spans;
@@ -224,6 +233,8 @@ void register_serve(CLI::App& app) {
   c->add_option("--mode", o->mode,
                 "Where batches run: sim, the simulator over measured service times (default), or live, on the device");
   c->add_option("--completion", o->completion, "Live: how the host learns a batch ended, interrupt (default) or poll");
+  c->add_option("--fault", o->faults,
+                "Live: inject a fault under load, KIND@AT_MS[+FOR_MS][/CORE] (repeatable; docs/serving.md)");
   c->add_option("--max-retries", o->max_retries,
                 "Live: times a failed batch's requests are queued again before they fail (default 1)");
   add_device_flags(c, o->device);

@@ -116,7 +116,7 @@ void ControlRegs::write(uint32_t offset, uint32_t value) {
         if (value & (1u << c)) soft_reset(c);
       break;
     case spec::reg::WATCHDOG:
-      watchdog_ = value;  // stored for read-back; the untimed model never expires it
+      watchdog_ = value;  // the untimed model never expires it; the tlm core model does
       break;
     case spec::reg::SEM_CLEAR:
       for (unsigned i = 0; i < fabric_.num_semaphores(); ++i)

@@ -67,7 +67,7 @@ class ControlRegs {
   Hooks* hooks_;
   uint32_t scratch_ = 0;
   uint32_t irq_enable_ = 0;
-  uint32_t watchdog_ = 0;  // stored for read-back; the models never expire it
+  uint32_t watchdog_ = 0;  // ref never expires it; tlm does on semaphore waits (its only hang)
 };
 
 /// Whether no core of a fabric can make progress, from its registers: every

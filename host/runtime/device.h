@@ -72,6 +72,16 @@ class Device {
     return uint64_t{0};
   }
 
+  /// Simulators: replaces the memory faults and stalls while the device
+  /// runs, given as the texts of --mem-faults and --mem-stall ("" clears
+  /// them): how faults are injected under load (docs/serving.md "Faults
+  /// under load"). The default refuses.
+  virtual Status set_memory_faults(const std::string& mem_faults, const std::string& mem_stall) {
+    (void)mem_faults;
+    (void)mem_stall;
+    return make_error(std::string(backend()), "this backend cannot inject memory faults while it runs");
+  }
+
   /// Optional per-core timelines (docs/trace.md): a timed backend that can
   /// record them reports unit intervals and instants to `sink` (nullptr:
   /// stop) and returns true; the default records nothing and returns false.

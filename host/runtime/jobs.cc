@@ -30,9 +30,39 @@ CoreJobs::CoreJobs(Device& dev, JobOptions opt) : dev_(dev), opt_(opt), slots_(d
   dev_.write_reg(spec::reg::SOFT_RESET, mask);
   dev_.write_reg(spec::reg::SEM_CLEAR, 0xFFFFFFFFu);
   dev_.write_reg(spec::reg::IRQ_STATUS, 0xFFFFFFFFu);
+  write_irq_enable();
+  dev_.write_reg(spec::reg::WATCHDOG, opt_.watchdog_cycles);
+}
+
+void CoreJobs::write_irq_enable() {
+  uint32_t mask = 0;
+  for (uint32_t c = 0; c < slots_.size(); ++c)
+    if (!(irq_masked_ & (1u << c))) mask |= 1u << c;
   dev_.write_reg(spec::reg::IRQ_ENABLE,
                  (mask << spec::reg::IRQ_ENABLE_DONE_SHIFT) | (mask << spec::reg::IRQ_ENABLE_ERROR_SHIFT));
-  dev_.write_reg(spec::reg::WATCHDOG, opt_.watchdog_cycles);
+}
+
+void CoreJobs::mask_irq(uint32_t core, bool masked) {
+  if (core >= slots_.size()) return;
+  irq_masked_ = masked ? irq_masked_ | (1u << core) : irq_masked_ & ~(1u << core);
+  write_irq_enable();
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> CoreJobs::regions(uint32_t core, Region which) const {
+  std::vector<std::pair<uint64_t, uint64_t>> v;
+  if (core >= slots_.size()) return v;
+  for (const auto& [p, im] : slots_[core].images) {
+    if (which == Region::Constants) {
+      if (!p->constants.empty()) v.emplace_back(im->base + p->constants_offset, p->constants.size());
+    } else {
+      for (const auto& b : p->outputs) {
+        uint64_t n = dtype_size(b.dtype);
+        for (int64_t d : b.shape) n *= uint64_t(std::max<int64_t>(d, 1));
+        v.emplace_back(im->base + b.offset, n);
+      }
+    }
+  }
+  return v;
 }
 
 CoreJobs::~CoreJobs() {
@@ -70,6 +100,7 @@ Expected<CoreJobs::Image*> CoreJobs::image(uint32_t core, const plan::Plan& p) {
   if (auto it = imgs.find(&p); it != imgs.end()) return it->second.get();
   const auto& cfg = dev_.config();
   auto im = std::make_unique<Image>();
+  im->plan = &p;
   // Semaphores: core c's jobs use ids [c x per_core, (c + 1) x per_core).
   const uint64_t sems = p.semaphores_used ? max_semaphore(p.cores[0]) + 1 : 0;
   if (sems > sems_per_core_)
@@ -255,14 +286,20 @@ Expected<std::vector<JobEnd>> CoreJobs::wait(uint64_t max_cycles) {
     const uint32_t irqs = dev_.read_reg(spec::reg::IRQ_STATUS);
     for (uint32_t c = 0; c < slots_.size(); ++c) {
       if (!slots_[c].job) continue;
-      bool done = false, error = false;
-      if (irq) {
-        done = irqs & spec::reg::IRQ_STATUS_DONE(c);
-        error = irqs & spec::reg::IRQ_STATUS_ERROR(c);
-      } else {
+      bool done = irq && (irqs & spec::reg::IRQ_STATUS_DONE(c));
+      bool error = irq && (irqs & spec::reg::IRQ_STATUS_ERROR(c));
+      if (!done && !error) {
+        // Polling, or an end the interrupt did not tell (a masked or lost
+        // line), or a core that went idle without an end (reset under it).
         const uint32_t st = dev_.read_reg(core_reg_addr(c, creg::STATUS));
         done = st & creg::STATUS_DONE_MASK;
         error = st & creg::STATUS_ERROR_MASK;
+        const Job& j = *slots_[c].job;
+        if (!done && !error && !(st & creg::STATUS_BUSY_MASK) && j.written == j.image->stream.size()) {
+          JobEnd e = abort(c, "the core went idle without finishing its job (reset while it ran?)");
+          ended.push_back(std::move(e));
+          continue;
+        }
       }
       if (error) {
         ended.push_back(finish(c, true));

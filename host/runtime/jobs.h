@@ -76,8 +76,18 @@ class CoreJobs {
   /// Frees every image not in use (memory pressure, plan hot swap).
   void drop_images();
 
+  /// Device-memory ranges (address, bytes) of core `core`'s loaded images:
+  /// their constants (weights, read by the cores) or their outputs (written
+  /// by the cores). For fault injection (docs/serving.md "Faults under load").
+  enum class Region { Constants, Outputs };
+  std::vector<std::pair<uint64_t, uint64_t>> regions(uint32_t core, Region which) const;
+  /// Masks (or unmasks) core `core`'s interrupts: its ends are then seen only
+  /// by the STATUS check at the next wake (a lost interrupt line).
+  void mask_irq(uint32_t core, bool masked);
+
  private:
   struct Image {
+    const plan::Plan* plan = nullptr;
     uint64_t base = 0, ring = 0;
     uint32_t ring_size = 0;
     std::vector<spec::Insn> stream;  // relocated, semaphores moved to the core's range
@@ -97,10 +107,12 @@ class CoreJobs {
   Expected<Image*> image(uint32_t core, const plan::Plan& p);
   Status refill(uint32_t core);
   JobEnd finish(uint32_t core, bool error);
+  void write_irq_enable();
 
   Device& dev_;
   JobOptions opt_;
   uint32_t sems_per_core_ = 0;
+  uint32_t irq_masked_ = 0;  // cores whose interrupts are masked
   std::vector<Slot> slots_;
 };
 

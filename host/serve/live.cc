@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 namespace loom::serve {
@@ -23,13 +25,84 @@ bool same_outputs(const std::vector<std::pair<std::string, Tensor>>& a,
   return true;
 }
 
+constexpr uint32_t kWatchdogCycles = 20000;  // the "watchdog" fault's WATCHDOG value
+constexpr const char* kStall = "1000:0.5";    // the "mem-stall" fault: 1000 cycles on half the bursts
+
+std::string hex(uint64_t v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
 }  // namespace
 
-LiveEngine::LiveEngine(runtime::Device& dev, const LiveOptions& o)
-    : dev_(dev), o_(o), jobs_(dev, job_options(o)), c0_(dev.cycles()),
-      mhz_(double(std::max(1u, dev.config().clock_mhz))), cores_(dev.config().cores) {}
+const std::vector<std::pair<std::string, std::string>>& fault_kinds() {
+  static const std::vector<std::pair<std::string, std::string>> k{
+      {"slverr-read", "reads of the core's weights answer SLVERR (for FOR_MS)"},
+      {"decerr-read", "reads of the core's weights answer DECERR (for FOR_MS)"},
+      {"slverr-write", "writes of the core's outputs answer SLVERR (for FOR_MS)"},
+      {"decerr-write", "writes of the core's outputs answer DECERR (for FOR_MS)"},
+      {"mem-stall", "1000 cycles added to half of all memory bursts (for FOR_MS)"},
+      {"watchdog", "the core's next run hangs on a semaphore; the WATCHDOG register (20,000 cycles) raises TIMEOUT"},
+      {"host-timeout", "the core's next run hangs on a semaphore with the watchdog off; the host-side timeout ends it"},
+      {"illegal-insn", "the core's next run has an unknown opcode (ILLEGAL_INSN)"},
+      {"window", "the core's next run loads from past its window (WINDOW)"},
+      {"core-reset", "the core is soft-reset in the middle of a run"},
+      {"lost-irq", "the core's interrupts are masked (for FOR_MS): its ends are seen by the STATUS check"},
+      {"corrupt-output", "one bit of the core's next outputs flips on the way back (silent data corruption)"},
+  };
+  return k;
+}
 
-LiveEngine::~LiveEngine() = default;
+Expected<FaultEvent> parse_fault(const std::string& text) {
+  const std::string where = "--fault " + excerpt(text);
+  FaultEvent f;
+  f.text = text;
+  const size_t at = text.find('@');
+  if (at == std::string::npos) return make_error(where, "expected KIND@AT_MS[+FOR_MS][/CORE]");
+  f.kind = text.substr(0, at);
+  bool known = false;
+  std::string names;
+  for (const auto& [k, what] : fault_kinds()) {
+    known = known || k == f.kind;
+    names += (names.empty() ? "" : ", ") + k;
+  }
+  if (!known) return make_error(where, "unknown fault kind '" + excerpt(f.kind) + "' (" + names + ")");
+  std::string rest = text.substr(at + 1), core;
+  if (size_t sl = rest.find('/'); sl != std::string::npos) core = rest.substr(sl + 1), rest = rest.substr(0, sl);
+  std::string dur;
+  if (size_t pl = rest.find('+'); pl != std::string::npos) dur = rest.substr(pl + 1), rest = rest.substr(0, pl);
+  const auto num = [&](const std::string& t, const char* what, double& out) -> Status {
+    char* end = nullptr;
+    const double v = std::strtod(t.c_str(), &end);
+    if (t.empty() || end == nullptr || *end != '\0' || !(v >= 0) || v > 1e6)
+      return make_error(where, std::string(what) + " '" + excerpt(t) + "' is not a number in [0, 1e6]");
+    out = v;
+    return Status::ok();
+  };
+  LOOM_TRY(num(rest, "AT_MS", f.at_ms));
+  if (!dur.empty()) LOOM_TRY(num(dur, "FOR_MS", f.for_ms));
+  if (!core.empty()) {
+    double c = 0;
+    LOOM_TRY(num(core, "CORE", c));
+    if (c != std::floor(c) || c >= spec::kMaxCores) return make_error(where, "CORE must be a core index");
+    f.core = int(c);
+  }
+  return f;
+}
+
+LiveEngine::LiveEngine(runtime::Device& dev, const LiveOptions& o)
+    : dev_(dev), o_(o), pending_break_(dev.config().cores), corrupt_next_(dev.config().cores, false),
+      jobs_(dev, job_options(o)), c0_(dev.cycles()), mhz_(double(std::max(1u, dev.config().clock_mhz))),
+      cores_(dev.config().cores) {
+  for (const auto& f : o_.faults) faults_.push_back({f});
+}
+
+LiveEngine::~LiveEngine() {
+  // Injected faults end with the run.
+  if (!active_mem_.empty() || !active_stall_.empty()) (void)dev_.set_memory_faults("", "");
+  for (uint32_t c = 0; c < cores_.size(); ++c) jobs_.mask_irq(c, false);
+}
 
 uint64_t LiveEngine::to_cycles(double us) const { return c0_ + uint64_t(std::llround(std::max(0.0, us) * mhz_)); }
 double LiveEngine::to_us(uint64_t c) const { return double(c - std::min(c, c0_)) / mhz_; }
@@ -81,7 +154,124 @@ Status LiveEngine::step(int ci, uint64_t now, std::vector<LiveEnd>& out) {
   c.resume_at = 0;
   ++c.next;
   ++stats_.device_runs;
-  return jobs_.start(uint32_t(ci), *p.plan, *p.inputs, c.id);
+  return jobs_.start(uint32_t(ci), plan_for(ci, *p.plan), *p.inputs, c.id);
+}
+
+const plan::Plan& LiveEngine::plan_for(int c, const plan::Plan& p) {
+  std::string& kind = pending_break_[size_t(c)];
+  if (kind.empty() || p.cores.size() != 1 || p.cores[0].empty()) return p;
+  plan::Plan b = p;
+  auto& st = b.cores[0];
+  if (kind == "watchdog" || kind == "host-timeout") {
+    // A wait on semaphore 0 of the core's range (cleared at every start) for
+    // a count nothing signals.
+    spec::SemWaitInsn w;
+    w.sem_id = 0;
+    w.count = 1;
+    st.insert(st.begin(), w.encode());
+    b.semaphores_used = std::max<uint32_t>(b.semaphores_used, 1);
+  } else if (kind == "illegal-insn") {
+    unsigned op = 63;
+    while (op > 0 && spec::opcode_info(op) != nullptr) --op;
+    spec::set_bits(st[std::min<size_t>(2, st.size() - 1)], 0, 6, op);
+  } else if (kind == "window") {
+    for (auto& in : st)
+      if (spec::Opcode(spec::get_bits(in, 0, 6)) == spec::Opcode::LOAD) {
+        auto l = spec::LoadInsn::decode(in);
+        l.dram_addr = b.memory_bytes + 4096;
+        in = l.encode();
+        break;
+      }
+  }
+  b.graph_name += " (broken: " + kind + ")";
+  kind.clear();
+  broken_.push_back(std::move(b));
+  return broken_.back();
+}
+
+Status LiveEngine::set_memory_faults() {
+  std::string text;
+  for (const auto& t : active_mem_) text += (text.empty() ? "" : ",") + t;
+  return dev_.set_memory_faults(text, active_stall_);
+}
+
+Expected<uint64_t> LiveEngine::inject(uint64_t now) {
+  uint64_t next = std::numeric_limits<uint64_t>::max();
+  bool mem_changed = false;
+  for (auto& f : faults_) {
+    const FaultEvent& e = f.event;
+    const uint64_t at = to_cycles(e.at_ms * 1000.0), until = to_cycles((e.at_ms + e.for_ms) * 1000.0);
+    const int c = e.core;
+    if (c < 0 || size_t(c) >= cores_.size()) {
+      continue;  // a core this configuration lacks: never applied (reported)
+    }
+    if (f.applied_ms < 0) {
+      if (now < at) {
+        next = std::min(next, at);
+        continue;
+      }
+      const std::string& k = e.kind;
+      bool applied = true;
+      if (k == "slverr-read" || k == "decerr-read" || k == "slverr-write" || k == "decerr-write") {
+        const bool read = k.find("read") != std::string::npos;
+        auto ranges = jobs_.regions(uint32_t(c), read ? runtime::CoreJobs::Region::Constants
+                                                      : runtime::CoreJobs::Region::Outputs);
+        if (ranges.empty()) {
+          applied = false;  // nothing loaded on the core yet: at its first run
+        } else {
+          for (const auto& [a, n] : ranges)
+            active_mem_.push_back(k.substr(0, 6) + "@" + hex(a) + "+" + hex(n));
+          mem_changed = true;
+        }
+      } else if (k == "mem-stall") {
+        active_stall_ = kStall;
+        mem_changed = true;
+      } else if (k == "watchdog" || k == "host-timeout") {
+        dev_.write_reg(spec::reg::WATCHDOG, k == "watchdog" ? kWatchdogCycles : 0);
+        pending_break_[size_t(c)] = k;
+      } else if (k == "illegal-insn" || k == "window") {
+        pending_break_[size_t(c)] = k;
+      } else if (k == "core-reset") {
+        if (jobs_.busy(uint32_t(c))) dev_.write_reg(spec::reg::SOFT_RESET, 1u << c);
+        else applied = false;  // idle: when it runs next
+      } else if (k == "lost-irq") {
+        jobs_.mask_irq(uint32_t(c), true);
+      } else if (k == "corrupt-output") {
+        corrupt_next_[size_t(c)] = true;
+      }
+      if (!applied) {
+        next = std::min(next, now + 1000);  // look again soon
+        continue;
+      }
+      f.applied_ms = to_us(now) / 1000.0;
+    }
+    // Lifting what lasts.
+    const bool lasting = e.kind.find("err-") != std::string::npos || e.kind == "mem-stall" || e.kind == "lost-irq";
+    if (!lasting || f.ended_ms >= 0) continue;
+    if (now < until) {
+      next = std::min(next, until);
+      continue;
+    }
+    if (e.kind == "mem-stall") {
+      active_stall_.clear();
+      mem_changed = true;
+    } else if (e.kind == "lost-irq") {
+      jobs_.mask_irq(uint32_t(c), false);
+    } else {
+      const std::string prefix = e.kind.substr(0, 6) + "@";
+      auto ranges = jobs_.regions(uint32_t(c), e.kind.find("read") != std::string::npos
+                                                   ? runtime::CoreJobs::Region::Constants
+                                                   : runtime::CoreJobs::Region::Outputs);
+      for (const auto& [a, n] : ranges) {
+        auto it = std::find(active_mem_.begin(), active_mem_.end(), prefix + hex(a) + "+" + hex(n));
+        if (it != active_mem_.end()) active_mem_.erase(it);
+      }
+      mem_changed = true;
+    }
+    f.ended_ms = to_us(now) / 1000.0;
+  }
+  if (mem_changed) LOOM_TRY(set_memory_faults());
+  return next;
 }
 
 Expected<std::vector<LiveEnd>> LiveEngine::advance(double until_us) {
@@ -90,6 +280,8 @@ Expected<std::vector<LiveEnd>> LiveEngine::advance(double until_us) {
   const uint64_t target = forever ? std::numeric_limits<uint64_t>::max() : to_cycles(until_us);
   for (;;) {
     uint64_t now = dev_.cycles();
+    auto due = inject(now);
+    if (!due) return due.error();
     // Host work that is over: start the next run, or end the batch.
     for (size_t ci = 0; ci < cores_.size(); ++ci)
       if (cores_[ci].busy && !jobs_.busy(uint32_t(ci)) && cores_[ci].resume_at != 0 && cores_[ci].resume_at <= now)
@@ -108,8 +300,9 @@ Expected<std::vector<LiveEnd>> LiveEngine::advance(double until_us) {
     }
     if (!out.empty()) return out;
     if (now >= target) return out;
-    // Wake at the target, the earliest end of host work, or the earliest timeout.
-    uint64_t wake = target;
+    // Wake at the target, the earliest end of host work, the earliest
+    // timeout, or the next fault.
+    uint64_t wake = std::min(target, *due);
     bool any = false;
     for (size_t ci = 0; ci < cores_.size(); ++ci) {
       const Core& c = cores_[ci];
@@ -140,6 +333,10 @@ Expected<std::vector<LiveEnd>> LiveEngine::advance(double until_us) {
         continue;
       }
       const LivePart& p = c.work.parts[c.next - 1];
+      if (corrupt_next_[size_t(ci)] && !e.outputs.empty() && !e.outputs[0].second.data.empty()) {
+        e.outputs[0].second.data[0] ^= 0x10;  // the injected corruption
+        corrupt_next_[size_t(ci)] = false;
+      }
       if (p.expected) {
         ++stats_.checked;
         std::string which;

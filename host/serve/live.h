@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,12 +19,27 @@
 
 namespace loom::serve {
 
+/// A fault injected under load (docs/serving.md "Faults under load").
+struct FaultEvent {
+  std::string kind;    // one of fault_kinds()
+  double at_ms = 0;    // device time of the run at which it is injected
+  double for_ms = 2;   // memory faults and stalls, a masked interrupt: how long they last
+  int core = 1;        // the core it aims at
+  std::string text;    // as given (for the result)
+};
+/// The fault kinds, with what each does.
+const std::vector<std::pair<std::string, std::string>>& fault_kinds();
+/// "KIND@AT_MS[+FOR_MS][/CORE]", e.g. "slverr-read@10+5/1".
+Expected<FaultEvent> parse_fault(const std::string& text);
+
 struct LiveOptions {
   runtime::Completion completion = runtime::Completion::Interrupt;
   uint64_t poll_cycles = 2000;
   /// A batch running longer than this many times its predicted service time
   /// (and at least 10,000 cycles longer) is aborted: the host-side timeout.
   double timeout_factor = 20.0;
+  /// Faults to inject, in any order.
+  std::vector<FaultEvent> faults;
 };
 
 /// A batch that ended on its core.
@@ -32,6 +48,13 @@ struct LiveEnd {
   uint64_t batch = 0;  // the id given to start()
   double end_us = 0;   // device time since the engine started
   Status status;       // ok, or why the batch failed (device error, wrong output, timeout)
+};
+
+/// When an injected fault took effect.
+struct FaultApplied {
+  FaultEvent event;
+  double applied_ms = -1;  // -1: never (its core had nothing to aim at)
+  double ended_ms = -1;    // memory faults, stalls, masked interrupts: when they were lifted
 };
 
 struct LiveStats {
@@ -63,6 +86,7 @@ class LiveEngine {
   Expected<std::vector<LiveEnd>> advance(double until_us);
 
   const LiveStats& stats() const { return stats_; }
+  const std::vector<FaultApplied>& faults() const { return faults_; }
 
  private:
   struct Core {
@@ -81,8 +105,21 @@ class LiveEngine {
   /// comes first; ends the batch when nothing is left.
   Status step(int c, uint64_t now, std::vector<LiveEnd>& out);
 
+  /// Injects the faults due by `now` and lifts those that are over; returns
+  /// the next time one is due (device cycles; max: none).
+  Expected<uint64_t> inject(uint64_t now);
+  Status set_memory_faults();
+  /// The plan core `c` runs next: `p`, or a broken copy when a fault aims at it.
+  const plan::Plan& plan_for(int c, const plan::Plan& p);
+
   runtime::Device& dev_;
   LiveOptions o_;
+  std::vector<FaultApplied> faults_;
+  std::vector<std::string> pending_break_;   // per core: "" or the fault kind breaking its next run
+  std::vector<bool> corrupt_next_;           // per core: flip a bit of its next run's outputs
+  std::vector<std::string> active_mem_;      // memory-fault texts in force
+  std::string active_stall_;
+  std::deque<plan::Plan> broken_;            // broken copies (stable addresses for CoreJobs' images)
   runtime::CoreJobs jobs_;
   uint64_t c0_ = 0;
   double mhz_ = 1;

@@ -127,7 +127,10 @@ struct SimOut {
   std::vector<std::string> fail_reasons;  // distinct reasons a batch failed, first seen first
   std::map<int, int64_t> failed_batches;  // reason index -> batches
   int64_t retried = 0;                    // requests queued again after their batch failed
+  std::vector<int64_t> quarantines;       // per core: times taken out of service after a failure
+  std::vector<double> quarantine_us;      // per core: back-off time, summed
   LiveStats live;
+  std::vector<FaultApplied> faults;
 };
 
 class Sim {
@@ -190,6 +193,8 @@ class Sim {
     std::stable_sort(out.reqs.begin(), out.reqs.end(), [](const Req& a, const Req& b) { return a.arrival < b.arrival; });
     out.core_busy.assign(size_t(cores), 0);
     out.core_batches.assign(size_t(cores), 0);
+    out.quarantines.assign(size_t(cores), 0);
+    out.quarantine_us.assign(size_t(cores), 0);
 
     const size_t ns = active_.size();
     std::vector<std::deque<int>> queue(ns);
@@ -217,7 +222,7 @@ class Sim {
     struct Ev {
       double t;
       int64_t order;
-      int kind;  // 0 done, 1 arrival, 2 wake
+      int kind;  // 0 done, 1 arrival, 2 wake, 3 a core back in service (live)
       int idx;
       int64_t gen = 0;  // done: the core's batch generation (a rescheduled finish makes older events stale)
       bool operator>(const Ev& o) const { return t != o.t ? t > o.t : order > o.order; }
@@ -256,6 +261,13 @@ class Sim {
       ~Unfreeze() { sm.freeze(false); }
     } unfreeze{sm_};
     uint64_t next_batch = 1;
+    // Live: a core whose batch failed on the device is out of service for a
+    // back-off (0.5 ms, doubling with each failure in a row, at most 8 ms; a
+    // success resets it), so retried requests go to the other cores, as a
+    // circuit breaker does.
+    std::vector<double> out_until(size_t(cores), -kInf);
+    std::vector<int> fails_in_row(size_t(cores), 0);
+    auto usable = [&](int c, double now) { return !busy[size_t(c)] && now >= out_until[size_t(c)]; };
 
     // Port contention as progress rates: a batch needs `alone` us of service
     // by itself; while other batches run on its port it progresses at
@@ -356,7 +368,14 @@ class Sim {
       const Running& r = run[size_t(core)];
       if (st) {
         for (int ri : running[size_t(core)]) out.reqs[size_t(ri)].done = now;
+        fails_in_row[size_t(core)] = 0;
       } else {
+        const int n = std::min(++fails_in_row[size_t(core)], 5);
+        const double backoff = 500.0 * double(1 << (n - 1));
+        out_until[size_t(core)] = now + backoff;
+        out.quarantine_us[size_t(core)] += backoff;
+        ++out.quarantines[size_t(core)];
+        ev.push({now + backoff, order++, 3, core, 0});  // the core is back: decide again
         const std::string why = st.str();
         auto it = std::find(out.fail_reasons.begin(), out.fail_reasons.end(), why);
         const int reason = int(it - out.fail_reasons.begin());
@@ -398,7 +417,7 @@ class Sim {
         std::vector<int> idle(ns, 0);
         int idle_all = 0;
         for (int c = 0; c < cores; ++c) {
-          if (busy[size_t(c)]) continue;
+          if (!usable(c, now)) continue;
           if (sched_ == Sched::Static) {
             if (home[size_t(c)] >= 0) ++idle[size_t(home[size_t(c)])];
           } else if (w_.max_per_port == 0 || port_busy[size_t(port_of(c))] < w_.max_per_port) {
@@ -420,14 +439,14 @@ class Sim {
         size_t pick = ns;
         if (sched_ == Sched::Static) {
           for (int c = 0; c < cores && core < 0; ++c)
-            if (!busy[size_t(c)] && home[size_t(c)] >= 0 && dec[size_t(home[size_t(c)])].n > 0)
+            if (usable(c, now) && home[size_t(c)] >= 0 && dec[size_t(home[size_t(c)])].n > 0)
               core = c, pick = size_t(home[size_t(c)]);
         } else {
           // Topology-aware: the idle core on the least busy memory port, within the limit.
           int best_load = 1 << 30;
           bool limited = false;
           for (int c = 0; c < cores; ++c) {
-            if (busy[size_t(c)]) continue;
+            if (!usable(c, now)) continue;
             const int load = port_busy[size_t(port_of(c))];
             if (w_.max_per_port > 0 && load >= w_.max_per_port) {
               limited = true;
@@ -516,13 +535,13 @@ class Sim {
       } else if (e.kind == 0) {
         if (e.gen != gen[size_t(e.idx)]) continue;  // rescheduled since
         finish(e.idx, now, Status::ok());
-      } else {
+      } else if (e.kind == 2) {
         if (wake[size_t(e.idx)] == now) wake[size_t(e.idx)] = kInf;
-      }
+      }  // kind 3: a core back in service; the decisions below see it
       schedule(now);
       if (!err) return err.error();
     }
-    if (live) out.live = live->stats();
+    if (live) out.live = live->stats(), out.faults = live->faults();
     return out;
   }
 
@@ -692,13 +711,15 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
   std::vector<double> alone;
   size_t alone_done = 0;
   const size_t total = r.reqs.size();
+  ServeOptions quiet = o;  // the isolated runs: no faults injected
+  quiet.live.faults.clear();
   for (int i = 0; i < int(w.streams.size()); ++i) {
     std::function<void(size_t, size_t)> t1;
     if (o.on_progress)
       t1 = [&](size_t a, size_t) {
         o.on_progress(0.5 + 0.5 * std::min(1.0, double(alone_done + a) / double(std::max<size_t>(total, 1))));
       };
-    Sim one(w, {i}, sched, *cfg, sm, o, t1);
+    Sim one(w, {i}, sched, *cfg, sm, quiet, t1);
     auto ro = one.run(batching);
     if (!ro) return ro.error();
     alone.push_back(mean_latency(*ro, 0));
@@ -834,6 +855,10 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
                      {"busy_us", r.core_busy[c]},
                      {"utilization", u},
                      {"batches", r.core_batches[c]}});
+    if (o.mode == "live") {
+      cores.back()["out_of_service"] = r.quarantines[c];
+      cores.back()["out_of_service_us"] = r.quarantine_us[c];
+    }
   }
   j["cores"] = cores;
   const double umean = usum / double(std::max<size_t>(1, r.core_busy.size()));
@@ -872,7 +897,14 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
       for (const auto& q : r.reqs) reqs += q.failed && q.reason == k;
       reasons.push_back({{"reason", r.fail_reasons[size_t(k)]}, {"batches", n}, {"requests_failed", reqs}});
     }
+    json faults = json::array();
+    for (const auto& f : r.faults)
+      faults.push_back({{"fault", f.event.text}, {"kind", f.event.kind}, {"core", f.event.core},
+                        {"at_ms", f.event.at_ms}, {"for_ms", f.event.for_ms},
+                        {"applied_ms", f.applied_ms >= 0 ? json(f.applied_ms) : json(nullptr)},
+                        {"lifted_ms", f.ended_ms >= 0 ? json(f.ended_ms) : json(nullptr)}});
     j["live"] = {{"completion", o.live.completion == runtime::Completion::Interrupt ? "interrupt" : "poll"},
+                 {"faults_injected", faults},
                  {"device_runs", r.live.device_runs},
                  {"checked_runs", r.live.checked},
                  {"output_mismatches", r.live.mismatches},

@@ -287,7 +287,28 @@ void CoreModel::dispatch_once(tlm_quantumkeeper& qk, uint64_t gen) {
     const auto w = spec::SemWaitInsn::decode(e.insn);
     if (w.sem_id < st_->sem_times.size() && w.count > 0) {
       r.blocked = true;
-      while (st_->sem_times[w.sem_id].size() < w.count) wait_change(qk, gen, 1);
+      // The watchdog (WATCHDOG cycles, 0: off): a wait that long retires
+      // nothing, so it raises TIMEOUT, as the RTL's does.
+      const uint32_t wd = st_->regs.read(spec::reg::WATCHDOG);
+      const sc_time since = qk.get_current_time();
+      while (st_->sem_times[w.sem_id].size() < w.count) {
+        if (wd == 0) {
+          wait_change(qk, gen, 1);
+          continue;
+        }
+        const sc_time expire = since + period_ * double(wd);
+        if (qk.get_current_time() >= expire) {
+          r.blocked = false;
+          halt(spec::err::TIMEOUT, e.pc, expire);
+          return;
+        }
+        if (qk.get_local_time() != sc_core::SC_ZERO_TIME) {
+          sync(qk, gen);
+          continue;
+        }
+        wait(expire - sc_core::sc_time_stamp(), wake_[1]);
+        if (gen != gen_) throw Abandon{};
+      }
       r.blocked = false;
       std::vector<sc_time> ts = st_->sem_times[w.sem_id];
       std::nth_element(ts.begin(), ts.begin() + (w.count - 1), ts.end());

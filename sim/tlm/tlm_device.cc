@@ -52,6 +52,16 @@ class TlmDevice final : public runtime::Device, private hw::ControlRegs::Hooks {
   }
 
   std::string_view backend() const override { return "tlm"; }
+  Status set_memory_faults(const std::string& mem_faults, const std::string& mem_stall) override {
+    runtime::DeviceOptions o;
+    o.mem_faults = mem_faults;
+    o.mem_stall = mem_stall;
+    auto plan = FaultPlan::from_options(o);
+    if (!plan) return plan.error();
+    if (plan->nth_burst != 0) return make_error("tlm device", "burst-number faults are supported by cosim only");
+    set_faults(*plan);
+    return Status::ok();
+  }
   void set_faults(const FaultPlan& plan) {
     st_.mem.clear_faults();
     plan.apply(st_.mem);
