@@ -1,7 +1,10 @@
 #include "serve/server.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <deque>
 #include <iostream>
 #include <map>
@@ -131,7 +134,18 @@ struct SimOut {
   std::vector<double> quarantine_us;      // per core: back-off time, summed
   LiveStats live;
   std::vector<FaultApplied> faults;
+  std::vector<std::pair<int64_t, double>> rss;  // live: (requests arrived, resident MiB), 100 samples
 };
+
+/// Resident memory of this process in MiB (Linux /proc/self/statm); 0 when unknown.
+double resident_mib() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  unsigned long long size = 0, rss = 0;
+  const int n = std::fscanf(f, "%llu %llu", &size, &rss);
+  std::fclose(f);
+  return n == 2 ? double(rss) * double(::sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0) : 0;
+}
 
 class Sim {
  public:
@@ -528,8 +542,9 @@ class Sim {
           queue[si].push_back(e.idx);
           qview[si].push_back({r.arrival, r.deadline, r.seq});
         }
-        if (tick_ && ++arrived >= next_report) {
-          tick_(arrived, out.reqs.size());
+        if (++arrived >= next_report) {
+          if (tick_) tick_(arrived, out.reqs.size());
+          if (live) out.rss.emplace_back(int64_t(arrived), resident_mib());
           next_report += out.reqs.size() / 100 + 1;
         }
       } else if (e.kind == 0) {
@@ -905,6 +920,11 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
                         {"lifted_ms", f.ended_ms >= 0 ? json(f.ended_ms) : json(nullptr)}});
     j["live"] = {{"completion", o.live.completion == runtime::Completion::Interrupt ? "interrupt" : "poll"},
                  {"faults_injected", faults},
+                 {"rss_mib", [&] {
+                    json v = json::array();
+                    for (const auto& [n, mib] : r.rss) v.push_back({{"requests", n}, {"mib", mib}});
+                    return v;
+                  }()},
                  {"device_runs", r.live.device_runs},
                  {"checked_runs", r.live.checked},
                  {"output_mismatches", r.live.mismatches},

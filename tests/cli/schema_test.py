@@ -91,6 +91,8 @@ class Schemas(unittest.TestCase):
         self.result("bench", "fusion", "--config", "tiny", "--json")
         cache = os.path.join(self.dir, "cache")
         self.result("serve", os.path.join(ROOT, "examples", "serve_mix_workload.yaml"), "--cache", cache, "--json")
+        self.result("serve", os.path.join(ROOT, "examples", "serve_faults_workload.yaml"), "--mode", "live",
+                    "--fault", "window@5/0", "--json")
         self.result("tune", os.path.join(ROOT, "examples", "tune_drift_workload.yaml"), "--json")
 
     def test_bringup(self):

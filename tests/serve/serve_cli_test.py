@@ -523,6 +523,99 @@ class PortContention(Base):
         self.assertEqual(res2["streams"][0]["latency"], vision["latency"])
 
 
+class Live(Base):
+    """`loom serve --mode live`: every batch runs on the tlm device."""
+
+    def live(self, w, *extra):
+        return json.loads(self.serve(w, "--mode", "live", *extra))
+
+    @staticmethod
+    def without_rss(res):
+        res = json.loads(json.dumps(res))
+        res["live"].pop("rss_mib")
+        return res
+
+    def test_live_runs_every_batch_and_agrees_with_the_simulator(self):
+        w = self.workload()
+        sim = json.loads(self.serve(w))
+        live = self.live(w)
+        Serve.check_accounting(self, live)
+        self.assertEqual(live["mode"], "live")
+        self.assertEqual(sim["mode"], "sim")
+        self.assertEqual(live["submitted"], sim["submitted"])  # same arrivals
+        lv = live["live"]
+        self.assertEqual(lv["completion"], "interrupt")
+        self.assertGreater(lv["device_runs"], 0)
+        self.assertEqual(lv["checked_runs"], lv["device_runs"])  # every run against the golden model
+        self.assertEqual(lv["output_mismatches"], 0)
+        self.assertEqual(lv["device_errors"], 0)
+        self.assertEqual(live["failed"], 0)
+        self.assertEqual(sum(live["batch_sizes"].values()), lv["device_runs"])  # one run per gemm_chain batch
+        self.assertEqual(len(lv["rss_mib"]), 101 if live["submitted"] >= 100 else len(lv["rss_mib"]))
+        # tiny: both cores share one port; the simulator's medians are within 5 %.
+        for a, b in zip(sim["streams"], live["streams"]):
+            self.assertLess(abs(a["latency"]["p50_us"] / b["latency"]["p50_us"] - 1), 0.05, (a["name"], a, b))
+        # Deterministic on tlm, but for the memory samples.
+        self.assertEqual(self.without_rss(self.live(w)), self.without_rss(live))
+        # Polling instead of interrupts: the same requests, all served.
+        poll = self.live(w, "--completion", "poll")
+        Serve.check_accounting(self, poll)
+        self.assertEqual(poll["live"]["completion"], "poll")
+        self.assertEqual(poll["completed"], live["completed"])
+
+    def test_faults_are_recovered_and_nothing_is_lost(self):
+        w = self.workload()
+        res = self.live(w, "--fault", "slverr-read@3+2/0", "--fault", "window@6/1")
+        lv = res["live"]
+        # Every dispatched batch is in batch_sizes, the failed ones too: their
+        # requests were queued again (retried) or failed.
+        batched = sum(int(k) * v for k, v in res["batch_sizes"].items())
+        in_failed = sum(f["batches"] for f in lv["failures"])
+        self.assertGreater(in_failed, 0)
+        self.assertEqual(batched, res["completed"] + lv["retried_requests"] + res["failed"])
+        self.assertEqual(res["submitted"], res["completed"] + res["failed"] + res["dropped"])
+        self.assertEqual([f["kind"] for f in lv["faults_injected"]], ["slverr-read", "window"])
+        self.assertTrue(all(f["applied_ms"] is not None for f in lv["faults_injected"]), lv["faults_injected"])
+        reasons = " ".join(f["reason"] for f in lv["failures"])
+        self.assertIn("axi_slverr", reasons)
+        self.assertIn("window", reasons)
+        self.assertGreater(lv["retried_requests"], 0)
+        self.assertGreater(sum(c["out_of_service"] for c in res["cores"]), 0)
+        # Retries disabled: the failed batches' requests fail, with their reason.
+        no = self.live(w, "--fault", "window@6/1", "--max-retries", "0")
+        self.assertGreater(no["failed"], 0)
+        self.assertEqual(no["submitted"], no["completed"] + no["failed"] + no["dropped"])
+        self.assertEqual(sum(f["requests_failed"] for f in no["live"]["failures"]), no["failed"])
+
+    def test_every_fault_kind_under_load(self):
+        # scripts/serve_faults.py: the 12 kinds, each in a three-stream run on small; exit 1 if a request is lost.
+        out = self.path("faults.json")
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "serve_faults.py"), LOOM, "--json", out],
+                           capture_output=True, text=True, timeout=110)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(out) as f:
+            rows = json.load(f)["rows"]
+        self.assertEqual(len(rows), 12)
+        for row in rows:
+            self.assertEqual(row["lost"], 0, row)
+            self.assertIsNotNone(row["applied_ms"], row)
+            if row["fault"].split("@")[0] not in ("mem-stall", "lost-irq"):
+                self.assertGreater(row["failed_batches"], 0, row)  # detected
+
+    def test_bad_live_options(self):
+        w = self.workload()
+        for args, needle in ((["--fault", "window@1"], "--mode live only"),
+                             (["--mode", "live", "--fault", "meteor@1"], "unknown fault kind"),
+                             (["--mode", "live", "--fault", "window@soon"], "AT_MS"),
+                             (["--mode", "live", "--fault", "window"], "KIND@AT_MS"),
+                             (["--mode", "live", "--fault", "window@1/99"], "CORE"),
+                             (["--mode", "fast"], "--mode"),
+                             (["--mode", "live", "--completion", "psychic"], "--completion"),
+                             (["--mode", "live", "--max-retries", "-1"], "--max-retries")):
+            r = loom("serve", w, "--backend", "tlm", *args)
+            self.assert_one_line_error(r, needle)
+
+
 class BadInput(Base):
     def test_malformed_yaml(self):
         p = self.path("bad_workload.yaml")
