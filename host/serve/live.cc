@@ -1,10 +1,12 @@
 #include "serve/live.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <thread>
 
 namespace loom::serve {
 
@@ -93,8 +95,8 @@ Expected<FaultEvent> parse_fault(const std::string& text) {
 
 LiveEngine::LiveEngine(runtime::Device& dev, const LiveOptions& o)
     : dev_(dev), o_(o), pending_break_(dev.config().cores), corrupt_next_(dev.config().cores, false),
-      jobs_(dev, job_options(o)), c0_(dev.cycles()), mhz_(double(std::max(1u, dev.config().clock_mhz))),
-      cores_(dev.config().cores) {
+      jobs_(dev, job_options(o)), timed_(dev.has_time()), wall0_(std::chrono::steady_clock::now()),
+      c0_(timed_ ? dev.cycles() : 0), mhz_(double(std::max(1u, dev.config().clock_mhz))), cores_(dev.config().cores) {
   for (const auto& f : o_.faults) faults_.push_back({f});
 }
 
@@ -106,7 +108,15 @@ LiveEngine::~LiveEngine() {
 
 uint64_t LiveEngine::to_cycles(double us) const { return c0_ + uint64_t(std::llround(std::max(0.0, us) * mhz_)); }
 double LiveEngine::to_us(uint64_t c) const { return double(c - std::min(c, c0_)) / mhz_; }
-double LiveEngine::now_us() const { return to_us(dev_.cycles()); }
+uint64_t LiveEngine::clock() const {
+  if (timed_) return dev_.cycles();
+  // An untimed backend (a card): wall time since the engine started, in
+  // cycles of the configuration's clock.
+  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - wall0_).count();
+  return uint64_t(us * mhz_);
+}
+
+double LiveEngine::now_us() const { return to_us(clock()); }
 bool LiveEngine::busy(int core) const { return core >= 0 && size_t(core) < cores_.size() && cores_[size_t(core)].busy; }
 
 size_t LiveEngine::running() const {
@@ -123,7 +133,7 @@ Status LiveEngine::start(int core, LiveWork work, uint64_t id, double predicted_
   c.busy = true;
   c.id = id;
   c.work = std::move(work);
-  const uint64_t now = dev_.cycles();
+  const uint64_t now = clock();
   const double limit = std::max(predicted_us * o_.timeout_factor, predicted_us + 10000.0 / mhz_);
   c.started = now;
   c.deadline = predicted_us > 0 ? now + uint64_t(std::llround(limit * mhz_)) : std::numeric_limits<uint64_t>::max();
@@ -279,7 +289,7 @@ Expected<std::vector<LiveEnd>> LiveEngine::advance(double until_us) {
   const bool forever = !std::isfinite(until_us);
   const uint64_t target = forever ? std::numeric_limits<uint64_t>::max() : to_cycles(until_us);
   for (;;) {
-    uint64_t now = dev_.cycles();
+    uint64_t now = clock();
     auto due = inject(now);
     if (!due) return due.error();
     // Host work that is over: start the next run, or end the batch.
@@ -315,14 +325,19 @@ Expected<std::vector<LiveEnd>> LiveEngine::advance(double until_us) {
     const uint64_t span = wake > now ? wake - now : 0;
     if (jobs_.running() == 0) {
       if (span > 0) {
-        auto r = dev_.run_for(span, false);
-        if (!r) return r.error();
+        if (timed_) {
+          auto r = dev_.run_for(span, false);
+          if (!r) return r.error();
+        } else {  // nothing runs: the host sleeps until then
+          std::this_thread::sleep_for(std::chrono::microseconds(uint64_t(double(span) / mhz_)));
+        }
       }
       continue;
     }
     auto ends = jobs_.wait(span);
     if (!ends) return ends.error();
     for (auto& e : *ends) {
+      if (!timed_) e.end_cycles = clock();  // the card's clock is not visible: when the host saw it
       const int ci = int(e.core);
       Core& c = cores_[size_t(ci)];
       if (!c.busy || c.id != e.id) continue;  // aborted meanwhile

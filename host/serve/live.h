@@ -6,6 +6,7 @@
 // reacts at completion interrupts. docs/serving.md "Live mode".
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -100,6 +101,9 @@ class LiveEngine {
     uint64_t deadline = 0;       // device cycles: the host-side timeout
   };
   uint64_t to_cycles(double us) const;
+  /// Device cycles since the device's start (timed backends) or wall time
+  /// in cycles of the configuration's clock (untimed: a card).
+  uint64_t clock() const;
   double to_us(uint64_t cycles) const;
   /// Starts core c's next part now, or sets its resume time when host work
   /// comes first; ends the batch when nothing is left.
@@ -121,6 +125,8 @@ class LiveEngine {
   std::string active_stall_;
   std::deque<plan::Plan> broken_;            // broken copies (stable addresses for CoreJobs' images)
   runtime::CoreJobs jobs_;
+  bool timed_ = true;
+  std::chrono::steady_clock::time_point wall0_;
   uint64_t c0_ = 0;
   double mhz_ = 1;
   std::vector<Core> cores_;

@@ -675,6 +675,7 @@ Expected<std::vector<int64_t>> arrival_counts(const Workload& w, double load_sca
 }
 
 Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel& sm) {
+  sm.allow_wall_clock(o.mode == "live");
   const spec::HwConfig* cfg = spec::find_config(w.config);
   if (!cfg) return make_error(w.source + ": field 'config'", "unknown configuration '" + w.config + "'");
   Batching batching;

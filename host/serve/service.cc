@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -208,8 +209,9 @@ Expected<runtime::Device*> ServiceModel::device() {
     if (!d) return d.error();
     dev_ = std::move(*d);
   }
-  if (!dev_->has_time())
-    return make_error("--backend " + backend_, "the backend models no time; serving needs a timed backend (tlm, rtl)");
+  if (!dev_->has_time() && !wall_clock_)
+    return make_error("--backend " + backend_, "the backend models no time; simulated serving needs a timed backend "
+                                               "(tlm, rtl, cosim), or serve live (--mode live)");
   return dev_.get();
 }
 
@@ -268,6 +270,19 @@ Expected<uint64_t> ServiceModel::time_plan(const plan::Plan& p, const std::map<s
   if (!dev) return dev.error();
   auto res = runtime::execute(**dev, p, in);
   if (!res) return res.error();
+  if (!(*dev)->has_time()) {
+    // A card: the wall time of the run (the best of three), in cycles of the
+    // configuration's clock.
+    double best = 0;
+    for (int k = 0; k < 3; ++k) {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto again = runtime::execute(**dev, p, in);
+      if (!again) return again.error();
+      const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+      best = k == 0 ? us : std::min(best, us);
+    }
+    res->cycles = std::max<uint64_t>(1, uint64_t(best * double(cfg_.clock_mhz)));
+  }
   ++runs_;
   if (res->cycles == 0) return make_error("--backend " + backend_, "the backend reported 0 cycles for " + key);
   write_cached(cache_dir_, file, {res->cycles});

@@ -159,6 +159,9 @@ class ServiceModel {
   /// While frozen, a service time not measured yet is an error instead of a
   /// run on the device (which the live runtime owns then).
   void freeze(bool on) { frozen_ = on; }
+  /// Live mode on an untimed backend (a card): service times are the wall
+  /// time of a run, in cycles of the configuration's clock.
+  void allow_wall_clock(bool on) { wall_clock_ = on; }
 
  private:
   struct Onnx;
@@ -185,7 +188,7 @@ class ServiceModel {
   double now_us_ = 0;
   std::vector<Measurement> table_;
   uint64_t runs_ = 0, disk_hits_ = 0;
-  bool frozen_ = false;
+  bool frozen_ = false, wall_clock_ = false;
   struct LivePlan {
     plan::Plan plan;
     std::map<std::string, Tensor> inputs;

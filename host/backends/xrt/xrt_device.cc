@@ -326,6 +326,17 @@ Status XrtDevice::read(uint64_t addr, std::span<uint8_t> bytes) {
   return Status::ok();
 }
 
+Expected<uint64_t> XrtDevice::run_for(uint64_t cycles, bool until_irq) {
+  (void)until_irq;  // the wait ends at the interrupt either way; the caller reads the status
+  const uint64_t ms = std::clamp<uint64_t>(cycles / (uint64_t(std::max(1u, cfg_.clock_mhz)) * 1000), 1, 60'000);
+  LOOM_TRY(arm_interrupt());
+  auto fired = wait_interrupt(unsigned(ms));
+  if (!fired) return fired.error();
+  if (!reg_error_.empty())
+    return make_error(std::string(kBackend) + ": device " + std::to_string(opt_.device_index), reg_error_);
+  return uint64_t{0};
+}
+
 Status XrtDevice::run_until_idle(uint64_t timeout_cycles) {
   (void)timeout_cycles;  // the card's clock is not visible here: the limit is wall time
   const std::string where = std::string(kBackend) + ": device " + std::to_string(opt_.device_index);

@@ -82,6 +82,10 @@ class XrtDevice final : public runtime::Device {
   uint32_t read_reg(uint32_t offset) override;
   void write_reg(uint32_t offset, uint32_t value) override;
   Status run_until_idle(uint64_t timeout_cycles) override;
+  /// The card's clock is not visible: waits on the kernel interrupt for the
+  /// wall time `cycles` take at the configuration's clock (at least 1 ms),
+  /// in both modes (polling looks at STATUS after it); returns 0.
+  Expected<uint64_t> run_for(uint64_t cycles, bool until_irq) override;
   /// Checks the call against the configuration (hls::footprint), opens its
   /// compute unit on first use and starts one xrt::run of it.
   Expected<uint64_t> start_unit(const runtime::UnitCall& call) override;
