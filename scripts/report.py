@@ -201,7 +201,9 @@ def main():
                         save(fig, "timeline.png", "Per-core timeline")
                 else:
                     rows.append(("per-core timeline", "%s: not found" % res["trace"]))
-            rows += [("requests", "%d submitted, %d completed, %d dropped" % (res["submitted"], res["completed"], res["dropped"])),
+            rows += [("mode", "live: every batch ran on the device" if res.get("mode") == "live" else "simulated"),
+                     ("requests", "%d submitted, %d completed, %d failed, %d dropped" % (
+                         res["submitted"], res["completed"], res.get("failed", 0), res["dropped"])),
                      ("throughput", "%s req/s" % number(res["throughput_rps"])),
                      ("fairness", "Jain %.3f, ANTT %.3f, STP %.3f" % (res["fairness"]["jain"], res["fairness"]["antt"], res["fairness"]["stp"])),
                      ("core imbalance", "%.3f" % res["core_imbalance"])]
@@ -210,6 +212,26 @@ def main():
                 fmt = lambda v: "-" if v is None else "%.3f ms" % (v / 1000.0)
                 rows.append(("stream " + s["name"], "p50 %s, p95 %s, p99 %s, p99.9 %s, SLO %.2f ms met %.1f%%" % (
                     fmt(l["p50_us"]), fmt(l["p95_us"]), fmt(l["p99_us"]), fmt(l["p999_us"]), s["slo_ms"], 100 * s["slo_attainment"])))
+            if "live" in res:
+                lv = res["live"]
+                rows.append(("live runs", "%d device runs (%s), %d checked against the golden model, %d differed; "
+                             "%d device errors, %d host timeouts; %d requests retried (at most %d times each)" % (
+                                 lv["device_runs"], lv["completion"], lv["checked_runs"], lv["output_mismatches"],
+                                 lv["device_errors"], lv["host_timeouts"], lv["retried_requests"], lv["max_retries"])))
+                for f in lv["faults_injected"]:
+                    when = "never applied" if f["applied_ms"] is None else "applied at %s ms" % number(f["applied_ms"])
+                    if f.get("lifted_ms") is not None:
+                        when += ", lifted at %s ms" % number(f["lifted_ms"])
+                    rows.append(("fault injected", "%s (core %d): %s" % (f["fault"], f["core"], when)))
+                for f in lv["failures"]:
+                    rows.append(("failed batches", "%d x %s (%d requests failed)" % (f["batches"], f["reason"], f["requests_failed"])))
+                if lv["rss_mib"]:
+                    fig, ax = plt.subplots(figsize=(7, 3))
+                    ax.plot([x["requests"] for x in lv["rss_mib"]], [x["mib"] for x in lv["rss_mib"]], marker=".",
+                            label="resident memory")
+                    ax.set_xlabel("requests arrived"); ax.set_ylabel("MiB"); ax.set_ylim(bottom=0)
+                    ax.set_title("Resident memory of the live run"); ax.legend(fontsize=7); ax.grid(alpha=0.3)
+                    save(fig, "rss.png", "Resident memory over the live run")
             fig, ax = plt.subplots(figsize=(7, 4))
             # SLOs far right of every tail would squash the curves: those are
             # drawn only when near, and named in the legend either way.
@@ -230,7 +252,17 @@ def main():
                     mid = [(x["start_ms"] + x["end_ms"]) / 2 for x in w]
                     ax.plot(mid, [x["p99_us"] / 1000.0 for x in w], color="C%d" % (i % 10), label=s["name"] + " p99")
                     ax.plot(mid, [x["p50_us"] / 1000.0 for x in w], color="C%d" % (i % 10), linestyle="--", label=s["name"] + " p50")
-                ax.set_xlabel("arrival time (ms of simulated time)"); ax.set_ylabel("latency (ms)")
+                # Injected faults (live): shaded while they last, a line when instant.
+                for k, f in enumerate(res.get("live", {}).get("faults_injected", [])):
+                    if f["applied_ms"] is None:
+                        continue
+                    lab = "fault: " + f["fault"]
+                    if f.get("lifted_ms") is not None:
+                        ax.axvspan(f["applied_ms"], f["lifted_ms"], color="0.5", alpha=0.15 + 0.1 * (k % 2), label=lab)
+                    else:
+                        ax.axvline(f["applied_ms"], color="0.3", linestyle=":", label=lab)
+                ax.set_xlabel("arrival time (ms of %s time)" % ("device" if res.get("mode") == "live" else "simulated"))
+                ax.set_ylabel("latency (ms)")
                 ax.set_title("Latency over time (requests arriving in each of 50 windows)")
                 ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5)); ax.grid(alpha=0.3)
                 save(fig, "latency_over_time.png", "Latency over time")

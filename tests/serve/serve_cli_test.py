@@ -581,6 +581,18 @@ class Live(Base):
         self.assertIn("window", reasons)
         self.assertGreater(lv["retried_requests"], 0)
         self.assertGreater(sum(c["out_of_service"] for c in res["cores"]), 0)
+        # The report draws it like a simulated run, with the live rows, the
+        # faults on the latency-over-time chart and the memory samples.
+        out = self.path("live.json")
+        with open(out, "w") as f:
+            json.dump(res, f)
+        rep = self.path("report")
+        r = loom("report", out, "-o", rep)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        page = open(os.path.join(rep, "index.html")).read()
+        for needle in ("live: every batch ran on the device", "fault injected", "slverr-read@3+2/0", "failed batches",
+                       "rss.png", "latency_over_time.png"):
+            self.assertIn(needle, page)
         # Retries disabled: the failed batches' requests fail, with their reason.
         no = self.live(w, "--fault", "window@6/1", "--max-retries", "0")
         self.assertGreater(no["failed"], 0)
