@@ -360,7 +360,9 @@ class Sim {
       running[size_t(core)] = std::move(batch);
       ++out.core_batches[size_t(core)];
       ++out.batch_hist[n];
-      out.spans.push_back({core, active_[si], n, seq, now, now + r.alone});  // end set when it finishes
+      // The batch's span (end set when it finishes), kept only when asked for
+      // (--trace, loom tune): a long run's memory stays flat without it.
+      if (o_.spans) out.spans.push_back({core, active_[si], n, seq, now, now + r.alone});
       if (sched_ == Sched::Dynamic && home[size_t(core)] >= 0 && home[size_t(core)] != int(si)) ++out.steals;
       ++port_busy[size_t(p)];
       if (live) {  // the device runs it; its end comes from the engine
@@ -413,7 +415,7 @@ class Sim {
       running[size_t(core)].clear();
       busy[size_t(core)] = false;
       out.core_busy[size_t(core)] += now - r.start;
-      out.spans[r.span].end_us = now;
+      if (o_.spans) out.spans[r.span].end_us = now;
       const int p = port_of(core);
       --port_busy[size_t(p)];
       if (!live) repace(p, now);
@@ -727,8 +729,10 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
   std::vector<double> alone;
   size_t alone_done = 0;
   const size_t total = r.reqs.size();
-  ServeOptions quiet = o;  // the isolated runs: no faults injected
+  ServeOptions quiet = o;  // the isolated runs: no faults injected, nothing recorded
   quiet.live.faults.clear();
+  quiet.spans = nullptr;
+  quiet.requests = nullptr;
   for (int i = 0; i < int(w.streams.size()); ++i) {
     std::function<void(size_t, size_t)> t1;
     if (o.on_progress)
