@@ -638,6 +638,51 @@ class Live(Base):
         # Simulated serving still needs a timed backend.
         self.assert_one_line_error(loom("serve", w, "--backend", "xrt-emu"), "timed backend")
 
+    def test_rtl_and_cosim_serve_live(self):
+        # The Verilated fabric (tiny): a 3 ms workload, bit-exact runs, and the
+        # simulator over rtl's own service times within 5 % of live at p50.
+        w = self.path("rtl_workload.yaml")
+        with open(w, "w") as f:
+            f.write("config: tiny\nduration_ms: 3\nseed: 1\nbatching: fixed\nmax_batch: 4\nmax_queue_delay_ms: 0.2\n"
+                    "streams:\n"
+                    "  - {name: a, model: gemm_chain, hidden: 32, ffn: 64, slo_ms: 5, arrival: {poisson: {rate: 20000}},"
+                    " seq_len: {values: [8, 16]}}\n"
+                    "  - {name: b, model: gemm_chain, hidden: 32, ffn: 128, slo_ms: 5, arrival: {poisson: {rate: 10000}},"
+                    " seq_len: {values: [16]}}\n")
+        for backend in ("rtl", "cosim"):
+            r = loom("serve", w, "--backend", backend, "--mode", "live", "--json")
+            if r.returncode != 0 and "verilated" in r.stderr:
+                self.skipTest("tiny is not verilated into this build")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            live = json.loads(r.stdout)
+            Serve.check_accounting(self, live)
+            self.assertEqual(live["live"]["checked_runs"], live["live"]["device_runs"])
+            self.assertEqual(live["live"]["output_mismatches"], 0)
+            if backend == "rtl":
+                sim = json.loads(loom("serve", w, "--backend", "rtl", "--json").stdout)
+                for a, b in zip(sim["streams"], live["streams"]):
+                    self.assertLess(abs(a["latency"]["p50_us"] / b["latency"]["p50_us"] - 1), 0.05, a["name"])
+
+    def test_soak_million_requests(self):
+        # examples/serve_soak_workload.yaml: about 1 M requests live on tlm.
+        w = os.path.join(ROOT, "examples", "serve_soak_workload.yaml")
+        r = subprocess.run([LOOM, "serve", w, "--backend", "tlm", "--mode", "live", "--json"], capture_output=True,
+                           text=True, timeout=3500)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        res = json.loads(r.stdout)
+        lv = res["live"]
+        self.assertGreaterEqual(res["submitted"], 1000000)
+        self.assertEqual(res["submitted"], res["completed"] + res["failed"] + res["dropped"])
+        self.assertEqual(res["failed"], 0)
+        self.assertEqual(lv["checked_runs"], lv["device_runs"])
+        self.assertEqual(lv["output_mismatches"], 0)
+        # Resident memory flat: after the first tenth (images loaded, caches
+        # warm), never more than 1 % above its value there.
+        rss = [x["mib"] for x in lv["rss_mib"]]
+        self.assertGreaterEqual(len(rss), 90)
+        base = rss[len(rss) // 10]
+        self.assertLessEqual(max(rss[len(rss) // 10:]), base * 1.01, rss)
+
     def test_bad_live_options(self):
         w = self.workload()
         for args, needle in ((["--fault", "window@1"], "--mode live only"),
