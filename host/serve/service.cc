@@ -215,6 +215,24 @@ Expected<runtime::Device*> ServiceModel::device() {
   return dev_.get();
 }
 
+Expected<std::pair<ir::Graph, plan::Plan>> ServiceModel::one_core_plan(const ModelSpec& m, int64_t rows,
+                                                                     const compiler::CompileOptions& opts) const {
+  ir::Graph g;
+  if (m.kind == ModelSpec::Kind::Graph) {
+    auto r = ir::parse_graph_json(m.name);
+    if (!r) return r.error();
+    g = std::move(*r);
+  } else {
+    g = gemm_chain(m, rows);
+  }
+  if (Status s = ir::validate(g); !s) return s.error();
+  compiler::CompileOptions co = opts;
+  co.num_cores = 1;
+  auto cr = compiler::compile(g, cfg_, co);
+  if (!cr) return cr.error();
+  return std::pair<ir::Graph, plan::Plan>{std::move(g), std::move(cr->plan)};
+}
+
 Expected<uint64_t> ServiceModel::measure(const ModelSpec& m, int64_t rows, const std::string& key, int64_t seq,
                                          int batch, const compiler::CompileOptions& opts, const std::string& tag) {
   uint64_t total = 0;
@@ -231,20 +249,9 @@ Expected<uint64_t> ServiceModel::measure(const ModelSpec& m, int64_t rows, const
       disk = disk && d;
     }
   } else {
-    ir::Graph g;
-    if (m.kind == ModelSpec::Kind::Graph) {
-      auto r = ir::parse_graph_json(m.name);
-      if (!r) return r.error();
-      g = std::move(*r);
-    } else {
-      g = gemm_chain(m, rows);
-    }
-    if (Status s = ir::validate(g); !s) return s.error();
-    compiler::CompileOptions co = opts;
-    co.num_cores = 1;
-    auto cr = compiler::compile(g, cfg_, co);
-    if (!cr) return cr.error();
-    auto c = time_plan(cr->plan, ir::random_inputs(g, 1), key, disk);
+    auto op = one_core_plan(m, rows, opts);
+    if (!op) return op.error();
+    auto c = time_plan(op->second, ir::random_inputs(op->first, 1), key, disk);
     if (!c) return c;
     total = *c;
   }
@@ -475,22 +482,11 @@ Expected<const ServiceModel::LivePlan*> ServiceModel::live_plan(const ModelSpec&
   const std::string key = model_key(m);
   const int64_t r = m.kind == ModelSpec::Kind::GemmChain ? rows : 0;
   if (auto it = live_.find({key, r, tag}); it != live_.end()) return it->second.get();
-  ir::Graph g;
-  if (m.kind == ModelSpec::Kind::Graph) {
-    auto pg = ir::parse_graph_json(m.name);
-    if (!pg) return pg.error();
-    g = std::move(*pg);
-  } else {
-    g = gemm_chain(m, rows);
-  }
-  if (Status s = ir::validate(g); !s) return s.error();
-  compiler::CompileOptions co = opts;
-  co.num_cores = 1;
-  auto cr = compiler::compile(g, cfg_, co);
-  if (!cr) return cr.error();
+  auto op = one_core_plan(m, rows, opts);
+  if (!op) return op.error();
   auto lp = std::make_unique<LivePlan>();
-  lp->plan = std::move(cr->plan);
-  lp->inputs = ir::random_inputs(g, 1);
+  lp->plan = std::move(op->second);
+  lp->inputs = ir::random_inputs(op->first, 1);
   LOOM_TRY(golden(lp->plan, lp->inputs, lp->expected, lp->checked));
   const LivePlan* raw = lp.get();
   live_[{key, r, tag}] = std::move(lp);

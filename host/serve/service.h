@@ -195,6 +195,9 @@ class ServiceModel {
     std::vector<std::pair<std::string, Tensor>> expected;
     bool checked = false;
   };
+  /// A graph model or gemm_chain of `rows` rows, compiled for one core.
+  Expected<std::pair<ir::Graph, plan::Plan>> one_core_plan(const ModelSpec& m, int64_t rows,
+                                                         const compiler::CompileOptions& opts) const;
   Expected<const LivePlan*> live_plan(const ModelSpec& m, int64_t rows, const compiler::CompileOptions& co,
                                       const std::string& tag);
   Status golden(const plan::Plan& p, const std::map<std::string, Tensor>& in,

@@ -83,6 +83,17 @@ std::vector<JobEnd> wait_for(CoreJobs& jobs, size_t n) {
   return all;
 }
 
+/// Runs one job alone on `core` and expects it to end well with `want`.
+void expect_run_ok(CoreJobs& jobs, uint32_t core, const Model& m, uint64_t id,
+                   const std::vector<std::pair<std::string, Tensor>>& want) {
+  ASSERT_TRUE(jobs.start(core, m.p, m.in, id));
+  auto ends = wait_for(jobs, 1);
+  ASSERT_EQ(ends.size(), 1u);
+  ASSERT_TRUE(ends[0].status) << ends[0].status.str();
+  EXPECT_EQ(ends[0].id, id);
+  expect_same(ends[0].outputs, want);
+}
+
 class Jobs : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Jobs, SideBySideBitExactWithStaggeredStarts) {
@@ -120,11 +131,7 @@ TEST_P(Jobs, SideBySideBitExactWithStaggeredStarts) {
   }
   EXPECT_EQ(jobs.running(), 0u);
   // The image is reused: a second run of `a` on core 0 gives the same outputs.
-  ASSERT_TRUE(jobs.start(0, a.p, a.in, 11));
-  auto again = wait_for(jobs, 1);
-  ASSERT_EQ(again.size(), 1u);
-  ASSERT_TRUE(again[0].status) << again[0].status.str();
-  expect_same(again[0].outputs, ea);
+  expect_run_ok(jobs, 0, a, 11, ea);
 }
 
 TEST_P(Jobs, AloneTakesTheExecutorsCycles) {
@@ -163,11 +170,7 @@ TEST_P(Jobs, StreamLongerThanTheRingIsRefilled) {
   auto dev = device(GetParam(), "tiny");
   ASSERT_TRUE(dev);
   CoreJobs jobs(*dev);
-  ASSERT_TRUE(jobs.start(1, a.p, a.in, 7));
-  auto ends = wait_for(jobs, 1);
-  ASSERT_EQ(ends.size(), 1u);
-  ASSERT_TRUE(ends[0].status) << ends[0].status.str();
-  expect_same(ends[0].outputs, ea);
+  expect_run_ok(jobs, 1, a, 7, ea);
 }
 
 TEST_P(Jobs, DeviceErrorEndsOnlyThatJobAndTheCoreRecovers) {
@@ -201,11 +204,7 @@ TEST_P(Jobs, DeviceErrorEndsOnlyThatJobAndTheCoreRecovers) {
     }
   }
   // The same core runs a good job next.
-  ASSERT_TRUE(jobs.start(1, a.p, a.in, 3));
-  auto next = wait_for(jobs, 1);
-  ASSERT_EQ(next.size(), 1u);
-  ASSERT_TRUE(next[0].status) << next[0].status.str();
-  expect_same(next[0].outputs, ea);
+  expect_run_ok(jobs, 1, a, 3, ea);
 }
 
 TEST_P(Jobs, AbortResetsTheCore) {
