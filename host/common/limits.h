@@ -35,6 +35,9 @@ inline constexpr int64_t kMaxYamlNodes = 1'000'000;
 /// at the limit as well).
 inline constexpr int64_t kMaxRequestsPerStream = 10'000'000;
 inline constexpr int64_t kMaxRequestsTotal = 20'000'000;
+/// `loom serve --mode live`: (stream, sequence length, batch size) service
+/// times measured, and plans compiled, before the live run starts.
+inline constexpr int64_t kMaxLiveProfiles = 1024;
 /// Simulated duration of one workload run: 10^9 ms (about 11.6 days).
 inline constexpr double kMaxDurationMs = 1e9;
 /// Arrival-process periods (bursty on/off phases) visited in one run, so a

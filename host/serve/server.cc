@@ -24,6 +24,7 @@ namespace {
 using json = nlohmann::ordered_json;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int64_t kMaxRequests = limits::kMaxRequestsPerStream;
+constexpr size_t kMaxLiveProfiles = size_t(limits::kMaxLiveProfiles);
 
 struct Req {
   int stream = 0;
@@ -255,6 +256,15 @@ class Sim {
     // compiled, with its golden outputs; then the engine owns the device.
     std::unique_ptr<LiveEngine> live;
     if (o_.mode == "live") {
+      // Bounded: each (stream, shape, batch size) is a run on the device and a
+      // compile before the live run starts.
+      size_t combos = 0;
+      for (size_t si = 0; si < ns; ++si) combos += w_.streams[size_t(active_[si])].shapes.values.size();
+      combos *= size_t(std::max(1, w_.max_batch));
+      if (combos > kMaxLiveProfiles)
+        return make_error(w_.source, "--mode live measures every (stream, sequence length, batch size) before it "
+                                     "starts: " + std::to_string(combos) + " here, at most " +
+                                     std::to_string(kMaxLiveProfiles) + "; lower max_batch or the shapes");
       for (size_t si = 0; si < ns; ++si) {
         const Stream& s = w_.streams[size_t(active_[si])];
         for (int64_t seq : s.shapes.values)

@@ -692,7 +692,8 @@ class Live(Base):
                              (["--mode", "live", "--fault", "window@1/99"], "CORE"),
                              (["--mode", "fast"], "--mode"),
                              (["--mode", "live", "--completion", "psychic"], "--completion"),
-                             (["--mode", "live", "--max-retries", "-1"], "--max-retries")):
+                             (["--mode", "live", "--max-retries", "-1"], "--max-retries"),
+                             (["--mode", "live", "--max-batch", "4096"], "lower max_batch")):
             r = loom("serve", w, "--backend", "tlm", *args)
             self.assert_one_line_error(r, needle)
 
