@@ -270,6 +270,14 @@ Expected<std::vector<JobEnd>> CoreJobs::wait(uint64_t max_cycles) {
   uint64_t left = max_cycles;
   const bool timed = dev_.has_time();
   for (;;) {
+    // Interrupt bits of cores without a job are stale (another user of the
+    // device, an abort): cleared, or the line would stay high and no time pass.
+    {
+      uint32_t stale = 0;
+      for (uint32_t c = 0; c < slots_.size(); ++c)
+        if (!slots_[c].job) stale |= spec::reg::IRQ_STATUS_DONE(c) | spec::reg::IRQ_STATUS_ERROR(c);
+      if (stale && (dev_.read_reg(spec::reg::IRQ_STATUS) & stale)) dev_.write_reg(spec::reg::IRQ_STATUS, stale);
+    }
     bool partial = false;  // some ring still has to take more of its stream
     for (uint32_t c = 0; c < slots_.size(); ++c)
       if (slots_[c].job && slots_[c].job->written < slots_[c].job->image->stream.size()) partial = true;

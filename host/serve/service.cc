@@ -379,8 +379,8 @@ Expected<StretchMeasurement> ServiceModel::measure_stretch(const BatchShape& a, 
   auto dev = device();
   if (!dev) return dev.error();
   std::vector<int> cores = port0_cores(cfg_);
-  LiveEngine eng(**dev, LiveOptions{});
-  // Predicted times for the host-side timeout (a hung run fails, never hangs).
+  // Predicted times for the host-side timeout (a hung run fails, never hangs),
+  // measured before the engine takes the device.
   std::vector<double> pred;
   for (const BatchShape* b : [&] {
          std::vector<const BatchShape*> v{&a};
@@ -391,6 +391,7 @@ Expected<StretchMeasurement> ServiceModel::measure_stretch(const BatchShape& a, 
     if (!c) return c.error();
     pred.push_back(cycles_to_us(*c));
   }
+  LiveEngine eng(**dev, LiveOptions{});
   constexpr uint64_t kA = 1;
   // Runs until batch `id` ends, restarting the co-runners (ids 2..) while
   // `restart`; returns its end (us).
@@ -408,16 +409,23 @@ Expected<StretchMeasurement> ServiceModel::measure_stretch(const BatchShape& a, 
       if (done) return *done;
     }
   };
-  const auto run_alone = [&](int core, const LiveWork& w, uint64_t id) -> Expected<double> {
+  // A batch's time alone on the port through this path, once per batch shape.
+  const auto run_alone = [&](int core, const LiveWork& w, uint64_t id, const BatchShape& b) -> Expected<double> {
+    std::string k = model_key(*b.model);
+    k.append("|").append(std::to_string(b.seq)).append("|").append(std::to_string(b.batch));
+    for (const auto& [at, f] : epochs_)
+      if (at <= now_us_) k.append(" @").append(std::to_string(at));
+    if (auto it = live_alone_us_.find(k); it != live_alone_us_.end()) return it->second;
     const double t0 = eng.now_us();
     LOOM_TRY(eng.start(core, w, id, pred[size_t(id - 1)]));
     auto e = until_end(id, false);
     if (!e) return e.error();
+    live_alone_us_[k] = *e - t0;
     return *e - t0;
   };
-  auto alone = run_alone(cores[0], *wa, kA);
+  auto alone = run_alone(cores[0], *wa, kA, a);
   if (!alone) return alone.error();
-  auto b0 = run_alone(cores[1], wb[0], 2);
+  auto b0 = run_alone(cores[1], wb[0], 2, with[0]);
   if (!b0) return b0.error();
   const double mhz = double(std::max(1u, cfg_.clock_mhz));
   sm.alone = std::max<uint64_t>(1, uint64_t(std::llround(*alone * mhz)));

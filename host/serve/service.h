@@ -181,6 +181,7 @@ class ServiceModel {
   std::map<std::tuple<std::string, int64_t, int>, uint64_t> mem_;             // (model, seq, batch)
   std::map<std::tuple<std::string, int64_t, std::string>, uint64_t> mapped_;  // (model, rows, tag)
   std::map<std::string, double> stretch_;  // by the batches' keys
+  std::map<std::string, double> live_alone_us_;  // a batch alone through the live path (stretch's denominator)
   std::vector<StretchMeasurement> stretch_table_;
   std::map<std::string, std::unique_ptr<Onnx>> onnx_;
   ZooBuilder zoo_builder_;
