@@ -13,11 +13,6 @@ namespace {
 using spec::core_reg_addr;
 namespace creg = spec::core_reg;
 
-std::string cause_names(uint32_t cause) { return device_error_causes(cause); }
-
-uint32_t lo32(uint64_t v) { return uint32_t(v); }
-uint32_t hi32(uint64_t v) { return uint32_t(v >> 32); }
-
 struct CoreRing {
   uint64_t ring_addr = 0;
   uint32_t size = 0;        // entries, power of two
@@ -25,12 +20,6 @@ struct CoreRing {
   uint32_t tail = 0;        // ring index
   std::vector<spec::Insn> stream;
 };
-
-uint32_t ring_size_for(uint64_t n, uint32_t depth) {
-  uint32_t s = 2;
-  while (s < depth && s < n + 1) s <<= 1;
-  return std::min(s, depth);
-}
 
 /// The HLS unit calls of a plan (plan::UnitCallInfo), sequenced by the host:
 /// each core's stream is released only up to the next cut; once every core
@@ -167,6 +156,27 @@ uint64_t max_semaphore(const std::vector<spec::Insn>& stream) {
   return m;
 }
 
+uint32_t ring_entries_for(uint64_t n, uint32_t depth) {
+  uint32_t s = 2;
+  while (s < depth && s < n + 1) s <<= 1;
+  return std::min(s, depth);
+}
+
+void write_reg64(Device& dev, uint32_t lo_addr, uint32_t hi_addr, uint64_t v) {
+  dev.write_reg(lo_addr, uint32_t(v));
+  dev.write_reg(hi_addr, uint32_t(v >> 32));
+}
+
+std::string describe_device_error(uint32_t cause, uint32_t pc, uint64_t written, uint32_t ring_size,
+                                  const std::vector<spec::Insn>& stream) {
+  const uint64_t idx = written == 0 ? 0 : written - 1 - ((written - 1 - pc) & (ring_size - 1));
+  std::string op = "?";
+  if (idx < stream.size())
+    if (const auto* info = spec::opcode_info(spec::get_bits(stream[idx], 0, 6))) op = std::string(info->name);
+  return std::string("device error ").append(device_error_causes(cause)).append(" at instruction ")
+      .append(std::to_string(idx)).append(" (").append(op).append(")");
+}
+
 Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std::string, Tensor>& inputs,
                             const RunOptions& opt) {
   const auto& cfg = dev.config();
@@ -217,18 +227,15 @@ Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std
   for (uint32_t c = 0; c < ncores; ++c) {
     auto& r = rings[c];
     r.stream = relocate(p.cores[c], base);
-    r.size = p.tasks.empty() ? ring_size_for(r.stream.size(), cfg.ring_depth) : cfg.ring_depth;
+    r.size = p.tasks.empty() ? ring_entries_for(r.stream.size(), cfg.ring_depth) : cfg.ring_depth;
     auto ra = dev.alloc(uint64_t(r.size) * spec::kInsnBytes);
     if (!ra) return cleanup(), ra.error();
     allocations.push_back(*ra);
     r.ring_addr = *ra;
-    dev.write_reg(core_reg_addr(c, creg::RING_BASE_LO), lo32(r.ring_addr));
-    dev.write_reg(core_reg_addr(c, creg::RING_BASE_HI), hi32(r.ring_addr));
+    write_reg64(dev, core_reg_addr(c, creg::RING_BASE_LO), core_reg_addr(c, creg::RING_BASE_HI), r.ring_addr);
     dev.write_reg(core_reg_addr(c, creg::RING_SIZE), r.size);
-    dev.write_reg(core_reg_addr(c, creg::WIN_BASE_LO), lo32(base));
-    dev.write_reg(core_reg_addr(c, creg::WIN_BASE_HI), hi32(base));
-    dev.write_reg(core_reg_addr(c, creg::WIN_LIMIT_LO), lo32(base + p.memory_bytes));
-    dev.write_reg(core_reg_addr(c, creg::WIN_LIMIT_HI), hi32(base + p.memory_bytes));
+    write_reg64(dev, core_reg_addr(c, creg::WIN_BASE_LO), core_reg_addr(c, creg::WIN_BASE_HI), base);
+    write_reg64(dev, core_reg_addr(c, creg::WIN_LIMIT_LO), core_reg_addr(c, creg::WIN_LIMIT_HI), base + p.memory_bytes);
     dev.write_reg(core_reg_addr(c, creg::CTR_CLEAR), 1);
     r.tail = dev.read_reg(core_reg_addr(c, creg::RING_HEAD));
   }
@@ -306,16 +313,10 @@ Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std
       if (st & creg::STATUS_ERROR_MASK) {
         const uint32_t cause = dev.read_reg(core_reg_addr(c, creg::ERR_CAUSE));
         const uint32_t pc = dev.read_reg(core_reg_addr(c, creg::ERR_PC));
-        // The failing instruction is the in-flight one whose ring slot is pc.
-        const uint64_t idx = r.written - 1 - ((r.written - 1 - pc) & (r.size - 1));
-        std::string op = "?";
-        if (idx < r.stream.size())
-          if (const auto* info = spec::opcode_info(spec::get_bits(r.stream[idx], 0, 6))) op = std::string(info->name);
         dev.write_reg(spec::reg::SOFT_RESET, 1u << c);
         cleanup();
         return make_error(std::string(dev.backend()) + ": core " + std::to_string(c),
-                          "device error " + cause_names(cause) + " at instruction " + std::to_string(idx) + " (" +
-                              op + ")");
+                          describe_device_error(cause, pc, r.written, r.size, r.stream));
       }
       const uint32_t head = dev.read_reg(core_reg_addr(c, creg::RING_HEAD));
       if (head != last_head[c]) progressed = true;

@@ -63,4 +63,17 @@ std::vector<spec::Insn> renumber_semaphores(std::vector<spec::Insn> stream, uint
 /// The highest semaphore id a stream names (0 when it names none).
 uint64_t max_semaphore(const std::vector<spec::Insn>& stream);
 
+/// Ring entries for a stream of `n` instructions: the smallest power of two
+/// (at least 2) that holds the whole stream plus one free slot, at most
+/// `depth`.
+uint32_t ring_entries_for(uint64_t n, uint32_t depth);
+/// Writes a 64-bit value to a LO/HI register pair.
+void write_reg64(Device& dev, uint32_t lo_addr, uint32_t hi_addr, uint64_t v);
+/// "device error CAUSES at instruction N (OP)" for a core that stopped with
+/// ERR_CAUSE `cause` and ERR_PC `pc` (a ring slot), after `written` stream
+/// instructions went into a ring of `ring_size` entries: the failing
+/// instruction is the in-flight one whose slot is pc.
+std::string describe_device_error(uint32_t cause, uint32_t pc, uint64_t written, uint32_t ring_size,
+                                  const std::vector<spec::Insn>& stream);
+
 }  // namespace loom::runtime

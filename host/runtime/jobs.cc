@@ -11,15 +11,6 @@ namespace {
 using spec::core_reg_addr;
 namespace creg = spec::core_reg;
 
-uint32_t lo32(uint64_t v) { return uint32_t(v); }
-uint32_t hi32(uint64_t v) { return uint32_t(v >> 32); }
-
-uint32_t ring_size_for(uint64_t n, uint32_t depth) {
-  uint32_t s = 2;
-  while (s < depth && s < n + 1) s <<= 1;
-  return std::min(s, depth);
-}
-
 }  // namespace
 
 CoreJobs::CoreJobs(Device& dev, JobOptions opt) : dev_(dev), opt_(opt), slots_(dev.config().cores) {
@@ -119,7 +110,7 @@ Expected<CoreJobs::Image*> CoreJobs::image(uint32_t core, const plan::Plan& p) {
   if (!base) return base.error();
   im->base = *base;
   im->stream = renumber_semaphores(relocate(p.cores[0], im->base), uint64_t(core) * sems_per_core_);
-  im->ring_size = ring_size_for(im->stream.size(), cfg.ring_depth);
+  im->ring_size = ring_entries_for(im->stream.size(), cfg.ring_depth);
   auto ring = alloc(uint64_t(im->ring_size) * spec::kInsnBytes);
   if (!ring) return dev_.free(im->base), ring.error();
   im->ring = *ring;
@@ -160,13 +151,10 @@ Status CoreJobs::start(uint32_t core, const plan::Plan& p, const std::map<std::s
     dev_.write_reg(spec::reg::SEM_CLEAR, range << (core * sems_per_core_));
   }
   dev_.write_reg(spec::reg::IRQ_STATUS, spec::reg::IRQ_STATUS_DONE(core) | spec::reg::IRQ_STATUS_ERROR(core));
-  dev_.write_reg(core_reg_addr(core, creg::RING_BASE_LO), lo32(I.ring));
-  dev_.write_reg(core_reg_addr(core, creg::RING_BASE_HI), hi32(I.ring));
+  write_reg64(dev_, core_reg_addr(core, creg::RING_BASE_LO), core_reg_addr(core, creg::RING_BASE_HI), I.ring);
   dev_.write_reg(core_reg_addr(core, creg::RING_SIZE), I.ring_size);
-  dev_.write_reg(core_reg_addr(core, creg::WIN_BASE_LO), lo32(I.base));
-  dev_.write_reg(core_reg_addr(core, creg::WIN_BASE_HI), hi32(I.base));
-  dev_.write_reg(core_reg_addr(core, creg::WIN_LIMIT_LO), lo32(I.base + p.memory_bytes));
-  dev_.write_reg(core_reg_addr(core, creg::WIN_LIMIT_HI), hi32(I.base + p.memory_bytes));
+  write_reg64(dev_, core_reg_addr(core, creg::WIN_BASE_LO), core_reg_addr(core, creg::WIN_BASE_HI), I.base);
+  write_reg64(dev_, core_reg_addr(core, creg::WIN_LIMIT_LO), core_reg_addr(core, creg::WIN_LIMIT_HI), I.base + p.memory_bytes);
   dev_.write_reg(core_reg_addr(core, creg::CTR_CLEAR), 1);
   auto job = std::make_unique<Job>();
   job->id = id;
@@ -223,14 +211,10 @@ JobEnd CoreJobs::finish(uint32_t c, bool error) {
     const uint32_t cause = dev_.read_reg(core_reg_addr(c, creg::ERR_CAUSE));
     const uint32_t pc = dev_.read_reg(core_reg_addr(c, creg::ERR_PC));
     const Image& I = *j.image;
-    const uint64_t idx = j.written == 0 ? 0 : j.written - 1 - ((j.written - 1 - pc) & (I.ring_size - 1));
-    std::string op = "?";
-    if (idx < I.stream.size())
-      if (const auto* info = spec::opcode_info(spec::get_bits(I.stream[idx], 0, 6))) op = std::string(info->name);
     e.err_cause = cause;
     e.status = make_error(std::string(dev_.backend()) + ": core " + std::to_string(c),
-                          "device error " + device_error_causes(cause) + " at instruction " + std::to_string(idx) +
-                              " (" + op + ") of plan '" + j.plan->graph_name + "'");
+                          describe_device_error(cause, pc, j.written, I.ring_size, I.stream) + " of plan '" +
+                              j.plan->graph_name + "'");
     dev_.write_reg(spec::reg::SOFT_RESET, 1u << c);
   } else {
     for (const auto& b : j.plan->outputs) {
