@@ -13,8 +13,9 @@ holds the table and this command.
 import argparse
 import json
 import os
-import subprocess
 import sys
+
+from loomtool import run_json, script_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKLOAD = os.path.join(ROOT, "examples", "serve_faults_workload.yaml")
@@ -40,10 +41,7 @@ def serve(loom, w, backend, faults):
     args = [loom, "serve", w, "--backend", backend, "--mode", "live", "--json"]
     for f in faults:
         args += ["--fault", f]
-    r = subprocess.run(args, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError("%s: %s" % (" ".join(faults) or "no fault", r.stderr.strip()))
-    return json.loads(r.stdout)
+    return run_json(args, " ".join(faults) or "no fault")
 
 
 def short(reason):
@@ -114,11 +112,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except RuntimeError as e:
-        print("serve_faults: error: %s" % e, file=sys.stderr)
-        sys.exit(1)
-    except KeyboardInterrupt:
-        print("serve_faults: interrupted", file=sys.stderr)
-        sys.exit(130)
+    script_main("serve_faults", main)

@@ -14,8 +14,9 @@ import argparse
 import glob
 import json
 import os
-import subprocess
 import sys
+
+from loomtool import run_json, script_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -24,10 +25,7 @@ def serve(loom, workload, mode, backend, cache, extra):
     args = [loom, "serve", workload, "--backend", backend, "--mode", mode, "--json"] + extra
     if cache:
         args += ["--cache", cache]
-    r = subprocess.run(args, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError("%s --mode %s failed: %s" % (os.path.basename(workload), mode, r.stderr.strip()))
-    return json.loads(r.stdout)
+    return run_json(args, "%s --mode %s failed" % (os.path.basename(workload), mode))
 
 
 def err(sim, live):
@@ -87,11 +85,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except RuntimeError as e:
-        print("serve_validate: error: %s" % e, file=sys.stderr)
-        sys.exit(1)
-    except KeyboardInterrupt:
-        print("serve_validate: interrupted", file=sys.stderr)
-        sys.exit(130)
+    script_main("serve_validate", main)
