@@ -82,6 +82,21 @@ def tail_plot(ax, series, title):
     ax.legend(fontsize=7)
 
 
+def prediction_error_trend(rounds):
+    """Per (kind, rows) bucket: [(0, error of the uncorrected cost model),
+    (i, error after round i's refit), ...] in percent, over the rounds that
+    measured the bucket (the uncorrected model's error does not depend on the
+    round, so every bucket has its point at 0)."""
+    trend = {}
+    for i, r in enumerate(rounds, 1):
+        for e in r.get("prediction_error", []):
+            key = (e["kind"], e["rows"])
+            if key not in trend:
+                trend[key] = [(0, 100 * e["error_before"])]
+            trend[key].append((i, 100 * e["error_after"]))
+    return trend
+
+
 def tune_section(res, rows, save, plt):
     """The closed-loop mapping report of `loom tune` (docs/tuning.md)."""
     t = res["target"]
@@ -104,6 +119,24 @@ def tune_section(res, rows, save, plt):
     ax.set_ylabel("mean |error| (%)"); ax.set_title("Per-layer prediction error by (kind, rows), last round")
     ax.legend(); ax.grid(alpha=0.3)
     save(fig, "tune_prediction_error.png", "Prediction error before/after the refit")
+    trend = prediction_error_trend(res["rounds"])
+    if trend:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        kinds = sorted({k for k, _ in trend})
+        sizes = sorted({r for _, r in trend})
+        styles = ["-", "--", ":", "-."]
+        for (kind, r), pts in sorted(trend.items()):
+            xs, ys = zip(*pts)
+            ax.plot(xs, ys, marker="o", markersize=3, linestyle=styles[kinds.index(kind) % len(styles)],
+                    color="C%d" % (sizes.index(r) % 10), label="%s / %d rows" % (kind, r))
+        ax.set_xticks(range(len(res["rounds"]) + 1))
+        ax.set_xticklabels(["cost model"] + ["round %d" % x["round"] for x in res["rounds"]], fontsize=7)
+        ax.set_ylabel("mean |error| per layer (%)")
+        ax.set_title("Prediction error per (kind, shape bucket), every round")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6, ncol=2)
+        save(fig, "tune_prediction_error_trend.png",
+             "Prediction error per bucket over the rounds (colour: rows; line style: kind)")
     if "timeline" in res["baseline"] and res["rounds"] and "timeline" in res["rounds"][-1]:
         fig, axes = plt.subplots(2, 1, figsize=(9, 5), sharex=True)
         draw_timeline(axes[0], res["baseline"]["timeline"], "Per-core timeline after the swap point: initial mapping")
@@ -121,6 +154,17 @@ def tune_section(res, rows, save, plt):
             for d in ch:
                 table += "<tr>" + "".join("<td>%s</td>" % html.escape(str(d[c])) for c in ["seq", "batch", "from", "to", "why"]) + "</tr>"
             rows.append(("round %d decisions" % r["round"], table + "</table>"))
+        cd = r.get("compiler_decisions_changed", [])
+        if cd:
+            cols = [c for c in ("model", "choice", "pass", "node", "before", "after", "why") if c in cd[0]]
+            table = "<table border=1 cellpadding=3><tr>" + "".join("<th>%s</th>" % c for c in cols) + "</tr>"
+            for d in cd:
+                table += "<tr>" + "".join("<td>%s</td>" % html.escape(str(d.get(c, ""))) for c in cols) + "</tr>"
+            rows.append(("round %d compiler decisions" % r["round"], table + "</table>"))
+        else:
+            rows.append(("round %d compiler decisions" % r["round"],
+                         "the refitted cost parameters changed no fusion or tiling decision in the %d plans compared" %
+                         r.get("compiler_plans_compared", 0)))
     return "loom tune: %s on %s/%s, %d rounds" % (res["workload"], res["backend"], res["config"], len(res["rounds"]))
 
 

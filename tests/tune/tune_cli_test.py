@@ -106,6 +106,10 @@ class Tune(unittest.TestCase):
         # Per-core timelines before/after: batches of the window after the swap,
         # on real cores, none overlapping on a core.
         self.assertIn("tune_timelines.png", os.listdir(out))
+        # Prediction error per bucket as a trend over the rounds, and each
+        # round's compiler decisions (changed, or said to be unchanged).
+        self.assertIn("tune_prediction_error_trend.png", os.listdir(out))
+        self.assertIn("round 1 compiler decisions", html)
         j = json.loads(text)
         for tl in (j["baseline"]["timeline"], j["rounds"][-1]["timeline"]):
             self.assertTrue(tl)
