@@ -97,6 +97,29 @@ def prediction_error_trend(rounds):
     return trend
 
 
+def retuning_actions(res):
+    """One row per mapping the loop deployed (the initial one, then each
+    round's swap): what changed, the measured latency after the swap point,
+    and the point to roll back to, the mapping with the lowest measured p99
+    (the earliest of equals)."""
+    steps = [("initial mapping", "deployed", 0, 0, res["baseline"]["after_swap"])]
+    for r in res["rounds"]:
+        steps.append(("round %d" % r["round"], "swap at %.1f ms" % r["swap"]["at_ms"], len(r["decisions_changed"]),
+                      len(r.get("plans_recompiled", [])), r["after_swap"]))
+    best = min(range(len(steps)), key=lambda i: (steps[i][4]["p99_us"], i))
+    table = ("<table border=1 cellpadding=3><tr><th>mapping</th><th>action</th><th>entries changed</th>"
+             "<th>plans recompiled</th><th>mean after swap</th><th>p99 after swap</th><th>p99 vs previous</th>"
+             "<th>roll back to</th></tr>")
+    prev = None
+    for i, (name, action, changed, recompiled, lat) in enumerate(steps):
+        delta = "" if prev is None or not prev else "%+.1f%%" % (100 * (lat["p99_us"] / prev - 1))
+        table += "<tr>" + "".join("<td>%s</td>" % html.escape(str(c)) for c in (
+            name, action, changed, recompiled, "%s us" % number(lat["mean_us"]), "%s us" % number(lat["p99_us"]), delta,
+            "<- here (lowest measured p99)" if i == best else "")) + "</tr>"
+        prev = lat["p99_us"]
+    return table + "</table>"
+
+
 def tune_section(res, rows, save, plt):
     """The closed-loop mapping report of `loom tune` (docs/tuning.md)."""
     t = res["target"]
@@ -143,6 +166,7 @@ def tune_section(res, rows, save, plt):
         draw_timeline(axes[1], res["rounds"][-1]["timeline"],
                       "Per-core timeline after the swap point: round %d mapping" % res["rounds"][-1]["round"])
         save(fig, "tune_timelines.png", "Per-core timelines before/after (batches; colour: stream)")
+    rows.append(("retuning actions", retuning_actions(res)))
     for r in res["rounds"]:
         sw = r["swap"]
         rows.append(("round %d" % r["round"], "plan error %.2f%% -> %.2f%%; swap at %.1f ms: %d submitted, %d completed, %d dropped, %d lost, %d reordered; mean %.1f us, p99 %.1f us; gap recovered %.1f%%" % (

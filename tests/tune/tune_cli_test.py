@@ -110,6 +110,9 @@ class Tune(unittest.TestCase):
         # round's compiler decisions (changed, or said to be unchanged).
         self.assertIn("tune_prediction_error_trend.png", os.listdir(out))
         self.assertIn("round 1 compiler decisions", html)
+        # The retuning actions, with exactly one point to roll back to.
+        self.assertIn("retuning actions", html)
+        self.assertEqual(html.count("(lowest measured p99)"), 1)
         j = json.loads(text)
         for tl in (j["baseline"]["timeline"], j["rounds"][-1]["timeline"]):
             self.assertTrue(tl)
