@@ -112,7 +112,7 @@ def retuning_actions(res):
              "<th>roll back to</th></tr>")
     prev = None
     for i, (name, action, changed, recompiled, lat) in enumerate(steps):
-        delta = "" if prev is None or not prev else "%+.1f%%" % (100 * (lat["p99_us"] / prev - 1))
+        delta = "%+.1f%%" % (100 * (lat["p99_us"] / prev - 1)) if prev else ""
         table += "<tr>" + "".join("<td>%s</td>" % html.escape(str(c)) for c in (
             name, action, changed, recompiled, "%s us" % number(lat["mean_us"]), "%s us" % number(lat["p99_us"]), delta,
             "<- here (lowest measured p99)" if i == best else "")) + "</tr>"
@@ -180,10 +180,10 @@ def tune_section(res, rows, save, plt):
             rows.append(("round %d decisions" % r["round"], table + "</table>"))
         cd = r.get("compiler_decisions_changed", [])
         if cd:
-            cols = [c for c in ("model", "choice", "pass", "node", "before", "after", "why") if c in cd[0]]
+            cols = ("model", "choice", "pass", "node", "before", "after", "why")
             table = "<table border=1 cellpadding=3><tr>" + "".join("<th>%s</th>" % c for c in cols) + "</tr>"
             for d in cd:
-                table += "<tr>" + "".join("<td>%s</td>" % html.escape(str(d.get(c, ""))) for c in cols) + "</tr>"
+                table += "<tr>" + "".join("<td>%s</td>" % html.escape(str(d[c])) for c in cols) + "</tr>"
             rows.append(("round %d compiler decisions" % r["round"], table + "</table>"))
         else:
             rows.append(("round %d compiler decisions" % r["round"],

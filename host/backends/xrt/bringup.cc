@@ -286,14 +286,11 @@ class Runner {
       ~Free() { d.free(a); }
     } guard{d, *ring};
     d.write_reg(spec::reg::SOFT_RESET, 1u);
-    d.write_reg(spec::core_reg_addr(0, cr::RING_BASE_LO), uint32_t(*ring));
-    d.write_reg(spec::core_reg_addr(0, cr::RING_BASE_HI), uint32_t(*ring >> 32));
+    runtime::write_reg64(d, spec::core_reg_addr(0, cr::RING_BASE_LO), spec::core_reg_addr(0, cr::RING_BASE_HI), *ring);
     d.write_reg(spec::core_reg_addr(0, cr::RING_SIZE), size);
-    d.write_reg(spec::core_reg_addr(0, cr::WIN_BASE_LO), uint32_t(*ring));
-    d.write_reg(spec::core_reg_addr(0, cr::WIN_BASE_HI), uint32_t(*ring >> 32));
+    runtime::write_reg64(d, spec::core_reg_addr(0, cr::WIN_BASE_LO), spec::core_reg_addr(0, cr::WIN_BASE_HI), *ring);
     const uint64_t lim = *ring + uint64_t(size) * spec::kInsnBytes;
-    d.write_reg(spec::core_reg_addr(0, cr::WIN_LIMIT_LO), uint32_t(lim));
-    d.write_reg(spec::core_reg_addr(0, cr::WIN_LIMIT_HI), uint32_t(lim >> 32));
+    runtime::write_reg64(d, spec::core_reg_addr(0, cr::WIN_LIMIT_LO), spec::core_reg_addr(0, cr::WIN_LIMIT_HI), lim);
     d.write_reg(spec::reg::IRQ_STATUS, 0xFFFFFFFFu);
     const uint32_t before = d.read_reg(spec::reg::IRQ_STATUS);
     if (before != 0) return failed(c, "IRQ_STATUS reads " + hex(before) + " after clearing every bit");
