@@ -10,6 +10,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/progress.h"
+#include "cli/zoo_models.h"
 #include "common/tensor_io.h"
 #include "serve/workload.h"
 #include "tune/tune.h"
@@ -19,7 +20,8 @@ namespace loom::cli {
 namespace {
 
 struct TuneOpts {
-  std::string workload, backend = "tlm", output, cost_params_out;
+  std::string workload, backend = "tlm", output, cost_params_out, cache;
+  int max_buckets = 3;
   DeviceFlags device;
   int64_t seed = -1;
   int rounds = 3;
@@ -37,8 +39,14 @@ int tune(const TuneOpts& o) {
     if (path->empty()) continue;
     if (Status s = check_output_file(flag, *path); !s) return fail(s.error());
   }
+  if (!o.cache.empty())
+    if (Status s = check_output_dir("--cache", o.cache); !s) return fail(s.error());
   tune::TuneOptions to;
   to.backend = o.backend;
+  to.cache_dir = o.cache;
+  to.max_buckets = o.max_buckets;
+  ZooModels zoo{o.cache, {}};
+  to.zoo_builder = [&zoo](const serve::ModelSpec& m) { return zoo.build(m); };
   to.rounds = o.rounds;
   to.swap_at_ms = o.swap_at_ms;
   Progress progress("tune " + o.workload + " on " + o.backend, true, o.progress);
@@ -65,6 +73,9 @@ int tune(const TuneOpts& o) {
   std::printf("%s on %s: swap at %.1f ms\n", o.workload.c_str(), o.backend.c_str(), j["swap_at_ms"].get<double>());
   std::printf("  after the swap point: initial mapping %.1f us mean, best per shape %.1f us\n",
               t["baseline_us"].get<double>(), t["best_per_shape_us"].get<double>());
+  const auto& off = j["offline_recompile"];
+  std::printf("  re-compiled for the observed shapes with the offline cost model: %.1f us mean, gap recovered %.1f%%\n",
+              off["after_swap"]["mean_us"].get<double>(), 100 * off["gap_recovered_mean"].get<double>());
   for (const auto& rd : j["rounds"])
     std::printf("  round %d: %zu decisions changed, %zu compiler decisions changed, plan error %.2f%% -> %.2f%%, mean "
                 "%.1f us, gap recovered %.1f%%\n",
@@ -72,6 +83,11 @@ int tune(const TuneOpts& o) {
                 100 * rd["plan_error_before"].get<double>(),
                 100 * rd["plan_error_after"].get<double>(), rd["after_swap"]["mean_us"].get<double>(),
                 100 * rd["gap_recovered_mean"].get<double>());
+  if (!j["rounds"].empty()) {
+    const auto& a = j["rounds"].back()["attribution"];
+    std::printf("  gain after the last round: %.1f us = %.1f us from re-compiling (offline model) %+.1f us from the refit\n",
+                a["gain_us"].get<double>(), a["offline_recompile_us"].get<double>(), a["refit_us"].get<double>());
+  }
   std::printf("  target (>= 80%% of the gap within %d rounds): %s\n", j["rounds_requested"].get<int>(),
               t["met"].get<bool>() ? "met" : "missed");
   return 0;
@@ -82,11 +98,16 @@ int tune(const TuneOpts& o) {
 void register_tune(CLI::App& app) {
   auto o = std::make_shared<TuneOpts>();
   auto* c = app.add_subcommand("tune", "Closed loop: measure per-layer cycles, refit the cost model, re-map, hot-swap");
-  c->add_option("WORKLOAD", o->workload, "Workload file (.yaml); its streams must use gemm_chain")->required();
+  c->add_option("WORKLOAD", o->workload,
+                "Workload file (.yaml); its streams use gemm_chain or zoo:bert with a seq_len distribution")
+      ->required();
   c->add_option("--backend", o->backend, "Timed backend (tlm, rtl)");
   add_device_flags(c, o->device);
   c->add_option("--rounds", o->rounds, "Retune rounds (1..10, default 3)");
   c->add_option("--seed", o->seed, "Seed (overrides the workload's)");
+  c->add_option("--max-buckets", o->max_buckets,
+                "Bucketed models (zoo:bert with seq_len): at most this many buckets, one plan each (1..6, default 3)");
+  c->add_option("--cache", o->cache, "Folder caching measured service times by plan hash, and the zoo models built");
   c->add_option("--swap-at-ms", o->swap_at_ms, "When the new mapping is swapped in (default: the first drift)");
   c->add_flag("--json", o->json, "Print the report as JSON");
   c->add_option("-o,--output", o->output, "Also write the JSON report to this file");

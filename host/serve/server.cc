@@ -816,7 +816,9 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
     sj["name"] = s.name;
     sj["model"] = model_key(s.model);
     if (s.model.kind == ModelSpec::Kind::Onnx) {
-      auto oi = sm.onnx_info(s.model);
+      // A bucketed model: its longest bucket's program (the segments and host
+      // ops are the same at every length; the host time is the longest's).
+      auto oi = sm.onnx_info(s.model, *std::max_element(s.shapes.values.begin(), s.shapes.values.end()));
       if (!oi) return oi.error();
       sj["segments"] = (*oi)->segments;
       sj["fallback_ops"] = (*oi)->fallback_ops.size();

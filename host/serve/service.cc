@@ -81,6 +81,7 @@ struct ServiceModel::Onnx {
   OnnxInfo info;
   std::vector<std::pair<plan::Plan, std::map<std::string, Tensor>>> parts;
   uint64_t host_cycles = 0;
+  int64_t bucket = 0;  // a bucketed model: the length this program runs at
   // Live mode: the program's device steps in order (segment, host cycles
   // before it), the host cycles after the last, and each segment's golden
   // outputs (computed on first use).
@@ -117,12 +118,47 @@ ServiceModel::~ServiceModel() = default;
 
 int ServiceModel::cores_per_port() const { return int(port0_cores(cfg_).size()); }
 
-Expected<uint64_t> ServiceModel::cycles(const ModelSpec& m, int64_t seq, int batch) {
-  const std::string key = model_key(m);
-  const bool fixed = m.kind != ModelSpec::Kind::GemmChain;  // one shape: a batch runs the plan batch times
+const Mapper* ServiceModel::mapper() const {
   const Mapper* mapper = nullptr;
   for (const auto& [at, f] : epochs_)
     if (at <= now_us_) mapper = &f;
+  return mapper;
+}
+
+Expected<ServiceModel::Bucket> ServiceModel::bucket(const ModelSpec& m, int64_t seq) const {
+  Bucket b;
+  b.model = m;
+  int64_t len = zoo_bert_bucket(seq);
+  if (const Mapper* mp = mapper()) {
+    MappedRun mr = (*mp)(m, seq, 1);
+    if (mr.rows > 0) len = mr.rows;
+    b.options = mr.options;
+    b.tag = mr.tag;
+  }
+  if (len < seq || zoo_bert_bucket(len) != len)
+    return make_error(m.name, "a batch of sequence length " + std::to_string(seq) + " has no bucket (got " +
+                                  std::to_string(len) + "; buckets are zoo BERT lengths, up to " +
+                                  std::to_string(kZooBertSeqs[std::size(kZooBertSeqs) - 1]) + ")");
+  b.model.zoo_seq = len;
+  b.model.name = m.name + ":seq=" + std::to_string(len);
+  return b;
+}
+
+Expected<uint64_t> ServiceModel::cycles(const ModelSpec& m, int64_t seq, int batch) {
+  const std::string key = model_key(m);
+  const bool fixed = m.kind != ModelSpec::Kind::GemmChain;  // one shape: a batch runs the plan batch times
+  const Mapper* mapper = this->mapper();
+  if (m.bucketed()) {
+    // One run of the bucket's program per request.
+    auto b = bucket(m, seq);
+    if (!b) return b.error();
+    auto mit = mapped_.find({key, b->model.zoo_seq, b->tag});
+    if (mit != mapped_.end()) return uint64_t(batch) * mit->second;
+    auto r = measure(m, 0, key, seq, 1, b->options, b->tag);
+    if (!r) return r;
+    mapped_[{key, b->model.zoo_seq, b->tag}] = *r;
+    return uint64_t(batch) * *r;
+  }
   if (mapper && !fixed) {
     const MappedRun mr = (*mapper)(m, seq, batch);
     const int64_t total = seq * batch, rows = mr.rows > 0 ? mr.rows : total;
@@ -148,8 +184,17 @@ Expected<uint64_t> ServiceModel::cycles(const ModelSpec& m, int64_t seq, int bat
   return fixed ? c * uint64_t(batch) : c;
 }
 
-Expected<ServiceModel::Onnx*> ServiceModel::onnx(const ModelSpec& m) {
-  const std::string key = model_key(m);
+Expected<ServiceModel::Onnx*> ServiceModel::onnx(const ModelSpec& mm, int64_t seq) {
+  ModelSpec m = mm;
+  compiler::CompileOptions co;
+  std::string key = model_key(m);
+  if (mm.bucketed()) {
+    auto b = bucket(mm, seq);
+    if (!b) return b.error();
+    m = b->model;
+    co = b->options;
+    key = model_key(m) + "|" + b->tag;
+  }
   if (auto it = onnx_.find(key); it != onnx_.end()) return it->second.get();
   std::string path = m.path;
   if (path.empty()) {
@@ -161,10 +206,12 @@ Expected<ServiceModel::Onnx*> ServiceModel::onnx(const ModelSpec& m) {
   auto model = onnxfe::load_model(path);
   if (!model) return model.error();
   onnxfe::ProgramOptions po;
+  po.compile = co;
   po.compile.num_cores = 1;
   auto prog = onnxfe::build_program(std::move(*model), {}, cfg_, po);
   if (!prog) return prog.error();
   auto o = std::make_unique<Onnx>();
+  o->bucket = m.zoo_seq;
   o->info.path = path;
   o->info.segments = prog->segments.size();
   o->info.fallback_ops = prog->fallback_ops;
@@ -190,6 +237,8 @@ Expected<ServiceModel::Onnx*> ServiceModel::onnx(const ModelSpec& m) {
   o->host_after = to_cycles(since);
   o->info.host_us = host_ns / 1000.0;
   o->host_cycles = uint64_t(std::llround(host_ns * double(cfg_.clock_mhz) / 1000.0));
+  o->info.host_cycles = o->host_cycles;
+  for (const auto& seg : prog->segments) o->info.graphs.push_back(seg.graph);
   for (size_t k = 0; k < prog->segments.size(); ++k)
     o->parts.emplace_back(std::move(prog->program.segments[k].plan), ir::random_inputs(prog->segments[k].graph, 1));
   Onnx* raw = o.get();
@@ -197,8 +246,8 @@ Expected<ServiceModel::Onnx*> ServiceModel::onnx(const ModelSpec& m) {
   return raw;
 }
 
-Expected<const OnnxInfo*> ServiceModel::onnx_info(const ModelSpec& m) {
-  auto o = onnx(m);
+Expected<const OnnxInfo*> ServiceModel::onnx_info(const ModelSpec& m, int64_t seq) {
+  auto o = onnx(m, seq);
   if (!o) return o.error();
   return &(*o)->info;
 }
@@ -238,8 +287,9 @@ Expected<uint64_t> ServiceModel::measure(const ModelSpec& m, int64_t rows, const
   uint64_t total = 0;
   bool disk = true;
   if (m.kind == ModelSpec::Kind::Onnx) {
-    auto o = onnx(m);
+    auto o = onnx(m, seq);
     if (!o) return o.error();
+    if (m.bucketed()) seq = (*o)->bucket;  // the table lists the length that ran
     total = (*o)->host_cycles;  // the host ops run on the CPU: no port contention
     for (const auto& [p, in] : (*o)->parts) {
       bool d = false;
@@ -504,7 +554,7 @@ Expected<const ServiceModel::LivePlan*> ServiceModel::live_plan(const ModelSpec&
 Expected<LiveWork> ServiceModel::live_work(const ModelSpec& m, int64_t seq, int batch) {
   LiveWork w;
   if (m.kind == ModelSpec::Kind::Onnx) {
-    auto o = onnx(m);
+    auto o = onnx(m, seq);
     if (!o) return o.error();
     Onnx& x = **o;
     if (!x.golden_done) {
@@ -537,9 +587,7 @@ Expected<LiveWork> ServiceModel::live_work(const ModelSpec& m, int64_t seq, int 
     return w;
   }
   // gemm_chain: one plan of seq x batch rows, or the mapping's chunks.
-  const Mapper* mapper = nullptr;
-  for (const auto& [at, f] : epochs_)
-    if (at <= now_us_) mapper = &f;
+  const Mapper* mapper = this->mapper();
   int64_t rows = seq * batch;
   uint64_t chunks = 1;
   compiler::CompileOptions co;

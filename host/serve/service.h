@@ -77,6 +77,8 @@ struct OnnxInfo {
   size_t segments = 0;                    // device segments
   std::vector<std::string> fallback_ops;  // "node (Op)" of every host op, in order
   double host_us = 0;                     // the host ops' time per request (stated model)
+  uint64_t host_cycles = 0;               // the same in device cycles
+  std::vector<ir::Graph> graphs;          // the device segments' graphs (what their plans compile from)
 };
 
 /// Builds a zoo model (ModelSpec::zoo_name, zoo_seq, zoo_slice) and returns
@@ -86,7 +88,10 @@ using ZooBuilder = std::function<Expected<std::string>(const ModelSpec& m)>;
 /// How a gemm_chain batch runs under a mapping (set by `loom tune`): the
 /// seq x batch rows are cut into chunks of `rows` rows (the last one padded),
 /// each chunk one run of a plan compiled for `rows` rows with `options`.
-/// rows == 0: one plan of exactly seq x batch rows.
+/// rows == 0: one plan of exactly seq x batch rows. A bucketed model
+/// (ModelSpec::bucketed): `rows` is the bucket the batch is padded to (a zoo
+/// length >= seq; 0: the smallest), each request one run of that length's
+/// program compiled with `options`.
 struct MappedRun {
   int64_t rows = 0;
   compiler::CompileOptions options;
@@ -131,8 +136,18 @@ class ServiceModel {
   const std::vector<StretchMeasurement>& stretches() const { return stretch_table_; }
   /// Cores that share memory port 0 (the most any port has).
   int cores_per_port() const;
-  /// ONNX streams: the program's segments and host ops (compiled on first use).
-  Expected<const OnnxInfo*> onnx_info(const ModelSpec& m);
+  /// ONNX streams: the program's segments and host ops (compiled on first
+  /// use); a bucketed model's at the bucket a batch padded to `seq` runs in.
+  Expected<const OnnxInfo*> onnx_info(const ModelSpec& m, int64_t seq = 1);
+  /// A bucketed model (ModelSpec::bucketed) at the bucket a batch padded to
+  /// `seq` runs in under the mapping in force: the zoo model of that length
+  /// and the options its plans compile with.
+  struct Bucket {
+    ModelSpec model;  // zoo:bert:seq=B
+    compiler::CompileOptions options;
+    std::string tag;  // MappedRun::tag
+  };
+  Expected<Bucket> bucket(const ModelSpec& m, int64_t seq) const;
   void set_zoo_builder(ZooBuilder b) { zoo_builder_ = std::move(b); }
   double cycles_to_us(uint64_t c) const { return double(c) / double(cfg_.clock_mhz); }
 
@@ -173,7 +188,8 @@ class ServiceModel {
   /// The stretch's runs: `a` on port 0's first core, `with` looping on the others.
   Expected<StretchMeasurement> measure_stretch(const BatchShape& a, const std::vector<BatchShape>& with);
   std::string cache_file(uint64_t hash, const char* ext) const;
-  Expected<Onnx*> onnx(const ModelSpec& m);
+  Expected<Onnx*> onnx(const ModelSpec& m, int64_t seq);
+  const Mapper* mapper() const;
   const spec::HwConfig& cfg_;
   std::string backend_, cache_dir_;
   runtime::DeviceOptions dev_opts_;

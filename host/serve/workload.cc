@@ -117,6 +117,13 @@ Status parse_trace(Arrival& a, const std::string& path) {
   return {};
 }
 
+// The canonical name is the model's key: the same model, written either way,
+// is measured once. zoo:bert without a length is the bucketed model.
+void zoo_canonical_name(ModelSpec& m) {
+  m.name = "zoo:" + m.zoo_name + (m.zoo_seq ? ":seq=" + std::to_string(m.zoo_seq) : "") +
+           (m.zoo_slice.empty() ? "" : ":slice=" + m.zoo_slice);
+}
+
 // "zoo:NAME[:seq=L][:slice=S]" (docs/zoo.md lists the models, lengths and slices).
 Status parse_zoo(const std::string& spec, const std::string& where, ModelSpec& m) {
   std::vector<std::string> parts;
@@ -135,10 +142,12 @@ Status parse_zoo(const std::string& spec, const std::string& where, ModelSpec& m
     const std::string& o = parts[i];
     if (o.rfind("seq=", 0) == 0 && m.zoo_name == "bert" && m.zoo_seq == 0) {
       const std::string v = o.substr(4);
-      for (const char* l : {"32", "64", "128", "256", "384", "512"})
-        if (v == l) m.zoo_seq = std::stoll(v);
-      if (m.zoo_seq == 0)
-        return make_error(where, "'" + spec + "': seq must be 32, 64, 128, 256, 384 or 512, got '" + v + "'");
+      std::string list;
+      for (int64_t l : kZooBertSeqs) {
+        if (v == std::to_string(l)) m.zoo_seq = l;
+        list += (list.empty() ? "" : l == kZooBertSeqs[std::size(kZooBertSeqs) - 1] ? " or " : ", ") + std::to_string(l);
+      }
+      if (m.zoo_seq == 0) return make_error(where, "'" + spec + "': seq must be " + list + ", got '" + v + "'");
     } else if (o.rfind("slice=", 0) == 0 && !slices->empty() && m.zoo_slice.empty()) {
       m.zoo_slice = o.substr(6);
       if (std::none_of(slices->begin(), slices->end(), [&](const char* x) { return m.zoo_slice == x; })) {
@@ -151,10 +160,7 @@ Status parse_zoo(const std::string& spec, const std::string& where, ModelSpec& m
                                    (m.zoo_name == "bert" ? "bert takes seq=L" : m.zoo_name + " takes slice=S") + ")");
     }
   }
-  if (m.zoo_name == "bert" && m.zoo_seq == 0) m.zoo_seq = 32;
-  // The canonical name is the model's key: the same model, written either way, is measured once.
-  m.name = "zoo:" + m.zoo_name + (m.zoo_seq ? ":seq=" + std::to_string(m.zoo_seq) : "") +
-           (m.zoo_slice.empty() ? "" : ":slice=" + m.zoo_slice);
+  zoo_canonical_name(m);
   return {};
 }
 
@@ -263,16 +269,20 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
     const std::string qw = where + ": seq_len";
     if (out.model.kind == ModelSpec::Kind::Graph)
       return make_error(qw, "a .json graph has a fixed shape; seq_len applies to gemm_chain");
-    if (out.model.kind == ModelSpec::Kind::Onnx)
-      return make_error(qw, "an ONNX model has a fixed shape (zoo:bert:seq=L picks a length); seq_len applies to gemm_chain");
+    if (out.model.kind == ModelSpec::Kind::Onnx && !out.model.bucketed())
+      return make_error(qw, "an ONNX model has a fixed shape (zoo:bert:seq=L picks a length); seq_len applies to "
+                            "gemm_chain and to zoo:bert without a length (padded to its buckets)");
     if (!q.is_object()) return make_error(qw, "expected {values: [...], weights: [...], drift: [...]}");
     LOOM_TRY(check_keys(q, qw, {"values", "weights", "drift"}));
     if (!q.contains("values") || !q["values"].is_array() || q["values"].empty())
       return make_error(qw, "field 'values' must be a non-empty list");
     out.shapes.values.clear();
+    const int64_t max_len = out.model.bucketed() ? kZooBertSeqs[std::size(kZooBertSeqs) - 1] : 4096;
     for (const auto& v : q["values"]) {
-      if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > 4096)
-        return make_error(qw + ": field 'values'", "sequence lengths must be integers in 1..4096");
+      if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > max_len)
+        return make_error(qw + ": field 'values'",
+                          "sequence lengths must be integers in 1.." + std::to_string(max_len) +
+                              (out.model.bucketed() ? " (the longest zoo BERT)" : ""));
       out.shapes.values.push_back(v.get<int64_t>());
     }
     const size_t n = out.shapes.values.size();
@@ -304,7 +314,16 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
   } else if (out.model.kind == ModelSpec::Kind::GemmChain) {
     out.shapes.values = {16};
     out.shapes.weights = {1.0};
+  } else if (out.model.bucketed()) {
+    out.model.zoo_seq = 32;  // zoo:bert without seq_len: one fixed length, bert's default
+    zoo_canonical_name(out.model);
   }
+  if (out.model.bucketed())
+    for (int64_t q : out.arrival.trace_seq)
+      if (q > kZooBertSeqs[std::size(kZooBertSeqs) - 1])
+        return make_error(out.arrival.trace_file, "sequence length " + std::to_string(q) +
+                                                      " is longer than the longest zoo BERT (" +
+                                                      std::to_string(kZooBertSeqs[std::size(kZooBertSeqs) - 1]) + ")");
   return {};
 }
 

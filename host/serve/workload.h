@@ -22,7 +22,20 @@ struct ModelSpec {
   int64_t hidden = 64;       // gemm_chain: width of the residual stream
   int64_t ffn = 128;         // gemm_chain: inner width
   int64_t layers = 1;        // gemm_chain: number of (hidden->ffn->hidden) blocks
+  /// zoo:bert without :seq= and with a seq_len distribution: each batch is
+  /// padded to a bucket, one of kZooBertSeqs (the mapping picks which; by
+  /// default the smallest that holds the batch), and runs that length's plan.
+  bool bucketed() const { return kind == Kind::Onnx && zoo_name == "bert" && zoo_seq == 0; }
 };
+
+/// The sequence lengths the zoo builds BERT at (scripts/zoo.py BERT_SEQS).
+inline constexpr int64_t kZooBertSeqs[] = {32, 64, 128, 256, 384, 512};
+/// The smallest zoo BERT length >= seq (0: longer than any).
+inline int64_t zoo_bert_bucket(int64_t seq) {
+  for (int64_t b : kZooBertSeqs)
+    if (b >= seq) return b;
+  return 0;
+}
 
 struct ShapeDist {
   // Sequence lengths (rows per request) and their weights; a graph model has

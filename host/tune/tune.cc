@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <chrono>
 #include <cstdio>
+#include <iomanip>
 #include <iostream>
 #include <set>
 #include <sstream>
@@ -55,15 +57,105 @@ json latency_json(const std::vector<serve::ServedRequest>& reqs, F&& keep) {
   return j;
 }
 
-/// A mapping: per model key, a choice per (seq, batch) and a fallback.
+/// A mapping: per model key, a choice per (seq, batch) and a fallback; a
+/// bucketed model: its buckets (one choice each, by increasing length), a
+/// batch running in the shortest that holds it.
 struct ModelMap {
   Choice fallback;
   std::map<std::pair<int64_t, int>, Choice> shape;
+  std::vector<Choice> buckets;
   const Choice& at(int64_t seq, int batch) const {
+    for (const auto& b : buckets)
+      if (b.rows >= seq) return b;
     auto it = shape.find({seq, batch});
     return it == shape.end() ? fallback : it->second;
   }
+  /// Every choice the mapping can run.
+  std::vector<Choice> plans() const {
+    std::vector<Choice> v{fallback};
+    for (const auto& [sb, c] : shape) v.push_back(c);
+    v.insert(v.end(), buckets.begin(), buckets.end());
+    return v;
+  }
+  std::string bucket_list() const {
+    std::string t;
+    for (const auto& b : buckets) {
+      if (!t.empty()) t.push_back(',');
+      t.append(std::to_string(b.rows));
+    }
+    return t;
+  }
 };
+
+/// A bucketed model's mapping for a length mix (seq -> weight): of every set
+/// of at most `max_buckets` zoo lengths that holds the longest one, each
+/// bucket with its cheapest candidate under `cost`, the set of the lowest
+/// expected cycles per request; among the sets within 1 % of it, the one of
+/// the fewest buckets (fewer plans to compile and keep). A candidate is
+/// (the choice mapped, the choice costed).
+struct BucketPick {
+  ModelMap map;
+  double expected = 0;    // cost per request over the mix
+  double padding = 0;     // padded positions / all positions run, over the mix
+  int64_t sets_searched = 0;
+};
+template <class F>
+Expected<BucketPick> pick_buckets(const std::map<int64_t, double>& mix,
+                                  const std::vector<std::pair<Choice, Choice>>& cands, int max_buckets, F&& cost) {
+  const std::vector<int64_t> lens(std::begin(serve::kZooBertSeqs), std::end(serve::kZooBertSeqs));
+  std::map<int64_t, std::pair<double, const Choice*>> best;  // per length: cost, the choice mapped
+  for (const auto& cc : cands) {
+    auto c = cost(cc.second);
+    if (!c) return c.error();
+    auto it = best.find(cc.second.rows);
+    if (it == best.end() || *c < it->second.first) best[cc.second.rows] = {*c, &cc.first};
+  }
+  double total_w = 0;
+  for (auto [seq, w] : mix) total_w += w;
+  if (total_w <= 0) total_w = 1;
+  BucketPick out;
+  std::vector<std::tuple<double, int, uint32_t>> sets;  // expected, buckets, mask over lens
+  const size_t n = lens.size();
+  for (uint32_t mask = 0; mask < (1u << n); ++mask) {
+    if (!(mask >> (n - 1) & 1) || __builtin_popcount(mask) > max_buckets) continue;  // the longest is always in
+    double e = 0;
+    bool ok = true;
+    for (auto [seq, w] : mix) {
+      size_t k = 0;
+      while (k < n && !((mask >> k & 1) && lens[k] >= seq)) ++k;
+      auto b = k < n ? best.find(lens[k]) : best.end();
+      if (b == best.end()) {
+        ok = false;
+        break;
+      }
+      e += w * b->second.first;
+    }
+    if (!ok) continue;
+    sets.emplace_back(e / total_w, __builtin_popcount(mask), mask);
+  }
+  if (sets.empty()) return make_error("loom tune", "no bucket set holds every sequence length");
+  out.sets_searched = int64_t(sets.size());
+  double lo = std::get<0>(sets[0]);
+  for (const auto& x : sets) lo = std::min(lo, std::get<0>(x));
+  const std::tuple<double, int, uint32_t>* pick = nullptr;
+  for (const auto& x : sets)
+    if (std::get<0>(x) <= lo * 1.01 &&
+        (!pick || std::get<1>(x) < std::get<1>(*pick) ||
+         (std::get<1>(x) == std::get<1>(*pick) && std::get<0>(x) < std::get<0>(*pick))))
+      pick = &x;
+  const uint32_t mask = std::get<2>(*pick);
+  out.expected = std::get<0>(*pick);
+  for (size_t k = 0; k < n; ++k)
+    if (mask >> k & 1) out.map.buckets.push_back(*best[lens[k]].second);
+  out.map.fallback = out.map.buckets.back();
+  double padded = 0, run = 0;
+  for (auto [seq, w] : mix) {
+    const int64_t b = out.map.at(seq, 1).rows;
+    padded += w * double(b - seq), run += w * double(b);
+  }
+  out.padding = run > 0 ? padded / run : 0;
+  return out;
+}
 using Mapping = std::map<std::string, ModelMap>;
 
 serve::Mapper mapper_of(Mapping m) {
@@ -135,9 +227,14 @@ std::string Choice::tag() const {
          ",db=" + (double_buffer ? "on" : "off") + (params ? ",cost=r" + std::to_string(params_round) : "");
 }
 
-std::vector<Choice> decision_space() {
+std::vector<Choice> decision_space(const serve::ModelSpec& m) {
   std::vector<Choice> out;
-  for (int64_t rows = 32; rows <= 1024; rows *= 2)
+  std::vector<int64_t> rows_of;
+  if (m.bucketed())
+    rows_of.assign(std::begin(serve::kZooBertSeqs), std::end(serve::kZooBertSeqs));
+  else
+    for (int64_t rows = 32; rows <= 1024; rows *= 2) rows_of.push_back(rows);
+  for (int64_t rows : rows_of)
     for (auto f : {compiler::Fusion::None, compiler::Fusion::Cost})
       for (bool db : {true, false}) {
         Choice c;
@@ -288,15 +385,47 @@ Calibration refit(const std::vector<PlanTelemetry>& telemetry) {
   return c;
 }
 
-Expected<const compiler::CompileResult*> Lab::compiled(const serve::ModelSpec& m, const Choice& c) {
+uint64_t Compiled::predicted_cycles() const {
+  uint64_t sum = host_cycles;
+  for (const auto& p : parts) sum += p.predicted_cycles;
+  return sum;
+}
+
+std::vector<compiler::Decision> Compiled::decisions() const {
+  std::vector<compiler::Decision> out;
+  for (const auto& p : parts) out.insert(out.end(), p.decisions.begin(), p.decisions.end());
+  return out;
+}
+
+Expected<const Compiled*> Lab::compiled(const serve::ModelSpec& m, const Choice& c) {
   const std::string key = key_of(m, c);
   auto it = compiled_.find(key);
   if (it != compiled_.end()) return &it->second;
-  ir::Graph g = serve::gemm_chain(m, c.rows);
-  if (Status s = ir::validate(g); !s) return s.error();
-  auto cr = compiler::compile(g, cfg_, options_of(c));
-  if (!cr) return cr.error();
-  return &compiled_.emplace(key, std::move(*cr)).first->second;
+  std::vector<ir::Graph> graphs;
+  Compiled out;
+  if (m.bucketed()) {
+    // The program of the bucket's length: its segments compile with the
+    // choice's options, as ServiceModel compiles them when it serves.
+    serve::ModelSpec len = m;
+    len.zoo_seq = c.rows;
+    len.name = m.name + ":seq=" + std::to_string(c.rows);
+    auto info = sm_.onnx_info(len);
+    if (!info) return info.error();
+    graphs = (*info)->graphs;
+    out.host_cycles = (*info)->host_cycles;
+  } else {
+    graphs.push_back(serve::gemm_chain(m, c.rows));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto& g : graphs) {
+    if (Status s = ir::validate(g); !s) return s.error();
+    auto cr = compiler::compile(g, cfg_, options_of(c));
+    if (!cr) return cr.error();
+    out.parts.push_back(std::move(*cr));
+    out.inputs.push_back(ir::random_inputs(g, 1));
+  }
+  out.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return &compiled_.emplace(key, std::move(out)).first->second;
 }
 
 Expected<const PlanTelemetry*> Lab::measure(const serve::ModelSpec& m, const Choice& c) {
@@ -307,48 +436,40 @@ Expected<const PlanTelemetry*> Lab::measure(const serve::ModelSpec& m, const Cho
   if (!cr) return cr.error();
   auto dev = sm_.device();
   if (!dev) return dev.error();
-  const plan::Plan& p = (*cr)->plan;
-  const auto inputs = ir::random_inputs(serve::gemm_chain(m, c.rows), 1);
   PlanTelemetry t;
-  t.predicted = (*cr)->predicted_cycles;
-  auto whole = runtime::execute(**dev, p, inputs);
-  if (!whole) return whole.error();
-  ++runs_;
-  t.measured = whole->cycles;
-  // Each layer's instruction range (without the barrier after it) as its own
-  // plan: the same memory image, one layer, END.
-  for (size_t li = 0; li < p.layers.size(); ++li) {
-    const auto& L = p.layers[li];
-    plan::Plan sub = p;
-    sub.layers = {L};
-    for (size_t core = 0; core < sub.cores.size(); ++core) {
-      const auto& src = p.cores[core];
-      std::vector<spec::Insn> s(src.begin() + L.insn_begin[core], src.begin() + L.insn_end[core]);
-      s.push_back(spec::EndInsn{}.encode());
-      sub.cores[core] = std::move(s);
-      sub.layers[0].insn_begin[core] = 0;
-      sub.layers[0].insn_end[core] = uint32_t(sub.cores[core].size() - 1);
-    }
-    auto r = runtime::execute(**dev, sub, inputs);
+  runtime::RunOptions ro;
+  ro.layer_cycles = true;
+  for (size_t k = 0; k < (*cr)->parts.size(); ++k) {
+    const compiler::CompileResult& part = (*cr)->parts[k];
+    const plan::Plan& p = part.plan;
+    // The whole part as it serves, then layer by layer (released one layer
+    // at a time, so the layers do not overlap: their sum can exceed the
+    // whole; the difference is the plan overhead the refit sees).
+    auto whole = runtime::execute(**dev, p, (*cr)->inputs[k]);
+    if (!whole) return whole.error();
+    auto r = runtime::execute(**dev, p, (*cr)->inputs[k], ro);
     if (!r) return r.error();
-    ++runs_;
-    LayerSample ls;
-    ls.kind = layer_kind(L.op, L.name);
-    ls.rows = c.rows;
-    if (li < (*cr)->predicted.size()) {
-      const auto& lp = (*cr)->predicted[li];
-      ls.insns = lp.insns;
-      // The uncorrected model's prediction of this plan's layer: the
-      // compiler added the choice's correction (one core: all instructions).
-      const double corr = c.params ? c.params->correction(double(lp.insns)) : 0.0;
-      ls.predicted = uint64_t(std::max(0.0, std::round(double(lp.cycles) - corr)));
+    runs_ += 2;
+    if (r->layer_cycles.size() != p.layers.size())
+      return make_error("loom tune", "the backend gave no per-layer cycles for " + key);
+    t.measured += whole->cycles;
+    for (size_t li = 0; li < p.layers.size(); ++li) {
+      const auto& L = p.layers[li];
+      LayerSample ls;
+      ls.kind = layer_kind(L.op, L.name);
+      ls.rows = c.rows;
+      if (li < part.predicted.size()) {
+        const auto& lp = part.predicted[li];
+        ls.insns = lp.insns;
+        // The uncorrected model's prediction of this plan's layer: the
+        // compiler added the choice's correction (one core: all instructions).
+        const double corr = c.params ? c.params->correction(double(lp.insns)) : 0.0;
+        ls.predicted = uint64_t(std::max(0.0, std::round(double(lp.cycles) - corr)));
+      }
+      ls.measured = r->layer_cycles[li];
+      t.predicted += ls.predicted;
+      t.layers.push_back(ls);
     }
-    ls.measured = r->cycles;
-    t.layers.push_back(ls);
-  }
-  if (c.params) {
-    t.predicted = 0;
-    for (const auto& l : t.layers) t.predicted += l.predicted;
   }
   return &measured_.emplace(key, std::move(t)).first->second;
 }
@@ -356,12 +477,14 @@ Expected<const PlanTelemetry*> Lab::measure(const serve::ModelSpec& m, const Cho
 Expected<double> Lab::predict(const serve::ModelSpec& m, const Choice& c, const Calibration& cal) {
   auto cr = compiled(m, c);
   if (!cr) return cr.error();
-  const plan::Plan& p = (*cr)->plan;
-  double sum = cal.overhead;
-  for (size_t li = 0; li < p.layers.size() && li < (*cr)->predicted.size(); ++li) {
-    const double x = double((*cr)->predicted[li].cycles);
-    auto f = cal.per_kind.find(layer_kind(p.layers[li].op, p.layers[li].name));
-    sum += f == cal.per_kind.end() ? x : f->second.apply(x);
+  double sum = cal.overhead + double((*cr)->host_cycles);
+  for (const auto& part : (*cr)->parts) {
+    const plan::Plan& p = part.plan;
+    for (size_t li = 0; li < p.layers.size() && li < part.predicted.size(); ++li) {
+      const double x = double(part.predicted[li].cycles);
+      auto f = cal.per_kind.find(layer_kind(p.layers[li].op, p.layers[li].name));
+      sum += f == cal.per_kind.end() ? x : f->second.apply(x);
+    }
   }
   return sum;
 }
@@ -369,7 +492,7 @@ Expected<double> Lab::predict(const serve::ModelSpec& m, const Choice& c, const 
 Expected<double> Lab::predict_compiled(const serve::ModelSpec& m, const Choice& c, double overhead) {
   auto cr = compiled(m, c);
   if (!cr) return cr.error();
-  return double((*cr)->predicted_cycles) + overhead;
+  return double((*cr)->predicted_cycles()) + overhead;
 }
 
 Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
@@ -380,11 +503,14 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
   const spec::HwConfig* cfg = spec::find_config(w.config);
   if (!cfg) return make_error(w.source + ": field 'config'", "unknown configuration '" + w.config + "'");
   if (o.rounds < 1 || o.rounds > 10) return make_error("--rounds", "must be in 1..10");
+  if (o.max_buckets < 1 || o.max_buckets > int(std::size(serve::kZooBertSeqs)))
+    return make_error("--max-buckets", "must be in 1.." + std::to_string(std::size(serve::kZooBertSeqs)));
   std::map<std::string, serve::ModelSpec> models;
   for (const auto& s : w.streams) {
-    if (s.model.kind != serve::ModelSpec::Kind::GemmChain)
+    if (s.model.kind != serve::ModelSpec::Kind::GemmChain && !s.model.bucketed())
       return make_error(w.source + ": stream '" + s.name + "'",
-                        "loom tune maps gemm_chain models only (a .json graph has one fixed plan)");
+                        "loom tune maps gemm_chain models and zoo:bert with a seq_len distribution (padded to "
+                        "buckets); '" + s.model.name + "' has one fixed shape");
     models[serve::model_key(s.model)] = s.model;
   }
   double swap_ms = o.swap_at_ms;
@@ -398,7 +524,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
   const double swap_us = swap_ms * 1000.0;
   // Progress: the serve runs (baseline, best per shape, one per round) and
   // the exhaustive search are equal stages.
-  const double stages = 3.0 + double(o.rounds);
+  const double stages = 4.0 + double(o.rounds);
   double stage = -1;
   std::string phase;
   auto progress = [&](const std::string& s) {
@@ -407,9 +533,12 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
     if (o.on_progress) o.on_progress(stage / stages, phase);
   };
 
-  serve::ServiceModel sm(*cfg, o.backend, "", o.device);
+  serve::ServiceModel sm(*cfg, o.backend, o.cache_dir, o.device);
+  if (o.zoo_builder) sm.set_zoo_builder(o.zoo_builder);
   Lab lab(*cfg, sm);
-  const auto space = decision_space();
+  std::map<std::string, std::vector<Choice>> spaces;
+  for (const auto& [key, spec] : models) spaces[key] = decision_space(spec);
+  const auto& space = spaces.begin()->second;  // the report's list (the first model's)
   json j;
   j["kind"] = "tune";
   j["workload"] = w.source;
@@ -418,11 +547,34 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
   j["seed"] = w.seed;
   j["rounds_requested"] = o.rounds;
   j["swap_at_ms"] = swap_ms;
+  j["max_buckets"] = o.max_buckets;
   {
     json ds = json::array();
     for (const auto& c : space) ds.push_back(c.tag());
     j["decision_space"] = ds;
   }
+  // A bucketed model's mapping record: its buckets, the padding and the plans' compile time.
+  const auto bucket_json = [&](const serve::ModelSpec& spec, const BucketPick& bp) -> Expected<json> {
+    double compile_ms = 0;
+    json bs = json::array();
+    for (const auto& c : bp.map.buckets) {
+      auto cr = lab.compiled(spec, c);
+      if (!cr) return cr.error();
+      compile_ms += (*cr)->compile_ms;
+      bs.push_back({{"seq", c.rows}, {"choice", c.tag()}});
+    }
+    return json{{"buckets", bs},
+                {"plans", bp.map.buckets.size()},
+                {"padding", bp.padding},
+                {"expected_cycles_per_request", bp.expected},
+                {"compile_ms", compile_ms},
+                {"bucket_sets_searched", bp.sets_searched}};
+  };
+  const auto plain = [](const std::vector<Choice>& v) {
+    std::vector<std::pair<Choice, Choice>> out;
+    for (const auto& c : v) out.push_back({c, c});
+    return out;
+  };
 
   // Initial mapping: one plan per model, chosen by the uncorrected cost
   // model for the shape mix at time 0 (batch 1).
@@ -434,9 +586,24 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
     for (const auto& s : w.streams)
       if (serve::model_key(s.model) == key)
         for (size_t k = 0; k < s.shapes.values.size(); ++k) mix[s.shapes.values[k]] += s.shapes.weights[k];
+    if (spec.bucketed()) {
+      auto bp = pick_buckets(mix, plain(spaces[key]), o.max_buckets,
+                             [&](const Choice& c) { return lab.predict(spec, c, identity); });
+      if (!bp) return bp.error();
+      m0[key] = bp->map;
+      auto bj = bucket_json(spec, *bp);
+      if (!bj) return bj.error();
+      json ij = {{"choice", "buckets=" + bp->map.bucket_list()},
+                 {"why", "lowest predicted (uncorrected cost model) cycles per request over the initial length mix, "
+                         "at most " + std::to_string(o.max_buckets) + " buckets, the longest (" +
+                         std::to_string(serve::kZooBertSeqs[std::size(serve::kZooBertSeqs) - 1]) + ") always in"}};
+      ij.update(*bj);
+      init[key] = ij;
+      continue;
+    }
     double best = 0;
     const Choice* pick = nullptr;
-    for (const auto& c : space) {
+    for (const auto& c : spaces[key]) {
       auto pc = lab.predict(spec, c, identity);
       if (!pc) return pc.error();
       double e = 0;
@@ -484,8 +651,39 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
   // Best mapping per shape: exhaustive search over the decision space on
   // measured cycles, for every shape of the workload.
   progress("exhaustive search over " + std::to_string(space.size()) + " choices per model");
+  // A bucketed model's length mix after the swap point in a run: each batch's
+  // requests at the batch's length (its longest request, which picks the bucket).
+  const auto observed_mix = [&](const Served& run, const std::string& key) {
+    std::map<int64_t, double> mix;
+    for (const auto& b : run.spans)
+      if (b.start_us >= swap_us && serve::model_key(w.streams[size_t(b.stream)].model) == key)
+        mix[b.seq] += double(b.requests);
+    return mix;
+  };
+  // The measured cost of one run of a choice: device parts plus host ops.
+  const auto measured_cost = [&](const serve::ModelSpec& spec, const Choice& c) -> Expected<double> {
+    auto t = lab.measure(spec, c);
+    if (!t) return t.error();
+    auto cr = lab.compiled(spec, c);
+    if (!cr) return cr.error();
+    return double((*t)->measured + (*cr)->host_cycles);
+  };
   Mapping mbest;
+  json best_buckets = json::object();
   for (const auto& [key, spec] : models) {
+    if (spec.bucketed()) {
+      // The oracle: every bucket set with each bucket's best choice, on
+      // measured cycles, for the lengths that arrived after the swap point.
+      auto mix = observed_mix(*base, key);
+      auto bp = pick_buckets(mix, plain(spaces[key]), o.max_buckets,
+                             [&](const Choice& c) { return measured_cost(spec, c); });
+      if (!bp) return bp.error();
+      mbest[key] = bp->map;
+      auto bj = bucket_json(spec, *bp);
+      if (!bj) return bj.error();
+      best_buckets[key] = *bj;
+      continue;
+    }
     mbest[key].fallback = m0[key].fallback;
     std::set<int64_t> seqs;
     for (const auto& s : w.streams)
@@ -494,7 +692,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
       for (int b = 1; b <= w.max_batch; ++b) {
         double best = 0;
         const Choice* pick = nullptr;
-        for (const auto& c : space) {
+        for (const auto& c : spaces[key]) {
           auto t = lab.measure(spec, c);
           if (!t) return t.error();
           const double e = double(cdiv(seq * b, c.rows)) * double((*t)->measured);
@@ -511,7 +709,55 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
   jbest["after_swap"] = latency_json(bestrun->reqs, after_swap);
   const double lbest = jbest["after_swap"]["mean_us"].get<double>();
   const double lbest_p99 = jbest["after_swap"]["p99_us"].get<double>();
+  if (!best_buckets.empty()) jbest["mapping"] = best_buckets;
   j["best_per_shape"] = jbest;
+
+  // Attribution, part (a): re-compiling for the shapes observed after the
+  // swap point with the offline (uncorrected) cost model, no telemetry. The
+  // rounds' gain beyond it is the refit's, part (b).
+  progress("re-mapping for the observed shapes with the offline cost model");
+  Mapping moff;
+  json off_buckets = json::object();
+  for (const auto& [key, spec] : models) {
+    if (spec.bucketed()) {
+      auto bp = pick_buckets(observed_mix(*base, key), plain(spaces[key]), o.max_buckets,
+                             [&](const Choice& c) { return lab.predict(spec, c, identity); });
+      if (!bp) return bp.error();
+      moff[key] = bp->map;
+      auto bj = bucket_json(spec, *bp);
+      if (!bj) return bj.error();
+      off_buckets[key] = *bj;
+      continue;
+    }
+    moff[key].fallback = m0[key].fallback;
+    std::set<int64_t> seqs;
+    for (const auto& r : base->reqs)
+      if (after_swap(r) && serve::model_key(w.streams[size_t(r.stream)].model) == key) seqs.insert(r.seq);
+    for (int64_t seq : seqs)
+      for (int b = 1; b <= w.max_batch; ++b) {
+        double best = 0;
+        const Choice* pick = nullptr;
+        for (const auto& c : spaces[key]) {
+          auto pc = lab.predict(spec, c, identity);
+          if (!pc) return pc.error();
+          const double e = double(cdiv(seq * b, c.rows)) * *pc;
+          if (!pick || e < best) best = e, pick = &c;
+        }
+        moff[key].shape[{seq, b}] = *pick;
+      }
+  }
+  auto offrun = serve_with({{0.0, &m0}, {swap_us, &moff}});
+  if (!offrun) return offrun.error();
+  json joff;
+  joff["what"] = "re-compiled for the shapes observed after the swap point with the offline (uncorrected) cost model";
+  joff["latency"] = latency_json(offrun->reqs, all);
+  joff["after_swap"] = latency_json(offrun->reqs, after_swap);
+  if (!off_buckets.empty()) joff["mapping"] = off_buckets;
+  const double loff = joff["after_swap"]["mean_us"].get<double>();
+  const double loff_p99 = joff["after_swap"]["p99_us"].get<double>();
+  joff["gap_recovered_mean"] = l0 - lbest > 0 ? (l0 - loff) / (l0 - lbest) : 1.0;
+  joff["gap_recovered_p99"] = l0_p99 - lbest_p99 > 0 ? (l0_p99 - loff_p99) / (l0_p99 - lbest_p99) : 1.0;
+  j["offline_recompile"] = joff;
 
   // The loop.
   std::vector<PlanTelemetry> tel;
@@ -540,9 +786,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
     double new_raw = 0, new_fit = 0;
     int new_plans = 0;
     for (const auto& [key, spec] : models) {
-      std::vector<Choice> plans{prev[key].fallback};
-      for (const auto& [sb, c] : prev[key].shape) plans.push_back(c);
-      for (const auto& c : plans) {
+      for (const auto& c : prev[key].plans()) {
         if (measured_tags.count(key + "|" + c.tag())) continue;
         auto t = lab.measure(spec, c);
         if (!t) return t.error();
@@ -601,6 +845,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
     json changed = json::array();
     json recompiled = json::array();  // same rows/fusion/db, the plan compiled with other parameters
     json cchanged = json::array();
+    json mapping_now = json::object();  // bucketed models: the buckets deployed
     int compared = 0, plans_changed = 0;
     std::ostringstream cps;
     cps.precision(1);
@@ -610,7 +855,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
     cps << cp.insn_cycles << ")";
     for (const auto& [key, spec] : models) {
       std::vector<std::pair<Choice, Choice>> cands;  // (mapped choice, choice with the refitted parameters)
-      for (const auto& c0 : space) {
+      for (const auto& c0 : spaces[key]) {
         Choice c = c0;
         c.params = cp;
         c.params_round = round;
@@ -618,7 +863,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
         if (!a) return a.error();
         auto b = lab.compiled(spec, c);
         if (!b) return b.error();
-        const auto d = diff_decisions((*a)->decisions, (*b)->decisions);
+        const auto d = diff_decisions((*a)->decisions(), (*b)->decisions());
         ++compared;
         cands.push_back({d.empty() ? c0 : c, c});
         if (d.empty()) continue;
@@ -631,6 +876,47 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
                               {"before", x.before},
                               {"after", x.after},
                               {"why", cps.str() + ": the " + x.pass + " pass decides with the corrected predictions"}});
+      }
+      if (spec.bucketed()) {
+        // The buckets re-chosen for the lengths observed after the swap
+        // point, each bucket's plan by the compiler's corrected prediction.
+        auto bp = pick_buckets(observed_mix(*last, key), cands, o.max_buckets,
+                               [&](const Choice& c) { return lab.predict_compiled(spec, c, cal.overhead); });
+        if (!bp) return bp.error();
+        next[key] = bp->map;
+        auto bj = bucket_json(spec, *bp);
+        if (!bj) return bj.error();
+        mapping_now[key] = *bj;
+        for (auto [seq, n] : observed_mix(*last, key)) {
+          const Choice old = prev[key].at(seq, 1), now = next[key].at(seq, 1);
+          if (old == now) continue;
+          Choice old_c = old;
+          old_c.params = cp;
+          old_c.params_round = round;
+          auto po = lab.predict_compiled(spec, old_c, cal.overhead);
+          auto pb = lab.predict_compiled(spec, old, before.overhead);
+          auto pn = lab.predict_compiled(spec, now, cal.overhead);
+          if (!po) return po.error();
+          if (!pb) return pb.error();
+          if (!pn) return pn.error();
+          std::ostringstream why;
+          why.precision(0);
+          why << std::fixed << "buckets " << prev[key].bucket_list() << " -> " << next[key].bucket_list()
+              << " for the lengths observed after the swap (padding " << std::setprecision(1) << 100 * bp->padding
+              << " %), compiler with the " << cps.str() << std::setprecision(0) << ": " << *po << " cycles with "
+              << old.tag() << ", " << *pn << " with " << now.tag();
+          changed.push_back({{"model", key},
+                             {"seq", seq},
+                             {"batch", 1},
+                             {"requests", n},
+                             {"from", old.tag()},
+                             {"to", now.tag()},
+                             {"predicted_from_cycles_before_refit", *pb},
+                             {"predicted_from_cycles", *po},
+                             {"predicted_to_cycles", *pn},
+                             {"why", why.str()}});
+        }
+        continue;
       }
       std::set<int64_t> seqs;
       for (const auto& r : last->reqs)
@@ -714,6 +1000,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
     jr["new_plans_error_cost_model"] = new_plans ? new_raw / new_plans : 0.0;
     jr["new_plans_error_previous_fit"] = new_plans ? new_fit / new_plans : 0.0;
     jr["decisions_changed"] = changed;
+    if (!mapping_now.empty()) jr["mapping"] = mapping_now;
     jr["plans_recompiled"] = recompiled;
     jr["compiler_plans_compared"] = compared;
     jr["compiler_plans_changed"] = plans_changed;
@@ -725,6 +1012,14 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
     const double lk = jr["after_swap"]["mean_us"].get<double>();
     const double lk_p99 = jr["after_swap"]["p99_us"].get<double>();
     recovered_last = l0 - lbest > 0 ? (l0 - lk) / (l0 - lbest) : 1.0;
+    // The gain split: (a) re-compiling with the offline model, (b) the refit's
+    // parameters and plan overhead on top of (a) (negative: the refit lost).
+    jr["attribution"] = {{"gain_us", l0 - lk},
+                         {"offline_recompile_us", l0 - loff},
+                         {"refit_us", loff - lk},
+                         {"gain_p99_us", l0_p99 - lk_p99},
+                         {"offline_recompile_p99_us", l0_p99 - loff_p99},
+                         {"refit_p99_us", loff_p99 - lk_p99}};
     jr["gap_recovered_mean"] = recovered_last;
     jr["gap_recovered_p99"] = l0_p99 - lbest_p99 > 0 ? (l0_p99 - lk_p99) / (l0_p99 - lbest_p99) : 1.0;
     rounds.push_back(jr);

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "common/tensor.h"
 #include "compiler/compiler.h"
 #include "loom/spec_gen.h"
 #include "runtime/device.h"
@@ -26,10 +27,12 @@
 
 namespace loom::tune {
 
-/// One point of the decision space of a gemm_chain request: the plan's row
-/// tile (rows per plan run; a batch of seq x batch rows runs in
-/// ceil(seq x batch / rows) chunks, the last one padded), the fusion policy
-/// and double buffering.
+/// One point of the decision space: the plan's row tile, the fusion policy
+/// and double buffering. For a gemm_chain, `rows` is the rows per plan run (a
+/// batch of seq x batch rows runs in ceil(seq x batch / rows) chunks, the last
+/// one padded); for a bucketed model (zoo:bert with a seq_len distribution)
+/// it is the bucket, the sequence length the batch is padded to, each request
+/// one run of that length's program (device segments and host ops).
 ///
 /// `params` (with the round that fitted them) are the refitted cost-model
 /// parameters the plan is compiled with (CompileOptions::cost_params); empty:
@@ -48,9 +51,9 @@ struct Choice {
   bool operator==(const Choice& o) const { return same_decision(o) && params_round == o.params_round; }
 };
 
-/// Every choice: rows in {32, 64, ..., 1024} x fusion {none, cost} x double
-/// buffering {on, off}.
-std::vector<Choice> decision_space();
+/// Every choice: rows in {32, 64, ..., 1024} (a bucketed model: the zoo BERT
+/// lengths 32 ... 512) x fusion {none, cost} x double buffering {on, off}.
+std::vector<Choice> decision_space(const serve::ModelSpec& m = {});
 
 /// measured ~= a * predicted + b, fitted by least squares.
 struct LinearFit {
@@ -110,14 +113,31 @@ struct DecisionChange {
 std::vector<DecisionChange> diff_decisions(const std::vector<compiler::Decision>& a,
                                            const std::vector<compiler::Decision>& b);
 
-/// Compiles and measures gemm_chain plans for each choice, with a cache.
+/// A choice compiled: the plans one run of it executes in order (a
+/// gemm_chain: one; a bucketed model: one per device segment of its program)
+/// and the host ops' cycles between them (the stated host model).
+struct Compiled {
+  std::vector<compiler::CompileResult> parts;
+  std::vector<std::map<std::string, Tensor>> inputs;  // per part
+  uint64_t host_cycles = 0;
+  double compile_ms = 0;  // wall time of the parts' compiles
+  /// The compiler's prediction of the device parts plus the host cycles.
+  uint64_t predicted_cycles() const;
+  /// Every part's decisions, in order.
+  std::vector<compiler::Decision> decisions() const;
+};
+
+/// Compiles and measures plans for each choice, with a cache.
 class Lab {
  public:
-  /// Measures on `sm`'s device (one tlm platform per process).
+  /// Measures on `sm`'s device (one tlm platform per process); zoo models
+  /// come from `sm`'s zoo builder.
   Lab(const spec::HwConfig& cfg, serve::ServiceModel& sm) : cfg_(cfg), sm_(sm) {}
   /// The compiler's prediction (no run).
-  Expected<const compiler::CompileResult*> compiled(const serve::ModelSpec& m, const Choice& c);
-  /// Runs the plan and each layer's instruction range as its own plan.
+  Expected<const Compiled*> compiled(const serve::ModelSpec& m, const Choice& c);
+  /// Runs every part whole (`measured`: the device parts' cycles, without
+  /// the host ops, which Compiled::host_cycles gives) and once more with
+  /// per-layer cycles (runtime::RunOptions::layer_cycles) for the layers.
   Expected<const PlanTelemetry*> measure(const serve::ModelSpec& m, const Choice& c);
   /// Corrected prediction of one plan run under `cal`.
   Expected<double> predict(const serve::ModelSpec& m, const Choice& c, const Calibration& cal);
@@ -129,7 +149,7 @@ class Lab {
  private:
   const spec::HwConfig& cfg_;
   serve::ServiceModel& sm_;
-  std::map<std::string, compiler::CompileResult> compiled_;
+  std::map<std::string, Compiled> compiled_;
   std::map<std::string, PlanTelemetry> measured_;
   uint64_t runs_ = 0;
 };
@@ -149,6 +169,11 @@ nlohmann::ordered_json swap_check(const std::vector<serve::ServedRequest>& reqs,
 
 struct TuneOptions {
   std::string backend = "tlm";
+  /// Builds zoo models (ServiceModel::set_zoo_builder); needed by zoo streams.
+  serve::ZooBuilder zoo_builder;
+  std::string cache_dir;  // service-time cache (loom serve --cache); "" none
+  /// Bucketed models: at most this many buckets (plans) per model.
+  int max_buckets = 3;
   runtime::DeviceOptions device;  // the measuring device's options
   int rounds = 3;
   double swap_at_ms = -1;  // < 0: the first drift time of any stream, else half the duration
