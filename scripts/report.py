@@ -29,18 +29,45 @@ def die(msg, code=1):
 
 def draw_timeline(ax, spans, title, names=None):
     """Batches per core as horizontal bars (ms of simulated time), coloured by
-    stream, with a legend naming the streams."""
+    stream, with a legend naming the streams. Batches that carry their layers
+    (`loom tune`: [name, start_us, end_us] each) are drawn layer by layer,
+    coloured by layer name and labelled where a layer is wide enough, with the
+    batch outlined."""
     colors = ["C%d" % i for i in range(10)]
     cores = sorted({b["core"] for b in spans})
-    for b in spans:
-        ax.broken_barh([(b["start_us"] / 1000.0, (b["end_us"] - b["start_us"]) / 1000.0)], (b["core"] - 0.4, 0.8),
-                       facecolors=colors[b["stream"] % len(colors)], edgecolor="black", linewidth=0.3)
+    layered = any(b.get("layers") for b in spans)
+    from matplotlib.patches import Patch
+    if layered:
+        import matplotlib
+        cmap = matplotlib.colormaps["tab20"]
+        order = []
+        for b in spans:
+            for name, _, _ in b.get("layers", []):
+                if name not in order:
+                    order.append(name)
+        lo = min(b["start_us"] for b in spans) / 1000.0
+        hi = max(b["end_us"] for b in spans) / 1000.0
+        width = max(hi - lo, 1e-9)
+        for b in spans:
+            for name, s0, s1 in b.get("layers", []):
+                ax.broken_barh([(s0 / 1000.0, (s1 - s0) / 1000.0)], (b["core"] - 0.4, 0.8),
+                               facecolors=cmap(order.index(name) % 20), linewidth=0)
+                if (s1 - s0) / 1000.0 > 0.06 * width:
+                    ax.text((s0 + s1) / 2000.0, b["core"], name, ha="center", va="center", fontsize=5, clip_on=True)
+            ax.broken_barh([(b["start_us"] / 1000.0, (b["end_us"] - b["start_us"]) / 1000.0)], (b["core"] - 0.4, 0.8),
+                           facecolors="none", edgecolor="black", linewidth=0.6)
+        shown = order[:20]
+        ax.legend(handles=[Patch(color=cmap(i % 20), label=n) for i, n in enumerate(shown)], fontsize=5,
+                  loc="center left", bbox_to_anchor=(1.01, 0.5), title="layer", title_fontsize=6)
+    else:
+        for b in spans:
+            ax.broken_barh([(b["start_us"] / 1000.0, (b["end_us"] - b["start_us"]) / 1000.0)], (b["core"] - 0.4, 0.8),
+                           facecolors=colors[b["stream"] % len(colors)], edgecolor="black", linewidth=0.3)
+        used = sorted({b["stream"] for b in spans})
+        ax.legend(handles=[Patch(color=colors[s % len(colors)], label=(names[s] if names and s < len(names) else "stream %d" % s))
+                           for s in used], fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.set_yticks(cores); ax.set_yticklabels(["core %d" % c for c in cores])
     ax.set_xlabel("simulated time (ms)"); ax.set_title(title); ax.grid(alpha=0.3, axis="x")
-    from matplotlib.patches import Patch
-    used = sorted({b["stream"] for b in spans})
-    ax.legend(handles=[Patch(color=colors[s % len(colors)], label=(names[s] if names and s < len(names) else "stream %d" % s))
-                       for s in used], fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
 
 
 def number(v):
@@ -59,15 +86,16 @@ def number(v):
 def tail_plot(ax, series, title):
     """Latency tail: 1 - CDF on a log axis (down to 1e-3), with p99 and p99.9
     marked on every curve. `series`: (name, cdf_us of 101 quantiles, p99_us,
-    p999_us, colour)."""
-    for name, pts, p99, p999, color in series:
+    p999_us, colour). Each curve has its own line style and width (the
+    first widest), so curves that coincide can be told apart."""
+    for k, (name, pts, p99, p999, color) in enumerate(series):
         if not pts:
             continue
         xs = [p / 1000.0 for p in pts[:100]]
         ys = [1 - i / 100.0 for i in range(len(xs))]
         if p999 is not None:
             xs.append(p999 / 1000.0); ys.append(0.001)
-        ax.plot(xs, ys, label=name, color=color)
+        ax.plot(xs, ys, label=name, color=color, linestyle=["-", "--", "-.", ":"][k % 4], linewidth=max(0.8, 3.0 - 0.5 * k))
         if p99 is not None:
             ax.plot([p99 / 1000.0], [0.01], marker="o", color=color)
         if p999 is not None:
@@ -127,10 +155,19 @@ def tune_section(res, rows, save, plt):
     rows.append(("gap (after swap, mean)", "initial %.1f us, best per shape %.1f us, recovered %.1f%% after the last round (target 80%%: %s)" % (
         t["baseline_us"], t["best_per_shape_us"], 100 * t["recovered_after_last_round"], "met" if t["met"] else "missed")))
     fig, ax = plt.subplots(figsize=(7, 4))
-    curves = [("initial mapping", res["baseline"]["after_swap"]), ("best per shape", res["best_per_shape"]["after_swap"])] + \
-        [("round %d" % r["round"], r["after_swap"]) for r in res["rounds"]]
-    tail_plot(ax, [(name, lat["cdf_us"], lat.get("p99_us"), lat.get("p999_us"), "C%d" % (i % 10))
-                   for i, (name, lat) in enumerate(curves)], "Latency tail of requests after the swap point")
+    curves = [("initial mapping", res["baseline"]["after_swap"]), ("best per shape", res["best_per_shape"]["after_swap"])]
+    if "offline_recompile" in res:
+        curves.append(("re-compiled, offline model", res["offline_recompile"]["after_swap"]))
+    curves += [("round %d" % r["round"], r["after_swap"]) for r in res["rounds"]]
+    # A curve equal to an earlier one says so in its label, and every curve
+    # has its own line style and width (the first drawn widest), so curves
+    # that coincide can still be told apart.
+    series = []
+    for i, (name, lat) in enumerate(curves):
+        same = next((n for n, l in curves[:i] if l["cdf_us"] == lat["cdf_us"]), None)
+        series.append((name + (" (= %s)" % same if same else ""), lat["cdf_us"], lat.get("p99_us"), lat.get("p999_us"),
+                       "C%d" % (i % 10)))
+    tail_plot(ax, series, "Latency tail of requests after the swap point")
     save(fig, "tune_latency_cdf.png", "Latency tails before/after")
     fig, ax = plt.subplots(figsize=(7, 4))
     last = res["rounds"][-1]["prediction_error"]
@@ -165,8 +202,34 @@ def tune_section(res, rows, save, plt):
         draw_timeline(axes[0], res["baseline"]["timeline"], "Per-core timeline after the swap point: initial mapping")
         draw_timeline(axes[1], res["rounds"][-1]["timeline"],
                       "Per-core timeline after the swap point: round %d mapping" % res["rounds"][-1]["round"])
-        save(fig, "tune_timelines.png", "Per-core timelines before/after (batches; colour: stream)")
+        save(fig, "tune_timelines.png", "Per-core timelines before/after (each batch outlined, its layers coloured by name)")
     rows.append(("retuning actions", retuning_actions(res)))
+    if res["rounds"] and "attribution" in res["rounds"][0]:
+        table = ("<table border=1 cellpadding=3><tr><th>round</th><th>gain (mean)</th><th>(a) re-compiling, offline model</th>"
+                 "<th>(b) the refit</th><th>gain (p99)</th><th>(a) p99</th><th>(b) p99</th></tr>")
+        for r in res["rounds"]:
+            a = r["attribution"]
+            table += "<tr>" + "".join("<td>%s</td>" % c for c in (
+                r["round"], "%s us" % number(a["gain_us"]), "%s us" % number(a["offline_recompile_us"]),
+                "%s us" % number(a["refit_us"]), "%s us" % number(a["gain_p99_us"]),
+                "%s us" % number(a["offline_recompile_p99_us"]), "%s us" % number(a["refit_p99_us"]))) + "</tr>"
+        rows.append(("attribution (after the swap point)", table + "</table>"))
+    # Bucketed models: the buckets of every mapping, with padding, plans and compile time.
+    maps = [("initial mapping", res["initial_mapping"]), ("best per shape (oracle)", res["best_per_shape"].get("mapping", {})),
+            ("re-compiled, offline model", res.get("offline_recompile", {}).get("mapping", {}))] + \
+        [("round %d" % r["round"], r.get("mapping", {})) for r in res["rounds"]]
+    if any("buckets" in m for _, mm in maps for m in mm.values()):
+        table = ("<table border=1 cellpadding=3><tr><th>mapping</th><th>model</th><th>buckets (plan each)</th><th>plans</th>"
+                 "<th>padding</th><th>predicted or measured cycles per request</th><th>compile</th></tr>")
+        for name, mm in maps:
+            for model, m in mm.items():
+                if "buckets" not in m:
+                    continue
+                table += "<tr>" + "".join("<td>%s</td>" % html.escape(str(c)) for c in (
+                    name, model, ", ".join("%d: %s" % (b["seq"], b["choice"]) for b in m["buckets"]), m["plans"],
+                    "%.1f%%" % (100 * m["padding"]), number(m["expected_cycles_per_request"]),
+                    "%s ms" % number(m["compile_ms"]))) + "</tr>"
+        rows.append(("sequence-length buckets", table + "</table>"))
     for r in res["rounds"]:
         sw = r["swap"]
         rows.append(("round %d" % r["round"], "plan error %.2f%% -> %.2f%%; swap at %.1f ms: %d submitted, %d completed, %d dropped, %d lost, %d reordered; mean %.1f us, p99 %.1f us; gap recovered %.1f%%" % (

@@ -238,6 +238,8 @@ Expected<ServiceModel::Onnx*> ServiceModel::onnx(const ModelSpec& mm, int64_t se
   o->info.host_us = host_ns / 1000.0;
   o->host_cycles = uint64_t(std::llround(host_ns * double(cfg_.clock_mhz) / 1000.0));
   o->info.host_cycles = o->host_cycles;
+  o->info.order = o->order;
+  o->info.host_after = o->host_after;
   for (const auto& seg : prog->segments) o->info.graphs.push_back(seg.graph);
   for (size_t k = 0; k < prog->segments.size(); ++k)
     o->parts.emplace_back(std::move(prog->program.segments[k].plan), ir::random_inputs(prog->segments[k].graph, 1));

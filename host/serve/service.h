@@ -79,6 +79,10 @@ struct OnnxInfo {
   double host_us = 0;                     // the host ops' time per request (stated model)
   uint64_t host_cycles = 0;               // the same in device cycles
   std::vector<ir::Graph> graphs;          // the device segments' graphs (what their plans compile from)
+  /// One request's device steps in order: (segment, host cycles before it);
+  /// and the host cycles after the last.
+  std::vector<std::pair<size_t, uint64_t>> order;
+  uint64_t host_after = 0;
 };
 
 /// Builds a zoo model (ModelSpec::zoo_name, zoo_seq, zoo_slice) and returns

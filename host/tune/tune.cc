@@ -178,13 +178,39 @@ struct Served {
 };
 
 // The batches per core in [from, to) of simulated time (the per-core
-// timeline of the closed-loop report).
-json timeline_json(const std::vector<serve::BatchSpan>& spans, double from_us, double to_us) {
+// timeline of the closed-loop report), each with the layers it ran: the runs
+// of its mapped choice (`layers_of`: the named stretches of one run and the
+// number of runs), scaled to the batch's span. Past kMaxTimelineLayers
+// stretches in all, batches carry no layers.
+constexpr size_t kMaxTimelineLayers = 4000;
+template <class F>
+Expected<json> timeline_json(const std::vector<serve::BatchSpan>& spans, double from_us, double to_us, F&& layers_of) {
   json a = json::array();
-  for (const auto& b : spans)
-    if (b.end_us > from_us && b.start_us < to_us)
-      a.push_back({{"core", b.core}, {"stream", b.stream}, {"start_us", b.start_us}, {"end_us", b.end_us},
-                   {"requests", b.requests}, {"seq", b.seq}});
+  size_t stretches = 0;
+  for (const auto& b : spans) {
+    if (!(b.end_us > from_us && b.start_us < to_us)) continue;
+    json e = {{"core", b.core}, {"stream", b.stream}, {"start_us", b.start_us}, {"end_us", b.end_us},
+              {"requests", b.requests}, {"seq", b.seq}};
+    auto run = layers_of(b);
+    if (!run) return run.error();
+    const auto& [steps, runs] = *run;
+    double total = 0;
+    for (const auto& st : steps) total += st.second;
+    total *= double(runs);
+    if (total > 0 && stretches + steps.size() * size_t(runs) <= kMaxTimelineLayers) {
+      json ls = json::array();
+      double t = b.start_us;
+      const double k = (b.end_us - b.start_us) / total;
+      for (int64_t r = 0; r < runs; ++r)
+        for (const auto& [name, cyc] : steps) {
+          ls.push_back(json::array({name, t, t + cyc * k}));
+          t += cyc * k;
+        }
+      stretches += ls.size();
+      e["layers"] = ls;
+    }
+    a.push_back(e);
+  }
   return a;
 }
 
@@ -413,8 +439,11 @@ Expected<const Compiled*> Lab::compiled(const serve::ModelSpec& m, const Choice&
     if (!info) return info.error();
     graphs = (*info)->graphs;
     out.host_cycles = (*info)->host_cycles;
+    out.order = (*info)->order;
+    out.host_after = (*info)->host_after;
   } else {
     graphs.push_back(serve::gemm_chain(m, c.rows));
+    out.order = {{0, 0}};
   }
   const auto t0 = std::chrono::steady_clock::now();
   for (auto& g : graphs) {
@@ -472,6 +501,25 @@ Expected<const PlanTelemetry*> Lab::measure(const serve::ModelSpec& m, const Cho
     }
   }
   return &measured_.emplace(key, std::move(t)).first->second;
+}
+
+Expected<std::vector<std::pair<std::string, double>>> Lab::run_layers(const serve::ModelSpec& m, const Choice& c) {
+  auto cr = compiled(m, c);
+  if (!cr) return cr.error();
+  auto t = measure(m, c);
+  if (!t) return t.error();
+  std::vector<size_t> first(1, 0);  // each part's first layer in the telemetry
+  for (const auto& part : (*cr)->parts) first.push_back(first.back() + part.plan.layers.size());
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& [part, host] : (*cr)->order) {
+    if (host > 0) out.push_back({"host ops", double(host)});
+    if (part >= (*cr)->parts.size()) continue;
+    const auto& layers = (*cr)->parts[part].plan.layers;
+    for (size_t li = 0; li < layers.size(); ++li)
+      out.push_back({layers[li].name, double((*t)->layers[first[part] + li].measured)});
+  }
+  if ((*cr)->host_after > 0) out.push_back({"host ops", double((*cr)->host_after)});
+  return out;
 }
 
 Expected<double> Lab::predict(const serve::ModelSpec& m, const Choice& c, const Calibration& cal) {
@@ -642,8 +690,26 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
   jb["after_swap"] = latency_json(base->reqs, after_swap);
   jb["throughput_rps"] = base->result["throughput_rps"];
   // Per-core timelines over a window after the swap point (at most 5 ms).
-  const double tl_to = std::min(w.duration_ms * 1000.0, swap_us + 5000.0);
-  jb["timeline"] = timeline_json(base->spans, swap_us, tl_to);
+  // Per-core timelines over a window after the swap point: 5 ms, or 8 mean
+  // batches of the initial mapping if they are longer.
+  double mean_batch_us = 0;
+  for (const auto& b : base->spans) mean_batch_us += (b.end_us - b.start_us) / double(base->spans.size());
+  const double tl_to = std::min(w.duration_ms * 1000.0, swap_us + std::max(5000.0, 8 * mean_batch_us));
+  // The layers of a batch under the mapping `after` in force from the swap point (`m0` before it).
+  const auto layers_with = [&](const Mapping& after) {
+    return [&](const serve::BatchSpan& b) -> Expected<std::pair<std::vector<std::pair<std::string, double>>, int64_t>> {
+      const serve::ModelSpec& spec = w.streams[size_t(b.stream)].model;
+      const Mapping& mp = b.start_us >= swap_us ? after : m0;
+      const Choice& c = mp.at(serve::model_key(spec)).at(b.seq, b.requests);
+      auto steps = lab.run_layers(spec, c);
+      if (!steps) return steps.error();
+      const int64_t runs = spec.bucketed() ? b.requests : cdiv(b.seq * b.requests, c.rows);
+      return std::pair{std::move(*steps), runs};
+    };
+  };
+  auto tl0 = timeline_json(base->spans, swap_us, tl_to, layers_with(m0));
+  if (!tl0) return tl0.error();
+  jb["timeline"] = *tl0;
   const double l0 = jb["after_swap"]["mean_us"].get<double>();
   const double l0_p99 = jb["after_swap"]["p99_us"].get<double>();
   j["baseline"] = jb;
@@ -1008,7 +1074,9 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
     jr["swap"] = sw;
     jr["latency"] = latency_json(cur.reqs, all);
     jr["after_swap"] = latency_json(cur.reqs, after_swap);
-    jr["timeline"] = timeline_json(cur.spans, swap_us, tl_to);
+    auto tl = timeline_json(cur.spans, swap_us, tl_to, layers_with(next));
+    if (!tl) return tl.error();
+    jr["timeline"] = *tl;
     const double lk = jr["after_swap"]["mean_us"].get<double>();
     const double lk_p99 = jr["after_swap"]["p99_us"].get<double>();
     recovered_last = l0 - lbest > 0 ? (l0 - lk) / (l0 - lbest) : 1.0;

@@ -121,6 +121,10 @@ struct Compiled {
   std::vector<std::map<std::string, Tensor>> inputs;  // per part
   uint64_t host_cycles = 0;
   double compile_ms = 0;  // wall time of the parts' compiles
+  /// One run's steps: (part, host cycles before it), in order, and the host
+  /// cycles after the last (a gemm_chain: its one part, no host work).
+  std::vector<std::pair<size_t, uint64_t>> order;
+  uint64_t host_after = 0;
   /// The compiler's prediction of the device parts plus the host cycles.
   uint64_t predicted_cycles() const;
   /// Every part's decisions, in order.
@@ -139,6 +143,9 @@ class Lab {
   /// the host ops, which Compiled::host_cycles gives) and once more with
   /// per-layer cycles (runtime::RunOptions::layer_cycles) for the layers.
   Expected<const PlanTelemetry*> measure(const serve::ModelSpec& m, const Choice& c);
+  /// One run of the choice as named stretches of measured cycles, in order:
+  /// each layer (its plan name) and the host ops between device segments.
+  Expected<std::vector<std::pair<std::string, double>>> run_layers(const serve::ModelSpec& m, const Choice& c);
   /// Corrected prediction of one plan run under `cal`.
   Expected<double> predict(const serve::ModelSpec& m, const Choice& c, const Calibration& cal);
   /// The compiler's own prediction of one plan run (with the choice's cost

@@ -233,6 +233,29 @@ TEST(Workload, ZooModelsAreCanonical) {
   EXPECT_TRUE(w->streams[0].model.path.empty());  // built on first use
 }
 
+TEST(Workload, BertWithALengthDistributionIsBucketed) {
+  auto w = parse_workload_text(with_model("\"zoo:bert\"") + "    seq_len: {values: [20, 300, 512]}\n", "w.yaml");
+  ASSERT_TRUE(w) << w.error().str();
+  const ModelSpec& m = w->streams[0].model;
+  EXPECT_TRUE(m.bucketed());
+  EXPECT_EQ(m.zoo_seq, 0);
+  EXPECT_EQ(model_key(m), "zoo:bert");
+  EXPECT_EQ(w->streams[0].shapes.values, (std::vector<int64_t>{20, 300, 512}));
+  // A fixed length is not bucketed, with or without seq_len.
+  w = parse_workload_text(with_model("\"zoo:bert:seq=64\""), "w.yaml");
+  ASSERT_TRUE(w);
+  EXPECT_FALSE(w->streams[0].model.bucketed());
+  // Lengths longer than the longest zoo BERT have no bucket.
+  const std::string e = err_of(with_model("\"zoo:bert\"") + "    seq_len: {values: [20, 513]}\n");
+  EXPECT_NE(e.find("seq_len: field 'values'"), std::string::npos) << e;
+  EXPECT_NE(e.find("1..512"), std::string::npos) << e;
+  EXPECT_EQ(zoo_bert_bucket(1), 32);
+  EXPECT_EQ(zoo_bert_bucket(33), 64);
+  EXPECT_EQ(zoo_bert_bucket(257), 384);
+  EXPECT_EQ(zoo_bert_bucket(512), 512);
+  EXPECT_EQ(zoo_bert_bucket(513), 0);
+}
+
 TEST(Workload, ModelErrors) {
   EXPECT_NE(err_of(with_model("\"zoo:alexnet\"")).find("unknown zoo model 'alexnet'"), std::string::npos);
   EXPECT_NE(err_of(with_model("\"zoo:bert:seq=33\"")).find("seq must be 32, 64"), std::string::npos);

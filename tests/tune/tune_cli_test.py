@@ -41,6 +41,26 @@ streams:
 """
 
 
+# The zoo BERT layer, lengths 20-450 drifting from short to long at 3 s.
+BERT_WORKLOAD = """config: default
+duration_ms: 9000
+seed: 1
+batching: fixed
+scheduling: dynamic
+max_batch: 2
+max_queue_delay_ms: 5
+streams:
+  - name: bert
+    model: zoo:bert
+    slo_ms: 5000
+    arrival: {poisson: {rate: 2}}
+    seq_len:
+      values: [20, 48, 100, 200, 300, 450]
+      weights: [5, 4, 1, 0, 0, 0]
+      drift: [{at_ms: 3000, weights: [0, 0, 1, 3, 4, 2]}]
+"""
+
+
 def run(args, cwd):
     return subprocess.run([LOOM] + args, cwd=cwd, capture_output=True, text=True, timeout=100)
 
@@ -124,6 +144,77 @@ class Tune(unittest.TestCase):
                 iv.sort()
                 for (_, e0), (s1, _) in zip(iv, iv[1:]):
                     self.assertLessEqual(e0, s1 + 1e-6)
+
+    def test_bert_buckets(self):
+        # The zoo BERT with sequence lengths drifting from short to long: one
+        # plan per bucket (a zoo length), the buckets chosen by the loop.
+        wl = os.path.join(self.dir, "bert_workload.yaml")
+        with open(wl, "w") as f:
+            f.write(BERT_WORKLOAD)
+        cache = os.path.join(self.dir, "cache")
+        os.mkdir(cache)
+        results = {}
+        for k in (3, 2):
+            out = os.path.join(self.dir, "bert%d.json" % k)
+            r = subprocess.run([LOOM, "tune", wl, "--backend", "tlm", "--cache", cache, "--max-buckets", str(k),
+                                "--rounds", "2", "-o", out], cwd=self.dir, capture_output=True, text=True, timeout=500)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("from re-compiling (offline model)", r.stdout)
+            with open(out) as f:
+                results[k] = json.load(f)
+        lens = (32, 64, 128, 256, 384, 512)
+        for k, j in results.items():
+            self.assertTrue(j["swap_ok"])
+            self.assertEqual(j["max_buckets"], k)
+            self.assertEqual(len(j["decision_space"]), 24)  # 6 lengths x fusion x double buffering
+            maps = [j["initial_mapping"]["zoo:bert"], j["best_per_shape"]["mapping"]["zoo:bert"],
+                    j["offline_recompile"]["mapping"]["zoo:bert"]] + [r["mapping"]["zoo:bert"] for r in j["rounds"]]
+            for m in maps:
+                seqs = [b["seq"] for b in m["buckets"]]
+                self.assertEqual(m["plans"], len(seqs))
+                self.assertLessEqual(len(seqs), k)
+                self.assertEqual(seqs, sorted(seqs))
+                self.assertTrue(all(s in lens for s in seqs))
+                self.assertEqual(seqs[-1], 512)  # every length has a bucket
+                for b in m["buckets"]:
+                    self.assertTrue(b["choice"].startswith("rows=%d," % b["seq"]), b)
+                self.assertGreaterEqual(m["padding"], 0)
+                self.assertLess(m["padding"], 1)
+            init, best = maps[0], maps[1]
+            # The initial buckets fit the short mix; after the drift the
+            # oracle's buckets pad less, and the loop recovers the gap.
+            self.assertLess(best["padding"], 0.5)
+            self.assertNotEqual([b["seq"] for b in init["buckets"]], [b["seq"] for b in best["buckets"]])
+            self.assertGreater(j["target"]["gap_us"], 0)
+            r1 = j["rounds"][0]
+            self.assertGreater(len(r1["decisions_changed"]), 0)
+            self.assertLess(r1["after_swap"]["mean_us"], j["baseline"]["after_swap"]["mean_us"])
+            for r in j["rounds"]:
+                a = r["attribution"]
+                self.assertAlmostEqual(a["gain_us"], a["offline_recompile_us"] + a["refit_us"], delta=1e-6 * abs(a["gain_us"]) + 1e-6)
+                self.assertAlmostEqual(a["gain_us"], j["baseline"]["after_swap"]["mean_us"] - r["after_swap"]["mean_us"],
+                                       delta=1e-6 * abs(a["gain_us"]) + 1e-6)
+                # Per-layer telemetry per (kind, bucket) from the program's segments.
+                self.assertTrue(r["prediction_error"])
+                self.assertTrue(all(e["rows"] in lens for e in r["prediction_error"]))
+            # Per-core timelines with layer names, the layers tiling each batch.
+            tl = j["rounds"][-1]["timeline"]
+            self.assertTrue(tl)
+            names = set()
+            for b in tl:
+                self.assertIn("layers", b)
+                t = b["start_us"]
+                for name, s0, s1 in b["layers"]:
+                    self.assertAlmostEqual(s0, t, delta=1e-6 * max(1.0, abs(t)))
+                    self.assertGreaterEqual(s1, s0)
+                    names.add(name)
+                    t = s1
+                self.assertAlmostEqual(t, b["end_us"], delta=1e-6 * max(1.0, abs(t)))
+            self.assertIn("host ops", names)
+            self.assertTrue(any(n.startswith("matmul") for n in names), names)
+        # One bucket fewer cannot predict less work per request for the same lengths.
+        self.assertGreaterEqual(results[2]["offline_recompile"]["mapping"]["zoo:bert"]["expected_cycles_per_request"],
+                                results[3]["offline_recompile"]["mapping"]["zoo:bert"]["expected_cycles_per_request"] * 0.99)
 
     def test_determinism(self):
         a, _ = self.tune("--rounds", "1", "--seed", "5")
@@ -254,6 +345,9 @@ class Tune(unittest.TestCase):
         cases = [
             (["tune", os.path.join(self.dir, "missing.yaml")], "missing.yaml"),
             (["tune", self.wl, "--rounds", "0"], "--rounds"),
+            (["tune", self.wl, "--max-buckets", "0"], "--max-buckets"),
+            (["tune", self.wl, "--max-buckets", "7"], "--max-buckets"),
+            (["tune", self.wl, "--cache", self.wl], "is not a folder"),
             (["tune", self.wl, "--backend", "ref"], "ref"),
             (["tune", self.wl, "--swap-at-ms", "500"], "--swap-at-ms"),
             (["tune", graph], "gemm_chain"),
