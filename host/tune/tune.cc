@@ -88,7 +88,8 @@ struct ModelMap {
 };
 
 /// A bucketed model's mapping for a length mix (seq -> weight): of every set
-/// of at most `max_buckets` zoo lengths that holds the longest one, each
+/// of at most `max_buckets` of the lengths `lens` (ascending) that holds the
+/// longest one, each
 /// bucket with its cheapest candidate under `cost`, the set of the lowest
 /// expected cycles per request; among the sets within 1 % of it, the one of
 /// the fewest buckets (fewer plans to compile and keep). A candidate is
@@ -100,9 +101,8 @@ struct BucketPick {
   int64_t sets_searched = 0;
 };
 template <class F>
-Expected<BucketPick> pick_buckets(const std::map<int64_t, double>& mix,
+Expected<BucketPick> pick_buckets(const std::map<int64_t, double>& mix, const std::vector<int64_t>& lens,
                                   const std::vector<std::pair<Choice, Choice>>& cands, int max_buckets, F&& cost) {
-  const std::vector<int64_t> lens(std::begin(serve::kZooBertSeqs), std::end(serve::kZooBertSeqs));
   std::map<int64_t, std::pair<double, const Choice*>> best;  // per length: cost, the choice mapped
   for (const auto& cc : cands) {
     auto c = cost(cc.second);
@@ -253,10 +253,12 @@ std::string Choice::tag() const {
          ",db=" + (double_buffer ? "on" : "off") + (params ? ",cost=r" + std::to_string(params_round) : "");
 }
 
-std::vector<Choice> decision_space(const serve::ModelSpec& m) {
+std::vector<Choice> decision_space(const serve::ModelSpec& m, const std::vector<int64_t>& lengths) {
   std::vector<Choice> out;
   std::vector<int64_t> rows_of;
-  if (m.bucketed())
+  if (m.bucketed() && !lengths.empty())
+    rows_of = lengths;
+  else if (m.bucketed())
     rows_of.assign(std::begin(serve::kZooBertSeqs), std::end(serve::kZooBertSeqs));
   else
     for (int64_t rows = 32; rows <= 1024; rows *= 2) rows_of.push_back(rows);
@@ -553,6 +555,26 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
   if (o.rounds < 1 || o.rounds > 10) return make_error("--rounds", "must be in 1..10");
   if (o.max_buckets < 1 || o.max_buckets > int(std::size(serve::kZooBertSeqs)))
     return make_error("--max-buckets", "must be in 1.." + std::to_string(std::size(serve::kZooBertSeqs)));
+  // The bucket lengths of bucketed models: the zoo's, or the ones given.
+  std::vector<int64_t> lens(std::begin(serve::kZooBertSeqs), std::end(serve::kZooBertSeqs));
+  if (!o.bucket_lengths.empty()) {
+    lens = o.bucket_lengths;
+    std::sort(lens.begin(), lens.end());
+    for (size_t k = 0; k < lens.size(); ++k)
+      if (serve::zoo_bert_bucket(lens[k]) != lens[k] || (k > 0 && lens[k] == lens[k - 1]))
+        return make_error("--bucket-lengths", "'" + std::to_string(lens[k]) +
+                                                  "' is not a zoo BERT length (32, 64, 128, 256, 384, 512) or is "
+                                                  "given twice");
+  }
+  for (const auto& s : w.streams) {
+    if (!s.model.bucketed()) continue;
+    int64_t longest = *std::max_element(s.shapes.values.begin(), s.shapes.values.end());
+    for (int64_t q : s.arrival.trace_seq) longest = std::max(longest, q);
+    if (longest > lens.back())
+      return make_error("--bucket-lengths", "the longest bucket (" + std::to_string(lens.back()) +
+                                                ") is shorter than the longest request of stream '" + s.name + "' (" +
+                                                std::to_string(longest) + ")");
+  }
   std::map<std::string, serve::ModelSpec> models;
   for (const auto& s : w.streams) {
     if (s.model.kind != serve::ModelSpec::Kind::GemmChain && !s.model.bucketed())
@@ -585,7 +607,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
   if (o.zoo_builder) sm.set_zoo_builder(o.zoo_builder);
   Lab lab(*cfg, sm);
   std::map<std::string, std::vector<Choice>> spaces;
-  for (const auto& [key, spec] : models) spaces[key] = decision_space(spec);
+  for (const auto& [key, spec] : models) spaces[key] = decision_space(spec, lens);
   const auto& space = spaces.begin()->second;  // the report's list (the first model's)
   json j;
   j["kind"] = "tune";
@@ -596,6 +618,8 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
   j["rounds_requested"] = o.rounds;
   j["swap_at_ms"] = swap_ms;
   j["max_buckets"] = o.max_buckets;
+  if (std::any_of(models.begin(), models.end(), [](const auto& kv) { return kv.second.bucketed(); }))
+    j["bucket_lengths"] = lens;
   {
     json ds = json::array();
     for (const auto& c : space) ds.push_back(c.tag());
@@ -635,7 +659,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
       if (serve::model_key(s.model) == key)
         for (size_t k = 0; k < s.shapes.values.size(); ++k) mix[s.shapes.values[k]] += s.shapes.weights[k];
     if (spec.bucketed()) {
-      auto bp = pick_buckets(mix, plain(spaces[key]), o.max_buckets,
+      auto bp = pick_buckets(mix, lens, plain(spaces[key]), o.max_buckets,
                              [&](const Choice& c) { return lab.predict(spec, c, identity); });
       if (!bp) return bp.error();
       m0[key] = bp->map;
@@ -644,7 +668,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
       json ij = {{"choice", "buckets=" + bp->map.bucket_list()},
                  {"why", "lowest predicted (uncorrected cost model) cycles per request over the initial length mix, "
                          "at most " + std::to_string(o.max_buckets) + " buckets, the longest (" +
-                         std::to_string(serve::kZooBertSeqs[std::size(serve::kZooBertSeqs) - 1]) + ") always in"}};
+                         std::to_string(lens.back()) + ") always in"}};
       ij.update(*bj);
       init[key] = ij;
       continue;
@@ -741,7 +765,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
       // The oracle: every bucket set with each bucket's best choice, on
       // measured cycles, for the lengths that arrived after the swap point.
       auto mix = observed_mix(*base, key);
-      auto bp = pick_buckets(mix, plain(spaces[key]), o.max_buckets,
+      auto bp = pick_buckets(mix, lens, plain(spaces[key]), o.max_buckets,
                              [&](const Choice& c) { return measured_cost(spec, c); });
       if (!bp) return bp.error();
       mbest[key] = bp->map;
@@ -786,7 +810,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
   json off_buckets = json::object();
   for (const auto& [key, spec] : models) {
     if (spec.bucketed()) {
-      auto bp = pick_buckets(observed_mix(*base, key), plain(spaces[key]), o.max_buckets,
+      auto bp = pick_buckets(observed_mix(*base, key), lens, plain(spaces[key]), o.max_buckets,
                              [&](const Choice& c) { return lab.predict(spec, c, identity); });
       if (!bp) return bp.error();
       moff[key] = bp->map;
@@ -946,7 +970,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
       if (spec.bucketed()) {
         // The buckets re-chosen for the lengths observed after the swap
         // point, each bucket's plan by the compiler's corrected prediction.
-        auto bp = pick_buckets(observed_mix(*last, key), cands, o.max_buckets,
+        auto bp = pick_buckets(observed_mix(*last, key), lens, cands, o.max_buckets,
                                [&](const Choice& c) { return lab.predict_compiled(spec, c, cal.overhead); });
         if (!bp) return bp.error();
         next[key] = bp->map;

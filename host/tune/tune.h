@@ -53,7 +53,8 @@ struct Choice {
 
 /// Every choice: rows in {32, 64, ..., 1024} (a bucketed model: the zoo BERT
 /// lengths 32 ... 512) x fusion {none, cost} x double buffering {on, off}.
-std::vector<Choice> decision_space(const serve::ModelSpec& m = {});
+/// `lengths`: a bucketed model's bucket lengths (empty: every zoo length).
+std::vector<Choice> decision_space(const serve::ModelSpec& m = {}, const std::vector<int64_t>& lengths = {});
 
 /// measured ~= a * predicted + b, fitted by least squares.
 struct LinearFit {
@@ -179,8 +180,10 @@ struct TuneOptions {
   /// Builds zoo models (ServiceModel::set_zoo_builder); needed by zoo streams.
   serve::ZooBuilder zoo_builder;
   std::string cache_dir;  // service-time cache (loom serve --cache); "" none
-  /// Bucketed models: at most this many buckets (plans) per model.
+  /// Bucketed models: at most this many buckets (plans) per model, of these
+  /// lengths (zoo BERT lengths; empty: all six).
   int max_buckets = 3;
+  std::vector<int64_t> bucket_lengths;
   runtime::DeviceOptions device;  // the measuring device's options
   int rounds = 3;
   double swap_at_ms = -1;  // < 0: the first drift time of any stream, else half the duration

@@ -338,6 +338,9 @@ class Tune(unittest.TestCase):
         self.assertIn("missing.json", r.stderr)
 
     def test_bad_input(self):
+        bert = os.path.join(self.dir, "bert_workload.yaml")
+        with open(bert, "w") as f:
+            f.write(BERT_WORKLOAD)
         graph = os.path.join(self.dir, "g_workload.yaml")
         with open(graph, "w") as f:
             f.write(WORKLOAD.replace("model: gemm_chain", "model: %s" %
@@ -348,6 +351,9 @@ class Tune(unittest.TestCase):
             (["tune", self.wl, "--max-buckets", "0"], "--max-buckets"),
             (["tune", self.wl, "--max-buckets", "7"], "--max-buckets"),
             (["tune", self.wl, "--cache", self.wl], "is not a folder"),
+            (["tune", bert, "--bucket-lengths", "32,33,512"], "'33' is not a zoo BERT length"),
+            (["tune", bert, "--bucket-lengths", "64,64,512"], "given twice"),
+            (["tune", bert, "--bucket-lengths", "32,256"], "longest request of stream 'bert' (450)"),
             (["tune", self.wl, "--backend", "ref"], "ref"),
             (["tune", self.wl, "--swap-at-ms", "500"], "--swap-at-ms"),
             (["tune", graph], "gemm_chain"),
