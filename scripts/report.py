@@ -214,6 +214,21 @@ def tune_section(res, rows, save, plt):
                 "%s us" % number(a["refit_us"]), "%s us" % number(a["gain_p99_us"]),
                 "%s us" % number(a["offline_recompile_p99_us"]), "%s us" % number(a["refit_p99_us"]))) + "</tr>"
         rows.append(("attribution (after the swap point)", table + "</table>"))
+    # The fabric's counters of every measured plan beside the compiler's predictions.
+    ctr = res["rounds"][-1].get("counters", []) if res["rounds"] else []
+    if ctr:
+        table = ("<table border=1 cellpadding=3><tr><th>model</th><th>plan</th><th>cycles predicted / measured</th>"
+                 "<th>MACs (error)</th><th>bytes read (error)</th><th>bytes written (error)</th>"
+                 "<th>compute / busy</th><th>memory stall / busy</th></tr>")
+        for c in sorted(ctr, key=lambda c: (c["model"], c["rows"], c["choice"])):
+            m, p, e = c["measured"], c["predicted"], c["error"]
+            table += "<tr>" + "".join("<td>%s</td>" % html.escape(str(x)) for x in (
+                c["model"], c["choice"], "%s / %s (%+.2f%%)" % (number(p["cycles"]), number(m["cycles"]), 100 * e["cycles"]),
+                "%s (%+.2f%%)" % (number(m["macs"]), 100 * e["macs"]),
+                "%s (%+.2f%%)" % (number(m["bytes_rd"]), 100 * e["bytes_rd"]),
+                "%s (%+.2f%%)" % (number(m["bytes_wr"]), 100 * e["bytes_wr"]),
+                "%.1f%%" % (100 * c["compute_share"]), "%.1f%%" % (100 * c["stall_mem_share"]))) + "</tr>"
+        rows.append(("counters of the measured plans (last round)", table + "</table>"))
     # Bucketed models: the buckets of every mapping, with padding, plans and compile time.
     maps = [("initial mapping", res["initial_mapping"]), ("best per shape (oracle)", res["best_per_shape"].get("mapping", {})),
             ("re-compiled, offline model", res.get("offline_recompile", {}).get("mapping", {}))] + \

@@ -214,6 +214,36 @@ Expected<json> timeline_json(const std::vector<serve::BatchSpan>& spans, double 
   return a;
 }
 
+// Every measured plan's counters beside the compiler's predictions of them.
+json counters_json(const std::vector<PlanTelemetry>& tel) {
+  json a = json::array();
+  const auto rel = [](uint64_t pred, uint64_t meas) {
+    return meas ? (double(pred) - double(meas)) / double(meas) : (pred ? 1.0 : 0.0);
+  };
+  for (const auto& t : tel) {
+    json m = json::object();
+    m["cycles"] = t.measured;  // the whole run's device cycles
+    for (size_t k = 0; k < spec::kNumCounters; ++k) m[std::string(spec::kCounterNames[k])] = t.counters[k];
+    const auto& ctr = t.counters;
+    const uint64_t busy = ctr[size_t(spec::Counter::CYCLES_BUSY)];
+    a.push_back({{"model", t.model},
+                 {"choice", t.choice},
+                 {"rows", t.rows},
+                 {"measured", m},
+                 {"predicted", {{"macs", t.predicted_macs},
+                                {"bytes_rd", t.predicted_bytes_rd},
+                                {"bytes_wr", t.predicted_bytes_wr},
+                                {"cycles", t.predicted}}},
+                 {"error", {{"macs", rel(t.predicted_macs, ctr[size_t(spec::Counter::MACS)])},
+                            {"bytes_rd", rel(t.predicted_bytes_rd, ctr[size_t(spec::Counter::BYTES_RD)])},
+                            {"bytes_wr", rel(t.predicted_bytes_wr, ctr[size_t(spec::Counter::BYTES_WR)])},
+                            {"cycles", rel(t.predicted, t.measured)}}},
+                 {"compute_share", busy ? double(ctr[size_t(spec::Counter::CYCLES_COMPUTE)]) / double(busy) : 0.0},
+                 {"stall_mem_share", busy ? double(ctr[size_t(spec::Counter::CYCLES_STALL_MEM)]) / double(busy) : 0.0}});
+  }
+  return a;
+}
+
 }  // namespace
 
 json swap_check(const std::vector<serve::ServedRequest>& reqs, double swap_us, size_t streams, bool& ok) {
@@ -468,6 +498,9 @@ Expected<const PlanTelemetry*> Lab::measure(const serve::ModelSpec& m, const Cho
   auto dev = sm_.device();
   if (!dev) return dev.error();
   PlanTelemetry t;
+  t.model = serve::model_key(m);
+  t.choice = c.tag();
+  t.rows = c.rows;
   runtime::RunOptions ro;
   ro.layer_cycles = true;
   for (size_t k = 0; k < (*cr)->parts.size(); ++k) {
@@ -484,6 +517,13 @@ Expected<const PlanTelemetry*> Lab::measure(const serve::ModelSpec& m, const Cho
     if (r->layer_cycles.size() != p.layers.size())
       return make_error("loom tune", "the backend gave no per-layer cycles for " + key);
     t.measured += whole->cycles;
+    for (const auto& core : whole->cores)
+      for (size_t k = 0; k < spec::kNumCounters; ++k) t.counters[k] += core.counters[k];
+    for (size_t li = 0; li < p.layers.size(); ++li) {
+      t.predicted_macs += p.layers[li].macs;
+      if (li < part.predicted.size())
+        t.predicted_bytes_rd += part.predicted[li].dram_read, t.predicted_bytes_wr += part.predicted[li].dram_written;
+    }
     for (size_t li = 0; li < p.layers.size(); ++li) {
       const auto& L = p.layers[li];
       LayerSample ls;
@@ -654,10 +694,23 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
   json init = json::object();
   const Calibration identity;
   for (const auto& [key, spec] : models) {
+    // The mix at deployment: the weights at time 0, or for a trace that
+    // gives lengths, the lengths of its arrivals before the swap point
+    // (scaled to the same total weight).
     std::map<int64_t, double> mix;
-    for (const auto& s : w.streams)
-      if (serve::model_key(s.model) == key)
+    for (const auto& s : w.streams) {
+      if (serve::model_key(s.model) != key) continue;
+      double total = 0;
+      for (double x : s.shapes.weights) total += x;
+      std::map<int64_t, double> early;
+      double n = 0;
+      for (size_t i = 0; i < s.arrival.trace_seq.size() && i < s.arrival.trace_ms.size(); ++i)
+        if (s.arrival.trace_seq[i] > 0 && s.arrival.trace_ms[i] < swap_ms) early[s.arrival.trace_seq[i]] += 1, n += 1;
+      if (n > 0)
+        for (auto [seq, c] : early) mix[seq] += c / n * total;
+      else
         for (size_t k = 0; k < s.shapes.values.size(); ++k) mix[s.shapes.values[k]] += s.shapes.weights[k];
+    }
     if (spec.bucketed()) {
       auto bp = pick_buckets(mix, lens, plain(spaces[key]), o.max_buckets,
                              [&](const Choice& c) { return lab.predict(spec, c, identity); });
@@ -1083,6 +1136,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
     jr["calibration"] = cal.to_json();
     jr["plans_measured"] = tel.size();
     jr["prediction_error"] = pe;
+    jr["counters"] = counters_json(tel);
     jr["plan_error_before"] = tel.empty() ? 0.0 : plan_raw / double(tel.size());
     jr["plan_error_after"] = tel.empty() ? 0.0 : plan_fit / double(tel.size());
     jr["plan_error_after_per_kind_line"] = tel.empty() ? 0.0 : plan_line / double(tel.size());

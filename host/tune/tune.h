@@ -5,6 +5,7 @@
 // simulation and serve again. docs/tuning.md describes every step.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -84,9 +85,16 @@ struct LayerSample {
   uint64_t insns = 0;                    // the cost model's instructions of the layer (one core)
 };
 struct PlanTelemetry {
+  std::string model, choice;  // model key, Choice::tag
+  int64_t rows = 0;
   uint64_t predicted = 0;  // the compiler's prediction, sum over layers
   uint64_t measured = 0;   // the whole plan on the backend
   std::vector<LayerSample> layers;
+  /// The fabric's counters over the whole run (every part, every core), and
+  /// what the compiler predicted of them (plan::LayerInfo::macs, the cost
+  /// model's DRAM traffic).
+  std::array<uint64_t, spec::kNumCounters> counters{};
+  uint64_t predicted_macs = 0, predicted_bytes_rd = 0, predicted_bytes_wr = 0;
 };
 
 /// The compiler's refitted cost parameters: over every layer sample,

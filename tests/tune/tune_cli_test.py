@@ -101,6 +101,8 @@ class Tune(unittest.TestCase):
             self.assertGreater(sw["dispatched_after_swap"], 0)
             self.assertLess(sw["dispatched_after_swap"], sw["completed"])
             self.assertEqual(rd["latency"]["requests"], n)
+        # The offline re-compile serves the same requests too.
+        self.assertEqual(j["offline_recompile"]["latency"]["requests"], n)
         # The drift makes the initial (short-shape) mapping worse than the
         # best per shape, and round 1 changes decisions with reasons.
         self.assertGreater(j["target"]["gap_us"], 0)
@@ -130,6 +132,10 @@ class Tune(unittest.TestCase):
         # round's compiler decisions (changed, or said to be unchanged).
         self.assertIn("tune_prediction_error_trend.png", os.listdir(out))
         self.assertIn("round 1 compiler decisions", html)
+        # The gain split between re-compiling and the refit, the counters of
+        # every measured plan beside the predictions, and each batch's layers.
+        self.assertIn("attribution (after the swap point)", html)
+        self.assertIn("counters of the measured plans", html)
         # The retuning actions, with exactly one point to roll back to.
         self.assertIn("retuning actions", html)
         self.assertEqual(html.count("(lowest measured p99)"), 1)
@@ -139,6 +145,9 @@ class Tune(unittest.TestCase):
             by_core = {}
             for b in tl:
                 self.assertLess(b["start_us"], b["end_us"])
+                self.assertTrue(b["layers"])
+                self.assertAlmostEqual(b["layers"][0][1], b["start_us"], delta=1e-6 * b["end_us"])
+                self.assertAlmostEqual(b["layers"][-1][2], b["end_us"], delta=1e-6 * b["end_us"])
                 by_core.setdefault(b["core"], []).append((b["start_us"], b["end_us"]))
             for iv in by_core.values():
                 iv.sort()
@@ -197,6 +206,17 @@ class Tune(unittest.TestCase):
                 # Per-layer telemetry per (kind, bucket) from the program's segments.
                 self.assertTrue(r["prediction_error"])
                 self.assertTrue(all(e["rows"] in lens for e in r["prediction_error"]))
+            # The fabric's counters of every measured plan beside the
+            # compiler's predictions: MACs exact, traffic within 1 %.
+            ctr = j["rounds"][-1]["counters"]
+            self.assertEqual(len(ctr), j["rounds"][-1]["plans_measured"])
+            for c in ctr:
+                self.assertGreater(c["measured"]["macs"], 0)
+                self.assertEqual(c["measured"]["macs"], c["predicted"]["macs"], c["choice"])
+                self.assertLess(abs(c["error"]["bytes_rd"]), 0.01, c)
+                self.assertLess(abs(c["error"]["bytes_wr"]), 0.01, c)
+                self.assertGreater(c["compute_share"], 0)
+                self.assertLessEqual(c["compute_share"], 1)
             # Per-core timelines with layer names, the layers tiling each batch.
             tl = j["rounds"][-1]["timeline"]
             self.assertTrue(tl)
