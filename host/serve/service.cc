@@ -362,7 +362,10 @@ Expected<double> ServiceModel::stretch(const BatchShape& a, const std::vector<Ba
   // The co-runners are a set: their order on the port does not matter.
   const auto key_of = [&](const BatchShape& b) {
     std::string k = model_key(*b.model);
-    k.append("|").append(std::to_string(b.seq)).append("|").append(std::to_string(b.batch));
+    int64_t seq = b.seq;
+    if (b.model->bucketed())  // a bucketed model runs the same program for every length of a bucket
+      if (auto bk = bucket(*b.model, b.seq)) seq = bk->model.zoo_seq;
+    k.append("|").append(std::to_string(seq)).append("|").append(std::to_string(b.batch));
     return k;
   };
   std::sort(with.begin(), with.end(), [&](const BatchShape& x, const BatchShape& y) { return key_of(x) < key_of(y); });
