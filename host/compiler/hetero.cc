@@ -177,7 +177,7 @@ class HlsPlacementPass final : public Pass {
     if (s.opt.placement != Placement::Static)
       return make_error("--hls auto", std::string("HLS units are placed with --placement static only, not ") +
                                           placement_name(s.opt.placement));
-    const CostParams cp = CostParams::from(*s.cfg);
+    const CostParams cp = s.opt.cost(*s.cfg);
     for (auto& l : s.layers) {
       if (l.props->kind == LayerKind::Pool || l.props->kind == LayerKind::Eltwise) {
         if (place_whole(s, l, name())) bump("layers_on_unit");

@@ -207,7 +207,7 @@ class PlacementPass final : public Pass {
     for (size_t i = 0; i < s.layers.size(); ++i)
       if (s.layers[i].props->kind != LayerKind::Alias) em.push_back(i);
     const int64_t n = int64_t(em.size());
-    const CostParams cp = CostParams::from(*s.cfg);
+    const CostParams cp = s.opt.cost(*s.cfg);
     const int64_t U = s.units;
     // Candidate stage counts: divisors of the cores (equal groups), at most
     // one stage per layer, and two semaphores per stage.

@@ -189,6 +189,26 @@ TEST(CostParams, CorrectionAddsToEveryLayerPrediction) {
     }
 }
 
+TEST(CostParams, ThePipelineStageSearchDecidesWithTheRefittedParameters) {
+  // The placement pass's stage search sees the corrected per-layer cost: a
+  // per-layer term of 10^5 cycles raises every stage count's total by at
+  // least that much (each stage pays it for each of its layers).
+  const ir::Graph g = chain(256);
+  compiler::CompileOptions o;
+  o.placement = compiler::Placement::Pipeline;
+  const auto a = compile_ok(g, o, "default");
+  o.cost_params = compiler::CostParams::from(config("default"));
+  o.cost_params->layer_cycles = 100000;
+  const auto b = compile_ok(g, o, "default");
+  const auto predicted = [&](const compiler::CompileResult& r) {
+    const std::string t = decision(r, "placement", g.name);
+    const size_t p = t.find("; predicted ");
+    EXPECT_NE(p, std::string::npos) << t;
+    return p == std::string::npos ? 0ull : std::stoull(t.substr(p + 12));
+  };
+  EXPECT_GE(predicted(b), predicted(a) + 100000) << decision(b, "placement", g.name);
+}
+
 TEST(CostParams, ANegativeLayerCorrectionRefusesTheActivationFusion) {
   // Golden: with the uncorrected model the ReLU folds into the GEMM's clamp;
   // when the refitted parameters say a layer costs nothing extra (a large
