@@ -811,39 +811,58 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
     if (!cr) return cr.error();
     return double((*t)->measured + (*cr)->host_cycles);
   };
+  // A mapping of every model for the shapes after the swap point, each
+  // choice costed per run by `cost`: a bucketed model's buckets for the
+  // length mix `mix_of(key)`, a gemm chain's choice per (seq, batch) for
+  // every seq of `seqs_of(key)` and batch 1..max_batch (the fallback kept).
+  using Cost = std::function<Expected<double>(const serve::ModelSpec&, const Choice&)>;
+  const auto decide = [&](const std::function<std::map<int64_t, double>(const std::string&)>& mix_of,
+                          const std::function<std::set<int64_t>(const std::string&)>& seqs_of, const Cost& cost,
+                          Mapping& out, json& buckets) -> Status {
+    for (const auto& [key, spec] : models) {
+      const serve::ModelSpec& sp = spec;
+      if (spec.bucketed()) {
+        auto bp = pick_buckets(mix_of(key), lens, plain(spaces[key]), o.max_buckets,
+                               [&](const Choice& c) { return cost(sp, c); });
+        if (!bp) return bp.error();
+        out[key] = bp->map;
+        auto bj = bucket_json(spec, *bp);
+        if (!bj) return bj.error();
+        buckets[key] = *bj;
+        continue;
+      }
+      out[key].fallback = m0[key].fallback;
+      for (int64_t seq : seqs_of(key))
+        for (int b = 1; b <= w.max_batch; ++b) {
+          double best = 0;
+          const Choice* pick = nullptr;
+          for (const auto& c : spaces[key]) {
+            auto pc = cost(spec, c);
+            if (!pc) return pc.error();
+            const double e = double(cdiv(seq * b, c.rows)) * *pc;
+            if (!pick || e < best) best = e, pick = &c;
+          }
+          out[key].shape[{seq, b}] = *pick;
+        }
+    }
+    return Status::ok();
+  };
+  const auto base_mix = [&](const std::string& key) { return observed_mix(*base, key); };
+  // The oracle: exhaustive search over the decision space on measured
+  // cycles, for every shape of the workload (a bucketed model: every bucket
+  // set with each bucket's best choice, for the lengths that arrived after
+  // the swap point).
   Mapping mbest;
   json best_buckets = json::object();
-  for (const auto& [key, spec] : models) {
-    if (spec.bucketed()) {
-      // The oracle: every bucket set with each bucket's best choice, on
-      // measured cycles, for the lengths that arrived after the swap point.
-      auto mix = observed_mix(*base, key);
-      auto bp = pick_buckets(mix, lens, plain(spaces[key]), o.max_buckets,
-                             [&](const Choice& c) { return measured_cost(spec, c); });
-      if (!bp) return bp.error();
-      mbest[key] = bp->map;
-      auto bj = bucket_json(spec, *bp);
-      if (!bj) return bj.error();
-      best_buckets[key] = *bj;
-      continue;
-    }
-    mbest[key].fallback = m0[key].fallback;
-    std::set<int64_t> seqs;
-    for (const auto& s : w.streams)
-      if (serve::model_key(s.model) == key) seqs.insert(s.shapes.values.begin(), s.shapes.values.end());
-    for (int64_t seq : seqs)
-      for (int b = 1; b <= w.max_batch; ++b) {
-        double best = 0;
-        const Choice* pick = nullptr;
-        for (const auto& c : spaces[key]) {
-          auto t = lab.measure(spec, c);
-          if (!t) return t.error();
-          const double e = double(cdiv(seq * b, c.rows)) * double((*t)->measured);
-          if (!pick || e < best) best = e, pick = &c;
-        }
-        mbest[key].shape[{seq, b}] = *pick;
-      }
-  }
+  LOOM_TRY(decide(
+      base_mix,
+      [&](const std::string& key) {
+        std::set<int64_t> seqs;
+        for (const auto& s : w.streams)
+          if (serve::model_key(s.model) == key) seqs.insert(s.shapes.values.begin(), s.shapes.values.end());
+        return seqs;
+      },
+      measured_cost, mbest, best_buckets));
   progress("serving with the best plan per shape");
   auto bestrun = serve_with({{0.0, &m0}, {swap_us, &mbest}});
   if (!bestrun) return bestrun.error();
@@ -861,34 +880,16 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
   progress("re-mapping for the observed shapes with the offline cost model");
   Mapping moff;
   json off_buckets = json::object();
-  for (const auto& [key, spec] : models) {
-    if (spec.bucketed()) {
-      auto bp = pick_buckets(observed_mix(*base, key), lens, plain(spaces[key]), o.max_buckets,
-                             [&](const Choice& c) { return lab.predict(spec, c, identity); });
-      if (!bp) return bp.error();
-      moff[key] = bp->map;
-      auto bj = bucket_json(spec, *bp);
-      if (!bj) return bj.error();
-      off_buckets[key] = *bj;
-      continue;
-    }
-    moff[key].fallback = m0[key].fallback;
-    std::set<int64_t> seqs;
-    for (const auto& r : base->reqs)
-      if (after_swap(r) && serve::model_key(w.streams[size_t(r.stream)].model) == key) seqs.insert(r.seq);
-    for (int64_t seq : seqs)
-      for (int b = 1; b <= w.max_batch; ++b) {
-        double best = 0;
-        const Choice* pick = nullptr;
-        for (const auto& c : spaces[key]) {
-          auto pc = lab.predict(spec, c, identity);
-          if (!pc) return pc.error();
-          const double e = double(cdiv(seq * b, c.rows)) * *pc;
-          if (!pick || e < best) best = e, pick = &c;
-        }
-        moff[key].shape[{seq, b}] = *pick;
-      }
-  }
+  LOOM_TRY(decide(
+      base_mix,
+      [&](const std::string& key) {
+        std::set<int64_t> seqs;
+        for (const auto& r : base->reqs)
+          if (after_swap(r) && serve::model_key(w.streams[size_t(r.stream)].model) == key) seqs.insert(r.seq);
+        return seqs;
+      },
+      [&](const serve::ModelSpec& spec, const Choice& c) { return lab.predict(spec, c, identity); }, moff,
+      off_buckets));
   auto offrun = serve_with({{0.0, &m0}, {swap_us, &moff}});
   if (!offrun) return offrun.error();
   json joff;
