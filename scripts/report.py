@@ -107,7 +107,7 @@ def tail_plot(ax, series, title):
                     fontsize=7, va="center")
     ax.set_xlabel("latency (ms)"); ax.set_ylabel("fraction of requests slower (log)"); ax.set_title(title)
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.08, 0.5))  # outside: never over a curve
 
 
 def prediction_error_trend(rounds):
@@ -154,7 +154,7 @@ def tune_section(res, rows, save, plt):
     rows.append(("initial mapping", "; ".join("%s: %s" % (k, v["choice"]) for k, v in res["initial_mapping"].items())))
     rows.append(("gap (after swap, mean)", "initial %.1f us, best per shape %.1f us, recovered %.1f%% after the last round (target 80%%: %s)" % (
         t["baseline_us"], t["best_per_shape_us"], 100 * t["recovered_after_last_round"], "met" if t["met"] else "missed")))
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(10, 4))
     curves = [("initial mapping", res["baseline"]["after_swap"]), ("best per shape", res["best_per_shape"]["after_swap"])]
     if "offline_recompile" in res:
         curves.append(("re-compiled, offline model", res["offline_recompile"]["after_swap"]))
@@ -310,7 +310,7 @@ def main():
     def save(fig, name, title):
         path = os.path.join(out, name)
         fig.tight_layout()
-        fig.savefig(path, dpi=90)
+        fig.savefig(path, dpi=90, bbox_inches="tight")
         plt.close(fig)
         figs.append((name, title))
 
@@ -378,7 +378,7 @@ def main():
                     ax.set_xlabel("requests arrived"); ax.set_ylabel("MiB"); ax.set_ylim(bottom=0)
                     ax.set_title("Resident memory of the live run"); ax.legend(fontsize=7); ax.grid(alpha=0.3)
                     save(fig, "rss.png", "Resident memory over the live run")
-            fig, ax = plt.subplots(figsize=(7, 4))
+            fig, ax = plt.subplots(figsize=(10, 4))
             # SLOs far right of every tail would squash the curves: those are
             # drawn only when near, and named in the legend either way.
             worst = max([(s["latency"]["max_us"] or 0) / 1000.0 for s in res["streams"]] + [1e-3])
