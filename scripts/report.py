@@ -214,6 +214,18 @@ def tune_section(res, rows, save, plt):
                 "%s us" % number(a["refit_us"]), "%s us" % number(a["gain_p99_us"]),
                 "%s us" % number(a["offline_recompile_p99_us"]), "%s us" % number(a["refit_p99_us"]))) + "</tr>"
         rows.append(("attribution (after the swap point)", table + "</table>"))
+    # The offline compile profile of the last round's plans beside the telemetry, per layer.
+    prof = res["rounds"][-1].get("profile", []) if res["rounds"] else []
+    if prof:
+        table = ("<table border=1 cellpadding=3><tr><th>model</th><th>plan</th><th>layer</th><th>kind</th>"
+                 "<th>predicted (offline)</th><th>measured</th><th>error</th></tr>")
+        for p in prof:
+            for l in p["layers"]:
+                err = (l["predicted"] - l["measured"]) / l["measured"] if l["measured"] else 0.0
+                table += "<tr>" + "".join("<td>%s</td>" % html.escape(str(x)) for x in (
+                    p["model"], p["choice"], l["name"], l["kind"], number(l["predicted"]), number(l["measured"]),
+                    "%+.2f%%" % (100 * err))) + "</tr>"
+        rows.append(("compile profile and telemetry of the deployed plans (last round)", table + "</table>"))
     # The fabric's counters of every measured plan beside the compiler's predictions.
     ctr = res["rounds"][-1].get("counters", []) if res["rounds"] else []
     if ctr:

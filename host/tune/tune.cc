@@ -527,6 +527,7 @@ Expected<const PlanTelemetry*> Lab::measure(const serve::ModelSpec& m, const Cho
     for (size_t li = 0; li < p.layers.size(); ++li) {
       const auto& L = p.layers[li];
       LayerSample ls;
+      ls.name = L.name;
       ls.kind = layer_kind(L.op, L.name);
       ls.rows = c.rows;
       if (li < part.predicted.size()) {
@@ -1153,6 +1154,22 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
     jr["swap"] = sw;
     jr["latency"] = latency_json(cur.reqs, all);
     jr["after_swap"] = latency_json(cur.reqs, after_swap);
+    // The compile profile of the deployed plans beside their telemetry:
+    // per layer the offline (uncorrected) prediction and the measured cycles.
+    json profile = json::array();
+    for (const auto& [key, spec] : models) {
+      std::set<std::string> seen;
+      for (const auto& c : next[key].plans()) {
+        if (!seen.insert(c.tag()).second) continue;
+        auto t = lab.measure(spec, c);
+        if (!t) return t.error();
+        json ls = json::array();
+        for (const auto& l : (*t)->layers)
+          ls.push_back({{"name", l.name}, {"kind", l.kind}, {"predicted", l.predicted}, {"measured", l.measured}});
+        profile.push_back({{"model", key}, {"choice", c.tag()}, {"layers", ls}});
+      }
+    }
+    jr["profile"] = profile;
     auto tl = timeline_json(cur.spans, swap_us, tl_to, layers_with(next));
     if (!tl) return tl.error();
     jr["timeline"] = *tl;

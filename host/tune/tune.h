@@ -83,6 +83,7 @@ struct LayerSample {
   int64_t rows = 0;  // shape bucket: the plan's rows
   uint64_t predicted = 0, measured = 0;  // predicted: the uncorrected cost model's
   uint64_t insns = 0;                    // the cost model's instructions of the layer (one core)
+  std::string name = {};                 // the plan layer's name ('+'-joined when fused)
 };
 struct PlanTelemetry {
   std::string model, choice;  // model key, Choice::tag

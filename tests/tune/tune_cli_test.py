@@ -136,6 +136,7 @@ class Tune(unittest.TestCase):
         # every measured plan beside the predictions, and each batch's layers.
         self.assertIn("attribution (after the swap point)", html)
         self.assertIn("counters of the measured plans", html)
+        self.assertIn("compile profile and telemetry of the deployed plans", html)
         # The retuning actions, with exactly one point to roll back to.
         self.assertIn("retuning actions", html)
         self.assertEqual(html.count("(lowest measured p99)"), 1)
@@ -217,6 +218,16 @@ class Tune(unittest.TestCase):
                 self.assertLess(abs(c["error"]["bytes_wr"]), 0.01, c)
                 self.assertGreater(c["compute_share"], 0)
                 self.assertLessEqual(c["compute_share"], 1)
+            # The deployed plans' compile profile: every layer predicted and measured.
+            prof = j["rounds"][-1]["profile"]
+            self.assertEqual(sorted(p["choice"] for p in prof),
+                             sorted(b["choice"] for b in j["rounds"][-1]["mapping"]["zoo:bert"]["buckets"]))
+            for p in prof:
+                self.assertTrue(p["layers"])
+                for l in p["layers"]:
+                    self.assertGreater(l["predicted"], 0)
+                    self.assertGreater(l["measured"], 0)
+                    self.assertLess(abs(l["predicted"] - l["measured"]) / l["measured"], 0.5, l)
             # Per-core timelines with layer names, the layers tiling each batch.
             tl = j["rounds"][-1]["timeline"]
             self.assertTrue(tl)
