@@ -714,7 +714,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
     }
     if (spec.bucketed()) {
       auto bp = pick_buckets(mix, lens, plain(spaces[key]), o.max_buckets,
-                             [&](const Choice& c) { return lab.predict(spec, c, identity); });
+                             [&, &sp = spec](const Choice& c) { return lab.predict(sp, c, identity); });
       if (!bp) return bp.error();
       m0[key] = bp->map;
       auto bj = bucket_json(spec, *bp);
@@ -1026,7 +1026,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
         // The buckets re-chosen for the lengths observed after the swap
         // point, each bucket's plan by the compiler's corrected prediction.
         auto bp = pick_buckets(observed_mix(*last, key), lens, cands, o.max_buckets,
-                               [&](const Choice& c) { return lab.predict_compiled(spec, c, cal.overhead); });
+                               [&, &sp = spec](const Choice& c) { return lab.predict_compiled(sp, c, cal.overhead); });
         if (!bp) return bp.error();
         next[key] = bp->map;
         auto bj = bucket_json(spec, *bp);
