@@ -257,6 +257,20 @@ def tune_section(res, rows, save, plt):
                     "%.1f%%" % (100 * m["padding"]), number(m["expected_cycles_per_request"]),
                     "%s ms" % number(m["compile_ms"]))) + "</tr>"
         rows.append(("sequence-length buckets", table + "</table>"))
+    # Placement: every gang width each mapping weighed (cores per batch, the
+    # servers they make, the service time and the queue model's latency).
+    pl_maps = [("initial mapping", res["initial_mapping"])] + maps[1:]
+    if any("placements" in m for _, mm in pl_maps for m in mm.values()):
+        table = ("<table border=1 cellpadding=3><tr><th>mapping</th><th>model</th><th>cores per batch</th><th>servers</th>"
+                 "<th>service per request</th><th>modelled mean latency (M/M/c)</th><th>chosen</th></tr>")
+        for name, mm in pl_maps:
+            for model, m in mm.items():
+                for x in m.get("placements", []):
+                    lat = x["modelled_latency_us"]
+                    table += "<tr>" + "".join("<td>%s</td>" % html.escape(str(c)) for c in (
+                        name, model, x["cores"], x["servers"], "%s us" % number(x["service_us"]),
+                        lat if isinstance(lat, str) else "%s us" % number(lat), "<- chosen" if x["chosen"] else "")) + "</tr>"
+        rows.append(("placement: cores per batch", table + "</table>"))
     for r in res["rounds"]:
         sw = r["swap"]
         rows.append(("round %d" % r["round"], "plan error %.2f%% -> %.2f%%; swap at %.1f ms: %d submitted, %d completed, %d dropped, %d lost, %d reordered; mean %.1f us, p99 %.1f us; gap recovered %.1f%%" % (

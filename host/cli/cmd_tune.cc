@@ -22,6 +22,7 @@ namespace {
 struct TuneOpts {
   std::string workload, backend = "tlm", output, cost_params_out, cache;
   int max_buckets = 3;
+  int max_cores_per_batch = 0;
   std::vector<int64_t> bucket_lengths;
   DeviceFlags device;
   int64_t seed = -1;
@@ -46,6 +47,7 @@ int tune(const TuneOpts& o) {
   to.backend = o.backend;
   to.cache_dir = o.cache;
   to.max_buckets = o.max_buckets;
+  to.max_cores_per_batch = o.max_cores_per_batch;
   to.bucket_lengths = o.bucket_lengths;
   ZooModels zoo{o.cache, {}};
   to.zoo_builder = [&zoo](const serve::ModelSpec& m) { return zoo.build(m); };
@@ -112,6 +114,9 @@ void register_tune(CLI::App& app) {
   c->add_option("--bucket-lengths", o->bucket_lengths,
                 "Bucketed models: the lengths buckets may have, comma-separated (default: 32,64,128,256,384,512)")
       ->delimiter(',');
+  c->add_option("--max-cores-per-batch", o->max_cores_per_batch,
+                "Placement: a batch may run on up to this many cores at once (2, 4, ... each with static, pipeline and "
+                "dynamic plans); 1 keeps every batch on one core (default: the configuration's cores)");
   c->add_option("--cache", o->cache, "Folder caching measured service times by plan hash, and the zoo models built");
   c->add_option("--swap-at-ms", o->swap_at_ms, "When the new mapping is swapped in (default: the first drift)");
   c->add_flag("--json", o->json, "Print the report as JSON");

@@ -93,7 +93,7 @@ Expected<CompileResult> compile(const ir::Graph& g, const spec::HwConfig& cfg, c
   }
   for (const auto& l : s.layers) {
     if (l.props->kind == LayerKind::Alias) continue;
-    r.predicted.push_back({l.name, l.cost.cycles, l.cost.dram_read, l.cost.dram_written, l.cost.insns});
+    r.predicted.push_back({l.name, l.cost.cycles, l.cost.dram_read, l.cost.dram_written, l.cost.insns, l.cost.core_insns});
     r.predicted_cycles += l.cost.cycles;
   }
   // A pipeline's layers overlap across images: its own prediction.

@@ -76,6 +76,7 @@ struct Decision {
 struct LayerPrediction {
   std::string name;
   uint64_t cycles = 0, dram_read = 0, dram_written = 0, insns = 0;
+  uint64_t core_insns = 0;  // the busiest core's instructions (CostParams::correction's argument)
 };
 
 struct CompileResult {

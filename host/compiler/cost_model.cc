@@ -657,8 +657,9 @@ Cost estimate(const CostParams& p0, const Layer& l, int cores, int slots, bool r
   c.dram_read = tot.ld.bytes;
   c.dram_written = tot.st.bytes;
   c.insns = tot.ld.insns + tot.cp.insns + tot.st.insns;
+  c.core_insns = share(c.insns);
   if (p.corrected()) {
-    const double v = double(c.cycles) + p.correction(double(share(c.insns)));
+    const double v = double(c.cycles) + p.correction(double(c.core_insns));
     c.cycles = v <= 0 ? 0 : uint64_t(std::llround(v));
   }
   c.bursts = tot.ld.bursts + tot.st.bursts;

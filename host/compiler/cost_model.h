@@ -28,6 +28,7 @@ struct Cost {
   uint64_t dram_read = 0;       // bytes, whole layer
   uint64_t dram_written = 0;
   uint64_t insns = 0;           // instructions, whole layer
+  uint64_t core_insns = 0;      // instructions of the busiest core (what a refit's correction scales with)
   uint64_t bursts = 0;          // DMA bursts, whole layer
   uint64_t beats = 0;           // DMA beats, whole layer
   uint64_t sp_in = 0, sp_wgt = 0, sp_out = 0, sp_acc = 0, sp_param = 0;  // bytes per slot

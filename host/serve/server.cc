@@ -126,6 +126,7 @@ struct SimOut {
   std::map<int, int64_t> batch_hist;
   std::vector<BatchSpan> spans;
   int64_t fallbacks = 0, steals = 0, port_limit_waits = 0;
+  int64_t gang_batches = 0;  // batches run on several cores at once
   double makespan = 0;
   // Live mode.
   std::vector<std::string> fail_reasons;  // distinct reasons a batch failed, first seen first
@@ -299,27 +300,41 @@ class Sim {
     // the port's other cores (ServiceModel::stretch), or 1 + port_contention
     // x (k - 1) for k busy cores when the workload gives it. Whenever a
     // port's batches change, the finish of every batch on it is recomputed.
+    //
+    // A batch mapped onto several cores (ServiceModel::width, set by `loom
+    // tune`) runs as a gang: it starts when that many cores are free, holds
+    // them all until it ends, and its state lives with its first core (the
+    // lead). Stretches are measured for one-core batches: a gang is stretched
+    // only by the workload's port_contention, and stretches no one-core
+    // batch otherwise.
     struct Running {
       size_t si = 0;
       int64_t seq = 1;
       int n = 0;
       double alone = 0, remaining = 0, last = 0, start = 0;
-      size_t span = 0;
+      size_t span = 0;  // the first of its spans, one per core of the gang
       double rate = 1;  // the stretch in force since `last`
+      std::vector<int> gang;  // its cores, the lead first
     };
     std::vector<Running> run(static_cast<size_t>(cores));
+    std::vector<int> lead_of(size_t(cores), -1);  // busy cores: the lead core of the batch they run
     std::vector<int64_t> gen(size_t(cores), 0);
+    auto on_port = [&](const Running& r, int p) {
+      return std::any_of(r.gang.begin(), r.gang.end(), [&](int c) { return port_of(c) == p; });
+    };
     auto stretch = [&](int core) -> double {
-      const int p = port_of(core);
-      std::vector<BatchShape> with;
-      for (int c = 0; c < cores; ++c)
-        if (c != core && busy[size_t(c)] && port_of(c) == p) {
-          const Running& o = run[size_t(c)];
-          with.push_back({&w_.streams[size_t(active_[o.si])].model, o.seq, o.n});
-        }
-      if (with.empty()) return 1.0;
-      if (w_.port_contention >= 0) return 1.0 + w_.port_contention * double(with.size());
       const Running& r = run[size_t(core)];
+      std::vector<BatchShape> with;
+      int others = 0;
+      for (int c = 0; c < cores; ++c) {
+        if (!busy[size_t(c)] || lead_of[size_t(c)] == core || !on_port(r, port_of(c))) continue;
+        ++others;
+        const Running& o = run[size_t(lead_of[size_t(c)])];
+        if (o.gang.size() == 1) with.push_back({&w_.streams[size_t(active_[o.si])].model, o.seq, o.n});
+      }
+      if (others == 0) return 1.0;
+      if (w_.port_contention >= 0) return 1.0 + w_.port_contention * double(others);
+      if (r.gang.size() > 1 || with.empty()) return 1.0;
       sm_.set_now(r.start);  // the mapping the batch was dispatched under
       auto s = sm_.stretch({&w_.streams[size_t(active_[r.si])].model, r.seq, r.n}, with);
       if (!s) {
@@ -330,7 +345,7 @@ class Sim {
     };
     auto repace = [&](int p, double now) {
       for (int c = 0; c < cores; ++c) {
-        if (!busy[size_t(c)] || port_of(c) != p) continue;
+        if (!busy[size_t(c)] || lead_of[size_t(c)] != c || !on_port(run[size_t(c)], p)) continue;
         Running& r = run[size_t(c)];
         if (now > r.last) r.remaining = std::max(0.0, r.remaining - (now - r.last) / r.rate);
         r.last = now;
@@ -340,7 +355,18 @@ class Sim {
       sm_.set_now(now);
     };
 
-    auto dispatch = [&](int core, size_t si, const BatchDecision& dec, double now) {
+    // The padded length of the batch `dec` would take from stream si's queue.
+    auto batch_seq = [&](size_t si, const BatchDecision& dec) {
+      int64_t seq = 1;
+      if (dec.idx.empty())
+        for (int k = 0; k < dec.n && k < int(queue[si].size()); ++k)
+          seq = std::max(seq, out.reqs[size_t(queue[si][size_t(k)])].seq);
+      else
+        for (int k : dec.idx) seq = std::max(seq, out.reqs[size_t(queue[si][size_t(k)])].seq);
+      return seq;
+    };
+    auto dispatch = [&](const std::vector<int>& gang, size_t si, const BatchDecision& dec, double now) {
+      const int core = gang.front();
       const int n = dec.n;
       int64_t seq = 1;
       std::vector<int> batch;
@@ -364,17 +390,24 @@ class Sim {
       }
       const int p = port_of(core);
       Running& r = run[size_t(core)];
-      r = Running{si, seq, n, svc(si, seq, n), 0, now, now, out.spans.size()};
+      r = Running{si, seq, n, svc(si, seq, n), 0, now, now, out.spans.size(), 1.0, gang};
       r.remaining = r.alone;
-      busy[size_t(core)] = true;
       running[size_t(core)] = std::move(batch);
-      ++out.core_batches[size_t(core)];
       ++out.batch_hist[n];
-      // The batch's span (end set when it finishes), kept only when asked for
-      // (--trace, loom tune): a long run's memory stays flat without it.
-      if (o_.spans) out.spans.push_back({core, active_[si], n, seq, now, now + r.alone});
+      if (gang.size() > 1) ++out.gang_batches;
+      for (size_t k = 0; k < gang.size(); ++k) {
+        const int c = gang[k];
+        busy[size_t(c)] = true;
+        lead_of[size_t(c)] = core;
+        ++out.core_batches[size_t(c)];
+        ++port_busy[size_t(port_of(c))];
+        // The batch's span on each of its cores (end set when it finishes),
+        // kept only when asked for (--trace, loom tune): a long run's memory
+        // stays flat without it.
+        if (o_.spans)
+          out.spans.push_back({c, active_[si], n, seq, now, now + r.alone, int(gang.size()), int(k)});
+      }
       if (sched_ == Sched::Dynamic && home[size_t(core)] >= 0 && home[size_t(core)] != int(si)) ++out.steals;
-      ++port_busy[size_t(p)];
       if (live) {  // the device runs it; its end comes from the engine
         auto lw = sm_.live_work(w_.streams[size_t(active_[si])].model, seq, n);
         if (!lw) {
@@ -384,7 +417,8 @@ class Sim {
         if (Status st = live->start(core, std::move(*lw), next_batch++, r.alone); !st && err) err = st;
         return;
       }
-      repace(p, now);
+      for (int q = 0; q < ports; ++q)
+        if (q == p || on_port(r, q)) repace(q, now);
     };
 
     // A batch ended on `core` at `now`: its requests are done, or (live, a
@@ -423,12 +457,18 @@ class Sim {
         }
       }
       running[size_t(core)].clear();
-      busy[size_t(core)] = false;
-      out.core_busy[size_t(core)] += now - r.start;
-      if (o_.spans) out.spans[r.span].end_us = now;
-      const int p = port_of(core);
-      --port_busy[size_t(p)];
-      if (!live) repace(p, now);
+      const std::vector<int> gang = r.gang;
+      for (size_t k = 0; k < gang.size(); ++k) {
+        const int c = gang[k];
+        busy[size_t(c)] = false;
+        lead_of[size_t(c)] = -1;
+        out.core_busy[size_t(c)] += now - r.start;
+        if (o_.spans) out.spans[r.span + k].end_us = now;
+        --port_busy[size_t(port_of(c))];
+      }
+      if (!live)
+        for (int q = 0; q < ports; ++q)
+          if (std::any_of(gang.begin(), gang.end(), [&](int c) { return port_of(c) == q; })) repace(q, now);
       out.makespan = std::max(out.makespan, now);
     };
 
@@ -506,8 +546,36 @@ class Sim {
           }
         }
         if (core < 0 || pick == ns) return;
+        // A batch mapped onto k cores waits until k are free (no other
+        // stream's batch overtakes it meanwhile).
+        std::vector<int> gang{core};
+        const int64_t seq = batch_seq(pick, dec[pick]);
+        const int k = sm_.width(w_.streams[size_t(active_[pick])].model, seq, dec[pick].n);
+        if (k > 1) {
+          const int avail = sched_ == Sched::Static ? count[pick] : cores;
+          if (k > avail) {
+            if (err)
+              err = make_error(w_.source + ": stream '" + w_.streams[size_t(active_[pick])].name + "'",
+                               "a batch is mapped onto " + std::to_string(k) + " cores; it can use " +
+                                   std::to_string(avail));
+            return;
+          }
+          std::vector<int> more;
+          for (int c = 0; c < cores; ++c) {
+            if (c == core || !usable(c, now)) continue;
+            if (sched_ == Sched::Static ? home[size_t(c)] != int(pick)
+                                        : w_.max_per_port > 0 && port_busy[size_t(port_of(c))] >= w_.max_per_port)
+              continue;
+            more.push_back(c);
+          }
+          if (int(more.size()) < k - 1) return;
+          std::stable_sort(more.begin(), more.end(), [&](int a, int b) {
+            return port_busy[size_t(port_of(a))] < port_busy[size_t(port_of(b))];
+          });
+          gang.insert(gang.end(), more.begin(), more.begin() + (k - 1));
+        }
         if (dec[pick].fallback) ++out.fallbacks;
-        dispatch(core, pick, dec[pick], now);
+        dispatch(gang, pick, dec[pick], now);
       }
     };
 
@@ -905,6 +973,7 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
   j["fallbacks"] = {{"deadline_infeasible", r.fallbacks}};
   j["steals"] = r.steals;
   j["port_limit_waits"] = r.port_limit_waits;
+  j["gang_batches"] = r.gang_batches;
   j["port_contention"] = w.port_contention >= 0 ? json(w.port_contention) : json("measured");
   j["max_per_port"] = w.max_per_port;
   json tab = json::array(), stretch = json::array();

@@ -27,10 +27,13 @@ struct ServedRequest {
 };
 
 /// One batch of the main run on one core, in simulated time (for timelines).
+/// A batch on several cores (a gang) has one span per core, in order, the
+/// first (member 0) on its lead core.
 struct BatchSpan {
   int core = 0, stream = 0, requests = 0;
   int64_t seq = 1;  // the padded sequence length the batch ran at
   double start_us = 0, end_us = 0;
+  int cores = 1, member = 0;  // the batch's cores, and which of them this span is
 };
 
 struct ServeOptions {

@@ -207,7 +207,7 @@ Expected<ServiceModel::Onnx*> ServiceModel::onnx(const ModelSpec& mm, int64_t se
   if (!model) return model.error();
   onnxfe::ProgramOptions po;
   po.compile = co;
-  po.compile.num_cores = 1;
+  po.compile.num_cores = std::max(1, co.num_cores);  // one core unless a mapping places it on more
   auto prog = onnxfe::build_program(std::move(*model), {}, cfg_, po);
   if (!prog) return prog.error();
   auto o = std::make_unique<Onnx>();
@@ -266,7 +266,7 @@ Expected<runtime::Device*> ServiceModel::device() {
   return dev_.get();
 }
 
-Expected<std::pair<ir::Graph, plan::Plan>> ServiceModel::one_core_plan(const ModelSpec& m, int64_t rows,
+Expected<std::pair<ir::Graph, plan::Plan>> ServiceModel::batch_plan(const ModelSpec& m, int64_t rows,
                                                                      const compiler::CompileOptions& opts) const {
   ir::Graph g;
   if (m.kind == ModelSpec::Kind::Graph) {
@@ -278,7 +278,7 @@ Expected<std::pair<ir::Graph, plan::Plan>> ServiceModel::one_core_plan(const Mod
   }
   if (Status s = ir::validate(g); !s) return s.error();
   compiler::CompileOptions co = opts;
-  co.num_cores = 1;
+  co.num_cores = std::max(1, co.num_cores);  // one core unless a mapping places it on more
   auto cr = compiler::compile(g, cfg_, co);
   if (!cr) return cr.error();
   return std::pair<ir::Graph, plan::Plan>{std::move(g), std::move(cr->plan)};
@@ -301,7 +301,7 @@ Expected<uint64_t> ServiceModel::measure(const ModelSpec& m, int64_t rows, const
       disk = disk && d;
     }
   } else {
-    auto op = one_core_plan(m, rows, opts);
+    auto op = batch_plan(m, rows, opts);
     if (!op) return op.error();
     auto c = time_plan(op->second, ir::random_inputs(op->first, 1), key, disk);
     if (!c) return c;
@@ -545,7 +545,7 @@ Expected<const ServiceModel::LivePlan*> ServiceModel::live_plan(const ModelSpec&
   const std::string key = model_key(m);
   const int64_t r = m.kind == ModelSpec::Kind::GemmChain ? rows : 0;
   if (auto it = live_.find({key, r, tag}); it != live_.end()) return it->second.get();
-  auto op = one_core_plan(m, rows, opts);
+  auto op = batch_plan(m, rows, opts);
   if (!op) return op.error();
   auto lp = std::make_unique<LivePlan>();
   lp->plan = std::move(op->second);
@@ -556,8 +556,18 @@ Expected<const ServiceModel::LivePlan*> ServiceModel::live_plan(const ModelSpec&
   return raw;
 }
 
+int ServiceModel::width(const ModelSpec& m, int64_t seq, int batch) const {
+  const Mapper* mp = mapper();
+  if (!mp || (m.kind != ModelSpec::Kind::GemmChain && !m.bucketed())) return 1;
+  return std::max(1, (*mp)(m, seq, batch).options.num_cores);
+}
+
 Expected<LiveWork> ServiceModel::live_work(const ModelSpec& m, int64_t seq, int batch) {
   LiveWork w;
+  if (const int k = width(m, seq, batch); k > 1)
+    return make_error("loom serve --mode live", "a batch of " + m.name + " is mapped onto " + std::to_string(k) +
+                                                    " cores; live serving runs one-core plans (a gang of cores is "
+                                                    "simulated only)");
   if (m.kind == ModelSpec::Kind::Onnx) {
     auto o = onnx(m, seq);
     if (!o) return o.error();

@@ -1,5 +1,6 @@
 // Service times measured on a timed backend: for each (model, padded sequence
-// length, batch size) the model is built, compiled for one core and run on
+// length, batch size) the model is built, compiled for one core (or, under a
+// mapping of `loom tune`, for the cores the mapping places a batch on) and run on
 // the backend; the device cycles it reports are the service time. Results are
 // cached in memory and, optionally, on disk keyed by a hash of the plan.
 //
@@ -152,6 +153,10 @@ class ServiceModel {
     std::string tag;  // MappedRun::tag
   };
   Expected<Bucket> bucket(const ModelSpec& m, int64_t seq) const;
+  /// The cores one batch runs on at once under the mapping in force (its
+  /// plans' CompileOptions::num_cores; 1 without a mapping). The serving
+  /// simulator starts a batch when that many cores are free.
+  int width(const ModelSpec& m, int64_t seq, int batch) const;
   void set_zoo_builder(ZooBuilder b) { zoo_builder_ = std::move(b); }
   double cycles_to_us(uint64_t c) const { return double(c) / double(cfg_.clock_mhz); }
 
@@ -216,8 +221,8 @@ class ServiceModel {
     std::vector<std::pair<std::string, Tensor>> expected;
     bool checked = false;
   };
-  /// A graph model or gemm_chain of `rows` rows, compiled for one core.
-  Expected<std::pair<ir::Graph, plan::Plan>> one_core_plan(const ModelSpec& m, int64_t rows,
+  /// A graph model or gemm_chain of `rows` rows, compiled for `opts`'s cores (one when unset).
+  Expected<std::pair<ir::Graph, plan::Plan>> batch_plan(const ModelSpec& m, int64_t rows,
                                                          const compiler::CompileOptions& opts) const;
   Expected<const LivePlan*> live_plan(const ModelSpec& m, int64_t rows, const compiler::CompileOptions& co,
                                       const std::string& tag);

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -28,7 +29,9 @@ std::string key_of(const serve::ModelSpec& m, const Choice& c) { return serve::m
 
 compiler::CompileOptions options_of(const Choice& c) {
   compiler::CompileOptions co;
-  co.num_cores = 1;
+  co.num_cores = c.cores;
+  co.placement = c.placement;
+  co.tasks_per_core = c.tasks_per_core;
   co.fusion = c.fusion;
   co.double_buffer = c.double_buffer;
   co.cost_params = c.params;
@@ -99,6 +102,7 @@ struct BucketPick {
   double expected = 0;    // cost per request over the mix
   double padding = 0;     // padded positions / all positions run, over the mix
   int64_t sets_searched = 0;
+  json placements = json::array();  // pick_placed: every gang width weighed (Placed::to_json)
 };
 template <class F>
 Expected<BucketPick> pick_buckets(const std::map<int64_t, double>& mix, const std::vector<int64_t>& lens,
@@ -158,6 +162,120 @@ Expected<BucketPick> pick_buckets(const std::map<int64_t, double>& mix, const st
 }
 using Mapping = std::map<std::string, ModelMap>;
 
+}  // namespace
+
+double mmc_latency(int c, double lambda, double s) {
+  if (c < 1 || s <= 0) return std::numeric_limits<double>::infinity();
+  if (lambda <= 0) return s;
+  const double a = lambda * s, rho = a / double(c);
+  if (rho >= 1) return std::numeric_limits<double>::infinity();
+  double b = 1;
+  for (int k = 1; k <= c; ++k) b = a * b / (double(k) + a * b);
+  const double wait = b / (1 - rho * (1 - b));
+  return s + wait * s / (double(c) * (1 - rho));
+}
+
+namespace {
+
+/// The placement decision: how many cores a batch runs on. A gang of k
+/// cores turns the fabric's N cores into N / k servers of the k-core
+/// service time; each width's expected service time per request (its best
+/// choices, cycles per request over the mix) is weighed by the mean latency
+/// of an M/M/c queue at the model's arrival rate, and the lowest wins (when
+/// every width is overloaded: the most requests per core-cycle). The other
+/// models sharing the fabric are not in the queue (each model as if alone).
+struct Placed {
+  struct Width {
+    int cores = 1, servers = 1;
+    double service_us = 0, latency_us = 0;
+  };
+  std::vector<Width> widths;
+  int pick = 1;
+  json to_json() const {
+    json a = json::array();
+    for (const auto& x : widths)
+      a.push_back({{"cores", x.cores},
+                   {"servers", x.servers},
+                   {"service_us", x.service_us},
+                   {"modelled_latency_us", std::isfinite(x.latency_us) ? json(x.latency_us) : json("overloaded")},
+                   {"chosen", x.cores == pick}});
+    return a;
+  }
+};
+struct Fabric {
+  int cores = 1;
+  double mhz = 1;
+};
+Placed place(const std::map<int, double>& service_cycles, double lambda_per_us, const Fabric& f) {
+  Placed p;
+  double best = 0, best_tp = 0;
+  bool finite = false;
+  for (auto [k, cyc] : service_cycles) {
+    Placed::Width x;
+    x.cores = k, x.servers = std::max(1, f.cores / k), x.service_us = cyc / f.mhz;
+    x.latency_us = mmc_latency(x.servers, lambda_per_us, x.service_us);
+    p.widths.push_back(x);
+    const double per_core = x.service_us * double(k);  // core-us per request
+    if (std::isfinite(x.latency_us) && (!finite || x.latency_us < best)) best = x.latency_us, p.pick = k, finite = true;
+    if (!finite && (best_tp == 0 || per_core < best_tp)) best_tp = per_core, p.pick = k;
+  }
+  return p;
+}
+/// The widths the candidates offer.
+std::set<int> widths_of(const std::vector<std::pair<Choice, Choice>>& cands) {
+  std::set<int> ks;
+  for (const auto& cc : cands) ks.insert(cc.second.cores);
+  return ks;
+}
+std::vector<std::pair<Choice, Choice>> of_width(const std::vector<std::pair<Choice, Choice>>& cands, int k) {
+  std::vector<std::pair<Choice, Choice>> out;
+  for (const auto& cc : cands)
+    if (cc.second.cores == k) out.push_back(cc);
+  return out;
+}
+/// pick_buckets for every gang width, the width by place().
+template <class F>
+Expected<BucketPick> pick_placed(const std::map<int64_t, double>& mix, const std::vector<int64_t>& lens,
+                                 const std::vector<std::pair<Choice, Choice>>& cands, int max_buckets, F&& cost,
+                                 double lambda_per_us, const Fabric& f) {
+  std::map<int, BucketPick> by;
+  std::map<int, double> service;
+  for (int k : widths_of(cands)) {
+    auto bp = pick_buckets(mix, lens, of_width(cands, k), max_buckets, cost);
+    if (!bp) return bp.error();
+    service[k] = bp->expected;
+    by[k] = std::move(*bp);
+  }
+  const Placed pl = place(service, lambda_per_us, f);
+  BucketPick out = std::move(by.at(pl.pick));
+  out.placements = pl.to_json();
+  return out;
+}
+/// A gemm chain's width: per width, the cost of a request of each length of
+/// `mix` alone (batch 1) with its best choice of that width.
+template <class F>
+Expected<Placed> place_gemm(const std::map<int64_t, double>& mix,
+                            const std::vector<std::pair<Choice, Choice>>& cands, F&& cost, double lambda_per_us,
+                            const Fabric& f) {
+  std::map<int, double> service;
+  for (int k : widths_of(cands)) {
+    double e = 0, wsum = 0;
+    for (auto [seq, wt] : mix) {
+      double best = -1;
+      for (const auto& cc : cands) {
+        if (cc.second.cores != k) continue;
+        auto c = cost(cc.second);
+        if (!c) return c.error();
+        const double v = double(cdiv(seq, cc.second.rows)) * *c;
+        if (best < 0 || v < best) best = v;
+      }
+      e += wt * best, wsum += wt;
+    }
+    service[k] = wsum > 0 ? e / wsum : 0;
+  }
+  return place(service, lambda_per_us, f);
+}
+
 serve::Mapper mapper_of(Mapping m) {
   return [m = std::move(m)](const serve::ModelSpec& spec, int64_t seq, int batch) {
     serve::MappedRun r;
@@ -190,7 +308,7 @@ Expected<json> timeline_json(const std::vector<serve::BatchSpan>& spans, double 
   for (const auto& b : spans) {
     if (!(b.end_us > from_us && b.start_us < to_us)) continue;
     json e = {{"core", b.core}, {"stream", b.stream}, {"start_us", b.start_us}, {"end_us", b.end_us},
-              {"requests", b.requests}, {"seq", b.seq}};
+              {"requests", b.requests}, {"seq", b.seq}, {"cores", b.cores}};
     auto run = layers_of(b);
     if (!run) return run.error();
     const auto& [steps, runs] = *run;
@@ -279,11 +397,23 @@ json swap_check(const std::vector<serve::ServedRequest>& reqs, double swap_us, s
 }
 
 std::string Choice::tag() const {
-  return "rows=" + std::to_string(rows) + ",fusion=" + compiler::fusion_name(fusion) +
-         ",db=" + (double_buffer ? "on" : "off") + (params ? ",cost=r" + std::to_string(params_round) : "");
+  std::string t = "rows=" + std::to_string(rows) + ",fusion=" + compiler::fusion_name(fusion) +
+                  ",db=" + (double_buffer ? "on" : "off");
+  if (cores > 1) {
+    t += ",cores=" + std::to_string(cores) + ",placement=" + compiler::placement_name(placement);
+    if (placement == compiler::Placement::Dynamic) t += ",tpc=" + std::to_string(tasks_per_core);
+  }
+  return t + (params ? ",cost=r" + std::to_string(params_round) : "");
 }
 
-std::vector<Choice> decision_space(const serve::ModelSpec& m, const std::vector<int64_t>& lengths) {
+std::string Choice::placement_tag() const {
+  if (cores <= 1) return "1 core";
+  std::string t = std::to_string(cores) + " cores " + compiler::placement_name(placement);
+  if (placement == compiler::Placement::Dynamic) t += " x" + std::to_string(tasks_per_core);
+  return t;
+}
+
+std::vector<Choice> decision_space(const serve::ModelSpec& m, const std::vector<int64_t>& lengths, int max_cores) {
   std::vector<Choice> out;
   std::vector<int64_t> rows_of;
   if (m.bucketed() && !lengths.empty())
@@ -292,13 +422,21 @@ std::vector<Choice> decision_space(const serve::ModelSpec& m, const std::vector<
     rows_of.assign(std::begin(serve::kZooBertSeqs), std::end(serve::kZooBertSeqs));
   else
     for (int64_t rows = 32; rows <= 1024; rows *= 2) rows_of.push_back(rows);
-  for (int64_t rows : rows_of)
-    for (auto f : {compiler::Fusion::None, compiler::Fusion::Cost})
-      for (bool db : {true, false}) {
-        Choice c;
-        c.rows = rows, c.fusion = f, c.double_buffer = db;
-        out.push_back(c);
-      }
+  // Placements: (cores, placement, tasks per core).
+  std::vector<std::tuple<int, compiler::Placement, int>> places{{1, compiler::Placement::Static, 1}};
+  for (int k = 2; k <= max_cores; k *= 2)
+    for (auto pl : {std::tuple{k, compiler::Placement::Static, 1}, std::tuple{k, compiler::Placement::Pipeline, 1},
+                    std::tuple{k, compiler::Placement::Dynamic, 1}, std::tuple{k, compiler::Placement::Dynamic, 2}})
+      places.push_back(pl);
+  for (const auto& [k, pl, tpc] : places)
+    for (int64_t rows : rows_of)
+      for (auto f : {compiler::Fusion::None, compiler::Fusion::Cost})
+        for (bool db : {true, false}) {
+          Choice c;
+          c.rows = rows, c.fusion = f, c.double_buffer = db;
+          c.cores = k, c.placement = pl, c.tasks_per_core = tpc;
+          out.push_back(c);
+        }
   return out;
 }
 
@@ -508,22 +646,37 @@ Expected<const PlanTelemetry*> Lab::measure(const serve::ModelSpec& m, const Cho
     const plan::Plan& p = part.plan;
     // The whole part as it serves, then layer by layer (released one layer
     // at a time, so the layers do not overlap: their sum can exceed the
-    // whole; the difference is the plan overhead the refit sees).
+    // whole; the difference is the plan overhead the refit sees). Pipeline
+    // and dynamic plans overlap their layers: measured whole only.
+    const bool per_layer = p.placement == "static" && p.tasks.empty() && p.unit_calls.empty();
     auto whole = runtime::execute(**dev, p, (*cr)->inputs[k]);
     if (!whole) return whole.error();
-    auto r = runtime::execute(**dev, p, (*cr)->inputs[k], ro);
-    if (!r) return r.error();
-    runs_ += 2;
-    if (r->layer_cycles.size() != p.layers.size())
-      return make_error("loom tune", "the backend gave no per-layer cycles for " + key);
+    ++runs_;
     t.measured += whole->cycles;
+    t.part_cycles.push_back(whole->cycles);
+    t.part_layers.push_back(per_layer ? p.layers.size() : 0);
     for (const auto& core : whole->cores)
-      for (size_t k = 0; k < spec::kNumCounters; ++k) t.counters[k] += core.counters[k];
+      for (size_t n = 0; n < spec::kNumCounters; ++n) t.counters[n] += core.counters[n];
     for (size_t li = 0; li < p.layers.size(); ++li) {
       t.predicted_macs += p.layers[li].macs;
       if (li < part.predicted.size())
         t.predicted_bytes_rd += part.predicted[li].dram_read, t.predicted_bytes_wr += part.predicted[li].dram_written;
     }
+    if (!per_layer) {
+      // The uncorrected prediction of the whole part (the correction is per layer).
+      double pred = double(part.predicted_cycles);
+      if (c.params)
+        for (const auto& lp : part.predicted) pred -= c.params->correction(double(lp.core_insns));
+      t.part_predicted.push_back(uint64_t(std::max(0.0, std::round(pred))));
+      t.predicted += t.part_predicted.back();
+      continue;
+    }
+    auto r = runtime::execute(**dev, p, (*cr)->inputs[k], ro);
+    if (!r) return r.error();
+    ++runs_;
+    if (r->layer_cycles.size() != p.layers.size())
+      return make_error("loom tune", "the backend gave no per-layer cycles for " + key);
+    t.part_predicted.push_back(0);
     for (size_t li = 0; li < p.layers.size(); ++li) {
       const auto& L = p.layers[li];
       LayerSample ls;
@@ -532,14 +685,16 @@ Expected<const PlanTelemetry*> Lab::measure(const serve::ModelSpec& m, const Cho
       ls.rows = c.rows;
       if (li < part.predicted.size()) {
         const auto& lp = part.predicted[li];
-        ls.insns = lp.insns;
+        ls.insns = lp.core_insns;
         // The uncorrected model's prediction of this plan's layer: the
-        // compiler added the choice's correction (one core: all instructions).
-        const double corr = c.params ? c.params->correction(double(lp.insns)) : 0.0;
+        // compiler added the choice's correction for the busiest core's
+        // instructions.
+        const double corr = c.params ? c.params->correction(double(lp.core_insns)) : 0.0;
         ls.predicted = uint64_t(std::max(0.0, std::round(double(lp.cycles) - corr)));
       }
       ls.measured = r->layer_cycles[li];
       t.predicted += ls.predicted;
+      t.part_predicted.back() += ls.predicted;
       t.layers.push_back(ls);
     }
   }
@@ -552,12 +707,18 @@ Expected<std::vector<std::pair<std::string, double>>> Lab::run_layers(const serv
   auto t = measure(m, c);
   if (!t) return t.error();
   std::vector<size_t> first(1, 0);  // each part's first layer in the telemetry
-  for (const auto& part : (*cr)->parts) first.push_back(first.back() + part.plan.layers.size());
+  for (size_t n : (*t)->part_layers) first.push_back(first.back() + n);
   std::vector<std::pair<std::string, double>> out;
   for (const auto& [part, host] : (*cr)->order) {
     if (host > 0) out.push_back({"host ops", double(host)});
     if (part >= (*cr)->parts.size()) continue;
     const auto& layers = (*cr)->parts[part].plan.layers;
+    if ((*t)->part_layers[part] == 0) {  // measured whole: one stretch named by its layers
+      std::string name = layers.empty() ? "segment " + std::to_string(part) : layers.front().name;
+      if (layers.size() > 1) name += " .. " + layers.back().name;
+      out.push_back({name + " (" + c.placement_tag() + ")", double((*t)->part_cycles[part])});
+      continue;
+    }
     for (size_t li = 0; li < layers.size(); ++li)
       out.push_back({layers[li].name, double((*t)->layers[first[part] + li].measured)});
   }
@@ -594,6 +755,10 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
   const spec::HwConfig* cfg = spec::find_config(w.config);
   if (!cfg) return make_error(w.source + ": field 'config'", "unknown configuration '" + w.config + "'");
   if (o.rounds < 1 || o.rounds > 10) return make_error("--rounds", "must be in 1..10");
+  const int max_cores = o.max_cores_per_batch == 0 ? int(cfg->cores) : o.max_cores_per_batch;
+  if (max_cores < 1 || max_cores > int(cfg->cores))
+    return make_error("--max-cores-per-batch", "must be in 1.." + std::to_string(cfg->cores) + " (config '" +
+                                                   w.config + "' has " + std::to_string(cfg->cores) + " cores)");
   if (o.max_buckets < 1 || o.max_buckets > int(std::size(serve::kZooBertSeqs)))
     return make_error("--max-buckets", "must be in 1.." + std::to_string(std::size(serve::kZooBertSeqs)));
   // The bucket lengths of bucketed models: the zoo's, or the ones given.
@@ -624,6 +789,14 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
                         "buckets); '" + s.model.name + "' has one fixed shape");
     models[serve::model_key(s.model)] = s.model;
   }
+  // Each model's arrival rate over the run (requests per us): the placement
+  // decision's queue (place()).
+  auto counts = serve::arrival_counts(w, 1.0);
+  if (!counts) return counts.error();
+  std::map<std::string, double> rate;
+  for (size_t i = 0; i < w.streams.size(); ++i)
+    rate[serve::model_key(w.streams[i].model)] += double((*counts)[i]) / (w.duration_ms * 1000.0);
+  const Fabric fab{int(cfg->cores), double(cfg->clock_mhz)};
   double swap_ms = o.swap_at_ms;
   if (swap_ms < 0) {
     swap_ms = w.duration_ms / 2;
@@ -648,7 +821,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
   if (o.zoo_builder) sm.set_zoo_builder(o.zoo_builder);
   Lab lab(*cfg, sm);
   std::map<std::string, std::vector<Choice>> spaces;
-  for (const auto& [key, spec] : models) spaces[key] = decision_space(spec, lens);
+  for (const auto& [key, spec] : models) spaces[key] = decision_space(spec, lens, max_cores);
   const auto& space = spaces.begin()->second;  // the report's list (the first model's)
   json j;
   j["kind"] = "tune";
@@ -659,6 +832,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
   j["rounds_requested"] = o.rounds;
   j["swap_at_ms"] = swap_ms;
   j["max_buckets"] = o.max_buckets;
+  j["max_cores_per_batch"] = max_cores;
   if (std::any_of(models.begin(), models.end(), [](const auto& kv) { return kv.second.bucketed(); }))
     j["bucket_lengths"] = lens;
   {
@@ -677,6 +851,8 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
       bs.push_back({{"seq", c.rows}, {"choice", c.tag()}});
     }
     return json{{"buckets", bs},
+                {"cores", bp.map.buckets.empty() ? 1 : bp.map.buckets.front().cores},
+                {"placements", bp.placements},
                 {"plans", bp.map.buckets.size()},
                 {"padding", bp.padding},
                 {"expected_cycles_per_request", bp.expected},
@@ -713,8 +889,8 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
         for (size_t k = 0; k < s.shapes.values.size(); ++k) mix[s.shapes.values[k]] += s.shapes.weights[k];
     }
     if (spec.bucketed()) {
-      auto bp = pick_buckets(mix, lens, plain(spaces[key]), o.max_buckets,
-                             [&, &sp = spec](const Choice& c) { return lab.predict(sp, c, identity); });
+      auto bp = pick_placed(mix, lens, plain(spaces[key]), o.max_buckets,
+                            [&, &sp = spec](const Choice& c) { return lab.predict(sp, c, identity); }, rate[key], fab);
       if (!bp) return bp.error();
       m0[key] = bp->map;
       auto bj = bucket_json(spec, *bp);
@@ -727,9 +903,13 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
       init[key] = ij;
       continue;
     }
+    auto pl = place_gemm(mix, plain(spaces[key]),
+                         [&, &sp = spec](const Choice& c) { return lab.predict(sp, c, identity); }, rate[key], fab);
+    if (!pl) return pl.error();
     double best = 0;
     const Choice* pick = nullptr;
     for (const auto& c : spaces[key]) {
+      if (c.cores != pl->pick) continue;
       auto pc = lab.predict(spec, c, identity);
       if (!pc) return pc.error();
       double e = 0;
@@ -738,8 +918,10 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
     }
     m0[key].fallback = *pick;
     init[key] = {{"choice", pick->tag()},
-                 {"why", "lowest predicted (uncorrected cost model) cycles over the initial shape mix at batch 1"},
-                 {"predicted_weighted_cycles", best}};
+                 {"why", "lowest predicted (uncorrected cost model) cycles over the initial shape mix at batch 1, "
+                         "on the cores of the lowest modelled latency"},
+                 {"predicted_weighted_cycles", best},
+                 {"placements", pl->to_json()}};
   }
   j["initial_mapping"] = init;
 
@@ -771,7 +953,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
   // Per-core timelines over a window after the swap point: 5 ms, or 8 mean
   // batches of the initial mapping if they are longer.
   double mean_batch_us = 0;
-  for (const auto& b : base->spans) mean_batch_us += (b.end_us - b.start_us) / double(base->spans.size());
+  for (const auto& b : base->spans) mean_batch_us += (b.end_us - b.start_us) / double(base->spans.size());  // per core
   const double tl_to = std::min(w.duration_ms * 1000.0, swap_us + std::max(5000.0, 8 * mean_batch_us));
   // The layers of a batch under the mapping `after` in force from the swap point (`m0` before it).
   const auto layers_with = [&](const Mapping& after) {
@@ -800,7 +982,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
   const auto observed_mix = [&](const Served& run, const std::string& key) {
     std::map<int64_t, double> mix;
     for (const auto& b : run.spans)
-      if (b.start_us >= swap_us && serve::model_key(w.streams[size_t(b.stream)].model) == key)
+      if (b.member == 0 && b.start_us >= swap_us && serve::model_key(w.streams[size_t(b.stream)].model) == key)
         mix[b.seq] += double(b.requests);
     return mix;
   };
@@ -823,8 +1005,8 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
     for (const auto& [key, spec] : models) {
       const serve::ModelSpec& sp = spec;
       if (spec.bucketed()) {
-        auto bp = pick_buckets(mix_of(key), lens, plain(spaces[key]), o.max_buckets,
-                               [&](const Choice& c) { return cost(sp, c); });
+        auto bp = pick_placed(mix_of(key), lens, plain(spaces[key]), o.max_buckets,
+                              [&](const Choice& c) { return cost(sp, c); }, rate[key], fab);
         if (!bp) return bp.error();
         out[key] = bp->map;
         auto bj = bucket_json(spec, *bp);
@@ -833,11 +1015,17 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
         continue;
       }
       out[key].fallback = m0[key].fallback;
+      std::map<int64_t, double> mix;
+      for (int64_t seq : seqs_of(key)) mix[seq] = 1;
+      auto pl = place_gemm(mix, plain(spaces[key]), [&](const Choice& c) { return cost(sp, c); }, rate[key], fab);
+      if (!pl) return pl.error();
+      buckets[key] = {{"placements", pl->to_json()}};
       for (int64_t seq : seqs_of(key))
         for (int b = 1; b <= w.max_batch; ++b) {
           double best = 0;
           const Choice* pick = nullptr;
           for (const auto& c : spaces[key]) {
+            if (c.cores != pl->pick) continue;
             auto pc = cost(spec, c);
             if (!pc) return pc.error();
             const double e = double(cdiv(seq * b, c.rows)) * *pc;
@@ -1025,8 +1213,9 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
       if (spec.bucketed()) {
         // The buckets re-chosen for the lengths observed after the swap
         // point, each bucket's plan by the compiler's corrected prediction.
-        auto bp = pick_buckets(observed_mix(*last, key), lens, cands, o.max_buckets,
-                               [&, &sp = spec](const Choice& c) { return lab.predict_compiled(sp, c, cal.overhead); });
+        auto bp = pick_placed(observed_mix(*last, key), lens, cands, o.max_buckets,
+                              [&, &sp = spec](const Choice& c) { return lab.predict_compiled(sp, c, cal.overhead); },
+                              rate[key], fab);
         if (!bp) return bp.error();
         next[key] = bp->map;
         auto bj = bucket_json(spec, *bp);
@@ -1066,11 +1255,19 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
       std::set<int64_t> seqs;
       for (const auto& r : last->reqs)
         if (after_swap(r) && serve::model_key(w.streams[size_t(r.stream)].model) == key) seqs.insert(r.seq);
+      std::map<int64_t, double> smix;
+      for (int64_t seq : seqs) smix[seq] = 1;
+      auto pl = place_gemm(
+          smix, cands, [&, &sp = spec](const Choice& c) { return lab.predict_compiled(sp, c, cal.overhead); },
+          rate[key], fab);
+      if (!pl) return pl.error();
+      mapping_now[key] = {{"placements", pl->to_json()}};
       for (int64_t seq : seqs)
         for (int b = 1; b <= w.max_batch; ++b) {
           double best = 0;
           const std::pair<Choice, Choice>* pick = nullptr;
           for (const auto& cc : cands) {
+            if (cc.second.cores != pl->pick) continue;
             auto pc = lab.predict_compiled(spec, cc.second, cal.overhead);
             if (!pc) return pc.error();
             const double e = double(cdiv(seq * b, cc.second.rows)) * *pc;
@@ -1164,8 +1361,25 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
         auto t = lab.measure(spec, c);
         if (!t) return t.error();
         json ls = json::array();
-        for (const auto& l : (*t)->layers)
-          ls.push_back({{"name", l.name}, {"kind", l.kind}, {"predicted", l.predicted}, {"measured", l.measured}});
+        auto cr = lab.compiled(spec, c);
+        if (!cr) return cr.error();
+        size_t first = 0;
+        for (size_t k = 0; k < (*t)->part_layers.size(); ++k) {
+          for (size_t li = first; li < first + (*t)->part_layers[k]; ++li) {
+            const auto& l = (*t)->layers[li];
+            ls.push_back({{"name", l.name}, {"kind", l.kind}, {"predicted", l.predicted}, {"measured", l.measured}});
+          }
+          first += (*t)->part_layers[k];
+          if ((*t)->part_layers[k] > 0) continue;
+          // A pipeline or dynamic part overlaps its layers: measured whole.
+          const auto& layers = (*cr)->parts[k].plan.layers;
+          std::string name = layers.empty() ? "segment " + std::to_string(k) : layers.front().name;
+          if (layers.size() > 1) name += " .. " + layers.back().name;
+          ls.push_back({{"name", name},
+                        {"kind", std::string("whole (") + c.placement_tag() + ")"},
+                        {"predicted", (*t)->part_predicted[k]},
+                        {"measured", (*t)->part_cycles[k]}});
+        }
         profile.push_back({{"model", key}, {"choice", c.tag()}, {"layers", ls}});
       }
     }

@@ -28,12 +28,18 @@
 
 namespace loom::tune {
 
-/// One point of the decision space: the plan's row tile, the fusion policy
-/// and double buffering. For a gemm_chain, `rows` is the rows per plan run (a
-/// batch of seq x batch rows runs in ceil(seq x batch / rows) chunks, the last
-/// one padded); for a bucketed model (zoo:bert with a seq_len distribution)
-/// it is the bucket, the sequence length the batch is padded to, each request
-/// one run of that length's program (device segments and host ops).
+/// One point of the decision space: the plan's row tile, the fusion policy,
+/// double buffering and the placement. For a gemm_chain, `rows` is the rows
+/// per plan run (a batch of seq x batch rows runs in ceil(seq x batch / rows)
+/// chunks, the last one padded); for a bucketed model (zoo:bert with a
+/// seq_len distribution) it is the bucket, the sequence length the batch is
+/// padded to, each request one run of that length's program (device segments
+/// and host ops).
+///
+/// Placement: a batch runs on `cores` cores at once (a gang: the serving
+/// simulator starts it when that many cores are free and holds them all until
+/// it ends), its plans compiled for that many cores with `placement` (and
+/// `tasks_per_core` when dynamic). One core: static.
 ///
 /// `params` (with the round that fitted them) are the refitted cost-model
 /// parameters the plan is compiled with (CompileOptions::cost_params); empty:
@@ -42,20 +48,37 @@ struct Choice {
   int64_t rows = 64;
   compiler::Fusion fusion = compiler::Fusion::Cost;
   bool double_buffer = true;
+  int cores = 1;
+  compiler::Placement placement = compiler::Placement::Static;
+  int tasks_per_core = 1;
   std::optional<compiler::CostParams> params;
   int params_round = 0;
-  std::string tag() const;  // "rows=64,fusion=cost,db=on" (+ ",cost=r1" with params of round 1)
-  /// The same rows, fusion and double buffering (whatever the parameters).
+  /// "rows=64,fusion=cost,db=on" (+ ",cores=2,placement=dynamic,tpc=2" on
+  /// several cores; + ",cost=r1" with params of round 1)
+  std::string tag() const;
+  /// The placement alone: "1 core", "2 cores static", "4 cores dynamic x2".
+  std::string placement_tag() const;
+  /// The same rows, fusion, double buffering and placement (whatever the parameters).
   bool same_decision(const Choice& o) const {
-    return rows == o.rows && fusion == o.fusion && double_buffer == o.double_buffer;
+    return rows == o.rows && fusion == o.fusion && double_buffer == o.double_buffer && cores == o.cores &&
+           placement == o.placement && tasks_per_core == o.tasks_per_core;
   }
   bool operator==(const Choice& o) const { return same_decision(o) && params_round == o.params_round; }
 };
 
 /// Every choice: rows in {32, 64, ..., 1024} (a bucketed model: the zoo BERT
-/// lengths 32 ... 512) x fusion {none, cost} x double buffering {on, off}.
+/// lengths 32 ... 512) x fusion {none, cost} x double buffering {on, off} x
+/// placement: one core, and for every power of two k in 2..`max_cores`: k
+/// cores static, pipeline, dynamic with 1 and with 2 tasks per core.
 /// `lengths`: a bucketed model's bucket lengths (empty: every zoo length).
-std::vector<Choice> decision_space(const serve::ModelSpec& m = {}, const std::vector<int64_t>& lengths = {});
+std::vector<Choice> decision_space(const serve::ModelSpec& m = {}, const std::vector<int64_t>& lengths = {},
+                                   int max_cores = 1);
+
+/// Mean time in an M/M/c queue: `c` servers, Poisson arrivals at `lambda`
+/// per unit of time, exponential service of mean `s`; infinite when the queue
+/// is unstable (lambda x s >= c). Erlang C through the Erlang B recurrence.
+/// The placement decision weighs each gang width with it (docs/tuning.md).
+double mmc_latency(int c, double lambda, double s);
 
 /// measured ~= a * predicted + b, fitted by least squares.
 struct LinearFit {
@@ -91,6 +114,11 @@ struct PlanTelemetry {
   uint64_t predicted = 0;  // the compiler's prediction, sum over layers
   uint64_t measured = 0;   // the whole plan on the backend
   std::vector<LayerSample> layers;
+  /// Per part (device segment) of the run: its whole cycles and how many of
+  /// `layers` are its (0: pipeline and dynamic plans, whose layers overlap,
+  /// have no per-layer cycles; they are measured whole).
+  std::vector<uint64_t> part_cycles, part_predicted;  // part_predicted: uncorrected
+  std::vector<size_t> part_layers;
   /// The fabric's counters over the whole run (every part, every core), and
   /// what the compiler predicted of them (plan::LayerInfo::macs, the cost
   /// model's DRAM traffic).
@@ -193,6 +221,9 @@ struct TuneOptions {
   /// lengths (zoo BERT lengths; empty: all six).
   int max_buckets = 3;
   std::vector<int64_t> bucket_lengths;
+  /// Placement: the most cores one batch may run on (decision_space's
+  /// max_cores); 0: the configuration's cores.
+  int max_cores_per_batch = 0;
   runtime::DeviceOptions device;  // the measuring device's options
   int rounds = 3;
   double swap_at_ms = -1;  // < 0: the first drift time of any stream, else half the duration

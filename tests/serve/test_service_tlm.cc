@@ -1,17 +1,21 @@
 // The service model on the tlm platform: port contention measured by running
 // a batch on one core of a memory port while other batches run over and over
-// on the port's other cores, against the batch alone.
+// on the port's other cores, against the batch alone; batches mapped onto
+// several cores served as gangs.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
 #include "loom/spec_gen.h"
 #include "runtime/device.h"
 #include "runtime/executor.h"
+#include "serve/server.h"
 #include "serve/service.h"
+#include "serve/workload.h"
 #include "tlm/tlm_device.h"
 
 namespace loom::serve {
@@ -109,5 +113,105 @@ TEST(PortContention, OneCorePerPortHasNoStretch) {
   EXPECT_EQ(sm.backend_runs(), 0u);
 }
 
+// A mapping that places every batch of the chain on `cores` cores.
+Mapper on_cores(int cores) {
+  return [cores](const ModelSpec&, int64_t, int) {
+    MappedRun r;
+    r.options.num_cores = cores;
+    r.tag = "cores=" + std::to_string(cores);
+    return r;
+  };
+}
+
+Workload gang_workload(const char* scheduling, int streams = 1) {
+  std::string text = std::string(R"(config: small
+duration_ms: 4
+seed: 5
+batching: fixed
+scheduling: )") + scheduling + R"(
+max_batch: 2
+max_queue_delay_ms: 0.02
+streams:
+)";
+  for (int i = 0; i < streams; ++i)
+    text += "  - name: chain" + std::to_string(i) + R"(
+    model: gemm_chain
+    hidden: 32
+    ffn: 64
+    layers: 1
+    slo_ms: 50.0
+    arrival: {poisson: {rate: 20000}}
+    seq_len: {values: [16, 32], weights: [1, 1]}
+)";
+  auto w = parse_workload_text(text, "gang.yaml");
+  EXPECT_TRUE(w) << w.error().str();
+  return *w;
+}
+
+TEST(Gang, ABatchOnTwoCoresHoldsBothUntilItEnds) {
+  register_tlm();
+  const spec::HwConfig& cfg = *spec::find_config("small");  // 4 cores, 2 ports
+  const Workload w = gang_workload("dynamic");
+  ServiceModel sm(cfg, "tlm", "");
+  sm.swap_mapping(on_cores(2), 0.0);
+  std::vector<BatchSpan> spans;
+  std::vector<ServedRequest> reqs;
+  ServeOptions o;
+  o.spans = &spans;
+  o.requests = &reqs;
+  auto r = run_serve(w, o, sm);
+  ASSERT_TRUE(r) << r.error().str();
+  // Every batch ran on two cores: two spans with the same start and end on
+  // different cores, and no core ever ran two batches at once.
+  ASSERT_FALSE(spans.empty());
+  ASSERT_EQ(spans.size() % 2, 0u);
+  EXPECT_EQ((*r)["gang_batches"].get<size_t>(), spans.size() / 2);
+  for (size_t i = 0; i < spans.size(); i += 2) {
+    EXPECT_NE(spans[i].core, spans[i + 1].core);
+    EXPECT_EQ(spans[i].start_us, spans[i + 1].start_us);
+    EXPECT_EQ(spans[i].end_us, spans[i + 1].end_us);
+    EXPECT_GT(spans[i].end_us, spans[i].start_us);
+  }
+  for (int c = 0; c < int(cfg.cores); ++c) {
+    std::vector<std::pair<double, double>> on;
+    for (const auto& b : spans)
+      if (b.core == c) on.push_back({b.start_us, b.end_us});
+    std::sort(on.begin(), on.end());
+    for (size_t k = 1; k < on.size(); ++k) EXPECT_GE(on[k].first, on[k - 1].second) << "core " << c;
+  }
+  size_t done = 0;
+  for (const auto& q : reqs) done += q.done_us >= 0;
+  EXPECT_EQ(done, reqs.size());
+  // A two-core plan is faster than the one-core plan of the same batch.
+  const ModelSpec m = w.streams[0].model;
+  sm.set_now(0);
+  auto c2 = sm.cycles(m, 32, 2);
+  ASSERT_TRUE(c2) << c2.error().str();
+  sm.clear_mappings();  // one tlm platform per process: the same model, unmapped
+  auto c1 = sm.cycles(m, 32, 2);
+  ASSERT_TRUE(c1) << c1.error().str();
+  std::printf("small gemm_chain(32,64) 64 rows: %llu cycles on 1 core, %llu on 2\n", (unsigned long long)*c1,
+              (unsigned long long)*c2);
+  EXPECT_LT(*c2, *c1);
+}
+
+TEST(Gang, MoreCoresThanTheStreamHasIsAnError) {
+  register_tlm();
+  const spec::HwConfig& cfg = *spec::find_config("small");
+  // Two streams in static partitions of 2 cores each; the mapping asks for 4.
+  ServiceModel sm(cfg, "tlm", "");
+  sm.swap_mapping(on_cores(4), 0.0);
+  auto r = run_serve(gang_workload("static", 2), ServeOptions{}, sm);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().str().find("mapped onto 4 cores; it can use 2"), std::string::npos) << r.error().str();
+  // Live serving runs one-core plans only: it says so before it starts.
+  sm.clear_mappings();  // one tlm platform per process: the same model
+  sm.swap_mapping(on_cores(2), 0.0);
+  ServeOptions lo;
+  lo.mode = "live";
+  auto l = run_serve(gang_workload("dynamic"), lo, sm);
+  ASSERT_FALSE(l);
+  EXPECT_NE(l.error().str().find("live serving runs one-core plans"), std::string::npos) << l.error().str();
+}
 }  // namespace
 }  // namespace loom::serve

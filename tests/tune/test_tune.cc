@@ -83,6 +83,52 @@ TEST(Decisions, SpaceHasEveryCombinationOnce) {
   EXPECT_EQ(layer_kind("gemm", "l0.down"), "gemm");
 }
 
+TEST(Decisions, PlacementsOnSeveralCores) {
+  // One core, and for 2 and 4 cores: static, pipeline, dynamic x1, dynamic x2.
+  const auto s = decision_space({}, {}, 4);
+  EXPECT_EQ(s.size(), 6u * 2u * 2u * 9u);
+  for (size_t i = 0; i < s.size(); ++i)
+    for (size_t j = i + 1; j < s.size(); ++j) EXPECT_NE(s[i].tag(), s[j].tag());
+  size_t on2 = 0, dyn4 = 0;
+  for (const auto& c : s) {
+    on2 += c.cores == 2;
+    dyn4 += c.cores == 4 && c.placement == compiler::Placement::Dynamic;
+    if (c.cores == 1) {
+      EXPECT_EQ(c.placement, compiler::Placement::Static);
+    }
+  }
+  EXPECT_EQ(on2, 6u * 2u * 2u * 4u);
+  EXPECT_EQ(dyn4, 6u * 2u * 2u * 2u);
+  // A 3-core fabric offers 1 and 2 cores; one core keeps the one-core tags.
+  EXPECT_EQ(decision_space({}, {}, 3).size(), 6u * 2u * 2u * 5u);
+  Choice c;
+  EXPECT_EQ(c.tag(), "rows=64,fusion=cost,db=on");
+  c.cores = 4, c.placement = compiler::Placement::Dynamic, c.tasks_per_core = 2;
+  EXPECT_EQ(c.tag(), "rows=64,fusion=cost,db=on,cores=4,placement=dynamic,tpc=2");
+  EXPECT_EQ(c.placement_tag(), "4 cores dynamic x2");
+  Choice d = c;
+  d.tasks_per_core = 1;
+  EXPECT_FALSE(c.same_decision(d));
+}
+
+TEST(Decisions, QueueModelOfAGang) {
+  // M/M/1: s / (1 - rho).
+  EXPECT_NEAR(mmc_latency(1, 0.5, 1.0), 2.0, 1e-12);
+  // M/M/2 at a = 1 (rho 0.5): Erlang C = 1/3, wait = C s / (c (1 - rho)) = 1/3.
+  EXPECT_NEAR(mmc_latency(2, 1.0, 1.0), 1.0 + 1.0 / 3.0, 1e-12);
+  // No load: the service time; overloaded: infinite.
+  EXPECT_EQ(mmc_latency(4, 0.0, 3.0), 3.0);
+  EXPECT_TRUE(std::isinf(mmc_latency(2, 2.0, 1.0)));
+  // Light load favours one fast server, heavy load several slower ones: two
+  // cores twice as fast as one (a gang of 2 on a 2-core fabric, 1 server of
+  // s = 1) against two servers of s = 2.
+  EXPECT_LT(mmc_latency(1, 0.05, 1.0), mmc_latency(2, 0.05, 2.0));
+  // A gang only 1.2x faster than one core loses at half load: 1.43 against 1.07.
+  EXPECT_NEAR(mmc_latency(1, 0.5, 1.0 / 1.2), 1.0 / 1.2 / (1 - 0.5 / 1.2), 1e-12);
+  EXPECT_NEAR(mmc_latency(2, 0.5, 1.0), 1.0 + 0.1 / 1.5, 1e-12);
+  EXPECT_GT(mmc_latency(1, 0.5, 1.0 / 1.2), mmc_latency(2, 0.5, 1.0));
+}
+
 serve::ServedRequest req(int stream, double arrival, double start, double done, bool dropped = false) {
   serve::ServedRequest r;
   r.stream = stream, r.arrival_us = arrival, r.start_us = start, r.done_us = done, r.dropped = dropped;
