@@ -181,9 +181,10 @@ namespace {
 /// cores turns the fabric's N cores into N / k servers of the k-core
 /// service time; each width's expected service time per request (its best
 /// choices, cycles per request over the mix) is weighed by the mean latency
-/// of an M/M/c queue at the model's arrival rate, and the lowest wins (when
-/// every width is overloaded: the most requests per core-cycle). The other
-/// models sharing the fabric are not in the queue (each model as if alone).
+/// of an M/M/c queue at the model's arrival rate. The lowest wins, and among
+/// widths within 1 % of it the fewest cores (when every width is overloaded:
+/// the most requests per core-cycle). The other models sharing the fabric
+/// are not in the queue (each model as if alone).
 struct Placed {
   struct Width {
     int cores = 1, servers = 1;
@@ -208,16 +209,27 @@ struct Fabric {
 };
 Placed place(const std::map<int, double>& service_cycles, double lambda_per_us, const Fabric& f) {
   Placed p;
-  double best = 0, best_tp = 0;
-  bool finite = false;
+  double lo = std::numeric_limits<double>::infinity(), best_tp = 0;
   for (auto [k, cyc] : service_cycles) {
     Placed::Width x;
     x.cores = k, x.servers = std::max(1, f.cores / k), x.service_us = cyc / f.mhz;
     x.latency_us = mmc_latency(x.servers, lambda_per_us, x.service_us);
     p.widths.push_back(x);
-    const double per_core = x.service_us * double(k);  // core-us per request
-    if (std::isfinite(x.latency_us) && (!finite || x.latency_us < best)) best = x.latency_us, p.pick = k, finite = true;
-    if (!finite && (best_tp == 0 || per_core < best_tp)) best_tp = per_core, p.pick = k;
+    lo = std::min(lo, x.latency_us);
+  }
+  if (std::isfinite(lo)) {
+    // Within 1 % of the lowest latency, the fewest cores per batch: a gang
+    // must earn the servers it costs (headroom if the load or the shapes grow).
+    for (const auto& x : p.widths)
+      if (x.latency_us <= lo * 1.01) {
+        p.pick = x.cores;
+        break;
+      }
+    return p;
+  }
+  for (const auto& x : p.widths) {  // every width overloaded: the most requests per core-us
+    const double per_core = x.service_us * double(x.cores);
+    if (best_tp == 0 || per_core < best_tp) best_tp = per_core, p.pick = x.cores;
   }
   return p;
 }
@@ -597,6 +609,21 @@ Expected<const Compiled*> Lab::compiled(const serve::ModelSpec& m, const Choice&
   const std::string key = key_of(m, c);
   auto it = compiled_.find(key);
   if (it != compiled_.end()) return &it->second;
+  auto out = build(m, c);
+  if (!out) return out.error();
+  // Kept for its predictions, decisions and layer names only: the
+  // instruction streams, constants and inputs of every choice of every
+  // round would not fit in memory (measure() compiles again to run).
+  for (auto& part : out->parts) {
+    std::vector<uint8_t>().swap(part.plan.constants);
+    std::vector<std::vector<spec::Insn>>().swap(part.plan.cores);
+    std::vector<plan::Task>().swap(part.plan.tasks);
+  }
+  std::vector<std::map<std::string, Tensor>>().swap(out->inputs);
+  return &compiled_.emplace(key, std::move(*out)).first->second;
+}
+
+Expected<Compiled> Lab::build(const serve::ModelSpec& m, const Choice& c) {
   std::vector<ir::Graph> graphs;
   Compiled out;
   if (m.bucketed()) {
@@ -624,15 +651,16 @@ Expected<const Compiled*> Lab::compiled(const serve::ModelSpec& m, const Choice&
     out.inputs.push_back(ir::random_inputs(g, 1));
   }
   out.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  return &compiled_.emplace(key, std::move(out)).first->second;
+  return out;
 }
 
 Expected<const PlanTelemetry*> Lab::measure(const serve::ModelSpec& m, const Choice& c) {
   const std::string key = key_of(m, c);
   auto it = measured_.find(key);
   if (it != measured_.end()) return &it->second;
-  auto cr = compiled(m, c);
-  if (!cr) return cr.error();
+  auto full = build(m, c);  // runnable (compiled() keeps no streams); compiling is deterministic
+  if (!full) return full.error();
+  const Compiled* cr = &*full;
   auto dev = sm_.device();
   if (!dev) return dev.error();
   PlanTelemetry t;
@@ -641,15 +669,15 @@ Expected<const PlanTelemetry*> Lab::measure(const serve::ModelSpec& m, const Cho
   t.rows = c.rows;
   runtime::RunOptions ro;
   ro.layer_cycles = true;
-  for (size_t k = 0; k < (*cr)->parts.size(); ++k) {
-    const compiler::CompileResult& part = (*cr)->parts[k];
+  for (size_t k = 0; k < cr->parts.size(); ++k) {
+    const compiler::CompileResult& part = cr->parts[k];
     const plan::Plan& p = part.plan;
     // The whole part as it serves, then layer by layer (released one layer
     // at a time, so the layers do not overlap: their sum can exceed the
     // whole; the difference is the plan overhead the refit sees). Pipeline
     // and dynamic plans overlap their layers: measured whole only.
     const bool per_layer = p.placement == "static" && p.tasks.empty() && p.unit_calls.empty();
-    auto whole = runtime::execute(**dev, p, (*cr)->inputs[k]);
+    auto whole = runtime::execute(**dev, p, cr->inputs[k]);
     if (!whole) return whole.error();
     ++runs_;
     t.measured += whole->cycles;
@@ -671,7 +699,7 @@ Expected<const PlanTelemetry*> Lab::measure(const serve::ModelSpec& m, const Cho
       t.predicted += t.part_predicted.back();
       continue;
     }
-    auto r = runtime::execute(**dev, p, (*cr)->inputs[k], ro);
+    auto r = runtime::execute(**dev, p, cr->inputs[k], ro);
     if (!r) return r.error();
     ++runs_;
     if (r->layer_cycles.size() != p.layers.size())

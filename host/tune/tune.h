@@ -175,7 +175,9 @@ class Lab {
   /// Measures on `sm`'s device (one tlm platform per process); zoo models
   /// come from `sm`'s zoo builder.
   Lab(const spec::HwConfig& cfg, serve::ServiceModel& sm) : cfg_(cfg), sm_(sm) {}
-  /// The compiler's prediction (no run).
+  /// The compiler's prediction (no run): predictions, decisions and the
+  /// plans' layers; the plans keep no instruction streams, constants or
+  /// inputs (memory), so they are not runnable.
   Expected<const Compiled*> compiled(const serve::ModelSpec& m, const Choice& c);
   /// Runs every part whole (`measured`: the device parts' cycles, without
   /// the host ops, which Compiled::host_cycles gives) and once more with
@@ -192,6 +194,8 @@ class Lab {
   uint64_t backend_runs() const { return runs_; }
 
  private:
+  /// The choice compiled in full (runnable plans and their inputs).
+  Expected<Compiled> build(const serve::ModelSpec& m, const Choice& c);
   const spec::HwConfig& cfg_;
   serve::ServiceModel& sm_;
   std::map<std::string, Compiled> compiled_;

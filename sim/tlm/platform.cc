@@ -40,6 +40,10 @@ Platform& Platform::instance() {
   // Keeps the SystemC banner off stdout, where CLI JSON goes.
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
   if (g_platform == nullptr) {
+    // A quantum of dynamic dispatch may end before the platform's next event
+    // (runtime/dispatch.cc lengthens it until time moves); SystemC would warn
+    // once on stderr that such an sc_start did nothing.
+    sc_core::sc_report_handler::set_actions(sc_core::SC_ID_NO_SC_START_ACTIVITY_, sc_core::SC_DO_NOTHING);
     g_platform = new Platform("loom_tlm");
     // Elaborate and let every thread reach its idle wait now, so each device
     // (the first included) wakes them in the same order: results then do not
