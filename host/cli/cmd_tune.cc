@@ -22,7 +22,7 @@ namespace {
 struct TuneOpts {
   std::string workload, backend = "tlm", output, cost_params_out, cache;
   int max_buckets = 3;
-  int max_cores_per_batch = 0;
+  int max_cores_per_batch = -1;
   std::vector<int64_t> bucket_lengths;
   DeviceFlags device;
   int64_t seed = -1;

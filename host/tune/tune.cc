@@ -783,7 +783,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
   const spec::HwConfig* cfg = spec::find_config(w.config);
   if (!cfg) return make_error(w.source + ": field 'config'", "unknown configuration '" + w.config + "'");
   if (o.rounds < 1 || o.rounds > 10) return make_error("--rounds", "must be in 1..10");
-  const int max_cores = o.max_cores_per_batch == 0 ? int(cfg->cores) : o.max_cores_per_batch;
+  const int max_cores = o.max_cores_per_batch == -1 ? int(cfg->cores) : o.max_cores_per_batch;
   if (max_cores < 1 || max_cores > int(cfg->cores))
     return make_error("--max-cores-per-batch", "must be in 1.." + std::to_string(cfg->cores) + " (config '" +
                                                    w.config + "' has " + std::to_string(cfg->cores) + " cores)");

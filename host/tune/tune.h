@@ -226,8 +226,8 @@ struct TuneOptions {
   int max_buckets = 3;
   std::vector<int64_t> bucket_lengths;
   /// Placement: the most cores one batch may run on (decision_space's
-  /// max_cores); 0: the configuration's cores.
-  int max_cores_per_batch = 0;
+  /// max_cores); -1: the configuration's cores.
+  int max_cores_per_batch = -1;
   runtime::DeviceOptions device;  // the measuring device's options
   int rounds = 3;
   double swap_at_ms = -1;  // < 0: the first drift time of any stream, else half the duration

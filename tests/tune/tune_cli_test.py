@@ -176,7 +176,10 @@ class Tune(unittest.TestCase):
         for k, j in results.items():
             self.assertTrue(j["swap_ok"])
             self.assertEqual(j["max_buckets"], k)
-            self.assertEqual(len(j["decision_space"]), 24)  # 6 lengths x fusion x double buffering
+            # 6 lengths x fusion x double buffering x placement (1 core; 2 and 4
+            # cores static, pipeline, dynamic x1, dynamic x2)
+            self.assertEqual(len(j["decision_space"]), 24 * 9)
+            self.assertEqual(j["max_cores_per_batch"], 4)
             maps = [j["initial_mapping"]["zoo:bert"], j["best_per_shape"]["mapping"]["zoo:bert"],
                     j["offline_recompile"]["mapping"]["zoo:bert"]] + [r["mapping"]["zoo:bert"] for r in j["rounds"]]
             for m in maps:
@@ -190,6 +193,13 @@ class Tune(unittest.TestCase):
                     self.assertTrue(b["choice"].startswith("rows=%d," % b["seq"]), b)
                 self.assertGreaterEqual(m["padding"], 0)
                 self.assertLess(m["padding"], 1)
+            # Placement: every map weighed 1, 2 and 4 cores per batch; a BERT
+            # request holds its cores through its host ops, so a gang never
+            # earns the servers it costs here.
+            for m in maps:
+                self.assertEqual([x["cores"] for x in m["placements"]], [1, 2, 4])
+                self.assertEqual(sum(x["chosen"] for x in m["placements"]), 1)
+                self.assertEqual(m["cores"], 1)
             init, best = maps[0], maps[1]
             # The initial buckets fit the short mix; after the drift the
             # oracle's buckets pad less, and the loop recovers the gap.
@@ -246,6 +256,37 @@ class Tune(unittest.TestCase):
         # One bucket fewer cannot predict less work per request for the same lengths.
         self.assertGreaterEqual(results[2]["offline_recompile"]["mapping"]["zoo:bert"]["expected_cycles_per_request"],
                                 results[3]["offline_recompile"]["mapping"]["zoo:bert"]["expected_cycles_per_request"] * 0.99)
+
+    def test_placement(self):
+        # The gemm chain at a light load: every mapping weighs 1, 2 and 4
+        # cores per batch by the queue model; the measured gang is faster
+        # than one core, so it is chosen, served as a gang (gang_batches,
+        # one timeline span per core), and beats the one-core loop.
+        _, j = self.tune("--rounds", "1")
+        _, one = self.tune("--rounds", "1", "--max-cores-per-batch", "1")
+        self.assertEqual(len(j["decision_space"]), 6 * 2 * 2 * 9)
+        self.assertEqual(len(one["decision_space"]), 6 * 2 * 2)
+        key = "gemm_chain(h=32,f=64,l=1)"
+        best = j["best_per_shape"]["mapping"][key]["placements"]
+        self.assertEqual([x["cores"] for x in best], [1, 2, 4])
+        chosen = [x for x in best if x["chosen"]][0]
+        self.assertGreater(chosen["cores"], 1)
+        self.assertLess(chosen["service_us"], best[0]["service_us"])
+        for x in best:
+            if x["chosen"] or x["modelled_latency_us"] == "overloaded":
+                continue
+            self.assertLessEqual(chosen["modelled_latency_us"], x["modelled_latency_us"])
+        tl = j["rounds"][-1]["timeline"]
+        gang = [b for b in tl if b["cores"] > 1]
+        self.assertTrue(gang)
+        for b in gang:  # the same batch on as many cores, at the same times
+            same = [o for o in tl if o["start_us"] == b["start_us"] and o["stream"] == b["stream"]]
+            self.assertEqual(len({o["core"] for o in same}), b["cores"])
+        self.assertTrue(j["swap_ok"])
+        self.assertLess(j["rounds"][-1]["after_swap"]["mean_us"], one["rounds"][-1]["after_swap"]["mean_us"])
+        for rd in one["rounds"]:
+            for d in rd["decisions_changed"]:
+                self.assertNotIn("cores=", d["to"])
 
     def test_determinism(self):
         a, _ = self.tune("--rounds", "1", "--seed", "5")
@@ -381,6 +422,8 @@ class Tune(unittest.TestCase):
             (["tune", self.wl, "--rounds", "0"], "--rounds"),
             (["tune", self.wl, "--max-buckets", "0"], "--max-buckets"),
             (["tune", self.wl, "--max-buckets", "7"], "--max-buckets"),
+            (["tune", self.wl, "--max-cores-per-batch", "0"], "--max-cores-per-batch"),
+            (["tune", self.wl, "--max-cores-per-batch", "5"], "config 'default' has 4 cores"),
             (["tune", self.wl, "--cache", self.wl], "is not a folder"),
             (["tune", bert, "--bucket-lengths", "32,33,512"], "'33' is not a zoo BERT length"),
             (["tune", bert, "--bucket-lengths", "64,64,512"], "given twice"),
