@@ -1089,6 +1089,19 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
   const double lbest = jbest["after_swap"]["mean_us"].get<double>();
   const double lbest_p99 = jbest["after_swap"]["p99_us"].get<double>();
   if (!best_buckets.empty()) jbest["mapping"] = best_buckets;
+  // What the exhaustive search measured: every choice's cycles per run
+  // (device parts and host ops), per model, in decision-space order.
+  json searched = json::object();
+  for (const auto& [key, spec] : models) {
+    json a = json::array();
+    for (const auto& c : spaces[key]) {
+      auto mc = measured_cost(spec, c);
+      if (!mc) return mc.error();
+      a.push_back({{"choice", c.tag()}, {"cycles", *mc}});
+    }
+    searched[key] = a;
+  }
+  jbest["measured"] = searched;
   j["best_per_shape"] = jbest;
 
   // Attribution, part (a): re-compiling for the shapes observed after the
