@@ -1043,8 +1043,11 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
         continue;
       }
       out[key].fallback = m0[key].fallback;
-      std::map<int64_t, double> mix;
-      for (int64_t seq : seqs_of(key)) mix[seq] = 1;
+      // The width for the lengths observed (requests per batch length), or
+      // every length decided for, equally weighted.
+      std::map<int64_t, double> mix = mix_of(key);
+      if (mix.empty())
+        for (int64_t seq : seqs_of(key)) mix[seq] = 1;
       auto pl = place_gemm(mix, plain(spaces[key]), [&](const Choice& c) { return cost(sp, c); }, rate[key], fab);
       if (!pl) return pl.error();
       buckets[key] = {{"placements", pl->to_json()}};
@@ -1296,8 +1299,9 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
       std::set<int64_t> seqs;
       for (const auto& r : last->reqs)
         if (after_swap(r) && serve::model_key(w.streams[size_t(r.stream)].model) == key) seqs.insert(r.seq);
-      std::map<int64_t, double> smix;
-      for (int64_t seq : seqs) smix[seq] = 1;
+      std::map<int64_t, double> smix = observed_mix(*last, key);
+      if (smix.empty())
+        for (int64_t seq : seqs) smix[seq] = 1;
       auto pl = place_gemm(
           smix, cands, [&, &sp = spec](const Choice& c) { return lab.predict_compiled(sp, c, cal.overhead); },
           rate[key], fab);
