@@ -552,7 +552,9 @@ class Sim {
         const int64_t seq = batch_seq(pick, dec[pick]);
         const int k = sm_.width(w_.streams[size_t(active_[pick])].model, seq, dec[pick].n);
         if (k > 1) {
-          const int avail = sched_ == Sched::Static ? count[pick] : cores;
+          const int avail = sched_ == Sched::Static ? count[pick]
+                            : w_.max_per_port > 0     ? std::min(cores, ports * w_.max_per_port)
+                                                      : cores;
           if (k > avail) {
             if (err)
               err = make_error(w_.source + ": stream '" + w_.streams[size_t(active_[pick])].name + "'",
