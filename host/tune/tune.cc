@@ -847,6 +847,8 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
 
   serve::ServiceModel sm(*cfg, o.backend, o.cache_dir, o.device);
   if (o.zoo_builder) sm.set_zoo_builder(o.zoo_builder);
+  // The backend first: an untimed one fails here, before the choices compile.
+  if (auto d = sm.device(); !d) return d.error();
   Lab lab(*cfg, sm);
   std::map<std::string, std::vector<Choice>> spaces;
   for (const auto& [key, spec] : models) spaces[key] = decision_space(spec, lens, max_cores);
