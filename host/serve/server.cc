@@ -388,7 +388,6 @@ class Sim {
           qview[si].erase(qview[si].begin() + dec.idx[k]);
         }
       }
-      const int p = port_of(core);
       Running& r = run[size_t(core)];
       r = Running{si, seq, n, svc(si, seq, n), 0, now, now, out.spans.size(), 1.0, gang};
       r.remaining = r.alone;
@@ -418,7 +417,7 @@ class Sim {
         return;
       }
       for (int q = 0; q < ports; ++q)
-        if (q == p || on_port(r, q)) repace(q, now);
+        if (on_port(r, q)) repace(q, now);
     };
 
     // A batch ended on `core` at `now`: its requests are done, or (live, a
@@ -457,9 +456,8 @@ class Sim {
         }
       }
       running[size_t(core)].clear();
-      const std::vector<int> gang = r.gang;
-      for (size_t k = 0; k < gang.size(); ++k) {
-        const int c = gang[k];
+      for (size_t k = 0; k < r.gang.size(); ++k) {
+        const int c = r.gang[k];
         busy[size_t(c)] = false;
         lead_of[size_t(c)] = -1;
         out.core_busy[size_t(c)] += now - r.start;
@@ -468,7 +466,7 @@ class Sim {
       }
       if (!live)
         for (int q = 0; q < ports; ++q)
-          if (std::any_of(gang.begin(), gang.end(), [&](int c) { return port_of(c) == q; })) repace(q, now);
+          if (on_port(r, q)) repace(q, now);
       out.makespan = std::max(out.makespan, now);
     };
 

@@ -288,6 +288,15 @@ Expected<Placed> place_gemm(const std::map<int64_t, double>& mix,
   return place(service, lambda_per_us, f);
 }
 
+/// The name of part `k` of a compiled choice when it is measured whole (a
+/// pipeline or dynamic plan overlaps its layers): its first and last layer.
+std::string whole_part_name(const Compiled& cr, size_t k) {
+  const auto& layers = cr.parts[k].plan.layers;
+  std::string name = layers.empty() ? "segment " + std::to_string(k) : layers.front().name;
+  if (layers.size() > 1) name += " .. " + layers.back().name;
+  return name;
+}
+
 serve::Mapper mapper_of(Mapping m) {
   return [m = std::move(m)](const serve::ModelSpec& spec, int64_t seq, int batch) {
     serve::MappedRun r;
@@ -741,10 +750,8 @@ Expected<std::vector<std::pair<std::string, double>>> Lab::run_layers(const serv
     if (host > 0) out.push_back({"host ops", double(host)});
     if (part >= (*cr)->parts.size()) continue;
     const auto& layers = (*cr)->parts[part].plan.layers;
-    if ((*t)->part_layers[part] == 0) {  // measured whole: one stretch named by its layers
-      std::string name = layers.empty() ? "segment " + std::to_string(part) : layers.front().name;
-      if (layers.size() > 1) name += " .. " + layers.back().name;
-      out.push_back({name + " (" + c.placement_tag() + ")", double((*t)->part_cycles[part])});
+    if ((*t)->part_layers[part] == 0) {  // measured whole: one stretch
+      out.push_back({whole_part_name(**cr, part) + " (" + c.placement_tag() + ")", double((*t)->part_cycles[part])});
       continue;
     }
     for (size_t li = 0; li < layers.size(); ++li)
@@ -1419,10 +1426,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
           first += (*t)->part_layers[k];
           if ((*t)->part_layers[k] > 0) continue;
           // A pipeline or dynamic part overlaps its layers: measured whole.
-          const auto& layers = (*cr)->parts[k].plan.layers;
-          std::string name = layers.empty() ? "segment " + std::to_string(k) : layers.front().name;
-          if (layers.size() > 1) name += " .. " + layers.back().name;
-          ls.push_back({{"name", name},
+          ls.push_back({{"name", whole_part_name(**cr, k)},
                         {"kind", std::string("whole (") + c.placement_tag() + ")"},
                         {"predicted", (*t)->part_predicted[k]},
                         {"measured", (*t)->part_cycles[k]}});
