@@ -72,9 +72,13 @@ class Tune(unittest.TestCase):
         with open(self.wl, "w") as f:
             f.write(WORKLOAD)
 
-    def tune(self, *extra):
+    def tune(self, *extra, gangs=False):
+        # Tests about the loop itself run with one core a batch (36 choices
+        # instead of 216: a sixth of the compile time, which matters under
+        # ASan); test_placement asks for the gangs.
         out = os.path.join(self.dir, "r%d.json" % len(os.listdir(self.dir)))
-        r = run(["tune", self.wl, "--backend", "tlm", "--json", "-o", out] + list(extra), self.dir)
+        extra = list(extra) + ([] if gangs or "--max-cores-per-batch" in extra else ["--max-cores-per-batch", "1"])
+        r = run(["tune", self.wl, "--backend", "tlm", "--json", "-o", out] + extra, self.dir)
         self.assertEqual(r.returncode, 0, r.stderr)
         with open(out) as f:
             text = f.read()
@@ -273,7 +277,7 @@ class Tune(unittest.TestCase):
         # cores per batch by the queue model; the measured gang is faster
         # than one core, so it is chosen, served as a gang (gang_batches,
         # one timeline span per core), and beats the one-core loop.
-        _, j = self.tune("--rounds", "1")
+        _, j = self.tune("--rounds", "1", gangs=True)
         _, one = self.tune("--rounds", "1", "--max-cores-per-batch", "1")
         self.assertEqual(len(j["decision_space"]), 6 * 2 * 2 * 9)
         self.assertEqual(len(one["decision_space"]), 6 * 2 * 2)
@@ -308,7 +312,8 @@ class Tune(unittest.TestCase):
 
     def test_progress_with_eta_on_stderr(self):
         out = os.path.join(self.dir, "p.json")
-        r = subprocess.run([LOOM, "tune", self.wl, "--backend", "tlm", "--rounds", "2", "--json", "--progress"],
+        r = subprocess.run([LOOM, "tune", self.wl, "--backend", "tlm", "--rounds", "2", "--json", "--progress",
+                            "--max-cores-per-batch", "1"],
                            cwd=self.dir, capture_output=True, text=True, timeout=100,
                            env=dict(os.environ, LOOM_PROGRESS_INTERVAL="0"))
         self.assertEqual(r.returncode, 0, r.stderr)
