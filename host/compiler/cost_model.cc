@@ -373,9 +373,17 @@ TileCost pool_tile(const CostParams& p, const PoolGeom& g, uint64_t m, uint64_t 
   return t;
 }
 
-TileCost eltwise_tile(const CostParams& p, uint64_t count, int operands, int slots) {
+TileCost eltwise_tile(const CostParams& p, uint64_t count, int operands, int slots, const Permute& pm) {
   TileCost t;
-  t.ld.dma(p, false, 1, count, count, uint64_t(operands));
+  if (pm.on()) {
+    // lower.cc gather_permuted: rows of one run, a LOAD per stretch along the row dim.
+    const uint64_t run = std::min<uint64_t>(uint64_t(pm.run()), count);
+    const uint64_t rows = cdiv(count, run);
+    const uint64_t loads = cdiv(rows, std::min<uint64_t>(uint64_t(pm.row_count()), 65535));
+    t.ld.dma(p, false, cdiv(rows, loads), run, uint64_t(pm.row_stride()), loads);
+  } else {
+    t.ld.dma(p, false, 1, count, count, uint64_t(operands));
+  }
   spec::EltwiseInsn e;
   e.count = count;
   t.cp.cycles = hw::eltwise_cycles(timing(p), e), t.cp.insns = 1;
@@ -629,7 +637,8 @@ Cost estimate(const CostParams& p0, const Layer& l, int cores, int slots, bool r
       const int operands = l.props->op == ir::OpKind::Add || l.props->op == ir::OpKind::Mul ? 2 : 1;
       const uint64_t E = uint64_t(l.elems), tm = uint64_t(std::max<int64_t>(l.tiling.tm, 1));
       const uint64_t n = cdiv(E, tm);
-      const TileCost full = eltwise_tile(p, tm, operands, slots), last = eltwise_tile(p, E - (n - 1) * tm, operands, slots);
+      const TileCost full = eltwise_tile(p, tm, operands, slots, l.permute),
+                     last = eltwise_tile(p, E - (n - 1) * tm, operands, slots, l.permute);
       tot.add(full, n - 1);
       tot.add(last, 1);
       ct[0][0].set(full), ct[0][1].set(full);

@@ -192,6 +192,7 @@ class HlsPlacementPass final : public Pass {
       if (units == 0) why = std::string("configuration has no ") + (conv ? "conv" : "gemm") + " unit";
       else if (m.batch != 1) why = "batch " + std::to_string(m.batch) + " (units take batch-1 layers)";
       else if (!m.b_const) why = "gemm of two activations";
+      else if (!conv && m.groups != 1) why = "grouped gemm (the gemm unit takes one group)";
       else if (l.res.on) why = "residual add folded into its post-op";
       else if (!conv && m.K() > kGemmMaxK) why = "K " + std::to_string(m.K()) + " over the gemm unit's 4096";
       else if (conv && m.K() > kConvMaxR) why = "KH*KW*C " + std::to_string(m.K()) + " over the conv unit's 4608";

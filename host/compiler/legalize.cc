@@ -51,6 +51,10 @@ class LegalizePass final : public Pass {
         return check_pool(g, n, l);
       case LayerKind::Eltwise:
         l.elems = numel(y.shape);
+        if (n.op == ir::OpKind::Transpose) {
+          if (g.tensor(n.inputs[0]).is_const) return node_error(n, "transpose of a constant is not supported");
+          l.permute = permute_of(g.tensor(n.inputs[0]).shape, n.attrs.perm);
+        }
         if ((n.op == ir::OpKind::Add || n.op == ir::OpKind::Mul) &&
             (n.inputs.size() != 2 || g.tensor(n.inputs[0]).shape != g.tensor(n.inputs[1]).shape))
           return node_error(n, std::string(ir::op_name(n.op)) +
@@ -61,6 +65,27 @@ class LegalizePass final : public Pass {
         return Status::ok();
     }
     return Status::ok();
+  }
+
+  /// Output dims with their input strides; dims of size 1 dropped, and
+  /// neighbours merged where the input holds them contiguously as well.
+  static Permute permute_of(const std::vector<int64_t>& x, const std::vector<int64_t>& perm) {
+    std::vector<int64_t> xs(x.size(), 1);
+    for (size_t d = x.size(); d-- > 1;) xs[d - 1] = xs[d] * x[d];
+    Permute p;
+    for (size_t d = 0; d < perm.size(); ++d) {
+      const int64_t size = x[size_t(perm[d])], st = xs[size_t(perm[d])];
+      if (size == 1) continue;
+      if (!p.dims.empty() && p.stride.back() == st * size) {
+        p.dims.back() *= size;
+        p.stride.back() = st;
+      } else {
+        p.dims.push_back(size);
+        p.stride.push_back(st);
+      }
+    }
+    if (p.dims.empty() || p.stride.back() != 1) p.dims.push_back(1), p.stride.push_back(1);
+    return p;
   }
 
   static int64_t numel(const std::vector<int64_t>& s) {
@@ -94,6 +119,18 @@ class LegalizePass final : public Pass {
       if (w.shape[2] != m.Cg || w.shape[3] != m.Cout) return node_error(n, "weight shape does not match the groups");
       if (m.KH != a.kernel_h || m.KW != a.kernel_w)
         return node_error(n, "kernel attributes do not match the weight shape");
+    } else if (n.attrs.groups != 1) {
+      // Grouped: a [M, G*K] times b [G, K, N], one group a GEMM group.
+      if (x.shape.size() != 2 || w.shape.size() != 3 || y.shape.size() != 2)
+        return node_error(n, "grouped gemm expects a [M,G*K], b [G,K,N]");
+      m.W = m.OW = x.shape[0];
+      m.groups = w.shape[0];
+      m.C = x.shape[1];
+      m.Cg = w.shape[1];
+      m.Ng = w.shape[2];
+      m.Cout = m.groups * m.Ng;
+      m.b_const = w.is_const;
+      if (m.groups * m.Cg != m.C || y.shape[1] != m.Cout) return node_error(n, "grouped gemm shapes disagree");
     } else {
       if (x.shape.size() != 2 || w.shape.size() != 2 || y.shape.size() != 2)
         return node_error(n, "gemm expects 2-D tensors");

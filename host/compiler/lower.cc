@@ -559,9 +559,59 @@ Status lower_pool(const CompileState& s, const Layer& l, int core, LayerStream& 
   return Status::ok();
 }
 
+/// Output elements [m0, m0 + m) of a transpose gathered into IN at `sp`, in
+/// output order: one LOAD per stretch of whole runs along the row dim
+/// (rows = runs, cols = run, dram_stride = the row dim's input stride), one
+/// LOAD of one row for a piece of a run at a chunk's edge.
+void gather_permuted(LayerStream& ls, const Permute& pm, uint64_t x, int64_t m0, int64_t m, uint64_t sp) {
+  constexpr int64_t kMaxRows = 65535;  // the LOAD rows/cols fields are 16 bits
+  const int64_t run = pm.run(), nrow = pm.row_count(), end = m0 + m;
+  const size_t r = pm.dims.size();
+  for (int64_t p = m0; p < end;) {
+    // The input element of output element p (row-major over pm.dims).
+    int64_t rest = p, src = 0, row_idx = 0;
+    for (size_t d = r; d-- > 0;) {
+      const int64_t i = rest % pm.dims[d];
+      rest /= pm.dims[d];
+      src += i * pm.stride[d];
+      if (d + 2 == r) row_idx = i;
+    }
+    spec::LoadInsn ld;
+    ld.buf = uint64_t(spec::Buffer::IN);
+    ld.sp_addr = sp + uint64_t(p - m0);
+    ld.dram_addr = x + uint64_t(src);
+    const int64_t in_run = p % run;
+    if (in_run == 0 && p + run <= end && run <= kMaxRows) {
+      const int64_t rows = std::min({(end - p) / run, nrow - row_idx, kMaxRows});
+      ld.rows = uint64_t(rows);
+      ld.cols = uint64_t(run);
+      ld.dram_stride = uint64_t(pm.row_stride());
+      ld.sp_stride = uint64_t(run);
+      p += rows * run;
+    } else {
+      const int64_t cols = std::min({run - in_run, end - p, kMaxRows});
+      ld.rows = 1;
+      ld.cols = ld.dram_stride = ld.sp_stride = uint64_t(cols);
+      p += cols;
+    }
+    ls.load(ld);
+  }
+}
+
+/// A transpose: no arithmetic, so ELTWISE copies IN to OUT exactly
+/// (rq(v, 2^30, 30) = v; the second operand weighs 0).
+ir::EltQuant copy_quant() {
+  ir::EltQuant q;
+  q.a.mult = int32_t(1) << 30;
+  q.a.shift = 30;
+  q.b.mult = 0;
+  q.b.shift = kMinShift;
+  return q;
+}
+
 Status lower_eltwise(const CompileState& s, const Layer& l, int core, LayerStream& ls) {
   const ir::Node& n = s.node(l);
-  auto q = ir::elt_quant(s.graph, n);
+  auto q = l.permute.on() ? Expected<ir::EltQuant>(copy_quant()) : ir::elt_quant(s.graph, n);
   if (!q) return Status(q.error()).context("node '" + l.name + "'");
   const bool binary = n.op == ir::OpKind::Add || n.op == ir::OpKind::Mul;
   const Budget& b = s.budget;
@@ -585,7 +635,10 @@ Status lower_eltwise(const CompileState& s, const Layer& l, int core, LayerStrea
       ld.sp_stride = ld.cols;
       ls.load(ld);
     };
-    load(a_src, in);
+    if (l.permute.on())
+      gather_permuted(ls, l.permute, a_src, t.m0, t.m, in);
+    else
+      load(a_src, in);
     if (binary) load(b_src, in_b);
     const uint64_t out = uint64_t(ls.out_slot()) * uint64_t(b.out);
     spec::EltwiseInsn e;

@@ -199,12 +199,14 @@ class MemoryPlanPass final : public Pass {
       // Packed groups (MacGeom::pack): input channel ci and output channel j
       // of a packed group belong to graph groups ci / cg and j / ng; only
       // the diagonal blocks hold weights, the rest the zero point.
+      const bool gemm_groups = n.op == ir::OpKind::Gemm && w.shape.size() == 3;  // b [G,K,N]: already the layout
       for (int64_t g = 0; g < m.groups; ++g)
         for (int64_t k = 0; k < m.K(); ++k) {
           const int64_t pos = k / m.Cg, ci = k % m.Cg;
           for (int64_t j = 0; j < m.Ng; ++j)
-            c.push_back(ci / cg == j / ng ? uint8_t(wd[(pos * cg + ci % cg) * m.Cout + g * m.Ng + j])
-                                          : uint8_t(int8_t(q->w_zp)));
+            c.push_back(gemm_groups                ? uint8_t(wd[(g * m.K() + k) * m.Ng + j])
+                        : ci / cg == j / ng ? uint8_t(wd[(pos * cg + ci % cg) * m.Cout + g * m.Ng + j])
+                                            : uint8_t(int8_t(q->w_zp)));
         }
       if (!l.unit_kernel.empty() && m.graph_groups() != 1) {  // --hls auto: the unit reads the graph's layout
         c.resize(align_up(c.size(), kAlign));

@@ -7,7 +7,7 @@ namespace loom::compiler {
 namespace {
 
 using ir::OpKind;
-constexpr std::array<OpProps, 11> kOps{{
+constexpr std::array<OpProps, 12> kOps{{
     {OpKind::Conv2d, "conv2d", LayerKind::Mac, true, false, false},
     {OpKind::Gemm, "gemm", LayerKind::Mac, true, false, false},
     {OpKind::Relu, "relu", LayerKind::Eltwise, false, true, false},
@@ -19,6 +19,8 @@ constexpr std::array<OpProps, 11> kOps{{
     {OpKind::GlobalAvgPool, "globalavgpool", LayerKind::Pool, false, false, true},
     {OpKind::Reshape, "reshape", LayerKind::Alias, false, false, false},
     {OpKind::Flatten, "flatten", LayerKind::Alias, false, false, false},
+    // A layout transform: gathered by DMA, copied through ELTWISE.
+    {OpKind::Transpose, "transpose", LayerKind::Eltwise, false, false, false},
 }};
 
 }  // namespace

@@ -161,6 +161,19 @@ struct Tile {
   int64_t n0 = 0, n = 0;  // channels within the group
 };
 
+/// A transpose as a gather (legalize): the output's dims, merged where the
+/// input holds them contiguously too, and each one's stride in the input (in
+/// elements). The last dim has stride 1: a run of consecutive input bytes,
+/// one DMA row; the dim before it (when there is one) steps the rows.
+struct Permute {
+  std::vector<int64_t> dims, stride;
+  bool on() const { return !dims.empty(); }
+  int64_t run() const { return dims.back(); }
+  /// Rows a LOAD may take in one go (the dim before the run), and their stride.
+  int64_t row_count() const { return dims.size() > 1 ? dims[dims.size() - 2] : 1; }
+  int64_t row_stride() const { return dims.size() > 1 ? stride[stride.size() - 2] : run(); }
+};
+
 struct Layer {
   std::string name;  // node name(s), '+'-joined when fused
   size_t node = 0;   // index into CompileState::graph.nodes
@@ -168,6 +181,7 @@ struct Layer {
   MacGeom mac;
   PoolGeom pool;
   int64_t elems = 0;  // eltwise element count
+  Permute permute;    // transpose: the gather that reads its input
   uint64_t macs = 0;
   Tiling tiling;
   std::vector<Tile> tiles;

@@ -140,7 +140,7 @@ struct TileSpans {
       case LayerKind::Eltwise:
         for (const auto& in : n.inputs) {
           if (!activation(in)) continue;
-          if (numel(s.graph.tensor(in).shape) == l.elems) elems(in, t.m0, t.m0 + t.m, rd);
+          if (numel(s.graph.tensor(in).shape) == l.elems && !l.permute.on()) elems(in, t.m0, t.m0 + t.m, rd);
           else whole(in, rd);
         }
         elems(out, t.m0, t.m0 + t.m, wr);

@@ -78,6 +78,55 @@ class GraphBuilder {
     return finish(n, {as[0], n_out}, out_scale(a, 0.015, double(as[1])));
   }
 
+  /// A grouped gemm with constant b [groups, K, n_out]: a [M, groups*K] -> [M, groups*n_out].
+  std::string grouped_gemm(const std::string& name, const std::string& a, int64_t groups, int64_t n_out) {
+    const auto as = g_.tensor(a).shape;
+    const std::string w = name + ".w";
+    auto& wt = add_tensor(w, DType::I8, {groups, as[1] / groups, n_out}, 0.015, -1);
+    fill_i8(wt);
+    Node n;
+    n.name = name;
+    n.op = OpKind::Gemm;
+    n.inputs = {a, w};
+    n.attrs.groups = groups;
+    return finish(n, {as[0], groups * n_out}, out_scale(a, 0.015, double(as[1] / groups)));
+  }
+
+  /// A product of two activations, a [M, groups*K] and b [groups, K, N] (b [K, N] when groups is 1).
+  std::string matmul(const std::string& name, const std::string& a, const std::string& b, int64_t groups = 1) {
+    const auto as = g_.tensor(a).shape;
+    const auto bs = g_.tensor(b).shape;
+    Node n;
+    n.name = name;
+    n.op = OpKind::Gemm;
+    n.inputs = {a, b};
+    n.attrs.groups = groups;
+    const double k = double(as[1] / groups);
+    return finish(n, {as[0], groups * bs.back()}, g_.tensor(a).q.scale[0] * g_.tensor(b).q.scale[0] * std::sqrt(k) * 40.0, 3);
+  }
+
+  std::string transpose(const std::string& name, const std::string& x, std::vector<int64_t> perm) {
+    const auto& t = g_.tensor(x);
+    std::vector<int64_t> ys;
+    for (auto p : perm) ys.push_back(t.shape[size_t(p)]);
+    Node n;
+    n.name = name;
+    n.op = OpKind::Transpose;
+    n.inputs = {x};
+    n.attrs.perm = std::move(perm);
+    return finish(n, ys, t.q.scale[0], t.q.zero_point);
+  }
+
+  std::string reshape(const std::string& name, const std::string& x, std::vector<int64_t> shape) {
+    const auto& t = g_.tensor(x);
+    Node n;
+    n.name = name;
+    n.op = OpKind::Reshape;
+    n.inputs = {x};
+    n.attrs.shape = shape;
+    return finish(n, shape, t.q.scale[0], t.q.zero_point);
+  }
+
   std::string unary(const std::string& name, OpKind op, const std::string& x, double clip_min = 0,
                     double clip_max = 0) {
     Node n;

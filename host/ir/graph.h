@@ -19,7 +19,8 @@ namespace loom::ir {
 
 enum class OpKind : uint8_t {
   Conv2d,         // inputs: x [N,H,W,C] i8, w [KH,KW,C/groups,M] i8, optional bias [M] i32
-  Gemm,           // inputs: a [M,K] i8, b [K,N] i8, optional bias [N] i32 (matmul = gemm without bias)
+  Gemm,           // inputs: a [M,K] i8, b [K,N] i8, optional bias [N] i32 (matmul = gemm without bias);
+                  // with groups G > 1: a [M,G*K], b [G,K,N] (one product per group, as in a grouped conv)
   Relu,           // x i8 -> y i8
   Clip,           // x i8 -> y i8 with attrs clip_min/clip_max (real values)
   Add,            // a, b i8 (same shape) -> y i8
@@ -29,6 +30,7 @@ enum class OpKind : uint8_t {
   Reshape,        // x -> y with attr shape (one -1 allowed)
   Flatten,        // x [N,...] -> y [N, prod(...)]
   Mul,            // a, b i8 (same shape) -> y i8
+  Transpose,      // x -> y with attr perm: y's dim d is x's dim perm[d] (a layout transform, values unchanged)
 };
 
 /// Name used in the JSON format ("conv2d", "gemm", "matmul", ...).
@@ -63,6 +65,7 @@ struct Attrs {
   bool count_include_pad = true;       // avgpool
   double clip_min = 0.0, clip_max = 0.0;  // clip (real values)
   std::vector<int64_t> shape;          // reshape
+  std::vector<int64_t> perm;           // transpose
   Activation act;                      // conv/gemm/add fused clamp (integer domain)
 };
 

@@ -333,6 +333,8 @@ Status parse_attrs(const json& j, const std::string& where, const detail::OpInfo
       LOOM_TRY(as_real(v, fw, &a.clip_max));
     } else if (k == "shape") {
       LOOM_TRY(as_int_list(v, fw, 0, &a.shape));
+    } else if (k == "perm") {
+      LOOM_TRY(as_int_list(v, fw, 0, &a.perm));
     } else if (k == "activation") {
       const TensorInfo* y = nullptr;
       if (n->outputs.size() == 1) {
@@ -352,6 +354,9 @@ Status parse_attrs(const json& j, const std::string& where, const detail::OpInfo
   }
   if ((op.kind == OpKind::MaxPool || op.kind == OpKind::AvgPool) && !have_kernel) {
     return make_error(field_where(where, "kernel"), "required field is missing");
+  }
+  if (op.kind == OpKind::Transpose && !j.contains("perm")) {
+    return make_error(field_where(where, "perm"), "required field is missing");
   }
   if (op.kind == OpKind::Reshape && !j.contains("shape")) {
     return make_error(field_where(where, "shape"), "required field is missing");

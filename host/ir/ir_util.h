@@ -23,8 +23,8 @@ struct OpInfo {
 
 inline constexpr OpInfo kOps[] = {
     {"conv2d", OpKind::Conv2d, 2, 3, "kernel strides pads dilations groups activation"},
-    {"gemm", OpKind::Gemm, 2, 3, "activation"},
-    {"matmul", OpKind::Gemm, 2, 2, "activation"},
+    {"gemm", OpKind::Gemm, 2, 3, "groups activation"},
+    {"matmul", OpKind::Gemm, 2, 2, "groups activation"},
     {"relu", OpKind::Relu, 1, 1, ""},
     {"clip", OpKind::Clip, 1, 1, "min max"},
     {"add", OpKind::Add, 2, 2, "activation"},
@@ -34,6 +34,7 @@ inline constexpr OpInfo kOps[] = {
     {"reshape", OpKind::Reshape, 1, 1, "shape"},
     {"flatten", OpKind::Flatten, 1, 1, ""},
     {"mul", OpKind::Mul, 2, 2, "activation"},
+    {"transpose", OpKind::Transpose, 1, 1, "perm"},
 };
 
 inline const OpInfo* find_op(std::string_view name) {

@@ -82,13 +82,15 @@ Expected<MacQuant> mac_quant(const Graph& g, const Node& n) {
   LOOM_TRY(per_tensor_q(g, n, **x));
   LOOM_TRY(per_tensor_q(g, n, **y));
   const TensorInfo& wt = **w;
-  const size_t rank = n.op == OpKind::Conv2d ? 4 : 2;
+  const bool grouped_gemm = n.op == OpKind::Gemm && n.attrs.groups != 1;
+  const size_t rank = n.op == OpKind::Conv2d ? 4 : grouped_gemm ? 3 : 2;
   if (wt.shape.size() != rank) {
     return make_error(
         field_where(node_where(g, n), "inputs"),
         "weight '" + wt.name + "' has shape " + shape_str(wt.shape) + ", expected rank " + std::to_string(rank));
   }
-  const int64_t channels = wt.shape[rank - 1];
+  // A grouped gemm's output channels are G*N (b [G,K,N]).
+  const int64_t channels = grouped_gemm ? wt.shape[0] * wt.shape[2] : wt.shape[rank - 1];
   const std::string wwhere = node_where(g, n) + ": tensor '" + wt.name + "'";
   if (wt.q.scale.size() != 1 && int64_t(wt.q.scale.size()) != channels) {
     return make_error(field_where(wwhere, "scale"), "has " + std::to_string(wt.q.scale.size()) +

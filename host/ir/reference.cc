@@ -56,20 +56,42 @@ void conv2d(const Node& nd, const MacQuant& q, const Tensor& x, const Tensor& w,
         }
 }
 
+// Grouped (b [G,K,N]): group g multiplies columns [g*K, (g+1)*K) of a by
+// b[g] into columns [g*N, (g+1)*N) of y.
 void gemm(const MacQuant& q, const Tensor& a, const Tensor& b, const Tensor* bias, Tensor* y) {
-  const int64_t rows = a.shape[0], k_total = a.shape[1], cols = b.shape[1];
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) {
-      uint32_t acc = 0;
-      for (int64_t k = 0; k < k_total; ++k) {
-        const int32_t av = a.i8()[i * k_total + k] - q.x_zp;
-        const int32_t bv = b.i8()[k * cols + j] - q.w_zp;
-        acc += uint32_t(av * bv);
+  const bool grouped = b.shape.size() == 3;
+  const int64_t groups = grouped ? b.shape[0] : 1;
+  const int64_t rows = a.shape[0], k_len = grouped ? b.shape[1] : b.shape[0], cols = grouped ? b.shape[2] : b.shape[1];
+  const int64_t a_row = groups * k_len, y_row = groups * cols;
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        uint32_t acc = 0;
+        for (int64_t k = 0; k < k_len; ++k) {
+          const int32_t av = a.i8()[i * a_row + g * k_len + k] - q.x_zp;
+          const int32_t bv = b.i8()[(g * k_len + k) * cols + j] - q.w_zp;
+          acc += uint32_t(av * bv);
+        }
+        const int64_t c = g * cols + j;
+        if (bias) acc += uint32_t(bias->i32()[c]);
+        const auto& mu = q.mult[size_t(c)];
+        y->i8()[i * y_row + c] = int8_t(out_q(int64_t(requantize(int32_t(acc), mu.mult, mu.shift)) + q.y_zp, q.lo, q.hi));
       }
-      if (bias) acc += uint32_t(bias->i32()[j]);
-      const auto& mu = q.mult[size_t(j)];
-      y->i8()[i * cols + j] = int8_t(out_q(int64_t(requantize(int32_t(acc), mu.mult, mu.shift)) + q.y_zp, q.lo, q.hi));
+}
+
+void transpose(const std::vector<int64_t>& perm, const Tensor& x, Tensor* y) {
+  const size_t r = perm.size();
+  std::vector<int64_t> xstride(r, 1), idx(r, 0);
+  for (size_t d = r; d-- > 1;) xstride[d - 1] = xstride[d] * x.shape[d];
+  for (int64_t o = 0; o < y->numel(); ++o) {
+    int64_t src = 0;
+    for (size_t d = 0; d < r; ++d) src += idx[d] * xstride[size_t(perm[d])];
+    y->i8()[o] = x.i8()[src];
+    for (size_t d = r; d-- > 0;) {
+      if (++idx[d] < y->shape[d]) break;
+      idx[d] = 0;
     }
+  }
 }
 
 void eltwise(const EltQuant& q, const Tensor& a, const Tensor* b, Tensor* y) {
@@ -148,6 +170,9 @@ Status run_node(const Graph& g, const Node& n, std::map<std::string, Tensor>& va
     case OpKind::Reshape:
     case OpKind::Flatten:
       y->data = val(0)->data;  // row-major data is unchanged by a reshape
+      return {};
+    case OpKind::Transpose:
+      transpose(n.attrs.perm, *val(0), y);
       return {};
   }
   return make_error(node_where(g, n), "unknown op kind");

@@ -235,6 +235,22 @@ Status infer(const Graph& g, const Node& n, std::vector<int64_t>* out) {
       return {};
     }
     case OpKind::Gemm: {
+      if (a.groups != 1) {
+        // Grouped: a [M, G*K], b [G, K, N] -> [M, G*N].
+        if (a.groups < 1) return make_error(c.where("groups"), std::to_string(a.groups) + " must be >= 1");
+        LOOM_TRY(c.rank(0, 2, "[M,G*K]"));
+        LOOM_TRY(c.rank(1, 3, "[G,K,N]"));
+        const auto& x = c.in(0).shape;
+        const auto& w = c.in(1).shape;
+        if (w[0] != a.groups || x[1] != a.groups * w[1]) {
+          return make_error(c.where("inputs"), "'" + c.in(0).name + "' " + shape_str(x) + " and '" + c.in(1).name +
+                                                   "' " + shape_str(w) + " do not make " + std::to_string(a.groups) +
+                                                   " groups of [M,K] x [K,N]");
+        }
+        if (c.has(2)) return make_error(c.where("inputs"), "a grouped gemm takes no bias");
+        *out = {x[0], a.groups * w[2]};
+        return {};
+      }
       LOOM_TRY(c.rank(0, 2, "[M,K]"));
       LOOM_TRY(c.rank(1, 2, "[K,N]"));
       const auto& x = c.in(0).shape;
@@ -316,6 +332,24 @@ Status infer(const Graph& g, const Node& n, std::vector<int64_t>* out) {
       }
       return {};
     }
+    case OpKind::Transpose: {
+      const auto& x = c.in(0).shape;
+      if (a.perm.size() != x.size()) {
+        return make_error(c.where("perm"), shape_str(a.perm) + " has " + std::to_string(a.perm.size()) +
+                                               " entries, '" + c.in(0).name + "' " + shape_str(x) + " has rank " +
+                                               std::to_string(x.size()));
+      }
+      std::vector<bool> seen(x.size(), false);
+      out->clear();
+      for (int64_t p : a.perm) {
+        if (p < 0 || p >= int64_t(x.size()) || seen[size_t(p)])
+          return make_error(c.where("perm"), shape_str(a.perm) + " is not a permutation of 0.." +
+                                                 std::to_string(int64_t(x.size()) - 1));
+        seen[size_t(p)] = true;
+        out->push_back(x[size_t(p)]);
+      }
+      return {};
+    }
     case OpKind::Flatten: {
       const auto& x = c.in(0).shape;
       if (x.empty()) return make_error(c.where("inputs"), "cannot flatten a scalar");
@@ -328,7 +362,7 @@ Status infer(const Graph& g, const Node& n, std::vector<int64_t>* out) {
   return make_error(node_where(g, n), "unknown op kind");
 }
 
-// maxpool, reshape and flatten move int8 values unchanged, so both sides
+// maxpool, reshape, flatten and transpose move int8 values unchanged, so both sides
 // must mean the same real numbers.
 Status same_quant(const Graph& g, const Node& n) {
   const TensorInfo& x = g.tensors.at(n.inputs[0]);
@@ -361,6 +395,7 @@ Status check_quant(const Graph& g, const Node& n) {
       return pool_quant(g, n).status();
     case OpKind::Reshape:
     case OpKind::Flatten:
+    case OpKind::Transpose:
       return same_quant(g, n);
   }
   return {};

@@ -327,6 +327,51 @@ TEST(E2EResidual, EveryPolicyMatchesReference) {
       }
 }
 
+// Layout transforms gathered by DMA (runs of many bytes, of one byte, runs
+// split at chunk edges) and grouped GEMMs (constant and activation b), as an
+// attention block uses them: K^T and V per head, scores and context per
+// head, on every placement.
+TEST_P(E2E, AttentionLayoutsMatchReference) {
+  const Case cases[] = {
+      {"transpose_heads",  // [S, H, D] -> [H, S, D]: runs of D bytes
+       [](GraphBuilder& b) { b.output(b.transpose("t", b.input("x", {1, 7, 4, 10}), {0, 2, 1, 3})); }},
+      {"transpose_elems",  // [S, H*D] -> [H*D, S]: runs of one byte
+       [](GraphBuilder& b) { b.output(b.transpose("t", b.input("x", {9, 37}), {1, 0})); }},
+      {"transpose_kt",  // [S, H, D] -> [H, D, S]
+       [](GraphBuilder& b) { b.output(b.transpose("t", b.input("x", {5, 3, 6}), {1, 2, 0})); }},
+      {"transpose_rank4_mixed",
+       [](GraphBuilder& b) { b.output(b.transpose("t", b.input("x", {2, 3, 4, 5}), {2, 0, 3, 1})); }},
+      {"transpose_large",  // over the scratchpads of tiny: chunked on whole runs
+       [](GraphBuilder& b) { b.output(b.transpose("t", b.input("x", {1, 130, 12, 64}), {0, 2, 1, 3})); }},
+      {"grouped_gemm_const",
+       [](GraphBuilder& b) {
+         b.output(b.unary("r", OpKind::Relu, b.grouped_gemm("g", b.input("a", {21, 3 * 16}), 3, 24)));
+       }},
+      {"attention_core",
+       [](GraphBuilder& b) {
+         constexpr int64_t S = 19, H = 4, D = 16;
+         const auto q = b.input("q", {S, H * D});
+         const auto k = b.input("k", {S, H * D}, 0.04, 2);
+         const auto v = b.input("v", {S, H * D}, 0.06, -1);
+         const auto kt = b.transpose("kt", b.reshape("kr", k, {S, H, D}), {1, 2, 0});
+         const auto scores = b.matmul("scores", q, kt, H);
+         const auto vh = b.transpose("vh", b.reshape("vr", v, {S, H, D}), {1, 0, 2});
+         b.output(b.matmul("context", b.unary("p", OpKind::Relu, scores), vh, H));
+       }},
+  };
+  CompileOptions plain;
+  CompileOptions one;
+  one.num_cores = 1;
+  one.double_buffer = false;
+  CompileOptions tasks;
+  tasks.placement = Placement::Dynamic;
+  tasks.tasks_per_core = 3;
+  CompileOptions pipe;
+  pipe.placement = Placement::Pipeline;
+  for (const auto& c : cases)
+    for (const CompileOptions* o : {&plain, &one, &tasks, &pipe}) check(GetParam(), c, *o);
+}
+
 TEST(RefRun, RingsRefillAsTheyDrain) {
   const spec::HwConfig& cfg = *spec::find_config("tiny");
   GraphBuilder b("refill", 3);

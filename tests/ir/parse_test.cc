@@ -173,6 +173,26 @@ TEST(ParseErrors, ShapeMismatch) {
   expect_error(j, {"node 'rs'", "field 'shape'", "cannot hold the 64 elements"});
 }
 
+TEST(ParseErrors, TransposeAndGroupedGemm) {
+  json j = base();
+  j["nodes"].push_back({{"name", "tp"}, {"op", "transpose"}, {"inputs", {"y"}}, {"outputs", {"z"}}});
+  j["tensors"]["z"] = {{"scale", 0.2}, {"zero_point", -128}};
+  expect_error(j, {"node 'tp'", "field 'perm'", "missing"});
+  j["nodes"].back()["attrs"] = {{"perm", {0, 1, 3, 4}}};
+  expect_error(j, {"node 'tp'", "field 'perm'", "not a permutation of 0..3"});
+  j["nodes"].back()["attrs"] = {{"perm", {0, 1}}};
+  expect_error(j, {"node 'tp'", "field 'perm'", "has rank 4"});
+  j["nodes"].back()["attrs"] = {{"perm", {0, 2, 2, 1}}};
+  expect_error(j, {"node 'tp'", "field 'perm'", "not a permutation"});
+
+  testing::GraphBuilder g;
+  g.act("a", {4, 6}, 0.1, 0, true).act("b", {3, 2, 5}, 0.1, 0, true).act("y", {}, 0.5, 0).out("y");
+  g.node("mm", "matmul", {"a", "b"}, "y", {{"groups", 2}});
+  expect_error(g.j, {"node 'mm'", "field 'inputs'", "do not make 2 groups"});
+  g.j["nodes"][0]["attrs"]["groups"] = 0;
+  expect_error(g.j, {"node 'mm'", "field 'groups'", "must be >= 1"});
+}
+
 TEST(ParseErrors, ZeroOrNegativeDims) {
   json j = base();
   j["tensors"]["x"]["shape"] = {1, 0, 4, 2};

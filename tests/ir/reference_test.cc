@@ -82,6 +82,29 @@ TEST(Reference, GemmAndMatmul) {
   EXPECT_EQ(run1(m, x), (std::vector<int>{24, 24, 24, 24}));
 }
 
+TEST(Reference, GroupedMatmulAndTranspose) {
+  // Two groups: a [1, 2*2] = [1 2 | 3 -1]; b[0] = [1 0; 0 1], b[1] = [2 1; 0 3].
+  // y = [1 2 | 6 0] ; then y^T via a transpose of [1, 4] -> [4, 1].
+  GraphBuilder b;
+  b.act("x", {1, 4}, 1.0, 0, true).act("w", {2, 2, 2}, 1.0, 0, true).act("m", {}, 1.0, 0).act("y", {}, 1.0, 0).out("y");
+  b.node("mm", "matmul", {"x", "w"}, "m", {{"groups", 2}});
+  b.node("tp", "transpose", {"m"}, "y", {{"perm", {1, 0}}});
+  auto g = b.parse();
+  ASSERT_TRUE(g.is_ok()) << g.error().str();
+  EXPECT_EQ(g->tensor("y").shape, (std::vector<int64_t>{4, 1}));
+  auto r = run_reference(*g, {{"x", i8_tensor({1, 4}, {1, 2, 3, -1})},
+                              {"w", i8_tensor({2, 2, 2}, {1, 0, 0, 1, 2, 1, 0, 3})}});
+  ASSERT_TRUE(r.is_ok()) << r.error().str();
+  EXPECT_EQ(values(r->at("y")), (std::vector<int>{1, 2, 6, 0}));
+
+  // A rank-3 transpose [2, 3, 2] -> perm (2, 0, 1) -> [2, 2, 3].
+  GraphBuilder t;
+  t.act("x", {2, 3, 2}, 1.0, 0, true).act("y", {}, 1.0, 0).out("y");
+  t.node("tp", "transpose", {"x"}, "y", {{"perm", {2, 0, 1}}});
+  const Tensor x = i8_tensor({2, 3, 2}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  EXPECT_EQ(run1(t, x), (std::vector<int>{0, 2, 4, 6, 8, 10, 1, 3, 5, 7, 9, 11}));
+}
+
 TEST(Reference, GemmAccumulatorWrapsModulo2To32) {
   // 133153 products of 127 * 127 sum to 2147624737 > INT32_MAX, which wraps
   // to -2147342559; times 2^-24 that is -127.99 -> -128 (without the wrap it
