@@ -345,7 +345,10 @@ class LoomRun(LoomBase):
     # ONNX Runtime agreement, as measured (docs/zoo.md): the stem conv is
     # identical; MobileNetV2's residual Add rounds its two operands separately
     # in loom and once in ONNX Runtime (about 1 element in 4 differs by 1 LSB);
-    # BERT's float host ops differ more. The bounds guard those figures.
+    # BERT's float host ops differ more, and its six bias Adds, on the fabric
+    # since the attention block maps there, round twice as well (93 % within
+    # 1 LSB with them on the host, 87.6 % on the fabric at seq 32, cosine
+    # 0.9994 either way). The bounds guard those figures.
     def test_resnet50_stem_ref(self):
         c = self.compile_run("ref", "resnet50", "--slice", "stem")
         self.assertLessEqual(c["max_lsb"], 1, c)
@@ -370,11 +373,11 @@ class LoomRun(LoomBase):
     def test_bert_seq32_ref(self):
         # Device segments with host Softmax/LayerNorm/GELU between them, all in one program plan.
         c = self.compile_run("ref", "bert", "--seq", "32")
-        self.assertGreaterEqual(c["within_1"], 0.90, c)
+        self.assertGreaterEqual(c["within_1"], 0.85, c)
 
     def test_bert_seq32_tlm(self):
         c = self.compile_run("tlm", "bert", "--seq", "32")
-        self.assertGreaterEqual(c["within_1"], 0.90, c)
+        self.assertGreaterEqual(c["within_1"], 0.85, c)
 
 
 class LoomRunFull(LoomBase):
@@ -398,7 +401,7 @@ class LoomRunFull(LoomBase):
 def _bert_full(seq, backend):
     def test(self):
         c = self.compile_run(backend, "bert", "--seq", str(seq), config="default")
-        self.assertGreaterEqual(c["within_1"], 0.90)
+        self.assertGreaterEqual(c["within_1"], 0.85)
     return test
 
 

@@ -46,6 +46,32 @@ Uses uses_of(const Model& m) {
   return u;
 }
 
+/// A DequantizeLinear of constants that no quantized op absorbed (LayerNorm's
+/// gamma and beta) is a
+/// constant: computed once at import, with the host op's own semantics.
+int fold_constant_dq(Model& m) {
+  int folded = 0;
+  std::vector<Node> kept;
+  for (auto& n : m.nodes) {
+    bool all = n.op == "DequantizeLinear" && n.domain.empty() && n.outputs.size() == 1;
+    for (const auto& i : n.inputs) all = all && (i.empty() || m.consts.count(i));
+    std::map<std::string, Value> env;
+    if (all) {
+      for (const auto& i : n.inputs)
+        if (!i.empty()) env[i] = m.consts.at(i);
+      all = run_host(m, n, env).is_ok() && env.count(n.outputs[0]);
+    }
+    if (!all) {
+      kept.push_back(std::move(n));
+      continue;
+    }
+    m.consts[n.outputs[0]] = std::move(env.at(n.outputs[0]));
+    ++folded;
+  }
+  m.nodes = std::move(kept);
+  return folded;
+}
+
 int fold_qdq(Model& m, const Known& known) {
   int folded = 0;
   Uses u = uses_of(m);
@@ -80,7 +106,7 @@ int fold_qdq(Model& m, const Known& known) {
     if (n.outputs.size() != 1) continue;
     // Ops that only move or select values: DQ -> op -> Q with the same
     // quantization on both sides is the op on the integers (exact).
-    const bool pass = n.op == "MaxPool" || n.op == "Flatten" || n.op == "Reshape";
+    const bool pass = n.op == "MaxPool" || n.op == "Flatten" || n.op == "Reshape" || n.op == "Transpose";
     if (pass || n.op == "GlobalAveragePool") {
       const Node* q = sole_q(n.outputs[0]);
       const Node* d0 = dq_of(n.in(0));
@@ -120,11 +146,17 @@ int fold_qdq(Model& m, const Known& known) {
       f.op = add ? "QLinearAdd" : "QLinearMul";
       f.domain = "com.microsoft";
       f.inputs = {d0->in(0), d0->in(1), d0->in(2), d1->in(0), d1->in(1), d1->in(2), q->in(1), q->in(2)};
+    } else if (!known(d1->in(0))) {
+      // A product of two activations (attention's scores and context).
+      if (gemm || conv || !n.in(2).empty() || !scalar(d1)) continue;
+      f.op = "QLinearMatMul";
+      f.domain = "loom";
+      f.inputs = {d0->in(0), d0->in(1), d0->in(2), d1->in(0), d1->in(1), d1->in(2), q->in(1), q->in(2)};
     } else {
       const Value* w = known(d1->in(0));
       const Value* ws = known(d1->in(1));
       const Value* wz = known(d1->in(2));
-      if (!w || w->is_float() || !scalar_int_equal(*wz)) continue;
+      if (w->is_float() || !scalar_int_equal(*wz)) continue;
       f.op = conv ? "QLinearConv" : "QLinearMatMul";
       f.domain = "loom";
       f.inputs = {d0->in(0), d0->in(1), d0->in(2), d1->in(0), d1->in(1), d1->in(2), q->in(1), q->in(2)};
@@ -178,7 +210,7 @@ int fold_qdq(Model& m, const Known& known) {
     n = f;
     ++folded;
   }
-  if (folded) {
+  if (!drop.empty()) {
     std::vector<Node> kept;
     for (size_t k = 0; k < m.nodes.size(); ++k)
       if (!drop.count(k)) kept.push_back(std::move(m.nodes[k]));
@@ -198,10 +230,43 @@ int fold_qdq(Model& m, const Known& known) {
       m.nodes = std::move(live);
     }
   }
-  return folded;
+  // What no quantized op absorbed: constant DequantizeLinear nodes left over.
+  return folded + fold_constant_dq(m);
 }
 
 // ---- device mapping -------------------------------------------------------
+
+/// A permutation of dims: dim i of a view is dim p[i] of what it views.
+using Perm = std::vector<int64_t>;
+
+Perm identity(size_t rank) {
+  Perm p(rank);
+  for (size_t i = 0; i < rank; ++i) p[i] = int64_t(i);
+  return p;
+}
+/// Where a rank-4 tensor of a convolution network lives: NHWC.
+Perm default_layout(size_t rank) { return rank == 4 ? Perm{0, 2, 3, 1} : identity(rank); }
+Perm inverse(const Perm& p) {
+  Perm q(p.size());
+  for (size_t i = 0; i < p.size(); ++i) q[size_t(p[i])] = int64_t(i);
+  return q;
+}
+std::vector<int64_t> permuted(const std::vector<int64_t>& s, const Perm& p) {
+  std::vector<int64_t> v;
+  for (auto d : p) v.push_back(s[size_t(d)]);
+  return v;
+}
+/// Whether viewing `s` through `p` keeps the row-major element order (the
+/// dims larger than 1 stay in order): a reshape, not a data movement.
+bool keeps_order(const std::vector<int64_t>& s, const Perm& p) {
+  int64_t last = -1;
+  for (auto d : p) {
+    if (s[size_t(d)] == 1) continue;
+    if (d < last) return false;
+    last = d;
+  }
+  return true;
+}
 
 struct SegBuilder {
   const Model& m;
@@ -209,6 +274,11 @@ struct SegBuilder {
   Segment seg;
   std::map<std::string, std::vector<int64_t>> onnx_shape;  // ONNX-side shape of every segment tensor
   std::map<std::string, int32_t> onnx_type;
+  /// The device layout of every ONNX-named segment tensor: device dim i is
+  /// ONNX dim layout[i]. NHWC for the rank-4 tensors of convolutions, the
+  /// ONNX order for everything else (transformer tensors of any rank). Views
+  /// in other orders (a grouped matmul's operands) are unnamed helpers.
+  std::map<std::string, Perm> layout;
   int serial = 0;
 
   std::vector<int64_t> shape_of(const std::string& t) const {
@@ -221,12 +291,11 @@ struct SegBuilder {
     auto it = m.types.find(t);
     return it != m.types.end() ? it->second.type : 0;
   }
-  static std::vector<int64_t> to_nhwc(const std::vector<int64_t>& s) {
-    return s.size() == 4 ? std::vector<int64_t>{s[0], s[2], s[3], s[1]} : s;
-  }
-  // Declares activation `t` with quantization (scale, zp on the ONNX side).
-  // False when it already exists with different quantization.
-  bool activation(const std::string& t, double scale, int64_t zp, bool* is_new) {
+  static std::vector<int64_t> to_nhwc(const std::vector<int64_t>& s) { return permuted(s, default_layout(s.size())); }
+  // Declares activation `t` with quantization (scale, zp on the ONNX side),
+  // in layout `want` (default: NHWC at rank 4) when new. False when it
+  // already exists with different quantization.
+  bool activation(const std::string& t, double scale, int64_t zp, bool* is_new, const Perm* want = nullptr) {
     const int32_t ty = type_of(t);
     if (ty != kInt8 && ty != kUint8) return false;
     const int64_t off = ty == kUint8 ? 128 : 0;
@@ -240,16 +309,106 @@ struct SegBuilder {
     ir::TensorInfo ti;
     ti.name = t;
     ti.dtype = DType::I8;
-    ti.shape = to_nhwc(s);
+    const Perm l = want ? *want : default_layout(s.size());
+    ti.shape = permuted(s, l);
     ti.q.scale = {scale};
     ti.q.zero_point = int32_t(zp - off);
     seg.graph.tensors[t] = ti;
     onnx_shape[t] = s;
     onnx_type[t] = ty;
+    layout[t] = l;
     *is_new = true;
     return true;
   }
+  /// Declares the ONNX tensor `y` (shape `ysh`, `type`) produced on the
+  /// device with quantization `q` (device side), in layout `l`.
+  ir::TensorInfo& declare(const std::string& y, const std::vector<int64_t>& ysh, int32_t type, const ir::QParams& q,
+                          const Perm& l) {
+    ir::TensorInfo yi;
+    yi.name = y;
+    yi.dtype = DType::I8;
+    yi.shape = permuted(ysh, l);
+    yi.q = q;
+    onnx_shape[y] = ysh;
+    onnx_type[y] = type;
+    layout[y] = l;
+    return seg.graph.tensors[y] = yi;
+  }
   bool in_seg(const std::string& t) const { return seg.graph.tensors.count(t) != 0; }
+
+  const ir::Node* producer(const std::string& t) const {
+    for (const auto& nd : seg.graph.nodes)
+      if (nd.outputs[0] == t) return &nd;
+    return nullptr;
+  }
+  /// Emits `out` = the device tensor `src` viewed through `p` (dim i of out
+  /// is dim p[i] of src), as a device transpose or, where the element order
+  /// stays, a reshape (no instructions). Looks through the transposes that
+  /// made `src`, so a transpose undone (or completed) by a later one moves
+  /// the data once or not at all; a transpose left unread is dropped when
+  /// the segment closes.
+  void permute_into(std::string src, Perm p, const std::string& out, const std::string& name) {
+    for (const ir::Node* t = producer(src); t && t->op == ir::OpKind::Transpose; t = producer(src)) {
+      Perm q;
+      for (auto d : p) q.push_back(t->attrs.perm[size_t(d)]);
+      p = std::move(q);
+      src = t->inputs[0];
+    }
+    const ir::TensorInfo& x = seg.graph.tensors.at(src);
+    ir::Node nd;
+    nd.name = name;
+    nd.inputs = {src};
+    nd.outputs = {out};
+    if (keeps_order(x.shape, p)) {
+      nd.op = ir::OpKind::Reshape;
+      nd.attrs.shape = seg.graph.tensors.at(out).shape;
+    } else {
+      nd.op = ir::OpKind::Transpose;
+      nd.attrs.perm = p;
+    }
+    seg.graph.nodes.push_back(nd);
+  }
+  /// The device tensor holding ONNX tensor `t` with its dims in order `want`
+  /// and shape `shape` (default: the permuted ONNX shape; any shape of the
+  /// same element count and order): `t` itself or a helper view, whose
+  /// nodes are named `reader` (the node and operand that read it).
+  std::string view(const std::string& t, const Perm& want, const std::string& reader,
+                   std::vector<int64_t> shape = {}) {
+    const ir::TensorInfo& ti = seg.graph.tensors.at(t);
+    if (shape.empty()) shape = permuted(onnx_shape.at(t), want);
+    if (layout.at(t) == want && ti.shape == shape) return t;
+    std::string name = t + "/view";
+    for (auto d : want) name += std::to_string(d);
+    for (auto d : shape) name += "_" + std::to_string(d);
+    if (in_seg(name)) return name;
+    ir::TensorInfo vi = ti;
+    vi.name = name;
+    // Viewed in `want` order first; a reshape to `shape` keeps that order.
+    vi.shape = permuted(onnx_shape.at(t), want);
+    const Perm inv = inverse(layout.at(t));
+    Perm p;
+    for (auto d : want) p.push_back(inv[size_t(d)]);
+    if (vi.shape == shape) {
+      seg.graph.tensors[name] = vi;
+      permute_into(t, p, name, reader);
+      return name;
+    }
+    const std::string mid = name + "/order";
+    vi.name = mid;
+    seg.graph.tensors[mid] = vi;
+    permute_into(t, p, mid, reader);
+    vi.name = name;
+    vi.shape = shape;
+    seg.graph.tensors[name] = vi;
+    ir::Node r;
+    r.name = reader + "/shape";
+    r.op = ir::OpKind::Reshape;
+    r.inputs = {mid};
+    r.outputs = {name};
+    r.attrs.shape = shape;
+    seg.graph.nodes.push_back(r);
+    return name;
+  }
 };
 
 float f0(const Value* v) { return v->f[0]; }
@@ -266,10 +425,12 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
   const Segment saved_seg = b.seg;
   const auto saved_shape = b.onnx_shape;
   const auto saved_type = b.onnx_type;
+  const auto saved_layout = b.layout;
   auto fail = [&](const std::string& w) {
     b.seg = saved_seg;
     b.onnx_shape = saved_shape;
     b.onnx_type = saved_type;
+    b.layout = saved_layout;
     *why = w;
     return false;
   };
@@ -278,6 +439,78 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
   };
   const bool qconv = (n.op == "QLinearConv" && (n.domain.empty() || n.domain == "loom"));
   const bool qmm = (n.op == "QLinearMatMul" && (n.domain.empty() || n.domain == "loom"));
+  if (qmm && !n.in(3).empty() && !K(n.in(3))) {
+    // Two activations: a [..., M, K] times b [..., K, N] with equal batch
+    // dims, one GEMM group per batch element (attention's heads): a viewed
+    // as [M, G*K] (the batch between rows and K), b as [G, K, N], and the
+    // result [M, G*N] viewed back into ONNX order. A view that only
+    // relabels dims costs nothing; one that moves data is a DMA transpose.
+    if (!all_known({1, 2, 4, 5, 6, 7})) return fail("quantization parameters are not constants");
+    if (n.inputs.size() > 8 && !n.in(8).empty()) return fail("a bias on a product of two activations");
+    const Value *as = K(n.in(1)), *az = K(n.in(2)), *bs = K(n.in(4)), *bz = K(n.in(5)), *ys = K(n.in(6)),
+                *yz = K(n.in(7));
+    if (as->numel() != 1 || az->numel() != 1 || bs->numel() != 1 || bz->numel() != 1 || ys->numel() != 1 ||
+        yz->numel() != 1)
+      return fail("quantization must be per-tensor");
+    const std::string a = n.in(0), bt = n.in(3), y = n.outputs[0];
+    const auto ash = b.shape_of(a), bsh = b.shape_of(bt);
+    const size_t r = ash.size();
+    if (r < 2 || bsh.size() != r) return fail("a and b need equal ranks of at least 2");
+    if (!std::equal(ash.begin(), ash.end() - 2, bsh.begin())) return fail("batch dims differ (no broadcasting)");
+    if (ash[r - 1] != bsh[r - 2]) return fail("inner dimensions differ");
+    const int32_t yt = yz->type;
+    if (yt != kInt8 && yt != kUint8) return fail("output must be int8 or uint8");
+    if (b.in_seg(y)) return fail("output defined twice");
+    int64_t G = 1;
+    for (size_t d = 0; d + 2 < r; ++d) G *= ash[d];
+    const int64_t M = ash[r - 2], Kd = ash[r - 1], N = bsh[r - 1];
+    const Perm id = identity(r);
+    bool f1 = false, f2 = false;
+    if (!b.activation(a, f0(as), i0(az), &f1, &id)) return fail("input quantization differs from its producer's");
+    new_input(a, f1);
+    if (bt == a) return fail("a product of a tensor with itself");
+    if (!b.activation(bt, f0(bs), i0(bz), &f2, &id)) return fail("input quantization differs from its producer's");
+    new_input(bt, f2);
+    Perm wa{int64_t(r - 2)};  // [M, batch..., K]
+    for (size_t d = 0; d + 2 < r; ++d) wa.push_back(int64_t(d));
+    wa.push_back(int64_t(r - 1));
+    const std::string av = b.view(a, wa, n.name + "/a", {M, G * Kd});
+    const std::string bv =
+        b.view(bt, id, n.name + "/b", G == 1 ? std::vector<int64_t>{Kd, N} : std::vector<int64_t>{G, Kd, N});
+    std::vector<int64_t> ysh(ash.begin(), ash.end() - 1);
+    ysh.push_back(N);
+    ir::QParams yq;
+    yq.scale = {f0(ys)};
+    yq.zero_point = int32_t(i0(yz) - (yt == kUint8 ? 128 : 0));
+    b.declare(y, ysh, yt, yq, id);
+    ir::TensorInfo h = b.seg.graph.tensors[y];
+    h.name = n.name + "/y";
+    h.shape = {M, G * N};
+    b.seg.graph.tensors[h.name] = h;
+    ir::Node nd;
+    nd.name = n.name;
+    nd.op = ir::OpKind::Gemm;
+    nd.inputs = {av, bv};
+    nd.outputs = {h.name};
+    nd.attrs.groups = G;
+    b.seg.graph.nodes.push_back(nd);
+    // [M, G*N] is y in order wa: relabelled (no instructions), then put in
+    // ONNX order unless a later transpose reads it as it is.
+    ir::TensorInfo hv = h;
+    hv.name = n.name + "/y_order";
+    hv.shape = permuted(ysh, wa);
+    b.seg.graph.tensors[hv.name] = hv;
+    ir::Node rs;
+    rs.name = hv.name;
+    rs.op = ir::OpKind::Reshape;
+    rs.inputs = {h.name};
+    rs.outputs = {hv.name};
+    rs.attrs.shape = hv.shape;
+    b.seg.graph.nodes.push_back(rs);
+    b.permute_into(hv.name, inverse(wa), y, n.name + "/to_onnx_order");
+    b.seg.nodes.push_back(n.name);
+    return true;
+  }
   if (qconv || qmm) {
     if (!all_known({1, 2, 3, 4, 5, 6, 7})) return fail("weights or quantization parameters are not constants");
     const Value *xs = K(n.in(1)), *xz = K(n.in(2)), *w = K(n.in(3)), *ws = K(n.in(4)), *wz = K(n.in(5)),
@@ -297,9 +530,10 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     if (!b.activation(x, f0(xs), i0(xz), &fresh)) return fail("input '" + x + "' has no int8/uint8 static shape or its quantization differs from its producer's");
     new_input(x, fresh);
     const auto xsh = b.onnx_shape[x];
+    const std::string xv = b.view(x, default_layout(xsh.size()), n.name + "/x");  // NHWC images, [..., K] rows
     ir::Node nd;
     nd.name = n.name;
-    nd.inputs = {x, n.name + "/w"};
+    nd.inputs = {xv, n.name + "/w"};
     nd.outputs = {y};
     ir::TensorInfo wi;
     wi.name = n.name + "/w";
@@ -349,14 +583,14 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
       if (xsh.size() == 3) {
         // [B, M, K] -> [B*M, K] -> gemm -> [B*M, N] -> [B, M, N] (row-major reshapes).
         const int64_t rows = xsh[0] * xsh[1];
-        ir::TensorInfo a2 = b.seg.graph.tensors[x];
+        ir::TensorInfo a2 = b.seg.graph.tensors[xv];
         a2.name = n.name + "/a2d";
         a2.shape = {rows, K2};
         b.seg.graph.tensors[a2.name] = a2;
         ir::Node r1;
         r1.name = n.name + "/to2d";
         r1.op = ir::OpKind::Reshape;
-        r1.inputs = {x};
+        r1.inputs = {xv};
         r1.outputs = {a2.name};
         r1.attrs.shape = a2.shape;
         b.seg.graph.nodes.push_back(r1);
@@ -380,16 +614,11 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
       nd.inputs.push_back(bi.name);
     }
     if (b.in_seg(y)) return fail("output defined twice");
-    ir::TensorInfo yi;
-    yi.name = y;
-    yi.dtype = DType::I8;
-    yi.shape = SegBuilder::to_nhwc(ysh);
-    yi.q.scale = {f0(ys)};
-    yi.q.zero_point = int32_t(i0(yz) - (yt == kUint8 ? 128 : 0));
     if (yt != kInt8 && yt != kUint8) return fail("output must be int8 or uint8");
-    b.seg.graph.tensors[y] = yi;
-    b.onnx_shape[y] = ysh;
-    b.onnx_type[y] = yt;
+    ir::QParams yq;
+    yq.scale = {f0(ys)};
+    yq.zero_point = int32_t(i0(yz) - (yt == kUint8 ? 128 : 0));
+    const ir::TensorInfo yi = b.declare(y, ysh, yt, yq, default_layout(ysh.size()));
     if (gemm_rows > 0) {
       ir::TensorInfo y2 = yi;
       y2.name = n.name + "/y2d";
@@ -413,34 +642,84 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
   if ((n.op == "QLinearAdd" || n.op == "QLinearMul") && n.domain == "com.microsoft") {
     const bool mul = n.op == "QLinearMul";
     if (!all_known({1, 2, 4, 5, 6, 7})) return fail("quantization parameters are not constants");
-    const Value *as = K(n.in(1)), *az = K(n.in(2)), *bs = K(n.in(4)), *bz = K(n.in(5)), *ys = K(n.in(6)), *yz = K(n.in(7));
-    if (b.shape_of(n.in(0)) != b.shape_of(n.in(3)) || b.shape_of(n.in(0)).empty())
-      return fail(std::string("the fabric's ") + (mul ? "mul" : "add") + " does not broadcast");
-    if (b.type_of(n.in(0)) != yz->type || b.type_of(n.in(3)) != yz->type) return fail("mixed int8/uint8 operands");
+    // Operand k: tensor, scale, zero point. A constant operand goes second
+    // (both ops are symmetric in their operands).
+    size_t ia = 0, ib = 3;
+    if (K(n.in(0)) && !K(n.in(3))) std::swap(ia, ib);
+    const std::string a = n.in(ia), bt = n.in(ib);
+    const Value *as = K(n.in(ia + 1)), *az = K(n.in(ia + 2)), *bs = K(n.in(ib + 1)), *bz = K(n.in(ib + 2)),
+                *ys = K(n.in(6)), *yz = K(n.in(7));
+    const Value* bc = K(bt);
+    const auto ash = b.shape_of(a), bsh = b.shape_of(bt);
+    if (as->numel() != 1 || az->numel() != 1 || bs->numel() != 1 || bz->numel() != 1 || ys->numel() != 1 ||
+        yz->numel() != 1)
+      return fail("quantization must be per-tensor");
+    if (ash.empty() || K(a)) return fail("no activation operand with a static shape");
+    // A constant broadcast over the activation is stored whole (same
+    // integer result as an add of two equal shapes); two activations must
+    // have equal shapes.
+    bool bcast = bsh.size() <= ash.size() && bc;
+    for (size_t d = 0; bcast && d < bsh.size(); ++d) {
+      const int64_t bd = bsh[bsh.size() - 1 - d];
+      bcast = bd == 1 || bd == ash[ash.size() - 1 - d];
+    }
+    if (ash != bsh && !bcast)
+      return fail(std::string("the fabric's ") + (mul ? "mul" : "add") + " broadcasts only a constant operand");
+    if (b.type_of(a) != yz->type || b.type_of(bt) != yz->type) return fail("mixed int8/uint8 operands");
+    const int64_t off = yz->type == kUint8 ? 128 : 0;
     bool f1 = false, f2 = false;
-    if (!b.activation(n.in(0), f0(as), i0(az), &f1)) return fail("input quantization differs from its producer's");
-    new_input(n.in(0), f1);
-    if (n.in(3) != n.in(0)) {
-      if (!b.activation(n.in(3), f0(bs), i0(bz), &f2)) return fail("input quantization differs from its producer's");
-      new_input(n.in(3), f2);
+    if (!b.activation(a, f0(as), i0(az), &f1)) return fail("input quantization differs from its producer's");
+    new_input(a, f1);
+    const Perm la = b.layout.at(a);
+    std::string bv;
+    if (bc) {
+      if (bc->type != kInt8 && bc->type != kUint8) return fail("constant operand is not int8/uint8");
+      bv = n.name + "/b";
+      ir::TensorInfo ci;
+      ci.name = bv;
+      ci.dtype = DType::I8;
+      ci.is_const = true;
+      ci.shape = permuted(ash, la);
+      ci.q.scale = {f0(bs)};
+      ci.q.zero_point = int32_t(i0(bz) - off);
+      ci.data = Tensor(DType::I8, ci.shape);
+      // Device element e (in layout la) is ONNX element idx, which reads the
+      // constant at idx with broadcast dims pinned to 0.
+      const size_t r = ash.size();
+      std::vector<int64_t> idx(r, 0), dev(r, 0);
+      for (int64_t e = 0; e < ci.data.numel(); ++e) {
+        for (size_t d = 0; d < r; ++d) idx[size_t(la[d])] = dev[d];
+        int64_t src = 0;
+        for (size_t d = 0; d < bsh.size(); ++d) {
+          const size_t ad = r - bsh.size() + d;
+          src = src * bsh[d] + (bsh[d] == 1 ? 0 : idx[ad]);
+        }
+        ci.data.i8()[e] = int8_t(bc->i[size_t(src)] - off);
+        for (size_t d = r; d-- > 0;) {
+          if (++dev[d] < ci.shape[d]) break;
+          dev[d] = 0;
+        }
+      }
+      b.seg.graph.tensors[bv] = ci;
+    } else if (bt != a) {
+      if (!b.activation(bt, f0(bs), i0(bz), &f2, &la)) return fail("input quantization differs from its producer's");
+      new_input(bt, f2);
+      bv = b.view(bt, la, n.name + "/b");
     } else if (f0(as) != f0(bs) || i0(az) != i0(bz)) {
       return fail("one tensor with two quantizations");
+    } else {
+      bv = a;
     }
     const std::string y = n.outputs[0];
-    const int32_t yt = yz->type;
-    ir::TensorInfo yi;
-    yi.name = y;
-    yi.dtype = DType::I8;
-    yi.shape = SegBuilder::to_nhwc(b.shape_of(n.in(0)));
-    yi.q.scale = {f0(ys)};
-    yi.q.zero_point = int32_t(i0(yz) - (yt == kUint8 ? 128 : 0));
-    b.seg.graph.tensors[y] = yi;
-    b.onnx_shape[y] = b.shape_of(n.in(0));
-    b.onnx_type[y] = yt;
+    if (b.in_seg(y)) return fail("output defined twice");
+    ir::QParams yq;
+    yq.scale = {f0(ys)};
+    yq.zero_point = int32_t(i0(yz) - off);
+    b.declare(y, ash, yz->type, yq, la);
     ir::Node nd;
     nd.name = n.name;
     nd.op = mul ? ir::OpKind::Mul : ir::OpKind::Add;
-    nd.inputs = {n.in(0), n.in(3)};
+    nd.inputs = {a, bv};
     nd.outputs = {y};
     b.seg.graph.nodes.push_back(nd);
     b.seg.nodes.push_back(n.name);
@@ -459,27 +738,21 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     if (!b.activation(x, f0(xs), i0(xz), &fresh)) return fail("input quantization differs from its producer's");
     new_input(x, fresh);
     const std::vector<int64_t> ysh{xsh[0], xsh[1], 1, 1};
-    ir::TensorInfo yi;
-    yi.name = y;
-    yi.dtype = DType::I8;
-    yi.shape = SegBuilder::to_nhwc(ysh);
-    yi.q.scale = {f0(ys)};
-    yi.q.zero_point = int32_t(i0(yz) - (xt == kUint8 ? 128 : 0));
-    b.seg.graph.tensors[y] = yi;
-    b.onnx_shape[y] = ysh;
-    b.onnx_type[y] = xt;
+    if (b.in_seg(y)) return fail("output defined twice");
+    ir::QParams yq;
+    yq.scale = {f0(ys)};
+    yq.zero_point = int32_t(i0(yz) - (xt == kUint8 ? 128 : 0));
+    b.declare(y, ysh, xt, yq, default_layout(4));
     ir::Node nd;
     nd.name = n.name;
     nd.op = ir::OpKind::GlobalAvgPool;
-    nd.inputs = {x};
+    nd.inputs = {b.view(x, default_layout(4), n.name + "/x")};
     nd.outputs = {y};
     b.seg.graph.nodes.push_back(nd);
     b.seg.nodes.push_back(n.name);
     return true;
   }
   if ((n.op == "Flatten" || n.op == "Reshape") && n.domain.empty()) {
-    // Only where NCHW and NHWC hold the elements in the same order (rank
-    // other than 4, H = W = 1, or C = 1) on both sides.
     const std::string x = n.in(0), y = n.outputs[0];
     if (!b.in_seg(x)) return fail("a reshape alone is left to the host");
     const auto xsh = b.onnx_shape[x];
@@ -516,21 +789,50 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
         return fail("element count changes");
       }
     }
-    auto trivial = [](const std::vector<int64_t>& s) { return s.size() != 4 || s[2] * s[3] == 1 || s[1] == 1; };
-    if (!trivial(xsh) || !trivial(ysh)) return fail("the reshape changes the element order between NCHW and NHWC");
-    ir::TensorInfo yi = b.seg.graph.tensors[x];
-    yi.name = y;
-    yi.shape = SegBuilder::to_nhwc(ysh);
-    b.seg.graph.tensors[y] = yi;
-    b.onnx_shape[y] = ysh;
-    b.onnx_type[y] = b.onnx_type[x];
+    // Row-major on both sides: the input in ONNX order (moved there when it
+    // is NHWC and the order differs), the output in ONNX order too, or NHWC
+    // where that is the same order (so images stay NHWC for what follows).
+    if (b.in_seg(y)) return fail("output defined twice");
+    const std::string xv = b.view(x, identity(xsh.size()), n.name + "/x");
+    const Perm ly = keeps_order(ysh, default_layout(ysh.size())) ? default_layout(ysh.size()) : identity(ysh.size());
+    const ir::TensorInfo& yi = b.declare(y, ysh, b.onnx_type[x], b.seg.graph.tensors[x].q, ly);
     ir::Node nd;
     nd.name = n.name;
     nd.op = ir::OpKind::Reshape;
-    nd.inputs = {x};
+    nd.inputs = {xv};
     nd.outputs = {y};
     nd.attrs.shape = yi.shape;
     b.seg.graph.nodes.push_back(nd);
+    b.seg.nodes.push_back(n.name);
+    return true;
+  }
+  if (n.op == "Transpose" && n.domain.empty()) {
+    // A layout transform: a DMA gather on the device (compiler/lower.cc), or
+    // nothing where a later transpose or matmul reads the data in its
+    // original order (SegBuilder::permute_into).
+    const std::string x = n.in(0), y = n.outputs[0];
+    if (!b.in_seg(x)) return fail("a transpose alone is left to the host");
+    const auto xsh = b.onnx_shape[x];
+    const size_t r = xsh.size();
+    Perm perm = n.get_ints("perm", {});
+    if (perm.empty()) {  // ONNX default: the dims reversed
+      perm = identity(r);
+      std::reverse(perm.begin(), perm.end());
+    }
+    if (perm.size() != r) return fail("perm does not match the rank");
+    std::vector<bool> seen(r, false);
+    for (auto d : perm) {
+      if (d < 0 || d >= int64_t(r) || seen[size_t(d)]) return fail("perm is not a permutation");
+      seen[size_t(d)] = true;
+    }
+    if (b.in_seg(y)) return fail("output defined twice");
+    const auto ysh = permuted(xsh, perm);
+    b.declare(y, ysh, b.onnx_type[x], b.seg.graph.tensors[x].q, identity(r));
+    // Device dim i of y is ONNX dim perm[i] of x, device dim inv(layout x)[perm[i]] of x.
+    const Perm inv = inverse(b.layout.at(x));
+    Perm p;
+    for (auto d : perm) p.push_back(inv[size_t(d)]);
+    b.permute_into(x, p, y, n.name);
     b.seg.nodes.push_back(n.name);
     return true;
   }
@@ -562,16 +864,12 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     const int64_t oh = (xsh[2] + pads[0] + pads[2] - k[0]) / st[0] + 1, ow = (xsh[3] + pads[1] + pads[3] - k[1]) / st[1] + 1;
     const std::vector<int64_t> ysh{xsh[0], xsh[1], oh, ow};
     const std::string y = n.outputs[0];
-    ir::TensorInfo yi = b.seg.graph.tensors[x];
-    yi.name = y;
-    yi.shape = SegBuilder::to_nhwc(ysh);
-    b.seg.graph.tensors[y] = yi;
-    b.onnx_shape[y] = ysh;
-    b.onnx_type[y] = xt;
+    if (b.in_seg(y)) return fail("output defined twice");
+    b.declare(y, ysh, xt, b.seg.graph.tensors[x].q, default_layout(4));
     ir::Node nd;
     nd.name = n.name;
     nd.op = ir::OpKind::MaxPool;
-    nd.inputs = {x};
+    nd.inputs = {b.view(x, default_layout(4), n.name + "/x")};
     nd.outputs = {y};
     nd.attrs.kernel_h = k[0], nd.attrs.kernel_w = k[1], nd.attrs.stride_h = st[0], nd.attrs.stride_w = st[1];
     nd.attrs.pad_top = pads[0], nd.attrs.pad_left = pads[1], nd.attrs.pad_bottom = pads[2], nd.attrs.pad_right = pads[3];
@@ -597,12 +895,26 @@ Segment finish_segment(SegBuilder& b, const std::vector<size_t>& nodes, size_t i
   }
   for (const auto& nd : seg.graph.nodes)
     if (needed.count(nd.outputs[0])) seg.graph.outputs.push_back(nd.outputs[0]);
+  // Device nodes nothing reads (a transpose that a later view looked
+  // through) are dropped, with their tensors.
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::set<std::string> read(seg.graph.outputs.begin(), seg.graph.outputs.end());
+    for (const auto& nd : seg.graph.nodes) read.insert(nd.inputs.begin(), nd.inputs.end());
+    for (size_t k = seg.graph.nodes.size(); k-- > 0;) {
+      if (read.count(seg.graph.nodes[k].outputs[0])) continue;
+      seg.graph.tensors.erase(seg.graph.nodes[k].outputs[0]);
+      seg.graph.nodes.erase(seg.graph.nodes.begin() + std::ptrdiff_t(k));
+      changed = true;
+    }
+  }
+  const Perm nhwc = default_layout(4);
   for (const auto& t : seg.graph.inputs) {
-    seg.nhwc[t] = b.onnx_shape[t].size() == 4;
+    seg.nhwc[t] = b.layout[t] == nhwc;
     seg.u8[t] = b.onnx_type[t] == kUint8;
   }
   for (const auto& t : seg.graph.outputs) {
-    seg.nhwc[t] = b.onnx_shape[t].size() == 4;
+    seg.nhwc[t] = b.layout[t] == nhwc;
     seg.u8[t] = b.onnx_type[t] == kUint8;
   }
   seg.graph.name = m.name.empty() ? "onnx" : m.name;
@@ -692,7 +1004,7 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
       return {};
     };
     for (size_t k = 0; k < m.nodes.size(); ++k) {
-      if (!cur) cur = std::make_unique<SegBuilder>(SegBuilder{m, known, {}, {}, {}, 0});
+      if (!cur) cur = std::make_unique<SegBuilder>(SegBuilder{m, known, {}, {}, {}, {}, 0});
       std::string why;
       if (map_device(*cur, m.nodes[k], &why)) {
         cur_nodes.push_back(k);
@@ -729,7 +1041,7 @@ Expected<std::vector<Segment>> segment_graphs(Model model, const std::vector<std
   size_t at = 0;  // segments are runs of consecutive nodes, in model order
   for (size_t s = 0; s < nodes.size(); ++s) {
     const std::string where = m.path + ": segment " + std::to_string(s);
-    SegBuilder b{m, known, {}, {}, {}, 0};
+    SegBuilder b{m, known, {}, {}, {}, {}, 0};
     std::vector<size_t> ks;
     for (const auto& name : nodes[s]) {
       while (at < m.nodes.size() && m.nodes[at].name != name) ++at;

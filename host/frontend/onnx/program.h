@@ -50,7 +50,7 @@ struct Program {
   std::vector<Segment> segments;  // one per program.segments
   std::vector<std::string> fallback_ops;  // "node (Op)" of every host op, in order
   std::vector<std::string> notes;         // why an op that could be a device op is not
-  int folded_qdq = 0;                     // QDQ groups folded into quantized ops
+  int folded_qdq = 0;                     // QDQ groups folded into quantized ops, DequantizeLinear of constants folded
   size_t onnx_nodes = 0;                  // nodes of the model after folding
 };
 
