@@ -373,9 +373,13 @@ TileCost pool_tile(const CostParams& p, const PoolGeom& g, uint64_t m, uint64_t 
   return t;
 }
 
-TileCost eltwise_tile(const CostParams& p, uint64_t count, int operands, int slots, const Permute& pm) {
+TileCost eltwise_tile(const CostParams& p, uint64_t count, int operands, int slots, const Permute& pm, bool lut) {
   TileCost t;
-  if (pm.on()) {
+  if (lut) {
+    // lower.cc: the chunk and the 256-byte table.
+    t.ld.dma(p, false, 1, count, count);
+    t.ld.dma(p, false, 1, 256, 256);
+  } else if (pm.on()) {
     // lower.cc gather_permuted: rows of one run, a LOAD per stretch along the row dim.
     const uint64_t run = std::min<uint64_t>(uint64_t(pm.run()), count);
     const uint64_t rows = cdiv(count, run);
@@ -386,6 +390,7 @@ TileCost eltwise_tile(const CostParams& p, uint64_t count, int operands, int slo
   }
   spec::EltwiseInsn e;
   e.count = count;
+  e.lut = lut;
   t.cp.cycles = hw::eltwise_cycles(timing(p), e), t.cp.insns = 1;
   t.st.dma(p, true, 1, count, count);
   finish_tile(t, {{t.ld.cycles, t.cp.cycles}}, slots);
@@ -637,8 +642,9 @@ Cost estimate(const CostParams& p0, const Layer& l, int cores, int slots, bool r
       const int operands = l.props->op == ir::OpKind::Add || l.props->op == ir::OpKind::Mul ? 2 : 1;
       const uint64_t E = uint64_t(l.elems), tm = uint64_t(std::max<int64_t>(l.tiling.tm, 1));
       const uint64_t n = cdiv(E, tm);
-      const TileCost full = eltwise_tile(p, tm, operands, slots, l.permute),
-                     last = eltwise_tile(p, E - (n - 1) * tm, operands, slots, l.permute);
+      const bool lut = l.props->op == ir::OpKind::Lut;
+      const TileCost full = eltwise_tile(p, tm, operands, slots, l.permute, lut),
+                     last = eltwise_tile(p, E - (n - 1) * tm, operands, slots, l.permute, lut);
       tot.add(full, n - 1);
       tot.add(last, 1);
       ct[0][0].set(full), ct[0][1].set(full);

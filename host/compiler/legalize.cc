@@ -51,6 +51,8 @@ class LegalizePass final : public Pass {
         return check_pool(g, n, l);
       case LayerKind::Eltwise:
         l.elems = numel(y.shape);
+        if (n.op == ir::OpKind::Lut && g.tensor(n.inputs[0]).is_const)
+          return node_error(n, "lookup of a constant is not supported (fold it)");
         if (n.op == ir::OpKind::Transpose) {
           if (g.tensor(n.inputs[0]).is_const) return node_error(n, "transpose of a constant is not supported");
           l.permute = permute_of(g.tensor(n.inputs[0]).shape, n.attrs.perm);

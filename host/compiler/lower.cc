@@ -611,7 +611,9 @@ ir::EltQuant copy_quant() {
 
 Status lower_eltwise(const CompileState& s, const Layer& l, int core, LayerStream& ls) {
   const ir::Node& n = s.node(l);
-  auto q = l.permute.on() ? Expected<ir::EltQuant>(copy_quant()) : ir::elt_quant(s.graph, n);
+  // A transpose copies; a lookup's table holds its results (lo/hi: no clamp).
+  const bool lut = n.op == ir::OpKind::Lut;
+  auto q = l.permute.on() || lut ? Expected<ir::EltQuant>(copy_quant()) : ir::elt_quant(s.graph, n);
   if (!q) return Status(q.error()).context("node '" + l.name + "'");
   const bool binary = n.op == ir::OpKind::Add || n.op == ir::OpKind::Mul;
   const Budget& b = s.budget;
@@ -622,7 +624,7 @@ Status lower_eltwise(const CompileState& s, const Layer& l, int core, LayerStrea
     if (l.core_of_tile[ti] != core) continue;
     const Tile& t = l.tiles[ti];
     const uint64_t in = uint64_t(ls.in_slot()) * uint64_t(b.in);
-    const uint64_t in_b = binary ? in + uint64_t(l.tiling.tm) : in;
+    const uint64_t in_b = binary || lut ? in + uint64_t(l.tiling.tm) : in;
     ls.begin_step();
     auto load = [&](uint64_t src, uint64_t sp) {
       spec::LoadInsn ld;
@@ -640,6 +642,15 @@ Status lower_eltwise(const CompileState& s, const Layer& l, int core, LayerStrea
     else
       load(a_src, in);
     if (binary) load(b_src, in_b);
+    if (lut) {
+      spec::LoadInsn ld;
+      ld.buf = uint64_t(spec::Buffer::IN);
+      ld.sp_addr = in_b;
+      ld.dram_addr = s.tensor_offset.at(n.inputs[1]);
+      ld.rows = 1;
+      ld.cols = ld.dram_stride = ld.sp_stride = 256;
+      ls.load(ld);
+    }
     const uint64_t out = uint64_t(ls.out_slot()) * uint64_t(b.out);
     spec::EltwiseInsn e;
     e.a_addr = in;
@@ -652,6 +663,7 @@ Status lower_eltwise(const CompileState& s, const Layer& l, int core, LayerStrea
     e.a_mult = q->a.mult;
     e.a_shift = uint64_t(q->a.shift);
     e.mul = q->mul;
+    e.lut = lut;
     e.b_mult = binary && !q->mul ? q->b.mult : 0;
     e.b_shift = binary && !q->mul ? uint64_t(q->b.shift) : uint64_t(kMinShift);
     e.clip_lo = q->lo;

@@ -7,7 +7,7 @@ namespace loom::compiler {
 namespace {
 
 using ir::OpKind;
-constexpr std::array<OpProps, 12> kOps{{
+constexpr std::array<OpProps, 13> kOps{{
     {OpKind::Conv2d, "conv2d", LayerKind::Mac, true, false, false},
     {OpKind::Gemm, "gemm", LayerKind::Mac, true, false, false},
     {OpKind::Relu, "relu", LayerKind::Eltwise, false, true, false},
@@ -21,6 +21,8 @@ constexpr std::array<OpProps, 12> kOps{{
     {OpKind::Flatten, "flatten", LayerKind::Alias, false, false, false},
     // A layout transform: gathered by DMA, copied through ELTWISE.
     {OpKind::Transpose, "transpose", LayerKind::Eltwise, false, false, false},
+    // A table lookup (ELTWISE lut): the table is loaded beside each chunk.
+    {OpKind::Lut, "lut", LayerKind::Eltwise, false, false, false},
 }};
 
 }  // namespace

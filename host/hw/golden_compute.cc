@@ -248,10 +248,16 @@ uint32_t exec_eltwise(CoreState& s, const spec::EltwiseInsn& e) {
   if (e.count == 0) return 0;
   const auto& in = s.buf(Buffer::IN);
   auto& out = s.buf(Buffer::OUT);
-  if (!in_scratchpad(in.size(), e.a_addr, e.count) || !in_scratchpad(in.size(), e.b_addr, e.count) ||
+  // With lut, B is the whole 256-byte table.
+  if (!in_scratchpad(in.size(), e.a_addr, e.count) || !in_scratchpad(in.size(), e.b_addr, e.lut ? 256 : e.count) ||
       !in_scratchpad(out.size(), e.out_addr, e.count))
     return spec::err::SCRATCHPAD_OOB;
 
+  if (e.lut) {
+    for (uint64_t i = 0; i < e.count; ++i)
+      out[e.out_addr + i] = clamp_out(i8_at(in, e.b_addr + uint64_t(i8_at(in, e.a_addr + i) + 128)), e.clip_lo, e.clip_hi);
+    return 0;
+  }
   for (uint64_t i = 0; i < e.count; ++i) {
     const int64_t a = int64_t(i8_at(in, e.a_addr + i)) - e.a_zp;
     const int64_t b = int64_t(i8_at(in, e.b_addr + i)) - e.b_zp;

@@ -116,9 +116,12 @@ inline uint64_t postop_cycles(const TimingParams& t, const spec::PostopInsn& p) 
 inline uint64_t pool_cycles(const TimingParams& t, const spec::PoolInsn& p) {
   return kIssueCycles + kPipeCycles + p.p * (ceil_div(p.c, t.spw) * (p.win + 2) + ceil_div(p.c, t.lanes));
 }
-/// ELTWISE: three read cycles per SpW-byte chunk, then `lanes` elements a beat.
+/// ELTWISE: three read cycles per SpW-byte chunk, then `lanes` elements a
+/// beat; with lut the chunk's table reads follow its A read, one element a
+/// cycle (one read port), before it is fed.
 inline uint64_t eltwise_cycles(const TimingParams& t, const spec::EltwiseInsn& e) {
-  return kIssueCycles + kPipeCycles + ceil_div(e.count, t.spw) * 3 + ceil_div(e.count, t.lanes);
+  return kIssueCycles + kPipeCycles + ceil_div(e.count, t.spw) * 3 + ceil_div(e.count, t.lanes) +
+         (e.lut ? e.count : 0);
 }
 
 /// One AXI burst: start address (beat-aligned) and beats.

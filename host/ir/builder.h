@@ -105,6 +105,18 @@ class GraphBuilder {
     return finish(n, {as[0], groups * bs.back()}, g_.tensor(a).q.scale[0] * g_.tensor(b).q.scale[0] * std::sqrt(k) * 40.0, 3);
   }
 
+  /// A lookup through a random constant table (any function of one int8 value).
+  std::string lut(const std::string& name, const std::string& x, double scale = 0.03, int32_t zp = 4) {
+    const std::string t = name + ".table";
+    auto& tt = add_tensor(t, DType::I8, {256}, scale, zp);
+    fill_i8(tt);
+    Node n;
+    n.name = name;
+    n.op = OpKind::Lut;
+    n.inputs = {x, t};
+    return finish(n, g_.tensor(x).shape, scale, zp);
+  }
+
   std::string transpose(const std::string& name, const std::string& x, std::vector<int64_t> perm) {
     const auto& t = g_.tensor(x);
     std::vector<int64_t> ys;

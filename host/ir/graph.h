@@ -31,6 +31,7 @@ enum class OpKind : uint8_t {
   Flatten,        // x [N,...] -> y [N, prod(...)]
   Mul,            // a, b i8 (same shape) -> y i8
   Transpose,      // x -> y with attr perm: y's dim d is x's dim perm[d] (a layout transform, values unchanged)
+  Lut,            // x i8, table [256] i8 constant -> y i8: y = table[x + 128] (any function of one int8 value)
 };
 
 /// Name used in the JSON format ("conv2d", "gemm", "matmul", ...).

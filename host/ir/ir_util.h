@@ -35,6 +35,7 @@ inline constexpr OpInfo kOps[] = {
     {"flatten", OpKind::Flatten, 1, 1, ""},
     {"mul", OpKind::Mul, 2, 2, "activation"},
     {"transpose", OpKind::Transpose, 1, 1, "perm"},
+    {"lut", OpKind::Lut, 2, 2, ""},
 };
 
 inline const OpInfo* find_op(std::string_view name) {

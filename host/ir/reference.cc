@@ -171,6 +171,9 @@ Status run_node(const Graph& g, const Node& n, std::map<std::string, Tensor>& va
     case OpKind::Flatten:
       y->data = val(0)->data;  // row-major data is unchanged by a reshape
       return {};
+    case OpKind::Lut:
+      for (int64_t i = 0; i < y->numel(); ++i) y->i8()[i] = val(1)->i8()[val(0)->i8()[i] + 128];
+      return {};
     case OpKind::Transpose:
       transpose(n.attrs.perm, *val(0), y);
       return {};

@@ -273,6 +273,14 @@ Status infer(const Graph& g, const Node& n, std::vector<int64_t>* out) {
     case OpKind::Clip:
       *out = c.in(0).shape;
       return {};
+    case OpKind::Lut:
+      if (!c.in(1).is_const || c.in(1).dtype != DType::I8 || c.in(1).shape != std::vector<int64_t>{256}) {
+        return make_error(c.where("inputs"), "table '" + c.in(1).name + "' must be a constant int8 [256], is " +
+                                                 std::string(c.in(1).is_const ? "" : "not constant, ") +
+                                                 shape_str(c.in(1).shape));
+      }
+      *out = c.in(0).shape;
+      return {};
     case OpKind::Add:
     case OpKind::Mul:
       if (c.in(0).shape != c.in(1).shape) {
@@ -397,6 +405,8 @@ Status check_quant(const Graph& g, const Node& n) {
     case OpKind::Flatten:
     case OpKind::Transpose:
       return same_quant(g, n);
+    case OpKind::Lut:  // the table holds the output values: any quantization on either side
+      return {};
   }
   return {};
 }

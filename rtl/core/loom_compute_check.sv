@@ -98,12 +98,13 @@ module loom_compute_check #(
   assign o_hi    = insn_i[loom_pkg::POOL_CLIP_HI_LSB +: loom_pkg::POOL_CLIP_HI_W];
 
   // ELTWISE fields.
-  logic              e_mul;
+  logic              e_mul, e_lut;
   logic [5:0]        e_ash, e_bsh;
   logic [23:0]       e_a, e_b, e_out, e_cnt;
   logic signed [7:0] e_lo, e_hi;
   assign e_ash = insn_i[loom_pkg::ELTWISE_A_SHIFT_LSB +: loom_pkg::ELTWISE_A_SHIFT_W];
   assign e_mul = insn_i[loom_pkg::ELTWISE_MUL_LSB];
+  assign e_lut = insn_i[loom_pkg::ELTWISE_LUT_LSB];
   assign e_bsh = insn_i[loom_pkg::ELTWISE_B_SHIFT_LSB +: loom_pkg::ELTWISE_B_SHIFT_W];
   assign e_a   = insn_i[loom_pkg::ELTWISE_A_ADDR_LSB +: loom_pkg::ELTWISE_A_ADDR_W];
   assign e_b   = insn_i[loom_pkg::ELTWISE_B_ADDR_LSB +: loom_pkg::ELTWISE_B_ADDR_W];
@@ -150,7 +151,9 @@ module loom_compute_check #(
       loom_pkg::OpEltwise: begin
         illegal_o = !shift_ok(e_ash) || (!e_mul && !shift_ok(e_bsh)) || (e_lo > e_hi);
         empty_o   = (e_cnt == 24'd0);
-        oob_o     = !empty_o && (!fits(64'(InBytes), e_a, 64'(e_cnt)) || !fits(64'(InBytes), e_b, 64'(e_cnt)) ||
+        // With lut, B is the whole 256-byte table.
+        oob_o     = !empty_o && (!fits(64'(InBytes), e_a, 64'(e_cnt)) ||
+                                 !fits(64'(InBytes), e_b, e_lut ? 64'd256 : 64'(e_cnt)) ||
                                  !fits(64'(OutBytes), e_out, 64'(e_cnt)));
       end
       // The dispatcher routes only the four compute opcodes here; anything

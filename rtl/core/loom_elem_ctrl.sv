@@ -32,7 +32,10 @@
 // window rows of that chunk (one read each) into per-lane max and sum
 // registers, then feeds the chunk Lanes channels a beat. ELTWISE reads an
 // SpW-byte chunk of A and of B (both in IN, one read port) and feeds it
-// Lanes elements a beat. Reads and feeding do not overlap.
+// Lanes elements a beat. Reads and feeding do not overlap. ELTWISE lut reads
+// the A chunk, then one table byte per element (IN[b + (A + 128) mod 256],
+// a request a cycle, each arriving the next), and feeds the bytes through
+// the datapath unchanged (rq(v, 2, 1) = v, no zero point) into the clamp.
 `include "loom_assert.svh"
 
 module loom_elem_ctrl #(
@@ -86,6 +89,7 @@ module loom_elem_ctrl #(
     EEltB,     // ELTWISE: capture A, read the B chunk
     EEltCap,   // ELTWISE: capture B
     EEltFeed,  // ELTWISE: feed the chunk
+    ELut,      // ELTWISE lut: read the chunk's table bytes
     EWait,     // everything fed; wait for the last output write
     EDrain     // abort: discard what is in the datapath
   } elem_e;
@@ -135,12 +139,13 @@ module loom_elem_ctrl #(
   assign o_mult  = insn_i[loom_pkg::POOL_MULT_LSB +: loom_pkg::POOL_MULT_W];
   assign o_c32   = 32'(o_c);
   // ELTWISE.
-  logic               e_mul;
+  logic               e_mul, e_lut;
   logic [5:0]         e_ash, e_bsh;
   logic [31:0]        e_a, e_b, e_out, e_cnt;
   logic signed [7:0]  e_azp, e_bzp;
   logic signed [31:0] e_amult, e_bmult;
   assign e_mul   = insn_i[loom_pkg::ELTWISE_MUL_LSB];
+  assign e_lut   = insn_i[loom_pkg::ELTWISE_LUT_LSB];
   assign e_ash   = insn_i[loom_pkg::ELTWISE_A_SHIFT_LSB +: loom_pkg::ELTWISE_A_SHIFT_W];
   assign e_bsh   = insn_i[loom_pkg::ELTWISE_B_SHIFT_LSB +: loom_pkg::ELTWISE_B_SHIFT_W];
   assign e_a     = 32'(insn_i[loom_pkg::ELTWISE_A_ADDR_LSB +: loom_pkg::ELTWISE_A_ADDR_W]);
@@ -180,8 +185,8 @@ module loom_elem_ctrl #(
       cfg_lo     = insn_i[loom_pkg::POOL_CLIP_LO_LSB +: loom_pkg::POOL_CLIP_LO_W];
       cfg_hi     = insn_i[loom_pkg::POOL_CLIP_HI_LSB +: loom_pkg::POOL_CLIP_HI_W];
     end else if (is_elt) begin
-      cfg_res       = !e_mul;
-      cfg_out_zp    = insn_i[loom_pkg::ELTWISE_OUT_ZP_LSB +: loom_pkg::ELTWISE_OUT_ZP_W];
+      cfg_res       = !e_mul && !e_lut;
+      cfg_out_zp    = e_lut ? 8'sd0 : insn_i[loom_pkg::ELTWISE_OUT_ZP_LSB +: loom_pkg::ELTWISE_OUT_ZP_W];
       cfg_lo        = insn_i[loom_pkg::ELTWISE_CLIP_LO_LSB +: loom_pkg::ELTWISE_CLIP_LO_W];
       cfg_hi        = insn_i[loom_pkg::ELTWISE_CLIP_HI_LSB +: loom_pkg::ELTWISE_CLIP_HI_W];
       cfg_res_zp    = e_bzp;
@@ -211,6 +216,8 @@ module loom_elem_ctrl #(
   logic [SpW*8-1:0]  lmax_d, lmax_q, ea_d, ea_q, eb_d, eb_q;
   logic [SpW*32-1:0] lsum_d, lsum_q;
   logic [31:0]  e_i_d, e_i_q;               // ELTWISE chunk base
+  logic [16:0]  lreq_d, lreq_q, lcap_d, lcap_q;  // ELTWISE lut: next lane to look up, lane arriving
+  logic         lpend_d, lpend_q;           // ELTWISE lut: a table byte arrives this cycle
   logic [31:0]  fed_d, fed_q, written_d, written_q;
   logic signed [31:0] amult_d, amult_q, ashift_d, ashift_q;  // POSTOP rescale: the add's pair
 
@@ -279,6 +286,10 @@ module loom_elem_ctrl #(
         acc   = o_avg ? $signed(lsum_q[32*l +: 32]) : 32'($signed(lmax_q[8*l +: 8]));
         mult  = o_avg ? o_mult : 32'sd2;
         shift = o_avg ? o_shift : 6'd1;
+      end else if (es_q == EEltFeed && e_lut) begin
+        acc   = 32'($signed(eb_q[8*l +: 8]));
+        mult  = 32'sd2;
+        shift = 6'd1;
       end else if (es_q == EEltFeed) begin
         acc   = e_mul ? 32'(prod) : 32'($signed(ea_q[8*l +: 8]));
         bias  = e_mul ? 32'sd0 : 32'sd0 - 32'(e_azp);
@@ -335,6 +346,9 @@ module loom_elem_ctrl #(
     ea_d       = ea_q;
     eb_d       = eb_q;
     e_i_d      = e_i_q;
+    lreq_d     = lreq_q;
+    lcap_d     = lcap_q;
+    lpend_d    = 1'b0;
     amult_d    = amult_q;
     ashift_d   = ashift_q;
     done_o     = 1'b0;
@@ -524,10 +538,31 @@ module loom_elem_ctrl #(
       end
 
       EEltB: begin
-        ea_d         = in_rd_data_i;
-        in_rd_req_o  = 1'b1;
-        in_rd_addr_o = InAw'(e_b + e_i_q);
-        es_d         = EEltCap;
+        ea_d = in_rd_data_i;
+        if (e_lut) begin
+          lane_d  = '0;
+          lanes_d = (e_cnt - e_i_q < 32'(SpW)) ? 17'(e_cnt - e_i_q) : 17'(SpW);
+          lreq_d  = '0;
+          es_d    = ELut;
+        end else begin
+          in_rd_req_o  = 1'b1;
+          in_rd_addr_o = InAw'(e_b + e_i_q);
+          es_d         = EEltCap;
+        end
+      end
+
+      // One table read a cycle; the byte of the read before lands in eb.
+      ELut: begin
+        if (lpend_q) eb_d[8*lcap_q +: 8] = in_rd_data_i[7:0];
+        if (lreq_q < lanes_q) begin
+          in_rd_req_o  = 1'b1;
+          in_rd_addr_o = InAw'(e_b + 32'({~ea_q[8*lreq_q + 7], ea_q[8*lreq_q +: 7]}));
+          lcap_d       = lreq_q;
+          lreq_d       = lreq_q + 17'd1;
+          lpend_d      = 1'b1;
+        end else begin
+          es_d = EEltFeed;
+        end
       end
 
       EEltCap: begin
@@ -669,11 +704,13 @@ module loom_elem_ctrl #(
   // ---------------------------------------------------------------------------
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      es_q   <= EIdle;
-      pend_q <= 1'b0;
+      es_q    <= EIdle;
+      pend_q  <= 1'b0;
+      lpend_q <= 1'b0;
     end else begin
-      es_q   <= es_d;
-      pend_q <= pend_d;
+      es_q    <= es_d;
+      pend_q  <= pend_d;
+      lpend_q <= lpend_d;
     end
   end
 
@@ -699,6 +736,8 @@ module loom_elem_ctrl #(
     ea_q       <= ea_d;
     eb_q       <= eb_d;
     e_i_q      <= e_i_d;
+    lreq_q     <= lreq_d;
+    lcap_q     <= lcap_d;
     fed_q      <= fed_d;
     written_q  <= written_d;
     amult_q    <= amult_d;

@@ -159,6 +159,8 @@ package loom_pkg;
   localparam int unsigned POOL_MULT_W = 32;
   localparam int unsigned ELTWISE_MUL_LSB = 10;
   localparam int unsigned ELTWISE_MUL_W = 1;
+  localparam int unsigned ELTWISE_LUT_LSB = 11;
+  localparam int unsigned ELTWISE_LUT_W = 1;
   localparam int unsigned ELTWISE_A_SHIFT_LSB = 16;
   localparam int unsigned ELTWISE_A_SHIFT_W = 6;
   localparam int unsigned ELTWISE_B_SHIFT_LSB = 22;

@@ -358,6 +358,10 @@ TEST_P(E2E, AttentionLayoutsMatchReference) {
          const auto vh = b.transpose("vh", b.reshape("vr", v, {S, H, D}), {1, 0, 2});
          b.output(b.matmul("context", b.unary("p", OpKind::Relu, scores), vh, H));
        }},
+      {"lut",  // chunks of several sizes, the table beside each
+       [](GraphBuilder& b) { b.output(b.lut("l", b.input("x", {3, 1000}))); }},
+      {"lut_after_gemm",
+       [](GraphBuilder& b) { b.output(b.lut("l", b.gemm("fc", b.input("a", {17, 40}), 24))); }},
   };
   CompileOptions plain;
   CompileOptions one;

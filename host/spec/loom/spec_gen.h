@@ -669,13 +669,14 @@ struct PoolInsn {
   }
 };
 
-/// ELTWISE: Quantized add of two int8 vectors in IN: OUT[out + i] = clamp(rq(A[i] - a_zp, a_mult, a_shift) + rq(B[i] - b_zp, b_mult, b_shift) + out_zp, clip_lo, clip_hi) for i < count; with `mul`, their quantized product: OUT[out + i] = clamp(rq((A[i] - a_zp) * (B[i] - b_zp), a_mult, a_shift) + out_zp, clip_lo, clip_hi) (b_mult and b_shift are not used).
+/// ELTWISE: Quantized add of two int8 vectors in IN: OUT[out + i] = clamp(rq(A[i] - a_zp, a_mult, a_shift) + rq(B[i] - b_zp, b_mult, b_shift) + out_zp, clip_lo, clip_hi) for i < count; with `mul`, their quantized product: OUT[out + i] = clamp(rq((A[i] - a_zp) * (B[i] - b_zp), a_mult, a_shift) + out_zp, clip_lo, clip_hi) (b_mult and b_shift are not used); with `lut`, a table lookup: OUT[out + i] = clamp(IN[b_addr + ((A[i] + 128) mod 256)], clip_lo, clip_hi) for a 256-byte table at b_addr, entry k for input value k - 128 (`mul`, the zero points, multipliers and out_zp are not used; the shifts are checked as always). Any function of one int8 value (a requantized GELU, a division by a constant) is one lookup.
 struct EltwiseInsn {
   uint64_t pop_prev = 0;  // Wait for and consume a token from the previous unit (load<-compute<-store) before starting.
   uint64_t pop_next = 0;  // Wait for and consume a token from the next unit before starting.
   uint64_t push_prev = 0;  // Give a token to the previous unit when done.
   uint64_t push_next = 0;  // Give a token to the next unit when done.
   uint64_t mul = 0;  // 0: add, 1: multiply.
+  uint64_t lut = 0;  // 1: table lookup of A in the 256-byte table at b_addr (mul ignored).
   uint64_t a_shift = 0;  // Shift for A, or for the product with mul (1..62).
   uint64_t b_shift = 0;  // Shift for B (1..62; not used with mul).
   uint64_t a_addr = 0;  // IN byte address of A.
@@ -691,13 +692,14 @@ struct EltwiseInsn {
   int64_t b_mult = 0;  // Multiplier for B.
 
   static constexpr Opcode kOpcode = Opcode::ELTWISE;
-  static constexpr std::array<FieldInfo, 19> kFields{{
+  static constexpr std::array<FieldInfo, 20> kFields{{
       {"opcode", 0, 6, false},
       {"pop_prev", 6, 1, false},
       {"pop_next", 7, 1, false},
       {"push_prev", 8, 1, false},
       {"push_next", 9, 1, false},
       {"mul", 10, 1, false},
+      {"lut", 11, 1, false},
       {"a_shift", 16, 6, false},
       {"b_shift", 22, 6, false},
       {"a_addr", 32, 24, false},
@@ -722,6 +724,7 @@ struct EltwiseInsn {
     set_bits(in, 8, 1, uint64_t(push_prev));
     set_bits(in, 9, 1, uint64_t(push_next));
     set_bits(in, 10, 1, uint64_t(mul));
+    set_bits(in, 11, 1, uint64_t(lut));
     set_bits(in, 16, 6, uint64_t(a_shift));
     set_bits(in, 22, 6, uint64_t(b_shift));
     set_bits(in, 32, 24, uint64_t(a_addr));
@@ -744,6 +747,7 @@ struct EltwiseInsn {
     d.push_prev = get_bits(in, 8, 1);
     d.push_next = get_bits(in, 9, 1);
     d.mul = get_bits(in, 10, 1);
+    d.lut = get_bits(in, 11, 1);
     d.a_shift = get_bits(in, 16, 6);
     d.b_shift = get_bits(in, 22, 6);
     d.a_addr = get_bits(in, 32, 24);
@@ -766,6 +770,7 @@ struct EltwiseInsn {
     if (!fits(int64_t(push_prev), 1, false)) return "push_prev";
     if (!fits(int64_t(push_next), 1, false)) return "push_next";
     if (!fits(int64_t(mul), 1, false)) return "mul";
+    if (!fits(int64_t(lut), 1, false)) return "lut";
     if (!fits(int64_t(a_shift), 6, false)) return "a_shift";
     if (!fits(int64_t(b_shift), 6, false)) return "b_shift";
     if (!fits(int64_t(a_addr), 24, false)) return "a_addr";
