@@ -829,6 +829,22 @@ Status layer_norm(const Ctx& c) {
   return {};
 }
 
+// loom QLinearLookup (x, xs, xz, table, ys, yz): y = table[x - min(x's type)],
+// the table holding the output for every input value (the fold of a
+// DequantizeLinear -> float elementwise ops -> QuantizeLinear chain, computed
+// with these host ops at import, so both paths give the same integers).
+Status qlinear_lookup(const Ctx& c) {
+  const Value& x = c.in(0);
+  const Value& t = c.in(3);
+  int64_t lo = 0, hi = 0;
+  elem_range(x.type, &lo, &hi);
+  if (hi - lo != 255 || t.numel() != 256) return c.err("inputs", "expects an 8-bit input and a 256-entry table");
+  Value y = Value::make(t.type, x.shape);
+  for (int64_t k = 0; k < x.numel(); ++k) y.i[size_t(k)] = t.i[size_t(x.i[size_t(k)] - lo)];
+  c.out(0, std::move(y));
+  return {};
+}
+
 using Fn = std::function<Status(const Ctx&)>;
 
 const std::map<std::string, Fn>& table() {
@@ -856,6 +872,7 @@ const std::map<std::string, Fn>& table() {
       {"com.microsoft.QLinearGlobalAveragePool", qlinear_gap},
       {"loom.QLinearMatMul", [](const Ctx& c) { return matmul_integer_like(c, true); }},
       {"loom.QLinearConv", [](const Ctx& c) { return conv_integer_like(c, true); }},
+      {"loom.QLinearLookup", qlinear_lookup},
   };
   return t;
 }
@@ -872,7 +889,7 @@ const std::string* operand_kinds(const Node& n) {
       {"Reshape", ".i"}, {"Gather", ".i"}, {"Squeeze", ".i"}, {"Unsqueeze", ".i"},
       {"com.microsoft.QLinearAdd", "isziszsz"}, {"com.microsoft.QLinearMul", "isziszsz"},
       {"com.microsoft.QLinearGlobalAveragePool", "iszsz"},
-      {"loom.QLinearMatMul", "isziszszi"}, {"loom.QLinearConv", "isziszszi"}};
+      {"loom.QLinearMatMul", "isziszszi"}, {"loom.QLinearConv", "isziszszi"}, {"loom.QLinearLookup", "iszisz"}};
   auto it = sig.find(key(n));
   return it == sig.end() ? nullptr : &it->second;
 }

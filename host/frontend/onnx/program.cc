@@ -72,6 +72,94 @@ int fold_constant_dq(Model& m) {
   return folded;
 }
 
+/// A chain DequantizeLinear -> elementwise float ops on one tensor (scalar
+/// constants as their other operands) -> QuantizeLinear maps each 8-bit
+/// input value to one output value: it becomes a loom QLinearLookup whose
+/// 256-entry table is the chain run on every input value with the host ops
+/// themselves (so the host and the fabric compute exactly what the chain
+/// did). A requantizing DQ -> Q pair is the empty chain.
+int fold_lookup_chains(Model& m, const Known& known) {
+  static const std::set<std::string> kUnary = {"Erf", "Tanh", "Sigmoid", "Relu", "Exp", "Neg", "Abs",
+                                               "Sqrt", "Reciprocal", "Identity"};
+  static const std::set<std::string> kScalar = {"Add", "Sub", "Mul", "Div"};
+  Uses u = uses_of(m);
+  auto sole = [&](const std::string& t) -> const Node* {
+    auto it = u.consumers.find(t);
+    if (it == u.consumers.end() || it->second.size() != 1) return nullptr;
+    if (std::find(m.outputs.begin(), m.outputs.end(), t) != m.outputs.end()) return nullptr;
+    return &m.nodes[it->second[0]];
+  };
+  auto scalar8 = [&](const Node& n) {  // per-tensor 8-bit quantization parameters
+    const Value* s = known(n.in(1));
+    const Value* z = n.in(2).empty() ? nullptr : known(n.in(2));
+    return s && z && s->numel() == 1 && z->numel() == 1 && (z->type == kInt8 || z->type == kUint8);
+  };
+  std::set<size_t> drop;
+  std::map<size_t, Node> at_q;  // the lookup that replaces the chain ending at this QuantizeLinear
+  int folded = 0;
+  for (size_t k = 0; k < m.nodes.size(); ++k) {
+    const Node& d = m.nodes[k];
+    if (d.op != "DequantizeLinear" || !d.domain.empty() || drop.count(k) || known(d.in(0)) || !scalar8(d)) continue;
+    std::vector<const Node*> chain{&d};
+    std::string cur = d.outputs[0];
+    const Node* q = nullptr;
+    for (const Node* nx = sole(cur); nx && nx->domain.empty(); nx = sole(cur)) {
+      if (nx->op == "QuantizeLinear") {
+        if (nx->in(0) == cur && scalar8(*nx)) q = nx;
+        break;
+      }
+      bool ok = nx->outputs.size() == 1 && (kUnary.count(nx->op) ? nx->inputs.size() == 1 : kScalar.count(nx->op) != 0);
+      if (ok && kScalar.count(nx->op)) {
+        const std::string& other = nx->in(0) == cur ? nx->in(1) : nx->in(0);
+        const Value* c = known(other);
+        ok = nx->inputs.size() == 2 && (nx->in(0) == cur) != (nx->in(1) == cur) && c && c->is_float() && c->numel() == 1;
+      }
+      if (!ok) break;
+      chain.push_back(nx);
+      cur = nx->outputs[0];
+    }
+    if (!q) continue;
+    chain.push_back(q);
+    // Every input value, through the chain.
+    std::map<std::string, Value> env;
+    const int32_t xt = known(d.in(2))->type;
+    Value x = Value::make(xt, {256});
+    for (int64_t v = 0; v < 256; ++v) x.i[size_t(v)] = xt == kUint8 ? v : v - 128;
+    env[d.in(0)] = x;
+    bool ran = true;
+    for (const Node* n : chain) {
+      for (const auto& i : n->inputs)
+        if (!i.empty() && !env.count(i)) {
+          const Value* c = known(i);
+          if (!c) ran = false;
+          else env[i] = *c;
+        }
+      ran = ran && run_host(m, *n, env).is_ok() && env.count(n->outputs[0]);
+    }
+    if (!ran) continue;
+    Node f;
+    f.name = chain.size() == 2 ? d.name : chain[1]->name + (chain.size() > 3 ? "+" + chain[chain.size() - 2]->name : "");
+    f.op = "QLinearLookup";
+    f.domain = "loom";
+    const std::string table = f.name + "/table";
+    m.consts[table] = env.at(q->outputs[0]);
+    f.inputs = {d.in(0), d.in(1), d.in(2), table, q->in(1), q->in(2)};
+    f.outputs = q->outputs;
+    for (const Node* n : chain) drop.insert(size_t(n - m.nodes.data()));
+    at_q[size_t(q - m.nodes.data())] = std::move(f);
+    ++folded;
+  }
+  if (!folded) return 0;
+  // Each lookup takes the place of its chain's QuantizeLinear (the order stays topological).
+  std::vector<Node> kept;
+  for (size_t k = 0; k < m.nodes.size(); ++k) {
+    if (!drop.count(k)) kept.push_back(std::move(m.nodes[k]));
+    else if (at_q.count(k)) kept.push_back(std::move(at_q.at(k)));
+  }
+  m.nodes = std::move(kept);
+  return folded;
+}
+
 int fold_qdq(Model& m, const Known& known) {
   int folded = 0;
   Uses u = uses_of(m);
@@ -230,8 +318,10 @@ int fold_qdq(Model& m, const Known& known) {
       m.nodes = std::move(live);
     }
   }
-  // What no quantized op absorbed: constant DequantizeLinear nodes left over.
-  return folded + fold_constant_dq(m);
+  // What no quantized op absorbed: constant DequantizeLinear nodes left over,
+  // then chains of float elementwise ops between a DQ and a Q.
+  folded += fold_constant_dq(m);
+  return folded + fold_lookup_chains(m, known);
 }
 
 // ---- device mapping -------------------------------------------------------
@@ -720,6 +810,42 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     nd.name = n.name;
     nd.op = mul ? ir::OpKind::Mul : ir::OpKind::Add;
     nd.inputs = {a, bv};
+    nd.outputs = {y};
+    b.seg.graph.nodes.push_back(nd);
+    b.seg.nodes.push_back(n.name);
+    return true;
+  }
+  if (n.op == "QLinearLookup" && n.domain == "loom") {
+    // ELTWISE lut: the table, shifted into the device's int8 codes.
+    if (!all_known({1, 2, 3, 4, 5})) return fail("the table or quantization parameters are not constants");
+    const Value *xs = K(n.in(1)), *xz = K(n.in(2)), *tv = K(n.in(3)), *ys = K(n.in(4)), *yz = K(n.in(5));
+    if (xs->numel() != 1 || xz->numel() != 1 || ys->numel() != 1 || yz->numel() != 1 || tv->numel() != 256 ||
+        tv->type != yz->type || (yz->type != kInt8 && yz->type != kUint8))
+      return fail("not a per-tensor 8-bit lookup");
+    const std::string x = n.in(0), y = n.outputs[0];
+    if (b.in_seg(y)) return fail("output defined twice");
+    bool fresh = false;
+    if (!b.activation(x, f0(xs), i0(xz), &fresh)) return fail("input '" + x + "' has no int8/uint8 static shape or its quantization differs from its producer's");
+    new_input(x, fresh);
+    const int64_t off = yz->type == kUint8 ? 128 : 0;
+    ir::TensorInfo ti;
+    ti.name = n.name + "/table";
+    ti.dtype = DType::I8;
+    ti.is_const = true;
+    ti.shape = {256};
+    ti.q.scale = {f0(ys)};
+    ti.q.zero_point = int32_t(i0(yz) - off);
+    ti.data = Tensor(DType::I8, ti.shape);
+    for (int64_t v = 0; v < 256; ++v) ti.data.i8()[v] = int8_t(tv->i[size_t(v)] - off);
+    b.seg.graph.tensors[ti.name] = ti;
+    ir::QParams yq;
+    yq.scale = {f0(ys)};
+    yq.zero_point = int32_t(i0(yz) - off);
+    b.declare(y, b.onnx_shape[x], yz->type, yq, b.layout.at(x));
+    ir::Node nd;
+    nd.name = n.name;
+    nd.op = ir::OpKind::Lut;
+    nd.inputs = {x, ti.name};
     nd.outputs = {y};
     b.seg.graph.nodes.push_back(nd);
     b.seg.nodes.push_back(n.name);
