@@ -4,8 +4,9 @@ two device segments and host ops between them, through `loom compile` and
 `loom run PLAN`, and broken program plans.
 
 A QOperator model (uint8 input quantization, NCHW convolutions, so both
-boundary conversions run): Q -> QLinearConv (segment 0) -> DQ -> Sigmoid -> Q
--> QLinearConv (segment 1) -> DQ. Each broken plan is re-sealed with a valid
+boundary conversions run): Q -> QLinearConv (segment 0) -> DQ -> Softmax -> Q
+-> QLinearConv (segment 1) -> DQ (a softmax over channels: a row reduction,
+which stays on the host; an elementwise op would fold into a table lookup). Each broken plan is re-sealed with a valid
 checksum where the case is about the contents, so the reader's own checks
 are what refuses it.
 
@@ -49,7 +50,7 @@ def two_segment_model():
         helper.make_node("QLinearConv", ["xq", "xs", "xz", "w1", "ws1", "wz1", "ys1", "yz1", "b1"], ["c1"],
                          name="conv1", pads=[1, 1, 1, 1]),
         helper.make_node("DequantizeLinear", ["c1", "ys1", "yz1"], ["c1f"], name="deq_c1"),
-        helper.make_node("Sigmoid", ["c1f"], ["sf"], name="sigmoid"),
+        helper.make_node("Softmax", ["c1f"], ["sf"], name="softmax", axis=1),
         helper.make_node("QuantizeLinear", ["sf", "hs", "hz"], ["sq"], name="quant_s"),
         helper.make_node("QLinearConv", ["sq", "hs", "hz", "w2", "ws2", "wz2", "ys2", "yz2"], ["c2"], name="conv2"),
         helper.make_node("DequantizeLinear", ["c2", "ys2", "yz2"], ["y"], name="deq_y"),
@@ -131,7 +132,7 @@ class ProgramPlan(unittest.TestCase):
         c = self.compiled
         self.assertEqual(len(c["segments"]), 2, c)
         self.assertEqual(c["format_version"], 2)
-        self.assertEqual(sorted(f.split(" ")[0] for f in c["fallback_ops"]), ["deq_c1", "deq_y", "quant_s", "quant_x", "sigmoid"])
+        self.assertEqual(sorted(f.split(" ")[0] for f in c["fallback_ops"]), ["deq_c1", "deq_y", "quant_s", "quant_x", "softmax"])
         ver, meta, _ = split(self.plan)
         self.assertEqual(ver, 2)
         self.assertEqual(meta["kind"], "onnx_program")
@@ -164,7 +165,7 @@ class ProgramPlan(unittest.TestCase):
         # The payload starts with the host steps as an ONNX model any ONNX tool reads.
         _, meta, payload = split(self.plan)
         hm = onnx.load_from_string(payload[:meta["host_model_bytes"]])
-        self.assertEqual([n.name for n in hm.graph.node], ["quant_x", "deq_c1", "sigmoid", "quant_s", "deq_y"])
+        self.assertEqual([n.name for n in hm.graph.node], ["quant_x", "deq_c1", "softmax", "quant_s", "deq_y"])
         self.assertEqual([i.name for i in hm.graph.input], ["x"])
         self.assertEqual([o.name for o in hm.graph.output], ["y"])
         self.assertIn("hs", [t.name for t in hm.graph.initializer])
@@ -202,12 +203,12 @@ class ProgramPlan(unittest.TestCase):
         ver, meta, payload = split(self.plan)
         n = meta["host_model_bytes"]
         hm = onnx.load_from_string(payload[:n])
-        hm.graph.node[2].op_type = "Sigmoidal"
+        hm.graph.node[2].op_type = "Softmaxal"
         h = hm.SerializeToString()
         meta["host_model_bytes"] = len(h)
         bad = os.path.join(self.dir, "op.plan")
         seal(bad, ver, meta, h + payload[n:])
-        self.assert_one_line_error(self.run_plan(bad), "op.plan", "host_model", "'sigmoid'", "Sigmoidal", "op_type")
+        self.assert_one_line_error(self.run_plan(bad), "op.plan", "host_model", "'softmax'", "Softmaxal", "op_type")
 
     def test_constant_dims_beyond_its_data(self):
         ver, meta, payload = split(self.plan)

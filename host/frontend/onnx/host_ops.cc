@@ -131,6 +131,7 @@ Status quantize_linear(const Ctx& c) {
       q = std::nearbyint(double(x.i[size_t(k)]) / double(sc));
     }
     const int64_t zp = c.has(2) ? c.in(2).i[size_t(p)] : 0;
+    if (std::isnan(q)) q = 0;  // NaN (e.g. Sqrt of a negative) quantizes to the zero point
     const double v = q + double(zp);
     y.i[size_t(k)] = saturate(int64_t(std::clamp(v, -1e18, 1e18)), ytype);
   }
