@@ -198,10 +198,9 @@ class Tune(unittest.TestCase):
                 self.assertGreaterEqual(m["padding"], 0)
                 self.assertLess(m["padding"], 1)
             # Placement: every map weighed 1, 2 and 4 cores per batch and
-            # took the fewest cores within 1 % of the lowest modelled latency.
-            # A BERT request holds its cores through its host ops: after the
-            # drift (long requests, high load) a gang never earns the servers
-            # it costs.
+            # took the fewest cores within 1 % of the lowest modelled latency
+            # (with attention and GELU on the fabric a long request's host
+            # part no longer dwarfs its device part, so a gang may pay).
             for m in maps:
                 pl = m["placements"]
                 self.assertEqual([x["cores"] for x in pl], [1, 2, 4])
@@ -213,8 +212,6 @@ class Tune(unittest.TestCase):
                 self.assertEqual(m["cores"], min(fit))
                 self.assertTrue(all(("cores=%d," % m["cores"]) in b["choice"] if m["cores"] > 1
                                     else "cores=" not in b["choice"] for b in m["buckets"]), m)
-            for m in maps[1:]:
-                self.assertEqual(m["cores"], 1)
             init, best = maps[0], maps[1]
             # The initial buckets fit the short mix; after the drift the
             # oracle's buckets pad less, and the loop recovers the gap.
