@@ -46,9 +46,25 @@ Uses uses_of(const Model& m) {
   return u;
 }
 
+/// The one node reading `t`, when `t` is not also a graph output.
+const Node* sole_consumer(const Model& m, const Uses& u, const std::string& t) {
+  auto it = u.consumers.find(t);
+  if (it == u.consumers.end() || it->second.size() != 1) return nullptr;
+  if (std::find(m.outputs.begin(), m.outputs.end(), t) != m.outputs.end()) return nullptr;
+  return &m.nodes[it->second[0]];
+}
+
+/// Whether a Q/DQ node's scale and zero point (inputs 1 and 2) are known,
+/// per-tensor and 8-bit.
+bool per_tensor_8bit(const Known& known, const Node& n) {
+  const Value* s = known(n.in(1));
+  const Value* z = n.in(2).empty() ? nullptr : known(n.in(2));
+  return s && z && s->numel() == 1 && z->numel() == 1 && (z->type == kInt8 || z->type == kUint8);
+}
+
 /// A DequantizeLinear of constants that no quantized op absorbed (LayerNorm's
-/// gamma and beta) is a
-/// constant: computed once at import, with the host op's own semantics.
+/// gamma and beta) is a constant: computed once at import, with the host
+/// op's own semantics.
 int fold_constant_dq(Model& m) {
   int folded = 0;
   std::vector<Node> kept;
@@ -83,17 +99,8 @@ int fold_lookup_chains(Model& m, const Known& known) {
                                                "Sqrt", "Reciprocal", "Identity"};
   static const std::set<std::string> kScalar = {"Add", "Sub", "Mul", "Div"};
   Uses u = uses_of(m);
-  auto sole = [&](const std::string& t) -> const Node* {
-    auto it = u.consumers.find(t);
-    if (it == u.consumers.end() || it->second.size() != 1) return nullptr;
-    if (std::find(m.outputs.begin(), m.outputs.end(), t) != m.outputs.end()) return nullptr;
-    return &m.nodes[it->second[0]];
-  };
-  auto scalar8 = [&](const Node& n) {  // per-tensor 8-bit quantization parameters
-    const Value* s = known(n.in(1));
-    const Value* z = n.in(2).empty() ? nullptr : known(n.in(2));
-    return s && z && s->numel() == 1 && z->numel() == 1 && (z->type == kInt8 || z->type == kUint8);
-  };
+  auto sole = [&](const std::string& t) { return sole_consumer(m, u, t); };
+  auto scalar8 = [&](const Node& n) { return per_tensor_8bit(known, n); };
   std::set<size_t> drop;
   std::map<size_t, Node> at_q;  // the lookup that replaces the chain ending at this QuantizeLinear
   int folded = 0;
@@ -173,21 +180,16 @@ int fold_qdq(Model& m, const Known& known) {
     return &d;
   };
   auto sole_q = [&](const std::string& t) -> const Node* {
-    auto it = u.consumers.find(t);
-    if (it == u.consumers.end() || it->second.size() != 1) return nullptr;
-    if (std::find(m.outputs.begin(), m.outputs.end(), t) != m.outputs.end()) return nullptr;
-    const Node& q = m.nodes[it->second[0]];
+    const Node* c = sole_consumer(m, u, t);
+    if (!c) return nullptr;
+    const Node& q = *c;
     if (q.op != "QuantizeLinear" || !q.domain.empty() || q.in(2).empty()) return nullptr;
     const Value* s = known(q.in(1));
     const Value* z = known(q.in(2));
     if (!s || !z || s->numel() != 1 || z->numel() != 1) return nullptr;
     return &q;
   };
-  auto scalar = [&](const Node* d) {
-    const Value* s = known(d->in(1));
-    const Value* z = known(d->in(2));
-    return s && z && s->numel() == 1 && z->numel() == 1 && (z->type == kInt8 || z->type == kUint8);
-  };
+  auto scalar = [&](const Node* d) { return per_tensor_8bit(known, *d); };
   for (size_t k = 0; k < m.nodes.size(); ++k) {
     Node& n = m.nodes[k];
     if (!n.domain.empty()) continue;
@@ -369,7 +371,6 @@ struct SegBuilder {
   /// ONNX order for everything else (transformer tensors of any rank). Views
   /// in other orders (a grouped matmul's operands) are unnamed helpers.
   std::map<std::string, Perm> layout;
-  int serial = 0;
 
   std::vector<int64_t> shape_of(const std::string& t) const {
     if (const Value* v = known(t)) return v->shape;
@@ -381,7 +382,6 @@ struct SegBuilder {
     auto it = m.types.find(t);
     return it != m.types.end() ? it->second.type : 0;
   }
-  static std::vector<int64_t> to_nhwc(const std::vector<int64_t>& s) { return permuted(s, default_layout(s.size())); }
   // Declares activation `t` with quantization (scale, zp on the ONNX side),
   // in layout `want` (default: NHWC at rank 4) when new. False when it
   // already exists with different quantization.
@@ -1130,7 +1130,7 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
       return {};
     };
     for (size_t k = 0; k < m.nodes.size(); ++k) {
-      if (!cur) cur = std::make_unique<SegBuilder>(SegBuilder{m, known, {}, {}, {}, {}, 0});
+      if (!cur) cur = std::make_unique<SegBuilder>(SegBuilder{m, known, {}, {}, {}, {}});
       std::string why;
       if (map_device(*cur, m.nodes[k], &why)) {
         cur_nodes.push_back(k);
@@ -1167,7 +1167,7 @@ Expected<std::vector<Segment>> segment_graphs(Model model, const std::vector<std
   size_t at = 0;  // segments are runs of consecutive nodes, in model order
   for (size_t s = 0; s < nodes.size(); ++s) {
     const std::string where = m.path + ": segment " + std::to_string(s);
-    SegBuilder b{m, known, {}, {}, {}, {}, 0};
+    SegBuilder b{m, known, {}, {}, {}, {}};
     std::vector<size_t> ks;
     for (const auto& name : nodes[s]) {
       while (at < m.nodes.size() && m.nodes[at].name != name) ++at;
