@@ -503,6 +503,18 @@ struct SegBuilder {
 
 float f0(const Value* v) { return v->f[0]; }
 int64_t i0(const Value* v) { return v->i[0]; }
+/// Whether every value is a single one (per-tensor quantization).
+bool scalars(std::initializer_list<const Value*> vs) {
+  return std::all_of(vs.begin(), vs.end(), [](const Value* v) { return v->numel() == 1; });
+}
+/// Device-side quantization of scale `s` and zero point `z` (a uint8 zero
+/// point is 128 lower on the int8 fabric).
+ir::QParams device_q(const Value* s, const Value* z) {
+  ir::QParams q;
+  q.scale = {f0(s)};
+  q.zero_point = int32_t(i0(z) - (z->type == kUint8 ? 128 : 0));
+  return q;
+}
 
 // Tries to express `n` as device ops in `b`; on failure `b` is unchanged.
 bool map_device(SegBuilder& b, const Node& n, std::string* why) {
@@ -539,9 +551,7 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     if (n.inputs.size() > 8 && !n.in(8).empty()) return fail("a bias on a product of two activations");
     const Value *as = K(n.in(1)), *az = K(n.in(2)), *bs = K(n.in(4)), *bz = K(n.in(5)), *ys = K(n.in(6)),
                 *yz = K(n.in(7));
-    if (as->numel() != 1 || az->numel() != 1 || bs->numel() != 1 || bz->numel() != 1 || ys->numel() != 1 ||
-        yz->numel() != 1)
-      return fail("quantization must be per-tensor");
+    if (!scalars({as, az, bs, bz, ys, yz})) return fail("quantization must be per-tensor");
     const std::string a = n.in(0), bt = n.in(3), y = n.outputs[0];
     const auto ash = b.shape_of(a), bsh = b.shape_of(bt);
     const size_t r = ash.size();
@@ -569,9 +579,7 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
         b.view(bt, id, n.name + "/b", G == 1 ? std::vector<int64_t>{Kd, N} : std::vector<int64_t>{G, Kd, N});
     std::vector<int64_t> ysh(ash.begin(), ash.end() - 1);
     ysh.push_back(N);
-    ir::QParams yq;
-    yq.scale = {f0(ys)};
-    yq.zero_point = int32_t(i0(yz) - (yt == kUint8 ? 128 : 0));
+    const ir::QParams yq = device_q(ys, yz);
     b.declare(y, ysh, yt, yq, id);
     ir::TensorInfo h = b.seg.graph.tensors[y];
     h.name = n.name + "/y";
@@ -607,8 +615,7 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
                 *ys = K(n.in(6)), *yz = K(n.in(7));
     const Value* bias = n.inputs.size() > 8 && !n.in(8).empty() ? K(n.in(8)) : nullptr;
     if (n.inputs.size() > 8 && !n.in(8).empty() && !bias) return fail("bias is not a constant");
-    if (xs->numel() != 1 || xz->numel() != 1 || ys->numel() != 1 || yz->numel() != 1)
-      return fail("activation quantization must be per-tensor");
+    if (!scalars({xs, xz, ys, yz})) return fail("activation quantization must be per-tensor");
     if (!scalar_int_equal(*wz)) return fail("per-channel weight zero points differ");
     const int32_t wt = w->type;
     if (wt != kInt8 && wt != kUint8) return fail("weights must be int8 or uint8");
@@ -705,9 +712,7 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     }
     if (b.in_seg(y)) return fail("output defined twice");
     if (yt != kInt8 && yt != kUint8) return fail("output must be int8 or uint8");
-    ir::QParams yq;
-    yq.scale = {f0(ys)};
-    yq.zero_point = int32_t(i0(yz) - (yt == kUint8 ? 128 : 0));
+    const ir::QParams yq = device_q(ys, yz);
     const ir::TensorInfo yi = b.declare(y, ysh, yt, yq, default_layout(ysh.size()));
     if (gemm_rows > 0) {
       ir::TensorInfo y2 = yi;
@@ -741,9 +746,7 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
                 *ys = K(n.in(6)), *yz = K(n.in(7));
     const Value* bc = K(bt);
     const auto ash = b.shape_of(a), bsh = b.shape_of(bt);
-    if (as->numel() != 1 || az->numel() != 1 || bs->numel() != 1 || bz->numel() != 1 || ys->numel() != 1 ||
-        yz->numel() != 1)
-      return fail("quantization must be per-tensor");
+    if (!scalars({as, az, bs, bz, ys, yz})) return fail("quantization must be per-tensor");
     if (ash.empty() || K(a)) return fail("no activation operand with a static shape");
     // A constant broadcast over the activation is stored whole (same
     // integer result as an add of two equal shapes); two activations must
@@ -802,9 +805,7 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     }
     const std::string y = n.outputs[0];
     if (b.in_seg(y)) return fail("output defined twice");
-    ir::QParams yq;
-    yq.scale = {f0(ys)};
-    yq.zero_point = int32_t(i0(yz) - off);
+    const ir::QParams yq = device_q(ys, yz);
     b.declare(y, ash, yz->type, yq, la);
     ir::Node nd;
     nd.name = n.name;
@@ -819,7 +820,7 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     // ELTWISE lut: the table, shifted into the device's int8 codes.
     if (!all_known({1, 2, 3, 4, 5})) return fail("the table or quantization parameters are not constants");
     const Value *xs = K(n.in(1)), *xz = K(n.in(2)), *tv = K(n.in(3)), *ys = K(n.in(4)), *yz = K(n.in(5));
-    if (xs->numel() != 1 || xz->numel() != 1 || ys->numel() != 1 || yz->numel() != 1 || tv->numel() != 256 ||
+    if (!scalars({xs, xz, ys, yz}) || tv->numel() != 256 ||
         tv->type != yz->type || (yz->type != kInt8 && yz->type != kUint8))
       return fail("not a per-tensor 8-bit lookup");
     const std::string x = n.in(0), y = n.outputs[0];
@@ -833,14 +834,11 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     ti.dtype = DType::I8;
     ti.is_const = true;
     ti.shape = {256};
-    ti.q.scale = {f0(ys)};
-    ti.q.zero_point = int32_t(i0(yz) - off);
+    ti.q = device_q(ys, yz);
     ti.data = Tensor(DType::I8, ti.shape);
     for (int64_t v = 0; v < 256; ++v) ti.data.i8()[v] = int8_t(tv->i[size_t(v)] - off);
     b.seg.graph.tensors[ti.name] = ti;
-    ir::QParams yq;
-    yq.scale = {f0(ys)};
-    yq.zero_point = int32_t(i0(yz) - off);
+    const ir::QParams yq = device_q(ys, yz);
     b.declare(y, b.onnx_shape[x], yz->type, yq, b.layout.at(x));
     ir::Node nd;
     nd.name = n.name;
@@ -865,9 +863,7 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     new_input(x, fresh);
     const std::vector<int64_t> ysh{xsh[0], xsh[1], 1, 1};
     if (b.in_seg(y)) return fail("output defined twice");
-    ir::QParams yq;
-    yq.scale = {f0(ys)};
-    yq.zero_point = int32_t(i0(yz) - (xt == kUint8 ? 128 : 0));
+    const ir::QParams yq = device_q(ys, yz);
     b.declare(y, ysh, xt, yq, default_layout(4));
     ir::Node nd;
     nd.name = n.name;
