@@ -142,6 +142,9 @@ Outcome Fabric::execute(unsigned c, const Insn& insn, uint32_t pc) {
     case Opcode::ELTWISE:
       cause = exec_eltwise(s, spec::EltwiseInsn::decode(insn));
       break;
+    case Opcode::ROWNORM:
+      cause = exec_rownorm(s, spec::RownormInsn::decode(insn));
+      break;
     case Opcode::END:
       done = Outcome::RetiredEnd;
       [[fallthrough]];

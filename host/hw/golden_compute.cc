@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/quant.h"
+#include "common/rownorm.h"
 #include "hw/golden.h"
 
 namespace loom::hw {
@@ -267,6 +268,42 @@ uint32_t exec_eltwise(CoreState& s, const spec::EltwiseInsn& e) {
                                   requantize(b, int32_t(e.b_mult), int(e.b_shift)) + e.out_zp;
     out[e.out_addr + i] = clamp_out(y, e.clip_lo, e.clip_hi);
   }
+  return 0;
+}
+
+uint32_t exec_rownorm(CoreState& s, const spec::RownormInsn& r) {
+  if (!is_word_aligned(r.param_addr) || r.clip_lo > r.clip_hi || (!r.ln && !shift_ok(int64_t(r.shift))))
+    return spec::err::ILLEGAL_INSN;
+  const uint64_t mn = r.m * r.n;
+  if (mn == 0) return 0;
+  const auto& in = s.buf(Buffer::IN);
+  const auto& par = s.buf(Buffer::PARAM);
+  auto& out = s.buf(Buffer::OUT);
+  const uint64_t param_len = r.ln ? uint64_t(spec::kParamBytesPerChannel) * r.n : 512;
+  if (!in_scratchpad(in.size(), r.in_addr, mn) || !in_scratchpad(out.size(), r.out_addr, mn) ||
+      !in_scratchpad(par.size(), r.param_addr, param_len))
+    return spec::err::SCRATCHPAD_OOB;
+  const int8_t* const px = reinterpret_cast<const int8_t*>(in.data() + r.in_addr);
+  int8_t* const py = reinterpret_cast<int8_t*>(out.data() + r.out_addr);
+  if (!r.ln) {
+    std::array<uint16_t, 256> table;
+    for (uint64_t d = 0; d < 256; ++d)
+      table[d] = uint16_t(par[r.param_addr + 2 * d] | par[r.param_addr + 2 * d + 1] << 8);
+    for (uint64_t i = 0; i < r.m; ++i)
+      softmax_row(px + i * r.n, r.n, table.data(), int32_t(r.mult), int(r.shift), r.out_zp, r.clip_lo, r.clip_hi,
+                  py + i * r.n);
+    return 0;
+  }
+  // Every channel's shift is checked before any output is written.
+  std::vector<LayerNormChannel> ch(r.n);
+  for (uint64_t j = 0; j < r.n; ++j) {
+    const uint64_t pj = r.param_addr + 12 * j;
+    ch[j] = {i32_at(par, pj), i32_at(par, pj + 4), i32_at(par, pj + 8)};
+    if (!shift_ok(ch[j].sh)) return spec::err::ILLEGAL_INSN;
+  }
+  for (uint64_t i = 0; i < r.m; ++i)
+    layernorm_row(px + i * r.n, r.n, r.in_zp, uint32_t(r.eps), ch.data(), r.out_zp, r.clip_lo, r.clip_hi,
+                  py + i * r.n);
   return 0;
 }
 

@@ -17,7 +17,8 @@ package loom_pkg;
     OpSemSignal = 6'd7,
     OpSemWait = 6'd8,
     OpFence = 6'd9,
-    OpEnd = 6'd10
+    OpEnd = 6'd10,
+    OpRownorm = 6'd11
   } opcode_e;
 
   typedef enum logic [2:0] {
@@ -193,6 +194,32 @@ package loom_pkg;
   localparam int unsigned SEM_WAIT_SEM_ID_W = 8;
   localparam int unsigned SEM_WAIT_COUNT_LSB = 32;
   localparam int unsigned SEM_WAIT_COUNT_W = 32;
+  localparam int unsigned ROWNORM_LN_LSB = 10;
+  localparam int unsigned ROWNORM_LN_W = 1;
+  localparam int unsigned ROWNORM_SHIFT_LSB = 16;
+  localparam int unsigned ROWNORM_SHIFT_W = 6;
+  localparam int unsigned ROWNORM_IN_ADDR_LSB = 32;
+  localparam int unsigned ROWNORM_IN_ADDR_W = 24;
+  localparam int unsigned ROWNORM_OUT_ADDR_LSB = 64;
+  localparam int unsigned ROWNORM_OUT_ADDR_W = 24;
+  localparam int unsigned ROWNORM_PARAM_ADDR_LSB = 96;
+  localparam int unsigned ROWNORM_PARAM_ADDR_W = 24;
+  localparam int unsigned ROWNORM_M_LSB = 128;
+  localparam int unsigned ROWNORM_M_W = 16;
+  localparam int unsigned ROWNORM_N_LSB = 144;
+  localparam int unsigned ROWNORM_N_W = 16;
+  localparam int unsigned ROWNORM_IN_ZP_LSB = 160;
+  localparam int unsigned ROWNORM_IN_ZP_W = 8;
+  localparam int unsigned ROWNORM_OUT_ZP_LSB = 168;
+  localparam int unsigned ROWNORM_OUT_ZP_W = 8;
+  localparam int unsigned ROWNORM_CLIP_LO_LSB = 176;
+  localparam int unsigned ROWNORM_CLIP_LO_W = 8;
+  localparam int unsigned ROWNORM_CLIP_HI_LSB = 184;
+  localparam int unsigned ROWNORM_CLIP_HI_W = 8;
+  localparam int unsigned ROWNORM_EPS_LSB = 192;
+  localparam int unsigned ROWNORM_EPS_W = 32;
+  localparam int unsigned ROWNORM_MULT_LSB = 224;
+  localparam int unsigned ROWNORM_MULT_W = 32;
 
   // Register map.
   localparam logic [31:0] IdValue = 32'h4C4F4F4D;

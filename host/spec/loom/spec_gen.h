@@ -61,6 +61,7 @@ enum class Opcode : uint8_t {
   SEM_WAIT = 8,  // control unit, sync class
   FENCE = 9,  // control unit, sync class
   END = 10,  // control unit, sync class
+  ROWNORM = 11,  // compute unit, compute class
 };
 
 enum class Unit : uint8_t { Load, Compute, Store, Control };
@@ -82,7 +83,7 @@ struct OpcodeInfo {
   Unit unit;
   InsnClass cls;
 };
-inline constexpr std::array<OpcodeInfo, 11> kOpcodes{{
+inline constexpr std::array<OpcodeInfo, 12> kOpcodes{{
     {Opcode::NOP, "NOP", Unit::Control, InsnClass::Sync},
     {Opcode::LOAD, "LOAD", Unit::Load, InsnClass::Load},
     {Opcode::STORE, "STORE", Unit::Store, InsnClass::Store},
@@ -94,6 +95,7 @@ inline constexpr std::array<OpcodeInfo, 11> kOpcodes{{
     {Opcode::SEM_WAIT, "SEM_WAIT", Unit::Control, InsnClass::Sync},
     {Opcode::FENCE, "FENCE", Unit::Control, InsnClass::Sync},
     {Opcode::END, "END", Unit::Control, InsnClass::Sync},
+    {Opcode::ROWNORM, "ROWNORM", Unit::Compute, InsnClass::Compute},
 }};
 
 /// Returns the opcode table entry, or nullptr for an illegal opcode.
@@ -975,6 +977,115 @@ struct EndInsn {
     if (!fits(int64_t(pop_next), 1, false)) return "pop_next";
     if (!fits(int64_t(push_prev), 1, false)) return "push_prev";
     if (!fits(int64_t(push_next), 1, false)) return "push_next";
+    return {};
+  }
+};
+
+/// ROWNORM: Row normalization of m rows of n int8 values x[j] = IN[in + i*n + j], written to OUT[out + i*n + j]. Softmax (ln = 0): mx = max_j x[j], e[j] = T[mx - x[j]] for the table T of 256 unsigned 16-bit little-endian entries at PARAM[param + 2d], S = sum_j e[j], r = floor((2^32 - 1) / S) (0 when S = 0), p[j] = floor(e[j] * r / 2^16) (a probability in units of 2^-16), OUT = clamp(rq(p[j], mult, shift) + out_zp, clip_lo, clip_hi); in_zp is not used. LayerNorm (ln = 1): d[j] = x[j] - in_zp, V = n * sum_j d[j]^2 - (sum_j d[j])^2 + eps, q = max(1, floor(sqrt(V))), r = floor(2^48 / q), z[j] = floor((n * d[j] - sum_j d[j]) * r / 2^36) (the normalized value in units of 2^-12), and with the int32 triple (b, g, sh) at PARAM[param + 12j], t = round_half_away_from_zero((z[j] * g + b) / 2^sh) saturated to int32, OUT = clamp(t + out_zp, clip_lo, clip_hi); mult and shift are not used. Every product and sum is exact (64-bit suffices).
+struct RownormInsn {
+  uint64_t pop_prev = 0;  // Wait for and consume a token from the previous unit (load<-compute<-store) before starting.
+  uint64_t pop_next = 0;  // Wait for and consume a token from the next unit before starting.
+  uint64_t push_prev = 0;  // Give a token to the previous unit when done.
+  uint64_t push_next = 0;  // Give a token to the next unit when done.
+  uint64_t ln = 0;  // 0: softmax, 1: layer normalization.
+  uint64_t shift = 0;  // Softmax output shift (1..62).
+  uint64_t in_addr = 0;  // IN byte address of the m x n int8 rows (dense).
+  uint64_t out_addr = 0;  // OUT byte address of the m x n int8 result (dense).
+  uint64_t param_addr = 0;  // PARAM byte address of the softmax table (512 bytes) or of channel 0's (b, g, sh) triple.
+  uint64_t m = 0;  // Rows.
+  uint64_t n = 0;  // Elements a row (channels).
+  int64_t in_zp = 0;  // LayerNorm: input zero point.
+  int64_t out_zp = 0;  // Output zero point.
+  int64_t clip_lo = 0;  // Lower clamp.
+  int64_t clip_hi = 0;  // Upper clamp.
+  uint64_t eps = 0;  // LayerNorm: added to V (n^2 times the variance in input units squared).
+  int64_t mult = 0;  // Softmax output multiplier.
+
+  static constexpr Opcode kOpcode = Opcode::ROWNORM;
+  static constexpr std::array<FieldInfo, 18> kFields{{
+      {"opcode", 0, 6, false},
+      {"pop_prev", 6, 1, false},
+      {"pop_next", 7, 1, false},
+      {"push_prev", 8, 1, false},
+      {"push_next", 9, 1, false},
+      {"ln", 10, 1, false},
+      {"shift", 16, 6, false},
+      {"in_addr", 32, 24, false},
+      {"out_addr", 64, 24, false},
+      {"param_addr", 96, 24, false},
+      {"m", 128, 16, false},
+      {"n", 144, 16, false},
+      {"in_zp", 160, 8, true},
+      {"out_zp", 168, 8, true},
+      {"clip_lo", 176, 8, true},
+      {"clip_hi", 184, 8, true},
+      {"eps", 192, 32, false},
+      {"mult", 224, 32, true},
+  }};
+
+  /// Encodes; fields are truncated to their width (check with invalid_field()).
+  constexpr Insn encode() const {
+    Insn in{};
+    set_bits(in, 0, 6, uint64_t(kOpcode));
+    set_bits(in, 6, 1, uint64_t(pop_prev));
+    set_bits(in, 7, 1, uint64_t(pop_next));
+    set_bits(in, 8, 1, uint64_t(push_prev));
+    set_bits(in, 9, 1, uint64_t(push_next));
+    set_bits(in, 10, 1, uint64_t(ln));
+    set_bits(in, 16, 6, uint64_t(shift));
+    set_bits(in, 32, 24, uint64_t(in_addr));
+    set_bits(in, 64, 24, uint64_t(out_addr));
+    set_bits(in, 96, 24, uint64_t(param_addr));
+    set_bits(in, 128, 16, uint64_t(m));
+    set_bits(in, 144, 16, uint64_t(n));
+    set_bits(in, 160, 8, uint64_t(in_zp));
+    set_bits(in, 168, 8, uint64_t(out_zp));
+    set_bits(in, 176, 8, uint64_t(clip_lo));
+    set_bits(in, 184, 8, uint64_t(clip_hi));
+    set_bits(in, 192, 32, uint64_t(eps));
+    set_bits(in, 224, 32, uint64_t(mult));
+    return in;
+  }
+  static constexpr RownormInsn decode(const Insn& in) {
+    RownormInsn d{};
+    d.pop_prev = get_bits(in, 6, 1);
+    d.pop_next = get_bits(in, 7, 1);
+    d.push_prev = get_bits(in, 8, 1);
+    d.push_next = get_bits(in, 9, 1);
+    d.ln = get_bits(in, 10, 1);
+    d.shift = get_bits(in, 16, 6);
+    d.in_addr = get_bits(in, 32, 24);
+    d.out_addr = get_bits(in, 64, 24);
+    d.param_addr = get_bits(in, 96, 24);
+    d.m = get_bits(in, 128, 16);
+    d.n = get_bits(in, 144, 16);
+    d.in_zp = sign_extend(get_bits(in, 160, 8), 8);
+    d.out_zp = sign_extend(get_bits(in, 168, 8), 8);
+    d.clip_lo = sign_extend(get_bits(in, 176, 8), 8);
+    d.clip_hi = sign_extend(get_bits(in, 184, 8), 8);
+    d.eps = get_bits(in, 192, 32);
+    d.mult = sign_extend(get_bits(in, 224, 32), 32);
+    return d;
+  }
+  /// Name of the first field whose value does not fit, or empty.
+  constexpr std::string_view invalid_field() const {
+    if (!fits(int64_t(pop_prev), 1, false)) return "pop_prev";
+    if (!fits(int64_t(pop_next), 1, false)) return "pop_next";
+    if (!fits(int64_t(push_prev), 1, false)) return "push_prev";
+    if (!fits(int64_t(push_next), 1, false)) return "push_next";
+    if (!fits(int64_t(ln), 1, false)) return "ln";
+    if (!fits(int64_t(shift), 6, false)) return "shift";
+    if (!fits(int64_t(in_addr), 24, false)) return "in_addr";
+    if (!fits(int64_t(out_addr), 24, false)) return "out_addr";
+    if (!fits(int64_t(param_addr), 24, false)) return "param_addr";
+    if (!fits(int64_t(m), 16, false)) return "m";
+    if (!fits(int64_t(n), 16, false)) return "n";
+    if (!fits(int64_t(in_zp), 8, true)) return "in_zp";
+    if (!fits(int64_t(out_zp), 8, true)) return "out_zp";
+    if (!fits(int64_t(clip_lo), 8, true)) return "clip_lo";
+    if (!fits(int64_t(clip_hi), 8, true)) return "clip_hi";
+    if (!fits(int64_t(eps), 32, false)) return "eps";
+    if (!fits(int64_t(mult), 32, true)) return "mult";
     return {};
   }
 };
