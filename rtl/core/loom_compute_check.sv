@@ -5,7 +5,7 @@
 // is set; empty_o marks an instruction that passes its checks but has no
 // work (zero-size shapes, or GEMM with k_len = 0 and accumulate = 1), which
 // the unit retires without touching a scratchpad. Exactly as in
-// host/backends/ref/golden_compute.cc, POSTOP/POOL/ELTWISE with no elements
+// host/hw/golden_compute.cc, POSTOP/POOL/ELTWISE/ROWNORM with no elements
 // skip the bounds check, while GEMM always checks the ACC range.
 //
 // The spans are formed exactly (up to 49 bits for POOL's p*win*c), so no
@@ -113,14 +113,31 @@ module loom_compute_check #(
   assign e_lo  = insn_i[loom_pkg::ELTWISE_CLIP_LO_LSB +: loom_pkg::ELTWISE_CLIP_LO_W];
   assign e_hi  = insn_i[loom_pkg::ELTWISE_CLIP_HI_LSB +: loom_pkg::ELTWISE_CLIP_HI_W];
 
+  // ROWNORM fields.
+  logic              r_ln;
+  logic [5:0]        r_shift;
+  logic [23:0]       r_in, r_out, r_par;
+  logic [15:0]       r_m, r_n;
+  logic signed [7:0] r_lo, r_hi;
+  assign r_ln    = insn_i[loom_pkg::ROWNORM_LN_LSB];
+  assign r_shift = insn_i[loom_pkg::ROWNORM_SHIFT_LSB +: loom_pkg::ROWNORM_SHIFT_W];
+  assign r_in    = insn_i[loom_pkg::ROWNORM_IN_ADDR_LSB +: loom_pkg::ROWNORM_IN_ADDR_W];
+  assign r_out   = insn_i[loom_pkg::ROWNORM_OUT_ADDR_LSB +: loom_pkg::ROWNORM_OUT_ADDR_W];
+  assign r_par   = insn_i[loom_pkg::ROWNORM_PARAM_ADDR_LSB +: loom_pkg::ROWNORM_PARAM_ADDR_W];
+  assign r_m     = insn_i[loom_pkg::ROWNORM_M_LSB +: loom_pkg::ROWNORM_M_W];
+  assign r_n     = insn_i[loom_pkg::ROWNORM_N_LSB +: loom_pkg::ROWNORM_N_W];
+  assign r_lo    = insn_i[loom_pkg::ROWNORM_CLIP_LO_LSB +: loom_pkg::ROWNORM_CLIP_LO_W];
+  assign r_hi    = insn_i[loom_pkg::ROWNORM_CLIP_HI_LSB +: loom_pkg::ROWNORM_CLIP_HI_W];
+
   // Products shared by the bounds checks.
-  logic [63:0] g_a_len, g_b_len, g_c_len, p_mn, o_pc, o_pwc;
+  logic [63:0] g_a_len, g_b_len, g_c_len, p_mn, o_pc, o_pwc, r_mn;
   assign g_a_len = (g_n == 16'd0 || g_k == 16'd0) ? 64'd0 : span2d(g_m, g_lda, 18'(g_k));
   assign g_b_len = (g_m == 16'd0) ? 64'd0 : span2d(g_k, g_ldb, 18'(g_n));
   assign g_c_len = span2d(g_m, g_ldc, {g_n, 2'b00});
   assign p_mn    = 64'(32'(p_m) * 32'(p_n));
   assign o_pc    = 64'(32'(o_p) * 32'(o_c));
   assign o_pwc   = 64'(o_pc[31:0]) * 64'(o_win);
+  assign r_mn    = 64'(32'(r_m) * 32'(r_n));
 
   always_comb begin
     illegal_o = 1'b0;
@@ -156,7 +173,14 @@ module loom_compute_check #(
                                  !fits(64'(InBytes), e_b, e_lut ? 64'd256 : 64'(e_cnt)) ||
                                  !fits(64'(OutBytes), e_out, 64'(e_cnt)));
       end
-      // The dispatcher routes only the four compute opcodes here; anything
+      loom_pkg::OpRownorm: begin
+        illegal_o = (r_par[1:0] != 2'b00) || (r_lo > r_hi) || (!r_ln && !shift_ok(r_shift));
+        empty_o   = (r_mn == 64'd0);
+        // Softmax reads the whole 512-byte table, layernorm n triples.
+        oob_o     = !empty_o && (!fits(64'(InBytes), r_in, r_mn) || !fits(64'(OutBytes), r_out, r_mn) ||
+                                 !fits(64'(ParamBytes), r_par, r_ln ? 64'(r_n) * 64'd12 : 64'd512));
+      end
+      // The dispatcher routes only the five compute opcodes here; anything
       // else is rejected rather than executed as something it is not.
       default: illegal_o = 1'b1;
     endcase

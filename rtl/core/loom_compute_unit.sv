@@ -1,10 +1,10 @@
-// The compute unit of a loom core: executes GEMM, POSTOP, POOL and ELTWISE on the scratchpads under the unit contract.
+// The compute unit of a loom core: executes GEMM, POSTOP, POOL, ELTWISE and ROWNORM on the scratchpads under the unit contract.
 //
 // Sequence per instruction (docs/rtl-core.md, unit contract): accept while
 // idle; one check cycle (loom_compute_check: ILLEGAL_INSN, then
 // SCRATCHPAD_OOB, before anything is touched); wait for the tokens the pop
 // flags ask for (stall_dep_o) and pop them together in one cycle; execute on
-// loom_gemm_ctrl (GEMM) or loom_elem_ctrl (POSTOP, POOL, ELTWISE); then one
+// loom_gemm_ctrl (GEMM) or loom_elem_ctrl (POSTOP, POOL, ELTWISE, ROWNORM); then one
 // retire cycle with retire_o and the push pulses. An error pulses err_o with
 // its cause and pc, and the unit holds (busy) until halt_i or flush_i.
 // halt_i and flush_i abandon the instruction: the controllers drain the
@@ -206,7 +206,7 @@ module loom_compute_unit #(
 
       SRun: begin
         if (e_err) begin
-          // A per-channel PARAM shift outside 1..62.
+          // A per-channel PARAM shift outside 1..62 (POSTOP, ROWNORM layernorm).
           err_o                                  = 1'b1;
           err_cause_o[loom_pkg::ERR_ILLEGAL_INSN] = 1'b1;
           state_d                                = SErr;

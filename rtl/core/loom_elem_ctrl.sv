@@ -76,7 +76,7 @@ module loom_elem_ctrl #(
   input  logic                 out_wr_gnt_i
 );
 
-  typedef enum logic [3:0] {
+  typedef enum logic [4:0] {
     EIdle,
     EAddRd,    // POSTOP rescale: read the add's (a_mult, a_shift) pair
     EAddChk,   // POSTOP rescale: capture and check it
@@ -90,6 +90,17 @@ module loom_elem_ctrl #(
     EEltCap,   // ELTWISE: capture B
     EEltFeed,  // ELTWISE: feed the chunk
     ELut,      // ELTWISE lut: read the chunk's table bytes
+    RTab,      // ROWNORM softmax: load the 256-entry exponent table
+    RScan,     // ROWNORM: a row's max (softmax) or sum and sum of squares (layernorm), SpW bytes a read
+    RSum,      // ROWNORM softmax: the row's sum of table entries, Lanes lookups a cycle
+    RVar1,     // ROWNORM layernorm: n * S2 + eps
+    RVar2,     // ROWNORM layernorm: V = n * S2 + eps - S1^2
+    RSqrt,     // ROWNORM layernorm: q = isqrt(V), one result bit a cycle
+    RDiv,      // ROWNORM: r = floor(N / D), one quotient bit a cycle
+    RNr1,      // ROWNORM layernorm: n * r
+    RNr2,      // ROWNORM layernorm: S1 * r
+    ROut,      // ROWNORM softmax: feed the row, Lanes elements a beat
+    ROutLn,    // ROWNORM layernorm: read a beat's triples (three PARAM reads), feed it
     EWait,     // everything fed; wait for the last output write
     EDrain     // abort: discard what is in the datapath
   } elem_e;
@@ -103,6 +114,8 @@ module loom_elem_ctrl #(
   assign is_post = (opcode == loom_pkg::OpPostop);
   assign is_pool = (opcode == loom_pkg::OpPool);
   assign is_elt  = (opcode == loom_pkg::OpEltwise);
+  logic is_rn;
+  assign is_rn   = (opcode == loom_pkg::OpRownorm);
 
   // POSTOP.
   logic        p_res, p_rescale;
@@ -157,6 +170,19 @@ module loom_elem_ctrl #(
   assign e_amult = insn_i[loom_pkg::ELTWISE_A_MULT_LSB +: loom_pkg::ELTWISE_A_MULT_W];
   assign e_bmult = insn_i[loom_pkg::ELTWISE_B_MULT_LSB +: loom_pkg::ELTWISE_B_MULT_W];
 
+  // ROWNORM (out_addr, param_addr, m and n sit where POSTOP's do: p_out, p_par, p_m, p_n).
+  logic               r_ln;
+  logic [5:0]         r_shift;
+  logic [31:0]        r_in, r_eps;
+  logic signed [7:0]  r_in_zp;
+  logic signed [31:0] r_mult;
+  assign r_ln    = insn_i[loom_pkg::ROWNORM_LN_LSB];
+  assign r_shift = insn_i[loom_pkg::ROWNORM_SHIFT_LSB +: loom_pkg::ROWNORM_SHIFT_W];
+  assign r_in    = 32'(insn_i[loom_pkg::ROWNORM_IN_ADDR_LSB +: loom_pkg::ROWNORM_IN_ADDR_W]);
+  assign r_eps   = insn_i[loom_pkg::ROWNORM_EPS_LSB +: loom_pkg::ROWNORM_EPS_W];
+  assign r_in_zp = insn_i[loom_pkg::ROWNORM_IN_ZP_LSB +: loom_pkg::ROWNORM_IN_ZP_W];
+  assign r_mult  = insn_i[loom_pkg::ROWNORM_MULT_LSB +: loom_pkg::ROWNORM_MULT_W];
+
   // ---------------------------------------------------------------------------
   // Datapath configuration per opcode (stable for the whole instruction).
   // ---------------------------------------------------------------------------
@@ -192,6 +218,10 @@ module loom_elem_ctrl #(
       cfg_res_zp    = e_bzp;
       cfg_res_mult  = e_bmult;
       cfg_res_shift = e_bsh;
+    end else if (is_rn) begin
+      cfg_out_zp = insn_i[loom_pkg::ROWNORM_OUT_ZP_LSB +: loom_pkg::ROWNORM_OUT_ZP_W];
+      cfg_lo     = insn_i[loom_pkg::ROWNORM_CLIP_LO_LSB +: loom_pkg::ROWNORM_CLIP_LO_W];
+      cfg_hi     = insn_i[loom_pkg::ROWNORM_CLIP_HI_LSB +: loom_pkg::ROWNORM_CLIP_HI_W];
     end
   end
 
@@ -260,6 +290,148 @@ module loom_elem_ctrl #(
     assign bad_shift[l] = (17'(l) < post_ln) && (sh < 32'sd1 || sh > 32'sd62);
   end
 
+  // ---------------------------------------------------------------------------
+  // ROWNORM state and arithmetic.
+  // ---------------------------------------------------------------------------
+  localparam int unsigned TabW = 4096;  // 256 16-bit table entries
+  localparam int unsigned TabReads = TabW / (SpW * 8);
+
+  logic [TabW-1:0]    tab_d, tab_q;                 // softmax table, entry d in bits [16d +: 16]
+  logic [8:0]         tk_d, tk_q;                   // table windows requested
+  logic [31:0]        rin_d, rin_q;                 // IN address of the current row
+  logic [16:0]        roff_d, roff_q, rcap_d, rcap_q;  // scan: next offset to read, offset arriving
+  logic [16:0]        bj_d, bj_q;                   // beat passes: the beat's first element
+  logic [1:0]         bic_d, bic_q;                 // beat passes: beat within its SpW-byte chunk
+  logic [SpW*8-1:0]   xb_d, xb_q;                   // the chunk being walked, beat at the bottom
+  logic               xpend_d, xpend_q;             // an IN chunk read arrives this cycle
+  logic signed [7:0]  mx_d, mx_q;                   // softmax: row max
+  logic [31:0]        ssum_d, ssum_q;               // softmax: row sum of table entries
+  logic signed [24:0] s1_d, s1_q;                   // layernorm: sum of d
+  logic [31:0]        s2_d, s2_q;                   // layernorm: sum of d^2
+  logic [63:0]        v_d, v_q;                     // layernorm: V, shifted up two bits an isqrt step
+  logic [27:0]        sq_rem_d, sq_rem_q;
+  logic [24:0]        sq_root_d, sq_root_q;
+  logic [48:0]        dv_num_d, dv_num_q, dv_quo_d, dv_quo_q;
+  logic [31:0]        dv_den_d, dv_den_q, dv_rem_d, dv_rem_q;
+  logic               dv_zero_d, dv_zero_q;
+  logic [5:0]         it_d, it_q;                   // isqrt / divider step
+  logic [63:0]        nr_d, nr_q, k_d, k_q;         // layernorm: n * r and S1 * r (mod 2^64)
+
+  logic [31:0] rn_r;      // softmax reciprocal
+  assign rn_r = dv_zero_q ? 32'd0 : dv_quo_q[31:0];
+
+  // Live elements of the beat at bj and of the scanned chunk at rcap.
+  logic [16:0] rbl, rcl;
+  assign rbl = (p_n - bj_q < 17'(Lanes)) ? p_n - bj_q : 17'(Lanes);
+  assign rcl = (p_n - rcap_q < 17'(SpW)) ? p_n - rcap_q : 17'(SpW);
+
+  // The chunk a beat pass reads from: straight off the IN port the cycle it arrives.
+  logic [SpW*8-1:0] xsrc;
+  assign xsrc = xpend_q ? in_rd_data_i : xb_q;
+
+  // Scan of an arriving chunk: max, sum of d and sum of d^2 over its live bytes.
+  logic [SpW*8-1:0]  sc_x;    // live bytes, -128 elsewhere
+  logic [SpW*9-1:0]  sc_d;    // live d = x - in_zp, 0 elsewhere
+  logic [SpW*17-1:0] sc_d2;   // live d^2, 0 elsewhere
+  logic [SpW-1:0]    dd_unused;
+  for (genvar l = 0; l < SpW; l++) begin : g_scan_byte
+    logic              live;
+    logic signed [8:0] d;
+    logic [17:0]       dd;
+    assign live = 17'(l) < rcl;
+    assign d    = 9'($signed(in_rd_data_i[8*l +: 8])) - 9'(r_in_zp);
+    assign dd   = 18'(18'(d) * 18'(d));
+    assign sc_x[8*l +: 8]    = live ? in_rd_data_i[8*l +: 8] : 8'h80;
+    assign sc_d[9*l +: 9]    = live ? d : 9'sd0;
+    assign sc_d2[17*l +: 17] = live ? dd[16:0] : 17'd0;
+    assign dd_unused[l]      = dd[17];  // d^2 <= 255^2 < 2^17
+  end
+  logic signed [7:0]  cmax;
+  logic signed [24:0] csum;
+  logic [31:0]        csq;
+  always_comb begin
+    cmax = -8'sd128;
+    csum = '0;
+    csq  = '0;
+    for (int unsigned l = 0; l < SpW; l++) begin
+      if ($signed(sc_x[8*l +: 8]) > cmax) cmax = sc_x[8*l +: 8];
+      csum = csum + 25'($signed(sc_d[9*l +: 9]));
+      csq  = csq + 32'(sc_d2[17*l +: 17]);
+    end
+  end
+
+  // Per-row multiplier, shared by n * S2, S1^2, n * r and S1 * r (low 64 bits).
+  logic signed [25:0] rm_a;
+  logic signed [49:0] rm_b;
+  logic        [63:0] rm_p;
+  always_comb begin
+    rm_a = 26'(s1_q);
+    rm_b = 50'(s1_q);
+    if (es_q == RVar1 || es_q == RNr1) rm_a = 26'(p_n);
+    if (es_q == RVar1) rm_b = 50'(s2_q);
+    if (es_q == RNr1 || es_q == RNr2) rm_b = 50'(dv_quo_q);
+  end
+  assign rm_p = 64'(rm_a) * 64'(rm_b);
+
+  // Restoring divider and isqrt steps.
+  logic [32:0] dv_sh;
+  logic        dv_ge;
+  assign dv_sh = {dv_rem_q, dv_num_q[48]};
+  assign dv_ge = dv_sh >= {1'b0, dv_den_q};
+  logic [29:0] sq_sh, sq_trial;
+  logic        sq_ge;
+  assign sq_sh    = {sq_rem_q, v_q[49:48]};
+  assign sq_trial = 30'({sq_root_q, 2'b01});
+  assign sq_ge    = sq_sh >= sq_trial;
+  logic [24:0] sq_root_nx;
+  assign sq_root_nx = {sq_root_q[23:0], sq_ge};
+
+  // Softmax sum pass: the beat's table entries summed over its live lanes.
+  logic [Lanes*16-1:0] lane_e;
+  logic [31:0]         esum;
+  always_comb begin
+    esum = '0;
+    for (int unsigned l = 0; l < Lanes; l++) begin
+      if (17'(l) < rbl) esum = esum + 32'(lane_e[16*l +: 16]);
+    end
+  end
+
+  // Output lanes. Softmax: p = floor(e * r / 2^16). Layernorm: c * r = d * (n r) - S1 r
+  // (exact mod 2^64, |c r| < 2^57), z = floor(c r / 2^36), t = sat32(round((z g + b) / 2^sh)).
+  // One 17 x 64 multiplier a lane serves both.
+  logic [Lanes*32-1:0] rn_acc;
+  logic [ParW-1:0]     ptrip;
+  assign ptrip = (pend_q && es_q == ROutLn && pr_q == 2'd3) ? {param_rd_data_i, preg_q[2*SpW*8-1:0]} : preg_q;
+  for (genvar l = 0; l < Lanes; l++) begin : g_rn_lane
+    logic [7:0]         x, idx;
+    logic signed [8:0]  d;
+    logic signed [16:0] la;
+    logic signed [63:0] lb, lp, cr, zg, a, t64;
+    logic signed [23:0] z;
+    logic signed [31:0] b, g, t;
+    logic [5:0]         sh;
+    assign x   = xsrc[8*l +: 8];
+    assign idx = 8'(mx_q) - x;
+    assign d   = 9'($signed(x)) - 9'(r_in_zp);
+    assign lane_e[16*l +: 16] = tab_q[16*idx +: 16];
+    assign la  = r_ln ? 17'(d) : $signed({1'b0, lane_e[16*l +: 16]});
+    assign lb  = r_ln ? $signed(nr_q) : $signed(64'(rn_r));
+    assign lp  = 64'(la) * lb;
+    assign cr  = lp - $signed(k_q);
+    assign z   = cr[59:36];
+    assign b   = ptrip[96*l +: 32];
+    assign g   = ptrip[96*l + 32 +: 32];
+    assign sh  = ptrip[96*l + 64 +: 6];
+    assign zg  = 64'(z) * 64'(g);
+    assign a   = zg + 64'(b);
+    assign t64 = (a + (64'sd1 <<< (sh - 6'd1)) - (a < 0 ? 64'sd1 : 64'sd0)) >>> sh;
+    assign t   = (t64 > 64'sd2147483647) ? 32'sh7FFFFFFF : (t64 < -64'sd2147483648) ? 32'sh80000000 : t64[31:0];
+    assign rn_acc[32*l +: 32] = r_ln ? t : 32'(lp[47:16]);
+
+    logic unused_rn;
+    assign unused_rn = ^{cr[63:60], cr[35:0], ptrip[96*l + 70 +: 26]};
+  end
+
   // Beat operands per opcode; lanes at or past dp_lanes compute rq(0, 0, 1).
   for (genvar l = 0; l < Lanes; l++) begin : g_feed_lane
     logic               live;
@@ -290,6 +462,14 @@ module loom_elem_ctrl #(
         acc   = 32'($signed(eb_q[8*l +: 8]));
         mult  = 32'sd2;
         shift = 6'd1;
+      end else if (es_q == ROut) begin
+        acc   = rn_acc[32*l +: 32];
+        mult  = r_mult;
+        shift = r_shift;
+      end else if (es_q == ROutLn) begin
+        acc   = rn_acc[32*l +: 32];
+        mult  = 32'sd2;
+        shift = 6'd1;
       end else if (es_q == EEltFeed) begin
         acc   = e_mul ? 32'(prod) : 32'($signed(ea_q[8*l +: 8]));
         bias  = e_mul ? 32'sd0 : 32'sd0 - 32'(e_azp);
@@ -310,6 +490,7 @@ module loom_elem_ctrl #(
     assign dp_res[8*l +: 8]    = (es_q == EEltFeed) ? eb_q[8*l +: 8] : in_rd_data_i[8*l +: 8];
   end
 
+  logic x_consume;  // ROWNORM: the beat at the bottom of the chunk is used up this cycle
   logic [31:0] n32, n4;
   assign n32 = 32'(p_n);
   assign n4  = n32 << 2;
@@ -351,6 +532,30 @@ module loom_elem_ctrl #(
     lpend_d    = 1'b0;
     amult_d    = amult_q;
     ashift_d   = ashift_q;
+    tab_d      = tab_q;
+    tk_d       = tk_q;
+    rin_d      = rin_q;
+    roff_d     = roff_q;
+    rcap_d     = rcap_q;
+    bj_d       = bj_q;
+    bic_d      = bic_q;
+    xpend_d    = 1'b0;
+    mx_d       = mx_q;
+    ssum_d     = ssum_q;
+    s1_d       = s1_q;
+    s2_d       = s2_q;
+    v_d        = v_q;
+    sq_rem_d   = sq_rem_q;
+    sq_root_d  = sq_root_q;
+    dv_num_d   = dv_num_q;
+    dv_quo_d   = dv_quo_q;
+    dv_den_d   = dv_den_q;
+    dv_rem_d   = dv_rem_q;
+    dv_zero_d  = dv_zero_q;
+    it_d       = it_q;
+    nr_d       = nr_q;
+    k_d        = k_q;
+    x_consume  = 1'b0;
     done_o     = 1'b0;
     err_o      = 1'b0;
 
@@ -375,9 +580,16 @@ module loom_elem_ctrl #(
           c_res_d = p_raddr;
           pr_d    = '0;
           scan_d  = 1'b1;
+          rin_d  = r_in;
+          roff_d = '0;
+          tk_d   = '0;
           if (is_post) begin
             c_out_d = p_out;
             es_d    = p_rescale ? EAddRd : EParRd;
+          end else if (is_rn) begin
+            // Layernorm scans every channel's shift first (POSTOP's scan).
+            c_out_d = p_out;
+            es_d    = r_ln ? EParRd : RTab;
           end else if (is_pool) begin
             c_out_d    = o_out;
             win_base_d = o_in;
@@ -442,6 +654,9 @@ module loom_elem_ctrl #(
           c_par_d = c_par_q + 32'(12 * Lanes);
           pr_d    = '0;
           es_d    = EParRd;
+        end else if (is_rn) begin
+          scan_d = 1'b0;
+          es_d   = RScan;
         end else begin
           scan_d = 1'b0;
           if (cj_q == '0) begin
@@ -587,6 +802,206 @@ module loom_elem_ctrl #(
         end
       end
 
+      // ROWNORM softmax: 512 / SpW table reads; each window shifts in from the top.
+      RTab: begin
+        param_rd_addr_o = ParamAw'(p_par + 32'(tk_q) * 32'(SpW));
+        if (tk_q < 9'(TabReads)) begin
+          param_rd_req_o = 1'b1;
+          pend_d         = 1'b1;
+          tk_d           = tk_q + 9'd1;
+        end
+        if (pend_q) begin
+          tab_d = {param_rd_data_i, tab_q[TabW-1:SpW*8]};
+          if (tk_q == 9'(TabReads)) es_d = RScan;
+        end
+      end
+
+      // A row's chunks, one read a cycle; the last one's arrival ends the pass.
+      RScan: begin
+        in_rd_addr_o = InAw'(rin_q + 32'(roff_q));
+        if (roff_q < p_n) begin
+          in_rd_req_o = 1'b1;
+          pend_d      = 1'b1;
+          rcap_d      = roff_q;
+          roff_d      = roff_q + 17'(SpW);
+        end
+        if (pend_q) begin
+          mx_d = (rcap_q == '0 || cmax > mx_q) ? cmax : mx_q;
+          s1_d = (rcap_q == '0 ? 25'sd0 : s1_q) + csum;
+          s2_d = (rcap_q == '0 ? 32'd0 : s2_q) + csq;
+          if (rcap_q + 17'(SpW) >= p_n) begin
+            bj_d  = '0;
+            bic_d = '0;
+            if (r_ln) begin
+              es_d = RVar1;
+            end else begin
+              es_d         = RSum;
+              in_rd_req_o  = 1'b1;
+              in_rd_addr_o = InAw'(rin_q);
+              xpend_d      = 1'b1;
+            end
+          end
+        end
+      end
+
+      RSum: begin
+        x_consume = 1'b1;
+        ssum_d    = (bj_q == '0 ? 32'd0 : ssum_q) + esum;
+        bj_d      = bj_q + 17'(Lanes);
+        bic_d     = bic_q + 2'd1;
+        if (bj_q + 17'(Lanes) >= p_n) begin
+          dv_num_d  = {32'hFFFF_FFFF, 17'd0};
+          dv_den_d  = ssum_d;
+          dv_zero_d = (ssum_d == 32'd0);
+          dv_rem_d  = '0;
+          dv_quo_d  = '0;
+          it_d      = '0;
+          es_d      = RDiv;
+        end else if (bic_q == 2'd3) begin
+          in_rd_req_o  = 1'b1;
+          in_rd_addr_o = InAw'(rin_q + 32'(bj_q) + 32'(Lanes));
+          xpend_d      = 1'b1;
+        end
+      end
+
+      RVar1: begin
+        v_d  = rm_p + 64'(r_eps);
+        es_d = RVar2;
+      end
+
+      RVar2: begin
+        v_d       = v_q - rm_p;
+        sq_rem_d  = '0;
+        sq_root_d = '0;
+        it_d      = '0;
+        es_d      = RSqrt;
+      end
+
+      // 25 steps: V < 2^50, two bits a step from the top.
+      RSqrt: begin
+        sq_rem_d  = sq_ge ? 28'(sq_sh - sq_trial) : 28'(sq_sh);
+        sq_root_d = sq_root_nx;
+        v_d       = v_q << 2;
+        it_d      = it_q + 6'd1;
+        if (it_q == 6'd24) begin
+          dv_num_d  = {1'b1, 48'd0};
+          dv_den_d  = (sq_root_nx == '0) ? 32'd1 : 32'(sq_root_nx);
+          dv_zero_d = 1'b0;
+          dv_rem_d  = '0;
+          dv_quo_d  = '0;
+          it_d      = '0;
+          es_d      = RDiv;
+        end
+      end
+
+      // 32 steps (softmax, (2^32 - 1) / S) or 49 (layernorm, 2^48 / q).
+      RDiv: begin
+        dv_rem_d = dv_ge ? 32'(dv_sh - {1'b0, dv_den_q}) : dv_sh[31:0];
+        dv_quo_d = {dv_quo_q[47:0], dv_ge};
+        dv_num_d = dv_num_q << 1;
+        it_d     = it_q + 6'd1;
+        if (it_q == (r_ln ? 6'd48 : 6'd31)) begin
+          if (r_ln) begin
+            es_d = RNr1;
+          end else begin
+            es_d         = ROut;
+            bj_d         = '0;
+            bic_d        = '0;
+            in_rd_req_o  = 1'b1;
+            in_rd_addr_o = InAw'(rin_q);
+            xpend_d      = 1'b1;
+          end
+        end
+      end
+
+      RNr1: begin
+        nr_d = rm_p;
+        es_d = RNr2;
+      end
+
+      RNr2: begin
+        k_d     = rm_p;
+        bj_d    = '0;
+        bic_d   = '0;
+        c_par_d = p_par;
+        pr_d    = '0;
+        es_d    = ROutLn;
+      end
+
+      ROut: begin
+        dp_in_valid = 1'b1;
+        dp_lanes    = rbl;
+        if (dp_fire) begin
+          x_consume = 1'b1;
+          c_out_d   = c_out_q + 32'(rbl);
+          bj_d      = bj_q + 17'(Lanes);
+          bic_d     = bic_q + 2'd1;
+          if (bj_q + 17'(Lanes) >= p_n) begin
+            if (ci_q + 17'd1 < p_m) begin
+              ci_d   = ci_q + 17'd1;
+              rin_d  = rin_q + n32;
+              roff_d = '0;
+              es_d   = RScan;
+            end else begin
+              es_d = EWait;
+            end
+          end else if (bic_q == 2'd3) begin
+            in_rd_req_o  = 1'b1;
+            in_rd_addr_o = InAw'(rin_q + 32'(bj_q) + 32'(Lanes));
+            xpend_d      = 1'b1;
+          end
+        end
+      end
+
+      // Per beat: three PARAM reads (window w at c_par + w * SpW), the chunk's
+      // IN read beside the first beat's first; the beat is fed as the third
+      // window arrives, and the next beat's first read goes out with it.
+      ROutLn: begin
+        dp_lanes = rbl;
+        if (pend_q) preg_d[pidx_q*(SpW*8) +: SpW*8] = param_rd_data_i;
+        if (pr_q != 2'd3) begin
+          param_rd_req_o = 1'b1;
+          pend_d         = 1'b1;
+          pidx_d         = pr_q;
+          pr_d           = pr_q + 2'd1;
+          if (pr_q == 2'd0 && bic_q == 2'd0) begin
+            in_rd_req_o  = 1'b1;
+            in_rd_addr_o = InAw'(rin_q + 32'(bj_q));
+            xpend_d      = 1'b1;
+          end
+        end else begin
+          dp_in_valid = 1'b1;
+          if (dp_fire) begin
+            x_consume = 1'b1;
+            c_out_d   = c_out_q + 32'(rbl);
+            c_par_d   = c_par_q + 32'(12 * Lanes);
+            bj_d      = bj_q + 17'(Lanes);
+            bic_d     = bic_q + 2'd1;
+            if (bj_q + 17'(Lanes) >= p_n) begin
+              if (ci_q + 17'd1 < p_m) begin
+                ci_d   = ci_q + 17'd1;
+                rin_d  = rin_q + n32;
+                roff_d = '0;
+                es_d   = RScan;
+              end else begin
+                es_d = EWait;
+              end
+            end else begin
+              param_rd_req_o  = 1'b1;
+              param_rd_addr_o = ParamAw'(c_par_q + 32'(12 * Lanes));
+              pend_d          = 1'b1;
+              pidx_d          = 2'd0;
+              pr_d            = 2'd1;
+              if (bic_q == 2'd3) begin
+                in_rd_req_o  = 1'b1;
+                in_rd_addr_o = InAw'(rin_q + 32'(bj_q) + 32'(Lanes));
+                xpend_d      = 1'b1;
+              end
+            end
+          end
+        end
+      end
+
       EWait: begin
         if (written_q == fed_q && !dp_busy) begin
           done_o = 1'b1;
@@ -602,6 +1017,15 @@ module loom_elem_ctrl #(
 
       default: es_d = EIdle;
     endcase
+
+    // ROWNORM beat passes: a consumed beat shifts the chunk down; an arriving chunk is held.
+    if (x_consume) begin
+      xb_d = xsrc >> (8 * Lanes);
+    end else if (xpend_q) begin
+      xb_d = in_rd_data_i;
+    end else begin
+      xb_d = xb_q;
+    end
 
     // POSTOP row reads (the first of a chunk is issued from EParRd or
     // EScanChk): IN follows ACC's request; without ACC's grant the data is unused.
@@ -707,10 +1131,12 @@ module loom_elem_ctrl #(
       es_q    <= EIdle;
       pend_q  <= 1'b0;
       lpend_q <= 1'b0;
+      xpend_q <= 1'b0;
     end else begin
       es_q    <= es_d;
       pend_q  <= pend_d;
       lpend_q <= lpend_d;
+      xpend_q <= xpend_d;
     end
   end
 
@@ -742,6 +1168,29 @@ module loom_elem_ctrl #(
     written_q  <= written_d;
     amult_q    <= amult_d;
     ashift_q   <= ashift_d;
+    tab_q      <= tab_d;
+    tk_q       <= tk_d;
+    rin_q      <= rin_d;
+    roff_q     <= roff_d;
+    rcap_q     <= rcap_d;
+    bj_q       <= bj_d;
+    bic_q      <= bic_d;
+    xb_q       <= xb_d;
+    mx_q       <= mx_d;
+    ssum_q     <= ssum_d;
+    s1_q       <= s1_d;
+    s2_q       <= s2_d;
+    v_q        <= v_d;
+    sq_rem_q   <= sq_rem_d;
+    sq_root_q  <= sq_root_d;
+    dv_num_q   <= dv_num_d;
+    dv_quo_q   <= dv_quo_d;
+    dv_den_q   <= dv_den_d;
+    dv_rem_q   <= dv_rem_d;
+    dv_zero_q  <= dv_zero_d;
+    it_q       <= it_d;
+    nr_q       <= nr_d;
+    k_q        <= k_d;
   end
 
   assign busy_o   = (es_q != EIdle);
@@ -749,7 +1198,7 @@ module loom_elem_ctrl #(
 
   logic unused_bits;
   assign unused_bits = ^{insn_i, acc_rd_data_i, param_rd_data_i, in_rd_data_i, tag_empty, tag_count,
-                        mask_ext[Lanes], ashift_q[31:6], p_apar};
+                        mask_ext[Lanes], ashift_q[31:6], p_apar, dd_unused};
 
   // ---------------------------------------------------------------------------
   // Assertions.

@@ -3,7 +3,7 @@
 // The five scratchpads are modelled here behind the loom_spad port contract
 // (data the cycle after a granted read, SpW-byte windows that wrap at the
 // end, byte-masked writes), on a loom::hw::CoreState, so the golden model's
-// exec_gemm/exec_postop/exec_pool/exec_eltwise run on an exact copy of what
+// exec_gemm/exec_postop/exec_pool/exec_eltwise/exec_rownorm run on an exact copy of what
 // the RTL sees. Grants on the shared ports (ACC read, OUT write) drop at
 // random. Each instruction checks: the scratchpads after it, the error cause
 // and pc, token pops (only when available, once, before any write) and
@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <cinttypes>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <map>
@@ -31,6 +32,7 @@ using hw::exec_gemm;
 using hw::exec_postop;
 using hw::exec_pool;
 using hw::exec_eltwise;
+using hw::exec_rownorm;
 using hw::span_2d;
 
 struct TbConfig {
@@ -111,6 +113,7 @@ class Bench {
   spec::Insn gen_postop(bool* long_running);
   spec::Insn gen_pool(bool* long_running);
   spec::Insn gen_eltwise(bool* long_running);
+  spec::Insn gen_rownorm(bool* long_running);
   void set_tokens(const spec::Insn& in);
 
   uint32_t golden(CoreState& st, const spec::Insn& in) {
@@ -119,6 +122,7 @@ class Bench {
       case spec::Opcode::POSTOP: return exec_postop(st, spec::PostopInsn::decode(in));
       case spec::Opcode::POOL: return exec_pool(st, spec::PoolInsn::decode(in));
       case spec::Opcode::ELTWISE: return exec_eltwise(st, spec::EltwiseInsn::decode(in));
+      case spec::Opcode::ROWNORM: return exec_rownorm(st, spec::RownormInsn::decode(in));
       default: return spec::err::ILLEGAL_INSN;
     }
   }
@@ -301,7 +305,7 @@ typename Bench<Model>::Result Bench<Model>::execute(const spec::Insn& in, uint32
 
 template <typename Model>
 void Bench<Model>::check_insn(const spec::Insn& in, int op_idx, int n, bool long_running) {
-  static const char* kNames[] = {"GEMM", "POSTOP", "POOL", "ELTWISE"};
+  static const char* kNames[] = {"GEMM", "POSTOP", "POOL", "ELTWISE", "ROWNORM"};
   char buf[96];
   std::snprintf(buf, sizeof buf, "%s #%d", kNames[op_idx], n);
   ctx_ = buf;
@@ -320,6 +324,7 @@ void Bench<Model>::check_insn(const spec::Insn& in, int op_idx, int n, bool long
   coverage_[std::string(kNames[op_idx]) + outcome]++;
   if (op_idx == 1 && spec::PostopInsn::decode(in).rescale) coverage_[std::string("POSTOP rescale") + outcome]++;
   if (op_idx == 3 && spec::EltwiseInsn::decode(in).mul) coverage_[std::string("ELTWISE mul") + outcome]++;
+  if (op_idx == 4 && spec::RownormInsn::decode(in).ln) coverage_[std::string("ROWNORM ln") + outcome]++;
   if (gerr != 0) {
     if (!r.errored) fail("expected error 0x%x, got none", gerr);
     else if (r.cause != gerr) fail("error cause 0x%x, expected 0x%x", r.cause, gerr);
@@ -545,15 +550,87 @@ spec::Insn Bench<Model>::gen_eltwise(bool* long_running) {
 }
 
 template <typename Model>
+spec::Insn Bench<Model>::gen_rownorm(bool* long_running) {
+  spec::RownormInsn r{};
+  const unsigned W = tc_.spw;
+  r.ln = chance(0.5);
+  r.m = chance(0.04) ? 0 : rnd(1, 5);
+  r.n = chance(0.04) ? 0 : chance(0.8) ? rnd(1, 3 * W + 5) : rnd(1, 300);
+  r.shift = chance(0.8) ? rnd(30, 40) : rnd(1, 62);
+  r.mult = int32_t(chance(0.1) ? uint32_t(rng_()) : rnd(1u << 29, (1u << 31) - 1));
+  r.in_zp = int8_t(rng_());
+  r.out_zp = int8_t(rng_());
+  int lo = int8_t(rng_()), hi = int8_t(rng_());
+  if (lo > hi) std::swap(lo, hi);
+  if (chance(0.3)) { lo = -128; hi = 127; }
+  r.clip_lo = lo;
+  r.clip_hi = hi;
+  r.eps = chance(0.2) ? 0 : chance(0.8) ? rnd(0, 1 << 16) : uint32_t(rng_());
+  // 0..2 out of bounds (IN, OUT, PARAM), 3 a misaligned table, 4 clip_lo > clip_hi,
+  // 5 a bad softmax shift, 6 a bad layernorm channel shift.
+  const int bad = chance(0.2) ? int(rnd(0, 6)) : -1;
+  if (bad >= 0) r.m = std::max<uint64_t>(r.m, 1), r.n = std::max<uint64_t>(r.n, 1);
+  if (bad == 6) r.ln = 1;
+  if (bad == 5) r.ln = 0;
+  const uint64_t mn = r.m * r.n;
+  const uint64_t par_span = r.ln ? 12 * r.n : 512;
+  r.in_addr = place(Buffer::IN, mn, 1, bad == 0);
+  r.out_addr = place(Buffer::OUT, mn, 1, bad == 1);
+  r.param_addr = place(Buffer::PARAM, par_span, 4, bad == 2);
+  if (bad == 3) r.param_addr |= rnd(1, 3);
+  if (bad == 4 && r.clip_lo < 127) r.clip_hi = r.clip_lo, r.clip_lo = r.clip_hi + 1;
+  if (bad == 5) r.shift = chance(0.5) ? 0 : 63;
+  auto& par = s_.buf(Buffer::PARAM);
+  auto put32 = [&](uint64_t a, uint32_t v) {
+    if (a + 4 <= par.size())
+      for (int k = 0; k < 4; ++k) par[a + k] = uint8_t(v >> (8 * k));
+  };
+  if (!r.ln && bad != 2 && chance(0.8)) {
+    // An exponent table: decreasing from 2^15 (at times all zero: S = 0).
+    const double scale = std::ldexp(1.0, -int(rnd(0, 8)));
+    const bool zero = chance(0.05);
+    for (uint64_t d = 0; d < 256; ++d) {
+      const uint64_t a = r.param_addr + 2 * d;
+      const uint32_t v = zero ? 0 : uint32_t(std::llround(32768.0 * std::exp(-scale * double(d))));
+      if (a + 2 <= par.size()) par[a] = uint8_t(v), par[a + 1] = uint8_t(v >> 8);
+    }
+  }
+  if (r.ln && bad != 2 && r.param_addr % 4 == 0) {
+    for (uint64_t j = 0; j < r.n; ++j) {
+      const uint64_t a = r.param_addr + 12 * j;
+      put32(a, uint32_t(chance(0.2) ? rng_() : rnd(0, 1 << 24) - (1 << 23)));
+      put32(a + 4, uint32_t(chance(0.2) ? uint32_t(rng_()) : rnd(1 << 16, 1 << 24) * (chance(0.5) ? 1u : ~0u)));
+      put32(a + 8, uint32_t(chance(0.8) ? rnd(20, 36) : rnd(1, 62)));
+    }
+    if (bad == 6) {
+      const int32_t bad_shift[] = {0, 63, -1, 100, INT32_MIN + 30};
+      put32(r.param_addr + 12 * rnd(0, r.n - 1) + 8, uint32_t(bad_shift[rnd(0, 4)]));
+    }
+  }
+  // Rows: random bytes, or a narrow spread (small variance, many ties at the max).
+  if (chance(0.3) && r.in_addr + mn <= size(Buffer::IN)) {
+    auto& in = s_.buf(Buffer::IN);
+    const int base = int(int8_t(rng_())), spread = int(rnd(0, 3));
+    for (uint64_t e = 0; e < mn; ++e) in[r.in_addr + e] = uint8_t(std::clamp(base + int(rnd(0, spread)), -128, 127));
+  }
+  r.pop_prev = chance(0.3);
+  r.pop_next = chance(0.3);
+  r.push_prev = chance(0.3);
+  r.push_next = chance(0.3);
+  *long_running = mn > 30;
+  return r.encode();
+}
+
+template <typename Model>
 int Bench<Model>::run() {
   print_seed(tc_.name, opt_);
   std::printf("%s: %s config, Rows=%u Cols=%u SpW=%u\n", tc_.name, hw_.name.data(), hw_.array_rows,
               hw_.array_cols, tc_.spw);
   // Opcodes interleaved so each starts from whatever state the others left.
-  std::array<int, 4> count{};
-  const int total = 4 * tc_.per_opcode;
+  std::array<int, 5> count{};
+  const int total = 5 * tc_.per_opcode;
   for (int i = 0; i < total && errors_ <= 20; ++i) {
-    const int op = int(rnd(0, 3));
+    const int op = int(rnd(0, 4));
     if (count[op] >= tc_.per_opcode) { --i; continue; }
     if (i % 64 == 63) randomize_all();
     bool long_running = false;
@@ -562,7 +639,8 @@ int Bench<Model>::run() {
       case 0: in = gen_gemm(&long_running); break;
       case 1: in = gen_postop(&long_running); break;
       case 2: in = gen_pool(&long_running); break;
-      default: in = gen_eltwise(&long_running); break;
+      case 3: in = gen_eltwise(&long_running); break;
+      default: in = gen_rownorm(&long_running); break;
     }
     check_insn(in, op, count[op]++, long_running);
   }
@@ -580,7 +658,8 @@ int Bench<Model>::run() {
   for (const char* must : {"GEMM ok", "GEMM illegal", "GEMM oob", "POSTOP ok", "POSTOP illegal", "POSTOP oob",
                            "POSTOP rescale ok", "POSTOP rescale illegal", "POSTOP rescale oob",
                            "POOL ok", "POOL illegal", "POOL oob", "ELTWISE ok", "ELTWISE illegal", "ELTWISE oob",
-                           "ELTWISE mul ok", "ELTWISE mul illegal", "ELTWISE mul oob"})
+                           "ELTWISE mul ok", "ELTWISE mul illegal", "ELTWISE mul oob", "ROWNORM ok",
+                           "ROWNORM illegal", "ROWNORM oob", "ROWNORM ln ok", "ROWNORM ln illegal", "ROWNORM ln oob"})
     if (coverage_[must] == 0) {
       std::printf("  coverage hole: %s\n", must);
       ++errors_;
