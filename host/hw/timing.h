@@ -124,6 +124,26 @@ inline uint64_t eltwise_cycles(const TimingParams& t, const spec::EltwiseInsn& e
          (e.lut ? e.count : 0);
 }
 
+/// ROWNORM (loom_elem_ctrl). Softmax loads its 512-byte table once (one
+/// PARAM read per SpW bytes, then a cycle for the last window); per row a
+/// max pass (one IN read per SpW bytes and a cycle for the last to arrive),
+/// a sum pass and an output pass of `lanes` elements a beat, and a 32-step
+/// restoring division between them. Layer normalization first scans every
+/// channel's shift as POSTOP does (a chunk of `lanes` triples: three reads
+/// and a check); per row a statistics pass like softmax's max pass, the
+/// variance (two cycles on one shared multiplier), a 25-step square root, a
+/// 49-step division, the two row products n * r and S1 * r, then per beat
+/// three PARAM reads (the beat is fed as the third arrives, the next beat's
+/// first read beside it) and one cycle to start the pass.
+inline uint64_t rownorm_cycles(const TimingParams& t, const spec::RownormInsn& r) {
+  // Empty: the unit's check, token and retire cycles.
+  if (r.m == 0 || r.n == 0) return kIssueCycles + 2;
+  const uint64_t reads = ceil_div(r.n, t.spw), beats = ceil_div(r.n, t.lanes);
+  if (!r.ln) return kIssueCycles + kPipeCycles + ceil_div(512, t.spw) + 1 + r.m * (reads + 1 + 2 * beats + 32);
+  const uint64_t scan = beats * (kParamLoadCycles + kScanCheckCycles);
+  return kIssueCycles + kPipeCycles + scan + r.m * (reads + 1 + 2 + 25 + 49 + 2 + 3 * beats + 1);
+}
+
 /// One AXI burst: start address (beat-aligned) and beats.
 struct Burst {
   uint64_t addr = 0;

@@ -1,6 +1,6 @@
-// Element controller of the compute unit: POSTOP, POOL and ELTWISE through one loom_postop datapath into OUT.
+// Element controller of the compute unit: POSTOP, POOL, ELTWISE and ROWNORM through one loom_postop datapath into OUT.
 //
-// All three produce int8 outputs written densely from out_addr, and all three
+// All of them produce int8 outputs written densely from out_addr, and all three
 // fit loom_postop's element function
 //   clamp(rq(acc + bias, mult, shift) + out_zp [+ rq(res - res_zp, res_mult, res_shift)], lo, hi):
 //   POSTOP   acc = ACC word, (bias, mult, shift) = PARAM triple, res = IN byte
@@ -8,6 +8,8 @@
 //   ELTWISE mul: acc = (A - a_zp) * (B - b_zp) (a 9 x 9-bit product a lane), bias 0, (a_mult, a_shift)
 //   POOL avg acc = sum(x - in_zp) over the window, bias 0, (mult, shift)
 //   POOL max acc = max(x), bias 0, mult 2, shift 1 (rq(v, 2, 1) = v exactly), out_zp 0
+//   ROWNORM softmax   acc = p = floor(e * r / 2^16), bias 0, (mult, shift)
+//   ROWNORM layernorm acc = t (computed beside the datapath), bias 0, mult 2, shift 1
 // so one datapath (two requantizers a lane) serves every post-op instruction.
 //
 // The datapath is Lanes = SpW / 4 elements wide: one ACC read (SpW bytes,
@@ -36,6 +38,34 @@
 // the A chunk, then one table byte per element (IN[b + (A + 128) mod 256],
 // a request a cycle, each arriving the next), and feeds the bytes through
 // the datapath unchanged (rq(v, 2, 1) = v, no zero point) into the clamp.
+//
+// ROWNORM walks its m rows one after another, each in passes over IN:
+//   softmax: the 512-byte exponent table is loaded once per instruction into
+//     a 4096-bit register (512 / SpW PARAM reads, shifted in from the top).
+//     Per row: a max pass (one SpW-byte read a cycle, a max tree), a sum pass
+//     (Lanes table lookups a cycle), a restoring division r = (2^32 - 1) / S
+//     (one quotient bit a cycle, 32 cycles; r = 0 when S = 0) and the output
+//     pass, Lanes elements a beat: p = floor(e * r / 2^16) into the datapath.
+//   layernorm: every channel's sh is scanned first exactly as POSTOP's shifts
+//     (EParRd / EScanChk, same fields), so a bad one faults before any
+//     output. Per row: a statistics pass (sum of d and of d^2 over SpW bytes
+//     a read), V = n * S2 + eps - S1^2 on one shared row multiplier (two
+//     cycles), q = isqrt(V) (two bits of V, one root bit a cycle, 25 cycles),
+//     r = 2^48 / max(1, q) on the same divider (49 cycles), then n * r and
+//     S1 * r (one cycle each, mod 2^64) so that c * r = d * (n r) - S1 r
+//     exactly (|c r| < 2^57). The output pass reads each beat's Lanes triples
+//     (three PARAM reads, as POSTOP's EParRd) and feeds the beat as the third
+//     window arrives, the next beat's first read going out with it: three
+//     cycles a beat. Each lane forms z = floor(c r / 2^36), z * g + b and
+//     t = sat32(round_half_away((z g + b) / 2^sh)) and feeds t through the
+//     datapath unchanged.
+// The beat passes take a chunk's first beat straight off the IN port the
+// cycle it arrives (xsrc) and hold the rest in xb; the next chunk is read
+// with the last beat of the one before, so the passes run a beat a cycle.
+// One 17 x 64 multiplier a lane serves both softmax (e * r) and layernorm
+// (d * n r); layernorm adds a 24 x 32 one (z * g) and a 64-bit rounding
+// shifter a lane. The lane arithmetic is combinational into the datapath's
+// first register (a long path; a pipeline stage there is future work).
 `include "loom_assert.svh"
 
 module loom_elem_ctrl #(

@@ -423,6 +423,7 @@ void CoreModel::run_job(spec::Unit unit, const Job& j, tlm_quantumkeeper& qk, ui
       if (j.op == spec::Opcode::POSTOP) c = hw::postop_cycles(tp_, spec::PostopInsn::decode(j.insn));
       if (j.op == spec::Opcode::POOL) c = hw::pool_cycles(tp_, spec::PoolInsn::decode(j.insn));
       if (j.op == spec::Opcode::ELTWISE) c = hw::eltwise_cycles(tp_, spec::EltwiseInsn::decode(j.insn));
+      if (j.op == spec::Opcode::ROWNORM) c = hw::rownorm_cycles(tp_, spec::RownormInsn::decode(j.insn));
       c -= std::min(c, hw::kIssueCycles);
       counter(spec::Counter::CYCLES_COMPUTE) += c;
       spend(qk, gen, c);

@@ -8,7 +8,8 @@
 // random. Each instruction checks: the scratchpads after it, the error cause
 // and pc, token pops (only when available, once, before any write) and
 // pushes (once, with retire), the MAC count, and that no masked write byte
-// falls past a scratchpad's end.
+// falls past a scratchpad's end. ROWNORMs that pop no token run with every
+// grant and must take exactly host/hw/timing.h's rownorm_cycles.
 #pragma once
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "hw/golden.h"
+#include "hw/timing.h"
 #include "rtl_harness.h"
 
 namespace loom::rtltest::compute {
@@ -145,6 +147,7 @@ class Bench {
   int release_at_ = -1;
   uint32_t want_pop_prev_ = 0, want_pop_next_ = 0;
   std::map<std::string, int> coverage_;
+  bool full_grants_ = false;  // timed instructions: the shared ports always granted
   // Read data for the next cycle (captured at the edge).
   bool rd_in_ = false, rd_wgt_ = false, rd_par_ = false, rd_acc_ = false;
   uint64_t a_in_ = 0, a_wgt_ = 0, a_par_ = 0, a_acc_ = 0;
@@ -167,8 +170,8 @@ template <typename Model>
 void Bench<Model>::cycle(Result& r, bool pops_pending, bool* popped) {
   Model& m = sim_.m();
   const unsigned W = tc_.spw;
-  m.acc_rd_gnt_i = chance(0.8);
-  m.out_wr_gnt_i = chance(0.8);
+  m.acc_rd_gnt_i = full_grants_ || chance(0.8);
+  m.out_wr_gnt_i = full_grants_ || chance(0.8);
   m.tok_prev_avail_i = tok_prev_ > 0;
   m.tok_next_avail_i = tok_next_ > 0;
   sim_.settle();
@@ -314,7 +317,21 @@ void Bench<Model>::check_insn(const spec::Insn& in, int op_idx, int n, bool long
   CoreState want = s_;
   const uint32_t gerr = golden(want, in);
   const bool abort_midway = long_running && gerr == 0 && chance(0.04);
+  // ROWNORM without pops and with every grant: the unit's cycles must be the
+  // tlm model's (host/hw/timing.h), cycle for cycle.
+  const bool timed = op_idx == 4 && gerr == 0 && !abort_midway && !want_pop_prev_ && !want_pop_next_;
+  full_grants_ = timed;
+  const uint64_t c0 = sim_.cycles();
   const Result r = execute(in, pc, abort_midway);
+  full_grants_ = false;
+  if (timed) {
+    const auto rn = spec::RownormInsn::decode(in);
+    const uint64_t want_cycles = hw::rownorm_cycles(hw::TimingParams::from(hw_), rn);
+    if (sim_.cycles() - c0 != want_cycles)
+      fail("ROWNORM ln=%d m=%d n=%d: %" PRIu64 " cycles, rownorm_cycles says %" PRIu64, int(rn.ln), int(rn.m),
+           int(rn.n), sim_.cycles() - c0, want_cycles);
+    ++coverage_["ROWNORM timed"];
+  }
   ++checked_;
   if (r.aborted) {
     ++coverage_["abort"];
@@ -659,7 +676,8 @@ int Bench<Model>::run() {
                            "POSTOP rescale ok", "POSTOP rescale illegal", "POSTOP rescale oob",
                            "POOL ok", "POOL illegal", "POOL oob", "ELTWISE ok", "ELTWISE illegal", "ELTWISE oob",
                            "ELTWISE mul ok", "ELTWISE mul illegal", "ELTWISE mul oob", "ROWNORM ok",
-                           "ROWNORM illegal", "ROWNORM oob", "ROWNORM ln ok", "ROWNORM ln illegal", "ROWNORM ln oob"})
+                           "ROWNORM illegal", "ROWNORM oob", "ROWNORM ln ok", "ROWNORM ln illegal", "ROWNORM ln oob",
+                           "ROWNORM timed"})
     if (coverage_[must] == 0) {
       std::printf("  coverage hole: %s\n", must);
       ++errors_;
