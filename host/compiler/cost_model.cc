@@ -397,6 +397,23 @@ TileCost eltwise_tile(const CostParams& p, uint64_t count, int operands, int slo
   return t;
 }
 
+/// softmax / layernorm (lower.cc lower_rows): `count` elements in rows of
+/// `row`, one LOAD, one ROWNORM, one STORE (the layer's one PARAM load is
+/// left out: at most 12 bytes a channel once).
+TileCost rows_tile(const CostParams& p, uint64_t count, uint64_t row, bool ln, int slots) {
+  TileCost t;
+  const uint64_t rows = count / row;
+  t.ld.dma(p, false, rows, row, row);
+  spec::RownormInsn r;
+  r.ln = ln;
+  r.m = rows;
+  r.n = row;
+  t.cp.cycles = hw::rownorm_cycles(timing(p), r), t.cp.insns = 1;
+  t.st.dma(p, true, rows, row, row);
+  finish_tile(t, {{t.ld.cycles, t.cp.cycles}}, slots);
+  return t;
+}
+
 /// Adds `count` tiles like `t` to the layer totals.
 struct Totals {
   uint64_t tiles = 0, time = 0, first_load = 0, last_tail = 0, max_time = 0;
@@ -643,14 +660,18 @@ Cost estimate(const CostParams& p0, const Layer& l, int cores, int slots, bool r
       const uint64_t E = uint64_t(l.elems), tm = uint64_t(std::max<int64_t>(l.tiling.tm, 1));
       const uint64_t n = cdiv(E, tm);
       const bool lut = l.props->op == ir::OpKind::Lut;
-      const TileCost full = eltwise_tile(p, tm, operands, slots, l.permute, lut),
-                     last = eltwise_tile(p, E - (n - 1) * tm, operands, slots, l.permute, lut);
+      const bool ln = l.props->op == ir::OpKind::LayerNorm;
+      const uint64_t row = uint64_t(l.row);
+      const TileCost full = row ? rows_tile(p, tm, row, ln, slots) : eltwise_tile(p, tm, operands, slots, l.permute, lut),
+                     last = row ? rows_tile(p, E - (n - 1) * tm, row, ln, slots)
+                                : eltwise_tile(p, E - (n - 1) * tm, operands, slots, l.permute, lut);
       tot.add(full, n - 1);
       tot.add(last, 1);
       ct[0][0].set(full), ct[0][1].set(full);
       ct[1][0].set(last), ct[1][1].set(last);
       c.sp_in = uint64_t(operands) * tm;
       c.sp_out = tm;
+      if (row) c.sp_param = ln ? 12 * row : 512;
       break;
     }
   }

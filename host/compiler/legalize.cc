@@ -40,7 +40,7 @@ class LegalizePass final : public Pass {
     if (l.props->kind != LayerKind::Alias && y.dtype != DType::I8) return node_error(n, "output must be int8");
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       if (n.inputs[k].empty()) continue;
-      const bool is_bias = l.props->kind == LayerKind::Mac && k == 2;
+      const bool is_bias = (l.props->kind == LayerKind::Mac && k == 2) || (n.op == ir::OpKind::LayerNorm && k == 1);
       const DType want = is_bias ? DType::I32 : DType::I8;
       if (g.tensor(n.inputs[k]).dtype != want) return node_error(n, "input '" + n.inputs[k] + "' has the wrong dtype");
     }
@@ -51,6 +51,10 @@ class LegalizePass final : public Pass {
         return check_pool(g, n, l);
       case LayerKind::Eltwise:
         l.elems = numel(y.shape);
+        if (n.op == ir::OpKind::Softmax || n.op == ir::OpKind::LayerNorm) {
+          if (g.tensor(n.inputs[0]).is_const) return node_error(n, "normalizing a constant is not supported (fold it)");
+          l.row = y.shape.back();
+        }
         if (n.op == ir::OpKind::Lut && g.tensor(n.inputs[0]).is_const)
           return node_error(n, "lookup of a constant is not supported (fold it)");
         if (n.op == ir::OpKind::Transpose) {

@@ -687,6 +687,74 @@ Status lower_eltwise(const CompileState& s, const Layer& l, int core, LayerStrea
   return Status::ok();
 }
 
+/// softmax / layernorm: per chunk of whole rows, LOAD the rows into IN,
+/// one ROWNORM, STORE; the table or the channel triples are loaded into
+/// PARAM at 0 with the core's first chunk and kept for the layer (layers
+/// are separated by barriers, so nothing else uses PARAM meanwhile).
+Status lower_rows(const CompileState& s, const Layer& l, int core, LayerStream& ls) {
+  const ir::Node& n = s.node(l);
+  auto q = ir::row_quant(s.graph, n);
+  if (!q) return Status(q.error()).context("node '" + l.name + "'");
+  const Budget& b = s.budget;
+  const uint64_t x = s.tensor_offset.at(n.inputs[0]);
+  const uint64_t y = s.tensor_offset.at(n.outputs[0]);
+  const uint64_t row = uint64_t(l.row);
+  bool first = true;
+  for (size_t ti = 0; ti < l.tiles.size(); ++ti) {
+    if (l.core_of_tile[ti] != core) continue;
+    const Tile& t = l.tiles[ti];
+    const uint64_t rows = uint64_t(t.m) / row;
+    const uint64_t in = uint64_t(ls.in_slot()) * uint64_t(b.in);
+    ls.begin_step();
+    if (first) {
+      spec::LoadInsn lp;
+      lp.buf = uint64_t(spec::Buffer::PARAM);
+      lp.sp_addr = 0;
+      lp.dram_addr = l.param_offset;
+      lp.rows = 1;
+      lp.cols = lp.dram_stride = lp.sp_stride = q->ln ? 12 * row : 512;
+      ls.load(lp);
+      first = false;
+    }
+    spec::LoadInsn ld;
+    ld.buf = uint64_t(spec::Buffer::IN);
+    ld.sp_addr = in;
+    ld.dram_addr = x + uint64_t(t.m0);
+    ld.rows = rows;
+    ld.cols = ld.dram_stride = ld.sp_stride = row;
+    ls.load(ld);
+    const uint64_t out = uint64_t(ls.out_slot()) * uint64_t(b.out);
+    spec::RownormInsn r;
+    r.ln = q->ln;
+    r.in_addr = in;
+    r.out_addr = out;
+    r.param_addr = 0;
+    r.m = rows;
+    r.n = row;
+    r.in_zp = q->x_zp;
+    r.out_zp = q->y_zp;
+    r.clip_lo = q->lo;
+    r.clip_hi = q->hi;
+    r.eps = q->eps;
+    r.mult = q->ln ? 0 : q->softmax.mult;
+    r.shift = uint64_t(q->ln ? kMinShift : q->softmax.shift);
+    ls.compute_first();
+    ls.compute_release();
+    ls.out_producer();
+    ls.compute(r);
+    spec::StoreInsn st;
+    st.buf = uint64_t(spec::Buffer::OUT);
+    st.sp_addr = out;
+    st.dram_addr = y + uint64_t(t.m0);
+    st.rows = rows;
+    st.cols = st.dram_stride = st.sp_stride = row;
+    ls.defer();
+    ls.store(st, true);
+  }
+  ls.flush();
+  return Status::ok();
+}
+
 }  // namespace
 
 Status lower_layer(const CompileState& s, const Layer& l, int core, std::vector<AnyInsn>& out) {
@@ -700,7 +768,7 @@ Status lower_layer(const CompileState& s, const Layer& l, int core, std::vector<
       st = lower_pool(s, l, core, ls);
       break;
     case LayerKind::Eltwise:
-      st = lower_eltwise(s, l, core, ls);
+      st = l.row > 0 ? lower_rows(s, l, core, ls) : lower_eltwise(s, l, core, ls);
       break;
     case LayerKind::Alias:
       break;

@@ -42,6 +42,20 @@ class MemoryPlanPass final : public Pass {
           s.tensor_offset[in] = c.size();
           c.insert(c.end(), t.data.data.begin(), t.data.data.end());
         }
+        // ROWNORM's PARAM: layernorm's (b, g, sh) constant is the triple
+        // layout already; softmax's table comes from the scales.
+        if (n.op == ir::OpKind::LayerNorm) {
+          l.param_offset = s.tensor_offset.at(n.inputs[1]);
+        } else if (n.op == ir::OpKind::Softmax) {
+          auto q = ir::row_quant(g, n);
+          if (!q) return Status(q.error());
+          c.resize(align_up(c.size(), kAlign));
+          l.param_offset = c.size();
+          for (uint16_t e : q->softmax.table) {
+            c.push_back(uint8_t(e & 0xFF));
+            c.push_back(uint8_t(e >> 8));
+          }
+        }
       }
     }
     const uint64_t const_bytes = c.size();

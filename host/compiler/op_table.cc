@@ -7,7 +7,7 @@ namespace loom::compiler {
 namespace {
 
 using ir::OpKind;
-constexpr std::array<OpProps, 13> kOps{{
+constexpr std::array<OpProps, 15> kOps{{
     {OpKind::Conv2d, "conv2d", LayerKind::Mac, true, false, false},
     {OpKind::Gemm, "gemm", LayerKind::Mac, true, false, false},
     {OpKind::Relu, "relu", LayerKind::Eltwise, false, true, false},
@@ -23,6 +23,10 @@ constexpr std::array<OpProps, 13> kOps{{
     {OpKind::Transpose, "transpose", LayerKind::Eltwise, false, false, false},
     // A table lookup (ELTWISE lut): the table is loaded beside each chunk.
     {OpKind::Lut, "lut", LayerKind::Eltwise, false, false, false},
+    // Row normalizations (ROWNORM): chunks of whole rows; the softmax table
+    // or the channel triples are loaded once a layer.
+    {OpKind::Softmax, "softmax", LayerKind::Eltwise, false, false, false},
+    {OpKind::LayerNorm, "layernorm", LayerKind::Eltwise, false, false, false},
 }};
 
 }  // namespace

@@ -181,6 +181,7 @@ struct Layer {
   MacGeom mac;
   PoolGeom pool;
   int64_t elems = 0;  // eltwise element count
+  int64_t row = 0;    // softmax/layernorm: elements a row (chunks hold whole rows); 0 for other ops
   Permute permute;    // transpose: the gather that reads its input
   uint64_t macs = 0;
   Tiling tiling;
@@ -192,7 +193,7 @@ struct Layer {
   int slots_of_tiles = 0;     // pipeline/dynamic: distinct values in core_of_tile
   std::vector<int> task_port; // dynamic: the memory port each task is spread to
   uint64_t wgt_offset = 0;    // mac: prepacked [group][K][Ng] weights (constant b only)
-  uint64_t param_offset = 0;  // mac: int32 (bias, mult, shift) per output channel
+  uint64_t param_offset = 0;  // mac: int32 (bias, mult, shift) per output channel; softmax: its table; layernorm: its triples
   Cost cost;                  // the cost model's prediction for the chosen tiling
   /// --hls auto (hetero.cc): output pixels (gemm: rows) [unit_row0, M) run
   /// on this HLS unit kernel and the tiles keep [0, unit_row0); empty: cores only.

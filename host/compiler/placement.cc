@@ -22,6 +22,12 @@ namespace loom::compiler {
 namespace {
 
 
+/// Granule a tile is cut in: whole rows for softmax/layernorm, 64
+/// elements for other elementwise ops, array rows of pixels otherwise.
+int64_t elt_align(const CompileState& s, const Layer& l) {
+  if (l.props->kind != LayerKind::Eltwise) return int64_t(s.cfg->array_rows);
+  return l.row > 0 ? l.row : 64;
+}
 bool is_gemm(const Layer& l) { return l.props->kind == LayerKind::Mac && l.props->op != ir::OpKind::Conv2d; }
 
 std::string joined(const std::vector<int64_t>& v) {
@@ -51,7 +57,7 @@ class PlacementPass final : public Pass {
           pool_tiles(l);
           break;
         case LayerKind::Eltwise:
-          for (int64_t u = 0, per = l.elems / s.units; u < s.units; ++u)
+          for (int64_t u = 0, per = l.elems / s.units; u < s.units; ++u)  // pipeline_units keeps per whole rows
             for (int64_t e = u * per; e < (u + 1) * per; e += l.tiling.tm)
               l.tiles.push_back({0, 0, e, std::min(l.tiling.tm, (u + 1) * per - e), 0, 0});
           break;
@@ -128,7 +134,7 @@ class PlacementPass final : public Pass {
           if (l.pool.batch != batch) return 1;
           break;
         case LayerKind::Eltwise:
-          if (l.elems % batch != 0) return 1;
+          if (l.elems % batch != 0 || (l.row > 0 && (l.elems / batch) % l.row != 0)) return 1;
           break;
         case LayerKind::Alias:
           break;
@@ -158,7 +164,7 @@ class PlacementPass final : public Pass {
         break;
     }
     if (gs > 1 && tiles < gs) {
-      const int64_t align = one.props->kind == LayerKind::Eltwise ? 64 : int64_t(s.cfg->array_rows);
+      const int64_t align = elt_align(s, one);
       one.tiling.tm = std::max(align, ceil_div(ceil_div(one.tiling.tm, ceil_div(gs, tiles)), align) * align);
     }
     return one;
@@ -316,7 +322,7 @@ class PlacementPass final : public Pass {
     const int64_t fewest = *std::min_element(per_unit.begin(), per_unit.end());
     if (fewest >= gs || fewest == 0) return;
     const int64_t pieces = ceil_div(gs, fewest);
-    const int64_t align = l.props->kind == LayerKind::Eltwise ? 64 : int64_t(s.cfg->array_rows);
+    const int64_t align = elt_align(s, l);
     std::vector<Tile> out;
     for (const auto& t : l.tiles) {
       const int64_t step = std::max(align, ceil_div(ceil_div(t.m, pieces), align) * align);

@@ -46,7 +46,8 @@ class TilingPass final : public Pass {
           LOOM_TRY(tile_pool(s, l));
           break;
         case LayerKind::Eltwise:
-          tile_eltwise(s, l);
+          if (l.row > 0) LOOM_TRY(tile_rows(s, l));
+          else tile_eltwise(s, l);
           break;
         case LayerKind::Alias:
           s.decide(l.name, name(), "aliases '" + s.node(l).inputs[0] + "' (no instructions)");
@@ -342,6 +343,32 @@ class TilingPass final : public Pass {
              "window " + std::to_string(win) + ": " + std::to_string(tm) + " pixels x " + std::to_string(cc) +
                  " channels per tile; IN " + kib(tm * win * cc) + "/" + kib(b.in) + ", OUT " + kib(tm * cc) + "/" +
                  kib(b.out) + "; predicted DRAM bytes read " + std::to_string(t.bytes_read) + ", written " +
+                 std::to_string(t.bytes_written) + "; " + cost_of(s, l));
+    return Status::ok();
+  }
+
+  /// softmax / layernorm: chunks of whole rows (ROWNORM's m x n), the
+  /// table or the channel triples in PARAM for the whole layer.
+  Status tile_rows(CompileState& s, Layer& l) {
+    const Budget& b = s.budget;
+    const int64_t param = s.node(l).op == ir::OpKind::LayerNorm ? 12 * l.row : 512;
+    const int64_t param_bytes = int64_t(s.cfg->param_kib) * 1024;
+    if (param > param_bytes)
+      return make_error("node '" + l.name + "'", "a row of " + std::to_string(l.row) + " channels needs " +
+                                                     kib(param) + " of PARAM, the configuration has " +
+                                                     kib(param_bytes));
+    const int64_t rows = std::min({b.in / l.row, b.out / l.row, kField16, l.elems / l.row});
+    if (rows < 1)
+      return make_error("node '" + l.name + "'", "a row of " + std::to_string(l.row) +
+                                                     " elements does not fit the IN and OUT scratchpads");
+    Tiling& t = l.tiling;
+    t.tm = rows * l.row;
+    t.bytes_read = uint64_t(l.elems + param);
+    t.bytes_written = uint64_t(l.elems);
+    s.decide(l.name, name(),
+             std::to_string(l.elems / l.row) + " rows of " + std::to_string(l.row) + " in chunks of " +
+                 std::to_string(rows) + " rows; PARAM " + kib(param) + "/" + kib(param_bytes) +
+                 " once a layer; predicted DRAM bytes read " + std::to_string(t.bytes_read) + ", written " +
                  std::to_string(t.bytes_written) + "; " + cost_of(s, l));
     return Status::ok();
   }

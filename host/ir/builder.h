@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/rownorm.h"
 #include "ir/graph.h"
 
 namespace loom::ir {
@@ -114,6 +115,47 @@ class GraphBuilder {
     n.name = name;
     n.op = OpKind::Lut;
     n.inputs = {x, t};
+    return finish(n, g_.tensor(x).shape, scale, zp);
+  }
+
+  /// Softmax over the last axis into the usual probability quantization.
+  std::string softmax(const std::string& name, const std::string& x, double scale = 1.0 / 256, int32_t zp = -128) {
+    Node n;
+    n.name = name;
+    n.op = OpKind::Softmax;
+    n.inputs = {x};
+    return finish(n, g_.tensor(x).shape, scale, zp);
+  }
+
+  /// Layer normalization over the last axis with gamma and beta varying
+  /// over the channels (their triples from layernorm_channels).
+  std::string layernorm(const std::string& name, const std::string& x, double scale = 0.03, int32_t zp = -2,
+                        double epsilon = 1e-5) {
+    const int64_t c = g_.tensor(x).shape.back();
+    std::vector<float> gamma, beta;
+    for (int64_t j = 0; j < c; ++j) {
+      gamma.push_back(0.6f + 0.02f * float(j % 9));
+      beta.push_back(-0.2f + 0.03f * float(j % 7));
+    }
+    std::vector<LayerNormChannel> ch;
+    std::string why;
+    uint32_t eps = 0;
+    layernorm_channels(gamma, beta, scale, &ch, &why);
+    layernorm_eps(epsilon, g_.tensor(x).q.scale[0], uint64_t(c), &eps, &why);
+    const std::string p = name + ".params";
+    auto& pt = add_tensor(p, DType::I32, {c, 3}, 1.0, 0);
+    pt.is_const = true;
+    pt.data = Tensor(DType::I32, pt.shape);
+    for (int64_t j = 0; j < c; ++j) {
+      pt.data.i32()[3 * j] = ch[size_t(j)].b;
+      pt.data.i32()[3 * j + 1] = ch[size_t(j)].g;
+      pt.data.i32()[3 * j + 2] = ch[size_t(j)].sh;
+    }
+    Node n;
+    n.name = name;
+    n.op = OpKind::LayerNorm;
+    n.inputs = {x, p};
+    n.attrs.eps = int64_t(eps);
     return finish(n, g_.tensor(x).shape, scale, zp);
   }
 

@@ -32,6 +32,8 @@ enum class OpKind : uint8_t {
   Mul,            // a, b i8 (same shape) -> y i8
   Transpose,      // x -> y with attr perm: y's dim d is x's dim perm[d] (a layout transform, values unchanged)
   Lut,            // x i8, table [256] i8 constant -> y i8: y = table[x + 128] (any function of one int8 value)
+  Softmax,        // x i8 -> y i8 over the last axis (ROWNORM softmax; table and multiplier from the scales)
+  LayerNorm,      // x i8 [..., C], params [C, 3] i32 constant (b, g, sh) -> y i8 over the last axis (ROWNORM ln)
 };
 
 /// Name used in the JSON format ("conv2d", "gemm", "matmul", ...).
@@ -67,6 +69,7 @@ struct Attrs {
   double clip_min = 0.0, clip_max = 0.0;  // clip (real values)
   std::vector<int64_t> shape;          // reshape
   std::vector<int64_t> perm;           // transpose
+  int64_t eps = 0;                     // layernorm: added to n^2 times the variance (input units), 0..2^32-1
   Activation act;                      // conv/gemm/add fused clamp (integer domain)
 };
 

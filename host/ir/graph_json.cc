@@ -335,6 +335,10 @@ Status parse_attrs(const json& j, const std::string& where, const detail::OpInfo
       LOOM_TRY(as_int_list(v, fw, 0, &a.shape));
     } else if (k == "perm") {
       LOOM_TRY(as_int_list(v, fw, 0, &a.perm));
+    } else if (k == "eps") {
+      LOOM_TRY(as_int(v, fw, &a.eps));
+      if (a.eps < 0 || a.eps > int64_t(UINT32_MAX))
+        return make_error(fw, std::to_string(a.eps) + " is outside 0..4294967295");
     } else if (k == "activation") {
       const TensorInfo* y = nullptr;
       if (n->outputs.size() == 1) {

@@ -36,6 +36,8 @@ inline constexpr OpInfo kOps[] = {
     {"mul", OpKind::Mul, 2, 2, "activation"},
     {"transpose", OpKind::Transpose, 1, 1, "perm"},
     {"lut", OpKind::Lut, 2, 2, ""},
+    {"softmax", OpKind::Softmax, 1, 1, ""},
+    {"layernorm", OpKind::LayerNorm, 2, 2, "eps"},
 };
 
 inline const OpInfo* find_op(std::string_view name) {

@@ -221,4 +221,48 @@ Expected<PoolQuant> pool_quant(const Graph& g, const Node& n) {
   return q;
 }
 
+Expected<RowQuant> row_quant(const Graph& g, const Node& n) {
+  if (n.op != OpKind::Softmax && n.op != OpKind::LayerNorm) {
+    return make_error(node_where(g, n), std::string("row_quant() does not apply to ") + op_name(n.op));
+  }
+  auto x = operand(g, n, false, 0);
+  if (!x) return x.error();
+  auto y = operand(g, n, true, 0);
+  if (!y) return y.error();
+  LOOM_TRY(per_tensor_q(g, n, **x));
+  LOOM_TRY(per_tensor_q(g, n, **y));
+  RowQuant q;
+  q.ln = n.op == OpKind::LayerNorm;
+  const auto& shape = (*x)->shape;
+  q.n = shape.empty() ? 1 : shape.back();
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;
+  q.rows = q.n == 0 ? 0 : numel / q.n;
+  q.x_zp = (*x)->q.zero_point;
+  q.y_zp = (*y)->q.zero_point;
+  std::string why;
+  if (!q.ln) {
+    if (!softmax_params((*x)->q.scale[0], (*y)->q.scale[0], &q.softmax, &why))
+      return make_error(node_where(g, n), "softmax: " + why);
+    return q;
+  }
+  auto p = operand(g, n, false, 1);
+  if (!p) return p.error();
+  const Tensor& d = (*p)->data;
+  if (!(*p)->is_const || d.dtype != DType::I32 || (*p)->shape != std::vector<int64_t>{q.n, 3})
+    return make_error(field_where(node_where(g, n), "inputs"),
+                      "params '" + (*p)->name + "' must be a constant int32 [" + std::to_string(q.n) + ", 3]");
+  q.channels.resize(size_t(q.n));
+  for (int64_t j = 0; j < q.n; ++j) {
+    q.channels[size_t(j)] = {d.i32()[3 * j], d.i32()[3 * j + 1], d.i32()[3 * j + 2]};
+    const int32_t sh = q.channels[size_t(j)].sh;
+    if (sh < kMinShift || sh > kMaxShift)
+      return make_error(field_where(node_where(g, n), "inputs"), "params '" + (*p)->name + "' channel " +
+                                                                      std::to_string(j) + ": shift " +
+                                                                      std::to_string(sh) + " is outside 1..62");
+  }
+  q.eps = uint32_t(n.attrs.eps);
+  return q;
+}
+
 }  // namespace loom::ir

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/quant.h"
+#include "common/rownorm.h"
 #include "common/status.h"
 #include "ir/graph.h"
 
@@ -41,7 +42,23 @@ struct PoolQuant {
   int32_t lo = -128, hi = 127;
 };
 
+/// softmax / layernorm over the last axis of `n` elements (ROWNORM):
+/// softmax's table and multiplier come from x_scale and y_scale
+/// (softmax_params in common/rownorm.h); layernorm's channel triples are its
+/// params constant and eps its attribute.
+struct RowQuant {
+  bool ln = false;
+  int64_t n = 0;     // row length (the last dimension)
+  int64_t rows = 0;  // numel / n
+  int32_t x_zp = 0, y_zp = 0;
+  SoftmaxParams softmax;
+  std::vector<LayerNormChannel> channels;
+  uint32_t eps = 0;
+  int32_t lo = -128, hi = 127;
+};
+
 Expected<MacQuant> mac_quant(const Graph& g, const Node& n);
+Expected<RowQuant> row_quant(const Graph& g, const Node& n);
 Expected<EltQuant> elt_quant(const Graph& g, const Node& n);
 Expected<PoolQuant> pool_quant(const Graph& g, const Node& n);
 

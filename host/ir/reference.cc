@@ -171,6 +171,22 @@ Status run_node(const Graph& g, const Node& n, std::map<std::string, Tensor>& va
     case OpKind::Flatten:
       y->data = val(0)->data;  // row-major data is unchanged by a reshape
       return {};
+    case OpKind::Softmax:
+    case OpKind::LayerNorm: {
+      auto q = row_quant(g, n);
+      if (!q) return q.error();
+      const int8_t* x = val(0)->i8();
+      int8_t* yy = y->i8();
+      for (int64_t r = 0; r < q->rows; ++r) {
+        if (q->ln)
+          layernorm_row(x + r * q->n, uint64_t(q->n), q->x_zp, q->eps, q->channels.data(), q->y_zp, q->lo, q->hi,
+                        yy + r * q->n);
+        else
+          softmax_row(x + r * q->n, uint64_t(q->n), q->softmax.table.data(), q->softmax.mult, q->softmax.shift,
+                      q->y_zp, q->lo, q->hi, yy + r * q->n);
+      }
+      return {};
+    }
     case OpKind::Lut:
       for (int64_t i = 0; i < y->numel(); ++i) y->i8()[i] = val(1)->i8()[val(0)->i8()[i] + 128];
       return {};

@@ -198,7 +198,7 @@ Status infer(const Graph& g, const Node& n, std::vector<int64_t>* out) {
   const ShapeCtx c{g, n};
   const Attrs& a = n.attrs;
   for (size_t i = 0; i < n.inputs.size(); ++i) {
-    const bool bias = (n.op == OpKind::Conv2d || n.op == OpKind::Gemm) && i == 2;
+    const bool bias = ((n.op == OpKind::Conv2d || n.op == OpKind::Gemm) && i == 2) || (n.op == OpKind::LayerNorm && i == 1);
     if (c.has(i)) LOOM_TRY(c.dtype(i, bias ? DType::I32 : DType::I8));
   }
   switch (n.op) {
@@ -273,6 +273,22 @@ Status infer(const Graph& g, const Node& n, std::vector<int64_t>* out) {
     case OpKind::Clip:
       *out = c.in(0).shape;
       return {};
+    case OpKind::Softmax:
+    case OpKind::LayerNorm: {
+      const auto& x = c.in(0).shape;
+      if (x.empty() || x.back() < 1 || x.back() > 65535)
+        return make_error(c.where("inputs"), "'" + c.in(0).name + "' " + shape_str(x) +
+                                                 ": the last axis (the row) must hold 1..65535 elements");
+      if (n.op == OpKind::LayerNorm) {
+        LOOM_TRY(c.dtype(1, DType::I32));
+        if (!c.in(1).is_const || c.in(1).shape != std::vector<int64_t>{x.back(), 3})
+          return make_error(c.where("inputs"), "params '" + c.in(1).name + "' must be a constant int32 [" +
+                                                   std::to_string(x.back()) + ", 3] (b, g, sh per channel), is " +
+                                                   shape_str(c.in(1).shape));
+      }
+      *out = x;
+      return {};
+    }
     case OpKind::Lut:
       if (!c.in(1).is_const || c.in(1).dtype != DType::I8 || c.in(1).shape != std::vector<int64_t>{256}) {
         return make_error(c.where("inputs"), "table '" + c.in(1).name + "' must be a constant int8 [256], is " +
@@ -407,6 +423,9 @@ Status check_quant(const Graph& g, const Node& n) {
       return same_quant(g, n);
     case OpKind::Lut:  // the table holds the output values: any quantization on either side
       return {};
+    case OpKind::Softmax:
+    case OpKind::LayerNorm:
+      return row_quant(g, n).status();
   }
   return {};
 }

@@ -362,6 +362,21 @@ TEST_P(E2E, AttentionLayoutsMatchReference) {
        [](GraphBuilder& b) { b.output(b.lut("l", b.input("x", {3, 1000}))); }},
       {"lut_after_gemm",
        [](GraphBuilder& b) { b.output(b.lut("l", b.gemm("fc", b.input("a", {17, 40}), 24))); }},
+      {"softmax_rows",  // rows of several lengths, chunks of whole rows
+       [](GraphBuilder& b) { b.output(b.softmax("s", b.input("x", {3, 37, 101}, 0.2, 5))); }},
+      {"softmax_long_rows",  // 3000 rows of 128: many chunks on tiny
+       [](GraphBuilder& b) { b.output(b.softmax("s", b.input("x", {12, 250, 128}, 0.1, 0))); }},
+      {"layernorm_after_gemm",
+       [](GraphBuilder& b) { b.output(b.layernorm("n", b.gemm("fc", b.input("a", {29, 40}), 96))); }},
+      {"attention_softmax",
+       [](GraphBuilder& b) {
+         constexpr int64_t S = 13, H = 3, D = 16;
+         const auto q = b.input("q", {S, H * D});
+         const auto k = b.input("k", {S, H * D}, 0.04, 2);
+         const auto kt = b.transpose("kt", b.reshape("kr", k, {S, H, D}), {1, 2, 0});
+         const auto scores = b.reshape("sr", b.matmul("scores", q, kt, H), {S, H, S});
+         b.output(b.layernorm("ln", b.reshape("pr", b.softmax("p", scores), {S, H * S})));
+       }},
   };
   CompileOptions plain;
   CompileOptions one;

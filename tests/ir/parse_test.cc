@@ -193,6 +193,27 @@ TEST(ParseErrors, TransposeAndGroupedGemm) {
   expect_error(g.j, {"node 'mm'", "field 'groups'", "must be >= 1"});
 }
 
+TEST(ParseErrors, RowNormalizations) {
+  json j = base();
+  // layernorm: its params must be a constant int32 [C, 3] with shifts in 1..62, eps 32 bits.
+  j["tensors"]["p"] = {{"dtype", "int32"}, {"shape", {4, 2}}, {"data", std::vector<int>(8, 1)}};  // y has 4 channels
+  j["tensors"]["z"] = {{"scale", 0.2}, {"zero_point", 0}};
+  j["nodes"].push_back({{"name", "ln"}, {"op", "layernorm"}, {"inputs", {"y", "p"}}, {"outputs", {"z"}}});
+  expect_error(j, {"node 'ln'", "params 'p'", "constant int32 [4, 3]", "is [4,2]"});
+  j["tensors"]["p"] = {{"dtype", "int32"}, {"shape", {4, 3}}, {"data", {0, 1, 20, 0, 1, 63, 0, 1, 20, 0, 1, 20}}};
+  expect_error(j, {"node 'ln'", "params 'p'", "channel 1", "shift 63 is outside 1..62"});
+  j["tensors"]["p"]["data"] = {0, 1, 20, 0, 1, 20, 0, 1, 20, 0, 1, 20};
+  j["nodes"].back()["attrs"] = {{"eps", -1}};
+  expect_error(j, {"node 'ln'", "field 'eps'", "outside 0..4294967295"});
+  j["nodes"].back()["attrs"] = {{"eps", 5}};
+  EXPECT_EQ(error_of(j.dump()), "<parsed without error>");
+  // softmax: one input, rows of at most 65535 elements.
+  testing::GraphBuilder g;
+  g.act("a", {2, 70000}, 0.1, 0, true).act("y", {}, 1.0 / 256, -128).out("y");
+  g.node("sm", "softmax", {"a"}, "y", json::object());
+  expect_error(g.j, {"node 'sm'", "the last axis (the row) must hold 1..65535 elements"});
+}
+
 TEST(ParseErrors, ZeroOrNegativeDims) {
   json j = base();
   j["tensors"]["x"]["shape"] = {1, 0, 4, 2};
@@ -369,7 +390,7 @@ TEST(ParseErrors, FileErrorsNameTheFile) {
   const std::string path =
       std::filesystem::temp_directory_path() / ("loom_bad_" + std::to_string(::getpid()) + ".json");
   json j = base();
-  j["nodes"][0]["op"] = "softmax";
+  j["nodes"][0]["op"] = "gelu";
   ASSERT_TRUE(write_file_atomic(path, j.dump()).is_ok());
   auto g = parse_graph_json(path);
   std::filesystem::remove(path);
