@@ -169,6 +169,10 @@ void add_compile_flags(CLI::App* cmd, CompileFlags& f) {
                        cmd->add_option("--cost-params", f.cost_params,
                                        "Cost-model parameters (JSON, e.g. refitted by `loom tune --cost-params-out`) "
                                        "the fusion and tiling passes decide with"));
+  f.given.emplace_back("--exact-host",
+                       cmd->add_flag("--exact-host", f.exact_host,
+                                     "ONNX: keep Softmax and LayerNormalization on the host in float, exact against "
+                                     "ONNX Runtime, instead of the fabric's integer row normalizations (ROWNORM)"));
 }
 
 Expected<compiler::CompileOptions> compile_options(const CompileFlags& f, const spec::HwConfig& cfg) {
@@ -187,6 +191,7 @@ Expected<compiler::CompileOptions> compile_options(const CompileFlags& f, const 
   auto hls = compiler::parse_hls(f.hls);
   if (!hls) return hls.error();
   o.hls = *hls;
+  o.exact_host = f.exact_host;
   if (!f.cost_params.empty()) {
     auto cp = compiler::read_cost_params(f.cost_params, cfg);
     if (!cp) return cp.error();

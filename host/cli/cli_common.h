@@ -63,10 +63,11 @@ uint64_t file_hash(const std::string& path);
 struct CompileFlags {
   int cores = 0, tasks_per_core = 1;
   std::string fusion = "cost", placement = "static", hls = "off", cost_params;
+  bool exact_host = false;
   std::vector<std::pair<std::string, CLI::Option*>> given;  // flag -> option, to tell which were given
 };
-/// Adds --cores, --fusion, --placement, --tasks-per-core, --hls and
-/// --cost-params to `cmd`.
+/// Adds --cores, --fusion, --placement, --tasks-per-core, --hls,
+/// --cost-params and --exact-host to `cmd`.
 void add_compile_flags(CLI::App* cmd, CompileFlags& f);
 /// The options the flags name, for `cfg` (--cost-params read and checked).
 Expected<compiler::CompileOptions> compile_options(const CompileFlags& f, const spec::HwConfig& cfg);

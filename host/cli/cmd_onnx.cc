@@ -81,7 +81,12 @@ Status attach_reference_graphs(onnxfe::ProgramPlan& pp, const std::string& plan_
   const auto& plans = pp.program.program.segments;
   std::vector<std::vector<std::string>> nodes;
   for (const auto& s : segs) nodes.push_back(s.nodes);
-  auto ref = onnxfe::segment_graphs(std::move(*m), nodes);
+  bool exact_host = false;
+  if (!plans.empty()) {
+    const auto o = nlohmann::json::parse(plans[0].plan.compile_options, nullptr, false);
+    exact_host = o.is_object() && o.contains("exact_host") && o["exact_host"].is_boolean() && o["exact_host"].get<bool>();
+  }
+  auto ref = onnxfe::segment_graphs(std::move(*m), nodes, exact_host);
   if (!ref) return Status(ref.error()).context("--check");
   for (size_t k = 0; k < segs.size(); ++k) {
     // The same boundary tensors, whatever order the plan binds them in.

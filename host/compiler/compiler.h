@@ -59,6 +59,11 @@ struct CompileOptions {
   /// Image bands (pass.h, Tiling::band) for convolutions that allow
   /// them: weighed by the cost model (Auto), never (Off), or always (On).
   enum class ImageBands { Auto, Off, On } image_bands = ImageBands::Auto;
+  /// ONNX models: keep Softmax and LayerNormalization between their Q/DQ on
+  /// the host in float (what ONNX Runtime computes) instead of folding them
+  /// into the fabric's integer row normalizations (ROWNORM, approximations
+  /// of a few 2^-16): exactness for speed.
+  bool exact_host = false;
   /// The cost model's parameters the fusion and tiling passes decide with
   /// (e.g. refitted by `loom tune`); empty: the configuration's, uncorrected.
   std::optional<CostParams> cost_params;

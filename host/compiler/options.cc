@@ -43,6 +43,7 @@ ordered_json options_to_json(const CompileOptions& o) {
   j["row_windows"] = row_windows_name(o.row_windows);
   j["group_packing"] = o.group_packing;
   j["image_bands"] = image_bands_name(o.image_bands);
+  j["exact_host"] = o.exact_host;
   if (o.cost_params) {
     j["cost_params"] = ordered_json{{"latency", o.cost_params->latency},
                                     {"layer_cycles", o.cost_params->layer_cycles},
@@ -79,8 +80,8 @@ Expected<CompileOptions> options_from_json(const nlohmann::json& j, const spec::
     } else if (k == "tasks_per_core") {
       if (!plan::read_strict(v, &o.tasks_per_core) || o.tasks_per_core < 1 || o.tasks_per_core > 64)
         return bad(k, "must be an integer in [1, 64]");
-    } else if (k == "double_buffer" || k == "group_packing") {
-      if (!plan::read_strict(v, k == "double_buffer" ? &o.double_buffer : &o.group_packing))
+    } else if (k == "double_buffer" || k == "group_packing" || k == "exact_host") {
+      if (!plan::read_strict(v, k == "double_buffer" ? &o.double_buffer : k == "group_packing" ? &o.group_packing : &o.exact_host))
         return bad(k, "must be true or false");
     } else if (k == "fusion") {
       if (!plan::read_strict(v, &s) || !parse_name(s, &o.fusion, {Fusion::None, Fusion::Greedy, Fusion::Cost}, fusion_name))

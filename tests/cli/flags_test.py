@@ -26,6 +26,7 @@ COMPILE_FLAGS = [
     (["--placement", "pipeline"], {"placement": "pipeline"}),
     (["--placement", "dynamic", "--tasks-per-core", "2"], {"placement": "dynamic", "tasks_per_core": 2}),
     (["--hls", "auto"], {"hls": "auto"}),
+    (["--exact-host"], {"exact_host": True}),
 ]
 
 

@@ -11,6 +11,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "common/rownorm.h"
+
 namespace loom::onnxfe {
 
 namespace {
@@ -846,6 +848,56 @@ Status qlinear_lookup(const Ctx& c) {
   return {};
 }
 
+// loom QLinearSoftmax (x, xs, xz, ys, yz) and QLinearLayerNorm (x, xs, xz,
+// gamma, beta, ys, yz; epsilon) over the last axis: the integer row
+// normalizations of common/rownorm.h (the ROWNORM instruction), on 8-bit
+// values shifted to int8 codes, with the parameters the device mapping
+// derives, so both paths give the same integers.
+Status qlinear_row(const Ctx& c) {
+  const bool ln = c.n.op == "QLinearLayerNorm";
+  const Value& x = c.in(0);
+  const Value& xs = c.in(1);
+  const Value& xz = c.in(2);
+  const Value& ys = c.in(ln ? 5 : 3);
+  const Value& yz = c.in(ln ? 6 : 4);
+  int64_t xlo = 0, xhi = 0, ylo = 0, yhi = 0;
+  elem_range(x.type, &xlo, &xhi);
+  elem_range(yz.type, &ylo, &yhi);
+  if (xhi - xlo != 255 || yhi - ylo != 255 || xz.type != x.type || xs.numel() != 1 || xz.numel() != 1 ||
+      ys.numel() != 1 || yz.numel() != 1)
+    return c.err("inputs", "expects 8-bit per-tensor input and output quantization");
+  const int64_t n = x.shape.empty() ? 1 : x.shape.back();
+  if (n < 1 || n > 65535) return c.err("input '" + c.n.in(0) + "'", "the last axis must hold 1..65535 elements");
+  const int64_t xoff = xlo + 128, yoff = ylo + 128;  // uint8 values are int8 codes + 128
+  const int32_t x_zp = int32_t(xz.i[0] - xoff), y_zp = int32_t(yz.i[0] - yoff);
+  std::string why;
+  SoftmaxParams sp;
+  std::vector<LayerNormChannel> ch;
+  uint32_t eps = 0;
+  if (ln) {
+    const Value& g = c.in(3);
+    const Value& b = c.in(4);
+    if (!g.is_float() || !b.is_float() || g.numel() != n || b.numel() != n)
+      return c.err("inputs", "gamma and beta must be float32 with one value per channel");
+    std::vector<float> gv(g.f.begin(), g.f.end()), bv(b.f.begin(), b.f.end());
+    if (!layernorm_channels(gv, bv, ys.at(0), &ch, &why) ||
+        !layernorm_eps(c.n.get_f("epsilon", 1e-5f), xs.at(0), uint64_t(n), &eps, &why))
+      return c.err("", why);
+  } else if (!softmax_params(xs.at(0), ys.at(0), &sp, &why)) {
+    return c.err("", why);
+  }
+  Value y = Value::make(yz.type, x.shape);
+  std::vector<int8_t> xr(static_cast<size_t>(n)), yr(static_cast<size_t>(n));
+  for (int64_t r = 0; r * n < x.numel(); ++r) {
+    for (int64_t j = 0; j < n; ++j) xr[size_t(j)] = int8_t(x.i[size_t(r * n + j)] - xoff);
+    if (ln) layernorm_row(xr.data(), uint64_t(n), x_zp, eps, ch.data(), y_zp, -128, 127, yr.data());
+    else softmax_row(xr.data(), uint64_t(n), sp.table.data(), sp.mult, sp.shift, y_zp, -128, 127, yr.data());
+    for (int64_t j = 0; j < n; ++j) y.i[size_t(r * n + j)] = int64_t(yr[size_t(j)]) + yoff;
+  }
+  c.out(0, std::move(y));
+  return {};
+}
+
 using Fn = std::function<Status(const Ctx&)>;
 
 const std::map<std::string, Fn>& table() {
@@ -874,6 +926,8 @@ const std::map<std::string, Fn>& table() {
       {"loom.QLinearMatMul", [](const Ctx& c) { return matmul_integer_like(c, true); }},
       {"loom.QLinearConv", [](const Ctx& c) { return conv_integer_like(c, true); }},
       {"loom.QLinearLookup", qlinear_lookup},
+      {"loom.QLinearSoftmax", qlinear_row},
+      {"loom.QLinearLayerNorm", qlinear_row},
   };
   return t;
 }
@@ -890,7 +944,8 @@ const std::string* operand_kinds(const Node& n) {
       {"Reshape", ".i"}, {"Gather", ".i"}, {"Squeeze", ".i"}, {"Unsqueeze", ".i"},
       {"com.microsoft.QLinearAdd", "isziszsz"}, {"com.microsoft.QLinearMul", "isziszsz"},
       {"com.microsoft.QLinearGlobalAveragePool", "iszsz"},
-      {"loom.QLinearMatMul", "isziszszi"}, {"loom.QLinearConv", "isziszszi"}, {"loom.QLinearLookup", "iszisz"}};
+      {"loom.QLinearMatMul", "isziszszi"}, {"loom.QLinearConv", "isziszszi"}, {"loom.QLinearLookup", "iszisz"},
+      {"loom.QLinearSoftmax", "iszsz"}, {"loom.QLinearLayerNorm", "iszffsz"}};
   auto it = sig.find(key(n));
   return it == sig.end() ? nullptr : &it->second;
 }

@@ -11,6 +11,7 @@
 #include <functional>
 #include <set>
 
+#include "common/rownorm.h"
 #include "frontend/onnx/host_ops.h"
 #include "ir/ir_util.h"
 #include "runtime/device.h"
@@ -167,7 +168,72 @@ int fold_lookup_chains(Model& m, const Known& known) {
   return folded;
 }
 
-int fold_qdq(Model& m, const Known& known) {
+/// DequantizeLinear -> Softmax or LayerNormalization over the last axis ->
+/// QuantizeLinear, per-tensor 8-bit on both sides, becomes loom
+/// QLinearSoftmax / QLinearLayerNorm: the integer row normalizations of
+/// common/rownorm.h (ROWNORM on the fabric, the same integers on the host).
+/// LayerNormalization's scale and bias must be float constants (after
+/// fold_constant_dq) and its mean and inverse deviation outputs unused.
+int fold_row_norms(Model& m, const Known& known) {
+  Uses u = uses_of(m);
+  std::set<size_t> drop;
+  std::map<size_t, Node> at_q;
+  int folded = 0;
+  for (size_t k = 0; k < m.nodes.size(); ++k) {
+    const Node& d = m.nodes[k];
+    if (d.op != "DequantizeLinear" || !d.domain.empty() || known(d.in(0)) || !per_tensor_8bit(known, d)) continue;
+    const Node* n = sole_consumer(m, u, d.outputs[0]);
+    if (!n || !n->domain.empty() || n->in(0) != d.outputs[0]) continue;
+    const bool ln = n->op == "LayerNormalization";
+    if (!ln && n->op != "Softmax") continue;
+    if (n->get_i("axis", ln || m.opset >= 13 ? -1 : 1) != -1) continue;
+    bool extra = false;
+    for (size_t o = 1; o < n->outputs.size(); ++o) extra = extra || (!n->outputs[o].empty() && u.consumers.count(n->outputs[o]));
+    if (extra || n->outputs.empty()) continue;
+    if (ln) {
+      const Value *g = known(n->in(1)), *b = n->in(2).empty() ? nullptr : known(n->in(2));
+      if (!g || !g->is_float() || (!n->in(2).empty() && (!b || !b->is_float() || b->numel() != g->numel()))) continue;
+      if (n->get_i("stash_type", 1) != 1) continue;
+    }
+    const Node* q = sole_consumer(m, u, n->outputs[0]);
+    if (!q || q->op != "QuantizeLinear" || !q->domain.empty() || q->in(0) != n->outputs[0] || !per_tensor_8bit(known, *q))
+      continue;
+    Node f;
+    f.name = n->name;
+    f.op = ln ? "QLinearLayerNorm" : "QLinearSoftmax";
+    f.domain = "loom";
+    f.inputs = {d.in(0), d.in(1), d.in(2)};
+    if (ln) {
+      std::string beta = n->in(2);
+      if (beta.empty()) {
+        beta = n->name + "/beta";
+        Value z = Value::make(known(n->in(1))->type, known(n->in(1))->shape);
+        m.consts[beta] = std::move(z);
+      }
+      f.inputs.push_back(n->in(1));
+      f.inputs.push_back(beta);
+      if (n->attrs.count("epsilon")) f.attrs["epsilon"] = n->attrs.at("epsilon");
+    }
+    f.inputs.push_back(q->in(1));
+    f.inputs.push_back(q->in(2));
+    f.outputs = q->outputs;
+    drop.insert(k);
+    drop.insert(size_t(n - m.nodes.data()));
+    drop.insert(size_t(q - m.nodes.data()));
+    at_q[size_t(q - m.nodes.data())] = std::move(f);
+    ++folded;
+  }
+  if (!folded) return 0;
+  std::vector<Node> kept;
+  for (size_t k = 0; k < m.nodes.size(); ++k) {
+    if (!drop.count(k)) kept.push_back(std::move(m.nodes[k]));
+    else if (at_q.count(k)) kept.push_back(std::move(at_q.at(k)));
+  }
+  m.nodes = std::move(kept);
+  return folded;
+}
+
+int fold_qdq(Model& m, const Known& known, bool exact_host) {
   int folded = 0;
   Uses u = uses_of(m);
   std::set<size_t> drop;
@@ -323,7 +389,8 @@ int fold_qdq(Model& m, const Known& known) {
   // What no quantized op absorbed: constant DequantizeLinear nodes left over,
   // then chains of float elementwise ops between a DQ and a Q.
   folded += fold_constant_dq(m);
-  return folded + fold_lookup_chains(m, known);
+  folded += fold_lookup_chains(m, known);
+  return folded + (exact_host ? 0 : fold_row_norms(m, known));
 }
 
 // ---- device mapping -------------------------------------------------------
@@ -371,6 +438,8 @@ struct SegBuilder {
   /// ONNX order for everything else (transformer tensors of any rank). Views
   /// in other orders (a grouped matmul's operands) are unnamed helpers.
   std::map<std::string, Perm> layout;
+  /// PARAM bytes of the configuration (0: not checked here, the compiler does).
+  uint64_t param_bytes = 0;
 
   std::vector<int64_t> shape_of(const std::string& t) const {
     if (const Value* v = known(t)) return v->shape;
@@ -469,7 +538,7 @@ struct SegBuilder {
     if (layout.at(t) == want && ti.shape == shape) return t;
     std::string name = t + "/view";
     for (auto d : want) name += std::to_string(d);
-    for (auto d : shape) name += "_" + std::to_string(d);
+    for (auto d : shape) name.append(1, '_').append(std::to_string(d));  // (GCC 12 -O3 warns on "_" + string)
     if (in_seg(name)) return name;
     ir::TensorInfo vi = ti;
     vi.name = name;
@@ -816,6 +885,74 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     b.seg.nodes.push_back(n.name);
     return true;
   }
+  if ((n.op == "QLinearSoftmax" || n.op == "QLinearLayerNorm") && n.domain == "loom") {
+    // ROWNORM over the last axis, which must be the device tensor's last
+    // axis (a view otherwise). Parameters as the host op derives them.
+    const bool ln = n.op == "QLinearLayerNorm";
+    const size_t iy = ln ? 5 : 3;
+    if (ln ? !all_known({1, 2, 3, 4, 5, 6}) : !all_known({1, 2, 3, 4}))
+      return fail("the quantization parameters are not constants");
+    const Value *xs = K(n.in(1)), *xz = K(n.in(2)), *ys = K(n.in(iy)), *yz = K(n.in(iy + 1));
+    if (!scalars({xs, xz, ys, yz}) || (yz->type != kInt8 && yz->type != kUint8))
+      return fail("not per-tensor 8-bit quantization");
+    const std::string x = n.in(0), y = n.outputs[0];
+    if (b.in_seg(y)) return fail("output defined twice");
+    bool fresh = false;
+    const Perm in_order = identity(b.shape_of(x).size());  // a new segment input: in ONNX order, rows last
+    if (!b.activation(x, f0(xs), i0(xz), &fresh, &in_order))
+      return fail("input '" + x + "' has no int8/uint8 static shape or its quantization differs from its producer's");
+    new_input(x, fresh);
+    const auto& xsh = b.onnx_shape.at(x);
+    const int64_t row = xsh.empty() ? 1 : xsh.back();
+    if (row < 1 || row > 65535) return fail("a row of " + std::to_string(row) + " elements (ROWNORM takes 1..65535)");
+    const int64_t param = ln ? 12 * row : 512;
+    if (b.param_bytes && uint64_t(param) > b.param_bytes)
+      return fail("a row of " + std::to_string(row) + " channels needs " + std::to_string(param) +
+                  " bytes of PARAM, the configuration has " + std::to_string(b.param_bytes));
+    const Perm lx = b.layout.at(x);
+    const Perm ly = !lx.empty() && lx.back() == int64_t(lx.size()) - 1 ? lx : identity(xsh.size());
+    const std::string xv = b.view(x, ly, n.name + "/x");
+    const ir::QParams yq = device_q(ys, yz);
+    ir::Node nd;
+    nd.name = n.name;
+    nd.op = ln ? ir::OpKind::LayerNorm : ir::OpKind::Softmax;
+    nd.inputs = {xv};
+    if (ln) {
+      const Value *g = K(n.in(3)), *be = K(n.in(4));
+      if (!g->is_float() || !be->is_float() || g->numel() != row || be->numel() != row)
+        return fail("gamma and beta are not float32 with one value per channel");
+      std::vector<LayerNormChannel> ch;
+      uint32_t eps = 0;
+      std::string why;
+      if (!layernorm_channels(std::vector<float>(g->f.begin(), g->f.end()), std::vector<float>(be->f.begin(), be->f.end()),
+                              f0(ys), &ch, &why) ||
+          !layernorm_eps(n.get_f("epsilon", 1e-5f), f0(xs), uint64_t(row), &eps, &why))
+        return fail(why);
+      ir::TensorInfo ti;
+      ti.name = n.name + "/params";
+      ti.dtype = DType::I32;
+      ti.is_const = true;
+      ti.shape = {row, 3};
+      ti.data = Tensor(DType::I32, ti.shape);
+      for (int64_t j = 0; j < row; ++j) {
+        ti.data.i32()[3 * j] = ch[size_t(j)].b;
+        ti.data.i32()[3 * j + 1] = ch[size_t(j)].g;
+        ti.data.i32()[3 * j + 2] = ch[size_t(j)].sh;
+      }
+      b.seg.graph.tensors[ti.name] = ti;
+      nd.inputs.push_back(ti.name);
+      nd.attrs.eps = int64_t(eps);
+    } else {
+      SoftmaxParams sp;
+      std::string why;
+      if (!softmax_params(f0(xs), f0(ys), &sp, &why)) return fail(why);
+    }
+    b.declare(y, xsh, yz->type, yq, ly);
+    nd.outputs = {y};
+    b.seg.graph.nodes.push_back(nd);
+    b.seg.nodes.push_back(n.name);
+    return true;
+  }
   if (n.op == "QLinearLookup" && n.domain == "loom") {
     // ELTWISE lut: the table, shifted into the device's int8 codes.
     if (!all_known({1, 2, 3, 4, 5})) return fail("the table or quantization parameters are not constants");
@@ -1057,7 +1194,19 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
     if (auto it = bound.find(t); it != bound.end()) return &it->second;
     return nullptr;
   };
-  if (opt.use_device) p.folded_qdq = fold_qdq(m, known);
+  if (opt.use_device) p.folded_qdq = fold_qdq(m, known, opt.compile.exact_host);
+  {
+    int rows = 0, exact = 0;
+    for (const auto& n : m.nodes) {
+      rows += n.domain == "loom" && (n.op == "QLinearSoftmax" || n.op == "QLinearLayerNorm");
+      exact += n.domain.empty() && (n.op == "Softmax" || n.op == "LayerNormalization");
+    }
+    if (rows)
+      p.notes.push_back(std::to_string(rows) + " Softmax/LayerNormalization ops run as integer row normalizations "
+                        "(ROWNORM: approximations, bit-exact across backends; --exact-host keeps them on the host in float)");
+    if (exact && opt.compile.exact_host)
+      p.notes.push_back(std::to_string(exact) + " Softmax/LayerNormalization ops run on the host in float (--exact-host)");
+  }
 
   // Every op must run somewhere.
   std::set<std::string> consumed_later;
@@ -1126,7 +1275,10 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
       return {};
     };
     for (size_t k = 0; k < m.nodes.size(); ++k) {
-      if (!cur) cur = std::make_unique<SegBuilder>(SegBuilder{m, known, {}, {}, {}, {}});
+      if (!cur) {
+        cur = std::make_unique<SegBuilder>(SegBuilder{m, known, {}, {}, {}, {}});
+        cur->param_bytes = uint64_t(cfg.param_kib) * 1024;
+      }
       std::string why;
       if (map_device(*cur, m.nodes[k], &why)) {
         cur_nodes.push_back(k);
@@ -1152,13 +1304,14 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
   return p;
 }
 
-Expected<std::vector<Segment>> segment_graphs(Model model, const std::vector<std::vector<std::string>>& nodes) {
+Expected<std::vector<Segment>> segment_graphs(Model model, const std::vector<std::vector<std::string>>& nodes,
+                                              bool exact_host) {
   Model& m = model;
   Known known = [&](const std::string& name) -> const Value* {
     auto it = m.consts.find(name);
     return it != m.consts.end() ? &it->second : nullptr;
   };
-  fold_qdq(m, known);
+  fold_qdq(m, known, exact_host);
   std::vector<Segment> out;
   size_t at = 0;  // segments are runs of consecutive nodes, in model order
   for (size_t s = 0; s < nodes.size(); ++s) {

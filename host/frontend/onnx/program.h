@@ -65,8 +65,10 @@ Expected<Program> build_program(Model m, const std::map<std::string, Value>& kno
 /// each segment's node names (after QDQ folding, in model order), as a
 /// program plan records them. Nothing is compiled; a node that is missing or
 /// no longer maps to the fabric is an error naming it. `loom run PLAN
-/// --check` gets its reference this way.
-Expected<std::vector<Segment>> segment_graphs(Model m, const std::vector<std::vector<std::string>>& nodes);
+/// --check` gets its reference this way. `exact_host`: the compile option
+/// the plan was compiled with (Softmax/LayerNormalization left unfolded).
+Expected<std::vector<Segment>> segment_graphs(Model m, const std::vector<std::vector<std::string>>& nodes,
+                                              bool exact_host = false);
 
 /// The values of one run of a program: the graph inputs (checked against
 /// the model's types), host ops run on them by the CPU fallback, device
