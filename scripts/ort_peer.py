@@ -146,13 +146,19 @@ def to_q(y, scale, zp):
     return np.rint(np.asarray(y, np.float64) / scale).astype(np.int64) + zp
 
 
-def compare(qa, qb):
+def compare(qa, qb, zp=0):
+    """Element agreement in output LSB, the mean error, and the cosine
+    similarity of the real values (the codes less the zero point)."""
     import numpy as np
 
     d = np.abs(qa.astype(np.int64) - qb.astype(np.int64))
     n = d.size
+    a = qa.astype(np.float64).ravel() - zp
+    b = qb.astype(np.float64).ravel() - zp
+    norm = float(np.linalg.norm(a) * np.linalg.norm(b))
     return {"elements": int(n), "identical": float((d == 0).sum()) / n, "within_1": float((d <= 1).sum()) / n,
-            "differ": int((d != 0).sum()), "beyond_1": int((d > 1).sum()), "max_lsb": int(d.max()) if n else 0}
+            "differ": int((d != 0).sum()), "beyond_1": int((d > 1).sum()), "max_lsb": int(d.max()) if n else 0,
+            "mean_lsb": float(d.mean()) if n else 0.0, "cosine": float(np.dot(a, b) / norm) if norm > 0 else 1.0}
 
 
 def run_loom(loom, backend, model_path, input_pb, out_dir, timeout, config=None, check=False):
@@ -281,7 +287,7 @@ def peer(key, work, seed, loom, backends, timeout, config=None, check=False, cpu
         if err:
             row["loom"][b] = {"error": err, "seconds": round(secs, 1)}
         else:
-            c = compare(to_q(load_pb(out_pb), scale, zp), q_ref)
+            c = compare(to_q(load_pb(out_pb), scale, zp), q_ref, zp)
             c["seconds"] = round(secs, 1)
             row["loom"][b] = c
     return row
