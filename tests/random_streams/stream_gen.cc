@@ -183,6 +183,7 @@ class Generator {
   void postop(Job& job, Shadow& s);
   void pool(Job& job, Shadow& s);
   void eltwise(Job& job, Shadow& s);
+  void rownorm(Job& job, Shadow& s);
   void stores(Job& job, Shadow& s, unsigned core);
   Job make_job(Shadow& s, unsigned core);
 
@@ -516,6 +517,56 @@ void Generator::eltwise(Job& job, Shadow& s) {
   }
 }
 
+void Generator::rownorm(Job& job, Shadow& s) {
+  spec::RownormInsn r;
+  r.ln = rng_.chance(0.5);
+  r.m = rng_.dim(4, 0.05);
+  r.n = r.ln ? rng_.dim(lay_.table_entries, 0.05) : rng_.dim(rng_.chance(0.2) ? 200 : 40, 0.05);
+  const uint64_t mn = r.m * r.n;
+  r.in_addr = place(Buffer::IN, mn, false);
+  r.out_addr = place(Buffer::OUT, mn, false);
+  feed_2d(job, s, Buffer::IN, r.in_addr, r.m, r.n, r.n);
+  if (r.ln) {
+    // The (b, g, sh) triples are a table's (bias, mult, shift): every sh legal.
+    r.param_addr = mn == 0 && rng_.chance(0.5) ? align4(rng_.below(size(Buffer::PARAM))) : param_table(job, s, r.n);
+    if (mn > 0) job.param_ranges.push_back({r.param_addr, 12 * r.n});
+  } else {
+    // Any 512 bytes make a table; keep clear of the triples this job's POSTOPs read.
+    uint64_t addr = 0;
+    bool clear = false;
+    for (int attempt = 0; attempt < 64 && !clear; ++attempt) {
+      addr = place(Buffer::PARAM, 512, true);
+      clear = true;
+      for (const auto& [b, len] : job.param_ranges) clear = clear && !(addr < b + len && b < addr + 512);
+    }
+    if (!clear) r.m = 0;
+    r.param_addr = addr;
+    if (r.m * r.n > 0) {
+      // One row (PARAM's sp_stride must stay a multiple of 4).
+      if (!s.defined(Buffer::PARAM, addr, 1, 512, 0) || rng_.chance(0.25)) {
+        uint64_t ds = 512;
+        const uint64_t dram = dram_src(1, 512, &ds);
+        job.loads.push_back(load(s, Buffer::PARAM, addr, dram, 1, 512, ds, 512, 0, 0, 0));
+      }
+      job.param_ranges.push_back({addr, 512});
+    }
+  }
+  const auto [mult, shift] = rng_.mult_shift();
+  r.mult = mult, r.shift = uint64_t(shift);
+  if (!r.ln && rng_.chance(0.5)) r.mult = int64_t(rng_.range(1 << 29, (int64_t(1) << 31) - 1)), r.shift = 38;
+  r.in_zp = rng_.i8(), r.out_zp = rng_.i8();
+  r.eps = rng_.chance(0.3) ? 0 : uint64_t(rng_.range(0, 1 << 20));
+  const auto [lo, hi] = rng_.clip(r.out_zp);
+  r.clip_lo = lo, r.clip_hi = hi;
+  job.computes.push_back(r.encode());
+  if (r.m * r.n > 0) {
+    s.mark(Buffer::OUT, r.out_addr, 1, r.m * r.n, 0);
+    job.have_result = true;
+    job.result_buf = Buffer::OUT;
+    job.result_addr = r.out_addr, job.result_rows = r.m, job.result_cols = r.n, job.result_stride = r.n;
+  }
+}
+
 void Generator::stores(Job& job, Shadow& s, unsigned core) {
   const int64_t count = rng_.chance(0.15) ? 0 : rng_.range(1, 3);
   for (int64_t k = 0; k < count; ++k) {
@@ -566,15 +617,17 @@ Job Generator::make_job(Shadow& s, unsigned core) {
   for (int64_t i = 0; i < noise; ++i) noise_load(job, s);
   const int64_t ops = rng_.range(1, 3);
   for (int64_t i = 0; i < ops; ++i) {
-    const int64_t r = rng_.range(0, 9);
+    const int64_t r = rng_.range(0, 10);
     if (r < 3)
       gemm_group(job, s, rng_.chance(0.5));
     else if (r < 6)
       postop(job, s);
     else if (r < 8)
       pool(job, s);
-    else
+    else if (r < 10)
       eltwise(job, s);
+    else
+      rownorm(job, s);
   }
   // Every job carries its tokens on at least one LOAD, possibly an empty one.
   if (job.loads.empty() || rng_.chance(0.05)) {
@@ -782,6 +835,8 @@ auto visit_insn(const Insn& in, F&& f) {
       return f(spec::PoolInsn::decode(in));
     case spec::Opcode::ELTWISE:
       return f(spec::EltwiseInsn::decode(in));
+    case spec::Opcode::ROWNORM:
+      return f(spec::RownormInsn::decode(in));
     case spec::Opcode::SEM_SIGNAL:
       return f(spec::SemSignalInsn::decode(in));
     case spec::Opcode::SEM_WAIT:

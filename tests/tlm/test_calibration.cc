@@ -1,5 +1,5 @@
 // Per-instruction timing of the tlm model against the RTL: single-instruction
-// command streams (16 and 48 copies of one LOAD, STORE, GEMM, POSTOP, POOL or ELTWISE on
+// command streams (16 and 48 copies of one LOAD, STORE, GEMM, POSTOP, POOL, ELTWISE or ROWNORM on
 // one core; the per-instruction cost is the difference over 32) on tlm and,
 // when LOOM_TLM_RTL_LOOM names a `loom` binary with the rtl backend, on the
 // RTL in a separate process. These streams are how the constants of
@@ -28,9 +28,9 @@ namespace {
 
 struct Case {
   const char* config;
-  const char* kind;  // load, store, gemm, postop, pool, eltwise
+  const char* kind;  // load, store, gemm, postop, pool, eltwise, rownorm
   // load/store: rows, cols, stride, pad_lo; gemm: m, n, k, accumulate; postop: m, n, residual, rescale;
-  // pool: pixels, window, channels, avg; eltwise: count
+  // pool: pixels, window, channels, avg; eltwise: count; rownorm: m, n, ln
   uint64_t a, b, c, d;
 };
 
@@ -51,6 +51,12 @@ constexpr Case kCases[] = {
     {"tiny", "postop", 16, 4, 1, 1},   {"tiny", "postop", 9, 20, 1, 1},  {"small", "postop", 32, 40, 1, 1},
     {"tiny", "pool", 8, 9, 64, 0},     {"tiny", "pool", 5, 4, 7, 1},     {"small", "pool", 4, 9, 72, 1},
     {"tiny", "eltwise", 100, 0, 0, 0}, {"tiny", "eltwise", 1024, 0, 0, 0}, {"small", "eltwise", 333, 0, 0, 0},
+    // ROWNORM: softmax and layer normalization, rows shorter and longer than
+    // a read, partial beats and chunks.
+    {"tiny", "rownorm", 1, 1, 0, 0},   {"tiny", "rownorm", 4, 64, 0, 0},  {"tiny", "rownorm", 3, 37, 0, 0},
+    {"tiny", "rownorm", 1, 1, 1, 0},   {"tiny", "rownorm", 4, 64, 1, 0},  {"tiny", "rownorm", 3, 37, 1, 0},
+    {"small", "rownorm", 8, 77, 0, 0}, {"small", "rownorm", 2, 200, 0, 0}, {"small", "rownorm", 8, 77, 1, 0},
+    {"small", "rownorm", 2, 200, 1, 0},
 };
 
 std::string name_of(const Case& k) {
@@ -68,10 +74,11 @@ plan::Plan make_plan(const Case& k, int n) {
   p.memory_bytes = 1u << 22;
   std::vector<spec::Insn> s;
   const std::string kind = k.kind;
-  if (kind == "postop" || kind == "pool" || kind == "eltwise") {
+  if (kind == "postop" || kind == "pool" || kind == "eltwise" || kind == "rownorm") {
     std::vector<int32_t> prm;
     // (bias, multiplier, shift); a rescale reads the pair after n triples as
-    // (a_mult, a_shift), which this table makes legal.
+    // (a_mult, a_shift), which this table makes legal. ROWNORM layernorm
+    // reads (b, g, sh) = (2^20, 8, 8), softmax the same words as its table.
     for (int i = 0; i < 256; ++i) prm.insert(prm.end(), {1 << 20, 8, 8});
     p.constants = test::le32(prm);
     p.constants_offset = 1u << 21;
@@ -100,6 +107,12 @@ plan::Plan make_plan(const Case& k, int n) {
       spec::PoolInsn q;
       q.p = k.a, q.win = k.b, q.c = k.c, q.avg = k.d != 0, q.mult = 1 << 20, q.shift = 20;
       q.in_addr = 0, q.out_addr = 0, q.clip_lo = -128, q.clip_hi = 127;
+      s.push_back(q.encode());
+    }
+    if (kind == "rownorm") {
+      spec::RownormInsn q;
+      q.m = k.a, q.n = k.b, q.ln = k.c != 0, q.in_addr = 0, q.out_addr = 0, q.param_addr = 0;
+      q.mult = 1 << 30, q.shift = 38, q.eps = 16, q.clip_lo = -128, q.clip_hi = 127;
       s.push_back(q.encode());
     }
     if (kind == "eltwise") {

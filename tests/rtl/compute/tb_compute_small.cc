@@ -3,6 +3,6 @@
 #include "compute_unit_tb.h"
 
 int main(int argc, char** argv) {
-  const loom::rtltest::compute::TbConfig tc{"rtl_compute_small", "small", 32, 200, 20240716};
+  const loom::rtltest::compute::TbConfig tc{"rtl_compute_small", "small", 32, 250, 20240716};
   return loom::rtltest::compute::run_compute_tb<Vloom_compute_unit>(argc, argv, tc);
 }
