@@ -89,6 +89,19 @@ int fold_constant_dq(Model& m) {
   return folded;
 }
 
+/// Drops the nodes at `drop` (indices into m.nodes); a dropped node with an
+/// entry in `at` is replaced by it, in its place (a fold's new node stands
+/// where its chain's last node stood, so the order stays topological).
+void replace_chains(Model& m, const std::set<size_t>& drop, std::map<size_t, Node>& at) {
+  if (drop.empty()) return;
+  std::vector<Node> kept;
+  for (size_t k = 0; k < m.nodes.size(); ++k) {
+    if (!drop.count(k)) kept.push_back(std::move(m.nodes[k]));
+    else if (at.count(k)) kept.push_back(std::move(at.at(k)));
+  }
+  m.nodes = std::move(kept);
+}
+
 /// A chain DequantizeLinear -> elementwise float ops on one tensor (scalar
 /// constants as their other operands) -> QuantizeLinear maps each 8-bit
 /// input value to one output value: it becomes a loom QLinearLookup whose
@@ -157,14 +170,8 @@ int fold_lookup_chains(Model& m, const Known& known) {
     at_q[size_t(q - m.nodes.data())] = std::move(f);
     ++folded;
   }
-  if (!folded) return 0;
   // Each lookup takes the place of its chain's QuantizeLinear (the order stays topological).
-  std::vector<Node> kept;
-  for (size_t k = 0; k < m.nodes.size(); ++k) {
-    if (!drop.count(k)) kept.push_back(std::move(m.nodes[k]));
-    else if (at_q.count(k)) kept.push_back(std::move(at_q.at(k)));
-  }
-  m.nodes = std::move(kept);
+  replace_chains(m, drop, at_q);
   return folded;
 }
 
@@ -223,13 +230,7 @@ int fold_row_norms(Model& m, const Known& known) {
     at_q[size_t(q - m.nodes.data())] = std::move(f);
     ++folded;
   }
-  if (!folded) return 0;
-  std::vector<Node> kept;
-  for (size_t k = 0; k < m.nodes.size(); ++k) {
-    if (!drop.count(k)) kept.push_back(std::move(m.nodes[k]));
-    else if (at_q.count(k)) kept.push_back(std::move(at_q.at(k)));
-  }
-  m.nodes = std::move(kept);
+  replace_chains(m, drop, at_q);
   return folded;
 }
 
