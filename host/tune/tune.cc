@@ -316,16 +316,24 @@ struct Served {
   std::vector<serve::BatchSpan> spans;
 };
 
-// The batches per core in [from, to) of simulated time (the per-core
-// timeline of the closed-loop report), each with the layers it ran: the runs
-// of its mapped choice (`layers_of`: the named stretches of one run and the
+// The batches per core in a window of `len_us` of simulated time (the
+// per-core timeline of the closed-loop report) that opens with the first
+// batch running at or after `from_us` (so an idle stretch after the swap
+// point does not leave it empty), each with the layers it ran: the runs of
+// its mapped choice (`layers_of`: the named stretches of one run and the
 // number of runs), scaled to the batch's span. Past kMaxTimelineLayers
 // stretches in all, batches carry no layers.
 constexpr size_t kMaxTimelineLayers = 4000;
 template <class F>
-Expected<json> timeline_json(const std::vector<serve::BatchSpan>& spans, double from_us, double to_us, F&& layers_of) {
+Expected<json> timeline_json(const std::vector<serve::BatchSpan>& spans, double from_us, double len_us, F&& layers_of) {
   json a = json::array();
   size_t stretches = 0;
+  double open = std::numeric_limits<double>::infinity();
+  for (const auto& b : spans)
+    if (b.end_us > from_us) open = std::min(open, std::max(b.start_us, from_us));
+  if (!std::isfinite(open)) return a;
+  from_us = open;
+  const double to_us = open + len_us;
   for (const auto& b : spans) {
     if (!(b.end_us > from_us && b.start_us < to_us)) continue;
     json e = {{"core", b.core}, {"stream", b.stream}, {"start_us", b.start_us}, {"end_us", b.end_us},
@@ -986,12 +994,11 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
   jb["latency"] = latency_json(base->reqs, all);
   jb["after_swap"] = latency_json(base->reqs, after_swap);
   jb["throughput_rps"] = base->result["throughput_rps"];
-  // Per-core timelines over a window after the swap point (at most 5 ms).
-  // Per-core timelines over a window after the swap point: 5 ms, or 8 mean
-  // batches of the initial mapping if they are longer.
+  // Per-core timelines over a window from the first batch at or after the
+  // swap point: 5 ms, or 8 mean batches of the initial mapping if longer.
   double mean_batch_us = 0;
   for (const auto& b : base->spans) mean_batch_us += (b.end_us - b.start_us) / double(base->spans.size());  // per core
-  const double tl_to = std::min(w.duration_ms * 1000.0, swap_us + std::max(5000.0, 8 * mean_batch_us));
+  const double tl_len = std::max(5000.0, 8 * mean_batch_us);
   // The layers of a batch under the mapping `after` in force from the swap point (`m0` before it).
   const auto layers_with = [&](const Mapping& after) {
     return [&](const serve::BatchSpan& b) -> Expected<std::pair<std::vector<std::pair<std::string, double>>, int64_t>> {
@@ -1004,7 +1011,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
       return std::pair{std::move(*steps), runs};
     };
   };
-  auto tl0 = timeline_json(base->spans, swap_us, tl_to, layers_with(m0));
+  auto tl0 = timeline_json(base->spans, swap_us, tl_len, layers_with(m0));
   if (!tl0) return tl0.error();
   jb["timeline"] = *tl0;
   const double l0 = jb["after_swap"]["mean_us"].get<double>();
@@ -1435,7 +1442,7 @@ Expected<json> run_tune(const serve::Workload& w_in, const TuneOptions& o) {
       }
     }
     jr["profile"] = profile;
-    auto tl = timeline_json(cur.spans, swap_us, tl_to, layers_with(next));
+    auto tl = timeline_json(cur.spans, swap_us, tl_len, layers_with(next));
     if (!tl) return tl.error();
     jr["timeline"] = *tl;
     const double lk = jr["after_swap"]["mean_us"].get<double>();
