@@ -38,7 +38,7 @@
 namespace loom::compiler {
 
 using AnyInsn = std::variant<spec::LoadInsn, spec::StoreInsn, spec::GemmInsn, spec::PostopInsn, spec::PoolInsn,
-                             spec::EltwiseInsn, spec::RownormInsn, spec::SemSignalInsn, spec::SemWaitInsn, spec::FenceInsn, spec::EndInsn>;
+                             spec::EltwiseInsn, spec::RownormInsn, spec::DwconvInsn, spec::SemSignalInsn, spec::SemWaitInsn, spec::FenceInsn, spec::EndInsn>;
 
 inline spec::Insn encode(const AnyInsn& i) {
   return std::visit([](const auto& x) { return x.encode(); }, i);

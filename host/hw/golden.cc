@@ -145,6 +145,9 @@ Outcome Fabric::execute(unsigned c, const Insn& insn, uint32_t pc) {
     case Opcode::ROWNORM:
       cause = exec_rownorm(s, spec::RownormInsn::decode(insn));
       break;
+    case Opcode::DWCONV:
+      cause = exec_dwconv(s, spec::DwconvInsn::decode(insn));
+      break;
     case Opcode::END:
       done = Outcome::RetiredEnd;
       [[fallthrough]];

@@ -89,6 +89,7 @@ uint32_t exec_postop(CoreState& s, const spec::PostopInsn& p);
 uint32_t exec_pool(CoreState& s, const spec::PoolInsn& p);
 uint32_t exec_eltwise(CoreState& s, const spec::EltwiseInsn& e);
 uint32_t exec_rownorm(CoreState& s, const spec::RownormInsn& r);
+uint32_t exec_dwconv(CoreState& s, const spec::DwconvInsn& d);
 
 /// Bytes spanned by `rows` rows of `cols` bytes `stride` apart (0 when empty).
 constexpr uint64_t span_2d(uint64_t rows, uint64_t stride, uint64_t cols) {

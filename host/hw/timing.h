@@ -144,6 +144,31 @@ inline uint64_t rownorm_cycles(const TimingParams& t, const spec::RownormInsn& r
   return kIssueCycles + kPipeCycles + scan + r.m * (reads + 1 + 2 + 25 + 49 + 2 + 3 * beats + 1);
 }
 
+/// DWCONV (loom_dw_ctrl): output pixels in order, each in chunks of SpW
+/// channels; a chunk reads one input pixel and one tap a cycle (IN and WGT
+/// side by side), kh * kw cycles, into SpW lane accumulators, then hands its
+/// sums to the writer, which stores them to ACC as 4 * len / SpW SpW-byte
+/// writes while the next chunk accumulates (a chunk waits for the writer
+/// when it has fewer taps than the previous chunk has writes). The last
+/// chunk's writes and the start and done handshakes follow.
+inline constexpr uint64_t kDwFixedCycles = 3;
+inline uint64_t dwconv_cycles(const TimingParams& t, const spec::DwconvInsn& d) {
+  const uint64_t pixels = d.oh * d.ow;
+  if (pixels == 0 || d.c == 0) return kIssueCycles + 2;
+  const uint64_t taps = d.kh * d.kw, full = d.c / t.spw, rem = d.c % t.spw;
+  const uint64_t w_full = 4, w_rem = ceil_div(4 * rem, t.spw);
+  // Per pixel: the full chunks, then the partial one; a chunk's slot is its
+  // taps or the writes of the chunk before it, whichever is longer.
+  const uint64_t chunks = full + (rem ? 1 : 0);
+  uint64_t per_pixel = 0;
+  for (uint64_t i = 0; i < chunks; ++i) {
+    const uint64_t prev_w = i == 0 ? (rem ? w_rem : w_full) : w_full;
+    per_pixel += std::max(taps, prev_w);
+  }
+  const uint64_t last_w = rem ? w_rem : w_full;
+  return kIssueCycles + kDwFixedCycles + pixels * per_pixel + last_w;
+}
+
 /// One AXI burst: start address (beat-aligned) and beats.
 struct Burst {
   uint64_t addr = 0;

@@ -18,7 +18,8 @@ package loom_pkg;
     OpSemWait = 6'd8,
     OpFence = 6'd9,
     OpEnd = 6'd10,
-    OpRownorm = 6'd11
+    OpRownorm = 6'd11,
+    OpDwconv = 6'd12
   } opcode_e;
 
   typedef enum logic [2:0] {
@@ -220,6 +221,30 @@ package loom_pkg;
   localparam int unsigned ROWNORM_EPS_W = 32;
   localparam int unsigned ROWNORM_MULT_LSB = 224;
   localparam int unsigned ROWNORM_MULT_W = 32;
+  localparam int unsigned DWCONV_KH_LSB = 16;
+  localparam int unsigned DWCONV_KH_W = 4;
+  localparam int unsigned DWCONV_KW_LSB = 20;
+  localparam int unsigned DWCONV_KW_W = 4;
+  localparam int unsigned DWCONV_STRIDE_LSB = 24;
+  localparam int unsigned DWCONV_STRIDE_W = 4;
+  localparam int unsigned DWCONV_IN_ADDR_LSB = 32;
+  localparam int unsigned DWCONV_IN_ADDR_W = 24;
+  localparam int unsigned DWCONV_WGT_ADDR_LSB = 64;
+  localparam int unsigned DWCONV_WGT_ADDR_W = 24;
+  localparam int unsigned DWCONV_ACC_ADDR_LSB = 96;
+  localparam int unsigned DWCONV_ACC_ADDR_W = 24;
+  localparam int unsigned DWCONV_C_LSB = 128;
+  localparam int unsigned DWCONV_C_W = 16;
+  localparam int unsigned DWCONV_OW_LSB = 144;
+  localparam int unsigned DWCONV_OW_W = 16;
+  localparam int unsigned DWCONV_OH_LSB = 160;
+  localparam int unsigned DWCONV_OH_W = 16;
+  localparam int unsigned DWCONV_A_ZP_LSB = 176;
+  localparam int unsigned DWCONV_A_ZP_W = 8;
+  localparam int unsigned DWCONV_B_ZP_LSB = 184;
+  localparam int unsigned DWCONV_B_ZP_W = 8;
+  localparam int unsigned DWCONV_LDI_LSB = 192;
+  localparam int unsigned DWCONV_LDI_W = 24;
 
   // Register map.
   localparam logic [31:0] IdValue = 32'h4C4F4F4D;

@@ -424,6 +424,7 @@ void CoreModel::run_job(spec::Unit unit, const Job& j, tlm_quantumkeeper& qk, ui
       if (j.op == spec::Opcode::POOL) c = hw::pool_cycles(tp_, spec::PoolInsn::decode(j.insn));
       if (j.op == spec::Opcode::ELTWISE) c = hw::eltwise_cycles(tp_, spec::EltwiseInsn::decode(j.insn));
       if (j.op == spec::Opcode::ROWNORM) c = hw::rownorm_cycles(tp_, spec::RownormInsn::decode(j.insn));
+      if (j.op == spec::Opcode::DWCONV) c = hw::dwconv_cycles(tp_, spec::DwconvInsn::decode(j.insn));
       c -= std::min(c, hw::kIssueCycles);
       counter(spec::Counter::CYCLES_COMPUTE) += c;
       spend(qk, gen, c);
@@ -433,7 +434,7 @@ void CoreModel::run_job(spec::Unit unit, const Job& j, tlm_quantumkeeper& qk, ui
   if (trace_ != nullptr) {
     const TraceTrack t = unit == spec::Unit::Load    ? TraceTrack::Load
                          : unit == spec::Unit::Store ? TraceTrack::Store
-                         : j.op == spec::Opcode::GEMM ? TraceTrack::Gemm
+                         : j.op == spec::Opcode::GEMM || j.op == spec::Opcode::DWCONV ? TraceTrack::Gemm
                                                       : TraceTrack::PostOp;
     record_span(t, j.op, t_run, qk.get_current_time());
   }

@@ -256,7 +256,7 @@ class Gen {
     if (k < 88) return test::with_tokens(test::fence(), true, false, false, false);
     if (k < 98) return legal_dma(w);
     Insn in{};
-    in.w[0] = uint32_t(range(12, 63));  // no such opcode
+    in.w[0] = uint32_t(range(13, 63));  // no such opcode
     return in;
   }
 

@@ -837,6 +837,8 @@ auto visit_insn(const Insn& in, F&& f) {
       return f(spec::EltwiseInsn::decode(in));
     case spec::Opcode::ROWNORM:
       return f(spec::RownormInsn::decode(in));
+    case spec::Opcode::DWCONV:
+      return f(spec::DwconvInsn::decode(in));
     case spec::Opcode::SEM_SIGNAL:
       return f(spec::SemSignalInsn::decode(in));
     case spec::Opcode::SEM_WAIT:

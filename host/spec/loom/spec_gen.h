@@ -62,6 +62,7 @@ enum class Opcode : uint8_t {
   FENCE = 9,  // control unit, sync class
   END = 10,  // control unit, sync class
   ROWNORM = 11,  // compute unit, compute class
+  DWCONV = 12,  // compute unit, compute class
 };
 
 enum class Unit : uint8_t { Load, Compute, Store, Control };
@@ -83,7 +84,7 @@ struct OpcodeInfo {
   Unit unit;
   InsnClass cls;
 };
-inline constexpr std::array<OpcodeInfo, 12> kOpcodes{{
+inline constexpr std::array<OpcodeInfo, 13> kOpcodes{{
     {Opcode::NOP, "NOP", Unit::Control, InsnClass::Sync},
     {Opcode::LOAD, "LOAD", Unit::Load, InsnClass::Load},
     {Opcode::STORE, "STORE", Unit::Store, InsnClass::Store},
@@ -96,6 +97,7 @@ inline constexpr std::array<OpcodeInfo, 12> kOpcodes{{
     {Opcode::FENCE, "FENCE", Unit::Control, InsnClass::Sync},
     {Opcode::END, "END", Unit::Control, InsnClass::Sync},
     {Opcode::ROWNORM, "ROWNORM", Unit::Compute, InsnClass::Compute},
+    {Opcode::DWCONV, "DWCONV", Unit::Compute, InsnClass::Compute},
 }};
 
 /// Returns the opcode table entry, or nullptr for an illegal opcode.
@@ -1086,6 +1088,110 @@ struct RownormInsn {
     if (!fits(int64_t(clip_hi), 8, true)) return "clip_hi";
     if (!fits(int64_t(eps), 32, false)) return "eps";
     if (!fits(int64_t(mult), 32, true)) return "mult";
+    return {};
+  }
+};
+
+/// DWCONV: Depthwise convolution of c channels, each with its own kh x kw filter, into int32: for output row oy < oh, output pixel ox < ow and channel j < c, ACC[acc + 4 * ((oy * ow + ox) * c + j)] = sum over ky < kh, kx < kw of (IN[in + (oy * stride + ky) * ldi + (ox * stride + kx) * c + j] - a_zp) * (WGT[wgt + (ky * kw + kx) * c + j] - b_zp), modulo 2^32. The input is a band of already padded image rows ldi bytes apart in IN, c bytes a pixel; the taps are kh * kw rows of c weights. Every product is one channel's own, so the unit reads SpW channels of one input pixel and of one tap a cycle and multiplies them lane by lane; a POSTOP then requantizes the m = oh * ow rows of c channels as for a GEMM.
+struct DwconvInsn {
+  uint64_t pop_prev = 0;  // Wait for and consume a token from the previous unit (load<-compute<-store) before starting.
+  uint64_t pop_next = 0;  // Wait for and consume a token from the next unit before starting.
+  uint64_t push_prev = 0;  // Give a token to the previous unit when done.
+  uint64_t push_next = 0;  // Give a token to the next unit when done.
+  uint64_t kh = 0;  // Kernel rows (1..15).
+  uint64_t kw = 0;  // Kernel columns (1..15).
+  uint64_t stride = 0;  // Step between output pixels and rows, in input pixels and rows (1..15).
+  uint64_t in_addr = 0;  // IN byte address of output pixel (0, 0)'s window corner, channel 0.
+  uint64_t wgt_addr = 0;  // WGT byte address of tap (0, 0)'s c weights.
+  uint64_t acc_addr = 0;  // ACC byte address of the oh * ow x c int32 result (dense).
+  uint64_t c = 0;  // Channels (bytes an input pixel, weights a tap).
+  uint64_t ow = 0;  // Output pixels a row.
+  uint64_t oh = 0;  // Output rows.
+  int64_t a_zp = 0;  // Zero point subtracted from the input.
+  int64_t b_zp = 0;  // Zero point subtracted from the weights.
+  uint64_t ldi = 0;  // Bytes between input rows in IN.
+
+  static constexpr Opcode kOpcode = Opcode::DWCONV;
+  static constexpr std::array<FieldInfo, 17> kFields{{
+      {"opcode", 0, 6, false},
+      {"pop_prev", 6, 1, false},
+      {"pop_next", 7, 1, false},
+      {"push_prev", 8, 1, false},
+      {"push_next", 9, 1, false},
+      {"kh", 16, 4, false},
+      {"kw", 20, 4, false},
+      {"stride", 24, 4, false},
+      {"in_addr", 32, 24, false},
+      {"wgt_addr", 64, 24, false},
+      {"acc_addr", 96, 24, false},
+      {"c", 128, 16, false},
+      {"ow", 144, 16, false},
+      {"oh", 160, 16, false},
+      {"a_zp", 176, 8, true},
+      {"b_zp", 184, 8, true},
+      {"ldi", 192, 24, false},
+  }};
+
+  /// Encodes; fields are truncated to their width (check with invalid_field()).
+  constexpr Insn encode() const {
+    Insn in{};
+    set_bits(in, 0, 6, uint64_t(kOpcode));
+    set_bits(in, 6, 1, uint64_t(pop_prev));
+    set_bits(in, 7, 1, uint64_t(pop_next));
+    set_bits(in, 8, 1, uint64_t(push_prev));
+    set_bits(in, 9, 1, uint64_t(push_next));
+    set_bits(in, 16, 4, uint64_t(kh));
+    set_bits(in, 20, 4, uint64_t(kw));
+    set_bits(in, 24, 4, uint64_t(stride));
+    set_bits(in, 32, 24, uint64_t(in_addr));
+    set_bits(in, 64, 24, uint64_t(wgt_addr));
+    set_bits(in, 96, 24, uint64_t(acc_addr));
+    set_bits(in, 128, 16, uint64_t(c));
+    set_bits(in, 144, 16, uint64_t(ow));
+    set_bits(in, 160, 16, uint64_t(oh));
+    set_bits(in, 176, 8, uint64_t(a_zp));
+    set_bits(in, 184, 8, uint64_t(b_zp));
+    set_bits(in, 192, 24, uint64_t(ldi));
+    return in;
+  }
+  static constexpr DwconvInsn decode(const Insn& in) {
+    DwconvInsn d{};
+    d.pop_prev = get_bits(in, 6, 1);
+    d.pop_next = get_bits(in, 7, 1);
+    d.push_prev = get_bits(in, 8, 1);
+    d.push_next = get_bits(in, 9, 1);
+    d.kh = get_bits(in, 16, 4);
+    d.kw = get_bits(in, 20, 4);
+    d.stride = get_bits(in, 24, 4);
+    d.in_addr = get_bits(in, 32, 24);
+    d.wgt_addr = get_bits(in, 64, 24);
+    d.acc_addr = get_bits(in, 96, 24);
+    d.c = get_bits(in, 128, 16);
+    d.ow = get_bits(in, 144, 16);
+    d.oh = get_bits(in, 160, 16);
+    d.a_zp = sign_extend(get_bits(in, 176, 8), 8);
+    d.b_zp = sign_extend(get_bits(in, 184, 8), 8);
+    d.ldi = get_bits(in, 192, 24);
+    return d;
+  }
+  /// Name of the first field whose value does not fit, or empty.
+  constexpr std::string_view invalid_field() const {
+    if (!fits(int64_t(pop_prev), 1, false)) return "pop_prev";
+    if (!fits(int64_t(pop_next), 1, false)) return "pop_next";
+    if (!fits(int64_t(push_prev), 1, false)) return "push_prev";
+    if (!fits(int64_t(push_next), 1, false)) return "push_next";
+    if (!fits(int64_t(kh), 4, false)) return "kh";
+    if (!fits(int64_t(kw), 4, false)) return "kw";
+    if (!fits(int64_t(stride), 4, false)) return "stride";
+    if (!fits(int64_t(in_addr), 24, false)) return "in_addr";
+    if (!fits(int64_t(wgt_addr), 24, false)) return "wgt_addr";
+    if (!fits(int64_t(acc_addr), 24, false)) return "acc_addr";
+    if (!fits(int64_t(c), 16, false)) return "c";
+    if (!fits(int64_t(ow), 16, false)) return "ow";
+    if (!fits(int64_t(oh), 16, false)) return "oh";
+    if (!fits(int64_t(a_zp), 8, true)) return "a_zp";
+    if (!fits(int64_t(b_zp), 8, true)) return "b_zp";
+    if (!fits(int64_t(ldi), 24, false)) return "ldi";
     return {};
   }
 };

@@ -162,8 +162,8 @@ void expect_fault(CoreTb& tb, const std::vector<Insn>& prog, uint32_t cause, uin
 void scenario_illegal(CoreTb& tb) {
   tb.begin("illegal");
   tb.set_ring(0x7000, 16);
-  expect_fault(tb, {Insn::op(NOP), Insn::unit(GEMM, 0, 4), Insn::op(NOP), Insn::op(12), Insn::op(NOP)}, ILLEGAL, 3,
-               "opcode 12");
+  expect_fault(tb, {Insn::op(NOP), Insn::unit(GEMM, 0, 4), Insn::op(NOP), Insn::op(13), Insn::op(NOP)}, ILLEGAL, 3,
+               "opcode 13");
   tb.check_eq(tb.ctr(INSN_COMPUTE), 1, "earlier instruction retired before the fault");
   tb.check_eq(tb.ctr(INSN_SYNC), 2, "nothing after the fault retired");
   expect_fault(tb, {Insn::op(63)}, ILLEGAL, 0, "opcode 63");
