@@ -59,6 +59,10 @@ struct CompileOptions {
   /// Image bands (pass.h, Tiling::band) for convolutions that allow
   /// them: weighed by the cost model (Auto), never (Off), or always (On).
   enum class ImageBands { Auto, Off, On } image_bands = ImageBands::Auto;
+  /// Depthwise convolutions on the cores' depthwise unit (DWCONV, pass.h
+  /// depthwise_ok) or on the array (group packing): weighed by the cost
+  /// model (Auto), always the array (Off), or the unit wherever a tile fits (On).
+  enum class Depthwise { Auto, Off, On } depthwise = Depthwise::Auto;
   /// ONNX models: keep Softmax and LayerNormalization between their Q/DQ on
   /// the host in float (what ONNX Runtime computes) instead of folding them
   /// into the fabric's integer row normalizations (ROWNORM, approximations

@@ -293,6 +293,31 @@ TileCost band_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n
   return t;
 }
 
+/// One depthwise tile (depthwise_ok, lower.cc lower_dw) of m pixels (whole
+/// output rows) and n channels: its padded input rows (the share outside
+/// the image as padding), the taps and the PARAM slice in one step; one
+/// DWCONV, one POSTOP, one STORE.
+TileCost dw_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n, int slots) {
+  TileCost t;
+  const uint64_t rows = m / uint64_t(g.OW), in_rows = uint64_t(dw_in_rows(g, int64_t(rows)));
+  const uint64_t img_rows = uint64_t(dw_in_rows(g, g.OH));
+  const uint64_t img_pad = img_rows > uint64_t(g.H) ? img_rows - uint64_t(g.H) : 0;
+  const uint64_t padding = std::min(in_rows, uint64_t(double(img_pad) * double(in_rows) / double(img_rows) + 0.5));
+  MacGeom v = g;  // the tile's channel slice, as load_input_row reads it
+  v.Cg = int64_t(n);
+  input_rows_cost(p, v, in_rows - padding, padding, t.ld);
+  t.ld.dma(p, false, uint64_t(g.KH * g.KW), n, uint64_t(g.C));
+  t.ld.dma(p, false, 1, 12 * n, 12 * n);
+  spec::DwconvInsn d;
+  d.kh = uint64_t(g.KH), d.kw = uint64_t(g.KW), d.stride = uint64_t(g.sh);
+  d.c = n, d.ow = uint64_t(g.OW), d.oh = rows;
+  t.cp.cycles = hw::dwconv_cycles(timing(p), d) + postop(p, m, n, false);
+  t.cp.insns = 2;
+  t.st.dma(p, true, m, n, uint64_t(g.Cout));
+  finish_tile(t, {{t.ld.cycles, t.cp.cycles}}, slots);
+  return t;
+}
+
 TileCost mac_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n, const std::vector<KStep>& ks,
                   int slots, bool residual, bool rescale, double pad_share, bool window) {
   TileCost t;
@@ -599,9 +624,9 @@ Cost estimate(const CostParams& p0, const Layer& l, int cores, int slots, bool r
     case LayerKind::Alias:
       return c;
     case LayerKind::Mac:
-      reps = uint64_t(l.mac.batch * l.mac.groups);
+      reps = uint64_t(l.mac.batch * tile_groups(l.mac, l.tiling));
       nm = cdiv(uint64_t(l.mac.M()), uint64_t(std::max<int64_t>(l.tiling.tm, 1)));
-      nn = cdiv(uint64_t(l.mac.Ng), uint64_t(std::max<int64_t>(l.tiling.tn, 1)));
+      nn = cdiv(uint64_t(tile_channels(l.mac, l.tiling)), uint64_t(std::max<int64_t>(l.tiling.tn, 1)));
       break;
     case LayerKind::Pool:
       reps = uint64_t(l.pool.batch);
@@ -623,20 +648,24 @@ Cost estimate(const CostParams& p0, const Layer& l, int cores, int slots, bool r
     case LayerKind::Mac: {
       const MacGeom& g = l.mac;
       const Tiling& t = l.tiling;
-      classes(uint64_t(g.M()), uint64_t(t.tm), uint64_t(g.Ng), uint64_t(t.tn), reps,
+      classes(uint64_t(g.M()), uint64_t(t.tm), uint64_t(tile_channels(g, t)), uint64_t(t.tn), reps,
               [&, ps = pad_share(g)](uint64_t m, uint64_t n, uint64_t count, int lm, int ln) {
-                const TileCost tc = t.band ? band_tile(p, g, m, n, slots)
-                                           : mac_tile(p, g, m, n, t.ksteps, slots, residual_in,
+                const TileCost tc = t.depthwise ? dw_tile(p, g, m, n, slots)
+                                    : t.band    ? band_tile(p, g, m, n, slots)
+                                                : mac_tile(p, g, m, n, t.ksteps, slots, residual_in,
                                                       residual_in && l.res.rescale, ps, t.row_window);
                 ct[lm][ln].set(tc);
                 if (count) tot.add(tc, count);
               });
       int64_t tk = 0;
       for (const auto& k : t.ksteps) tk = std::max(tk, k.len());
-      const int64_t a_in = t.band ? band_in_bytes(g, t.tm) : t.row_window ? window_in_bytes(g, t.tm) : t.tm * tk;
+      const int64_t a_in = t.depthwise ? dw_in_rows(g, t.tm / g.OW) * dw_pitch(g, t.tn)
+                           : t.band    ? band_in_bytes(g, t.tm)
+                           : t.row_window ? window_in_bytes(g, t.tm)
+                                          : t.tm * tk;
       const int64_t c_rows = t.band ? band_max_rows(g, t.tm) : t.tm;
       c.sp_in = uint64_t(a_in + (residual_in ? t.tm * t.tn : 0));
-      c.sp_wgt = uint64_t((t.band ? g.K() : tk) * t.tn);
+      c.sp_wgt = uint64_t((t.depthwise ? g.KH * g.KW : t.band ? g.K() : tk) * t.tn);
       c.sp_out = uint64_t(t.tm * t.tn);
       c.sp_acc = uint64_t(4 * c_rows * t.tn);
       c.sp_param = uint64_t(12 * t.tn);

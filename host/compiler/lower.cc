@@ -159,12 +159,12 @@ void store_tile(LayerStream& ls, const MacGeom& m, const Tile& t, uint64_t y, ui
   ls.store(sto, true);
 }
 
-/// Input row `ih` of image `img`, the group's channels of each pixel, padded
-/// to window_pitch(m) bytes at IN address `row`: LOADs of padding for the
-/// left and right edge columns around one LOAD of the image's pixels (one
-/// contiguous row when ungrouped, else W rows of Cg bytes a pixel apart), or
-/// one LOAD of padding when the row lies outside the image.
-void load_input_row(LayerStream& ls, const MacGeom& m, uint64_t x, int64_t img, int64_t group, int64_t ih, uint64_t row,
+/// Input row `ih` of image `img`, channels [c0, c0 + Cg) of each pixel,
+/// padded to window_pitch(m) bytes at IN address `row`: LOADs of padding for
+/// the left and right edge columns around one LOAD of the image's pixels (one
+/// contiguous row when Cg is every channel, else W rows of Cg bytes a pixel
+/// apart), or one LOAD of padding when the row lies outside the image.
+void load_input_row(LayerStream& ls, const MacGeom& m, uint64_t x, int64_t img, int64_t c0, int64_t ih, uint64_t row,
                     int pad) {
   const int64_t pitch = window_pitch(m), wp = pitch / m.Cg;
   const int64_t wr = std::max<int64_t>(0, std::min(m.W, wp - m.pl));
@@ -177,7 +177,7 @@ void load_input_row(LayerStream& ls, const MacGeom& m, uint64_t x, int64_t img, 
   spec::LoadInsn ld;
   ld.buf = uint64_t(spec::Buffer::IN);
   ld.sp_addr = row + uint64_t(m.pl * m.Cg);
-  ld.dram_addr = x + uint64_t(((img * m.H + ih) * m.W) * m.C + group * m.Cg);
+  ld.dram_addr = x + uint64_t(((img * m.H + ih) * m.W) * m.C + c0);
   const bool whole = m.Cg == m.C;
   ld.rows = whole ? 1 : uint64_t(wr);
   ld.cols = uint64_t(whole ? wr * m.C : m.Cg);
@@ -327,6 +327,68 @@ Status lower_band(const CompileState& s, const Layer& l, const ir::MacQuant& q, 
   return Status::ok();
 }
 
+/// Depthwise mode (depthwise_ok in pass.h): per tile one step; the padded
+/// input rows of its output rows (channels [n0, n0 + n) of each pixel), the
+/// KH * KW taps of those channels and their PARAM slice; one DWCONV, one
+/// POSTOP, one STORE.
+Status lower_dw(const CompileState& s, const Layer& l, const ir::MacQuant& q, int core, LayerStream& ls) {
+  const ir::Node& n = s.node(l);
+  const MacGeom& m = l.mac;
+  const Budget& b = s.budget;
+  const uint64_t x = s.tensor_offset.at(n.inputs[0]);
+  const uint64_t y = s.tensor_offset.at(l.out_tensor(s.graph));
+  for (size_t ti = 0; ti < l.tiles.size(); ++ti) {
+    if (l.core_of_tile[ti] != core) continue;
+    const Tile& t = l.tiles[ti];
+    MacGeom v = m;  // the tile's channel slice, as load_input_row reads it
+    v.Cg = t.n;
+    const int64_t oh0 = t.m0 / m.OW, rows = t.m / m.OW, pitch = dw_pitch(m, t.n);
+    const uint64_t slot = uint64_t(ls.in_slot());
+    const uint64_t in = slot * uint64_t(b.in), wg = slot * uint64_t(b.wgt), pa = slot * uint64_t(b.param);
+    ls.begin_step();
+    for (int64_t r = 0; r < dw_in_rows(m, rows); ++r)
+      load_input_row(ls, v, x, t.img, t.n0, oh0 * m.sh - m.pt + r, in + uint64_t(r * pitch), q.x_zp);
+    spec::LoadInsn lw;
+    lw.buf = uint64_t(spec::Buffer::WGT);
+    lw.sp_addr = wg;
+    lw.dram_addr = l.wgt_offset + uint64_t(t.n0);
+    lw.rows = uint64_t(m.KH * m.KW);
+    lw.cols = uint64_t(t.n);
+    lw.dram_stride = uint64_t(m.C);
+    lw.sp_stride = uint64_t(t.n);
+    ls.load(lw);
+    load_params(ls, l, t, pa);
+    spec::DwconvInsn d;
+    d.kh = uint64_t(m.KH), d.kw = uint64_t(m.KW), d.stride = uint64_t(m.sh);
+    d.in_addr = in, d.wgt_addr = wg, d.acc_addr = 0;
+    d.c = uint64_t(t.n), d.ow = uint64_t(m.OW), d.oh = uint64_t(rows);
+    d.a_zp = q.x_zp, d.b_zp = q.w_zp;
+    d.ldi = uint64_t(pitch);
+    ls.compute_first();
+    ls.compute(d);
+    // The POSTOP and STORE wait for the next tile's loads, which then run
+    // while this tile computes.
+    ls.defer();
+    const uint64_t out = uint64_t(ls.out_slot()) * uint64_t(b.out);
+    spec::PostopInsn po;
+    po.acc_addr = 0;
+    po.out_addr = out;
+    po.param_addr = pa;
+    po.m = uint64_t(t.m);
+    po.n = uint64_t(t.n);
+    po.out_zp = q.y_zp;
+    po.clip_lo = q.lo;
+    po.clip_hi = q.hi;
+    po.res_shift = kMinShift;  // unused without `residual`, but kept in the legal range
+    ls.out_producer();
+    ls.compute_release(), ls.out_ready();
+    ls.compute(po);
+    store_tile(ls, m, t, y, out);
+  }
+  ls.flush();
+  return Status::ok();
+}
+
 Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& ls) {
   const ir::Node& n = s.node(l);
   auto q = ir::mac_quant(s.graph, n);
@@ -347,6 +409,7 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
                                            : l.tiling.tm * max_tk);
   const uint64_t w = m.b_const ? l.wgt_offset : s.tensor_offset.at(n.inputs[1]);
   if (l.tiling.band) return lower_band(s, l, *q, core, ls);
+  if (l.tiling.depthwise) return lower_dw(s, l, *q, core, ls);
   const auto& ks = l.tiling.ksteps;
   for (size_t ti = 0; ti < l.tiles.size(); ++ti) {
     if (l.core_of_tile[ti] != core) continue;
@@ -365,7 +428,7 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
         int64_t j = 0;
         for (int64_t p = t.m0; p < t.m0 + t.m; ++j) {
           const int64_t oh = p / m.OW, run = std::min(m.OW - p % m.OW, t.m0 + t.m - p);
-          load_input_row(ls, m, x, t.img, t.group, oh * m.sh - m.pt + kh, in + uint64_t(j * pitch), q->x_zp);
+          load_input_row(ls, m, x, t.img, t.group * m.Cg, oh * m.sh - m.pt + kh, in + uint64_t(j * pitch), q->x_zp);
           p += run;
         }
       } else if (row_gather(m, st)) {

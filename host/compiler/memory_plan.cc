@@ -193,8 +193,9 @@ class MemoryPlanPass final : public Pass {
     return v;
   }
 
-  /// Weights as [group][K][Ng] so one 2-D LOAD fetches any K x n tile, and
-  /// the (bias, mult, shift) table of every output channel.
+  /// Weights as [group][K][Ng] so one 2-D LOAD fetches any K x n tile (in
+  /// depthwise mode taps x channels), and the (bias, mult, shift) table of
+  /// every output channel.
   static Status pack_mac(CompileState& s, Layer& l, const ir::Node& n) {
     auto& c = s.plan.constants;
     const MacGeom& m = l.mac;
@@ -214,7 +215,10 @@ class MemoryPlanPass final : public Pass {
       // of a packed group belong to graph groups ci / cg and j / ng; only
       // the diagonal blocks hold weights, the rest the zero point.
       const bool gemm_groups = n.op == ir::OpKind::Gemm && w.shape.size() == 3;  // b [G,K,N]: already the layout
-      for (int64_t g = 0; g < m.groups; ++g)
+      // Depthwise mode: the graph's [KH][KW][1][C] is DWCONV's taps x channels.
+      if (l.tiling.depthwise)
+        for (int64_t i = 0; i < m.KH * m.KW * m.Cout; ++i) c.push_back(uint8_t(wd[i]));
+      for (int64_t g = 0; g < (l.tiling.depthwise ? 0 : m.groups); ++g)
         for (int64_t k = 0; k < m.K(); ++k) {
           const int64_t pos = k / m.Cg, ci = k % m.Cg;
           for (int64_t j = 0; j < m.Ng; ++j)

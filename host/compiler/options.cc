@@ -32,6 +32,18 @@ const char* image_bands_name(CompileOptions::ImageBands b) {
   return "?";
 }
 
+const char* depthwise_name(CompileOptions::Depthwise d) {
+  switch (d) {
+    case CompileOptions::Depthwise::Auto:
+      return "auto";
+    case CompileOptions::Depthwise::Off:
+      return "off";
+    case CompileOptions::Depthwise::On:
+      return "on";
+  }
+  return "?";
+}
+
 ordered_json options_to_json(const CompileOptions& o) {
   ordered_json j;
   j["cores"] = o.num_cores;
@@ -43,6 +55,7 @@ ordered_json options_to_json(const CompileOptions& o) {
   j["row_windows"] = row_windows_name(o.row_windows);
   j["group_packing"] = o.group_packing;
   j["image_bands"] = image_bands_name(o.image_bands);
+  j["depthwise"] = depthwise_name(o.depthwise);
   j["exact_host"] = o.exact_host;
   if (o.cost_params) {
     j["cost_params"] = ordered_json{{"latency", o.cost_params->latency},
@@ -100,6 +113,10 @@ Expected<CompileOptions> options_from_json(const nlohmann::json& j, const spec::
     } else if (k == "image_bands") {
       using B = CompileOptions::ImageBands;
       if (!plan::read_strict(v, &s) || !parse_name(s, &o.image_bands, {B::Auto, B::Off, B::On}, image_bands_name))
+        return bad(k, "must be auto, off or on");
+    } else if (k == "depthwise") {
+      using D = CompileOptions::Depthwise;
+      if (!plan::read_strict(v, &s) || !parse_name(s, &o.depthwise, {D::Auto, D::Off, D::On}, depthwise_name))
         return bad(k, "must be auto, off or on");
     } else if (k == "cost_params") {
       if (v.is_null()) continue;

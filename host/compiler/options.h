@@ -14,7 +14,8 @@
 namespace loom::compiler {
 
 /// Every field of `o`: cores, fusion, placement, tasks_per_core, hls,
-/// double_buffer, row_windows, group_packing, image_bands and cost_params
+/// double_buffer, row_windows, group_packing, image_bands, depthwise,
+/// exact_host and cost_params
 /// (null, or the refitted parameters {latency, layer_cycles, insn_cycles}).
 nlohmann::ordered_json options_to_json(const CompileOptions& o);
 
@@ -29,5 +30,6 @@ std::vector<std::string> options_diff(const CompileOptions& a, const CompileOpti
 
 const char* row_windows_name(CompileOptions::RowWindows r);
 const char* image_bands_name(CompileOptions::ImageBands b);
+const char* depthwise_name(CompileOptions::Depthwise d);
 
 }  // namespace loom::compiler

@@ -138,6 +138,24 @@ inline int64_t band_in_bytes(const MacGeom& g, int64_t tm) {
   return g.sh * g.sw * band_plane_bytes(g, window_rows(g, tm));
 }
 
+/// Depthwise mode (Tiling::depthwise): a convolution with one input and one
+/// output channel a group and constant weights runs on the cores' depthwise
+/// unit (DWCONV) instead of the array. A tile is whole output rows of one
+/// image times a slice of tc channels: IN holds the padded input rows its
+/// output rows read (dw_in_rows, dw_pitch bytes each: the padded row's
+/// pixels, tc bytes a pixel), WGT the KH * KW taps of tc weights, PARAM the
+/// tc triples; one DWCONV writes the tile's int32 sums to ACC, one POSTOP
+/// requantizes them into OUT and one STORE writes them. Lowering and the
+/// cost model both decide by these.
+inline bool depthwise_ok(const MacGeom& g) {
+  constexpr int64_t kMax4 = 15, kMax16 = 65535;  // kh, kw, stride: 4-bit fields; ow, oh, c: 16-bit
+  const int64_t graph_groups = g.groups * g.pack;
+  return g.b_const && graph_groups == g.C && graph_groups == g.Cout && g.KH <= kMax4 && g.KW <= kMax4 &&
+         g.sh == g.sw && g.sh >= 1 && g.sh <= kMax4 && g.OW <= kMax16 && g.C <= kMax16;
+}
+inline int64_t dw_pitch(const MacGeom& g, int64_t tc) { return ((g.OW - 1) * g.sw + g.KW) * tc; }
+inline int64_t dw_in_rows(const MacGeom& g, int64_t out_rows) { return (out_rows - 1) * g.sh + g.KH; }
+
 /// Output-row runs of `m` pixels from pixel m0 (each within one output row).
 inline int64_t row_runs(int64_t m0, int64_t m, int64_t ow) {
   if (m <= 0 || ow <= 0) return 0;
@@ -150,9 +168,15 @@ struct Tiling {
   std::vector<KStep> ksteps;  // mac only
   bool row_window = false;    // mac only: K steps read A from loaded input rows (row_window_ok)
   bool band = false;          // mac only: one GEMM per kernel row over the tile's input band (band_ok)
+  bool depthwise = false;     // mac only: DWCONV tiles of whole output rows x tn channels (depthwise_ok)
   uint64_t bytes_read = 0;    // predicted DRAM traffic of the layer
   uint64_t bytes_written = 0;
 };
+
+/// The groups and the channels a group that a mac layer's tiles walk: a
+/// depthwise tiling slices all channels as one group.
+inline int64_t tile_groups(const MacGeom& g, const Tiling& t) { return t.depthwise ? 1 : g.groups; }
+inline int64_t tile_channels(const MacGeom& g, const Tiling& t) { return t.depthwise ? g.Cout : g.Ng; }
 
 /// One unit of work that a core owns: an output tile.
 struct Tile {

@@ -23,8 +23,10 @@ namespace {
 
 
 /// Granule a tile is cut in: whole rows for softmax/layernorm, 64
-/// elements for other elementwise ops, array rows of pixels otherwise.
+/// elements for other elementwise ops, whole output rows for depthwise
+/// tiles (DWCONV), array rows of pixels otherwise.
 int64_t elt_align(const CompileState& s, const Layer& l) {
+  if (l.props->kind == LayerKind::Mac && l.tiling.depthwise) return l.mac.OW;
   if (l.props->kind != LayerKind::Eltwise) return int64_t(s.cfg->array_rows);
   return l.row > 0 ? l.row : 64;
 }
@@ -152,7 +154,8 @@ class PlacementPass final : public Pass {
     int64_t tiles = 1;
     switch (one.props->kind) {
       case LayerKind::Mac:
-        tiles = one.mac.groups * ceil_div(one.mac.M(), one.tiling.tm) * ceil_div(one.mac.Ng, one.tiling.tn);
+        tiles = tile_groups(one.mac, one.tiling) * ceil_div(one.mac.M(), one.tiling.tm) *
+                ceil_div(tile_channels(one.mac, one.tiling), one.tiling.tn);
         break;
       case LayerKind::Pool:
         tiles = ceil_div(one.pool.OH * one.pool.OW, one.tiling.tm) * ceil_div(one.pool.C, one.tiling.tn);
@@ -368,12 +371,13 @@ class PlacementPass final : public Pass {
     const Tiling& t = l.tiling;
     // A gemm whose rows are the batch splits its row tiles at image boundaries.
     const int64_t span = (units > 1 && is_gemm(l)) ? g.M() / units : g.M();
+    const int64_t N = tile_channels(g, t);
     for (int64_t img = 0; img < g.batch; ++img)
-      for (int64_t grp = 0; grp < g.groups; ++grp)
+      for (int64_t grp = 0; grp < tile_groups(g, t); ++grp)
         for (int64_t u0 = 0; u0 < g.M(); u0 += span)
           for (int64_t m0 = u0; m0 < u0 + span; m0 += t.tm)
-            for (int64_t n0 = 0; n0 < g.Ng; n0 += t.tn)
-              l.tiles.push_back({img, grp, m0, std::min(t.tm, u0 + span - m0), n0, std::min(t.tn, g.Ng - n0)});
+            for (int64_t n0 = 0; n0 < N; n0 += t.tn)
+              l.tiles.push_back({img, grp, m0, std::min(t.tm, u0 + span - m0), n0, std::min(t.tn, N - n0)});
   }
   static void pool_tiles(Layer& l) {
     const PoolGeom& g = l.pool;

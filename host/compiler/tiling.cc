@@ -7,6 +7,7 @@
 
 #include "compiler/cost_model.h"
 #include "compiler/pass.h"
+#include "hw/timing.h"
 
 namespace loom::compiler {
 namespace {
@@ -118,9 +119,103 @@ class TilingPass final : public Pass {
     return v;
   }
 
-  /// Tiles a conv/gemm layer; a grouped convolution also chooses how many of
-  /// its groups each GEMM packs, by the cost model's predicted cycles.
+  /// Tiles a conv/gemm layer: on the array, or (a depthwise convolution)
+  /// on the depthwise unit when the cost model predicts it faster.
   Status tile_mac(CompileState& s, Layer& l, bool residual, bool quiet) {
+    using D = CompileOptions::Depthwise;
+    l.tiling.depthwise = false;
+    if (residual || s.opt.depthwise == D::Off || !depthwise_ok(l.mac)) return tile_array(s, l, residual, quiet);
+    Layer dw = l;
+    const Status dw_fits = tile_dw(s, dw, true);
+    if (s.opt.depthwise == D::On && dw_fits) return tile_dw(s, l, quiet);
+    const Status array_fits = tile_array(s, l, residual, true);
+    const uint64_t array_cycles = l.cost.cycles;
+    if (dw_fits && (!array_fits || dw.cost.cycles < array_cycles)) {
+      LOOM_TRY(tile_dw(s, l, quiet));
+      if (!quiet && array_fits)
+        s.decide(l.name, name(), "depthwise unit: predicted " + std::to_string(l.cost.cycles) + " cycles, the array " +
+                                     std::to_string(array_cycles));
+      return Status::ok();
+    }
+    LOOM_TRY(tile_array(s, l, residual, quiet));
+    if (!quiet && dw_fits)
+      s.decide(l.name, name(), "array: predicted " + std::to_string(l.cost.cycles) + " cycles, the depthwise unit " +
+                                   std::to_string(dw.cost.cycles));
+    return Status::ok();
+  }
+
+  /// Depthwise mode (depthwise_ok): tiles of whole output rows of one image
+  /// times a slice of channels (all of them, multiples of the scratchpad
+  /// width, or halvings), as many rows as IN, ACC and OUT hold or fewer to
+  /// spread the rows over the cores; the cost model picks.
+  Status tile_dw(CompileState& s, Layer& l, bool quiet) {
+    MacGeom& g = l.mac;
+    g.groups *= g.pack, g.Cg /= g.pack, g.Ng /= g.pack, g.pack = 1;
+    const Budget& b = s.budget;
+    const int64_t spw = int64_t(hw::TimingParams::from(*s.cfg).spw);
+    struct Cand {
+      int64_t rows, tc;
+    };
+    std::vector<Cand> cands;
+    for (int64_t tc : candidates(g.C, spw)) {
+      if (12 * tc > b.param || g.KH * g.KW * tc > b.wgt) continue;
+      const auto fits = [&](int64_t r) {
+        return dw_in_rows(g, r) * dw_pitch(g, tc) <= b.in && 4 * r * g.OW * tc <= b.acc && r * g.OW * tc <= b.out &&
+               r * g.OW <= kField16;
+      };
+      int64_t top = g.OH;
+      while (top > 0 && !fits(top)) --top;
+      if (top == 0) continue;
+      cands.push_back({top, tc});
+      const int64_t nn = ceil_div(g.C, tc);
+      for (int64_t k = 1; k <= 4; ++k) {
+        const int64_t rows = ceil_div(g.OH, ceil_div(k * s.cores, g.batch * nn));
+        if (rows < top) cands.push_back({rows, tc});
+      }
+    }
+    if (cands.empty())
+      return make_error("node '" + l.name + "'", "no depthwise tile fits the scratchpads of config '" +
+                                                     std::string(s.cfg->name) + "'");
+    const CostParams cp = s.opt.cost(*s.cfg);
+    Tiling& t = l.tiling;
+    t = Tiling{};
+    t.depthwise = true;
+    Tiling best_t;
+    Cost best_cost;
+    for (const Cand& c : cands) {
+      t.tm = c.rows * g.OW, t.tn = c.tc;
+      const Cost cost = estimate(cp, l, s.cores, b.slots);
+      if (best_t.tm == 0 || cost.cycles < best_cost.cycles) best_t = t, best_cost = cost;
+    }
+    t = best_t;
+    l.cost = best_cost;
+    const int64_t nm = ceil_div(g.M(), t.tm), nn = ceil_div(g.C, t.tn);
+    t.bytes_read = uint64_t(g.batch * nn * nm) * uint64_t(dw_in_rows(g, t.tm / g.OW) * g.W) * uint64_t(t.tn) +
+                   uint64_t(g.batch * nm) * uint64_t((g.KH * g.KW + 12) * g.C);
+    t.bytes_written = uint64_t(g.batch * g.M() * g.Cout);
+    if (quiet) return Status::ok();
+    bump("depthwise_layers");
+    bump("candidates", int64_t(cands.size()));
+    bump("evaluated", int64_t(cands.size()));
+    bump("predicted_cycles", int64_t(l.cost.cycles));
+    const int64_t rows = t.tm / g.OW;
+    s.decide(l.name, name(),
+             "depthwise " + std::to_string(g.KH) + "x" + std::to_string(g.KW) + "/" + std::to_string(g.sh) + " on " +
+                 std::to_string(g.C) + " channels, " + std::to_string(g.OH) + "x" + std::to_string(g.OW) +
+                 " outputs: tiles of " + std::to_string(rows) + " output rows x " + std::to_string(t.tn) +
+                 " channels (DWCONV); IN " + kib(dw_in_rows(g, rows) * dw_pitch(g, t.tn)) + "/" + kib(b.in) + ", WGT " +
+                 kib(g.KH * g.KW * t.tn) + "/" + kib(b.wgt) + ", OUT " + kib(t.tm * t.tn) + "/" + kib(b.out) +
+                 (b.slots > 1 ? " per slot" : "") + ", ACC " + kib(4 * t.tm * t.tn) + "/" + kib(b.acc) +
+                 "; predicted DRAM bytes read " + std::to_string(t.bytes_read) + ", written " +
+                 std::to_string(t.bytes_written) + "; " + l.cost.summary() + "; best of " +
+                 std::to_string(cands.size()) + " candidates");
+    return Status::ok();
+  }
+
+  /// Tiles a conv/gemm layer on the array; a grouped convolution also
+  /// chooses how many of its groups each GEMM packs, by the cost model's
+  /// predicted cycles.
+  Status tile_array(CompileState& s, Layer& l, bool residual, bool quiet) {
     MacGeom base = l.mac;  // unpacked: this may run more than once per layer
     base.groups *= base.pack, base.Cg /= base.pack, base.Ng /= base.pack, base.pack = 1;
     const std::vector<int64_t> packs =

@@ -161,11 +161,10 @@ TEST(CostModel, TracksTlmOnDepthwiseSharedPortAndUnevenTiles) {
     // unit still serialises them (relu 9408: -7.0 %, add 8192: -6.0 %); the
     // depthwise 7x7x192 case over-predicts by 6.3 % since a tile's POSTOP and
     // STORE follow the next tile's loads. Within the documented 10 % per layer.
-    // Since group packing the depthwise cases run 4-10x faster on row
-    // windows of 4-8 packed channels, and the model under-predicts them by
-    // 9-15 % (7x7x192 -9.0 %, 8x8x16 -14.8 %, 14x14x96 -14.2 %): it overlaps
-    // a small tile's first window loads and last GEMMs with its neighbours
-    // more than the in-order stream does.
+    // The depthwise cases run on the depthwise unit (DWCONV), and the model
+    // under-predicts them by 7-10 % (7x7x192 -6.9 %, 8x8x16 -8.7 %,
+    // 14x14x96 -10.3 %): it overlaps a tile's POSTOP and STORE with the next
+    // tile's loads, which in-order issue holds behind them.
     const bool dw = std::string(c.what).rfind("depthwise", 0) == 0;
     EXPECT_LT(std::fabs(err), dw ? 0.16 : 0.08) << c.what;
   }

@@ -283,6 +283,7 @@ TEST_P(E2E, ImageBandsMatchReference) {
                          {9, 10, 12, 4, 8, 5, 2, 2},   {14, 15, 16, 16, 16, 4, 1, 3}};
   CompileOptions on;
   on.image_bands = CompileOptions::ImageBands::On;
+  on.depthwise = CompileOptions::Depthwise::Off;  // the depthwise shapes on the array
   CompileOptions one = on;
   one.num_cores = 1;
   CompileOptions unpacked = on;
@@ -302,6 +303,42 @@ TEST_P(E2E, ImageBandsMatchReference) {
                  }};
     for (const CompileOptions* o : {&on, &one, &unpacked, &tasks, &pipe}) check(GetParam(), c, *o);
     EXPECT_TRUE(tiling_says(GetParam(), c, on, ", image bands)")) << name << ": the tiling did not use image bands";
+  }
+}
+
+// The depthwise unit (DWCONV), forced on every depthwise convolution: 1x1
+// to 5x5 and non-square kernels, strides 1-3, padding 0-2, channel counts
+// below, at and above the scratchpad width and not a multiple of it, one-row
+// and one-column images, batch 2, ReLU6 fused; on the default placement, on
+// one core, with dynamic tasks and pipelined; and on tiny with 700 channels,
+// which PARAM holds only in slices.
+TEST_P(E2E, DepthwiseUnitMatchesReference) {
+  struct Dw {
+    int64_t n, h, w, c, kh, kw, pad, stride;
+  };
+  const Dw shapes[] = {{1, 9, 7, 24, 3, 3, 1, 1},  {1, 12, 5, 16, 3, 3, 1, 2},  {2, 10, 10, 8, 5, 5, 2, 1},
+                       {1, 11, 6, 70, 3, 3, 0, 3}, {1, 1, 17, 32, 3, 3, 1, 1},  {1, 17, 1, 40, 3, 3, 1, 1},
+                       {1, 8, 8, 96, 1, 1, 0, 1},  {1, 9, 9, 144, 5, 3, 1, 2},  {1, 14, 15, 33, 4, 4, 1, 2},
+                       {1, 7, 7, 700, 3, 3, 1, 1}};
+  CompileOptions on;
+  on.depthwise = CompileOptions::Depthwise::On;
+  CompileOptions one = on;
+  one.num_cores = 1;
+  CompileOptions tasks = on;
+  tasks.placement = Placement::Dynamic;
+  tasks.tasks_per_core = 3;
+  CompileOptions pipe = on;
+  pipe.placement = Placement::Pipeline;
+  for (const auto& g : shapes) {
+    const std::string name = "dw_" + std::to_string(g.n) + "x" + std::to_string(g.h) + "x" + std::to_string(g.w) +
+                             "x" + std::to_string(g.c) + "_k" + std::to_string(g.kh) + "x" + std::to_string(g.kw) +
+                             "s" + std::to_string(g.stride) + "p" + std::to_string(g.pad);
+    const Case c{name.c_str(), [g](GraphBuilder& b) {
+                   const auto y = b.conv("c", b.input("x", {g.n, g.h, g.w, g.c}), {g.c, g.kh, g.kw, g.stride, g.pad, g.c});
+                   b.output(g.c % 2 ? y : b.unary("r", OpKind::Clip, y, 0.0, 0.3));
+                 }};
+    for (const CompileOptions* o : {&on, &one, &tasks, &pipe}) check(GetParam(), c, *o);
+    EXPECT_TRUE(tiling_says(GetParam(), c, on, "(DWCONV)")) << name << ": the tiling did not use the depthwise unit";
   }
 }
 
