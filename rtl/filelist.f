@@ -15,6 +15,7 @@ rtl/core/loom_systolic_array.sv
 rtl/core/loom_compute_check.sv
 rtl/core/loom_gemm_ctrl.sv
 rtl/core/loom_elem_ctrl.sv
+rtl/core/loom_dw_ctrl.sv
 rtl/core/loom_compute_unit.sv
 rtl/core/loom_load_unit.sv
 rtl/core/loom_store_unit.sv

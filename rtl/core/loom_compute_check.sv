@@ -5,8 +5,8 @@
 // is set; empty_o marks an instruction that passes its checks but has no
 // work (zero-size shapes, or GEMM with k_len = 0 and accumulate = 1), which
 // the unit retires without touching a scratchpad. Exactly as in
-// host/hw/golden_compute.cc, POSTOP/POOL/ELTWISE/ROWNORM with no elements
-// skip the bounds check, while GEMM always checks the ACC range.
+// host/hw/golden_compute.cc, POSTOP/POOL/ELTWISE/ROWNORM/DWCONV with no
+// elements skip the bounds check, while GEMM always checks the ACC range.
 //
 // The spans are formed exactly (up to 49 bits for POOL's p*win*c), so no
 // wrapped product can sneak past the bound. The multipliers are wide but sit
@@ -129,6 +129,34 @@ module loom_compute_check #(
   assign r_lo    = insn_i[loom_pkg::ROWNORM_CLIP_LO_LSB +: loom_pkg::ROWNORM_CLIP_LO_W];
   assign r_hi    = insn_i[loom_pkg::ROWNORM_CLIP_HI_LSB +: loom_pkg::ROWNORM_CLIP_HI_W];
 
+  // DWCONV fields.
+  logic [3:0]  d_kh, d_kw, d_stride;
+  logic [23:0] d_in, d_wgt, d_acc, d_ldi;
+  logic [15:0] d_c, d_ow, d_oh;
+  assign d_kh     = insn_i[loom_pkg::DWCONV_KH_LSB +: loom_pkg::DWCONV_KH_W];
+  assign d_kw     = insn_i[loom_pkg::DWCONV_KW_LSB +: loom_pkg::DWCONV_KW_W];
+  assign d_stride = insn_i[loom_pkg::DWCONV_STRIDE_LSB +: loom_pkg::DWCONV_STRIDE_W];
+  assign d_in     = insn_i[loom_pkg::DWCONV_IN_ADDR_LSB +: loom_pkg::DWCONV_IN_ADDR_W];
+  assign d_wgt    = insn_i[loom_pkg::DWCONV_WGT_ADDR_LSB +: loom_pkg::DWCONV_WGT_ADDR_W];
+  assign d_acc    = insn_i[loom_pkg::DWCONV_ACC_ADDR_LSB +: loom_pkg::DWCONV_ACC_ADDR_W];
+  assign d_ldi    = insn_i[loom_pkg::DWCONV_LDI_LSB +: loom_pkg::DWCONV_LDI_W];
+  assign d_c      = insn_i[loom_pkg::DWCONV_C_LSB +: loom_pkg::DWCONV_C_W];
+  assign d_ow     = insn_i[loom_pkg::DWCONV_OW_LSB +: loom_pkg::DWCONV_OW_W];
+  assign d_oh     = insn_i[loom_pkg::DWCONV_OH_LSB +: loom_pkg::DWCONV_OH_W];
+
+  // DWCONV spans (used only when oh, ow and c are all nonzero): the window
+  // band's rows and pixels, IN up to the last window's last byte, the taps'
+  // weights and the dense int32 result.
+  logic [20:0] d_rows, d_cols;
+  logic [63:0] d_in_len, d_wgt_len, d_acc_len;
+  logic [61:0] d_pc;
+  assign d_rows    = (21'(d_oh) - 21'd1) * 21'(d_stride) + 21'(d_kh) - 21'd1;
+  assign d_cols    = (21'(d_ow) - 21'd1) * 21'(d_stride) + 21'(d_kw);
+  assign d_in_len  = 64'(d_rows) * 64'(d_ldi) + 64'(d_cols) * 64'(d_c);
+  assign d_wgt_len = 64'(8'(d_kh) * 8'(d_kw)) * 64'(d_c);
+  assign d_pc      = 62'(32'(d_oh) * 32'(d_ow)) * 62'(d_c);
+  assign d_acc_len = {d_pc, 2'b00};
+
   // Products shared by the bounds checks.
   logic [63:0] g_a_len, g_b_len, g_c_len, p_mn, o_pc, o_pwc, r_mn;
   assign g_a_len = (g_n == 16'd0 || g_k == 16'd0) ? 64'd0 : span2d(g_m, g_lda, 18'(g_k));
@@ -180,7 +208,13 @@ module loom_compute_check #(
         oob_o     = !empty_o && (!fits(64'(InBytes), r_in, r_mn) || !fits(64'(OutBytes), r_out, r_mn) ||
                                  !fits(64'(ParamBytes), r_par, r_ln ? 64'(r_n) * 64'd12 : 64'd512));
       end
-      // The dispatcher routes only the five compute opcodes here; anything
+      loom_pkg::OpDwconv: begin
+        illegal_o = (d_kh == 4'd0) || (d_kw == 4'd0) || (d_stride == 4'd0) || (d_acc[1:0] != 2'b00);
+        empty_o   = (d_oh == 16'd0) || (d_ow == 16'd0) || (d_c == 16'd0);
+        oob_o     = !empty_o && (!fits(64'(InBytes), d_in, d_in_len) || !fits(64'(WgtBytes), d_wgt, d_wgt_len) ||
+                                 !fits(64'(AccBytes), d_acc, d_acc_len));
+      end
+      // The dispatcher routes only the six compute opcodes here; anything
       // else is rejected rather than executed as something it is not.
       default: illegal_o = 1'b1;
     endcase

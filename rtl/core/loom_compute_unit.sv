@@ -1,22 +1,24 @@
-// The compute unit of a loom core: executes GEMM, POSTOP, POOL, ELTWISE and ROWNORM on the scratchpads under the unit contract.
+// The compute unit of a loom core: executes GEMM, POSTOP, POOL, ELTWISE, ROWNORM and DWCONV on the scratchpads under the unit contract.
 //
 // Sequence per instruction (docs/rtl-core.md, unit contract): accept while
 // idle; one check cycle (loom_compute_check: ILLEGAL_INSN, then
 // SCRATCHPAD_OOB, before anything is touched); wait for the tokens the pop
 // flags ask for (stall_dep_o) and pop them together in one cycle; execute on
-// loom_gemm_ctrl (GEMM) or loom_elem_ctrl (POSTOP, POOL, ELTWISE, ROWNORM); then one
+// loom_gemm_ctrl (GEMM), loom_dw_ctrl (DWCONV) or loom_elem_ctrl (POSTOP,
+// POOL, ELTWISE, ROWNORM); then one
 // retire cycle with retire_o and the push pulses. An error pulses err_o with
 // its cause and pc, and the unit holds (busy) until halt_i or flush_i.
 // halt_i and flush_i abandon the instruction: the controllers drain the
-// array and the post-op pipeline (results discarded) so that nothing stale
+// array, the depthwise lanes and the post-op pipeline (results discarded) so that nothing stale
 // reaches the next instruction, then the unit is idle.
 //
 // Scratchpad ports follow the loom_spad contract: byte addresses, SpW-byte
 // windows, data the cycle after a (granted) read request, byte-masked
 // writes. IN, WGT and PARAM reads are the unit's own; the ACC read port is
 // shared with the store unit and the OUT write port with the load unit, so
-// those two carry a grant. The ACC write port is the unit's alone. The two
-// controllers never run at once, so their requests are simply ORed.
+// those two carry a grant. The ACC write port is the unit's alone. The three
+// controllers never run at once, so their requests are simply ORed and the
+// busy one's address and data go out.
 `include "loom_assert.svh"
 
 module loom_compute_unit #(
@@ -146,6 +148,7 @@ module loom_compute_unit #(
 
   logic g_start, g_busy, g_done, g_active;
   logic e_start, e_busy, e_done, e_err, e_active;
+  logic d_start, d_busy, d_done, d_active;
 
   always_comb begin
     state_d         = state_q;
@@ -163,6 +166,7 @@ module loom_compute_unit #(
     stall_dep_o     = 1'b0;
     g_start         = 1'b0;
     e_start         = 1'b0;
+    d_start         = 1'b0;
 
     unique case (state_q)
       SIdle: begin
@@ -198,7 +202,8 @@ module loom_compute_unit #(
             state_d = SRetire;
           end else begin
             g_start = (opcode == loom_pkg::OpGemm);
-            e_start = (opcode != loom_pkg::OpGemm);
+            d_start = (opcode == loom_pkg::OpDwconv);
+            e_start = (opcode != loom_pkg::OpGemm) && (opcode != loom_pkg::OpDwconv);
             state_d = SRun;
           end
         end
@@ -210,7 +215,7 @@ module loom_compute_unit #(
           err_o                                  = 1'b1;
           err_cause_o[loom_pkg::ERR_ILLEGAL_INSN] = 1'b1;
           state_d                                = SErr;
-        end else if (g_done || e_done) begin
+        end else if (g_done || e_done || d_done) begin
           state_d = SRetire;
         end
       end
@@ -225,7 +230,7 @@ module loom_compute_unit #(
       SErr: ;  // held until halt_i / flush_i
 
       SDrain: begin
-        if (!g_busy && !e_busy) begin
+        if (!g_busy && !e_busy && !d_busy) begin
           state_d = SIdle;
         end
       end
@@ -245,6 +250,7 @@ module loom_compute_unit #(
       err_cause_o     = '0;
       g_start         = 1'b0;
       e_start         = 1'b0;
+      d_start         = 1'b0;
       stall_dep_o     = 1'b0;
     end
     if (abort && state_q == SIdle) begin
@@ -276,10 +282,15 @@ module loom_compute_unit #(
   // ---------------------------------------------------------------------------
   // Controllers.
   // ---------------------------------------------------------------------------
-  logic                g_in_req, e_in_req, g_acc_rd_req, e_acc_rd_req;
-  logic [InAw-1:0]     g_in_addr, e_in_addr;
+  logic                g_in_req, e_in_req, d_in_req, g_acc_rd_req, e_acc_rd_req;
+  logic [InAw-1:0]     g_in_addr, e_in_addr, d_in_addr;
   logic [AccAw-1:0]    g_acc_rd_addr, e_acc_rd_addr;
-  logic [31:0]         g_macs;
+  logic [31:0]         g_macs, d_macs;
+  logic                g_wgt_req, d_wgt_req, g_acc_wr_req, d_acc_wr_req;
+  logic [WgtAw-1:0]    g_wgt_addr, d_wgt_addr;
+  logic [AccAw-1:0]    g_acc_wr_addr, d_acc_wr_addr;
+  logic [SpW*8-1:0]    g_acc_wr_data, d_acc_wr_data;
+  logic [SpW-1:0]      g_acc_wr_mask, d_acc_wr_mask;
 
   loom_gemm_ctrl #(
     .Rows  (Rows),
@@ -301,17 +312,44 @@ module loom_compute_unit #(
     .in_rd_req_o   (g_in_req),
     .in_rd_addr_o  (g_in_addr),
     .in_rd_data_i  (in_rd_data_i),
-    .wgt_rd_req_o  (wgt_rd_req_o),
-    .wgt_rd_addr_o (wgt_rd_addr_o),
+    .wgt_rd_req_o  (g_wgt_req),
+    .wgt_rd_addr_o (g_wgt_addr),
     .wgt_rd_data_i (wgt_rd_data_i),
     .acc_rd_req_o  (g_acc_rd_req),
     .acc_rd_addr_o (g_acc_rd_addr),
     .acc_rd_gnt_i  (acc_rd_gnt_i),
     .acc_rd_data_i (acc_rd_data_i),
-    .acc_wr_req_o  (acc_wr_req_o),
-    .acc_wr_addr_o (acc_wr_addr_o),
-    .acc_wr_data_o (acc_wr_data_o),
-    .acc_wr_mask_o (acc_wr_mask_o)
+    .acc_wr_req_o  (g_acc_wr_req),
+    .acc_wr_addr_o (g_acc_wr_addr),
+    .acc_wr_data_o (g_acc_wr_data),
+    .acc_wr_mask_o (g_acc_wr_mask)
+  );
+
+  loom_dw_ctrl #(
+    .SpW   (SpW),
+    .InAw  (InAw),
+    .WgtAw (WgtAw),
+    .AccAw (AccAw)
+  ) u_dw (
+    .clk_i         (clk_i),
+    .rst_ni        (rst_ni),
+    .start_i       (d_start),
+    .abort_i       (abort),
+    .insn_i        (insn_q),
+    .busy_o        (d_busy),
+    .done_o        (d_done),
+    .active_o      (d_active),
+    .macs_inc_o    (d_macs),
+    .in_rd_req_o   (d_in_req),
+    .in_rd_addr_o  (d_in_addr),
+    .in_rd_data_i  (in_rd_data_i),
+    .wgt_rd_req_o  (d_wgt_req),
+    .wgt_rd_addr_o (d_wgt_addr),
+    .wgt_rd_data_i (wgt_rd_data_i),
+    .acc_wr_req_o  (d_acc_wr_req),
+    .acc_wr_addr_o (d_acc_wr_addr),
+    .acc_wr_data_o (d_acc_wr_data),
+    .acc_wr_mask_o (d_acc_wr_mask)
   );
 
   loom_elem_ctrl #(
@@ -347,14 +385,21 @@ module loom_compute_unit #(
     .out_wr_gnt_i    (out_wr_gnt_i)
   );
 
-  // Shared read ports: only the running controller requests.
-  assign in_rd_req_o   = g_in_req || e_in_req;
-  assign in_rd_addr_o  = g_busy ? g_in_addr : e_in_addr;
+  // Shared ports: only the running controller requests.
+  assign in_rd_req_o   = g_in_req || e_in_req || d_in_req;
+  assign in_rd_addr_o  = g_busy ? g_in_addr : d_busy ? d_in_addr : e_in_addr;
+  assign wgt_rd_req_o  = g_wgt_req || d_wgt_req;
+  assign wgt_rd_addr_o = d_busy ? d_wgt_addr : g_wgt_addr;
   assign acc_rd_req_o  = g_acc_rd_req || e_acc_rd_req;
   assign acc_rd_addr_o = g_busy ? g_acc_rd_addr : e_acc_rd_addr;
+  assign acc_wr_req_o  = g_acc_wr_req || d_acc_wr_req;
+  assign acc_wr_addr_o = d_busy ? d_acc_wr_addr : g_acc_wr_addr;
+  assign acc_wr_data_o = d_busy ? d_acc_wr_data : g_acc_wr_data;
+  assign acc_wr_mask_o = d_busy ? d_acc_wr_mask : g_acc_wr_mask;
 
-  assign macs_inc_o = g_macs;
-  assign active_o   = g_active || e_active;
+  // Only the running controller counts (the others add zero).
+  assign macs_inc_o = g_macs | d_macs;
+  assign active_o   = g_active || e_active || d_active;
 
   // ---------------------------------------------------------------------------
   // Assertions.
@@ -363,7 +408,7 @@ module loom_compute_unit #(
   `LOOM_ASSERT_INIT(PowerOfTwoSpads_A, (InBytes & (InBytes - 1)) == 0 && (WgtBytes & (WgtBytes - 1)) == 0 &&
                                        (AccBytes & (AccBytes - 1)) == 0 && (OutBytes & (OutBytes - 1)) == 0 &&
                                        (ParamBytes & (ParamBytes - 1)) == 0)
-  `LOOM_ASSERT(OneController_A, !(g_busy && e_busy))
+  `LOOM_ASSERT(OneController_A, !(g_busy && e_busy) && !(g_busy && d_busy) && !(d_busy && e_busy))
   `LOOM_ASSERT(ReadyOnlyIdle_A, insn_ready_o |-> state_q == SIdle)
   `LOOM_ASSERT(PushOnlyAtRetire_A, (tok_prev_push_o || tok_next_push_o) |-> retire_o)
   `LOOM_ASSERT(PopPrevWhenAvail_A, tok_prev_pop_o |-> tok_prev_avail_i)

@@ -89,7 +89,7 @@ module loom_dispatch #(
   assign op_store   = (op == loom_pkg::OpStore);
   assign op_compute = (op == loom_pkg::OpGemm) || (op == loom_pkg::OpPostop) ||
                       (op == loom_pkg::OpPool) || (op == loom_pkg::OpEltwise) ||
-                      (op == loom_pkg::OpRownorm);
+                      (op == loom_pkg::OpRownorm) || (op == loom_pkg::OpDwconv);
   assign op_ctrl    = (op == loom_pkg::OpSemSignal) || (op == loom_pkg::OpSemWait) ||
                       (op == loom_pkg::OpFence) || (op == loom_pkg::OpEnd);
   assign op_known   = op_nop || op_load || op_store || op_compute || op_ctrl;

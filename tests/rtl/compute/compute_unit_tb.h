@@ -3,7 +3,7 @@
 // The five scratchpads are modelled here behind the loom_spad port contract
 // (data the cycle after a granted read, SpW-byte windows that wrap at the
 // end, byte-masked writes), on a loom::hw::CoreState, so the golden model's
-// exec_gemm/exec_postop/exec_pool/exec_eltwise/exec_rownorm run on an exact copy of what
+// exec_gemm/exec_postop/exec_pool/exec_eltwise/exec_rownorm/exec_dwconv run on an exact copy of what
 // the RTL sees. Grants on the shared ports (ACC read, OUT write) drop at
 // random. Each instruction checks: the scratchpads after it, the error cause
 // and pc, token pops (only when available, once, before any write) and
@@ -35,6 +35,7 @@ using hw::exec_postop;
 using hw::exec_pool;
 using hw::exec_eltwise;
 using hw::exec_rownorm;
+using hw::exec_dwconv;
 using hw::span_2d;
 
 struct TbConfig {
@@ -116,6 +117,7 @@ class Bench {
   spec::Insn gen_pool(bool* long_running);
   spec::Insn gen_eltwise(bool* long_running);
   spec::Insn gen_rownorm(bool* long_running);
+  spec::Insn gen_dwconv(bool* long_running);
   void set_tokens(const spec::Insn& in);
 
   uint32_t golden(CoreState& st, const spec::Insn& in) {
@@ -125,6 +127,7 @@ class Bench {
       case spec::Opcode::POOL: return exec_pool(st, spec::PoolInsn::decode(in));
       case spec::Opcode::ELTWISE: return exec_eltwise(st, spec::EltwiseInsn::decode(in));
       case spec::Opcode::ROWNORM: return exec_rownorm(st, spec::RownormInsn::decode(in));
+      case spec::Opcode::DWCONV: return exec_dwconv(st, spec::DwconvInsn::decode(in));
       default: return spec::err::ILLEGAL_INSN;
     }
   }
@@ -308,7 +311,7 @@ typename Bench<Model>::Result Bench<Model>::execute(const spec::Insn& in, uint32
 
 template <typename Model>
 void Bench<Model>::check_insn(const spec::Insn& in, int op_idx, int n, bool long_running) {
-  static const char* kNames[] = {"GEMM", "POSTOP", "POOL", "ELTWISE", "ROWNORM"};
+  static const char* kNames[] = {"GEMM", "POSTOP", "POOL", "ELTWISE", "ROWNORM", "DWCONV"};
   char buf[96];
   std::snprintf(buf, sizeof buf, "%s #%d", kNames[op_idx], n);
   ctx_ = buf;
@@ -324,7 +327,7 @@ void Bench<Model>::check_insn(const spec::Insn& in, int op_idx, int n, bool long
   const uint64_t c0 = sim_.cycles();
   const Result r = execute(in, pc, abort_midway);
   full_grants_ = false;
-  if (timed) {
+  if (timed && op_idx == 4) {
     const auto rn = spec::RownormInsn::decode(in);
     const uint64_t want_cycles = hw::rownorm_cycles(hw::TimingParams::from(hw_), rn);
     if (sim_.cycles() - c0 != want_cycles)
@@ -342,6 +345,16 @@ void Bench<Model>::check_insn(const spec::Insn& in, int op_idx, int n, bool long
   if (op_idx == 1 && spec::PostopInsn::decode(in).rescale) coverage_[std::string("POSTOP rescale") + outcome]++;
   if (op_idx == 3 && spec::EltwiseInsn::decode(in).mul) coverage_[std::string("ELTWISE mul") + outcome]++;
   if (op_idx == 4 && spec::RownormInsn::decode(in).ln) coverage_[std::string("ROWNORM ln") + outcome]++;
+  if (op_idx == 5 && gerr == 0) {
+    // The partial-chunk lanes, and the reader waiting for the writer (a
+    // chunk with fewer taps than the writes of the chunk before it).
+    const auto d = spec::DwconvInsn::decode(in);
+    const uint64_t W = tc_.spw, taps = d.kh * d.kw, chunks = d.oh * d.ow * ((d.c + W - 1) / W);
+    const uint64_t max_w = d.c >= W ? 4 : (4 * d.c + W - 1) / W;
+    if (chunks > 0 && d.c % W != 0) ++coverage_["DWCONV partial"];
+    if (chunks > 1 && taps < max_w) ++coverage_["DWCONV stall"];
+    if (chunks > 0 && taps == 1) ++coverage_["DWCONV 1x1"];
+  }
   if (gerr != 0) {
     if (!r.errored) fail("expected error 0x%x, got none", gerr);
     else if (r.cause != gerr) fail("error cause 0x%x, expected 0x%x", r.cause, gerr);
@@ -639,15 +652,66 @@ spec::Insn Bench<Model>::gen_rownorm(bool* long_running) {
 }
 
 template <typename Model>
+spec::Insn Bench<Model>::gen_dwconv(bool* long_running) {
+  spec::DwconvInsn d{};
+  const unsigned W = tc_.spw;
+  d.kh = chance(0.2) ? 1 : rnd(1, 5);
+  d.kw = chance(0.2) ? 1 : rnd(1, 5);
+  if (chance(0.02)) d.kh = d.kw = 15;  // 225 taps: the widest sum a lane holds
+  d.stride = chance(0.6) ? 1 : rnd(1, 3);
+  d.oh = chance(0.04) ? 0 : rnd(1, 3);
+  d.ow = chance(0.04) ? 0 : rnd(1, 4);
+  // Partial chunks (c not a multiple of SpW), exact ones and several chunks a pixel.
+  d.c = chance(0.04) ? 0 : chance(0.3) ? W * rnd(1, 3) : rnd(1, 3 * W + 5);
+  if (d.kh * d.kw > 25 && d.c > W) d.c = rnd(1, W);  // keep the 15 x 15 case short
+  d.a_zp = int8_t(rng_());
+  d.b_zp = int8_t(rng_());
+  // 0..2 out of bounds (IN, WGT, ACC), 3 a misaligned acc_addr, 4..6 kh, kw or stride 0.
+  const int bad = chance(0.15) ? int(rnd(0, 6)) : -1;
+  if (bad >= 0 && bad <= 2) {
+    d.oh = std::max<uint64_t>(d.oh, 1), d.ow = std::max<uint64_t>(d.ow, 1), d.c = std::max<uint64_t>(d.c, 1);
+  }
+  const uint64_t row_bytes = ((d.ow == 0 ? 0 : d.ow - 1) * d.stride + d.kw) * d.c;
+  // Rows usually a pixel row apart, at times closer (overlapping rows are legal).
+  d.ldi = chance(0.15) ? rnd(0, row_bytes) : row_bytes + rnd(0, 9);
+  const uint64_t pixels = d.oh * d.ow;
+  const uint64_t in_span =
+      pixels * d.c == 0 ? 0 : ((d.oh - 1) * d.stride + d.kh - 1) * d.ldi + ((d.ow - 1) * d.stride + d.kw - 1) * d.c + d.c;
+  d.in_addr = place(Buffer::IN, in_span, 1, bad == 0);
+  d.wgt_addr = place(Buffer::WGT, d.kh * d.kw * d.c, 1, bad == 1);
+  d.acc_addr = place(Buffer::ACC, 4 * pixels * d.c, 4, bad == 2);
+  if (bad == 3) d.acc_addr |= rnd(1, 3);
+  if (bad == 4) d.kh = 0;
+  if (bad == 5) d.kw = 0;
+  if (bad == 6) d.stride = 0;
+  // At times the extreme operands: every difference +-255, every product 65025.
+  if (bad < 0 && chance(d.kh * d.kw == 225 ? 0.6 : 0.08) && d.in_addr + in_span <= size(Buffer::IN)) {
+    const bool neg = chance(0.5);
+    d.a_zp = neg ? 127 : -128;
+    d.b_zp = chance(0.5) ? 127 : -128;
+    auto& inb = s_.buf(Buffer::IN);
+    auto& wb = s_.buf(Buffer::WGT);
+    for (uint64_t e = 0; e < in_span; ++e) inb[d.in_addr + e] = neg ? 0x80 : 0x7f;
+    for (uint64_t e = 0; e < d.kh * d.kw * d.c; ++e) wb[d.wgt_addr + e] = d.b_zp == 127 ? 0x80 : 0x7f;
+  }
+  d.pop_prev = chance(0.3);
+  d.pop_next = chance(0.3);
+  d.push_prev = chance(0.3);
+  d.push_next = chance(0.3);
+  *long_running = pixels * d.c * d.kh * d.kw > 200;
+  return d.encode();
+}
+
+template <typename Model>
 int Bench<Model>::run() {
   print_seed(tc_.name, opt_);
   std::printf("%s: %s config, Rows=%u Cols=%u SpW=%u\n", tc_.name, hw_.name.data(), hw_.array_rows,
               hw_.array_cols, tc_.spw);
   // Opcodes interleaved so each starts from whatever state the others left.
-  std::array<int, 5> count{};
-  const int total = 5 * tc_.per_opcode;
+  std::array<int, 6> count{};
+  const int total = 6 * tc_.per_opcode;
   for (int i = 0; i < total && errors_ <= 20; ++i) {
-    const int op = int(rnd(0, 4));
+    const int op = int(rnd(0, 5));
     if (count[op] >= tc_.per_opcode) { --i; continue; }
     if (i % 64 == 63) randomize_all();
     bool long_running = false;
@@ -657,7 +721,8 @@ int Bench<Model>::run() {
       case 1: in = gen_postop(&long_running); break;
       case 2: in = gen_pool(&long_running); break;
       case 3: in = gen_eltwise(&long_running); break;
-      default: in = gen_rownorm(&long_running); break;
+      case 4: in = gen_rownorm(&long_running); break;
+      default: in = gen_dwconv(&long_running); break;
     }
     check_insn(in, op, count[op]++, long_running);
   }
@@ -677,7 +742,8 @@ int Bench<Model>::run() {
                            "POOL ok", "POOL illegal", "POOL oob", "ELTWISE ok", "ELTWISE illegal", "ELTWISE oob",
                            "ELTWISE mul ok", "ELTWISE mul illegal", "ELTWISE mul oob", "ROWNORM ok",
                            "ROWNORM illegal", "ROWNORM oob", "ROWNORM ln ok", "ROWNORM ln illegal", "ROWNORM ln oob",
-                           "ROWNORM timed"})
+                           "ROWNORM timed", "DWCONV ok", "DWCONV illegal", "DWCONV oob",
+                           "DWCONV partial", "DWCONV stall", "DWCONV 1x1"})
     if (coverage_[must] == 0) {
       std::printf("  coverage hole: %s\n", must);
       ++errors_;

@@ -21,7 +21,7 @@ enum Ctr : unsigned {
 enum Err : unsigned { ILLEGAL = 1u << 0, SLVERR = 1u << 1, DECERR = 1u << 2, WINDOW = 1u << 3,
                       TIMEOUT = 1u << 4, OOB = 1u << 5 };
 enum Op : uint32_t { NOP = 0, LOAD = 1, STORE = 2, GEMM = 3, POSTOP = 4, POOL = 5, ELTWISE = 6,
-                     SEM_SIGNAL = 7, SEM_WAIT = 8, FENCE = 9, END = 10, ROWNORM = 11 };
+                     SEM_SIGNAL = 7, SEM_WAIT = 8, FENCE = 9, END = 10, ROWNORM = 11, DWCONV = 12 };
 enum Flag : uint32_t { POP_PREV = 1u << 6, POP_NEXT = 1u << 7, PUSH_PREV = 1u << 8, PUSH_NEXT = 1u << 9 };
 
 /// A 256-bit instruction. Unit instructions carry the stand-in units'
