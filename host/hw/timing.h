@@ -147,26 +147,29 @@ inline uint64_t rownorm_cycles(const TimingParams& t, const spec::RownormInsn& r
 /// DWCONV (loom_dw_ctrl): output pixels in order, each in chunks of SpW
 /// channels; a chunk reads one input pixel and one tap a cycle (IN and WGT
 /// side by side), kh * kw cycles, into SpW lane accumulators, then hands its
-/// sums to the writer, which stores them to ACC as 4 * len / SpW SpW-byte
-/// writes while the next chunk accumulates (a chunk waits for the writer
-/// when it has fewer taps than the previous chunk has writes). The last
-/// chunk's writes and the start and done handshakes follow.
-inline constexpr uint64_t kDwFixedCycles = 3;
+/// sums to the writer, which stores them to ACC as ceil(4 * len / SpW)
+/// SpW-byte writes while the next chunk accumulates: a chunk's last read
+/// waits until the writes of the chunk before it are done, so a chunk takes
+/// max(taps, writes of the chunk before) cycles, the instruction's first
+/// chunk just its taps. Fixed: the start cycle and three setup cycles (stride
+/// * c and stride * ldi by shift-and-add), the last product's cycle, the
+/// done and retire handshakes, then the last chunk's writes.
+inline constexpr uint64_t kDwFixedCycles = 7;
 inline uint64_t dwconv_cycles(const TimingParams& t, const spec::DwconvInsn& d) {
   const uint64_t pixels = d.oh * d.ow;
+  // Empty: the unit's check, token and retire cycles.
   if (pixels == 0 || d.c == 0) return kIssueCycles + 2;
   const uint64_t taps = d.kh * d.kw, full = d.c / t.spw, rem = d.c % t.spw;
   const uint64_t w_full = 4, w_rem = ceil_div(4 * rem, t.spw);
+  const uint64_t last_w = rem ? w_rem : w_full;
   // Per pixel: the full chunks, then the partial one; a chunk's slot is its
   // taps or the writes of the chunk before it, whichever is longer.
   const uint64_t chunks = full + (rem ? 1 : 0);
   uint64_t per_pixel = 0;
-  for (uint64_t i = 0; i < chunks; ++i) {
-    const uint64_t prev_w = i == 0 ? (rem ? w_rem : w_full) : w_full;
-    per_pixel += std::max(taps, prev_w);
-  }
-  const uint64_t last_w = rem ? w_rem : w_full;
-  return kIssueCycles + kDwFixedCycles + pixels * per_pixel + last_w;
+  for (uint64_t i = 0; i < chunks; ++i) per_pixel += std::max(taps, i == 0 ? last_w : w_full);
+  // The instruction's first chunk follows no writes.
+  const uint64_t first_wait = std::max(taps, last_w) - taps;
+  return kIssueCycles + kDwFixedCycles + pixels * per_pixel - first_wait + last_w;
 }
 
 /// One AXI burst: start address (beat-aligned) and beats.

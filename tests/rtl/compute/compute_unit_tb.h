@@ -8,8 +8,9 @@
 // random. Each instruction checks: the scratchpads after it, the error cause
 // and pc, token pops (only when available, once, before any write) and
 // pushes (once, with retire), the MAC count, and that no masked write byte
-// falls past a scratchpad's end. ROWNORMs that pop no token run with every
-// grant and must take exactly host/hw/timing.h's rownorm_cycles.
+// falls past a scratchpad's end. ROWNORMs and DWCONVs that pop no token run
+// with every grant and must take exactly host/hw/timing.h's rownorm_cycles
+// and dwconv_cycles.
 #pragma once
 
 #include <algorithm>
@@ -320,13 +321,21 @@ void Bench<Model>::check_insn(const spec::Insn& in, int op_idx, int n, bool long
   CoreState want = s_;
   const uint32_t gerr = golden(want, in);
   const bool abort_midway = long_running && gerr == 0 && chance(0.04);
-  // ROWNORM without pops and with every grant: the unit's cycles must be the
-  // tlm model's (host/hw/timing.h), cycle for cycle.
-  const bool timed = op_idx == 4 && gerr == 0 && !abort_midway && !want_pop_prev_ && !want_pop_next_;
+  // ROWNORM and DWCONV without pops and with every grant: the unit's cycles
+  // must be the tlm model's (host/hw/timing.h), cycle for cycle.
+  const bool timed = (op_idx == 4 || op_idx == 5) && gerr == 0 && !abort_midway && !want_pop_prev_ && !want_pop_next_;
   full_grants_ = timed;
   const uint64_t c0 = sim_.cycles();
   const Result r = execute(in, pc, abort_midway);
   full_grants_ = false;
+  if (timed && op_idx == 5) {
+    const auto d = spec::DwconvInsn::decode(in);
+    const uint64_t want_cycles = hw::dwconv_cycles(hw::TimingParams::from(hw_), d);
+    if (sim_.cycles() - c0 != want_cycles)
+      fail("DWCONV %dx%d stride %d oh=%d ow=%d c=%d: %" PRIu64 " cycles, dwconv_cycles says %" PRIu64, int(d.kh),
+           int(d.kw), int(d.stride), int(d.oh), int(d.ow), int(d.c), sim_.cycles() - c0, want_cycles);
+    ++coverage_["DWCONV timed"];
+  }
   if (timed && op_idx == 4) {
     const auto rn = spec::RownormInsn::decode(in);
     const uint64_t want_cycles = hw::rownorm_cycles(hw::TimingParams::from(hw_), rn);
@@ -742,7 +751,7 @@ int Bench<Model>::run() {
                            "POOL ok", "POOL illegal", "POOL oob", "ELTWISE ok", "ELTWISE illegal", "ELTWISE oob",
                            "ELTWISE mul ok", "ELTWISE mul illegal", "ELTWISE mul oob", "ROWNORM ok",
                            "ROWNORM illegal", "ROWNORM oob", "ROWNORM ln ok", "ROWNORM ln illegal", "ROWNORM ln oob",
-                           "ROWNORM timed", "DWCONV ok", "DWCONV illegal", "DWCONV oob",
+                           "ROWNORM timed", "DWCONV ok", "DWCONV illegal", "DWCONV oob", "DWCONV timed",
                            "DWCONV partial", "DWCONV stall", "DWCONV 1x1"})
     if (coverage_[must] == 0) {
       std::printf("  coverage hole: %s\n", must);
