@@ -165,6 +165,12 @@ void add_compile_flags(CLI::App* cmd, CompileFlags& f) {
                                                 "HLS compute units: off, or auto (layers or parts of them on units when "
                                                 "predicted faster)")
                                     ->capture_default_str());
+  f.given.emplace_back("--depthwise",
+                       cmd->add_option("--depthwise", f.depthwise,
+                                       "Depthwise convolutions on the cores' depthwise unit (DWCONV) or on the array: "
+                                       "auto (the cost model picks per layer), off (the array) or on (the unit)")
+                           ->check(CLI::IsMember({"auto", "off", "on"}))
+                           ->capture_default_str());
   f.given.emplace_back("--cost-params",
                        cmd->add_option("--cost-params", f.cost_params,
                                        "Cost-model parameters (JSON, e.g. refitted by `loom tune --cost-params-out`) "
@@ -192,6 +198,9 @@ Expected<compiler::CompileOptions> compile_options(const CompileFlags& f, const 
   if (!hls) return hls.error();
   o.hls = *hls;
   o.exact_host = f.exact_host;
+  using D = compiler::CompileOptions::Depthwise;
+  for (D d : {D::Auto, D::Off, D::On})
+    if (f.depthwise == compiler::depthwise_name(d)) o.depthwise = d;
   if (!f.cost_params.empty()) {
     auto cp = compiler::read_cost_params(f.cost_params, cfg);
     if (!cp) return cp.error();

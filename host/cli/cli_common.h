@@ -62,7 +62,7 @@ uint64_t file_hash(const std::string& path);
 /// is given must agree with the options the plan records.
 struct CompileFlags {
   int cores = 0, tasks_per_core = 1;
-  std::string fusion = "cost", placement = "static", hls = "off", cost_params;
+  std::string fusion = "cost", placement = "static", hls = "off", depthwise = "auto", cost_params;
   bool exact_host = false;
   std::vector<std::pair<std::string, CLI::Option*>> given;  // flag -> option, to tell which were given
 };
