@@ -184,6 +184,7 @@ class Generator {
   void pool(Job& job, Shadow& s);
   void eltwise(Job& job, Shadow& s);
   void rownorm(Job& job, Shadow& s);
+  void dwconv(Job& job, Shadow& s);
   void stores(Job& job, Shadow& s, unsigned core);
   Job make_job(Shadow& s, unsigned core);
 
@@ -567,6 +568,49 @@ void Generator::rownorm(Job& job, Shadow& s) {
   }
 }
 
+void Generator::dwconv(Job& job, Shadow& s) {
+  const uint64_t spw = std::max<uint64_t>(4 * cfg_.array_cols, cfg_.mem_width_bits / 8);
+  spec::DwconvInsn d;
+  uint64_t rows = 0, cols = 0;
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    // 3 x 3 most of the time; 1 x 1 and 2 x 2 leave the reader waiting for the writer.
+    const int64_t k = rng_.range(0, 9);
+    d.kh = k < 5 ? 3 : k < 7 ? 1 : uint64_t(rng_.range(1, 5));
+    d.kw = k < 5 ? 3 : k < 7 ? 1 : uint64_t(rng_.range(1, 5));
+    d.stride = rng_.chance(0.7) ? 1 : uint64_t(rng_.range(2, 3));
+    d.oh = rng_.dim(3, 0.05), d.ow = rng_.dim(5, 0.05);
+    // Partial chunks, whole ones and several a pixel.
+    d.c = rng_.chance(0.3) ? spw * uint64_t(rng_.range(1, 2)) : rng_.dim(2 * spw + 5, 0.05);
+    rows = d.oh == 0 ? 0 : (d.oh - 1) * d.stride + d.kh;
+    cols = d.ow == 0 ? 0 : ((d.ow - 1) * d.stride + d.kw) * d.c;
+    d.ldi = rng_.chance(0.2) ? cols + uint64_t(rng_.range(0, 16)) : cols;
+    if (span_2d(rows, d.ldi, cols) <= size(Buffer::IN) && d.kh * d.kw * d.c <= size(Buffer::WGT) &&
+        4 * d.oh * d.ow * d.c <= size(Buffer::ACC))
+      break;
+    d.oh = 0, rows = 0;
+  }
+  const uint64_t pixels = d.oh * d.ow, taps = d.kh * d.kw;
+  const bool work = pixels * d.c > 0;
+  d.in_addr = place(Buffer::IN, work ? span_2d(rows, d.ldi, cols) : 0, false);
+  d.wgt_addr = place(Buffer::WGT, work ? taps * d.c : 0, false);
+  d.acc_addr = place(Buffer::ACC, 4 * pixels * d.c, true);
+  d.a_zp = rng_.chance(0.3) ? 0 : rng_.i8();
+  d.b_zp = rng_.chance(0.5) ? 0 : rng_.i8();
+  if (work) {
+    feed_2d(job, s, Buffer::IN, d.in_addr, rows, cols, d.ldi);
+    feed_2d(job, s, Buffer::WGT, d.wgt_addr, taps, d.c, d.c);
+  }
+  job.computes.push_back(d.encode());
+  if (work) {
+    // A dense pixels x c tile of int32, as a GEMM's: later POSTOPs may read it.
+    s.mark(Buffer::ACC, d.acc_addr, 1, 4 * pixels * d.c, 0);
+    s.tiles.push_back({d.acc_addr, pixels, d.c});
+    job.have_result = true;
+    job.result_buf = Buffer::ACC;
+    job.result_addr = d.acc_addr, job.result_rows = pixels, job.result_cols = 4 * d.c, job.result_stride = 4 * d.c;
+  }
+}
+
 void Generator::stores(Job& job, Shadow& s, unsigned core) {
   const int64_t count = rng_.chance(0.15) ? 0 : rng_.range(1, 3);
   for (int64_t k = 0; k < count; ++k) {
@@ -617,7 +661,7 @@ Job Generator::make_job(Shadow& s, unsigned core) {
   for (int64_t i = 0; i < noise; ++i) noise_load(job, s);
   const int64_t ops = rng_.range(1, 3);
   for (int64_t i = 0; i < ops; ++i) {
-    const int64_t r = rng_.range(0, 10);
+    const int64_t r = rng_.range(0, 11);
     if (r < 3)
       gemm_group(job, s, rng_.chance(0.5));
     else if (r < 6)
@@ -626,8 +670,10 @@ Job Generator::make_job(Shadow& s, unsigned core) {
       pool(job, s);
     else if (r < 10)
       eltwise(job, s);
-    else
+    else if (r < 11)
       rownorm(job, s);
+    else
+      dwconv(job, s);
   }
   // Every job carries its tokens on at least one LOAD, possibly an empty one.
   if (job.loads.empty() || rng_.chance(0.05)) {

@@ -175,7 +175,7 @@ TEST(RandomStreamGenerator, LegalOnRefAndCovering) {
   for (const auto& cfg : spec::kConfigs) {
     SCOPED_TRACE(std::string(cfg.name));
     std::array<uint64_t, 16> ops{};
-    uint64_t multi_core = 0, failures = 0, wrote = 0, rescale = 0, mul = 0;
+    uint64_t multi_core = 0, failures = 0, wrote = 0, rescale = 0, mul = 0, dw = 0;
     for (uint64_t seed = 1; seed <= 300 && failures < 5; ++seed) {
       const Program prog = generate(seed, cfg);
       const std::string why = check_program(prog, cfg);
@@ -206,6 +206,10 @@ TEST(RandomStreamGenerator, LegalOnRefAndCovering) {
             const auto e = spec::EltwiseInsn::decode(in);
             mul += e.mul && e.count > 0;
           }
+          if (spec::get_bits(in, 0, 6) == uint64_t(spec::Opcode::DWCONV)) {
+            const auto d = spec::DwconvInsn::decode(in);
+            dw += d.oh * d.ow * d.c > 0;
+          }
           if (spec::get_bits(in, 0, 6) != uint64_t(spec::Opcode::POSTOP)) continue;
           const auto p = spec::PostopInsn::decode(in);
           rescale += p.rescale && p.m * p.n > 0;
@@ -215,6 +219,7 @@ TEST(RandomStreamGenerator, LegalOnRefAndCovering) {
     EXPECT_GT(multi_core, 0u);
     EXPECT_GT(rescale, 20u) << "POSTOP rescale with a non-empty tile";
     EXPECT_GT(mul, 20u) << "ELTWISE mul with elements";
+    EXPECT_GT(dw, 20u) << "DWCONV with outputs";
     EXPECT_GT(wrote, 250u) << "most streams must store results";
   }
   const auto& tiny = *spec::find_config("tiny");

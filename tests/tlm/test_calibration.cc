@@ -1,5 +1,5 @@
 // Per-instruction timing of the tlm model against the RTL: single-instruction
-// command streams (16 and 48 copies of one LOAD, STORE, GEMM, POSTOP, POOL, ELTWISE or ROWNORM on
+// command streams (16 and 48 copies of one LOAD, STORE, GEMM, POSTOP, POOL, ELTWISE, ROWNORM or DWCONV on
 // one core; the per-instruction cost is the difference over 32) on tlm and,
 // when LOOM_TLM_RTL_LOOM names a `loom` binary with the rtl backend, on the
 // RTL in a separate process. These streams are how the constants of
@@ -28,9 +28,10 @@ namespace {
 
 struct Case {
   const char* config;
-  const char* kind;  // load, store, gemm, postop, pool, eltwise, rownorm
+  const char* kind;  // load, store, gemm, postop, pool, eltwise, rownorm, dwconv
   // load/store: rows, cols, stride, pad_lo; gemm: m, n, k, accumulate; postop: m, n, residual, rescale;
-  // pool: pixels, window, channels, avg; eltwise: count; rownorm: m, n, ln
+  // pool: pixels, window, channels, avg; eltwise: count; rownorm: m, n, ln;
+  // dwconv: kernel (kh = kw), stride, channels, output pixels a row (two rows)
   uint64_t a, b, c, d;
 };
 
@@ -57,6 +58,11 @@ constexpr Case kCases[] = {
     {"tiny", "rownorm", 1, 1, 1, 0},   {"tiny", "rownorm", 4, 64, 1, 0},  {"tiny", "rownorm", 3, 37, 1, 0},
     {"small", "rownorm", 8, 77, 0, 0}, {"small", "rownorm", 2, 200, 0, 0}, {"small", "rownorm", 8, 77, 1, 0},
     {"small", "rownorm", 2, 200, 1, 0},
+    // DWCONV: 3 x 3 (the reader never waits), 1 x 1 and 2 x 2 (it waits for
+    // the writer), strides, partial and several channel chunks.
+    {"tiny", "dwconv", 3, 1, 32, 4},   {"tiny", "dwconv", 3, 2, 20, 3},  {"tiny", "dwconv", 1, 1, 37, 4},
+    {"tiny", "dwconv", 5, 1, 16, 2},   {"small", "dwconv", 3, 1, 64, 4}, {"small", "dwconv", 1, 1, 70, 5},
+    {"small", "dwconv", 2, 2, 40, 3},
 };
 
 std::string name_of(const Case& k) {
@@ -113,6 +119,12 @@ plan::Plan make_plan(const Case& k, int n) {
       spec::RownormInsn q;
       q.m = k.a, q.n = k.b, q.ln = k.c != 0, q.in_addr = 0, q.out_addr = 0, q.param_addr = 0;
       q.mult = 1 << 30, q.shift = 38, q.eps = 16, q.clip_lo = -128, q.clip_hi = 127;
+      s.push_back(q.encode());
+    }
+    if (kind == "dwconv") {
+      spec::DwconvInsn q;
+      q.kh = k.a, q.kw = k.a, q.stride = k.b, q.c = k.c, q.ow = k.d, q.oh = 2;
+      q.ldi = ((k.d - 1) * k.b + k.a) * k.c, q.in_addr = 0, q.wgt_addr = 0, q.acc_addr = 0, q.a_zp = 3, q.b_zp = -2;
       s.push_back(q.encode());
     }
     if (kind == "eltwise") {
