@@ -159,6 +159,22 @@ void store_tile(LayerStream& ls, const MacGeom& m, const Tile& t, uint64_t y, ui
   ls.store(sto, true);
 }
 
+/// POSTOP of an m x n int32 tile at ACC `acc` into dense OUT rows at `out`,
+/// with the layer's bias, requantization and clamp from PARAM at `pa`.
+spec::PostopInsn mac_postop(const ir::MacQuant& q, uint64_t acc, uint64_t out, uint64_t pa, int64_t m, int64_t n) {
+  spec::PostopInsn po;
+  po.acc_addr = acc;
+  po.out_addr = out;
+  po.param_addr = pa;
+  po.m = uint64_t(m);
+  po.n = uint64_t(n);
+  po.out_zp = q.y_zp;
+  po.clip_lo = q.lo;
+  po.clip_hi = q.hi;
+  po.res_shift = kMinShift;  // unused without `residual`, but kept in the legal range
+  return po;
+}
+
 /// Input row `ih` of image `img`, channels [c0, c0 + Cg) of each pixel,
 /// padded to window_pitch(m) bytes at IN address `row`: LOADs of padding for
 /// the left and right edge columns around one LOAD of the image's pixels (one
@@ -307,16 +323,8 @@ Status lower_band(const CompileState& s, const Layer& l, const ir::MacQuant& q, 
     const uint64_t out = uint64_t(ls.out_slot()) * uint64_t(b.out);
     for (int64_t oh = oh0; oh <= oh1; ++oh) {
       const int64_t p0 = std::max(t.m0, oh * m.OW), p1 = std::min(t.m0 + t.m, (oh + 1) * m.OW);
-      spec::PostopInsn po;
-      po.acc_addr = uint64_t(4 * ((oh - oh0) * wq + p0 % m.OW - first) * t.n);
-      po.out_addr = out + uint64_t((p0 - t.m0) * t.n);
-      po.param_addr = pa;
-      po.m = uint64_t(p1 - p0);
-      po.n = uint64_t(t.n);
-      po.out_zp = q.y_zp;
-      po.clip_lo = q.lo;
-      po.clip_hi = q.hi;
-      po.res_shift = kMinShift;  // unused without `residual`, but kept in the legal range
+      const spec::PostopInsn po = mac_postop(q, uint64_t(4 * ((oh - oh0) * wq + p0 % m.OW - first) * t.n),
+                                             out + uint64_t((p0 - t.m0) * t.n), pa, p1 - p0, t.n);
       if (oh == oh0) ls.out_producer();
       if (oh == oh1) ls.compute_release(), ls.out_ready();
       ls.compute(po);
@@ -370,16 +378,7 @@ Status lower_dw(const CompileState& s, const Layer& l, const ir::MacQuant& q, in
     // while this tile computes.
     ls.defer();
     const uint64_t out = uint64_t(ls.out_slot()) * uint64_t(b.out);
-    spec::PostopInsn po;
-    po.acc_addr = 0;
-    po.out_addr = out;
-    po.param_addr = pa;
-    po.m = uint64_t(t.m);
-    po.n = uint64_t(t.n);
-    po.out_zp = q.y_zp;
-    po.clip_lo = q.lo;
-    po.clip_hi = q.hi;
-    po.res_shift = kMinShift;  // unused without `residual`, but kept in the legal range
+    const spec::PostopInsn po = mac_postop(q, 0, out, pa, t.m, t.n);
     ls.out_producer();
     ls.compute_release(), ls.out_ready();
     ls.compute(po);
@@ -517,16 +516,7 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
       if (!last) continue;
       ls.defer(window);  // the tile's POSTOP and STORE follow the next tile's first loads
       const uint64_t out = uint64_t(ls.out_slot()) * uint64_t(b.out);
-      spec::PostopInsn po;
-      po.acc_addr = 0;
-      po.out_addr = out;
-      po.param_addr = pa;
-      po.m = uint64_t(t.m);
-      po.n = uint64_t(t.n);
-      po.out_zp = q->y_zp;
-      po.clip_lo = q->lo;
-      po.clip_hi = q->hi;
-      po.res_shift = kMinShift;  // unused without `residual`, but kept in the legal range
+      spec::PostopInsn po = mac_postop(*q, 0, out, pa, t.m, t.n);
       if (l.res.on) {
         po.residual = 1;
         po.res_addr = in + res_off;
