@@ -110,7 +110,10 @@ class Tlm(Base):
         # layer track holds the layers themselves, in plan order.
         gemms = [n for k in tracks if names[k] == "gemm" for (_, _, n) in tracks[k]]
         self.assertTrue(gemms)
-        self.assertTrue(all(n.endswith(" (conv2d): GEMM") or n.endswith(" (gemm): GEMM") for n in gemms), set(gemms))
+        # The gemm track also holds the depthwise unit's DWCONVs (dw3).
+        self.assertTrue(all(n.endswith(" (conv2d): GEMM") or n.endswith(" (gemm): GEMM") or
+                            n.endswith(" (conv2d): DWCONV") for n in gemms), set(gemms))
+        self.assertIn("dw3 (conv2d): DWCONV", gemms)
         layer_names = [n for k in tracks if names[k] == "layer" for (_, _, n) in tracks[k]]
         self.assertIn("conv1 (conv2d)", layer_names)
         plan_layers = [l["name"] + " (" + l["op"] + ")" for l in run["layers"]]
