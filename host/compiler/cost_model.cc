@@ -251,6 +251,15 @@ void input_rows_cost(const CostParams& p, const MacGeom& g, uint64_t real, uint6
   pad(uint64_t(window_pitch(g)), padding);
 }
 
+/// Of `in_rows` padded input rows of a band (image bands, depthwise), the
+/// share outside the image: all output rows read band_in_rows(OH) rows, H
+/// of them inside.
+uint64_t band_padding_rows(const MacGeom& g, uint64_t in_rows) {
+  const uint64_t img_rows = uint64_t(band_in_rows(g, g.OH));
+  const uint64_t img_pad = img_rows > uint64_t(g.H) ? img_rows - uint64_t(g.H) : 0;
+  return std::min(in_rows, uint64_t(double(img_pad) * double(in_rows) / double(img_rows) + 0.5));
+}
+
 /// One image-band tile (band_ok, lower.cc lower_band) of m pixels: its
 /// input rows, each in s column-phase planes (the share outside the image as
 /// padding), the K x n weights (one LOAD, or one a kernel position when
@@ -260,11 +269,7 @@ TileCost band_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n
   TileCost t;
   const uint64_t r = runs(m, uint64_t(g.OW)), in_rows = uint64_t(band_in_rows(g, int64_t(r)));
   const uint64_t st = uint64_t(g.sw), wq = uint64_t(band_wq(g));
-  // Input rows of an image outside it: the rows all output rows read, H inside.
-  const uint64_t img_rows = uint64_t(band_in_rows(g, g.OH));
-  const uint64_t img_pad = img_rows > uint64_t(g.H) ? img_rows - uint64_t(g.H) : 0;
-  const uint64_t padding = std::min(in_rows, uint64_t(double(img_pad) * double(in_rows) / double(img_rows) + 0.5));
-  const uint64_t real = in_rows - padding;
+  const uint64_t padding = band_padding_rows(g, in_rows), real = in_rows - padding;
   if (st == 1) {
     input_rows_cost(p, g, real, padding, t.ld);
   } else {
@@ -299,10 +304,8 @@ TileCost band_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n
 /// DWCONV, one POSTOP, one STORE.
 TileCost dw_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n, int slots) {
   TileCost t;
-  const uint64_t rows = m / uint64_t(g.OW), in_rows = uint64_t(dw_in_rows(g, int64_t(rows)));
-  const uint64_t img_rows = uint64_t(dw_in_rows(g, g.OH));
-  const uint64_t img_pad = img_rows > uint64_t(g.H) ? img_rows - uint64_t(g.H) : 0;
-  const uint64_t padding = std::min(in_rows, uint64_t(double(img_pad) * double(in_rows) / double(img_rows) + 0.5));
+  const uint64_t rows = m / uint64_t(g.OW), in_rows = uint64_t(band_in_rows(g, int64_t(rows)));
+  const uint64_t padding = band_padding_rows(g, in_rows);
   MacGeom v = g;  // the tile's channel slice, as load_input_row reads it
   v.Cg = int64_t(n);
   input_rows_cost(p, v, in_rows - padding, padding, t.ld);
@@ -659,7 +662,7 @@ Cost estimate(const CostParams& p0, const Layer& l, int cores, int slots, bool r
               });
       int64_t tk = 0;
       for (const auto& k : t.ksteps) tk = std::max(tk, k.len());
-      const int64_t a_in = t.depthwise ? dw_in_rows(g, t.tm / g.OW) * dw_pitch(g, t.tn)
+      const int64_t a_in = t.depthwise ? band_in_rows(g, t.tm / g.OW) * dw_pitch(g, t.tn)
                            : t.band    ? band_in_bytes(g, t.tm)
                            : t.row_window ? window_in_bytes(g, t.tm)
                                           : t.tm * tk;

@@ -354,7 +354,7 @@ Status lower_dw(const CompileState& s, const Layer& l, const ir::MacQuant& q, in
     const uint64_t slot = uint64_t(ls.in_slot());
     const uint64_t in = slot * uint64_t(b.in), wg = slot * uint64_t(b.wgt), pa = slot * uint64_t(b.param);
     ls.begin_step();
-    for (int64_t r = 0; r < dw_in_rows(m, rows); ++r)
+    for (int64_t r = 0; r < band_in_rows(m, rows); ++r)
       load_input_row(ls, v, x, t.img, t.n0, oh0 * m.sh - m.pt + r, in + uint64_t(r * pitch), q.x_zp);
     spec::LoadInsn lw;
     lw.buf = uint64_t(spec::Buffer::WGT);

@@ -142,7 +142,7 @@ inline int64_t band_in_bytes(const MacGeom& g, int64_t tm) {
 /// output channel a group and constant weights runs on the cores' depthwise
 /// unit (DWCONV) instead of the array. A tile is whole output rows of one
 /// image times a slice of tc channels: IN holds the padded input rows its
-/// output rows read (dw_in_rows, dw_pitch bytes each: the padded row's
+/// output rows read (band_in_rows, dw_pitch bytes each: the padded row's
 /// pixels, tc bytes a pixel), WGT the KH * KW taps of tc weights, PARAM the
 /// tc triples; one DWCONV writes the tile's int32 sums to ACC, one POSTOP
 /// requantizes them into OUT and one STORE writes them. Lowering and the
@@ -154,7 +154,6 @@ inline bool depthwise_ok(const MacGeom& g) {
          g.sh == g.sw && g.sh >= 1 && g.sh <= kMax4 && g.OW <= kMax16 && g.C <= kMax16;
 }
 inline int64_t dw_pitch(const MacGeom& g, int64_t tc) { return ((g.OW - 1) * g.sw + g.KW) * tc; }
-inline int64_t dw_in_rows(const MacGeom& g, int64_t out_rows) { return (out_rows - 1) * g.sh + g.KH; }
 
 /// Output-row runs of `m` pixels from pixel m0 (each within one output row).
 inline int64_t row_runs(int64_t m0, int64_t m, int64_t ow) {

@@ -160,7 +160,7 @@ class TilingPass final : public Pass {
     for (int64_t tc : candidates(g.C, spw)) {
       if (12 * tc > b.param || g.KH * g.KW * tc > b.wgt) continue;
       const auto fits = [&](int64_t r) {
-        return dw_in_rows(g, r) * dw_pitch(g, tc) <= b.in && 4 * r * g.OW * tc <= b.acc && r * g.OW * tc <= b.out &&
+        return band_in_rows(g, r) * dw_pitch(g, tc) <= b.in && 4 * r * g.OW * tc <= b.acc && r * g.OW * tc <= b.out &&
                r * g.OW <= kField16;
       };
       int64_t top = g.OH;
@@ -190,7 +190,7 @@ class TilingPass final : public Pass {
     t = best_t;
     l.cost = best_cost;
     const int64_t nm = ceil_div(g.M(), t.tm), nn = ceil_div(g.C, t.tn);
-    t.bytes_read = uint64_t(g.batch * nn * nm) * uint64_t(dw_in_rows(g, t.tm / g.OW) * g.W) * uint64_t(t.tn) +
+    t.bytes_read = uint64_t(g.batch * nn * nm) * uint64_t(band_in_rows(g, t.tm / g.OW) * g.W) * uint64_t(t.tn) +
                    uint64_t(g.batch * nm) * uint64_t((g.KH * g.KW + 12) * g.C);
     t.bytes_written = uint64_t(g.batch * g.M() * g.Cout);
     if (quiet) return Status::ok();
@@ -203,7 +203,7 @@ class TilingPass final : public Pass {
              "depthwise " + std::to_string(g.KH) + "x" + std::to_string(g.KW) + "/" + std::to_string(g.sh) + " on " +
                  std::to_string(g.C) + " channels, " + std::to_string(g.OH) + "x" + std::to_string(g.OW) +
                  " outputs: tiles of " + std::to_string(rows) + " output rows x " + std::to_string(t.tn) +
-                 " channels (DWCONV); IN " + kib(dw_in_rows(g, rows) * dw_pitch(g, t.tn)) + "/" + kib(b.in) + ", WGT " +
+                 " channels (DWCONV); IN " + kib(band_in_rows(g, rows) * dw_pitch(g, t.tn)) + "/" + kib(b.in) + ", WGT " +
                  kib(g.KH * g.KW * t.tn) + "/" + kib(b.wgt) + ", OUT " + kib(t.tm * t.tn) + "/" + kib(b.out) +
                  (b.slots > 1 ? " per slot" : "") + ", ACC " + kib(4 * t.tm * t.tn) + "/" + kib(b.acc) +
                  "; predicted DRAM bytes read " + std::to_string(t.bytes_read) + ", written " +

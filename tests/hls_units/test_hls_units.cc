@@ -307,19 +307,8 @@ TEST(HlsUnits, HeteroDecisionsOnDepthwiseAddPool) {
   // faster than on the conv unit (checked here), and so it does with group
   // packing on the array; on the array without packing, row windows and
   // image bands (one group a GEMM, gathered a byte a row) the unit wins.
-  {
-    auto packed = compiler::compile(g, tiny(), opt);
-    ASSERT_TRUE(packed) << packed.error().str();
-    bool weighed = false;
-    for (const auto& d2 : packed->decisions) {
-      if (d2.pass != "hls-placement" || d2.node != "dw") continue;
-      weighed = true;
-      EXPECT_EQ(d2.text.rfind("cores:", 0), 0u) << d2.text;
-    }
-    EXPECT_TRUE(weighed);
-  }
-  opt.depthwise = compiler::CompileOptions::Depthwise::Off;
-  {
+  for (auto dw : {compiler::CompileOptions::Depthwise::Auto, compiler::CompileOptions::Depthwise::Off}) {
+    opt.depthwise = dw;
     auto packed = compiler::compile(g, tiny(), opt);
     ASSERT_TRUE(packed) << packed.error().str();
     bool weighed = false;
