@@ -38,6 +38,9 @@ void add_program_json(ordered_json& j, const onnxfe::Program& p) {
   j["segments"] = segs;
   j["fallback_op_count"] = p.fallback_ops.size();
   j["fallback_ops"] = p.fallback_ops;
+  ordered_json host = ordered_json::array();
+  for (const auto& h : p.host_ops) host.push_back(ordered_json{{"node", h.node}, {"op", h.op}, {"why", h.why}});
+  j["host_ops"] = host;
   j["notes"] = p.notes;
 }
 
@@ -51,6 +54,7 @@ void print_explain(const onnxfe::Program& p) {
   std::cout << "[onnx] fallback_ops (" << p.fallback_ops.size() << "):";
   for (const auto& f : p.fallback_ops) std::cout << " " << f;
   std::cout << "\n";
+  for (const auto& h : p.host_ops) std::cout << "[onnx] host: " << h.node << " (" << h.op << "): " << h.why << "\n";
 }
 
 Expected<std::map<std::string, onnxfe::Value>> read_inputs(const onnxfe::Model& m, const std::vector<std::string>& files) {

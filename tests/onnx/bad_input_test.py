@@ -144,9 +144,9 @@ def case_scale_length(d):
 
 
 def case_opset_too_new(d):
-    p = os.path.join(d, "opset18.onnx")
-    save(relu_model(opset=18), p)
-    return p, ["opset18.onnx", "opset_import", "opset 18", "10 to 17"]
+    p = os.path.join(d, "opset22.onnx")
+    save(relu_model(opset=22), p)
+    return p, ["opset22.onnx", "opset_import", "opset 22", "10 to 21"]
 
 
 def case_opset_too_old(d):

@@ -12,78 +12,13 @@
 #include <stdexcept>
 
 #include "common/rownorm.h"
+#include "frontend/onnx/host_kernels.h"
 
 namespace loom::onnxfe {
 
 namespace {
 
-using Env = std::map<std::string, Value>;
-
-struct Ctx {
-  const Model& m;
-  const Node& n;
-  Env& env;
-  std::string where() const { return m.where(n); }
-  Error err(const std::string& field, const std::string& what) const {
-    return make_error(where() + (field.empty() ? "" : ": " + field), what);
-  }
-  bool has(size_t k) const { return !n.in(k).empty(); }
-  const Value& in(size_t k) const { return env.at(n.in(k)); }
-  void out(size_t k, Value v) const {
-    if (k < n.outputs.size() && !n.outputs[k].empty()) env[n.outputs[k]] = std::move(v);
-  }
-};
-
-std::vector<int64_t> strides_of(const std::vector<int64_t>& s) {
-  std::vector<int64_t> st(s.size(), 1);
-  for (size_t k = s.size(); k-- > 1;) st[k - 1] = st[k] * s[k];
-  return st;
-}
-
-int64_t norm_axis(int64_t axis, size_t rank) { return axis < 0 ? axis + int64_t(rank) : axis; }
-
-int64_t saturate(int64_t v, int32_t type) {
-  int64_t lo, hi;
-  elem_range(type, &lo, &hi);
-  return std::clamp(v, lo, hi);
-}
-
-// Numpy broadcasting of two shapes; false when incompatible.
-bool broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b, std::vector<int64_t>* out) {
-  const size_t r = std::max(a.size(), b.size());
-  out->assign(r, 1);
-  for (size_t k = 0; k < r; ++k) {
-    const int64_t da = k < r - a.size() ? 1 : a[k - (r - a.size())];
-    const int64_t db = k < r - b.size() ? 1 : b[k - (r - b.size())];
-    if (da != db && da != 1 && db != 1) return false;
-    (*out)[k] = std::max(da, db);
-  }
-  return true;
-}
-
-// Flat index into `s` (broadcast to `out`) for each flat index of `out`.
-std::vector<int64_t> broadcast_index(const std::vector<int64_t>& s, const std::vector<int64_t>& out) {
-  const auto ost = strides_of(out);
-  std::vector<int64_t> st(out.size(), 0);
-  const auto sst = strides_of(s);
-  for (size_t k = 0; k < s.size(); ++k) {
-    const size_t o = k + out.size() - s.size();
-    st[o] = s[k] == 1 ? 0 : sst[k];
-  }
-  int64_t n = 1;
-  for (auto d : out) n *= d;
-  std::vector<int64_t> idx(static_cast<size_t>(n));
-  for (int64_t f = 0; f < n; ++f) {
-    int64_t rem = f, j = 0;
-    for (size_t k = 0; k < out.size(); ++k) {
-      const int64_t c = rem / ost[k];
-      rem %= ost[k];
-      j += c * st[k];
-    }
-    idx[size_t(f)] = j;
-  }
-  return idx;
-}
+using namespace hostk;
 
 // Per-axis parameter lookup for Quantize/DequantizeLinear.
 struct AxisParam {
@@ -471,6 +406,7 @@ Status unary(const Ctx& c) {
       else if (op == "Tanh") v = std::tanh(v);
       else if (op == "Erf") v = std::erf(v);
       else if (op == "Exp") v = std::exp(v);
+      else if (op == "Log") v = std::log(v);
       else if (op == "Sqrt") v = std::sqrt(v);
       else if (op == "Reciprocal") v = 1.0f / v;
     }
@@ -898,10 +834,9 @@ Status qlinear_row(const Ctx& c) {
   return {};
 }
 
-using Fn = std::function<Status(const Ctx&)>;
-
 const std::map<std::string, Fn>& table() {
-  static const std::map<std::string, Fn> t = {
+  static const std::map<std::string, Fn> t = [] {
+  std::map<std::string, Fn> t = {
       {"QuantizeLinear", quantize_linear},
       {"DequantizeLinear", dequantize_linear},
       {"QLinearConv", [](const Ctx& c) { return conv_integer_like(c, true); }},
@@ -912,7 +847,7 @@ const std::map<std::string, Fn>& table() {
       {"MatMul", matmul_float},
       {"Add", binary}, {"Sub", binary}, {"Mul", binary}, {"Div", binary},
       {"Relu", unary}, {"Identity", unary}, {"Neg", unary}, {"Abs", unary}, {"Sigmoid", unary},
-      {"Tanh", unary}, {"Erf", unary}, {"Exp", unary}, {"Sqrt", unary}, {"Reciprocal", unary},
+      {"Tanh", unary}, {"Erf", unary}, {"Exp", unary}, {"Log", unary}, {"Sqrt", unary}, {"Reciprocal", unary},
       {"Clip", clip},
       {"MaxPool", pool}, {"AveragePool", pool}, {"GlobalAveragePool", pool}, {"GlobalMaxPool", pool},
       {"Reshape", reshape}, {"Flatten", reshape}, {"Squeeze", reshape}, {"Unsqueeze", reshape},
@@ -929,6 +864,9 @@ const std::map<std::string, Fn>& table() {
       {"loom.QLinearSoftmax", qlinear_row},
       {"loom.QLinearLayerNorm", qlinear_row},
   };
+  for (const auto& [k, f] : layout_ops()) t.emplace(k, f);
+  return t;
+  }();
   return t;
 }
 

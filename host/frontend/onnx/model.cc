@@ -16,7 +16,9 @@
 #include "common/limits.h"
 #include "common/parse.h"
 #include "common/tensor_io.h"
+#include "frontend/onnx/canonicalize.h"
 #include "frontend/onnx/host_ops.h"
+#include "frontend/onnx/opset_adapt.h"
 
 namespace loom::onnxfe {
 
@@ -300,29 +302,33 @@ Expected<Model> load_model_bytes(const std::string& bytes, const std::string& pa
   Model m;
   m.path = path;
   m.ir_version = mp.ir_version();
-  if (mp.ir_version() > 8) {
-    return make_error(path + ": field 'ir_version'",
-                      std::to_string(mp.ir_version()) + " is newer than the supported IR version 8");
+  if (mp.ir_version() > kMaxSourceIrVersion) {
+    return make_error(path + ": field 'ir_version'", std::to_string(mp.ir_version()) +
+                                                         " is newer than the supported IR version " +
+                                                         std::to_string(kMaxSourceIrVersion));
   }
   bool has_default = false;
   for (const auto& os : mp.opset_import()) {
     if (os.domain().empty() || os.domain() == "ai.onnx") {
       has_default = true;
       m.opset = os.version();
-      if (os.version() < kMinOpset || os.version() > kMaxOpset) {
+      if (os.version() < kMinOpset || os.version() > kMaxSourceOpset) {
         return make_error(path + ": field 'opset_import'", "opset " + std::to_string(os.version()) +
                                                                " of the default domain is not supported (" +
                                                                std::to_string(kMinOpset) + " to " +
-                                                               std::to_string(kMaxOpset) + " are)");
+                                                               std::to_string(kMaxSourceOpset) + " are)");
       }
     } else if (os.domain() != "com.microsoft") {
       return make_error(path + ": field 'opset_import'", "domain '" + os.domain() + "' is not supported");
     }
   }
   if (!has_default) return make_error(path + ": field 'opset_import'", "no opset for the default ONNX domain");
+  // Newer exports are read in their opset-17 form (opset_adapt.h).
+  LOOM_TRY(check_names(*mp.mutable_graph(), path));
+  LOOM_TRY(adapt_opset(mp, m.opset, path));
+  m.opset = std::min(m.opset, kAdaptedOpset);
 
   onnx::GraphProto* g = mp.mutable_graph();
-  LOOM_TRY(check_names(*g, path));
   m.name = g->name();
   if (g->sparse_initializer_size() > 0)
     return make_error(path + ": field 'sparse_initializer'", "sparse initializers are not supported");
@@ -510,6 +516,7 @@ Expected<Model> load_model_bytes(const std::string& bytes, const std::string& pa
   }
   // Again with the inferred types; the constant scales were checked above.
   for (const auto& n : m.nodes) LOOM_TRY(check_quant(m, n));
+  m.import_note = canonicalize(m).note();
   return m;
 }
 

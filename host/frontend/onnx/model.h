@@ -61,6 +61,7 @@ struct Model {
   std::map<std::string, TensorType> types; // from the model and shape inference
   std::vector<std::string> inputs;         // graph inputs that are not initializers
   std::vector<std::string> outputs;
+  std::string import_note;  // what import rewrote (canonicalize.h), for the compile notes
 
   std::string where(const Node& n) const { return path + ": node '" + n.name + "' (" + n.op + ")"; }
 };

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <set>
 
 #include "common/rownorm.h"
@@ -102,53 +103,94 @@ void replace_chains(Model& m, const std::set<size_t>& drop, std::map<size_t, Nod
   m.nodes = std::move(kept);
 }
 
-/// A chain DequantizeLinear -> elementwise float ops on one tensor (scalar
-/// constants as their other operands) -> QuantizeLinear maps each 8-bit
+/// DequantizeLinear -> any graph of elementwise float ops on that one tensor
+/// (scalar constants as their other operands: x * sigmoid(x), HardSwish,
+/// either GELU form, a chain of unary ops) -> QuantizeLinear maps each 8-bit
 /// input value to one output value: it becomes a loom QLinearLookup whose
-/// 256-entry table is the chain run on every input value with the host ops
-/// themselves (so the host and the fabric compute exactly what the chain
-/// did). A requantizing DQ -> Q pair is the empty chain.
+/// 256-entry table is the graph run on every input value with the host ops
+/// themselves (so the host and the fabric compute exactly what it did). A
+/// requantizing DQ -> Q pair is the empty graph.
+struct LookupRegion {
+  std::vector<size_t> nodes;  // the elementwise ops, in model order
+  const Node* q = nullptr;    // the QuantizeLinear that ends it
+};
+
+bool elementwise_float(const Node& n) {
+  static const std::set<std::string> ops = {"Erf", "Tanh", "Sigmoid", "Relu", "Exp", "Log", "Neg", "Abs", "Sqrt",
+                                            "Reciprocal", "Identity", "HardSwish", "HardSigmoid", "Softplus",
+                                            "Clip", "Add", "Sub", "Mul", "Div", "Pow"};
+  return n.domain.empty() && n.outputs.size() == 1 && ops.count(n.op) && host_supports(n, 0, nullptr);
+}
+
+/// The region of elementwise ops reading only DQ node `d`'s output (and
+/// scalar constants), closed by one QuantizeLinear; nullopt when the values
+/// escape it (another consumer, a graph output, a non-scalar operand).
+std::optional<LookupRegion> lookup_region(const Model& m, const Uses& u, const Known& known, const Node& d) {
+  constexpr size_t kMaxOps = 64;
+  LookupRegion r;
+  std::set<std::string> region{d.outputs[0]};
+  std::set<size_t> in_region;
+  std::vector<std::string> work{d.outputs[0]};
+  while (!work.empty()) {
+    const std::string t = work.back();
+    work.pop_back();
+    if (std::find(m.outputs.begin(), m.outputs.end(), t) != m.outputs.end()) return std::nullopt;
+    auto cs = u.consumers.find(t);
+    if (cs == u.consumers.end()) return std::nullopt;  // read by nothing: not this fold's business
+    for (size_t c : cs->second) {
+      const Node& nx = m.nodes[c];
+      if (in_region.count(c) || &nx == r.q) continue;
+      if (nx.op == "QuantizeLinear" && nx.domain.empty()) {
+        if (r.q || nx.in(0) != t || !per_tensor_8bit(known, nx)) return std::nullopt;
+        r.q = &nx;
+        continue;
+      }
+      if (!elementwise_float(nx) || in_region.size() >= kMaxOps) return std::nullopt;
+      in_region.insert(c);
+      region.insert(nx.outputs[0]);
+      work.push_back(nx.outputs[0]);
+    }
+  }
+  if (!r.q) return std::nullopt;
+  // Every operand from the region or a scalar float constant; the Q's input
+  // read by the Q alone.
+  for (size_t c : in_region)
+    for (const auto& i : m.nodes[c].inputs) {
+      if (i.empty() || region.count(i)) continue;
+      const Value* v = known(i);
+      if (!v || !v->is_float() || v->numel() != 1) return std::nullopt;
+    }
+  if (u.consumers.at(r.q->in(0)).size() != 1) return std::nullopt;
+  r.nodes.assign(in_region.begin(), in_region.end());
+  return r;
+}
+
 int fold_lookup_chains(Model& m, const Known& known) {
-  static const std::set<std::string> kUnary = {"Erf", "Tanh", "Sigmoid", "Relu", "Exp", "Neg", "Abs",
-                                               "Sqrt", "Reciprocal", "Identity"};
-  static const std::set<std::string> kScalar = {"Add", "Sub", "Mul", "Div"};
   Uses u = uses_of(m);
-  auto sole = [&](const std::string& t) { return sole_consumer(m, u, t); };
-  auto scalar8 = [&](const Node& n) { return per_tensor_8bit(known, n); };
   std::set<size_t> drop;
-  std::map<size_t, Node> at_q;  // the lookup that replaces the chain ending at this QuantizeLinear
+  std::map<size_t, Node> at_q;  // the lookup that replaces the region ending at this QuantizeLinear
   int folded = 0;
   for (size_t k = 0; k < m.nodes.size(); ++k) {
     const Node& d = m.nodes[k];
-    if (d.op != "DequantizeLinear" || !d.domain.empty() || drop.count(k) || known(d.in(0)) || !scalar8(d)) continue;
-    std::vector<const Node*> chain{&d};
-    std::string cur = d.outputs[0];
-    const Node* q = nullptr;
-    for (const Node* nx = sole(cur); nx && nx->domain.empty(); nx = sole(cur)) {
-      if (nx->op == "QuantizeLinear") {
-        if (nx->in(0) == cur && scalar8(*nx)) q = nx;
-        break;
-      }
-      bool ok = nx->outputs.size() == 1 && (kUnary.count(nx->op) ? nx->inputs.size() == 1 : kScalar.count(nx->op) != 0);
-      if (ok && kScalar.count(nx->op)) {
-        const std::string& other = nx->in(0) == cur ? nx->in(1) : nx->in(0);
-        const Value* c = known(other);
-        ok = nx->inputs.size() == 2 && (nx->in(0) == cur) != (nx->in(1) == cur) && c && c->is_float() && c->numel() == 1;
-      }
-      if (!ok) break;
-      chain.push_back(nx);
-      cur = nx->outputs[0];
-    }
-    if (!q) continue;
-    chain.push_back(q);
-    // Every input value, through the chain.
+    if (d.op != "DequantizeLinear" || !d.domain.empty() || drop.count(k) || known(d.in(0)) ||
+        !per_tensor_8bit(known, d))
+      continue;
+    auto r = lookup_region(m, u, known, d);
+    if (!r) continue;
+    const size_t qk = size_t(r->q - m.nodes.data());
+    if (drop.count(qk) || std::any_of(r->nodes.begin(), r->nodes.end(), [&](size_t c) { return drop.count(c); }))
+      continue;
+    // Every input value, through the region, in model order.
     std::map<std::string, Value> env;
     const int32_t xt = known(d.in(2))->type;
     Value x = Value::make(xt, {256});
     for (int64_t v = 0; v < 256; ++v) x.i[size_t(v)] = xt == kUint8 ? v : v - 128;
     env[d.in(0)] = x;
+    std::vector<const Node*> order{&d};
+    for (size_t c : r->nodes) order.push_back(&m.nodes[c]);
+    order.push_back(r->q);
     bool ran = true;
-    for (const Node* n : chain) {
+    for (const Node* n : order) {
       for (const auto& i : n->inputs)
         if (!i.empty() && !env.count(i)) {
           const Value* c = known(i);
@@ -156,21 +198,26 @@ int fold_lookup_chains(Model& m, const Known& known) {
           else env[i] = *c;
         }
       ran = ran && run_host(m, *n, env).is_ok() && env.count(n->outputs[0]);
+      if (!ran) break;
     }
-    if (!ran) continue;
+    if (!ran || env.at(r->q->outputs[0]).numel() != 256) continue;
     Node f;
-    f.name = chain.size() == 2 ? d.name : chain[1]->name + (chain.size() > 3 ? "+" + chain[chain.size() - 2]->name : "");
+    f.name = r->nodes.empty() ? d.name
+                              : m.nodes[r->nodes.front()].name +
+                                    (r->nodes.size() > 1 ? "+" + m.nodes[r->nodes.back()].name : "");
     f.op = "QLinearLookup";
     f.domain = "loom";
     const std::string table = f.name + "/table";
-    m.consts[table] = env.at(q->outputs[0]);
-    f.inputs = {d.in(0), d.in(1), d.in(2), table, q->in(1), q->in(2)};
-    f.outputs = q->outputs;
-    for (const Node* n : chain) drop.insert(size_t(n - m.nodes.data()));
-    at_q[size_t(q - m.nodes.data())] = std::move(f);
+    m.consts[table] = env.at(r->q->outputs[0]);
+    f.inputs = {d.in(0), d.in(1), d.in(2), table, r->q->in(1), r->q->in(2)};
+    f.outputs = r->q->outputs;
+    drop.insert(k);
+    drop.insert(qk);
+    drop.insert(r->nodes.begin(), r->nodes.end());
+    at_q[qk] = std::move(f);
     ++folded;
   }
-  // Each lookup takes the place of its chain's QuantizeLinear (the order stays topological).
+  // Each lookup takes the place of its region's QuantizeLinear (the order stays topological).
   replace_chains(m, drop, at_q);
   return folded;
 }
@@ -234,7 +281,9 @@ int fold_row_norms(Model& m, const Known& known) {
   return folded;
 }
 
-int fold_qdq(Model& m, const Known& known, bool exact_host) {
+/// Folds the QDQ groups of `m`; `unfolded` gets, per node that sits in a
+/// quantized context but was not folded, the reason.
+int fold_qdq(Model& m, const Known& known, bool exact_host, std::map<std::string, std::string>* unfolded) {
   int folded = 0;
   Uses u = uses_of(m);
   std::set<size_t> drop;
@@ -293,19 +342,33 @@ int fold_qdq(Model& m, const Known& known, bool exact_host) {
     const Node* q = sole_q(n.outputs[0]);
     const Node* d0 = dq_of(n.in(0));
     const Node* d1 = dq_of(n.in(1));
-    if (!q || !d0 || !d1 || !scalar(d0)) continue;
+    auto skip = [&](const std::string& why) { (*unfolded)[n.name] = why; };
+    if (!q || !d0 || !d1 || !scalar(d0)) {
+      if (d0 || d1 || q)
+        skip(!q    ? "its output is not read by exactly one QuantizeLinear with constant per-tensor parameters"
+             : !d0 ? "input '" + n.in(0) + "' does not come from a DequantizeLinear with constant parameters"
+             : !d1 ? "input '" + n.in(1) + "' does not come from a DequantizeLinear with constant parameters"
+                   : "input '" + n.in(0) + "' has per-channel quantization");
+      continue;
+    }
     Node f;
     f.name = n.name;
     f.attrs = conv ? n.attrs : std::map<std::string, Attr>{};
     f.outputs = q->outputs;
     if (add || mul) {
-      if (!scalar(d1)) continue;
+      if (!scalar(d1)) {
+        skip("input '" + n.in(1) + "' has per-channel quantization");
+        continue;
+      }
       f.op = add ? "QLinearAdd" : "QLinearMul";
       f.domain = "com.microsoft";
       f.inputs = {d0->in(0), d0->in(1), d0->in(2), d1->in(0), d1->in(1), d1->in(2), q->in(1), q->in(2)};
     } else if (!known(d1->in(0))) {
       // A product of two activations (attention's scores and context).
-      if (gemm || conv || !n.in(2).empty() || !scalar(d1)) continue;
+      if (gemm || conv || !n.in(2).empty() || !scalar(d1)) {
+        skip("a product of two activations needs per-tensor quantization, no bias, MatMul");
+        continue;
+      }
       f.op = "QLinearMatMul";
       f.domain = "loom";
       f.inputs = {d0->in(0), d0->in(1), d0->in(2), d1->in(0), d1->in(1), d1->in(2), q->in(1), q->in(2)};
@@ -313,18 +376,27 @@ int fold_qdq(Model& m, const Known& known, bool exact_host) {
       const Value* w = known(d1->in(0));
       const Value* ws = known(d1->in(1));
       const Value* wz = known(d1->in(2));
-      if (w->is_float() || !scalar_int_equal(*wz)) continue;
+      if (w->is_float() || !scalar_int_equal(*wz)) {
+        skip(w->is_float() ? "its weights are float" : "its weight zero points differ between channels");
+        continue;
+      }
       f.op = conv ? "QLinearConv" : "QLinearMatMul";
       f.domain = "loom";
       f.inputs = {d0->in(0), d0->in(1), d0->in(2), d1->in(0), d1->in(1), d1->in(2), q->in(1), q->in(2)};
-      if (mm && w->shape.size() != 2) continue;
+      if (mm && w->shape.size() != 2) {
+        skip("its constant operand has rank " + std::to_string(w->shape.size()) + ", not 2");
+        continue;
+      }
       if (ws->numel() != 1) {
         // Per-channel weight scales must run along the output channels:
         // axis 0 of a Conv weight or of Gemm's transposed B, axis 1 of B.
         int64_t axis = d1->get_i("axis", 1);
         if (axis < 0) axis += int64_t(w->shape.size());
         const bool trans_b = gemm && n.get_i("transB", 0) != 0;
-        if (axis != ((conv || trans_b) ? 0 : 1)) continue;
+        if (axis != ((conv || trans_b) ? 0 : 1)) {
+          skip("per-channel weight scales do not run along the output channels");
+          continue;
+        }
       }
       if (gemm && n.get_i("transB", 0) != 0) {
         // Gemm's B [N, K] becomes a constant [K, N] (per-channel scales stay per N).
@@ -348,7 +420,10 @@ int fold_qdq(Model& m, const Known& known, bool exact_host) {
         if (bit != u.producer.end() && m.nodes[bit->second].op == "DequantizeLinear" &&
             known(m.nodes[bit->second].in(0)) && known(m.nodes[bit->second].in(0))->type == kInt32) {
           const Value* bi = known(m.nodes[bit->second].in(0));
-          if (bi->numel() != mch) continue;
+          if (bi->numel() != mch) {
+            skip("its int32 bias has " + std::to_string(bi->numel()) + " values for " + std::to_string(mch) + " channels");
+            continue;
+          }
           bq.i = bi->i;
         } else if (bf && bf->is_float() && bf->numel() == mch) {
           for (int64_t c = 0; c < mch; ++c) {
@@ -356,6 +431,7 @@ int fold_qdq(Model& m, const Known& known, bool exact_host) {
             bq.i[size_t(c)] = int64_t(std::clamp(std::nearbyint(double(bf->f[size_t(c)]) / s), -2147483648.0, 2147483647.0));
           }
         } else {
+          skip("its bias '" + n.in(2) + "' is neither a constant nor an int32 constant behind a DequantizeLinear");
           continue;
         }
         const std::string bname = n.name + "/bias_q";
@@ -1141,6 +1217,33 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
   return false;
 }
 
+/// Why `n`, which no device form matched, runs on the host: a float op the
+/// quantizer left out, a quantized op whose QDQ group did not fold (and
+/// why), a quantization boundary, or an integer op the fabric lacks.
+std::string host_reason(const Model& m, const Uses& u, const Known& known, const Node& n,
+                        const std::map<std::string, std::string>& unfolded) {
+  if (auto it = unfolded.find(n.name); it != unfolded.end()) return "not quantized: " + it->second;
+  const std::string op = n.domain.empty() ? n.op : n.domain + "." + n.op;
+  if (n.op == "QuantizeLinear" && n.domain.empty()) return "quantizes a float tensor for the fabric (a float region ends here)";
+  if (n.op == "DequantizeLinear" && n.domain.empty()) return "dequantizes for a float consumer (a float region starts here)";
+  bool integer = false, dq_in = false, q_out = false;
+  for (const auto& i : n.inputs) {
+    if (i.empty() || known(i)) continue;
+    auto t = m.types.find(i);
+    integer = integer || (t != m.types.end() && (t->second.type == kInt8 || t->second.type == kUint8));
+    auto p = u.producer.find(i);
+    dq_in = dq_in || (p != u.producer.end() && m.nodes[p->second].op == "DequantizeLinear");
+  }
+  for (const auto& o : n.outputs)
+    if (auto c = u.consumers.find(o); c != u.consumers.end())
+      for (size_t k : c->second) q_out = q_out || m.nodes[k].op == "QuantizeLinear";
+  if (!integer && (dq_in || q_out))
+    return "not quantized: loom has no quantized form of " + op + " with these operands and attributes "
+           "(it runs in float between DequantizeLinear and QuantizeLinear)";
+  if (!integer) return "not quantized: " + op + " on float tensors (no QuantizeLinear/DequantizeLinear around it)";
+  return "the fabric has no form of " + op + " with these operands";
+}
+
 /// The segment `b` built from model nodes `nodes`: its boundary outputs
 /// (produced here, read by other nodes or the graph), boundary layouts and
 /// name. Not yet validated or compiled.
@@ -1195,7 +1298,9 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
     if (auto it = bound.find(t); it != bound.end()) return &it->second;
     return nullptr;
   };
-  if (opt.use_device) p.folded_qdq = fold_qdq(m, known, opt.compile.exact_host);
+  if (!m.import_note.empty()) p.notes.push_back(m.import_note);
+  std::map<std::string, std::string> unfolded;
+  if (opt.use_device) p.folded_qdq = fold_qdq(m, known, opt.compile.exact_host, &unfolded);
   {
     int rows = 0, exact = 0;
     for (const auto& n : m.nodes) {
@@ -1222,6 +1327,8 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
 
   std::vector<bool> on_device(m.nodes.size(), false);
   std::vector<int> seg_of(m.nodes.size(), -1);
+  std::vector<std::string> host_why(m.nodes.size(), opt.use_device ? "" : "the device is not used for this run");
+  const Uses uses = uses_of(m);
   if (opt.use_device) {
     std::unique_ptr<SegBuilder> cur;
     std::vector<size_t> cur_nodes;
@@ -1269,8 +1376,11 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
       } else {
         why = s.str();
       }
-      if (!why.empty()) p.notes.push_back("segment of " + std::to_string(cur_nodes.size()) + " ops from '" +
-                                          m.nodes[cur_nodes[0]].name + "' runs on the host: " + why);
+      if (!why.empty()) {
+        p.notes.push_back("segment of " + std::to_string(cur_nodes.size()) + " ops from '" +
+                          m.nodes[cur_nodes[0]].name + "' runs on the host: " + why);
+        for (size_t k : cur_nodes) host_why[k] = "its segment did not compile for the fabric: " + why;
+      }
       cur.reset();
       cur_nodes.clear();
       return {};
@@ -1285,6 +1395,7 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
         cur_nodes.push_back(k);
       } else {
         if (!why.empty()) p.notes.push_back("'" + m.nodes[k].name + "' (" + m.nodes[k].op + ") runs on the host: " + why);
+        host_why[k] = why.empty() ? host_reason(m, uses, known, m.nodes[k], unfolded) : why;
         LOOM_TRY(close());
       }
     }
@@ -1299,6 +1410,7 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
     } else {
       p.program.steps.push_back(plan::Step{-1, k});
       p.fallback_ops.push_back(m.nodes[k].name + " (" + m.nodes[k].op + ")");
+      p.host_ops.push_back(HostOp{m.nodes[k].name, m.nodes[k].op, host_why[k]});
       last_seg = -1;
     }
   }
@@ -1312,7 +1424,8 @@ Expected<std::vector<Segment>> segment_graphs(Model model, const std::vector<std
     auto it = m.consts.find(name);
     return it != m.consts.end() ? &it->second : nullptr;
   };
-  fold_qdq(m, known, exact_host);
+  std::map<std::string, std::string> unfolded;
+  fold_qdq(m, known, exact_host, &unfolded);
   std::vector<Segment> out;
   size_t at = 0;  // segments are runs of consecutive nodes, in model order
   for (size_t s = 0; s < nodes.size(); ++s) {

@@ -42,6 +42,11 @@ struct Segment {
   std::vector<compiler::Decision> decisions;
 };
 
+/// An op that runs on the host, and why (`--explain`, `host_ops` in `--json`).
+struct HostOp {
+  std::string node, op, why;
+};
+
 struct Program {
   Model model;
   /// The device segments' plans and the step order; a host step's index is
@@ -49,6 +54,7 @@ struct Program {
   plan::Program program;
   std::vector<Segment> segments;  // one per program.segments
   std::vector<std::string> fallback_ops;  // "node (Op)" of every host op, in order
+  std::vector<HostOp> host_ops;           // the same with the reason (empty for a program read from a file)
   std::vector<std::string> notes;         // why an op that could be a device op is not
   int folded_qdq = 0;                     // QDQ groups folded into quantized ops, DequantizeLinear of constants folded
   size_t onnx_nodes = 0;                  // nodes of the model after folding
