@@ -401,7 +401,8 @@ TileCost pool_tile(const CostParams& p, const PoolGeom& g, uint64_t m, uint64_t 
   return t;
 }
 
-TileCost eltwise_tile(const CostParams& p, uint64_t count, int operands, int slots, const Permute& pm, bool lut) {
+TileCost eltwise_tile(const CostParams& p, uint64_t count, int operands, int slots, const Permute& pm, bool lut,
+                      const Layer::ConcatPart& part) {
   TileCost t;
   if (lut) {
     // lower.cc: the chunk and the 256-byte table.
@@ -420,7 +421,10 @@ TileCost eltwise_tile(const CostParams& p, uint64_t count, int operands, int slo
   e.count = count;
   e.lut = lut;
   t.cp.cycles = hw::eltwise_cycles(timing(p), e), t.cp.insns = 1;
-  t.st.dma(p, true, 1, count, count);
+  if (part.on && uint64_t(part.width) <= count)  // lower.cc store_part: whole rows of the slice
+    t.st.dma(p, true, count / uint64_t(part.width), uint64_t(part.width), uint64_t(part.pitch));
+  else
+    t.st.dma(p, true, 1, count, count);
   finish_tile(t, {{t.ld.cycles, t.cp.cycles}}, slots);
   return t;
 }
@@ -694,9 +698,10 @@ Cost estimate(const CostParams& p0, const Layer& l, int cores, int slots, bool r
       const bool lut = l.props->op == ir::OpKind::Lut;
       const bool ln = l.props->op == ir::OpKind::LayerNorm;
       const uint64_t row = uint64_t(l.row);
-      const TileCost full = row ? rows_tile(p, tm, row, ln, slots) : eltwise_tile(p, tm, operands, slots, l.permute, lut),
+      const TileCost full = row ? rows_tile(p, tm, row, ln, slots)
+                                : eltwise_tile(p, tm, operands, slots, l.permute, lut, l.part),
                      last = row ? rows_tile(p, E - (n - 1) * tm, row, ln, slots)
-                                : eltwise_tile(p, E - (n - 1) * tm, operands, slots, l.permute, lut);
+                                : eltwise_tile(p, E - (n - 1) * tm, operands, slots, l.permute, lut, l.part);
       tot.add(full, n - 1);
       tot.add(last, 1);
       ct[0][0].set(full), ct[0][1].set(full);

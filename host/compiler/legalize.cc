@@ -24,6 +24,10 @@ class LegalizePass final : public Pass {
       if (!l.props) return node_error(n, std::string("op '") + ir::op_name(n.op) + "' does not run on the fabric");
       LOOM_TRY(check(s.graph, n, l));
       bump(std::string("ops.") + l.props->name);
+      if (n.op == ir::OpKind::Concat) {
+        add_concat_parts(s, n, l);
+        continue;
+      }
       s.layers.push_back(std::move(l));
     }
     set("layers", int64_t(s.layers.size()));
@@ -61,6 +65,10 @@ class LegalizePass final : public Pass {
           if (g.tensor(n.inputs[0]).is_const) return node_error(n, "transpose of a constant is not supported");
           l.permute = permute_of(g.tensor(n.inputs[0]).shape, n.attrs.perm);
         }
+        if (n.op == ir::OpKind::Slice) {
+          if (g.tensor(n.inputs[0]).is_const) return node_error(n, "slice of a constant is not supported (fold it)");
+          l.permute = slice_of(g.tensor(n.inputs[0]).shape, n.attrs.starts, y.shape);
+        }
         if ((n.op == ir::OpKind::Add || n.op == ir::OpKind::Mul) &&
             (n.inputs.size() != 2 || g.tensor(n.inputs[0]).shape != g.tensor(n.inputs[1]).shape))
           return node_error(n, std::string(ir::op_name(n.op)) +
@@ -71,6 +79,54 @@ class LegalizePass final : public Pass {
         return Status::ok();
     }
     return Status::ok();
+  }
+
+  /// One layer per input of concat `n` (checked as `l`), named
+  /// "<node>#<input>" when there are several.
+  static void add_concat_parts(CompileState& s, const ir::Node& n, const Layer& l) {
+    const auto& y = s.graph.tensor(n.outputs[0]).shape;
+    const int64_t axis = n.attrs.axis;
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < int64_t(y.size()); ++d) {
+      if (d < axis) outer *= y[size_t(d)];
+      if (d > axis) inner *= y[size_t(d)];
+    }
+    int64_t at = 0;
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      Layer p = l;
+      if (n.inputs.size() > 1) p.name = n.name + "#" + std::to_string(k);
+      p.part.on = true;
+      p.part.input = k;
+      p.part.rows = outer;
+      p.part.width = s.graph.tensor(n.inputs[k]).shape[size_t(axis)] * inner;
+      p.part.pitch = y[size_t(axis)] * inner;
+      p.part.offset = at;
+      p.elems = outer * p.part.width;
+      at += p.part.width;
+      s.layers.push_back(std::move(p));
+    }
+  }
+
+  /// A slice as a gather: the output dims with the input's strides, merged
+  /// where the slice keeps whole input rows; base is its first element.
+  static Permute slice_of(const std::vector<int64_t>& x, const std::vector<int64_t>& starts,
+                          const std::vector<int64_t>& y) {
+    std::vector<int64_t> xs(x.size(), 1);
+    for (size_t d = x.size(); d-- > 1;) xs[d - 1] = xs[d] * x[d];
+    Permute p;
+    for (size_t d = 0; d < y.size(); ++d) {
+      p.base += starts[d] * xs[d];
+      if (y[d] == 1) continue;
+      if (!p.dims.empty() && p.stride.back() == xs[d] * y[d] && y[d] == x[d]) {
+        p.dims.back() *= y[d];
+        p.stride.back() = xs[d];
+      } else {
+        p.dims.push_back(y[d]);
+        p.stride.push_back(xs[d]);
+      }
+    }
+    if (p.dims.empty() || p.stride.back() != 1) p.dims.push_back(1), p.stride.push_back(1);
+    return p;
   }
 
   /// Output dims with their input strides; dims of size 1 dropped, and

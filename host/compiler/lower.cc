@@ -662,15 +662,49 @@ ir::EltQuant copy_quant() {
   return q;
 }
 
+/// A concat part's output tile, elements [m0, m0 + m) of its input, from
+/// OUT at `out` into its slice of the output at `y`: one STORE of whole
+/// rows (dram_stride = the output's pitch), one a piece of a row at an edge.
+void store_part(LayerStream& ls, const Layer::ConcatPart& cp, uint64_t y, uint64_t out, int64_t m0, int64_t m) {
+  constexpr int64_t kMaxRows = 65535;  // the STORE rows/cols fields are 16 bits
+  const int64_t end = m0 + m;
+  bool first = true;
+  for (int64_t e = m0; e < end;) {
+    const int64_t col = e % cp.width;
+    spec::StoreInsn st;
+    st.buf = uint64_t(spec::Buffer::OUT);
+    st.sp_addr = out + uint64_t(e - m0);
+    st.dram_addr = y + uint64_t(cp.out_elem(e));
+    if (col == 0 && e + cp.width <= end && cp.width <= kMaxRows) {
+      const int64_t rows = std::min((end - e) / cp.width, kMaxRows);
+      st.rows = uint64_t(rows);
+      st.cols = uint64_t(cp.width);
+      st.dram_stride = uint64_t(cp.pitch);
+      st.sp_stride = uint64_t(cp.width);
+      e += rows * cp.width;
+    } else {
+      const int64_t cols = std::min({cp.width - col, end - e, kMaxRows});
+      st.rows = 1;
+      st.cols = st.dram_stride = st.sp_stride = uint64_t(cols);
+      e += cols;
+    }
+    ls.store(st, first);
+    first = false;
+  }
+}
+
 Status lower_eltwise(const CompileState& s, const Layer& l, int core, LayerStream& ls) {
   const ir::Node& n = s.node(l);
-  // A transpose copies; a lookup's table holds its results (lo/hi: no clamp).
+  // A transpose or slice copies; a lookup's table holds its results (lo/hi:
+  // no clamp); a concat part requantizes its input to the output's scale.
   const bool lut = n.op == ir::OpKind::Lut;
-  auto q = l.permute.on() || lut ? Expected<ir::EltQuant>(copy_quant()) : ir::elt_quant(s.graph, n);
+  auto q = l.permute.on() || lut ? Expected<ir::EltQuant>(copy_quant())
+           : l.part.on           ? ir::concat_quant(s.graph, n, l.part.input)
+                                 : ir::elt_quant(s.graph, n);
   if (!q) return Status(q.error()).context("node '" + l.name + "'");
   const bool binary = n.op == ir::OpKind::Add || n.op == ir::OpKind::Mul;
   const Budget& b = s.budget;
-  const uint64_t a_src = s.tensor_offset.at(n.inputs[0]);
+  const uint64_t a_src = s.tensor_offset.at(n.inputs[l.part.on ? l.part.input : 0]);
   const uint64_t b_src = binary ? s.tensor_offset.at(n.inputs[1]) : a_src;
   const uint64_t y = s.tensor_offset.at(n.outputs[0]);
   for (size_t ti = 0; ti < l.tiles.size(); ++ti) {
@@ -691,7 +725,7 @@ Status lower_eltwise(const CompileState& s, const Layer& l, int core, LayerStrea
       ls.load(ld);
     };
     if (l.permute.on())
-      gather_permuted(ls, l.permute, a_src, t.m0, t.m, in);
+      gather_permuted(ls, l.permute, a_src + uint64_t(l.permute.base), t.m0, t.m, in);
     else
       load(a_src, in);
     if (binary) load(b_src, in_b);
@@ -725,6 +759,11 @@ Status lower_eltwise(const CompileState& s, const Layer& l, int core, LayerStrea
     ls.compute_release();
     ls.out_producer();
     ls.compute(e);
+    ls.defer();  // the STORE follows the next chunk's loads
+    if (l.part.on) {
+      store_part(ls, l.part, y, out, t.m0, t.m);
+      continue;
+    }
     spec::StoreInsn st;
     st.buf = uint64_t(spec::Buffer::OUT);
     st.sp_addr = out;
@@ -733,7 +772,6 @@ Status lower_eltwise(const CompileState& s, const Layer& l, int core, LayerStrea
     st.cols = uint64_t(t.m);
     st.dram_stride = st.cols;
     st.sp_stride = st.cols;
-    ls.defer();  // the STORE follows the next chunk's loads
     ls.store(st, true);
   }
   ls.flush();

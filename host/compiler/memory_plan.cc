@@ -156,6 +156,7 @@ class MemoryPlanPass final : public Pass {
           ++it;
         }
       }
+      if (s.tensor_offset.count(l.out_tensor(g))) continue;  // a concat's later parts
       place(l.out_tensor(g));
       live.push_back(l.out_tensor(g));
     }

@@ -7,7 +7,7 @@ namespace loom::compiler {
 namespace {
 
 using ir::OpKind;
-constexpr std::array<OpProps, 15> kOps{{
+constexpr std::array<OpProps, 17> kOps{{
     {OpKind::Conv2d, "conv2d", LayerKind::Mac, true, false, false},
     {OpKind::Gemm, "gemm", LayerKind::Mac, true, false, false},
     {OpKind::Relu, "relu", LayerKind::Eltwise, false, true, false},
@@ -27,6 +27,10 @@ constexpr std::array<OpProps, 15> kOps{{
     // or the channel triples are loaded once a layer.
     {OpKind::Softmax, "softmax", LayerKind::Eltwise, false, false, false},
     {OpKind::LayerNorm, "layernorm", LayerKind::Eltwise, false, false, false},
+    // Concat: one ELTWISE copy layer per input into its strided slice of the
+    // output; slice: a gather like the transpose's.
+    {OpKind::Concat, "concat", LayerKind::Eltwise, false, false, false},
+    {OpKind::Slice, "slice", LayerKind::Eltwise, false, false, false},
 }};
 
 }  // namespace

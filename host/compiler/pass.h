@@ -190,6 +190,7 @@ struct Tile {
 /// one DMA row; the dim before it (when there is one) steps the rows.
 struct Permute {
   std::vector<int64_t> dims, stride;
+  int64_t base = 0;  // slice: the input element that output element 0 reads
   bool on() const { return !dims.empty(); }
   int64_t run() const { return dims.back(); }
   /// Rows a LOAD may take in one go (the dim before the run), and their stride.
@@ -205,7 +206,17 @@ struct Layer {
   PoolGeom pool;
   int64_t elems = 0;  // eltwise element count
   int64_t row = 0;    // softmax/layernorm: elements a row (chunks hold whole rows); 0 for other ops
-  Permute permute;    // transpose: the gather that reads its input
+  Permute permute;    // transpose, slice: the gather that reads its input
+  /// concat: one layer per input, each copying (and requantizing) input
+  /// `input` into its slice of the output: `rows` rows of `width` elements,
+  /// `pitch` elements apart in the output, the first at element `offset`.
+  struct ConcatPart {
+    bool on = false;
+    size_t input = 0;
+    int64_t rows = 0, width = 0, pitch = 0, offset = 0;
+    /// Output element of the part's element e.
+    int64_t out_elem(int64_t e) const { return (e / width) * pitch + offset + e % width; }
+  } part;
   uint64_t macs = 0;
   Tiling tiling;
   std::vector<Tile> tiles;

@@ -137,6 +137,7 @@ class PlacementPass final : public Pass {
           break;
         case LayerKind::Eltwise:
           if (l.elems % batch != 0 || (l.row > 0 && (l.elems / batch) % l.row != 0)) return 1;
+          if (l.part.on && l.part.rows % batch != 0) return 1;  // a concat along the batch
           break;
         case LayerKind::Alias:
           break;

@@ -143,7 +143,10 @@ struct TileSpans {
           if (numel(s.graph.tensor(in).shape) == l.elems && !l.permute.on()) elems(in, t.m0, t.m0 + t.m, rd);
           else whole(in, rd);
         }
-        elems(out, t.m0, t.m0 + t.m, wr);
+        if (l.part.on)  // rows of its slice: the span from the first to the last element written
+          elems(out, l.part.out_elem(t.m0), l.part.out_elem(t.m0 + t.m - 1) + 1, wr);
+        else
+          elems(out, t.m0, t.m0 + t.m, wr);
         break;
       case LayerKind::Alias:
         break;

@@ -470,13 +470,15 @@ class TilingPass final : public Pass {
 
   void tile_eltwise(CompileState& s, Layer& l) {
     const Budget& b = s.budget;
-    const int64_t operands = s.node(l).inputs.size() == 2 ? 2 : 1;  // add, mul: two
+    const int64_t operands = s.node(l).inputs.size() == 2 && !l.part.on ? 2 : 1;  // add, mul: two
     int64_t chunk = std::min({b.in / operands, b.out, kField16, l.elems});
     chunk = std::max<int64_t>(chunk, 1);
     // A lookup's table sits after the chunk in IN.
     if (s.node(l).op == ir::OpKind::Lut) chunk = std::max<int64_t>(std::min<int64_t>(chunk, b.in - 256), 1);
     // A transpose's chunks hold whole runs (DMA rows) where one fits.
     if (l.permute.on() && l.permute.run() <= chunk) chunk = chunk / l.permute.run() * l.permute.run();
+    // A concat part's chunks hold whole rows of its slice (one strided STORE).
+    if (l.part.on && l.part.width <= chunk) chunk = std::min(chunk / l.part.width, kField16) * l.part.width;
     Tiling& t = l.tiling;
     t.tm = chunk;
     t.bytes_read = uint64_t(operands * l.elems);

@@ -171,6 +171,34 @@ class GraphBuilder {
     return finish(n, ys, t.q.scale[0], t.q.zero_point);
   }
 
+  /// Inputs joined along `axis`, each requantized to (scale, zp).
+  std::string concat(const std::string& name, const std::vector<std::string>& xs, int64_t axis, double scale = 0.06,
+                     int32_t zp = 2) {
+    std::vector<int64_t> ys = g_.tensor(xs[0]).shape;
+    ys[size_t(axis)] = 0;
+    for (const auto& x : xs) ys[size_t(axis)] += g_.tensor(x).shape[size_t(axis)];
+    Node n;
+    n.name = name;
+    n.op = OpKind::Concat;
+    n.inputs = xs;
+    n.attrs.axis = axis;
+    return finish(n, ys, scale, zp);
+  }
+
+  std::string slice(const std::string& name, const std::string& x, std::vector<int64_t> starts,
+                    std::vector<int64_t> ends) {
+    const auto& t = g_.tensor(x);
+    std::vector<int64_t> ys;
+    for (size_t d = 0; d < starts.size(); ++d) ys.push_back(ends[d] - starts[d]);
+    Node n;
+    n.name = name;
+    n.op = OpKind::Slice;
+    n.inputs = {x};
+    n.attrs.starts = std::move(starts);
+    n.attrs.ends = std::move(ends);
+    return finish(n, ys, t.q.scale[0], t.q.zero_point);
+  }
+
   std::string reshape(const std::string& name, const std::string& x, std::vector<int64_t> shape) {
     const auto& t = g_.tensor(x);
     Node n;

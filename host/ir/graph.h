@@ -34,6 +34,8 @@ enum class OpKind : uint8_t {
   Lut,            // x i8, table [256] i8 constant -> y i8: y = table[x + 128] (any function of one int8 value)
   Softmax,        // x i8 -> y i8 over the last axis (ROWNORM softmax; table and multiplier from the scales)
   LayerNorm,      // x i8 [..., C], params [C, 3] i32 constant (b, g, sh) -> y i8 over the last axis (ROWNORM ln)
+  Concat,         // x0..xk (dims equal but along attr axis) -> y; each input requantized to y's quantization
+  Slice,          // x -> y = x[starts[d] : ends[d]] along every axis d (step 1), quantization unchanged
 };
 
 /// Name used in the JSON format ("conv2d", "gemm", "matmul", ...).
@@ -69,6 +71,8 @@ struct Attrs {
   double clip_min = 0.0, clip_max = 0.0;  // clip (real values)
   std::vector<int64_t> shape;          // reshape
   std::vector<int64_t> perm;           // transpose
+  int64_t axis = 0;                    // concat
+  std::vector<int64_t> starts, ends;   // slice: one per axis, 0 <= start < end <= dim
   int64_t eps = 0;                     // layernorm: added to n^2 times the variance (input units), 0..2^32-1
   Activation act;                      // conv/gemm/add fused clamp (integer domain)
 };

@@ -335,6 +335,12 @@ Status parse_attrs(const json& j, const std::string& where, const detail::OpInfo
       LOOM_TRY(as_int_list(v, fw, 0, &a.shape));
     } else if (k == "perm") {
       LOOM_TRY(as_int_list(v, fw, 0, &a.perm));
+    } else if (k == "axis") {
+      LOOM_TRY(as_int(v, fw, &a.axis));
+    } else if (k == "starts") {
+      LOOM_TRY(as_int_list(v, fw, 0, &a.starts));
+    } else if (k == "ends") {
+      LOOM_TRY(as_int_list(v, fw, 0, &a.ends));
     } else if (k == "eps") {
       LOOM_TRY(as_int(v, fw, &a.eps));
       if (a.eps < 0 || a.eps > int64_t(UINT32_MAX))
@@ -358,6 +364,9 @@ Status parse_attrs(const json& j, const std::string& where, const detail::OpInfo
   }
   if ((op.kind == OpKind::MaxPool || op.kind == OpKind::AvgPool) && !have_kernel) {
     return make_error(field_where(where, "kernel"), "required field is missing");
+  }
+  if (op.kind == OpKind::Slice && (!j.contains("starts") || !j.contains("ends"))) {
+    return make_error(field_where(where, j.contains("starts") ? "ends" : "starts"), "required field is missing");
   }
   if (op.kind == OpKind::Transpose && !j.contains("perm")) {
     return make_error(field_where(where, "perm"), "required field is missing");

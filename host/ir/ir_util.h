@@ -38,6 +38,8 @@ inline constexpr OpInfo kOps[] = {
     {"lut", OpKind::Lut, 2, 2, ""},
     {"softmax", OpKind::Softmax, 1, 1, ""},
     {"layernorm", OpKind::LayerNorm, 2, 2, "eps"},
+    {"concat", OpKind::Concat, 1, 256, "axis"},
+    {"slice", OpKind::Slice, 1, 1, "starts ends"},
 };
 
 inline const OpInfo* find_op(std::string_view name) {

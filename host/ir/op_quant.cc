@@ -176,6 +176,27 @@ Expected<EltQuant> elt_quant(const Graph& g, const Node& n) {
   return q;
 }
 
+Expected<EltQuant> concat_quant(const Graph& g, const Node& n, size_t k) {
+  if (n.op != OpKind::Concat) {
+    return make_error(node_where(g, n), std::string("concat_quant() does not apply to ") + op_name(n.op));
+  }
+  auto x = operand(g, n, false, k);
+  if (!x) return x.error();
+  auto y = operand(g, n, true, 0);
+  if (!y) return y.error();
+  LOOM_TRY(per_tensor_q(g, n, **x));
+  LOOM_TRY(per_tensor_q(g, n, **y));
+  EltQuant q;
+  q.a_zp = (*x)->q.zero_point;
+  q.y_zp = (*y)->q.zero_point;
+  auto m = derive(g, n, (*x)->q.scale[0] / (*y)->q.scale[0], "x_scale/y_scale");
+  if (!m) return m.error();
+  q.a = *m;
+  q.b = Multiplier{0, 1};
+  LOOM_TRY(clamp_range(g, n, -128, 127, &q.lo, &q.hi));
+  return q;
+}
+
 Expected<PoolQuant> pool_quant(const Graph& g, const Node& n) {
   if (n.op != OpKind::MaxPool && n.op != OpKind::AvgPool && n.op != OpKind::GlobalAvgPool) {
     return make_error(node_where(g, n), std::string("pool_quant() does not apply to ") + op_name(n.op));

@@ -60,6 +60,9 @@ struct RowQuant {
 Expected<MacQuant> mac_quant(const Graph& g, const Node& n);
 Expected<RowQuant> row_quant(const Graph& g, const Node& n);
 Expected<EltQuant> elt_quant(const Graph& g, const Node& n);
+/// Concat's input `k` requantized to the output's quantization (an ELTWISE
+/// copy: rq(x - x_zp, x_scale/y_scale) + y_zp, one rounding).
+Expected<EltQuant> concat_quant(const Graph& g, const Node& n, size_t k);
 Expected<PoolQuant> pool_quant(const Graph& g, const Node& n);
 
 }  // namespace loom::ir

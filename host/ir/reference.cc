@@ -107,6 +107,44 @@ void eltwise(const EltQuant& q, const Tensor& a, const Tensor* b, Tensor* y) {
   }
 }
 
+/// Each input requantized (as one ELTWISE copy) into its slice of y.
+Status concat(const Graph& g, const Node& n, const std::map<std::string, Tensor>& vals, Tensor* y) {
+  const int64_t axis = n.attrs.axis;
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < int64_t(y->shape.size()); ++d) {
+    if (d < axis) outer *= y->shape[size_t(d)];
+    if (d > axis) inner *= y->shape[size_t(d)];
+  }
+  const int64_t pitch = y->shape[size_t(axis)] * inner;
+  int64_t at = 0;
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    auto q = concat_quant(g, n, k);
+    if (!q) return q.error();
+    const Tensor& x = vals.at(n.inputs[k]);
+    Tensor r(DType::I8, x.shape);
+    eltwise(*q, x, nullptr, &r);
+    const int64_t width = x.shape[size_t(axis)] * inner;
+    for (int64_t o = 0; o < outer; ++o)
+      std::copy(r.i8() + o * width, r.i8() + (o + 1) * width, y->i8() + o * pitch + at);
+    at += width;
+  }
+  return {};
+}
+
+void slice(const Attrs& a, const Tensor& x, Tensor* y) {
+  const size_t r = x.shape.size();
+  std::vector<int64_t> xs(r, 1);
+  for (size_t d = r; d-- > 1;) xs[d - 1] = xs[d] * x.shape[d];
+  for (int64_t o = 0; o < y->numel(); ++o) {
+    int64_t rest = o, src = 0;
+    for (size_t d = r; d-- > 0;) {
+      src += (a.starts[d] + rest % y->shape[d]) * xs[d];
+      rest /= y->shape[d];
+    }
+    y->i8()[o] = x.i8()[src];
+  }
+}
+
 void pool(const Node& nd, const PoolQuant& q, const Tensor& x, Tensor* y) {
   const Attrs& a = nd.attrs;
   const bool global = nd.op == OpKind::GlobalAvgPool;
@@ -192,6 +230,11 @@ Status run_node(const Graph& g, const Node& n, std::map<std::string, Tensor>& va
       return {};
     case OpKind::Transpose:
       transpose(n.attrs.perm, *val(0), y);
+      return {};
+    case OpKind::Concat:
+      return concat(g, n, vals, y);
+    case OpKind::Slice:
+      slice(n.attrs, *val(0), y);
       return {};
   }
   return make_error(node_where(g, n), "unknown op kind");

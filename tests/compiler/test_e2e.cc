@@ -342,6 +342,53 @@ TEST_P(E2E, DepthwiseUnitMatchesReference) {
   }
 }
 
+// Concat along every axis (channels of an image: strided rows into the
+// output; a wide axis: rows split at chunk edges; the batch), with inputs
+// requantized or copied, a constant part, and slices (channel halves, a
+// window, one row) feeding it, on every placement.
+TEST_P(E2E, ConcatAndSliceMatchReference) {
+  const Case cases[] = {
+      {"concat_channels",  // a fire module's expand: two convs joined on C
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {1, 9, 7, 16});
+         b.output(b.concat("cat", {b.conv("e1", x, {24, 1, 1, 1, 0, 1}), b.conv("e3", x, {40, 3, 3, 1, 1, 1})}, 3));
+       }},
+      {"concat_three_same_quant",
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {1, 5, 6, 8}, 0.06, 2), y = b.input("y", {1, 5, 6, 3}, 0.06, 2);
+         b.output(b.concat("cat", {x, y, b.input("z", {1, 5, 6, 21}, 0.06, 2)}, 3));
+       }},
+      {"concat_rows_wide",  // axis 1 of [2, r, 3000]: rows wider than a chunk on tiny
+       [](GraphBuilder& b) {
+         b.output(b.concat("cat", {b.input("x", {2, 3, 3000}), b.input("y", {2, 2, 3000}, 0.02, -5)}, 1));
+       }},
+      {"concat_batch", [](GraphBuilder& b) {
+         b.output(b.concat("cat", {b.input("x", {1, 4, 4, 8}), b.input("y", {2, 4, 4, 8}, 0.09, 0)}, 0));
+       }},
+      {"split_shuffle",  // ShuffleNetV2: halves of C, one through a conv, joined again
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {1, 6, 6, 32});
+         const auto l = b.slice("l", x, {0, 0, 0, 0}, {1, 6, 6, 16}), r = b.slice("r", x, {0, 0, 0, 16}, {1, 6, 6, 32});
+         b.output(b.concat("cat", {l, b.conv("c", r, {16, 1, 1, 1, 0, 1})}, 3));
+       }},
+      {"slice_window", [](GraphBuilder& b) {
+         b.output(b.slice("s", b.input("x", {2, 9, 11, 5}), {1, 2, 3, 1}, {2, 8, 10, 4}));
+       }},
+      {"slice_token",  // ViT's class token: row 0 of [1, N, D]
+       [](GraphBuilder& b) { b.output(b.slice("s", b.input("x", {1, 17, 64}), {0, 0, 0}, {1, 1, 64})); }},
+  };
+  CompileOptions one;
+  one.num_cores = 1;
+  CompileOptions tasks;
+  tasks.placement = Placement::Dynamic;
+  tasks.tasks_per_core = 3;
+  CompileOptions pipe;
+  pipe.placement = Placement::Pipeline;
+  CompileOptions static_;
+  for (const auto& c : cases)
+    for (const CompileOptions* o : {&static_, &one, &tasks, &pipe}) check(GetParam(), c, *o);
+}
+
 // Residual adds folded into POSTOP (plain where provably exact, rescale
 // otherwise) and kept separate, under every fusion policy, bit-exact with the
 // reference.
@@ -424,6 +471,7 @@ TEST_P(E2E, AttentionLayoutsMatchReference) {
   tasks.tasks_per_core = 3;
   CompileOptions pipe;
   pipe.placement = Placement::Pipeline;
+  CompileOptions static_;
   for (const auto& c : cases)
     for (const CompileOptions* o : {&plain, &one, &tasks, &pipe}) check(GetParam(), c, *o);
 }

@@ -347,6 +347,43 @@ Status resize(const Ctx& c) {
   return {};
 }
 
+/// com.microsoft.QLinearConcat (Y_scale, Y_zp, then X, X_scale, X_zp per
+/// input): each input requantized to the output's scale as ONNX Runtime does,
+/// y = saturate(round(x_scale (x - x_zp) / y_scale) + y_zp) in float, then
+/// concatenated.
+Status qlinear_concat(const Ctx& c) {
+  const size_t n = c.n.inputs.size();
+  if (n < 5 || (n - 2) % 3) return c.err("inputs", "expects Y_scale, Y_zero_point and (X, scale, zero point) triples");
+  const Value& ys = c.in(0);
+  const Value& yz = c.in(1);
+  if (!ys.is_float() || ys.numel() != 1 || yz.is_float() || yz.numel() != 1)
+    return c.err("inputs", "the output scale and zero point must be one float and one integer");
+  Env env;
+  Node cat;
+  cat.name = c.n.name;
+  cat.op = "Concat";
+  cat.attrs = c.n.attrs;
+  for (size_t k = 2; k < n; k += 3) {
+    const Value& x = c.in(k);
+    const Value& xs = c.in(k + 1);
+    const Value& xz = c.in(k + 2);
+    if (x.is_float() || !xs.is_float() || xs.numel() != 1 || xz.numel() != 1 || x.type != yz.type)
+      return c.err("input '" + c.n.in(k) + "'", "needs per-tensor quantization of the output's integer type");
+    Value r = Value::make(yz.type, x.shape);
+    for (int64_t e = 0; e < x.numel(); ++e) {
+      const float v = xs.f[0] * float(x.i[size_t(e)] - xz.i[0]) / ys.f[0];
+      r.i[size_t(e)] = saturate(int64_t(std::nearbyint(v)) + yz.i[0], yz.type);
+    }
+    const std::string name = "x" + std::to_string(k);
+    env[name] = std::move(r);
+    cat.inputs.push_back(name);
+  }
+  cat.outputs = {"y"};
+  LOOM_TRY(concat(Ctx{c.m, cat, env}));
+  c.out(0, std::move(env.at("y")));
+  return {};
+}
+
 }  // namespace
 
 const std::map<std::string, Fn>& layout_ops() {
@@ -354,7 +391,7 @@ const std::map<std::string, Fn>& layout_ops() {
       {"Concat", concat}, {"Split", split}, {"Slice", slice}, {"Shape", shape}, {"Cast", cast},
       {"HardSigmoid", activation}, {"HardSwish", activation}, {"Softplus", activation}, {"Pow", pow_op},
       {"BatchNormalization", batch_norm}, {"ReduceMean", reduce}, {"ReduceSum", reduce}, {"ReduceMax", reduce},
-      {"ReduceMin", reduce}, {"Resize", resize},
+      {"ReduceMin", reduce}, {"Resize", resize}, {"com.microsoft.QLinearConcat", qlinear_concat},
   };
   return t;
 }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <numeric>
 #include <optional>
 #include <set>
 
@@ -306,13 +307,69 @@ int fold_qdq(Model& m, const Known& known, bool exact_host, std::map<std::string
     return &q;
   };
   auto scalar = [&](const Node* d) { return per_tensor_8bit(known, *d); };
+  // Q's parameters equal DQ's: a value-moving op between them is exact on the integers.
+  auto same_q = [&](const Node* d, const Node* q) {
+    const Value *ds = known(d->in(1)), *dz = known(d->in(2)), *qs = known(q->in(1)), *qz = known(q->in(2));
+    return dz->type == qz->type && ds->f[0] == qs->f[0] && dz->i[0] == qz->i[0];
+  };
   for (size_t k = 0; k < m.nodes.size(); ++k) {
     Node& n = m.nodes[k];
     if (!n.domain.empty()) continue;
+    if (n.op == "Split") {
+      // Each part quantized as the whole: Split on the integers.
+      const Node* d0 = dq_of(n.in(0));
+      if (!d0 || !scalar(d0)) continue;
+      std::vector<const Node*> qs;
+      for (const auto& o : n.outputs) {
+        const Node* q = o.empty() ? nullptr : sole_q(o);
+        if (!q || !same_q(d0, q)) break;
+        qs.push_back(q);
+      }
+      if (qs.size() != n.outputs.size()) {
+        (*unfolded)[n.name] = "its parts are not each quantized as its input";
+        continue;
+      }
+      n.inputs[0] = d0->in(0);
+      for (size_t o = 0; o < qs.size(); ++o) {
+        drop.insert(u.consumers[n.outputs[o]][0]);
+        n.outputs[o] = qs[o]->outputs[0];
+      }
+      ++folded;
+      continue;
+    }
     if (n.outputs.size() != 1) continue;
+    if (n.op == "Concat") {
+      // Each input requantized to the output's scale: com.microsoft.QLinearConcat.
+      const Node* q = sole_q(n.outputs[0]);
+      Node f;
+      f.name = n.name;
+      f.op = "QLinearConcat";
+      f.domain = "com.microsoft";
+      f.attrs["axis"] = n.attrs.count("axis") ? n.attrs.at("axis") : Attr{};
+      f.outputs = q ? q->outputs : n.outputs;
+      f.inputs = q ? std::vector<std::string>{q->in(1), q->in(2)} : std::vector<std::string>{};
+      bool ok = q != nullptr;
+      for (const auto& i : n.inputs) {
+        const Node* d = dq_of(i);
+        ok = ok && d && scalar(d) && known(d->in(2))->type == known(q->in(2))->type;
+        if (!ok) break;
+        f.inputs.insert(f.inputs.end(), {d->in(0), d->in(1), d->in(2)});
+      }
+      if (!ok) {
+        if (q) (*unfolded)[n.name] = "an input does not come from a per-tensor 8-bit DequantizeLinear of its type";
+        continue;
+      }
+      drop.insert(u.consumers[n.outputs[0]][0]);
+      n = f;
+      ++folded;
+      continue;
+    }
     // Ops that only move or select values: DQ -> op -> Q with the same
     // quantization on both sides is the op on the integers (exact).
-    const bool pass = n.op == "MaxPool" || n.op == "Flatten" || n.op == "Reshape" || n.op == "Transpose";
+    const bool pass = n.op == "MaxPool" || n.op == "Flatten" || n.op == "Reshape" || n.op == "Transpose" ||
+                      n.op == "Slice" || n.op == "Squeeze" || n.op == "Unsqueeze" ||
+                      (n.op == "Gather" && known(n.in(1))) ||
+                      (n.op == "Resize" && n.get_s("mode", "nearest") == "nearest");
     if (pass || n.op == "GlobalAveragePool") {
       const Node* q = sole_q(n.outputs[0]);
       const Node* d0 = dq_of(n.in(0));
@@ -660,6 +717,219 @@ ir::QParams device_q(const Value* s, const Value* z) {
   q.scale = {f0(s)};
   q.zero_point = int32_t(i0(z) - (z->type == kUint8 ? 128 : 0));
   return q;
+}
+
+
+// ---- layout ops: concat, slice, split, gather, squeeze/unsqueeze -----------
+// Each returns "" when `n` became device ops in `b`, else why not (map_device
+// then restores `b`).
+
+/// Device dim of ONNX axis `a` in layout `l`.
+int64_t device_axis(const Perm& l, int64_t a) {
+  return int64_t(std::find(l.begin(), l.end(), a) - l.begin());
+}
+
+/// `y` = the ONNX tensor `x` (in the segment) reshaped to `ysh`: a view in
+/// ONNX order, then a free reshape (NHWC kept where the order is the same).
+void reshape_into(SegBuilder& b, const std::string& x, const std::vector<int64_t>& ysh, const std::string& y,
+                  const std::string& name) {
+  const std::string xv = b.view(x, identity(b.onnx_shape.at(x).size()), name + "/x");
+  const Perm ly = keeps_order(ysh, default_layout(ysh.size())) ? default_layout(ysh.size()) : identity(ysh.size());
+  const ir::TensorInfo& yi = b.declare(y, ysh, b.onnx_type.at(x), b.seg.graph.tensors.at(x).q, ly);
+  ir::Node nd;
+  nd.name = name;
+  nd.op = ir::OpKind::Reshape;
+  nd.inputs = {xv};
+  nd.outputs = {y};
+  nd.attrs.shape = yi.shape;
+  b.seg.graph.nodes.push_back(nd);
+}
+
+/// `y` = x[starts : ends] (ONNX order, step 1) as a device slice in x's layout.
+void slice_into(SegBuilder& b, const std::string& x, const std::vector<int64_t>& starts,
+                const std::vector<int64_t>& ends, const std::string& y, const std::string& name) {
+  const Perm lx = b.layout.at(x);
+  std::vector<int64_t> ysh;
+  for (size_t d = 0; d < starts.size(); ++d) ysh.push_back(ends[d] - starts[d]);
+  b.declare(y, ysh, b.onnx_type.at(x), b.seg.graph.tensors.at(x).q, lx);
+  ir::Node nd;
+  nd.name = name;
+  nd.op = ir::OpKind::Slice;
+  nd.inputs = {x};
+  nd.outputs = {y};
+  for (auto d : lx) nd.attrs.starts.push_back(starts[size_t(d)]), nd.attrs.ends.push_back(ends[size_t(d)]);
+  b.seg.graph.nodes.push_back(nd);
+}
+
+/// com.microsoft.QLinearConcat (Y_scale, Y_zp, then X, X_scale, X_zp per
+/// input): each input in the output's layout, requantized by the copy.
+std::string map_concat(SegBuilder& b, const Node& n) {
+  const Known& K = b.known;
+  if (n.inputs.size() < 5 || (n.inputs.size() - 2) % 3) return "expects Y_scale, Y_zero_point and (X, scale, zero point) triples";
+  const Value *ys = K(n.in(0)), *yz = K(n.in(1));
+  if (!ys || !yz || !scalars({ys, yz})) return "output quantization is not per-tensor constants";
+  if (yz->type != kInt8 && yz->type != kUint8) return "output is not int8/uint8";
+  const std::vector<int64_t> x0 = b.shape_of(n.in(2));
+  const size_t r = x0.size();
+  int64_t axis = n.get_i("axis", 0);
+  if (axis < 0) axis += int64_t(r);
+  if (r == 0 || axis < 0 || axis >= int64_t(r)) return "axis out of range";
+  const Perm ly = default_layout(r);
+  const int64_t off = yz->type == kUint8 ? 128 : 0;
+  std::vector<int64_t> ysh = x0;
+  ysh[size_t(axis)] = 0;
+  ir::Node nd;
+  nd.name = n.name;
+  nd.op = ir::OpKind::Concat;
+  for (size_t k = 2; k + 2 < n.inputs.size(); k += 3) {
+    const std::string x = n.in(k);
+    const Value *xs = K(n.in(k + 1)), *xz = K(n.in(k + 2));
+    if (!xs || !xz || !scalars({xs, xz})) return "input '" + x + "' has no per-tensor constant quantization";
+    if (b.type_of(x) != yz->type || xz->type != yz->type) return "mixed int8/uint8 operands";
+    const auto xsh = b.shape_of(x);
+    bool same = xsh.size() == r;
+    for (size_t d = 0; same && d < r; ++d) same = int64_t(d) == axis || xsh[d] == x0[d];
+    if (!same) return "input '" + x + "' does not concatenate with '" + n.in(2) + "'";
+    ysh[size_t(axis)] += xsh[size_t(axis)];
+    std::string v;
+    if (const Value* c = K(x)) {
+      // A constant part (a class token): stored in the output's layout.
+      v = n.name + "/const" + std::to_string(k / 3);
+      ir::TensorInfo ci;
+      ci.name = v;
+      ci.is_const = true;
+      ci.shape = permuted(xsh, ly);
+      ci.q = device_q(xs, xz);
+      ci.data = Tensor(DType::I8, ci.shape);
+      const auto st = [](const std::vector<int64_t>& s) {
+        std::vector<int64_t> o(s.size(), 1);
+        for (size_t d = s.size(); d-- > 1;) o[d - 1] = o[d] * s[d];
+        return o;
+      }(xsh);
+      std::vector<int64_t> dev(r, 0);
+      for (int64_t e = 0; e < ci.data.numel(); ++e) {
+        int64_t src = 0;
+        for (size_t d = 0; d < r; ++d) src += dev[d] * st[size_t(ly[d])];
+        ci.data.i8()[e] = int8_t(c->i[size_t(src)] - off);
+        for (size_t d = r; d-- > 0;) {
+          if (++dev[d] < ci.shape[d]) break;
+          dev[d] = 0;
+        }
+      }
+      b.seg.graph.tensors[v] = ci;
+    } else {
+      bool fresh = false;
+      if (!b.activation(x, f0(xs), i0(xz), &fresh, &ly)) return "input '" + x + "' quantization differs from its producer's";
+      if (fresh) b.seg.graph.inputs.push_back(x);
+      v = b.view(x, ly, n.name + "/x" + std::to_string(k / 3));
+    }
+    nd.inputs.push_back(v);
+  }
+  const std::string y = n.outputs[0];
+  if (b.in_seg(y)) return "output defined twice";
+  if (std::all_of(nd.inputs.begin(), nd.inputs.end(), [&](const std::string& t) { return b.seg.graph.tensors.at(t).is_const; }))
+    return "every input is a constant";
+  b.declare(y, ysh, yz->type, device_q(ys, yz), ly);
+  nd.outputs = {y};
+  nd.attrs.axis = device_axis(ly, axis);
+  b.seg.graph.nodes.push_back(nd);
+  return "";
+}
+
+/// Slice (constant starts/ends/axes, steps 1), Split, Gather of constant
+/// indices that form one range, Squeeze, Unsqueeze on an int8/uint8 tensor
+/// of the segment.
+std::string map_select(SegBuilder& b, const Node& n) {
+  const Known& K = b.known;
+  const std::string x = n.in(0);
+  if (!b.in_seg(x)) return "a layout op alone is left to the host";
+  const std::vector<int64_t> xsh = b.onnx_shape.at(x);
+  const size_t r = xsh.size();
+  for (const auto& o : n.outputs)
+    if (o.empty() || b.in_seg(o)) return "an output is absent or defined twice";
+  auto axis_of = [&](int64_t a) { return a < 0 ? a + int64_t(r) : a; };
+  std::vector<int64_t> starts(r, 0), ends = xsh;
+  if (n.op == "Slice") {
+    const Value *st = K(n.in(1)), *en = K(n.in(2)), *ax = n.in(3).empty() ? nullptr : K(n.in(3)),
+                *sp = n.in(4).empty() ? nullptr : K(n.in(4));
+    if (!st || !en || (!n.in(3).empty() && !ax) || (!n.in(4).empty() && !sp)) return "starts, ends, axes or steps not constant";
+    for (size_t k = 0; k < size_t(st->numel()); ++k) {
+      const int64_t a = axis_of(ax ? ax->i.at(k) : int64_t(k));
+      if (a < 0 || a >= int64_t(r) || (sp && sp->i.at(k) != 1)) return "an axis out of range or a step other than 1";
+      const int64_t d = xsh[size_t(a)];
+      auto clampi = [&](int64_t v) { return std::clamp(v < 0 ? v + d : v, int64_t(0), d); };
+      starts[size_t(a)] = clampi(st->i.at(k)), ends[size_t(a)] = clampi(en->i.at(k));
+      if (ends[size_t(a)] <= starts[size_t(a)]) return "an empty slice";
+    }
+    slice_into(b, x, starts, ends, n.outputs[0], n.name);
+  } else if (n.op == "Split") {
+    const int64_t a = axis_of(n.get_i("axis", 0));
+    if (a < 0 || a >= int64_t(r)) return "axis out of range";
+    std::vector<int64_t> sizes = n.get_ints("split");
+    if (!n.in(1).empty()) {
+      const Value* s = K(n.in(1));
+      if (!s) return "split sizes not constant";
+      sizes = s->i;
+    }
+    const int64_t parts = int64_t(n.outputs.size()), d = xsh[size_t(a)];
+    if (sizes.empty() && d % parts == 0) sizes.assign(size_t(parts), d / parts);
+    if (int64_t(sizes.size()) != parts || std::accumulate(sizes.begin(), sizes.end(), int64_t(0)) != d) return "split sizes do not add up";
+    int64_t at = 0;
+    for (int64_t p = 0; p < parts; ++p) {
+      if (sizes[size_t(p)] < 1) return "an empty part";
+      starts[size_t(a)] = at, ends[size_t(a)] = at + sizes[size_t(p)];
+      slice_into(b, x, starts, ends, n.outputs[size_t(p)], n.name + "#" + std::to_string(p));
+      at += sizes[size_t(p)];
+    }
+  } else if (n.op == "Gather") {
+    const Value* idx = K(n.in(1));
+    const int64_t a = axis_of(n.get_i("axis", 0));
+    if (!idx || a < 0 || a >= int64_t(r)) return "indices not constant or axis out of range";
+    const int64_t d = xsh[size_t(a)];
+    std::vector<int64_t> ids;
+    for (auto i : idx->i) ids.push_back(i < 0 ? i + d : i);
+    for (size_t k = 0; k < ids.size(); ++k)
+      if (ids[k] < 0 || ids[k] >= d || ids[k] != ids[0] + int64_t(k)) return "indices that are not one ascending range";
+    if (idx->shape.size() > 1) return "indices of rank above 1";
+    starts[size_t(a)] = ids[0], ends[size_t(a)] = ids[0] + int64_t(ids.size());
+    std::vector<int64_t> ysh = xsh;
+    if (idx->shape.empty()) ysh.erase(ysh.begin() + a);
+    else ysh[size_t(a)] = int64_t(ids.size());
+    if (idx->shape.empty()) {
+      const std::string t = n.name + "/slice";
+      slice_into(b, x, starts, ends, t, n.name);
+      reshape_into(b, t, ysh, n.outputs[0], n.name + "/squeeze");
+    } else {
+      slice_into(b, x, starts, ends, n.outputs[0], n.name);
+    }
+  } else {  // Squeeze, Unsqueeze: reshapes
+    std::vector<int64_t> axes = n.get_ints("axes");
+    if (!n.in(1).empty()) {
+      const Value* av = K(n.in(1));
+      if (!av) return "axes not constant";
+      axes = av->i;
+    }
+    std::vector<int64_t> ysh;
+    if (n.op == "Squeeze") {
+      std::set<int64_t> ax;
+      for (auto v : axes) ax.insert(axis_of(v));
+      for (size_t d = 0; d < r; ++d) {
+        const bool drop = axes.empty() ? xsh[d] == 1 : ax.count(int64_t(d)) != 0;
+        if (drop && xsh[d] != 1) return "squeezes a dimension that is not 1";
+        if (!drop) ysh.push_back(xsh[d]);
+      }
+    } else {
+      const size_t yr = r + axes.size();
+      std::set<int64_t> ax;
+      for (auto v : axes) ax.insert(v < 0 ? v + int64_t(yr) : v);
+      if (ax.size() != axes.size() || (!ax.empty() && (*ax.begin() < 0 || *ax.rbegin() >= int64_t(yr)))) return "axes out of range";
+      for (size_t d = 0, j = 0; d < yr; ++d) ysh.push_back(ax.count(int64_t(d)) ? 1 : xsh[j++]);
+    }
+    if (ysh.empty()) return "a scalar result";
+    reshape_into(b, x, ysh, n.outputs[0], n.name);
+  }
+  b.seg.nodes.push_back(n.name);
+  return "";
 }
 
 // Tries to express `n` as device ops in `b`; on failure `b` is unchanged.
@@ -1141,6 +1411,18 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     b.seg.graph.nodes.push_back(nd);
     b.seg.nodes.push_back(n.name);
     return true;
+  }
+  if (n.op == "QLinearConcat" && n.domain == "com.microsoft") {
+    const std::string w = map_concat(b, n);
+    if (!w.empty()) return fail(w);
+    b.seg.nodes.push_back(n.name);
+    return true;
+  }
+  if (n.domain.empty() && (n.op == "Slice" || n.op == "Split" || n.op == "Gather" || n.op == "Squeeze" ||
+                           n.op == "Unsqueeze")) {
+    if (!b.in_seg(n.in(0))) return fail("");  // float, or alone: host_reason says which
+    const std::string w = map_select(b, n);
+    return w.empty() ? true : fail(w);
   }
   if (n.op == "Transpose" && n.domain.empty()) {
     // A layout transform: a DMA gather on the device (compiler/lower.cc), or
