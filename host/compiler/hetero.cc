@@ -85,6 +85,8 @@ Expected<runtime::UnitCall> unit_call_for_node(const ir::Graph& g, const ir::Nod
     case ir::OpKind::Relu:
     case ir::OpKind::Clip: {
       if (row0 != 0) return node_error(n, "elementwise ops run on a unit whole");
+      if (n.op == ir::OpKind::Add && g.tensor(n.inputs[1]).shape != g.tensor(n.inputs[0]).shape)
+        return node_error(n, "the eltwise unit adds operands of one shape (b repeats here)");
       auto q = ir::elt_quant(g, n);
       if (!q) return Status(q.error()).context("node '" + n.name + "'");
       const bool binary = n.op == ir::OpKind::Add;

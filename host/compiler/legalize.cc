@@ -70,9 +70,12 @@ class LegalizePass final : public Pass {
           l.permute = slice_of(g.tensor(n.inputs[0]).shape, n.attrs.starts, y.shape);
         }
         if ((n.op == ir::OpKind::Add || n.op == ir::OpKind::Mul) &&
-            (n.inputs.size() != 2 || g.tensor(n.inputs[0]).shape != g.tensor(n.inputs[1]).shape))
+            (n.inputs.size() != 2 || !ir::repeats_over(g.tensor(n.inputs[1]).shape, g.tensor(n.inputs[0]).shape)))
           return node_error(n, std::string(ir::op_name(n.op)) +
-                                   " needs two inputs of the same shape (no broadcasting on the fabric)");
+                                   " needs b of a's shape or repeated over a's leading dims");
+        if ((n.op == ir::OpKind::Add || n.op == ir::OpKind::Mul) &&
+            g.tensor(n.inputs[1]).shape != g.tensor(n.inputs[0]).shape)
+          l.repeat = numel(g.tensor(n.inputs[1]).shape);
         return Status::ok();
       case LayerKind::Alias:
         if (g.tensor(n.inputs[0]).is_const) return node_error(n, "reshape of a constant is not supported");

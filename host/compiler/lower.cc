@@ -662,6 +662,36 @@ ir::EltQuant copy_quant() {
   return q;
 }
 
+/// Elements [m0, m0 + m) of a tensor that repeats every `period` elements
+/// (b of a broadcast add or mul), read from its one copy at `src` into IN at
+/// `sp`: whole periods as one LOAD of rows `dram_stride` 0 apart, a piece of
+/// a period at a chunk's edge as one row.
+void load_repeated(LayerStream& ls, uint64_t src, int64_t period, int64_t m0, int64_t m, uint64_t sp) {
+  constexpr int64_t kMaxRows = 65535;
+  const int64_t end = m0 + m;
+  for (int64_t e = m0; e < end;) {
+    const int64_t col = e % period;
+    spec::LoadInsn ld;
+    ld.buf = uint64_t(spec::Buffer::IN);
+    ld.sp_addr = sp + uint64_t(e - m0);
+    ld.dram_addr = src + uint64_t(col);
+    if (col == 0 && e + period <= end && period <= kMaxRows) {
+      const int64_t rows = std::min((end - e) / period, kMaxRows);
+      ld.rows = uint64_t(rows);
+      ld.cols = uint64_t(period);
+      ld.dram_stride = 0;
+      ld.sp_stride = uint64_t(period);
+      e += rows * period;
+    } else {
+      const int64_t cols = std::min({period - col, end - e, kMaxRows});
+      ld.rows = 1;
+      ld.cols = ld.dram_stride = ld.sp_stride = uint64_t(cols);
+      e += cols;
+    }
+    ls.load(ld);
+  }
+}
+
 /// A concat part's output tile, elements [m0, m0 + m) of its input, from
 /// OUT at `out` into its slice of the output at `y`: one STORE of whole
 /// rows (dram_stride = the output's pitch), one a piece of a row at an edge.
@@ -728,7 +758,11 @@ Status lower_eltwise(const CompileState& s, const Layer& l, int core, LayerStrea
       gather_permuted(ls, l.permute, a_src + uint64_t(l.permute.base), t.m0, t.m, in);
     else
       load(a_src, in);
-    if (binary) load(b_src, in_b);
+    if (binary && l.repeat) {
+      load_repeated(ls, b_src, l.repeat, t.m0, t.m, in_b);
+    } else if (binary) {
+      load(b_src, in_b);
+    }
     if (lut) {
       spec::LoadInsn ld;
       ld.buf = uint64_t(spec::Buffer::IN);

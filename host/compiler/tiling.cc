@@ -477,6 +477,8 @@ class TilingPass final : public Pass {
     if (s.node(l).op == ir::OpKind::Lut) chunk = std::max<int64_t>(std::min<int64_t>(chunk, b.in - 256), 1);
     // A transpose's chunks hold whole runs (DMA rows) where one fits.
     if (l.permute.on() && l.permute.run() <= chunk) chunk = chunk / l.permute.run() * l.permute.run();
+    // A broadcast operand's chunks hold whole periods (one LOAD of repeated rows).
+    if (l.repeat && l.repeat <= chunk) chunk = chunk / l.repeat * l.repeat;
     // A concat part's chunks hold whole rows of its slice (one strided STORE).
     if (l.part.on && l.part.width <= chunk) chunk = std::min(chunk / l.part.width, kField16) * l.part.width;
     Tiling& t = l.tiling;

@@ -23,13 +23,13 @@ enum class OpKind : uint8_t {
                   // with groups G > 1: a [M,G*K], b [G,K,N] (one product per group, as in a grouped conv)
   Relu,           // x i8 -> y i8
   Clip,           // x i8 -> y i8 with attrs clip_min/clip_max (real values)
-  Add,            // a, b i8 (same shape) -> y i8
+  Add,            // a, b i8 -> y i8; b the shape of a, or 1 in a's leading dims (repeated over them)
   MaxPool,        // x [N,H,W,C] -> y
   AvgPool,        // x [N,H,W,C] -> y (count_include_pad semantics, see docs)
   GlobalAvgPool,  // x [N,H,W,C] -> y [N,1,1,C]
   Reshape,        // x -> y with attr shape (one -1 allowed)
   Flatten,        // x [N,...] -> y [N, prod(...)]
-  Mul,            // a, b i8 (same shape) -> y i8
+  Mul,            // a, b i8 -> y i8; b as for add
   Transpose,      // x -> y with attr perm: y's dim d is x's dim perm[d] (a layout transform, values unchanged)
   Lut,            // x i8, table [256] i8 constant -> y i8: y = table[x + 128] (any function of one int8 value)
   Softmax,        // x i8 -> y i8 over the last axis (ROWNORM softmax; table and multiplier from the scales)
@@ -101,6 +101,17 @@ struct Graph {
 /// node and field.
 Expected<Graph> parse_graph_json(const std::string& path);
 Expected<Graph> parse_graph_json_text(const std::string& text, const std::string& source);
+
+/// True when `b` has a's rank and is 1 in a's leading dims and equal to a in
+/// the others: element e of a pairs with element e mod numel(b) of b.
+inline bool repeats_over(const std::vector<int64_t>& b, const std::vector<int64_t>& a) {
+  if (b.size() != a.size()) return false;
+  size_t d = 0;
+  while (d < a.size() && b[d] == 1) ++d;
+  for (; d < a.size(); ++d)
+    if (b[d] != a[d]) return false;
+  return true;
+}
 
 /// Checks ops, arities, dtypes, quantization parameters, and infers/validates
 /// every shape; sorts nodes topologically (a cycle is an error).

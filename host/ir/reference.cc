@@ -98,10 +98,10 @@ void eltwise(const EltQuant& q, const Tensor& a, const Tensor* b, Tensor* y) {
   for (int64_t i = 0; i < y->numel(); ++i) {
     int64_t v = 0;
     if (q.mul) {
-      v = requantize(int64_t(a.i8()[i] - q.a_zp) * (b->i8()[i] - q.b_zp), q.a.mult, q.a.shift);
+      v = requantize(int64_t(a.i8()[i] - q.a_zp) * (b->i8()[i % b->numel()] - q.b_zp), q.a.mult, q.a.shift);
     } else {
       v = requantize(a.i8()[i] - q.a_zp, q.a.mult, q.a.shift);
-      if (b) v += requantize(b->i8()[i] - q.b_zp, q.b.mult, q.b.shift);
+      if (b) v += requantize(b->i8()[i % b->numel()] - q.b_zp, q.b.mult, q.b.shift);
     }
     y->i8()[i] = int8_t(out_q(v + q.y_zp, q.lo, q.hi));
   }

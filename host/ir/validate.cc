@@ -299,10 +299,10 @@ Status infer(const Graph& g, const Node& n, std::vector<int64_t>* out) {
       return {};
     case OpKind::Add:
     case OpKind::Mul:
-      if (c.in(0).shape != c.in(1).shape) {
+      if (!repeats_over(c.in(1).shape, c.in(0).shape)) {
         return make_error(c.where("inputs"), "'" + c.in(0).name + "' " + shape_str(c.in(0).shape) + " and '" +
                                                  c.in(1).name + "' " + shape_str(c.in(1).shape) + " differ (" +
-                                                 op_name(n.op) + " does not broadcast)");
+                                                 op_name(n.op) + " broadcasts b only over a's leading dims)");
       }
       *out = c.in(0).shape;
       return {};

@@ -389,6 +389,36 @@ TEST_P(E2E, ConcatAndSliceMatchReference) {
     for (const CompileOptions* o : {&static_, &one, &tasks, &pipe}) check(GetParam(), c, *o);
 }
 
+// An activation operand repeated over the other's leading dims (squeeze-
+// excite's [1,1,1,C] gate over [1,H,W,C], a [1,1,D] row over [1,N,D], a
+// period wider than a chunk on tiny), on every placement.
+TEST_P(E2E, BroadcastOperandsMatchReference) {
+  const Case cases[] = {
+      {"se_gate",
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {1, 9, 7, 48});
+         const auto s = b.pool("gap", OpKind::GlobalAvgPool, x, 1, 1, 0);
+         b.output(b.mul("se", x, b.unary("r", OpKind::Relu, s), 0.04, -1));
+       }},
+      {"row_add", [](GraphBuilder& b) {
+         b.output(b.add("a", b.input("x", {1, 13, 40}), b.input("p", {1, 1, 40}, 0.03, 4)));
+       }},
+      {"wide_period", [](GraphBuilder& b) {
+         b.output(b.mul("m", b.input("x", {3, 5000}), b.input("p", {1, 5000}, 0.08, 0), 0.1, 2));
+       }},
+  };
+  CompileOptions one;
+  one.num_cores = 1;
+  CompileOptions tasks;
+  tasks.placement = Placement::Dynamic;
+  tasks.tasks_per_core = 3;
+  CompileOptions pipe;
+  pipe.placement = Placement::Pipeline;
+  CompileOptions static_;
+  for (const auto& c : cases)
+    for (const CompileOptions* o : {&static_, &one, &tasks, &pipe}) check(GetParam(), c, *o);
+}
+
 // Residual adds folded into POSTOP (plain where provably exact, rescale
 // otherwise) and kept separate, under every fusion policy, bit-exact with the
 // reference.

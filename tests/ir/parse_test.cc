@@ -165,7 +165,7 @@ TEST(ParseErrors, ShapeMismatch) {
   j = base();
   j["nodes"].push_back({{"name", "add2"}, {"op", "add"}, {"inputs", {"y", "x"}}, {"outputs", {"z"}}});
   j["tensors"]["z"] = {{"scale", 0.1}};
-  expect_error(j, {"node 'add2'", "field 'inputs'", "does not broadcast"});
+  expect_error(j, {"node 'add2'", "field 'inputs'", "broadcasts b only over a's leading dims"});
   j = base();
   j["nodes"].push_back(
       {{"name", "rs"}, {"op", "reshape"}, {"inputs", {"y"}}, {"outputs", {"z"}}, {"attrs", {{"shape", {7, -1}}}}});

@@ -1156,7 +1156,14 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     // Operand k: tensor, scale, zero point. A constant operand goes second
     // (both ops are symmetric in their operands).
     size_t ia = 0, ib = 3;
+    auto count = [](const std::vector<int64_t>& s) {
+      int64_t e = 1;
+      for (auto d : s) e *= d;
+      return e;
+    };
     if (K(n.in(0)) && !K(n.in(3))) std::swap(ia, ib);
+    // Of two activations the larger is a (b is broadcast over it: squeeze-excite).
+    else if (!K(n.in(0)) && !K(n.in(3)) && count(b.shape_of(n.in(0))) < count(b.shape_of(n.in(3)))) std::swap(ia, ib);
     const std::string a = n.in(ia), bt = n.in(ib);
     const Value *as = K(n.in(ia + 1)), *az = K(n.in(ia + 2)), *bs = K(n.in(ib + 1)), *bz = K(n.in(ib + 2)),
                 *ys = K(n.in(6)), *yz = K(n.in(7));
@@ -1172,8 +1179,13 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
       const int64_t bd = bsh[bsh.size() - 1 - d];
       bcast = bd == 1 || bd == ash[ash.size() - 1 - d];
     }
-    if (ash != bsh && !bcast)
-      return fail(std::string("the fabric's ") + (mul ? "mul" : "add") + " broadcasts only a constant operand");
+    // An activation b repeats over a's leading dims in a's device layout.
+    const bool act_bcast = !bc && ash != bsh && bsh.size() == ash.size() && b.in_seg(a) &&
+                           ir::repeats_over(permuted(bsh, b.layout.at(a)), permuted(ash, b.layout.at(a)));
+    if (ash != bsh && !bcast && !act_bcast)
+      return fail(std::string("the fabric's ") + (mul ? "mul" : "add") +
+                  " broadcasts a constant, or an activation over the leading dims of the other's device layout "
+                  "(e.g. [1,C,1,1] over [1,C,H,W])");
     if (b.type_of(a) != yz->type || b.type_of(bt) != yz->type) return fail("mixed int8/uint8 operands");
     const int64_t off = yz->type == kUint8 ? 128 : 0;
     bool f1 = false, f2 = false;
