@@ -9,8 +9,11 @@
     lookups: those models run whole on the fabric, only the graph-edge
     QuantizeLinear/DequantizeLinear on the host;
   - every host op is named with a reason (`host_ops` in --json);
+  - the conv nets' Split, Concat, AveragePool, ReduceMean, sigmoid gate and
+    broadcast Mul run on the fabric (only the bilinear Resize on the host);
   - every device segment is bit-exact with loom's direct reference, and the
-    output agrees with ONNX Runtime within two output steps.
+    output agrees with ONNX Runtime within four output steps (requantized
+    several times over) and a cosine similarity of 0.999.
 Then forms loom refuses, each one line naming the node: a Gelu with an
 unknown `approximate`, a ReduceMean (opset 18) whose axes are not constant.
 
@@ -30,8 +33,10 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import export_forms  # noqa: E402
 
-# Forms that must run whole on the fabric between their first Q and last DQ.
-WHOLE = {"conv_bias_identity_qdq", "gelu_opset20", "gelu_constants_qdq"}
+# Forms that must run whole on the fabric between their first Q and last DQ
+# (the conv nets but for their bilinear Resize, which has no fabric form).
+WHOLE = {"conv_bias_identity_qdq": (), "gelu_opset20": (), "gelu_constants_qdq": (), "conv_opset18": ("Resize",),
+         "conv_opset19": ("Resize",), "conv_opset20": ("Resize",), "conv_opset21": ("Resize",)}
 NOTES = {"conv_bias_identity_qdq": "Identity nodes bypassed", "gelu_constants_qdq": "constant folding"}
 
 
@@ -51,20 +56,22 @@ def run_form(loom, backend, d, name):
     data = os.path.join(d, name, "test_data_set_0")
     step = out_step(path)
     cmd = [loom, "run", path, "--backend", backend, "--config", "tiny", "--check", "--json",
-           "--inputs", os.path.join(data, "input_0.pb"), "--expected", data, "--atol", str(2 * step + 1e-5)]
+           "--inputs", os.path.join(data, "input_0.pb"), "--expected", data, "--atol", str(4 * step + 1e-5)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if r.returncode != 0:
         sys.exit("%s: loom failed (%d): %s\n%s" % (name, r.returncode, r.stderr.strip(), " ".join(cmd)))
     j = json.loads(r.stdout)
     assert j["bit_exact"] is True, (name, "not bit-exact")
     assert j["expected"]["within_tolerance"], (name, j["expected"])
+    assert j["expected"]["outputs"][0]["cosine_similarity"] >= 0.999, (name, j["expected"])
     hosts = j["host_ops"]
     assert len(hosts) == j["fallback_op_count"], (name, "host_ops and fallback_ops disagree")
     for h in hosts:
         assert h["why"], (name, h, "a host op without a reason")
     if name in WHOLE:
-        assert len(j["segments"]) == 1, (name, j["segments"])
-        assert all(h["op"] in ("QuantizeLinear", "DequantizeLinear") for h in hosts), (name, hosts)
+        inner = [h for h in hosts if h["op"] not in ("QuantizeLinear", "DequantizeLinear")]
+        assert len(j["segments"]) == 1 + len(inner), (name, j["segments"], inner)
+        assert all(h["op"] in WHOLE[name] for h in inner), (name, inner)
     if name in NOTES:
         assert any(NOTES[name] in n for n in j["notes"]), (name, j["notes"])
     print("%s: %d segments, %d host ops, bit-exact, max |diff| %.4g (step %.4g)" %

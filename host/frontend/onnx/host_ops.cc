@@ -727,6 +727,32 @@ Status qlinear_gap(const Ctx& c) {
   return {};
 }
 
+// com.microsoft QLinearAveragePool (X, x_scale, x_zp, y_scale, y_zp; the
+// AveragePool attributes): the float pool of the dequantized input,
+// requantized (ONNX Runtime's reference semantics).
+Status qlinear_avgpool(const Ctx& c) {
+  const Value& x = c.in(0);
+  const float xs = c.in(1).f.at(0), ys = c.in(3).f.at(0);
+  const int64_t xz = c.has(2) ? c.in(2).i.at(0) : 0, yz = c.has(4) ? c.in(4).i.at(0) : 0;
+  if (x.is_float()) return c.err("input '" + c.n.in(0) + "'", "must be an integer tensor");
+  std::map<std::string, Value> env;
+  Value xf = Value::make(kFloat, x.shape);
+  for (int64_t k = 0; k < x.numel(); ++k) xf.f[size_t(k)] = xs * float(x.i[size_t(k)] - xz);
+  env["x"] = std::move(xf);
+  Node p = c.n;
+  p.op = "AveragePool";
+  p.domain.clear();
+  p.inputs = {"x"};
+  p.outputs = {"y"};
+  LOOM_TRY(pool(Ctx{c.m, p, env}));
+  const Value& yf = env.at("y");
+  Value y = Value::make(x.type, yf.shape);
+  for (int64_t k = 0; k < yf.numel(); ++k)
+    y.i[size_t(k)] = saturate(int64_t(std::nearbyint(double(yf.f[size_t(k)] / ys))) + yz, x.type);
+  c.out(0, std::move(y));
+  return {};
+}
+
 Status layer_norm(const Ctx& c) {
   const Value& x = c.in(0);
   if (!x.is_float()) return c.err("input '" + c.n.in(0) + "'", "LayerNormalization needs float32");
@@ -858,6 +884,7 @@ const std::map<std::string, Fn>& table() {
       {"com.microsoft.QLinearAdd", qlinear_add},
       {"com.microsoft.QLinearMul", qlinear_mul},
       {"com.microsoft.QLinearGlobalAveragePool", qlinear_gap},
+      {"com.microsoft.QLinearAveragePool", qlinear_avgpool},
       {"loom.QLinearMatMul", [](const Ctx& c) { return matmul_integer_like(c, true); }},
       {"loom.QLinearConv", [](const Ctx& c) { return conv_integer_like(c, true); }},
       {"loom.QLinearLookup", qlinear_lookup},

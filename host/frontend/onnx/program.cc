@@ -282,6 +282,84 @@ int fold_row_norms(Model& m, const Known& known) {
   return folded;
 }
 
+/// DQ -> AveragePool | ReduceMean over H and W | BatchNormalization -> Q,
+/// rewritten in place: com.microsoft QLinearAveragePool, QLinearGlobalAveragePool
+/// (with a Reshape where keepdims is 0), or a depthwise 1x1 loom.QLinearConv
+/// whose per-channel weight holds the BN's factor exactly (+-127 times its
+/// scale) and whose int32 bias its shift. "" when folded, else why not.
+std::string fold_channel_op(Model& m, const Known& known, const Known& param, Node& n, const Node& d, const Node& qc) {
+  Node& q = const_cast<Node&>(qc);
+  const std::vector<std::string> x_in{d.in(0), d.in(1), d.in(2)};
+  if (n.op == "AveragePool") {
+    n.domain = "com.microsoft";
+    n.op = "QLinearAveragePool";
+    n.inputs = {x_in[0], x_in[1], x_in[2], q.in(1), q.in(2)};
+    n.outputs = q.outputs;
+    q.op = "", q.outputs.clear();  // dropped below
+    return "";
+  }
+  auto t = m.types.find(d.in(0));
+  if (t == m.types.end() || !t->second.has_shape || t->second.shape.size() != 4) return "its input is not a 4-D tensor of known shape";
+  const auto& xs = t->second.shape;
+  const int64_t C = xs[1];
+  if (n.op == "ReduceMean") {
+    std::set<int64_t> axes;
+    for (auto a : n.get_ints("axes")) axes.insert(a < 0 ? a + 4 : a);
+    if (axes != std::set<int64_t>{2, 3}) return "it does not reduce over H and W only";
+    const bool keep = n.get_i("keepdims", 1) != 0;
+    const std::string gap = keep ? q.outputs[0] : n.name + "/gap";
+    n.domain = "com.microsoft";
+    n.op = "QLinearGlobalAveragePool";
+    n.attrs.clear();
+    n.inputs = {x_in[0], x_in[1], x_in[2], q.in(1), q.in(2)};
+    n.outputs = {gap};
+    m.types[gap] = TensorType{known(q.in(2))->type, {xs[0], C, 1, 1}, true};
+    if (keep) {
+      q.op = "", q.outputs.clear();
+    } else {
+      const std::string shape = n.name + "/shape";
+      Value sv = Value::make(kInt64, {2});
+      sv.i = {xs[0], C};
+      m.consts[shape] = sv;
+      q.op = "Reshape", q.domain = "", q.attrs.clear(), q.inputs = {gap, shape};
+    }
+    return "";
+  }
+  // BatchNormalization: y = x * a + s per channel.
+  if (n.get_i("training_mode", 0) != 0) return "training mode";
+  const Value *g = param(n.in(1)), *bb = param(n.in(2)), *mean = param(n.in(3)), *var = param(n.in(4));
+  if (!g || !bb || !mean || !var) return "its scale, bias, mean or variance is not a constant";
+  for (const Value* v : {g, bb, mean, var})
+    if (!v->is_float() || v->numel() != C) return "its parameters are not float32 with one value a channel";
+  const double eps = n.get_f("epsilon", 1e-5f), xsc = known(d.in(1))->f[0];
+  Value w = Value::make(kInt8, {C, 1, 1, 1}), ws = Value::make(kFloat, {C}), bias = Value::make(kInt32, {C});
+  for (int64_t c = 0; c < C; ++c) {
+    const size_t k = size_t(c);
+    const double a = double(g->f[k]) / std::sqrt(double(var->f[k]) + eps);
+    const double s = double(bb->f[k]) - double(mean->f[k]) * a;
+    if (!std::isfinite(a) || !std::isfinite(s)) return "its factor or shift is not finite";
+    ws.f[k] = a != 0 ? float(std::fabs(a) / 127.0) : 1.0f;
+    w.i[k] = a > 0 ? 127 : a < 0 ? -127 : 0;
+    const double bq = std::nearbyint(s / (xsc * double(ws.f[k])));
+    if (std::fabs(bq) > 2147483647.0) return "its shift is beyond an int32 bias at this scale";
+    bias.i[k] = int64_t(bq);
+  }
+  const std::string base = n.name + "/dw";
+  m.consts[base + "_w"] = w;
+  m.consts[base + "_ws"] = ws;
+  m.consts[base + "_wz"] = Value::make(kInt8, {1});
+  m.consts[base + "_b"] = bias;
+  n.domain = "loom";
+  n.op = "QLinearConv";
+  n.attrs.clear();
+  n.attrs["group"] = Attr{2, C, 0, {}, {}, {}};
+  n.attrs["kernel_shape"] = Attr{7, 0, 0, {}, {1, 1}, {}};
+  n.inputs = {x_in[0], x_in[1], x_in[2], base + "_w", base + "_ws", base + "_wz", q.in(1), q.in(2), base + "_b"};
+  n.outputs = q.outputs;
+  q.op = "", q.outputs.clear();
+  return "";
+}
+
 /// Folds the QDQ groups of `m`; `unfolded` gets, per node that sits in a
 /// quantized context but was not folded, the reason.
 int fold_qdq(Model& m, const Known& known, bool exact_host, std::map<std::string, std::string>* unfolded) {
@@ -363,6 +441,35 @@ int fold_qdq(Model& m, const Known& known, bool exact_host, std::map<std::string
       n = f;
       ++folded;
       continue;
+    }
+    if (n.op == "AveragePool" || n.op == "ReduceMean" || n.op == "BatchNormalization") {
+      const Node* q = sole_q(n.outputs[0]);
+      const Node* d0 = dq_of(n.in(0));
+      if (!q || !d0 || !scalar(d0) || known(d0->in(2))->type != known(q->in(2))->type) continue;
+      // Parameters may sit behind a DequantizeLinear of constants (the quantizer's weights).
+      std::map<std::string, Value> dq_params;
+      Known param = [&](const std::string& t) -> const Value* {
+        if (const Value* v = known(t)) return v;
+        auto p = u.producer.find(t);
+        if (p == u.producer.end() || m.nodes[p->second].op != "DequantizeLinear") return nullptr;
+        std::map<std::string, Value> env;
+        for (const auto& i : m.nodes[p->second].inputs) {
+          if (i.empty()) continue;
+          const Value* c = known(i);
+          if (!c) return nullptr;
+          env[i] = *c;
+        }
+        if (!run_host(m, m.nodes[p->second], env).is_ok() || !env.count(t)) return nullptr;
+        return &(dq_params[t] = env.at(t));
+      };
+      const std::string why = fold_channel_op(m, known, param, n, *d0, *q);
+      if (!why.empty()) {
+        (*unfolded)[n.name] = why;
+        continue;
+      }
+      if (q->op.empty()) drop.insert(size_t(q - m.nodes.data()));
+      ++folded;
+      continue;  // fold_channel_op rewrote n and the Q in place
     }
     // Ops that only move or select values: DQ -> op -> Q with the same
     // quantization on both sides is the op on the integers (exact).
@@ -1043,7 +1150,10 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     if (!b.activation(x, f0(xs), i0(xz), &fresh)) return fail("input '" + x + "' has no int8/uint8 static shape or its quantization differs from its producer's");
     new_input(x, fresh);
     const auto xsh = b.onnx_shape[x];
-    const std::string xv = b.view(x, default_layout(xsh.size()), n.name + "/x");  // NHWC images, [..., K] rows
+    // NHWC images for a conv; a matmul's rows [..., K] in ONNX order (a Linear
+    // on [N, H, W, C] contracts the last ONNX axis).
+    const Perm lx = qconv ? default_layout(xsh.size()) : identity(xsh.size());
+    const std::string xv = b.view(x, lx, n.name + "/x");
     ir::Node nd;
     nd.name = n.name;
     nd.inputs = {xv, n.name + "/w"};
@@ -1084,8 +1194,7 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
       ysh = {xsh[0], M, oh, ow};
       channels = M;
     } else {
-      if ((xsh.size() != 2 && xsh.size() != 3) || w->shape.size() != 2)
-        return fail("only [M,K] or [B,M,K] times a constant [K,N] runs on the fabric");
+      if (xsh.size() < 2 || w->shape.size() != 2) return fail("only [..., M, K] times a constant [K, N] runs on the fabric");
       const int64_t K2 = w->shape[0], N = w->shape[1];
       if (xsh.back() != K2) return fail("inner dimensions differ");
       nd.op = ir::OpKind::Gemm;
@@ -1093,9 +1202,10 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
       wi.data = Tensor(DType::I8, wi.shape);
       for (int64_t k = 0; k < K2 * N; ++k) wi.data.i8()[k] = int8_t(w->i[size_t(k)] - woff);
       channels = N;
-      if (xsh.size() == 3) {
-        // [B, M, K] -> [B*M, K] -> gemm -> [B*M, N] -> [B, M, N] (row-major reshapes).
-        const int64_t rows = xsh[0] * xsh[1];
+      if (xsh.size() > 2) {
+        // [..., M, K] -> [rows, K] -> gemm -> [rows, N] -> [..., M, N] (row-major reshapes).
+        int64_t rows = 1;
+        for (size_t d = 0; d + 1 < xsh.size(); ++d) rows *= xsh[d];
         ir::TensorInfo a2 = b.seg.graph.tensors[xv];
         a2.name = n.name + "/a2d";
         a2.shape = {rows, K2};
@@ -1110,7 +1220,8 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
         nd.inputs[0] = a2.name;
         gemm_rows = rows;
       }
-      ysh = xsh.size() == 3 ? std::vector<int64_t>{xsh[0], xsh[1], N} : std::vector<int64_t>{xsh[0], N};
+      ysh = xsh;
+      ysh.back() = N;
     }
     if (ws->numel() != 1 && ws->numel() != channels) return fail("weight scale count does not match the channels");
     b.seg.graph.tensors[wi.name] = wi;
@@ -1129,7 +1240,7 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     if (b.in_seg(y)) return fail("output defined twice");
     if (yt != kInt8 && yt != kUint8) return fail("output must be int8 or uint8");
     const ir::QParams yq = device_q(ys, yz);
-    const ir::TensorInfo yi = b.declare(y, ysh, yt, yq, default_layout(ysh.size()));
+    const ir::TensorInfo yi = b.declare(y, ysh, yt, yq, lx);
     if (gemm_rows > 0) {
       ir::TensorInfo y2 = yi;
       y2.name = n.name + "/y2d";
@@ -1345,6 +1456,43 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     b.seg.nodes.push_back(n.name);
     return true;
   }
+  if (n.op == "QLinearAveragePool" && n.domain == "com.microsoft") {
+    if (!all_known({1, 2, 3, 4})) return fail("quantization parameters are not constants");
+    const Value *xs = K(n.in(1)), *xz = K(n.in(2)), *ys = K(n.in(3)), *yz = K(n.in(4));
+    if (!scalars({xs, xz, ys, yz})) return fail("quantization must be per-tensor");
+    const std::string x = n.in(0), y = n.outputs[0];
+    const int32_t xt = b.type_of(x);
+    if (xt != yz->type) return fail("input and output types differ");
+    const auto xsh = b.shape_of(x);
+    auto k = n.get_ints("kernel_shape");
+    auto st = n.get_ints("strides", {1, 1});
+    auto pads = n.get_ints("pads", {0, 0, 0, 0});
+    if (xsh.size() != 4 || k.size() != 2 || st.size() != 2 || pads.size() != 4) return fail("only 2-D pooling runs on the fabric");
+    if (n.get_i("ceil_mode", 0) || n.get_s("auto_pad", "NOTSET") != "NOTSET") return fail("ceil_mode/auto_pad");
+    for (auto d : n.get_ints("dilations", {1, 1}))
+      if (d != 1) return fail("dilations other than 1");
+    const bool include = n.get_i("count_include_pad", 0) != 0;
+    if (!include && (pads[0] || pads[1] || pads[2] || pads[3])) return fail("padding with count_include_pad 0 (one divisor a layer)");
+    if (pads[0] >= k[0] || pads[2] >= k[0] || pads[1] >= k[1] || pads[3] >= k[1]) return fail("padding not smaller than the kernel");
+    bool fresh = false;
+    if (!b.activation(x, f0(xs), i0(xz), &fresh)) return fail("input quantization differs from its producer's");
+    new_input(x, fresh);
+    const int64_t oh = (xsh[2] + pads[0] + pads[2] - k[0]) / st[0] + 1, ow = (xsh[3] + pads[1] + pads[3] - k[1]) / st[1] + 1;
+    if (oh < 1 || ow < 1) return fail("empty output");
+    if (b.in_seg(y)) return fail("output defined twice");
+    b.declare(y, {xsh[0], xsh[1], oh, ow}, xt, device_q(ys, yz), default_layout(4));
+    ir::Node nd;
+    nd.name = n.name;
+    nd.op = ir::OpKind::AvgPool;
+    nd.inputs = {b.view(x, default_layout(4), n.name + "/x")};
+    nd.outputs = {y};
+    nd.attrs.kernel_h = k[0], nd.attrs.kernel_w = k[1], nd.attrs.stride_h = st[0], nd.attrs.stride_w = st[1];
+    nd.attrs.pad_top = pads[0], nd.attrs.pad_left = pads[1], nd.attrs.pad_bottom = pads[2], nd.attrs.pad_right = pads[3];
+    nd.attrs.count_include_pad = include;
+    b.seg.graph.nodes.push_back(nd);
+    b.seg.nodes.push_back(n.name);
+    return true;
+  }
   if (n.op == "QLinearGlobalAveragePool" && n.domain == "com.microsoft") {
     if (!all_known({1, 2, 3, 4})) return fail("quantization parameters are not constants");
     const Value *xs = K(n.in(1)), *xz = K(n.in(2)), *ys = K(n.in(3)), *yz = K(n.in(4));
@@ -1478,9 +1626,21 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     auto pads = n.get_ints("pads", {0, 0, 0, 0});
     for (auto d : n.get_ints("dilations", {1, 1}))
       if (d != 1) return fail("dilations other than 1");
-    if (n.get_i("ceil_mode", 0) || n.get_s("auto_pad", "NOTSET") != "NOTSET" || n.get_i("storage_order", 0))
-      return fail("ceil_mode/auto_pad/storage_order");
+    if (n.get_s("auto_pad", "NOTSET") != "NOTSET" || n.get_i("storage_order", 0)) return fail("auto_pad/storage_order");
     if (k.size() != 2 || st.size() != 2 || pads.size() != 4) return fail("not 2-D");
+    if (n.get_i("ceil_mode", 0)) {
+      // The last window may start past the floor's last one: that many more
+      // rows/columns of bottom/right padding (-128, never a window's max:
+      // every window keeps a real element), to the output size shape
+      // inference gave (ONNX Runtime's own).
+      const auto ysh = b.shape_of(n.outputs[0]);
+      if (ysh.size() != 4) return fail("ceil_mode without an inferred output shape");
+      for (size_t a = 0; a < 2; ++a) {
+        const int64_t need = (ysh[2 + a] - 1) * st[a] + k[a] - (xsh[2 + a] + pads[a] + pads[a + 2]);
+        if ((ysh[2 + a] - 1) * st[a] >= xsh[2 + a] + pads[a]) return fail("ceil_mode with a window in the padding only");
+        pads[a + 2] += std::max<int64_t>(need, 0);
+      }
+    }
     if (pads[0] >= k[0] || pads[2] >= k[0] || pads[1] >= k[1] || pads[3] >= k[1]) return fail("padding not smaller than the kernel");
     double scale = 1.0;
     int64_t zp = 0;
