@@ -20,6 +20,12 @@ The result is saved with ir_version 8 and default-domain opset 17 (the ONNX
 release loom's importer links accepts opset <= 17, IR <= 8) and checked with
 onnx.checker.
 
+Besides ResNet-50, MobileNetV2 and the BERT layer, the zoo has one network per
+common family (scripts/zoo_families.py: resnext, regnet, efficientnet,
+mobilenetv3, squeezenet, googlenet, densenet, shufflenet, convnext, vit,
+encoder, lraspp), each with a "small" slice (a reduced network, 32x32 to 64x64
+or 16 tokens) and "full" (the real size at 224x224, batch 1; the default).
+
 Same seed -> byte-identical files.
 
 Usage:
@@ -42,6 +48,7 @@ DEFAULT_SEED = 1
 BERT_SEQS = (32, 64, 128, 256, 384, 512)
 RESNET_SLICES = ("stem", "stage1", "stage2", "stage3", "stage4", "full")
 MOBILENET_SLICES = ("stem", "block", "full")
+FAMILY_SLICES = ("small", "full")  # the family models (scripts/zoo_families.py)
 
 QUANT_OPTIONS = {
     "quant_format": "QDQ",
@@ -272,7 +279,41 @@ MODELS = {
     "mobilenetv2": {"doc": "MobileNetV2 1.0, 17 inverted residuals (depthwise 3x3, ReLU6), 224x224, batch 1",
                     "slices": MOBILENET_SLICES},
     "bert": {"doc": "BERT-base encoder layer: hidden 768, 12 heads, FFN 3072, GELU, LayerNorm", "seqs": BERT_SEQS},
+    # One network per family (scripts/zoo_families.py), "small" and "full" (224x224, batch 1).
+    "resnext": {"doc": "ResNeXt-50 32x4d: bottlenecks with grouped 3x3 convs (32 groups)", "slices": FAMILY_SLICES},
+    "regnet": {"doc": "RegNetY-400MF: grouped 3x3 (group width 8), squeeze-excite (Sigmoid, broadcast Mul)",
+               "slices": FAMILY_SLICES},
+    "efficientnet": {"doc": "EfficientNet-B0: MBConv, depthwise 3x3/5x5, SiLU as x*Sigmoid(x), squeeze-excite",
+                     "slices": FAMILY_SLICES},
+    "mobilenetv3": {"doc": "MobileNetV3-Large: HardSwish, squeeze-excite with HardSigmoid, depthwise 3x3/5x5",
+                    "slices": FAMILY_SLICES},
+    "squeezenet": {"doc": "SqueezeNet 1.1: fire modules (squeeze 1x1, expand 1x1 + 3x3, Concat), MaxPool",
+                   "slices": FAMILY_SLICES},
+    "googlenet": {"doc": "GoogLeNet (Inception v1): four-branch inception modules joined by Concat",
+                  "slices": FAMILY_SLICES},
+    "densenet": {"doc": "DenseNet-121: BatchNormalization-Relu-conv dense layers, Concat, AveragePool transitions",
+                 "slices": FAMILY_SLICES},
+    "shufflenet": {"doc": "ShuffleNetV2 x1.0: Split in halves, channel shuffle (Reshape-Transpose-Reshape), Concat",
+                   "slices": FAMILY_SLICES},
+    "convnext": {"doc": "ConvNeXt-T: depthwise 7x7, NHWC LayerNorm, MatMul MLP with GELU, layer scale",
+                 "slices": FAMILY_SLICES},
+    "vit": {"doc": "ViT-Tiny/16: patch conv, class token, 12 pre-LN attention blocks (3 heads), GELU MLP",
+            "slices": FAMILY_SLICES},
+    "encoder": {"doc": "4 TransformerEncoderLayers (d 384, 6 heads, FFN 1536, seq 128), dynamo export form",
+                "slices": FAMILY_SLICES},
+    "lraspp": {"doc": "LR-ASPP on MobileNetV3-Large: SE-style gate, bilinear Resize, low-level Add, 21 classes",
+               "slices": FAMILY_SLICES},
 }
+
+
+def _families():
+    """scripts/zoo_families.py, the builders of the family models (beside this file)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import zoo_families
+
+    return zoo_families
 
 
 def float_model(name, seq, slice_, seed, shapes_only=False):
@@ -280,7 +321,9 @@ def float_model(name, seq, slice_, seed, shapes_only=False):
         return resnet50(seed, slice_ or "full", shapes_only)
     if name == "mobilenetv2":
         return mobilenetv2(seed, slice_ or "full", shapes_only)
-    return bert_layer(seed, seq, shapes_only)
+    if name == "bert":
+        return bert_layer(seed, seq, shapes_only)
+    return _families().float_model(Net, name, slice_ or "full", seed, shapes_only)
 
 
 def validate_args(name, seq, slice_):
@@ -359,6 +402,11 @@ def variants():
         yield ("mobilenetv2", None, s)
     for L in BERT_SEQS:
         yield ("bert", L, None)
+    for name, info in MODELS.items():
+        if info.get("slices") is FAMILY_SLICES:
+            yield (name, None, None)
+            for s in FAMILY_SLICES[:-1]:
+                yield (name, None, s)
 
 
 def cmd_list(args):

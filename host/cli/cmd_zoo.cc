@@ -61,10 +61,13 @@ void register_zoo(CLI::App& app) {
 
   auto* build = cmd->add_subcommand(
       "build", "Build one model: DIR/model.onnx, DIR/test_data_set_0/input_0.pb and ONNX Runtime's output_0.pb");
-  build->add_option("NAME", o->name, "Model: resnet50, mobilenetv2 or bert")->required();
+  build->add_option("NAME", o->name,
+                    "Model: resnet50, mobilenetv2, bert, or a family: resnext, regnet, efficientnet, mobilenetv3, "
+                    "squeezenet, googlenet, densenet, shufflenet, convnext, vit, encoder, lraspp (`loom zoo list`)")
+      ->required();
   auto* seq = build->add_option("--seq", o->seq, "BERT sequence length: 32, 64, 128, 256, 384 or 512");
   build->add_option("--slice", o->slice,
-                    "Part of the network (resnet50: stem, stage1..stage4; mobilenetv2: stem, block)");
+                    "Part of the network (resnet50: stem, stage1..stage4; mobilenetv2: stem, block; a family: small)");
   build->add_option("--seed", o->seed, "Seed of weights, calibration data and input")->capture_default_str();
   build->add_option("-o,--output", o->output, "Output folder")->required();
   build->callback([o, seq] {

@@ -132,12 +132,22 @@ Status parse_zoo(const std::string& spec, const std::string& where, ModelSpec& m
   if (parts.empty() || parts[0].empty())
     return make_error(where, "'" + spec + "': expected zoo:NAME[:seq=L][:slice=S]");
   m.zoo_name = parts[0];
+  // As scripts/zoo.py MODELS: the three networks and one of each family.
+  const std::vector<const char*> family{"small"};
   const std::pair<const char*, std::vector<const char*>> known[] = {
-      {"resnet50", {"stem", "stage1", "stage2", "stage3", "stage4"}}, {"mobilenetv2", {"stem", "block"}}, {"bert", {}}};
+      {"resnet50", {"stem", "stage1", "stage2", "stage3", "stage4"}},
+      {"mobilenetv2", {"stem", "block"}},
+      {"bert", {}},
+      {"resnext", family}, {"regnet", family}, {"efficientnet", family}, {"mobilenetv3", family},
+      {"squeezenet", family}, {"googlenet", family}, {"densenet", family}, {"shufflenet", family},
+      {"convnext", family}, {"vit", family}, {"encoder", family}, {"lraspp", family}};
   const std::vector<const char*>* slices = nullptr;
-  for (const auto& [n, sl] : known)
+  std::string names;
+  for (const auto& [n, sl] : known) {
     if (m.zoo_name == n) slices = &sl;
-  if (!slices) return make_error(where, "unknown zoo model '" + m.zoo_name + "' (resnet50, mobilenetv2, bert)");
+    names += (names.empty() ? "" : ", ") + std::string(n);
+  }
+  if (!slices) return make_error(where, "unknown zoo model '" + m.zoo_name + "' (" + names + ")");
   for (size_t i = 1; i < parts.size(); ++i) {
     const std::string& o = parts[i];
     if (o.rfind("seq=", 0) == 0 && m.zoo_name == "bert" && m.zoo_seq == 0) {

@@ -735,6 +735,23 @@ struct SegBuilder {
     return seg.graph.tensors[y] = yi;
   }
   bool in_seg(const std::string& t) const { return seg.graph.tensors.count(t) != 0; }
+  /// Makes `t` a segment input when a QuantizeLinear with constant per-tensor
+  /// parameters produced it (its quantization is then known): a layout op
+  /// right after the model's input Q runs on the fabric too.
+  bool adopt(const std::string& t) {
+    if (in_seg(t)) return true;
+    for (const auto& n : m.nodes) {
+      if (n.outputs.empty() || n.outputs[0] != t) continue;
+      if (n.op != "QuantizeLinear" || !n.domain.empty() || n.in(2).empty()) return false;
+      const Value *s = known(n.in(1)), *z = known(n.in(2));
+      if (!s || !z || s->numel() != 1 || z->numel() != 1 || !s->is_float()) return false;
+      bool fresh = false;
+      if (!activation(t, s->f[0], z->i[0], &fresh)) return false;
+      if (fresh) seg.graph.inputs.push_back(t);
+      return true;
+    }
+    return false;
+  }
 
   const ir::Node* producer(const std::string& t) const {
     for (const auto& nd : seg.graph.nodes)
@@ -1168,9 +1185,24 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     int64_t channels = 0, gemm_rows = 0;
     if (qconv) {
       if (xsh.size() != 4 || w->shape.size() != 4) return fail("only 2-D convolutions run on the fabric");
-      for (auto d : n.get_ints("dilations", {1, 1}))
-        if (d != 1) return fail("dilations other than 1");
+      const auto dil = n.get_ints("dilations", {1, 1});
+      if (dil.size() != 2 || dil[0] < 1 || dil[1] < 1) return fail("dilations are not 2-D");
       if (n.get_s("auto_pad", "NOTSET") != "NOTSET") return fail("auto_pad other than NOTSET");
+      Value dilated;
+      if (dil[0] > 1 || dil[1] > 1) {
+        // A dilated kernel as the dense kernel it spans, the taps between its
+        // own at the weight zero point (they add nothing): exact, and as
+        // many more MACs as the span has zero taps (docs/onnx.md).
+        const int64_t M0 = w->shape[0], C0 = w->shape[1], KH0 = w->shape[2], KW0 = w->shape[3];
+        const int64_t KH1 = (KH0 - 1) * dil[0] + 1, KW1 = (KW0 - 1) * dil[1] + 1;
+        dilated = Value::make(w->type, {M0, C0, KH1, KW1});
+        std::fill(dilated.i.begin(), dilated.i.end(), wz->i[0]);
+        for (int64_t mc = 0; mc < M0 * C0; ++mc)
+          for (int64_t r = 0; r < KH0; ++r)
+            for (int64_t c = 0; c < KW0; ++c)
+              dilated.i[size_t((mc * KH1 + r * dil[0]) * KW1 + c * dil[1])] = w->i[size_t((mc * KH0 + r) * KW0 + c)];
+        w = &dilated;
+      }
       const int64_t M = w->shape[0], cpg = w->shape[1], KH = w->shape[2], KW = w->shape[3];
       const int64_t g = n.get_i("group", 1);
       auto st = n.get_ints("strides", {1, 1});
@@ -1580,7 +1612,7 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
   }
   if (n.domain.empty() && (n.op == "Slice" || n.op == "Split" || n.op == "Gather" || n.op == "Squeeze" ||
                            n.op == "Unsqueeze")) {
-    if (!b.in_seg(n.in(0))) return fail("");  // float, or alone: host_reason says which
+    if (!b.adopt(n.in(0))) return fail("");  // float, or of unknown quantization: host_reason says which
     const std::string w = map_select(b, n);
     return w.empty() ? true : fail(w);
   }
@@ -1589,7 +1621,7 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     // nothing where a later transpose or matmul reads the data in its
     // original order (SegBuilder::permute_into).
     const std::string x = n.in(0), y = n.outputs[0];
-    if (!b.in_seg(x)) return fail("a transpose alone is left to the host");
+    if (!b.adopt(x)) return fail("a transpose of a tensor of unknown quantization is left to the host");
     const auto xsh = b.onnx_shape[x];
     const size_t r = xsh.size();
     Perm perm = n.get_ints("perm", {});
