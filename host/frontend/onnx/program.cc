@@ -1637,6 +1637,24 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     }
     if (b.in_seg(y)) return fail("output defined twice");
     const auto ysh = permuted(xsh, perm);
+    // The layout in which y's bytes are x's as they lie: when it is one a
+    // segment boundary knows (ONNX order, or NHWC at rank 4), the transpose
+    // is metadata (ConvNeXt's NCHW <-> NHWC around its LayerNorm and MLP).
+    const Perm lx = b.layout.at(x), inv_perm = inverse(perm);
+    Perm keep;
+    for (auto d : lx) keep.push_back(inv_perm[size_t(d)]);
+    if (keep == identity(r) || (r == 4 && keep == default_layout(4))) {
+      const ir::TensorInfo& yi = b.declare(y, ysh, b.onnx_type[x], b.seg.graph.tensors[x].q, keep);
+      ir::Node nd;
+      nd.name = n.name;
+      nd.op = ir::OpKind::Reshape;
+      nd.inputs = {x};
+      nd.outputs = {y};
+      nd.attrs.shape = yi.shape;
+      b.seg.graph.nodes.push_back(nd);
+      b.seg.nodes.push_back(n.name);
+      return true;
+    }
     b.declare(y, ysh, b.onnx_type[x], b.seg.graph.tensors[x].q, identity(r));
     // Device dim i of y is ONNX dim perm[i] of x, device dim inv(layout x)[perm[i]] of x.
     const Perm inv = inverse(b.layout.at(x));
