@@ -223,6 +223,73 @@ int fold_lookup_chains(Model& m, const Known& known) {
   return folded;
 }
 
+/// A quantized Add or Mul whose operands are both functions of one 8-bit
+/// tensor x (x itself, or a lookup of x read only here: SiLU as ONNX Runtime
+/// quantizes it, x * sigmoid(x) with a QuantizeLinear between) is itself a
+/// function of x: one lookup whose table is the ops run on every value of x
+/// with the host ops (one pass instead of two, rounded as the host rounds).
+int fold_lookup_pairs(Model& m, const Known& known) {
+  Uses u = uses_of(m);
+  std::set<size_t> drop;
+  int folded = 0;
+  for (size_t k = 0; k < m.nodes.size(); ++k) {
+    Node& n = m.nodes[k];
+    if (n.domain != "com.microsoft" || (n.op != "QLinearAdd" && n.op != "QLinearMul") || n.inputs.size() < 8) continue;
+    // Operand i: the lookup producing it (read only here), and its base tensor.
+    const Node* look[2] = {nullptr, nullptr};
+    std::string base[2];
+    for (int i = 0; i < 2; ++i) {
+      const std::string& t = n.in(size_t(3 * i));
+      base[i] = t;
+      auto p = u.producer.find(t);
+      if (p == u.producer.end()) continue;
+      const Node& l = m.nodes[p->second];
+      if (l.op == "QLinearLookup" && l.domain == "loom" && !drop.count(p->second) && u.consumers.at(t).size() == 1 &&
+          std::find(m.outputs.begin(), m.outputs.end(), t) == m.outputs.end()) {
+        look[i] = &l;
+        base[i] = l.in(0);
+      }
+    }
+    if (base[0] != base[1] || known(base[0]) || (!look[0] && !look[1])) continue;
+    // x's scale and zero point: a direct operand's, else the first lookup's input's.
+    const std::string xs_name = !look[0] ? n.in(1) : !look[1] ? n.in(4) : look[0]->in(1);
+    const std::string xz_name = !look[0] ? n.in(2) : !look[1] ? n.in(5) : look[0]->in(2);
+    const Value* xz = known(xz_name);
+    if (!xz || xz->numel() != 1 || (xz->type != kInt8 && xz->type != kUint8) || !known(xs_name)) continue;
+    std::map<std::string, Value> env;
+    Value x = Value::make(xz->type, {256});
+    for (int64_t v = 0; v < 256; ++v) x.i[size_t(v)] = xz->type == kUint8 ? v : v - 128;
+    env[base[0]] = x;
+    bool ran = true;
+    for (const Node* s : {look[0], look[1], static_cast<const Node*>(&n)}) {
+      if (!s) continue;
+      for (const auto& i : s->inputs)
+        if (!i.empty() && !env.count(i)) {
+          const Value* c = known(i);
+          if (!c) ran = false;
+          else env[i] = *c;
+        }
+      ran = ran && run_host(m, *s, env).is_ok();
+    }
+    if (!ran || !env.count(n.outputs[0]) || env.at(n.outputs[0]).numel() != 256) continue;
+    Node f;
+    f.name = n.name;
+    f.op = "QLinearLookup";
+    f.domain = "loom";
+    const std::string table = n.name + "/table";
+    m.consts[table] = env.at(n.outputs[0]);
+    f.inputs = {base[0], xs_name, xz_name, table, n.in(6), n.in(7)};
+    f.outputs = n.outputs;
+    for (const Node* l : look)
+      if (l) drop.insert(size_t(l - m.nodes.data()));
+    n = std::move(f);
+    ++folded;
+  }
+  std::map<size_t, Node> none;
+  replace_chains(m, drop, none);
+  return folded;
+}
+
 /// DequantizeLinear -> Softmax or LayerNormalization over the last axis ->
 /// QuantizeLinear, per-tensor 8-bit on both sides, becomes loom
 /// QLinearSoftmax / QLinearLayerNorm: the integer row normalizations of
@@ -631,6 +698,7 @@ int fold_qdq(Model& m, const Known& known, bool exact_host, std::map<std::string
   // then chains of float elementwise ops between a DQ and a Q.
   folded += fold_constant_dq(m);
   folded += fold_lookup_chains(m, known);
+  folded += fold_lookup_pairs(m, known);
   return folded + (exact_host ? 0 : fold_row_norms(m, known));
 }
 
