@@ -1045,6 +1045,9 @@ std::string map_select(SegBuilder& b, const Node& n) {
     const Value *st = K(n.in(1)), *en = K(n.in(2)), *ax = n.in(3).empty() ? nullptr : K(n.in(3)),
                 *sp = n.in(4).empty() ? nullptr : K(n.in(4));
     if (!st || !en || (!n.in(3).empty() && !ax) || (!n.in(4).empty() && !sp)) return "starts, ends, axes or steps not constant";
+    if (en->numel() != st->numel() || (ax && ax->numel() != st->numel()) || (sp && sp->numel() != st->numel()) ||
+        st->is_float() || en->is_float() || (ax && ax->is_float()) || (sp && sp->is_float()))
+      return "starts, ends, axes and steps differ in length or are not integers";
     for (size_t k = 0; k < size_t(st->numel()); ++k) {
       const int64_t a = axis_of(ax ? ax->i.at(k) : int64_t(k));
       if (a < 0 || a >= int64_t(r) || (sp && sp->i.at(k) != 1)) return "an axis out of range or a step other than 1";
@@ -1080,6 +1083,7 @@ std::string map_select(SegBuilder& b, const Node& n) {
     const int64_t d = xsh[size_t(a)];
     std::vector<int64_t> ids;
     for (auto i : idx->i) ids.push_back(i < 0 ? i + d : i);
+    if (ids.empty() || idx->is_float()) return "indices are not integers";
     for (size_t k = 0; k < ids.size(); ++k)
       if (ids[k] < 0 || ids[k] >= d || ids[k] != ids[0] + int64_t(k)) return "indices that are not one ascending range";
     if (idx->shape.size() > 1) return "indices of rank above 1";
