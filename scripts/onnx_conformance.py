@@ -26,7 +26,7 @@ from onnx import numpy_helper
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA_DIRS = ["/usr/share/libonnx-testdata/data/node", "/usr/share/onnx/backend/test/data/node"]
-MIN_OPSET, MAX_OPSET = 10, 17
+MIN_OPSET, MAX_OPSET = 10, 21
 RTOL, ATOL = 1e-3, 1e-7
 
 

@@ -299,7 +299,10 @@ Status resize(const Ctx& c) {
   auto src = [&](size_t k, int64_t o) {
     const double s = scale[k], in = double(x.shape[k]), out = double(os[k]);
     if (ct == "asymmetric") return double(o) / s;
-    if (ct == "align_corners") return out > 1 ? double(o) * (in - 1) / (out - 1) : 0.0;
+    // ONNX's align_corners uses the resized length in * scale, a fraction
+    // when scales (not sizes) are given.
+    const double len = has_sizes ? out : in * s;
+    if (ct == "align_corners") return len > 1 ? double(o) * (in - 1) / (len - 1) : 0.0;
     if (ct == "pytorch_half_pixel") return out > 1 ? (double(o) + 0.5) / s - 0.5 : 0.0;
     return (double(o) + 0.5) / s - 0.5;  // half_pixel
   };
