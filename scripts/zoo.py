@@ -17,7 +17,7 @@ Quantization (onnxruntime.quantization.quantize_static):
   docs/zoo.md), calibrate_method=MinMax, extra_options ActivationSymmetric=False,
   WeightSymmetric=True; calibration on CALIB_SAMPLES seeded normal samples.
 The result is saved with ir_version 8 and default-domain opset 17 (the ONNX
-release loom's importer links accepts opset <= 17, IR <= 8) and checked with
+release loom links: newer exports are read through opset_adapt) and checked with
 onnx.checker.
 
 Besides ResNet-50, MobileNetV2 and the BERT layer, the zoo has one network per
@@ -553,7 +553,7 @@ def quantize(fmodel, seed, tmp, progress=None):
     if progress:
         progress.update(0.9)
     q = onnx.load(qpath)
-    # The quantizer may raise the opset; loom's ONNX (1.12) accepts <= 17 and IR <= 8.
+    # The quantizer may raise the opset; the zoo stays at the linked ONNX 1.12 release (opset 17, IR 8).
     for o in q.opset_import:
         if o.domain in ("", "ai.onnx"):
             o.version = OPSET
