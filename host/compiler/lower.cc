@@ -662,65 +662,60 @@ ir::EltQuant copy_quant() {
   return q;
 }
 
-/// Elements [m0, m0 + m) of a tensor that repeats every `period` elements
-/// (b of a broadcast add or mul), read from its one copy at `src` into IN at
-/// `sp`: whole periods as one LOAD of rows `dram_stride` 0 apart, a piece of
-/// a period at a chunk's edge as one row.
-void load_repeated(LayerStream& ls, uint64_t src, int64_t period, int64_t m0, int64_t m, uint64_t sp) {
-  constexpr int64_t kMaxRows = 65535;
+/// Elements [m0, m0 + m) of a tensor seen as rows of `width` elements, in
+/// pieces a DMA moves in one go: whole rows (`rows` > 1 or a full row, col
+/// 0), or the piece of a row at the chunk's edge (rows 1, cols < width).
+/// `emit(e, col, rows, cols)` gets the piece's first element and its column.
+template <typename Emit>
+void row_pieces(int64_t width, int64_t m0, int64_t m, Emit emit) {
+  constexpr int64_t kMaxRows = 65535;  // the LOAD/STORE rows/cols fields are 16 bits
   const int64_t end = m0 + m;
   for (int64_t e = m0; e < end;) {
-    const int64_t col = e % period;
+    const int64_t col = e % width;
+    if (col == 0 && e + width <= end && width <= kMaxRows) {
+      const int64_t rows = std::min((end - e) / width, kMaxRows);
+      emit(e, col, rows, width);
+      e += rows * width;
+    } else {
+      const int64_t cols = std::min({width - col, end - e, kMaxRows});
+      emit(e, col, int64_t(1), cols);
+      e += cols;
+    }
+  }
+}
+
+/// Elements [m0, m0 + m) of a tensor that repeats every `period` elements
+/// (b of a broadcast add or mul), read from its one copy at `src` into IN at
+/// `sp`: whole periods as one LOAD of rows `dram_stride` 0 apart.
+void load_repeated(LayerStream& ls, uint64_t src, int64_t period, int64_t m0, int64_t m, uint64_t sp) {
+  row_pieces(period, m0, m, [&](int64_t e, int64_t col, int64_t rows, int64_t cols) {
     spec::LoadInsn ld;
     ld.buf = uint64_t(spec::Buffer::IN);
     ld.sp_addr = sp + uint64_t(e - m0);
     ld.dram_addr = src + uint64_t(col);
-    if (col == 0 && e + period <= end && period <= kMaxRows) {
-      const int64_t rows = std::min((end - e) / period, kMaxRows);
-      ld.rows = uint64_t(rows);
-      ld.cols = uint64_t(period);
-      ld.dram_stride = 0;
-      ld.sp_stride = uint64_t(period);
-      e += rows * period;
-    } else {
-      const int64_t cols = std::min({period - col, end - e, kMaxRows});
-      ld.rows = 1;
-      ld.cols = ld.dram_stride = ld.sp_stride = uint64_t(cols);
-      e += cols;
-    }
+    ld.rows = uint64_t(rows);
+    ld.cols = ld.sp_stride = uint64_t(cols);
+    ld.dram_stride = rows > 1 ? 0 : uint64_t(cols);
     ls.load(ld);
-  }
+  });
 }
 
 /// A concat part's output tile, elements [m0, m0 + m) of its input, from
-/// OUT at `out` into its slice of the output at `y`: one STORE of whole
-/// rows (dram_stride = the output's pitch), one a piece of a row at an edge.
+/// OUT at `out` into its slice of the output at `y`: whole rows as one
+/// STORE of rows `dram_stride` = the output's pitch apart.
 void store_part(LayerStream& ls, const Layer::ConcatPart& cp, uint64_t y, uint64_t out, int64_t m0, int64_t m) {
-  constexpr int64_t kMaxRows = 65535;  // the STORE rows/cols fields are 16 bits
-  const int64_t end = m0 + m;
   bool first = true;
-  for (int64_t e = m0; e < end;) {
-    const int64_t col = e % cp.width;
+  row_pieces(cp.width, m0, m, [&](int64_t e, int64_t, int64_t rows, int64_t cols) {
     spec::StoreInsn st;
     st.buf = uint64_t(spec::Buffer::OUT);
     st.sp_addr = out + uint64_t(e - m0);
     st.dram_addr = y + uint64_t(cp.out_elem(e));
-    if (col == 0 && e + cp.width <= end && cp.width <= kMaxRows) {
-      const int64_t rows = std::min((end - e) / cp.width, kMaxRows);
-      st.rows = uint64_t(rows);
-      st.cols = uint64_t(cp.width);
-      st.dram_stride = uint64_t(cp.pitch);
-      st.sp_stride = uint64_t(cp.width);
-      e += rows * cp.width;
-    } else {
-      const int64_t cols = std::min({cp.width - col, end - e, kMaxRows});
-      st.rows = 1;
-      st.cols = st.dram_stride = st.sp_stride = uint64_t(cols);
-      e += cols;
-    }
+    st.rows = uint64_t(rows);
+    st.cols = st.sp_stride = uint64_t(cols);
+    st.dram_stride = rows > 1 ? uint64_t(cp.pitch) : uint64_t(cols);
     ls.store(st, first);
     first = false;
-  }
+  });
 }
 
 Status lower_eltwise(const CompileState& s, const Layer& l, int core, LayerStream& ls) {

@@ -52,6 +52,16 @@ void check(const char* cfg_name, const Case& c, const CompileOptions& opt = {}, 
   }
 }
 
+/// Static on every core, static on one, dynamic (3 tasks a core), pipeline.
+std::vector<CompileOptions> every_placement() {
+  std::vector<CompileOptions> v(4);
+  v[1].num_cores = 1;
+  v[2].placement = Placement::Dynamic;
+  v[2].tasks_per_core = 3;
+  v[3].placement = Placement::Pipeline;
+  return v;
+}
+
 const Case kCases[] = {
     {"conv_s1_pad",
      [](GraphBuilder& b) {
@@ -377,16 +387,8 @@ TEST_P(E2E, ConcatAndSliceMatchReference) {
       {"slice_token",  // ViT's class token: row 0 of [1, N, D]
        [](GraphBuilder& b) { b.output(b.slice("s", b.input("x", {1, 17, 64}), {0, 0, 0}, {1, 1, 64})); }},
   };
-  CompileOptions one;
-  one.num_cores = 1;
-  CompileOptions tasks;
-  tasks.placement = Placement::Dynamic;
-  tasks.tasks_per_core = 3;
-  CompileOptions pipe;
-  pipe.placement = Placement::Pipeline;
-  CompileOptions static_;
   for (const auto& c : cases)
-    for (const CompileOptions* o : {&static_, &one, &tasks, &pipe}) check(GetParam(), c, *o);
+    for (const CompileOptions& o : every_placement()) check(GetParam(), c, o);
 }
 
 // An activation operand repeated over the other's leading dims (squeeze-
@@ -407,16 +409,8 @@ TEST_P(E2E, BroadcastOperandsMatchReference) {
          b.output(b.mul("m", b.input("x", {3, 5000}), b.input("p", {1, 5000}, 0.08, 0), 0.1, 2));
        }},
   };
-  CompileOptions one;
-  one.num_cores = 1;
-  CompileOptions tasks;
-  tasks.placement = Placement::Dynamic;
-  tasks.tasks_per_core = 3;
-  CompileOptions pipe;
-  pipe.placement = Placement::Pipeline;
-  CompileOptions static_;
   for (const auto& c : cases)
-    for (const CompileOptions* o : {&static_, &one, &tasks, &pipe}) check(GetParam(), c, *o);
+    for (const CompileOptions& o : every_placement()) check(GetParam(), c, o);
 }
 
 // Residual adds folded into POSTOP (plain where provably exact, rescale
