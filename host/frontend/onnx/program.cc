@@ -1128,6 +1128,46 @@ std::string map_select(SegBuilder& b, const Node& n) {
   return "";
 }
 
+/// com.microsoft QLinearAveragePool as an AVGPOOL layer.
+std::string map_avgpool(SegBuilder& b, const Node& n) {
+  const Known& K = b.known;
+  for (size_t k : {1, 2, 3, 4})
+    if (n.in(k).empty() || !K(n.in(k))) return "quantization parameters are not constants";
+  const Value *xs = K(n.in(1)), *xz = K(n.in(2)), *ys = K(n.in(3)), *yz = K(n.in(4));
+  if (!scalars({xs, xz, ys, yz})) return "quantization must be per-tensor";
+  const std::string x = n.in(0), y = n.outputs[0];
+  const int32_t xt = b.type_of(x);
+  if (xt != yz->type) return "input and output types differ";
+  const auto xsh = b.shape_of(x);
+  auto k = n.get_ints("kernel_shape");
+  auto st = n.get_ints("strides", {1, 1});
+  auto pads = n.get_ints("pads", {0, 0, 0, 0});
+  if (xsh.size() != 4 || k.size() != 2 || st.size() != 2 || pads.size() != 4) return "only 2-D pooling runs on the fabric";
+  if (n.get_i("ceil_mode", 0) || n.get_s("auto_pad", "NOTSET") != "NOTSET") return "ceil_mode/auto_pad";
+  for (auto d : n.get_ints("dilations", {1, 1}))
+    if (d != 1) return "dilations other than 1";
+  const bool include = n.get_i("count_include_pad", 0) != 0;
+  if (!include && (pads[0] || pads[1] || pads[2] || pads[3])) return "padding with count_include_pad 0 (one divisor a layer)";
+  if (pads[0] >= k[0] || pads[2] >= k[0] || pads[1] >= k[1] || pads[3] >= k[1]) return "padding not smaller than the kernel";
+  bool fresh = false;
+  if (!b.activation(x, f0(xs), i0(xz), &fresh)) return "input quantization differs from its producer's";
+  if (fresh) b.seg.graph.inputs.push_back(x);
+  const int64_t oh = (xsh[2] + pads[0] + pads[2] - k[0]) / st[0] + 1, ow = (xsh[3] + pads[1] + pads[3] - k[1]) / st[1] + 1;
+  if (oh < 1 || ow < 1) return "empty output";
+  if (b.in_seg(y)) return "output defined twice";
+  b.declare(y, {xsh[0], xsh[1], oh, ow}, xt, device_q(ys, yz), default_layout(4));
+  ir::Node nd;
+  nd.name = n.name;
+  nd.op = ir::OpKind::AvgPool;
+  nd.inputs = {b.view(x, default_layout(4), n.name + "/x")};
+  nd.outputs = {y};
+  nd.attrs.kernel_h = k[0], nd.attrs.kernel_w = k[1], nd.attrs.stride_h = st[0], nd.attrs.stride_w = st[1];
+  nd.attrs.pad_top = pads[0], nd.attrs.pad_left = pads[1], nd.attrs.pad_bottom = pads[2], nd.attrs.pad_right = pads[3];
+  nd.attrs.count_include_pad = include;
+  b.seg.graph.nodes.push_back(nd);
+  return "";
+}
+
 // Tries to express `n` as device ops in `b`; on failure `b` is unchanged.
 bool map_device(SegBuilder& b, const Node& n, std::string* why) {
   const Known& K = b.known;
@@ -1561,39 +1601,8 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     return true;
   }
   if (n.op == "QLinearAveragePool" && n.domain == "com.microsoft") {
-    if (!all_known({1, 2, 3, 4})) return fail("quantization parameters are not constants");
-    const Value *xs = K(n.in(1)), *xz = K(n.in(2)), *ys = K(n.in(3)), *yz = K(n.in(4));
-    if (!scalars({xs, xz, ys, yz})) return fail("quantization must be per-tensor");
-    const std::string x = n.in(0), y = n.outputs[0];
-    const int32_t xt = b.type_of(x);
-    if (xt != yz->type) return fail("input and output types differ");
-    const auto xsh = b.shape_of(x);
-    auto k = n.get_ints("kernel_shape");
-    auto st = n.get_ints("strides", {1, 1});
-    auto pads = n.get_ints("pads", {0, 0, 0, 0});
-    if (xsh.size() != 4 || k.size() != 2 || st.size() != 2 || pads.size() != 4) return fail("only 2-D pooling runs on the fabric");
-    if (n.get_i("ceil_mode", 0) || n.get_s("auto_pad", "NOTSET") != "NOTSET") return fail("ceil_mode/auto_pad");
-    for (auto d : n.get_ints("dilations", {1, 1}))
-      if (d != 1) return fail("dilations other than 1");
-    const bool include = n.get_i("count_include_pad", 0) != 0;
-    if (!include && (pads[0] || pads[1] || pads[2] || pads[3])) return fail("padding with count_include_pad 0 (one divisor a layer)");
-    if (pads[0] >= k[0] || pads[2] >= k[0] || pads[1] >= k[1] || pads[3] >= k[1]) return fail("padding not smaller than the kernel");
-    bool fresh = false;
-    if (!b.activation(x, f0(xs), i0(xz), &fresh)) return fail("input quantization differs from its producer's");
-    new_input(x, fresh);
-    const int64_t oh = (xsh[2] + pads[0] + pads[2] - k[0]) / st[0] + 1, ow = (xsh[3] + pads[1] + pads[3] - k[1]) / st[1] + 1;
-    if (oh < 1 || ow < 1) return fail("empty output");
-    if (b.in_seg(y)) return fail("output defined twice");
-    b.declare(y, {xsh[0], xsh[1], oh, ow}, xt, device_q(ys, yz), default_layout(4));
-    ir::Node nd;
-    nd.name = n.name;
-    nd.op = ir::OpKind::AvgPool;
-    nd.inputs = {b.view(x, default_layout(4), n.name + "/x")};
-    nd.outputs = {y};
-    nd.attrs.kernel_h = k[0], nd.attrs.kernel_w = k[1], nd.attrs.stride_h = st[0], nd.attrs.stride_w = st[1];
-    nd.attrs.pad_top = pads[0], nd.attrs.pad_left = pads[1], nd.attrs.pad_bottom = pads[2], nd.attrs.pad_right = pads[3];
-    nd.attrs.count_include_pad = include;
-    b.seg.graph.nodes.push_back(nd);
+    const std::string w = map_avgpool(b, n);
+    if (!w.empty()) return fail(w);
     b.seg.nodes.push_back(n.name);
     return true;
   }
