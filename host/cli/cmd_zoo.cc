@@ -61,9 +61,10 @@ void register_zoo(CLI::App& app) {
 
   auto* build = cmd->add_subcommand(
       "build", "Build one model: DIR/model.onnx, DIR/test_data_set_0/input_0.pb and ONNX Runtime's output_0.pb");
-  build->add_option("NAME", o->name,
-                    "Model: resnet50, mobilenetv2, bert, or a family: resnext, regnet, efficientnet, mobilenetv3, "
-                    "squeezenet, googlenet, densenet, shufflenet, convnext, vit, encoder, lraspp (`loom zoo list`)")
+  build
+      ->add_option("NAME", o->name,
+                   "Model: resnet50, mobilenetv2, bert, or a family: resnext, regnet, efficientnet, mobilenetv3, "
+                   "squeezenet, googlenet, densenet, shufflenet, convnext, vit, encoder, lraspp (`loom zoo list`)")
       ->required();
   auto* seq = build->add_option("--seq", o->seq, "BERT sequence length: 32, 64, 128, 256, 384 or 512");
   build->add_option("--slice", o->slice,

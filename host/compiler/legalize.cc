@@ -71,8 +71,8 @@ class LegalizePass final : public Pass {
         }
         if ((n.op == ir::OpKind::Add || n.op == ir::OpKind::Mul) &&
             (n.inputs.size() != 2 || !ir::repeats_over(g.tensor(n.inputs[1]).shape, g.tensor(n.inputs[0]).shape)))
-          return node_error(n, std::string(ir::op_name(n.op)) +
-                                   " needs b of a's shape or repeated over a's leading dims");
+          return node_error(n,
+                            std::string(ir::op_name(n.op)) + " needs b of a's shape or repeated over a's leading dims");
         if ((n.op == ir::OpKind::Add || n.op == ir::OpKind::Mul) &&
             g.tensor(n.inputs[1]).shape != g.tensor(n.inputs[0]).shape)
           l.repeat = numel(g.tensor(n.inputs[1]).shape);

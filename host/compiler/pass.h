@@ -207,7 +207,7 @@ struct Layer {
   int64_t elems = 0;  // eltwise element count
   int64_t row = 0;    // softmax/layernorm: elements a row (chunks hold whole rows); 0 for other ops
   Permute permute;    // transpose, slice: the gather that reads its input
-  int64_t repeat = 0; // add, mul: b's element count when it repeats over a's leading dims (0: b has a's shape)
+  int64_t repeat = 0;  // add, mul: b's element count when it repeats over a's leading dims (0: b has a's shape)
   /// concat: one layer per input, each copying (and requantizing) input
   /// `input` into its slice of the output: `rows` rows of `width` elements,
   /// `pitch` elements apart in the output, the first at element `offset`.

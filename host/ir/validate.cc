@@ -377,17 +377,17 @@ Status infer(const Graph& g, const Node& n, std::vector<int64_t>* out) {
     case OpKind::Concat: {
       const auto& x = c.in(0).shape;
       if (a.axis < 0 || a.axis >= int64_t(x.size()))
-        return make_error(c.where("axis"), std::to_string(a.axis) + " is not an axis of '" + c.in(0).name + "' " +
-                                               shape_str(x));
+        return make_error(c.where("axis"),
+                          std::to_string(a.axis) + " is not an axis of '" + c.in(0).name + "' " + shape_str(x));
       *out = x;
       for (size_t k = 1; k < n.inputs.size(); ++k) {
         const auto& s = c.in(k).shape;
         bool ok = s.size() == x.size();
         for (size_t d = 0; ok && d < x.size(); ++d) ok = int64_t(d) == a.axis || s[d] == x[d];
         if (!ok)
-          return make_error(c.where("inputs"), "'" + c.in(k).name + "' " + shape_str(s) + " does not concatenate with '" +
-                                                   c.in(0).name + "' " + shape_str(x) + " along axis " +
-                                                   std::to_string(a.axis));
+          return make_error(c.where("inputs"), "'" + c.in(k).name + "' " + shape_str(s) +
+                                                   " does not concatenate with '" + c.in(0).name + "' " + shape_str(x) +
+                                                   " along axis " + std::to_string(a.axis));
         (*out)[size_t(a.axis)] += s[size_t(a.axis)];  // bounded: each input's numel is checked
       }
       return {};
@@ -395,14 +395,14 @@ Status infer(const Graph& g, const Node& n, std::vector<int64_t>* out) {
     case OpKind::Slice: {
       const auto& x = c.in(0).shape;
       if (a.starts.size() != x.size() || a.ends.size() != x.size())
-        return make_error(c.where("starts"), "starts and ends need one value per axis of '" + c.in(0).name + "' " +
-                                                 shape_str(x));
+        return make_error(c.where("starts"),
+                          "starts and ends need one value per axis of '" + c.in(0).name + "' " + shape_str(x));
       out->clear();
       for (size_t d = 0; d < x.size(); ++d) {
         if (a.starts[d] < 0 || a.ends[d] <= a.starts[d] || a.ends[d] > x[d])
           return make_error(c.where("starts"), "axis " + std::to_string(d) + ": [" + std::to_string(a.starts[d]) +
-                                                   ", " + std::to_string(a.ends[d]) + ") is not a non-empty range of 0.." +
-                                                   std::to_string(x[d]));
+                                                   ", " + std::to_string(a.ends[d]) +
+                                                   ") is not a non-empty range of 0.." + std::to_string(x[d]));
         out->push_back(a.ends[d] - a.starts[d]);
       }
       return {};

@@ -138,9 +138,18 @@ Status parse_zoo(const std::string& spec, const std::string& where, ModelSpec& m
       {"resnet50", {"stem", "stage1", "stage2", "stage3", "stage4"}},
       {"mobilenetv2", {"stem", "block"}},
       {"bert", {}},
-      {"resnext", family}, {"regnet", family}, {"efficientnet", family}, {"mobilenetv3", family},
-      {"squeezenet", family}, {"googlenet", family}, {"densenet", family}, {"shufflenet", family},
-      {"convnext", family}, {"vit", family}, {"encoder", family}, {"lraspp", family}};
+      {"resnext", family},
+      {"regnet", family},
+      {"efficientnet", family},
+      {"mobilenetv3", family},
+      {"squeezenet", family},
+      {"googlenet", family},
+      {"densenet", family},
+      {"shufflenet", family},
+      {"convnext", family},
+      {"vit", family},
+      {"encoder", family},
+      {"lraspp", family}};
   const std::vector<const char*>* slices = nullptr;
   std::string names;
   for (const auto& [n, sl] : known) {

@@ -372,7 +372,8 @@ TEST_P(E2E, ConcatAndSliceMatchReference) {
        [](GraphBuilder& b) {
          b.output(b.concat("cat", {b.input("x", {2, 3, 3000}), b.input("y", {2, 2, 3000}, 0.02, -5)}, 1));
        }},
-      {"concat_batch", [](GraphBuilder& b) {
+      {"concat_batch",
+       [](GraphBuilder& b) {
          b.output(b.concat("cat", {b.input("x", {1, 4, 4, 8}), b.input("y", {2, 4, 4, 8}, 0.09, 0)}, 0));
        }},
       {"split_shuffle",  // ShuffleNetV2: halves of C, one through a conv, joined again
@@ -381,11 +382,14 @@ TEST_P(E2E, ConcatAndSliceMatchReference) {
          const auto l = b.slice("l", x, {0, 0, 0, 0}, {1, 6, 6, 16}), r = b.slice("r", x, {0, 0, 0, 16}, {1, 6, 6, 32});
          b.output(b.concat("cat", {l, b.conv("c", r, {16, 1, 1, 1, 0, 1})}, 3));
        }},
-      {"slice_window", [](GraphBuilder& b) {
+      {"slice_window",
+       [](GraphBuilder& b) {
          b.output(b.slice("s", b.input("x", {2, 9, 11, 5}), {1, 2, 3, 1}, {2, 8, 10, 4}));
        }},
       {"slice_token",  // ViT's class token: row 0 of [1, N, D]
-       [](GraphBuilder& b) { b.output(b.slice("s", b.input("x", {1, 17, 64}), {0, 0, 0}, {1, 1, 64})); }},
+       [](GraphBuilder& b) {
+         b.output(b.slice("s", b.input("x", {1, 17, 64}), {0, 0, 0}, {1, 1, 64}));
+       }},
   };
   for (const auto& c : cases)
     for (const CompileOptions& o : every_placement()) check(GetParam(), c, o);
@@ -402,10 +406,12 @@ TEST_P(E2E, BroadcastOperandsMatchReference) {
          const auto s = b.pool("gap", OpKind::GlobalAvgPool, x, 1, 1, 0);
          b.output(b.mul("se", x, b.unary("r", OpKind::Relu, s), 0.04, -1));
        }},
-      {"row_add", [](GraphBuilder& b) {
+      {"row_add",
+       [](GraphBuilder& b) {
          b.output(b.add("a", b.input("x", {1, 13, 40}), b.input("p", {1, 1, 40}, 0.03, 4)));
        }},
-      {"wide_period", [](GraphBuilder& b) {
+      {"wide_period",
+       [](GraphBuilder& b) {
          b.output(b.mul("m", b.input("x", {3, 5000}), b.input("p", {1, 5000}, 0.08, 0), 0.1, 2));
        }},
   };

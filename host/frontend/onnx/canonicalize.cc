@@ -69,7 +69,8 @@ std::string Canonicalized::note() const {
   std::string s = "at import:";
   if (identities) s.append(1, ' ').append(std::to_string(identities)).append(" Identity nodes bypassed");
   if (identities && folded) s.append(1, ',');
-  if (folded) s.append(1, ' ').append(std::to_string(folded)).append(" nodes of constants computed once (constant folding)");
+  if (folded)
+    s.append(1, ' ').append(std::to_string(folded)).append(" nodes of constants computed once (constant folding)");
   return s;
 }
 
@@ -105,7 +106,8 @@ Canonicalized canonicalize(Model& m) {
   std::set<std::string> used(m.outputs.begin(), m.outputs.end());
   for (const auto& n : m.nodes) used.insert(n.inputs.begin(), n.inputs.end());
   if (c.folded)
-    for (auto it = m.consts.begin(); it != m.consts.end();) it = used.count(it->first) ? std::next(it) : m.consts.erase(it);
+    for (auto it = m.consts.begin(); it != m.consts.end();)
+      it = used.count(it->first) ? std::next(it) : m.consts.erase(it);
   return c;
 }
 

@@ -14,8 +14,10 @@ namespace loom::onnxfe::hostk {
 namespace {
 
 void copy_elem(const Value& x, int64_t src, Value& y, int64_t dst) {
-  if (x.is_float()) y.f[size_t(dst)] = x.f[size_t(src)];
-  else y.i[size_t(dst)] = x.i[size_t(src)];
+  if (x.is_float())
+    y.f[size_t(dst)] = x.f[size_t(src)];
+  else
+    y.i[size_t(dst)] = x.i[size_t(src)];
 }
 
 /// outer x dim x inner view of a shape around `axis`.
@@ -31,7 +33,8 @@ Status concat(const Ctx& c) {
   const Value& x0 = c.in(0);
   const size_t r = x0.shape.size();
   const int64_t axis = norm_axis(c.n.get_i("axis", 0), r);
-  if (r == 0 || axis < 0 || axis >= int64_t(r)) return c.err("attribute 'axis'", "out of range for rank " + std::to_string(r));
+  if (r == 0 || axis < 0 || axis >= int64_t(r))
+    return c.err("attribute 'axis'", "out of range for rank " + std::to_string(r));
   std::vector<int64_t> os = x0.shape;
   os[size_t(axis)] = 0;
   for (size_t k = 0; k < c.n.inputs.size(); ++k) {
@@ -39,7 +42,9 @@ Status concat(const Ctx& c) {
     const Value& x = c.in(k);
     bool same = x.type == x0.type && x.shape.size() == r;
     for (size_t d = 0; same && d < r; ++d) same = int64_t(d) == axis || x.shape[d] == x0.shape[d];
-    if (!same) return c.err("input '" + c.n.in(k) + "'", shape_str(x.shape) + " does not concatenate with " + shape_str(x0.shape) + " on axis " + std::to_string(axis));
+    if (!same)
+      return c.err("input '" + c.n.in(k) + "'", shape_str(x.shape) + " does not concatenate with " +
+                                                    shape_str(x0.shape) + " on axis " + std::to_string(axis));
     os[size_t(axis)] += x.shape[size_t(axis)];
   }
   Value y = Value::make(x0.type, os);
@@ -51,7 +56,8 @@ Status concat(const Ctx& c) {
     const Value& x = c.in(k);
     const int64_t d = x.shape[size_t(axis)];
     for (int64_t o = 0; o < outer; ++o)
-      for (int64_t j = 0; j < d * inner; ++j) copy_elem(x, o * d * inner + j, y, (o * os[size_t(axis)] + at) * inner + j);
+      for (int64_t j = 0; j < d * inner; ++j)
+        copy_elem(x, o * d * inner + j, y, (o * os[size_t(axis)] + at) * inner + j);
     at += d;
   }
   c.out(0, std::move(y));
@@ -68,12 +74,15 @@ Status split(const Ctx& c) {
   std::vector<int64_t> sizes = c.n.get_ints("split");
   if (c.has(1)) sizes = c.in(1).i;
   if (sizes.empty()) {
-    if (dim % parts) return c.err("input '" + c.n.in(0) + "'", "dimension " + std::to_string(dim) + " does not split into " + std::to_string(parts) + " equal parts");
+    if (dim % parts)
+      return c.err("input '" + c.n.in(0) + "'", "dimension " + std::to_string(dim) + " does not split into " +
+                                                    std::to_string(parts) + " equal parts");
     sizes.assign(size_t(parts), dim / parts);
   }
   if (int64_t(sizes.size()) != parts || std::accumulate(sizes.begin(), sizes.end(), int64_t(0)) != dim ||
       std::any_of(sizes.begin(), sizes.end(), [](int64_t s) { return s < 1; }))
-    return c.err("split", "sizes do not add up to dimension " + std::to_string(dim) + " in " + std::to_string(parts) + " parts of at least 1");
+    return c.err("split", "sizes do not add up to dimension " + std::to_string(dim) + " in " + std::to_string(parts) +
+                              " parts of at least 1");
   int64_t outer, inner;
   around(x.shape, axis, &outer, &inner);
   int64_t at = 0;
@@ -94,17 +103,22 @@ Status slice(const Ctx& c) {
   const Value& x = c.in(0);
   const size_t r = x.shape.size();
   std::vector<int64_t> starts = c.in(1).i, ends = c.in(2).i, axes, steps;
-  if (c.has(3)) axes = c.in(3).i;
-  else for (size_t k = 0; k < starts.size(); ++k) axes.push_back(int64_t(k));
-  if (c.has(4)) steps = c.in(4).i;
-  else steps.assign(starts.size(), 1);
+  if (c.has(3))
+    axes = c.in(3).i;
+  else
+    for (size_t k = 0; k < starts.size(); ++k) axes.push_back(int64_t(k));
+  if (c.has(4))
+    steps = c.in(4).i;
+  else
+    steps.assign(starts.size(), 1);
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     return c.err("inputs", "starts, ends, axes and steps differ in length");
   std::vector<int64_t> b(r, 0), st(r, 1), os = x.shape;
   std::set<int64_t> seen;
   for (size_t k = 0; k < starts.size(); ++k) {
     const int64_t a = norm_axis(axes[k], r);
-    if (a < 0 || a >= int64_t(r) || !seen.insert(a).second) return c.err("axes", "axis " + std::to_string(axes[k]) + " is out of range or repeated");
+    if (a < 0 || a >= int64_t(r) || !seen.insert(a).second)
+      return c.err("axes", "axis " + std::to_string(axes[k]) + " is out of range or repeated");
     const int64_t d = x.shape[size_t(a)], s = steps[k];
     if (s == 0) return c.err("steps", "a step of 0");
     // ONNX clamps starts to [0, d] and ends to [0, d] for positive steps,
@@ -114,8 +128,11 @@ Status slice(const Ctx& c) {
       return s > 0 ? std::clamp<int64_t>(v, 0, d) : std::clamp<int64_t>(v, is_end ? -1 : 0, d - 1);
     };
     const int64_t s0 = fix(starts[k], false), e0 = fix(ends[k], true);
-    const int64_t n = s > 0 ? std::max<int64_t>(0, (e0 - s0 + s - 1) / s) : std::max<int64_t>(0, (s0 - e0 - s - 1) / -s);
-    if (n < 1) return c.err("inputs", "the slice of axis " + std::to_string(a) + " is empty (zero-sized tensors are not supported)");
+    const int64_t n =
+        s > 0 ? std::max<int64_t>(0, (e0 - s0 + s - 1) / s) : std::max<int64_t>(0, (s0 - e0 - s - 1) / -s);
+    if (n < 1)
+      return c.err("inputs",
+                   "the slice of axis " + std::to_string(a) + " is empty (zero-sized tensors are not supported)");
     b[size_t(a)] = s0, st[size_t(a)] = s, os[size_t(a)] = n;
   }
   Value y = Value::make(x.type, os);
@@ -154,8 +171,12 @@ Status cast(const Ctx& c) {
       y.i[size_t(k)] = v != 0;
     } else {
       // Float to integer truncates toward zero; integers wrap to the type (numpy's astype).
-      const int64_t t = x.is_float() ? (std::isfinite(v) ? int64_t(std::clamp(std::trunc(v), -9.2e18, 9.2e18)) : 0) : x.i[size_t(k)];
-      y.i[size_t(k)] = to == kInt8 ? int8_t(uint8_t(uint64_t(t))) : to == kUint8 ? uint8_t(uint64_t(t)) : to == kInt32 ? int32_t(uint32_t(uint64_t(t))) : t;
+      const int64_t t =
+          x.is_float() ? (std::isfinite(v) ? int64_t(std::clamp(std::trunc(v), -9.2e18, 9.2e18)) : 0) : x.i[size_t(k)];
+      y.i[size_t(k)] = to == kInt8    ? int8_t(uint8_t(uint64_t(t)))
+                       : to == kUint8 ? uint8_t(uint64_t(t))
+                       : to == kInt32 ? int32_t(uint32_t(uint64_t(t)))
+                                      : t;
     }
   }
   c.out(0, std::move(y));
@@ -170,9 +191,12 @@ Status activation(const Ctx& c) {
   const double alpha = c.n.get_f("alpha", 0.2f), beta = c.n.get_f("beta", 0.5f);
   for (auto& v : y.f) {
     const double t = v;
-    if (op == "HardSigmoid") v = float(std::clamp(alpha * t + beta, 0.0, 1.0));
-    else if (op == "HardSwish") v = float(t * std::clamp(t / 6.0 + 0.5, 0.0, 1.0));
-    else if (op == "Softplus") v = float(t > 20 ? t : std::log1p(std::exp(t)));
+    if (op == "HardSigmoid")
+      v = float(std::clamp(alpha * t + beta, 0.0, 1.0));
+    else if (op == "HardSwish")
+      v = float(t * std::clamp(t / 6.0 + 0.5, 0.0, 1.0));
+    else if (op == "Softplus")
+      v = float(t > 20 ? t : std::log1p(std::exp(t)));
   }
   c.out(0, std::move(y));
   return {};
@@ -183,7 +207,8 @@ Status pow_op(const Ctx& c) {
   const Value& b = c.in(1);
   if (!a.is_float()) return c.err("input '" + c.n.in(0) + "'", "Pow needs a float32 base, got " + elem_name(a.type));
   std::vector<int64_t> os;
-  if (!broadcast_shape(a.shape, b.shape, &os)) return c.err("inputs", shape_str(a.shape) + " and " + shape_str(b.shape) + " do not broadcast");
+  if (!broadcast_shape(a.shape, b.shape, &os))
+    return c.err("inputs", shape_str(a.shape) + " and " + shape_str(b.shape) + " do not broadcast");
   auto ai = broadcast_index(a.shape, os), bi = broadcast_index(b.shape, os);
   Value y = Value::make(kFloat, os);
   for (size_t k = 0; k < ai.size(); ++k) y.f[k] = float(std::pow(double(a.f[size_t(ai[k])]), b.at(bi[k])));
@@ -198,7 +223,8 @@ Status batch_norm(const Ctx& c) {
   if (c.n.get_i("training_mode", 0) != 0) return c.err("attribute 'training_mode'", "training mode is not supported");
   const int64_t C = x.shape[1];
   for (size_t k = 1; k <= 4; ++k)
-    if (!c.in(k).is_float() || c.in(k).numel() != C) return c.err("input '" + c.n.in(k) + "'", "needs " + std::to_string(C) + " float32 values");
+    if (!c.in(k).is_float() || c.in(k).numel() != C)
+      return c.err("input '" + c.n.in(k) + "'", "needs " + std::to_string(C) + " float32 values");
   const double eps = c.n.get_f("epsilon", 1e-5f);
   int64_t outer, inner;
   around(x.shape, 1, &outer, &inner);
@@ -251,8 +277,10 @@ Status reduce(const Ctx& c) {
   Value y = Value::make(x.type, os.empty() ? std::vector<int64_t>{} : os);
   for (int64_t k = 0; k < n; ++k) {
     const double v = op == "ReduceMean" ? acc[size_t(k)] / double(per) : acc[size_t(k)];
-    if (y.is_float()) y.f[size_t(k)] = float(v);
-    else y.i[size_t(k)] = saturate(int64_t(op == "ReduceMean" ? std::floor(v) : v), y.type);
+    if (y.is_float())
+      y.f[size_t(k)] = float(v);
+    else
+      y.i[size_t(k)] = saturate(int64_t(op == "ReduceMean" ? std::floor(v) : v), y.type);
   }
   c.out(0, std::move(y));
   return {};
@@ -265,9 +293,12 @@ Status resize(const Ctx& c) {
   const std::string mode = c.n.get_s("mode", "nearest");
   const std::string ct = c.m.opset < 11 ? "asymmetric" : c.n.get_s("coordinate_transformation_mode", "half_pixel");
   const std::string nm = c.m.opset < 11 ? "floor" : c.n.get_s("nearest_mode", "round_prefer_floor");
-  if (mode != "nearest" && mode != "linear") return c.err("attribute 'mode'", "'" + mode + "' is not supported (nearest, linear are)");
-  if (ct == "tf_crop_and_resize") return c.err("attribute 'coordinate_transformation_mode'", "'tf_crop_and_resize' is not supported");
-  if (r < 1 || r > 8) return c.err("input '" + c.n.in(0) + "'", "Resize of rank " + std::to_string(r) + " is not supported (1 to 8 are)");
+  if (mode != "nearest" && mode != "linear")
+    return c.err("attribute 'mode'", "'" + mode + "' is not supported (nearest, linear are)");
+  if (ct == "tf_crop_and_resize")
+    return c.err("attribute 'coordinate_transformation_mode'", "'tf_crop_and_resize' is not supported");
+  if (r < 1 || r > 8)
+    return c.err("input '" + c.n.in(0) + "'", "Resize of rank " + std::to_string(r) + " is not supported (1 to 8 are)");
   std::vector<double> scale(r, 1.0);
   std::vector<int64_t> os = x.shape;
   const size_t scales_at = c.m.opset < 11 ? 1 : 2;  // opset 10: (X, scales), asymmetric coordinates
@@ -286,7 +317,8 @@ Status resize(const Ctx& c) {
     for (size_t k = 0; k < r; ++k) {
       scale[k] = sc.at(int64_t(k));
       const double o = std::floor(double(x.shape[k]) * scale[k]);
-      if (!(scale[k] > 0) || !(o >= 1) || o > double(limits::kMaxTensorElems)) return c.err("input 'scales'", "a scale must give a size in 1..2^28");
+      if (!(scale[k] > 0) || !(o >= 1) || o > double(limits::kMaxTensorElems))
+        return c.err("input 'scales'", "a scale must give a size in 1..2^28");
       os[k] = int64_t(o);
     }
   } else {
@@ -317,10 +349,14 @@ Status resize(const Ctx& c) {
       const int64_t d = x.shape[k];
       if (mode == "nearest") {
         int64_t i;
-        if (nm == "floor") i = int64_t(std::floor(s));
-        else if (nm == "ceil") i = int64_t(std::ceil(s));
-        else if (nm == "round_prefer_ceil") i = int64_t(std::floor(s + 0.5));
-        else i = s == std::floor(s) + 0.5 ? int64_t(std::floor(s)) : int64_t(std::round(s));  // round_prefer_floor
+        if (nm == "floor")
+          i = int64_t(std::floor(s));
+        else if (nm == "ceil")
+          i = int64_t(std::ceil(s));
+        else if (nm == "round_prefer_ceil")
+          i = int64_t(std::floor(s + 0.5));
+        else
+          i = s == std::floor(s) + 0.5 ? int64_t(std::floor(s)) : int64_t(std::round(s));  // round_prefer_floor
         lo[k] = hi[k] = std::clamp<int64_t>(i, 0, d - 1);
         w[k] = 0;
       } else {
@@ -337,14 +373,19 @@ Status resize(const Ctx& c) {
       int64_t off = 0;
       for (size_t k = 0; k < r; ++k) {
         const bool up = (m >> k) & 1;
-        if (up && hi[k] == lo[k]) { wt = 0; break; }
+        if (up && hi[k] == lo[k]) {
+          wt = 0;
+          break;
+        }
         wt *= up ? w[k] : (hi[k] == lo[k] ? 1.0 : 1.0 - w[k]);
         off += (up ? hi[k] : lo[k]) * ist[k];
       }
       if (wt != 0) acc += wt * x.at(off);
     }
-    if (y.is_float()) y.f[size_t(o)] = float(acc);
-    else y.i[size_t(o)] = saturate(int64_t(std::nearbyint(acc)), y.type);
+    if (y.is_float())
+      y.f[size_t(o)] = float(acc);
+    else
+      y.i[size_t(o)] = saturate(int64_t(std::nearbyint(acc)), y.type);
   }
   c.out(0, std::move(y));
   return {};
@@ -391,10 +432,22 @@ Status qlinear_concat(const Ctx& c) {
 
 const std::map<std::string, Fn>& layout_ops() {
   static const std::map<std::string, Fn> t = {
-      {"Concat", concat}, {"Split", split}, {"Slice", slice}, {"Shape", shape}, {"Cast", cast},
-      {"HardSigmoid", activation}, {"HardSwish", activation}, {"Softplus", activation}, {"Pow", pow_op},
-      {"BatchNormalization", batch_norm}, {"ReduceMean", reduce}, {"ReduceSum", reduce}, {"ReduceMax", reduce},
-      {"ReduceMin", reduce}, {"Resize", resize}, {"com.microsoft.QLinearConcat", qlinear_concat},
+      {"Concat", concat},
+      {"Split", split},
+      {"Slice", slice},
+      {"Shape", shape},
+      {"Cast", cast},
+      {"HardSigmoid", activation},
+      {"HardSwish", activation},
+      {"Softplus", activation},
+      {"Pow", pow_op},
+      {"BatchNormalization", batch_norm},
+      {"ReduceMean", reduce},
+      {"ReduceSum", reduce},
+      {"ReduceMax", reduce},
+      {"ReduceMin", reduce},
+      {"Resize", resize},
+      {"com.microsoft.QLinearConcat", qlinear_concat},
   };
   return t;
 }

@@ -313,10 +313,9 @@ Expected<Model> load_model_bytes(const std::string& bytes, const std::string& pa
       has_default = true;
       m.opset = os.version();
       if (os.version() < kMinOpset || os.version() > kMaxSourceOpset) {
-        return make_error(path + ": field 'opset_import'", "opset " + std::to_string(os.version()) +
-                                                               " of the default domain is not supported (" +
-                                                               std::to_string(kMinOpset) + " to " +
-                                                               std::to_string(kMaxSourceOpset) + " are)");
+        return make_error(path + ": field 'opset_import'",
+                          "opset " + std::to_string(os.version()) + " of the default domain is not supported (" +
+                              std::to_string(kMinOpset) + " to " + std::to_string(kMaxSourceOpset) + " are)");
       }
     } else if (os.domain() != "com.microsoft") {
       return make_error(path + ": field 'opset_import'", "domain '" + os.domain() + "' is not supported");

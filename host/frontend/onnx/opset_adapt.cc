@@ -162,9 +162,9 @@ struct Adapter {
     }
     const int64_t parts = no->i();
     drop_attr(n, "num_outputs");
-    if (parts != n.output_size()) return make_error(where(n) + ": attribute 'num_outputs'",
-                                                     std::to_string(parts) + " but the node has " +
-                                                         std::to_string(n.output_size()) + " outputs");
+    if (parts != n.output_size())
+      return make_error(where(n) + ": attribute 'num_outputs'",
+                        std::to_string(parts) + " but the node has " + std::to_string(n.output_size()) + " outputs");
     const int64_t d = dim_of(n.input(0), attr_i(n, "axis", 0));
     if (d > 0 && parts > 0 && d % parts != 0) {
       const int64_t chunk = (d + parts - 1) / parts;
@@ -264,31 +264,57 @@ struct Adapter {
   Status adapt(NodeProto& n) {
     using Fn = Status (Adapter::*)(NodeProto&);
     static const std::map<std::string, Fn> table = {
-        {"ReduceL1", &Adapter::reduce}, {"ReduceL2", &Adapter::reduce}, {"ReduceLogSum", &Adapter::reduce},
-        {"ReduceLogSumExp", &Adapter::reduce}, {"ReduceMax", &Adapter::reduce}, {"ReduceMean", &Adapter::reduce},
-        {"ReduceMin", &Adapter::reduce}, {"ReduceProd", &Adapter::reduce}, {"ReduceSumSquare", &Adapter::reduce},
-        {"Split", &Adapter::split}, {"Pad", &Adapter::pad}, {"Resize", &Adapter::resize},
-        {"QuantizeLinear", &Adapter::qdq}, {"DequantizeLinear", &Adapter::qdq}, {"Gelu", &Adapter::gelu},
+        {"ReduceL1", &Adapter::reduce},
+        {"ReduceL2", &Adapter::reduce},
+        {"ReduceLogSum", &Adapter::reduce},
+        {"ReduceLogSumExp", &Adapter::reduce},
+        {"ReduceMax", &Adapter::reduce},
+        {"ReduceMean", &Adapter::reduce},
+        {"ReduceMin", &Adapter::reduce},
+        {"ReduceProd", &Adapter::reduce},
+        {"ReduceSumSquare", &Adapter::reduce},
+        {"Split", &Adapter::split},
+        {"Pad", &Adapter::pad},
+        {"Resize", &Adapter::resize},
+        {"QuantizeLinear", &Adapter::qdq},
+        {"DequantizeLinear", &Adapter::qdq},
+        {"Gelu", &Adapter::gelu},
         {"Mish", &Adapter::mish},
         // Changed only by new element types or attributes kept at their defaults.
-        {"AveragePool", &Adapter::keep}, {"LpPool", &Adapter::keep}, {"Cast", &Adapter::keep},
-        {"CastLike", &Adapter::keep}, {"Constant", &Adapter::keep}, {"ConstantOfShape", &Adapter::keep},
-        {"Equal", &Adapter::keep}, {"Identity", &Adapter::keep}, {"Reshape", &Adapter::keep},
-        {"Shape", &Adapter::keep}, {"Size", &Adapter::keep}, {"Flatten", &Adapter::keep},
-        {"Squeeze", &Adapter::keep}, {"Unsqueeze", &Adapter::keep}, {"Transpose", &Adapter::keep},
-        {"QLinearMatMul", &Adapter::keep}, {"IsInf", &Adapter::keep}, {"IsNaN", &Adapter::keep},
-        {"ScatterElements", &Adapter::keep}, {"ScatterND", &Adapter::keep}, {"If", &Adapter::keep},
-        {"Loop", &Adapter::keep}, {"Scan", &Adapter::keep}};
+        {"AveragePool", &Adapter::keep},
+        {"LpPool", &Adapter::keep},
+        {"Cast", &Adapter::keep},
+        {"CastLike", &Adapter::keep},
+        {"Constant", &Adapter::keep},
+        {"ConstantOfShape", &Adapter::keep},
+        {"Equal", &Adapter::keep},
+        {"Identity", &Adapter::keep},
+        {"Reshape", &Adapter::keep},
+        {"Shape", &Adapter::keep},
+        {"Size", &Adapter::keep},
+        {"Flatten", &Adapter::keep},
+        {"Squeeze", &Adapter::keep},
+        {"Unsqueeze", &Adapter::keep},
+        {"Transpose", &Adapter::keep},
+        {"QLinearMatMul", &Adapter::keep},
+        {"IsInf", &Adapter::keep},
+        {"IsNaN", &Adapter::keep},
+        {"ScatterElements", &Adapter::keep},
+        {"ScatterND", &Adapter::keep},
+        {"If", &Adapter::keep},
+        {"Loop", &Adapter::keep},
+        {"Scan", &Adapter::keep}};
     // New after opset 17 with no older form (or a changed meaning).
     static const std::set<std::string> refused = {
-        "BitwiseAnd", "BitwiseNot", "BitwiseOr", "BitwiseXor", "CenterCropPad", "Col2Im", "GroupNormalization",
-        "OptionalGetElement", "OptionalHasElement", "DeformConv", "AffineGrid", "DFT", "GridSample",
-        "ImageDecoder", "RegexFullMatch", "StringConcat", "StringSplit"};
+        "BitwiseAnd",         "BitwiseNot",         "BitwiseOr",          "BitwiseXor",   "CenterCropPad", "Col2Im",
+        "GroupNormalization", "OptionalGetElement", "OptionalHasElement", "DeformConv",   "AffineGrid",    "DFT",
+        "GridSample",         "ImageDecoder",       "RegexFullMatch",     "StringConcat", "StringSplit"};
     if (!n.domain().empty() && n.domain() != "ai.onnx") {
       out.push_back(std::move(n));
       return {};
     }
-    if (refused.count(n.op_type())) return refuse(n, "op " + n.op_type() + " is newer than opset 17 or changed after it");
+    if (refused.count(n.op_type()))
+      return refuse(n, "op " + n.op_type() + " is newer than opset 17 or changed after it");
     auto it = table.find(n.op_type());
     if (it == table.end() || it->second == &Adapter::keep) {
       out.push_back(std::move(n));

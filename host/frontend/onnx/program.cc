@@ -117,9 +117,9 @@ struct LookupRegion {
 };
 
 bool elementwise_float(const Node& n) {
-  static const std::set<std::string> ops = {"Erf", "Tanh", "Sigmoid", "Relu", "Exp", "Log", "Neg", "Abs", "Sqrt",
-                                            "Reciprocal", "Identity", "HardSwish", "HardSigmoid", "Softplus",
-                                            "Clip", "Add", "Sub", "Mul", "Div", "Pow"};
+  static const std::set<std::string> ops = {
+      "Erf",      "Tanh",      "Sigmoid",     "Relu",     "Exp",  "Log", "Neg", "Abs", "Sqrt", "Reciprocal",
+      "Identity", "HardSwish", "HardSigmoid", "Softplus", "Clip", "Add", "Sub", "Mul", "Div",  "Pow"};
   return n.domain.empty() && n.outputs.size() == 1 && ops.count(n.op) && host_supports(n, 0, nullptr);
 }
 
@@ -203,9 +203,9 @@ int fold_lookup_chains(Model& m, const Known& known) {
     }
     if (!ran || env.at(r->q->outputs[0]).numel() != 256) continue;
     Node f;
-    f.name = r->nodes.empty() ? d.name
-                              : m.nodes[r->nodes.front()].name +
-                                    (r->nodes.size() > 1 ? "+" + m.nodes[r->nodes.back()].name : "");
+    f.name = r->nodes.empty()
+                 ? d.name
+                 : m.nodes[r->nodes.front()].name + (r->nodes.size() > 1 ? "+" + m.nodes[r->nodes.back()].name : "");
     f.op = "QLinearLookup";
     f.domain = "loom";
     const std::string table = f.name + "/table";
@@ -266,8 +266,10 @@ int fold_lookup_pairs(Model& m, const Known& known) {
       for (const auto& i : s->inputs)
         if (!i.empty() && !env.count(i)) {
           const Value* c = known(i);
-          if (!c) ran = false;
-          else env[i] = *c;
+          if (!c)
+            ran = false;
+          else
+            env[i] = *c;
         }
       ran = ran && run_host(m, *s, env).is_ok();
     }
@@ -366,7 +368,8 @@ std::string fold_channel_op(Model& m, const Known& known, const Known& param, No
     return "";
   }
   auto t = m.types.find(d.in(0));
-  if (t == m.types.end() || !t->second.has_shape || t->second.shape.size() != 4) return "its input is not a 4-D tensor of known shape";
+  if (t == m.types.end() || !t->second.has_shape || t->second.shape.size() != 4)
+    return "its input is not a 4-D tensor of known shape";
   const auto& xs = t->second.shape;
   const int64_t C = xs[1];
   if (n.op == "ReduceMean") {
@@ -652,7 +655,8 @@ int fold_qdq(Model& m, const Known& known, bool exact_host, std::map<std::string
             known(m.nodes[bit->second].in(0)) && known(m.nodes[bit->second].in(0))->type == kInt32) {
           const Value* bi = known(m.nodes[bit->second].in(0));
           if (bi->numel() != mch) {
-            skip("its int32 bias has " + std::to_string(bi->numel()) + " values for " + std::to_string(mch) + " channels");
+            skip("its int32 bias has " + std::to_string(bi->numel()) + " values for " + std::to_string(mch) +
+                 " channels");
             continue;
           }
           bq.i = bi->i;
@@ -911,15 +915,12 @@ ir::QParams device_q(const Value* s, const Value* z) {
   return q;
 }
 
-
 // ---- layout ops: concat, slice, split, gather, squeeze/unsqueeze -----------
 // Each returns "" when `n` became device ops in `b`, else why not (map_device
 // then restores `b`).
 
 /// Device dim of ONNX axis `a` in layout `l`.
-int64_t device_axis(const Perm& l, int64_t a) {
-  return int64_t(std::find(l.begin(), l.end(), a) - l.begin());
-}
+int64_t device_axis(const Perm& l, int64_t a) { return int64_t(std::find(l.begin(), l.end(), a) - l.begin()); }
 
 /// `y` = the ONNX tensor `x` (in the segment) reshaped to `ysh`: a view in
 /// ONNX order, then a free reshape (NHWC kept where the order is the same).
@@ -957,7 +958,8 @@ void slice_into(SegBuilder& b, const std::string& x, const std::vector<int64_t>&
 /// input): each input in the output's layout, requantized by the copy.
 std::string map_concat(SegBuilder& b, const Node& n) {
   const Known& K = b.known;
-  if (n.inputs.size() < 5 || (n.inputs.size() - 2) % 3) return "expects Y_scale, Y_zero_point and (X, scale, zero point) triples";
+  if (n.inputs.size() < 5 || (n.inputs.size() - 2) % 3)
+    return "expects Y_scale, Y_zero_point and (X, scale, zero point) triples";
   const Value *ys = K(n.in(0)), *yz = K(n.in(1));
   if (!ys || !yz || !scalars({ys, yz})) return "output quantization is not per-tensor constants";
   if (yz->type != kInt8 && yz->type != kUint8) return "output is not int8/uint8";
@@ -1011,7 +1013,8 @@ std::string map_concat(SegBuilder& b, const Node& n) {
       b.seg.graph.tensors[v] = ci;
     } else {
       bool fresh = false;
-      if (!b.activation(x, f0(xs), i0(xz), &fresh, &ly)) return "input '" + x + "' quantization differs from its producer's";
+      if (!b.activation(x, f0(xs), i0(xz), &fresh, &ly))
+        return "input '" + x + "' quantization differs from its producer's";
       if (fresh) b.seg.graph.inputs.push_back(x);
       v = b.view(x, ly, n.name + "/x" + std::to_string(k / 3));
     }
@@ -1019,7 +1022,8 @@ std::string map_concat(SegBuilder& b, const Node& n) {
   }
   const std::string y = n.outputs[0];
   if (b.in_seg(y)) return "output defined twice";
-  if (std::all_of(nd.inputs.begin(), nd.inputs.end(), [&](const std::string& t) { return b.seg.graph.tensors.at(t).is_const; }))
+  if (std::all_of(nd.inputs.begin(), nd.inputs.end(),
+                  [&](const std::string& t) { return b.seg.graph.tensors.at(t).is_const; }))
     return "every input is a constant";
   b.declare(y, ysh, yz->type, device_q(ys, yz), ly);
   nd.outputs = {y};
@@ -1044,7 +1048,8 @@ std::string map_select(SegBuilder& b, const Node& n) {
   if (n.op == "Slice") {
     const Value *st = K(n.in(1)), *en = K(n.in(2)), *ax = n.in(3).empty() ? nullptr : K(n.in(3)),
                 *sp = n.in(4).empty() ? nullptr : K(n.in(4));
-    if (!st || !en || (!n.in(3).empty() && !ax) || (!n.in(4).empty() && !sp)) return "starts, ends, axes or steps not constant";
+    if (!st || !en || (!n.in(3).empty() && !ax) || (!n.in(4).empty() && !sp))
+      return "starts, ends, axes or steps not constant";
     if (en->numel() != st->numel() || (ax && ax->numel() != st->numel()) || (sp && sp->numel() != st->numel()) ||
         st->is_float() || en->is_float() || (ax && ax->is_float()) || (sp && sp->is_float()))
       return "starts, ends, axes and steps differ in length or are not integers";
@@ -1068,7 +1073,8 @@ std::string map_select(SegBuilder& b, const Node& n) {
     }
     const int64_t parts = int64_t(n.outputs.size()), d = xsh[size_t(a)];
     if (sizes.empty() && d % parts == 0) sizes.assign(size_t(parts), d / parts);
-    if (int64_t(sizes.size()) != parts || std::accumulate(sizes.begin(), sizes.end(), int64_t(0)) != d) return "split sizes do not add up";
+    if (int64_t(sizes.size()) != parts || std::accumulate(sizes.begin(), sizes.end(), int64_t(0)) != d)
+      return "split sizes do not add up";
     int64_t at = 0;
     for (int64_t p = 0; p < parts; ++p) {
       if (sizes[size_t(p)] < 1) return "an empty part";
@@ -1089,8 +1095,10 @@ std::string map_select(SegBuilder& b, const Node& n) {
     if (idx->shape.size() > 1) return "indices of rank above 1";
     starts[size_t(a)] = ids[0], ends[size_t(a)] = ids[0] + int64_t(ids.size());
     std::vector<int64_t> ysh = xsh;
-    if (idx->shape.empty()) ysh.erase(ysh.begin() + a);
-    else ysh[size_t(a)] = int64_t(ids.size());
+    if (idx->shape.empty())
+      ysh.erase(ysh.begin() + a);
+    else
+      ysh[size_t(a)] = int64_t(ids.size());
     if (idx->shape.empty()) {
       const std::string t = n.name + "/slice";
       slice_into(b, x, starts, ends, t, n.name);
@@ -1118,7 +1126,8 @@ std::string map_select(SegBuilder& b, const Node& n) {
       const size_t yr = r + axes.size();
       std::set<int64_t> ax;
       for (auto v : axes) ax.insert(v < 0 ? v + int64_t(yr) : v);
-      if (ax.size() != axes.size() || (!ax.empty() && (*ax.begin() < 0 || *ax.rbegin() >= int64_t(yr)))) return "axes out of range";
+      if (ax.size() != axes.size() || (!ax.empty() && (*ax.begin() < 0 || *ax.rbegin() >= int64_t(yr))))
+        return "axes out of range";
       for (size_t d = 0, j = 0; d < yr; ++d) ysh.push_back(ax.count(int64_t(d)) ? 1 : xsh[j++]);
     }
     if (ysh.empty()) return "a scalar result";
@@ -1142,17 +1151,21 @@ std::string map_avgpool(SegBuilder& b, const Node& n) {
   auto k = n.get_ints("kernel_shape");
   auto st = n.get_ints("strides", {1, 1});
   auto pads = n.get_ints("pads", {0, 0, 0, 0});
-  if (xsh.size() != 4 || k.size() != 2 || st.size() != 2 || pads.size() != 4) return "only 2-D pooling runs on the fabric";
+  if (xsh.size() != 4 || k.size() != 2 || st.size() != 2 || pads.size() != 4)
+    return "only 2-D pooling runs on the fabric";
   if (n.get_i("ceil_mode", 0) || n.get_s("auto_pad", "NOTSET") != "NOTSET") return "ceil_mode/auto_pad";
   for (auto d : n.get_ints("dilations", {1, 1}))
     if (d != 1) return "dilations other than 1";
   const bool include = n.get_i("count_include_pad", 0) != 0;
-  if (!include && (pads[0] || pads[1] || pads[2] || pads[3])) return "padding with count_include_pad 0 (one divisor a layer)";
-  if (pads[0] >= k[0] || pads[2] >= k[0] || pads[1] >= k[1] || pads[3] >= k[1]) return "padding not smaller than the kernel";
+  if (!include && (pads[0] || pads[1] || pads[2] || pads[3]))
+    return "padding with count_include_pad 0 (one divisor a layer)";
+  if (pads[0] >= k[0] || pads[2] >= k[0] || pads[1] >= k[1] || pads[3] >= k[1])
+    return "padding not smaller than the kernel";
   bool fresh = false;
   if (!b.activation(x, f0(xs), i0(xz), &fresh)) return "input quantization differs from its producer's";
   if (fresh) b.seg.graph.inputs.push_back(x);
-  const int64_t oh = (xsh[2] + pads[0] + pads[2] - k[0]) / st[0] + 1, ow = (xsh[3] + pads[1] + pads[3] - k[1]) / st[1] + 1;
+  const int64_t oh = (xsh[2] + pads[0] + pads[2] - k[0]) / st[0] + 1,
+                ow = (xsh[3] + pads[1] + pads[3] - k[1]) / st[1] + 1;
   if (oh < 1 || ow < 1) return "empty output";
   if (b.in_seg(y)) return "output defined twice";
   b.declare(y, {xsh[0], xsh[1], oh, ow}, xt, device_q(ys, yz), default_layout(4));
@@ -1338,7 +1351,8 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
       ysh = {xsh[0], M, oh, ow};
       channels = M;
     } else {
-      if (xsh.size() < 2 || w->shape.size() != 2) return fail("only [..., M, K] times a constant [K, N] runs on the fabric");
+      if (xsh.size() < 2 || w->shape.size() != 2)
+        return fail("only [..., M, K] times a constant [K, N] runs on the fabric");
       const int64_t K2 = w->shape[0], N = w->shape[1];
       if (xsh.back() != K2) return fail("inner dimensions differ");
       nd.op = ir::OpKind::Gemm;
@@ -1418,7 +1432,8 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     };
     if (K(n.in(0)) && !K(n.in(3))) std::swap(ia, ib);
     // Of two activations the larger is a (b is broadcast over it: squeeze-excite).
-    else if (!K(n.in(0)) && !K(n.in(3)) && count(b.shape_of(n.in(0))) < count(b.shape_of(n.in(3)))) std::swap(ia, ib);
+    else if (!K(n.in(0)) && !K(n.in(3)) && count(b.shape_of(n.in(0))) < count(b.shape_of(n.in(3))))
+      std::swap(ia, ib);
     const std::string a = n.in(ia), bt = n.in(ib);
     const Value *as = K(n.in(ia + 1)), *az = K(n.in(ia + 2)), *bs = K(n.in(ib + 1)), *bz = K(n.in(ib + 2)),
                 *ys = K(n.in(6)), *yz = K(n.in(7));
@@ -1691,8 +1706,8 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     b.seg.nodes.push_back(n.name);
     return true;
   }
-  if (n.domain.empty() && (n.op == "Slice" || n.op == "Split" || n.op == "Gather" || n.op == "Squeeze" ||
-                           n.op == "Unsqueeze")) {
+  if (n.domain.empty() &&
+      (n.op == "Slice" || n.op == "Split" || n.op == "Gather" || n.op == "Squeeze" || n.op == "Unsqueeze")) {
     if (!b.adopt(n.in(0))) return fail("");  // float, or of unknown quantization: host_reason says which
     const std::string w = map_select(b, n);
     return w.empty() ? true : fail(w);
@@ -1768,7 +1783,8 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
       if (ysh.size() != 4) return fail("ceil_mode without an inferred output shape");
       for (size_t a = 0; a < 2; ++a) {
         const int64_t need = (ysh[2 + a] - 1) * st[a] + k[a] - (xsh[2 + a] + pads[a] + pads[a + 2]);
-        if ((ysh[2 + a] - 1) * st[a] >= xsh[2 + a] + pads[a]) return fail("ceil_mode with a window in the padding only");
+        if ((ysh[2 + a] - 1) * st[a] >= xsh[2 + a] + pads[a])
+          return fail("ceil_mode with a window in the padding only");
         pads[a + 2] += std::max<int64_t>(need, 0);
       }
     }
@@ -1809,8 +1825,10 @@ std::string host_reason(const Model& m, const Uses& u, const Known& known, const
                         const std::map<std::string, std::string>& unfolded) {
   if (auto it = unfolded.find(n.name); it != unfolded.end()) return "not quantized: " + it->second;
   const std::string op = n.domain.empty() ? n.op : n.domain + "." + n.op;
-  if (n.op == "QuantizeLinear" && n.domain.empty()) return "quantizes a float tensor for the fabric (a float region ends here)";
-  if (n.op == "DequantizeLinear" && n.domain.empty()) return "dequantizes for a float consumer (a float region starts here)";
+  if (n.op == "QuantizeLinear" && n.domain.empty())
+    return "quantizes a float tensor for the fabric (a float region ends here)";
+  if (n.op == "DequantizeLinear" && n.domain.empty())
+    return "dequantizes for a float consumer (a float region starts here)";
   bool integer = false, dq_in = false, q_out = false;
   for (const auto& i : n.inputs) {
     if (i.empty() || known(i)) continue;
@@ -1823,7 +1841,8 @@ std::string host_reason(const Model& m, const Uses& u, const Known& known, const
     if (auto c = u.consumers.find(o); c != u.consumers.end())
       for (size_t k : c->second) q_out = q_out || m.nodes[k].op == "QuantizeLinear";
   if (!integer && (dq_in || q_out))
-    return "not quantized: loom has no quantized form of " + op + " with these operands and attributes "
+    return "not quantized: loom has no quantized form of " + op +
+           " with these operands and attributes "
            "(it runs in float between DequantizeLinear and QuantizeLinear)";
   if (!integer) return "not quantized: " + op + " on float tensors (no QuantizeLinear/DequantizeLinear around it)";
   return "the fabric has no form of " + op + " with these operands";
