@@ -49,9 +49,12 @@ bool fold_const(Model& m, const Node& n) {
   for (const auto& o : n.outputs) {
     auto t = m.types.find(o);
     if (o.empty() || t == m.types.end() || !t->second.has_shape) return false;
+    const int64_t limit = in_elems + 4096;
     int64_t e = 1;
-    for (auto d : t->second.shape) e = d < 1 ? -1 : e * std::min<int64_t>(d, int64_t(1) << 31);
-    if (e < 0 || e > in_elems + 4096) return false;
+    for (auto d : t->second.shape) {
+      if (d < 1 || e > limit / d) return false;  // (no overflow: e * d <= limit)
+      e *= d;
+    }
   }
   if (!run_host(m, n, env).is_ok()) return false;  // left for the run to report
   for (const auto& o : n.outputs) {
