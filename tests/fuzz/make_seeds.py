@@ -85,6 +85,23 @@ def pool_add():
                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 2, 2])], [])
 
 
+def new_forms():
+    """Opset 20, IR 10 (read through opset_adapt): Identity-fed weights, Gelu,
+    Split with num_outputs, Concat, ReduceMean with an axes input."""
+    w = numpy_helper.from_array(np.ones((4, 4), np.float32), "w")
+    axes = numpy_helper.from_array(np.array([1], np.int64), "axes")
+    nodes = [helper.make_node("Identity", ["w"], ["w2"]), helper.make_node("MatMul", ["x", "w2"], ["h"]),
+             helper.make_node("Gelu", ["h"], ["g"], approximate="tanh"),
+             helper.make_node("Split", ["g"], ["a", "b"], axis=1, num_outputs=2),
+             helper.make_node("Concat", ["b", "a"], ["c"], axis=1),
+             helper.make_node("ReduceMean", ["c", "axes"], ["y"], keepdims=1)]
+    g = helper.make_graph(nodes, "seed", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 1])], [w, axes])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
+    m.ir_version = 10
+    return m
+
+
 def write(path, data):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:
@@ -95,7 +112,8 @@ def main():
     loom, out = sys.argv[1], sys.argv[2]
     onnx_dir = os.path.join(out, "onnx")
     models = {"qdq_conv": qdq_conv(), "qdq_dwconv": qdq_conv(groups=4, relu=False),
-              "qdq_matmul_softmax": qdq_matmul_softmax(), "qlinear_conv": qlinear_conv(), "pool_add": pool_add()}
+              "qdq_matmul_softmax": qdq_matmul_softmax(), "qlinear_conv": qlinear_conv(), "pool_add": pool_add(),
+              "new_forms_opset20": new_forms()}
     for name, m in models.items():
         write(os.path.join(onnx_dir, name + ".onnx"), m.SerializeToString())
 

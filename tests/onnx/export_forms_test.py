@@ -37,7 +37,7 @@ import export_forms  # noqa: E402
 # (the conv nets but for their bilinear Resize, which has no fabric form).
 WHOLE = {"conv_bias_identity_qdq": (), "gelu_opset20": (), "gelu_constants_qdq": (), "conv_opset18": ("Resize",),
          "conv_opset19": ("Resize",), "conv_opset20": ("Resize",), "conv_opset21": ("Resize",)}
-NOTES = {"conv_bias_identity_qdq": "Identity nodes bypassed", "gelu_constants_qdq": "constant folding"}
+NOTES = {"conv_bias_identity_qdq": "Identity node", "gelu_constants_qdq": "constant folding"}
 
 
 def out_step(model_path):

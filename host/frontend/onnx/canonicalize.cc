@@ -70,10 +70,16 @@ bool fold_const(Model& m, const Node& n) {
 std::string Canonicalized::note() const {
   if (!identities && !folded) return {};
   std::string s = "at import:";
-  if (identities) s.append(1, ' ').append(std::to_string(identities)).append(" Identity nodes bypassed");
+  if (identities)
+    s.append(1, ' ')
+        .append(std::to_string(identities))
+        .append(identities == 1 ? " Identity node bypassed" : " Identity nodes bypassed");
   if (identities && folded) s.append(1, ',');
   if (folded)
-    s.append(1, ' ').append(std::to_string(folded)).append(" nodes of constants computed once (constant folding)");
+    s.append(1, ' ')
+        .append(std::to_string(folded))
+        .append(folded == 1 ? " node of constants computed once (constant folding)"
+                            : " nodes of constants computed once (constant folding)");
   return s;
 }
 
