@@ -501,7 +501,6 @@ TEST_P(E2E, AttentionLayoutsMatchReference) {
   tasks.tasks_per_core = 3;
   CompileOptions pipe;
   pipe.placement = Placement::Pipeline;
-  CompileOptions static_;
   for (const auto& c : cases)
     for (const CompileOptions* o : {&plain, &one, &tasks, &pipe}) check(GetParam(), c, *o);
 }
