@@ -49,6 +49,15 @@ Status per_tensor_q(const Graph& g, const Node& n, const TensorInfo& t) {
 
 Expected<Multiplier> derive(const Graph& g, const Node& n, double real, const std::string& formula) {
   Multiplier m;
+  // Below 2^-32 the 31-bit multiplier cannot stay normalized within shift
+  // 62: it keeps shift 62 and fewer bits (a weight channel near zero next
+  // to large ones). Under 2^-63 it is 0, exactly what rounding gives: an
+  // int32 accumulator times it is below 1/2.
+  if (std::isfinite(real) && real > 0 && real < std::ldexp(1.0, -32)) {
+    m.shift = kMaxShift;
+    m.mult = int32_t(std::llround(std::ldexp(real, kMaxShift)));
+    return m;
+  }
   if (!quantize_multiplier(real, &m)) {
     return make_error(field_where(node_where(g, n), "scale"),
                       "requantization multiplier " + formula + " = " + fmt_real(real) +

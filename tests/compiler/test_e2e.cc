@@ -419,6 +419,25 @@ TEST_P(E2E, BroadcastOperandsMatchReference) {
     for (const CompileOptions& o : every_placement()) check(GetParam(), c, o);
 }
 
+// Requantization multipliers below 2^-32 (a weight channel near zero, as
+// PyTorch's initializations leave some): shift 62 with fewer bits, or 0.
+TEST_P(E2E, TinyMultipliersMatchReference) {
+  const Case cases[] = {{"tiny_channel_scales", [](GraphBuilder& b) {
+                           const auto y = b.conv("c", b.input("x", {1, 6, 6, 16}), {8, 3, 3, 1, 1, 1});
+                           auto& w = b.graph().tensor("c.w");
+                           w.q.scale[1] = 3e-9;   // x*w/y ~ 1e-10: shift 62, 28 bits
+                           w.q.scale[2] = 1e-21;  // ~ 4e-23: multiplier 0
+                           b.output(y);
+                         }},
+                        {"tiny_gemm", [](GraphBuilder& b) {
+                           const auto y = b.gemm("fc", b.input("a", {5, 40}, 1e-6), 12);
+                           b.graph().tensor(y).q.scale[0] = 1e5;  // a*w/y ~ 1.5e-13
+                           b.output(y);
+                         }}};
+  for (const auto& c : cases)
+    for (const CompileOptions& o : every_placement()) check(GetParam(), c, o);
+}
+
 // Residual adds folded into POSTOP (plain where provably exact, rescale
 // otherwise) and kept separate, under every fusion policy, bit-exact with the
 // reference.
