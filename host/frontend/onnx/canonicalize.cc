@@ -31,17 +31,24 @@ bool fold_shape(Model& m, const Node& n) {
   return true;
 }
 
-/// Any other host op whose inputs are all constants.
-bool fold_const(Model& m, const Node& n) {
+/// Any other host op whose inputs are all constants, DequantizeLinear
+/// excepted (a weight keeps the DequantizeLinear the QDQ folds read). The
+/// value of a DequantizeLinear of constants is still a constant input here
+/// (`dq_values`): a QuantizeLinear of it folds (a shared initializer
+/// quantized again, as ONNX Runtime's quantizer leaves it).
+bool fold_const(Model& m, const Node& n, const std::map<std::string, Value>& dq_values) {
   if (n.op == "DequantizeLinear" || n.outputs.empty()) return false;
   int64_t in_elems = 0;
   std::map<std::string, Value> env;
   for (const auto& i : n.inputs) {
     if (i.empty()) continue;
     auto c = m.consts.find(i);
-    if (c == m.consts.end()) return false;
-    in_elems += c->second.numel();
-    env[i] = c->second;
+    const Value* v = c != m.consts.end() ? &c->second : nullptr;
+    if (!v)
+      if (auto d = dq_values.find(i); d != dq_values.end()) v = &d->second;
+    if (!v) return false;
+    in_elems += v->numel();
+    env[i] = *v;
   }
   if (env.empty() || !host_supports(n, m.opset, nullptr)) return false;
   // Never more data than it reads (a broadcast of two constants could
@@ -90,7 +97,7 @@ Canonicalized canonicalize(Model& m) {
     for (auto it = alias.find(t); it != alias.end(); it = alias.find(t)) t = it->second;
     return t;
   };
-  std::vector<Node> kept;
+  std::vector<Node> bypassed;
   for (auto& n : m.nodes) {
     for (auto& i : n.inputs)
       if (!i.empty()) i = resolve(i);
@@ -100,7 +107,27 @@ Canonicalized canonicalize(Model& m) {
       ++c.identities;
       continue;
     }
-    if (n.domain.empty() && (n.op == "Shape" ? fold_shape(m, n) : fold_const(m, n))) {
+    bypassed.push_back(std::move(n));
+  }
+  std::set<std::string> requantized;  // tensors a QuantizeLinear reads
+  for (const auto& n : bypassed)
+    if (n.op == "QuantizeLinear" && n.domain.empty() && !n.inputs.empty()) requantized.insert(n.inputs[0]);
+  std::map<std::string, Value> dq_values;  // requantized outputs of DequantizeLinear nodes of constants
+  std::vector<Node> kept;
+  for (auto& n : bypassed) {
+    if (n.op == "DequantizeLinear" && n.domain.empty() && n.outputs.size() == 1 && requantized.count(n.outputs[0])) {
+      std::map<std::string, Value> env;
+      bool all = true;
+      for (const auto& i : n.inputs)
+        if (!i.empty()) {
+          auto c = m.consts.find(i);
+          if (c == m.consts.end()) all = false;
+          else env[i] = c->second;
+        }
+      if (all && run_host(m, n, env).is_ok() && env.count(n.outputs[0]))
+        dq_values[n.outputs[0]] = std::move(env.at(n.outputs[0]));
+    }
+    if (n.domain.empty() && (n.op == "Shape" ? fold_shape(m, n) : fold_const(m, n, dq_values))) {
       if (!std::any_of(n.outputs.begin(), n.outputs.end(), [&](const std::string& o) { return is_output(m, o); })) {
         ++c.folded;
         continue;

@@ -398,7 +398,9 @@ std::string fold_channel_op(Model& m, const Known& known, const Known& param, No
   // BatchNormalization: y = x * a + s per channel.
   if (n.get_i("training_mode", 0) != 0) return "training mode";
   const Value *g = param(n.in(1)), *bb = param(n.in(2)), *mean = param(n.in(3)), *var = param(n.in(4));
-  if (!g || !bb || !mean || !var) return "its scale, bias, mean or variance is not a constant";
+  for (size_t k = 1; k <= 4; ++k)
+    if (!param(n.in(k))) return "its " + std::string(k == 1 ? "scale" : k == 2 ? "bias" : k == 3 ? "mean" : "variance") +
+                                " '" + n.in(k) + "' is not a constant";
   for (const Value* v : {g, bb, mean, var})
     if (!v->is_float() || v->numel() != C) return "its parameters are not float32 with one value a channel";
   const double eps = n.get_f("epsilon", 1e-5f), xsc = known(d.in(1))->f[0];
@@ -651,15 +653,39 @@ int fold_qdq(Model& m, const Known& known, bool exact_host, std::map<std::string
         Value bq = Value::make(kInt32, {mch});
         auto bit = u.producer.find(n.in(2));
         const Value* bf = known(n.in(2));
-        if (bit != u.producer.end() && m.nodes[bit->second].op == "DequantizeLinear" &&
-            known(m.nodes[bit->second].in(0)) && known(m.nodes[bit->second].in(0))->type == kInt32) {
-          const Value* bi = known(m.nodes[bit->second].in(0));
-          if (bi->numel() != mch) {
-            skip("its int32 bias has " + std::to_string(bi->numel()) + " values for " + std::to_string(mch) +
-                 " channels");
-            continue;
+        // A bias behind a DequantizeLinear of constants: its integers as they
+        // are when they are int32 at x_scale * w_scale (ONNX Runtime's bias),
+        // else its real values, quantized below (a shared bias quantized
+        // for another layer's scales, or as an int8 weight).
+        const Node* bdq = bit != u.producer.end() && m.nodes[bit->second].op == "DequantizeLinear" &&
+                                  m.nodes[bit->second].domain.empty()
+                              ? &m.nodes[bit->second]
+                              : nullptr;
+        Value bdq_real;
+        bool exact = false;
+        if (bdq && known(bdq->in(0)) && known(bdq->in(1))) {
+          const Value *bi = known(bdq->in(0)), *bs = known(bdq->in(1));
+          const Value* bz = bdq->in(2).empty() ? nullptr : known(bdq->in(2));
+          exact = bi->type == kInt32 && bi->numel() == mch && (!bz || scalar_int_equal(*bz)) &&
+                  (!bz || bz->i[0] == 0) && (bs->numel() == 1 || bs->numel() == mch);
+          for (int64_t c = 0; exact && c < mch; ++c) {
+            const double want = double(xs->f[0]) * double(ws->numel() == 1 ? ws->f[0] : ws->f[size_t(c)]);
+            const double got = bs->f[bs->numel() == 1 ? 0 : size_t(c)];
+            exact = std::fabs(got - want) <= 1e-6 * want;
           }
-          bq.i = bi->i;
+          if (exact) {
+            bq.i = bi->i;
+          } else {
+            std::map<std::string, Value> env;
+            for (const auto& i : bdq->inputs)
+              if (!i.empty() && known(i)) env[i] = *known(i);
+            if (run_host(m, *bdq, env).is_ok() && env.count(n.in(2))) {
+              bdq_real = std::move(env.at(n.in(2)));
+              bf = &bdq_real;
+            }
+          }
+        }
+        if (exact) {
         } else if (bf && bf->is_float() && bf->numel() == mch) {
           for (int64_t c = 0; c < mch; ++c) {
             const double s = double(xs->f[0]) * double(ws->numel() == 1 ? ws->f[0] : ws->f[size_t(c)]);
