@@ -428,6 +428,84 @@ Status qlinear_concat(const Ctx& c) {
   return {};
 }
 
+/// ConstantOfShape: a tensor of the given (constant, small) shape filled
+/// with `value` (float 0 by default).
+Status constant_of_shape(const Ctx& c) {
+  const Value& s = c.in(0);
+  std::vector<int64_t> shape = s.i;
+  int64_t n = 1;
+  for (auto d : shape) {
+    if (d < 1 || n > limits::kMaxTensorElems / d)
+      return c.err("input '" + c.n.in(0) + "'", "shape " + shape_str(shape) + " is empty or above 2^28 elements");
+    n *= d;
+  }
+  auto it = c.n.attrs.find("value");
+  const int32_t type = it != c.n.attrs.end() && it->second.tensor_type ? it->second.tensor_type : kFloat;
+  if (!elem_supported(type)) return c.err("attribute 'value'", "element type " + elem_name(type) + " is not supported");
+  Value y = Value::make(type, shape);
+  if (it != c.n.attrs.end() && it->second.tensor_type) {
+    if (y.is_float()) std::fill(y.f.begin(), y.f.end(), it->second.floats.at(0));
+    else std::fill(y.i.begin(), y.i.end(), it->second.ints.at(0));
+  }
+  c.out(0, std::move(y));
+  return {};
+}
+
+/// Expand: x broadcast (numpy) to the given shape.
+Status expand(const Ctx& c) {
+  const Value& x = c.in(0);
+  std::vector<int64_t> os;
+  if (!broadcast_shape(x.shape, c.in(1).i, &os))
+    return c.err("inputs", shape_str(x.shape) + " does not broadcast to " + shape_str(c.in(1).i));
+  int64_t n = 1;
+  for (auto d : os) {
+    if (d < 1 || n > limits::kMaxTensorElems / d) return c.err("input '" + c.n.in(1) + "'", "an empty or too large shape");
+    n *= d;
+  }
+  const auto xi = broadcast_index(x.shape, os);
+  Value y = Value::make(x.type, os);
+  for (size_t k = 0; k < xi.size(); ++k) copy_elem(x, xi[k], y, int64_t(k));
+  c.out(0, std::move(y));
+  return {};
+}
+
+/// Equal (bool result), Mod (integers: fmod 0 takes the divisor's sign as
+/// Python's %; floats need fmod 1), Where (condition, x, y), numpy-broadcast.
+Status compare_select(const Ctx& c) {
+  const std::string& op = c.n.op;
+  const size_t first = op == "Where" ? 1 : 0;
+  const Value& a = c.in(first);
+  const Value& b = c.in(first + 1);
+  if (a.type != b.type) return c.err("inputs", "types differ: " + elem_name(a.type) + " and " + elem_name(b.type));
+  std::vector<int64_t> os;
+  if (!broadcast_shape(a.shape, b.shape, &os)) return c.err("inputs", "shapes do not broadcast");
+  std::vector<int64_t> cs;
+  if (op == "Where" && !broadcast_shape(c.in(0).shape, os, &cs)) return c.err("inputs", "shapes do not broadcast");
+  if (op == "Where") os = cs;
+  const auto ai = broadcast_index(a.shape, os), bi = broadcast_index(b.shape, os);
+  const auto ci = op == "Where" ? broadcast_index(c.in(0).shape, os) : std::vector<int64_t>{};
+  const bool fmod = c.n.get_i("fmod", 0) != 0;
+  if (op == "Mod" && a.is_float() && !fmod) return c.err("attribute 'fmod'", "must be 1 for float inputs");
+  Value y = Value::make(op == "Equal" ? kBool : a.type, os);
+  for (size_t k = 0; k < ai.size(); ++k) {
+    if (op == "Equal") {
+      y.i[k] = a.at(ai[k]) == b.at(bi[k]);
+    } else if (op == "Where") {
+      copy_elem(c.in(0).at(ci[k]) != 0 ? a : b, c.in(0).at(ci[k]) != 0 ? ai[k] : bi[k], y, int64_t(k));
+    } else if (a.is_float()) {
+      y.f[k] = std::fmod(a.f[size_t(ai[k])], b.f[size_t(bi[k])]);
+    } else {
+      const int64_t x = a.i[size_t(ai[k])], d = b.i[size_t(bi[k])];
+      if (d == 0) return c.err("input '" + c.n.in(1) + "'", "integer modulo by zero");
+      int64_t r = x % d;
+      if (!fmod && r != 0 && ((r < 0) != (d < 0))) r += d;
+      y.i[k] = r;
+    }
+  }
+  c.out(0, std::move(y));
+  return {};
+}
+
 }  // namespace
 
 const std::map<std::string, Fn>& layout_ops() {
@@ -448,6 +526,11 @@ const std::map<std::string, Fn>& layout_ops() {
       {"ReduceMin", reduce},
       {"Resize", resize},
       {"com.microsoft.QLinearConcat", qlinear_concat},
+      {"ConstantOfShape", constant_of_shape},
+      {"Expand", expand},
+      {"Equal", compare_select},
+      {"Mod", compare_select},
+      {"Where", compare_select},
   };
   return t;
 }

@@ -99,6 +99,14 @@ Attr convert_attr(const onnx::AttributeProto& a) {
   r.s = a.s();
   r.ints.assign(a.ints().begin(), a.ints().end());
   r.floats.assign(a.floats().begin(), a.floats().end());
+  if (a.type() == onnx::AttributeProto::TENSOR && a.has_t()) {
+    auto v = from_proto(a.t(), "attribute '" + a.name() + "'");
+    if (v && v->numel() == 1) {
+      r.tensor_type = v->type;
+      if (v->is_float()) r.floats = v->f;
+      else r.ints = v->i;
+    }
+  }
   return r;
 }
 

@@ -27,6 +27,9 @@ struct Attr {
   std::string s;
   std::vector<int64_t> ints;
   std::vector<float> floats;
+  /// A one-element tensor attribute (ConstantOfShape's `value`): its element
+  /// type (0 when the attribute is no such tensor) and value in ints/floats.
+  int32_t tensor_type = 0;
 };
 
 struct Node {
