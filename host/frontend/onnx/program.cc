@@ -1713,16 +1713,7 @@ bool map_device(SegBuilder& b, const Node& n, std::string* why) {
     // is NHWC and the order differs), the output in ONNX order too, or NHWC
     // where that is the same order (so images stay NHWC for what follows).
     if (b.in_seg(y)) return fail("output defined twice");
-    const std::string xv = b.view(x, identity(xsh.size()), n.name + "/x");
-    const Perm ly = keeps_order(ysh, default_layout(ysh.size())) ? default_layout(ysh.size()) : identity(ysh.size());
-    const ir::TensorInfo& yi = b.declare(y, ysh, b.onnx_type[x], b.seg.graph.tensors[x].q, ly);
-    ir::Node nd;
-    nd.name = n.name;
-    nd.op = ir::OpKind::Reshape;
-    nd.inputs = {xv};
-    nd.outputs = {y};
-    nd.attrs.shape = yi.shape;
-    b.seg.graph.nodes.push_back(nd);
+    reshape_into(b, x, ysh, y, n.name);
     b.seg.nodes.push_back(n.name);
     return true;
   }
