@@ -1,6 +1,6 @@
 // Live serving: the batches the scheduler dispatches run on the device itself
 // (runtime::CoreJobs), side by side on their cores, instead of being timed
-// by the simulator's model. The scheduler (serve/server.cc) is the same in
+// by the simulator's model. The scheduler (serve/sim.cc) is the same in
 // both modes; only where a batch's end comes from differs. On timed backends
 // the clock is the device's: arrivals happen in device time and the host
 // reacts at completion interrupts. docs/serving.md "Live mode".
