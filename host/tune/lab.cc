@@ -1,0 +1,195 @@
+// The lab of `loom tune`: compiles each choice (cached, predictions only) and
+// measures it on the timed backend, whole and layer by layer.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "ir/graph.h"
+#include "runtime/executor.h"
+#include "tune/report.h"
+#include "tune/space.h"
+#include "tune/tune.h"
+
+namespace loom::tune {
+
+uint64_t Compiled::predicted_cycles() const {
+  uint64_t sum = host_cycles;
+  for (const auto& p : parts) sum += p.predicted_cycles;
+  return sum;
+}
+
+std::vector<compiler::Decision> Compiled::decisions() const {
+  std::vector<compiler::Decision> out;
+  for (const auto& p : parts) out.insert(out.end(), p.decisions.begin(), p.decisions.end());
+  return out;
+}
+
+Expected<const Compiled*> Lab::compiled(const serve::ModelSpec& m, const Choice& c) {
+  const std::string key = key_of(m, c);
+  auto it = compiled_.find(key);
+  if (it != compiled_.end()) return &it->second;
+  auto out = build(m, c);
+  if (!out) return out.error();
+  // Kept for its predictions, decisions and layer names only: the
+  // instruction streams, constants and inputs of every choice of every
+  // round would not fit in memory (measure() compiles again to run).
+  for (auto& part : out->parts) {
+    std::vector<uint8_t>().swap(part.plan.constants);
+    std::vector<std::vector<spec::Insn>>().swap(part.plan.cores);
+    std::vector<plan::Task>().swap(part.plan.tasks);
+  }
+  std::vector<std::map<std::string, Tensor>>().swap(out->inputs);
+  return &compiled_.emplace(key, std::move(*out)).first->second;
+}
+
+Expected<Compiled> Lab::build(const serve::ModelSpec& m, const Choice& c) {
+  std::vector<ir::Graph> graphs;
+  Compiled out;
+  if (m.bucketed()) {
+    // The program of the bucket's length: its segments compile with the
+    // choice's options, as ServiceModel compiles them when it serves.
+    serve::ModelSpec len = m;
+    len.zoo_seq = c.rows;
+    len.name = m.name + ":seq=" + std::to_string(c.rows);
+    auto info = sm_.onnx_info(len);
+    if (!info) return info.error();
+    graphs = (*info)->graphs;
+    out.host_cycles = (*info)->host_cycles;
+    out.order = (*info)->order;
+    out.host_after = (*info)->host_after;
+  } else {
+    graphs.push_back(serve::gemm_chain(m, c.rows));
+    out.order = {{0, 0}};
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto& g : graphs) {
+    if (Status s = ir::validate(g); !s) return s.error();
+    auto cr = compiler::compile(g, cfg_, options_of(c));
+    if (!cr) return cr.error();
+    out.parts.push_back(std::move(*cr));
+    out.inputs.push_back(ir::random_inputs(g, 1));
+  }
+  out.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+Expected<const PlanTelemetry*> Lab::measure(const serve::ModelSpec& m, const Choice& c) {
+  const std::string key = key_of(m, c);
+  auto it = measured_.find(key);
+  if (it != measured_.end()) return &it->second;
+  auto full = build(m, c);  // runnable (compiled() keeps no streams); compiling is deterministic
+  if (!full) return full.error();
+  const Compiled* cr = &*full;
+  auto dev = sm_.device();
+  if (!dev) return dev.error();
+  PlanTelemetry t;
+  t.model = serve::model_key(m);
+  t.choice = c.tag();
+  t.rows = c.rows;
+  runtime::RunOptions ro;
+  ro.layer_cycles = true;
+  for (size_t k = 0; k < cr->parts.size(); ++k) {
+    const compiler::CompileResult& part = cr->parts[k];
+    const plan::Plan& p = part.plan;
+    // The whole part as it serves, then layer by layer (released one layer
+    // at a time, so the layers do not overlap: their sum can exceed the
+    // whole; the difference is the plan overhead the refit sees). Pipeline
+    // and dynamic plans overlap their layers: measured whole only.
+    const bool per_layer = p.placement == "static" && p.tasks.empty() && p.unit_calls.empty();
+    auto whole = runtime::execute(**dev, p, cr->inputs[k]);
+    if (!whole) return whole.error();
+    ++runs_;
+    t.measured += whole->cycles;
+    t.part_cycles.push_back(whole->cycles);
+    t.part_layers.push_back(per_layer ? p.layers.size() : 0);
+    for (const auto& core : whole->cores)
+      for (size_t n = 0; n < spec::kNumCounters; ++n) t.counters[n] += core.counters[n];
+    for (size_t li = 0; li < p.layers.size(); ++li) {
+      t.predicted_macs += p.layers[li].macs;
+      if (li < part.predicted.size())
+        t.predicted_bytes_rd += part.predicted[li].dram_read, t.predicted_bytes_wr += part.predicted[li].dram_written;
+    }
+    if (!per_layer) {
+      // The uncorrected prediction of the whole part (the correction is per layer).
+      double pred = double(part.predicted_cycles);
+      if (c.params)
+        for (const auto& lp : part.predicted) pred -= c.params->correction(double(lp.core_insns));
+      t.part_predicted.push_back(uint64_t(std::max(0.0, std::round(pred))));
+      t.predicted += t.part_predicted.back();
+      continue;
+    }
+    auto r = runtime::execute(**dev, p, cr->inputs[k], ro);
+    if (!r) return r.error();
+    ++runs_;
+    if (r->layer_cycles.size() != p.layers.size())
+      return make_error("loom tune", "the backend gave no per-layer cycles for " + key);
+    t.part_predicted.push_back(0);
+    for (size_t li = 0; li < p.layers.size(); ++li) {
+      const auto& L = p.layers[li];
+      LayerSample ls;
+      ls.name = L.name;
+      ls.kind = layer_kind(L.op, L.name);
+      ls.rows = c.rows;
+      if (li < part.predicted.size()) {
+        const auto& lp = part.predicted[li];
+        ls.insns = lp.core_insns;
+        // The uncorrected model's prediction of this plan's layer: the
+        // compiler added the choice's correction for the busiest core's
+        // instructions.
+        const double corr = c.params ? c.params->correction(double(lp.core_insns)) : 0.0;
+        ls.predicted = uint64_t(std::max(0.0, std::round(double(lp.cycles) - corr)));
+      }
+      ls.measured = r->layer_cycles[li];
+      t.predicted += ls.predicted;
+      t.part_predicted.back() += ls.predicted;
+      t.layers.push_back(ls);
+    }
+  }
+  return &measured_.emplace(key, std::move(t)).first->second;
+}
+
+Expected<std::vector<std::pair<std::string, double>>> Lab::run_layers(const serve::ModelSpec& m, const Choice& c) {
+  auto cr = compiled(m, c);
+  if (!cr) return cr.error();
+  auto t = measure(m, c);
+  if (!t) return t.error();
+  std::vector<size_t> first(1, 0);  // each part's first layer in the telemetry
+  for (size_t n : (*t)->part_layers) first.push_back(first.back() + n);
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& [part, host] : (*cr)->order) {
+    if (host > 0) out.push_back({"host ops", double(host)});
+    if (part >= (*cr)->parts.size()) continue;
+    const auto& layers = (*cr)->parts[part].plan.layers;
+    if ((*t)->part_layers[part] == 0) {  // measured whole: one stretch
+      out.push_back({whole_part_name(**cr, part) + " (" + c.placement_tag() + ")", double((*t)->part_cycles[part])});
+      continue;
+    }
+    for (size_t li = 0; li < layers.size(); ++li)
+      out.push_back({layers[li].name, double((*t)->layers[first[part] + li].measured)});
+  }
+  if ((*cr)->host_after > 0) out.push_back({"host ops", double((*cr)->host_after)});
+  return out;
+}
+
+Expected<double> Lab::predict(const serve::ModelSpec& m, const Choice& c, const Calibration& cal) {
+  auto cr = compiled(m, c);
+  if (!cr) return cr.error();
+  double sum = cal.overhead + double((*cr)->host_cycles);
+  for (const auto& part : (*cr)->parts) {
+    const plan::Plan& p = part.plan;
+    for (size_t li = 0; li < p.layers.size() && li < part.predicted.size(); ++li) {
+      const double x = double(part.predicted[li].cycles);
+      auto f = cal.per_kind.find(layer_kind(p.layers[li].op, p.layers[li].name));
+      sum += f == cal.per_kind.end() ? x : f->second.apply(x);
+    }
+  }
+  return sum;
+}
+
+Expected<double> Lab::predict_compiled(const serve::ModelSpec& m, const Choice& c, double overhead) {
+  auto cr = compiled(m, c);
+  if (!cr) return cr.error();
+  return double((*cr)->predicted_cycles()) + overhead;
+}
+
+}  // namespace loom::tune

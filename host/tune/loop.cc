@@ -1,0 +1,446 @@
+// The phases of `loom tune`'s closed loop before its rounds: the checked
+// setup, the initial mapping, the baseline run, the best mapping per shape
+// and the offline re-map (docs/tuning.md); the rounds are in round.cc.
+#include "tune/loop.h"
+
+#include <algorithm>
+#include <iterator>
+
+#include "tune/space.h"
+
+namespace loom::tune {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+/// The bucket lengths of bucketed models: the zoo's, or the ones given; the
+/// longest must hold every request.
+Expected<std::vector<int64_t>> bucket_lengths(const serve::Workload& w, const TuneOptions& o) {
+  std::vector<int64_t> lens(std::begin(serve::kZooBertSeqs), std::end(serve::kZooBertSeqs));
+  if (!o.bucket_lengths.empty()) {
+    lens = o.bucket_lengths;
+    std::sort(lens.begin(), lens.end());
+    for (size_t k = 0; k < lens.size(); ++k)
+      if (serve::zoo_bert_bucket(lens[k]) != lens[k] || (k > 0 && lens[k] == lens[k - 1])) {
+        const std::string len = std::to_string(lens[k]);
+        return make_error("--bucket-lengths",
+                          "'" + len + "' is not a zoo BERT length (32, 64, 128, 256, 384, 512) or is given twice");
+      }
+  }
+  for (const auto& s : w.streams) {
+    if (!s.model.bucketed()) continue;
+    int64_t longest = *std::max_element(s.shapes.values.begin(), s.shapes.values.end());
+    for (int64_t q : s.arrival.trace_seq) longest = std::max(longest, q);
+    if (longest > lens.back())
+      return make_error("--bucket-lengths", "the longest bucket (" + std::to_string(lens.back()) +
+                                                ") is shorter than the longest request of stream '" + s.name + "' (" +
+                                                std::to_string(longest) + ")");
+  }
+  return lens;
+}
+
+/// The models the streams serve, by model key: gemm chains and bucketed models only.
+Expected<std::map<std::string, serve::ModelSpec>> models_of(const serve::Workload& w) {
+  std::map<std::string, serve::ModelSpec> models;
+  for (const auto& s : w.streams) {
+    if (s.model.kind != serve::ModelSpec::Kind::GemmChain && !s.model.bucketed())
+      return make_error(w.source + ": stream '" + s.name + "'",
+                        "loom tune maps gemm_chain models and zoo:bert with a seq_len distribution (padded to "
+                        "buckets); '" + s.model.name + "' has one fixed shape");
+    models[serve::model_key(s.model)] = s.model;
+  }
+  return models;
+}
+
+/// Every choice as its own candidate (mapped as costed).
+Candidates plain(const std::vector<Choice>& v) {
+  Candidates out;
+  for (const auto& c : v) out.push_back({c, c});
+  return out;
+}
+
+}  // namespace
+
+Expected<Setup> check_setup(const serve::Workload& w_in, const TuneOptions& o) {
+  Setup s;
+  // Requests of a stream start in arrival order (deadline batching without
+  // shape grouping), so the swap check's order test is about the swap alone.
+  s.w = w_in;
+  s.w.shape_grouping = false;
+  const serve::Workload& w = s.w;
+  s.cfg = spec::find_config(w.config);
+  if (!s.cfg) return make_error(w.source + ": field 'config'", "unknown configuration '" + w.config + "'");
+  const spec::HwConfig& cfg = *s.cfg;
+  if (o.rounds < 1 || o.rounds > 10) return make_error("--rounds", "must be in 1..10");
+  s.max_cores = o.max_cores_per_batch == -1 ? int(cfg.cores) : o.max_cores_per_batch;
+  if (s.max_cores < 1 || s.max_cores > int(cfg.cores))
+    return make_error("--max-cores-per-batch", "must be in 1.." + std::to_string(cfg.cores) + " (config '" +
+                                                   w.config + "' has " + std::to_string(cfg.cores) + " cores)");
+  if (o.max_buckets < 1 || o.max_buckets > int(std::size(serve::kZooBertSeqs)))
+    return make_error("--max-buckets", "must be in 1.." + std::to_string(std::size(serve::kZooBertSeqs)));
+  auto lens = bucket_lengths(w, o);
+  if (!lens) return lens.error();
+  s.lens = std::move(*lens);
+  auto models = models_of(w);
+  if (!models) return models.error();
+  s.models = std::move(*models);
+  // Each model's arrival rate over the run (requests per us): the placement
+  // decision's queue (place()).
+  auto counts = serve::arrival_counts(w, 1.0);
+  if (!counts) return counts.error();
+  for (size_t i = 0; i < w.streams.size(); ++i)
+    s.rate[serve::model_key(w.streams[i].model)] += double((*counts)[i]) / (w.duration_ms * 1000.0);
+  s.fab = Fabric{int(cfg.cores), double(cfg.clock_mhz)};
+  s.swap_ms = o.swap_at_ms;
+  if (s.swap_ms < 0) {
+    s.swap_ms = w.duration_ms / 2;
+    for (const auto& st : w.streams)
+      if (!st.shapes.drift.empty()) s.swap_ms = std::min(s.swap_ms, st.shapes.drift.front().at_ms);
+  }
+  if (s.swap_ms >= w.duration_ms)
+    return make_error("--swap-at-ms", "must be below the workload's duration_ms (" + std::to_string(w.duration_ms) + ")");
+  s.swap_us = s.swap_ms * 1000.0;
+  return s;
+}
+
+Loop::Loop(Setup s, const TuneOptions& o)
+    : s_(std::move(s)),
+      o_(o),
+      sm_(*s_.cfg, o.backend, o.cache_dir, o.device),
+      lab_(*s_.cfg, sm_),
+      stages_(4.0 + double(o.rounds)),
+      base_cp_(compiler::CostParams::from(*s_.cfg)) {
+  if (o_.zoo_builder) sm_.set_zoo_builder(o_.zoo_builder);
+  for (const auto& [key, spec] : s_.models) spaces_[key] = decision_space(spec, s_.lens, s_.max_cores);
+  cfit_.params = base_cp_;
+  runs_.reserve(size_t(o.rounds));
+}
+
+Status Loop::open_device() {
+  if (auto d = sm_.device(); !d) return d.error();
+  return Status::ok();
+}
+
+json Loop::header() const {
+  const auto& space = spaces_.begin()->second;  // the report's list (the first model's)
+  json j;
+  j["kind"] = "tune";
+  j["workload"] = s_.w.source;
+  j["backend"] = o_.backend;
+  j["config"] = s_.w.config;
+  j["seed"] = s_.w.seed;
+  j["rounds_requested"] = o_.rounds;
+  j["swap_at_ms"] = s_.swap_ms;
+  j["max_buckets"] = o_.max_buckets;
+  j["max_cores_per_batch"] = s_.max_cores;
+  if (std::any_of(s_.models.begin(), s_.models.end(), [](const auto& kv) { return kv.second.bucketed(); }))
+    j["bucket_lengths"] = s_.lens;
+  json ds = json::array();
+  for (const auto& c : space) ds.push_back(c.tag());
+  j["decision_space"] = ds;
+  return j;
+}
+
+void Loop::progress(const std::string& phase) {
+  ++stage_;
+  phase_ = phase;
+  if (o_.on_progress) o_.on_progress(stage_ / stages_, phase_);
+}
+
+Expected<Served> Loop::serve_with(const Epochs& epochs) {
+  sm_.clear_mappings();
+  for (auto [at, m] : epochs) sm_.swap_mapping(mapper_of(*m), at);
+  Served s;
+  serve::ServeOptions so;
+  so.backend = o_.backend;
+  so.requests = &s.reqs;
+  so.spans = &s.spans;
+  if (o_.on_progress) so.on_progress = [&](double f) { o_.on_progress((stage_ + f) / stages_, phase_); };
+  auto r = serve::run_serve(s_.w, so, sm_);
+  if (!r) return r.error();
+  s.result = std::move(*r);
+  return s;
+}
+
+void Loop::add_latency(json& j, const std::vector<serve::ServedRequest>& reqs) const {
+  j["latency"] = latency_json(reqs, [](const serve::ServedRequest&) { return true; });
+  j["after_swap"] = latency_json(reqs, [&](const serve::ServedRequest& r) { return r.arrival_us >= s_.swap_us; });
+}
+
+std::function<Expected<BatchLayers>(const serve::BatchSpan&)> Loop::layers_with(const Mapping& after) {
+  return [this, &after](const serve::BatchSpan& b) -> Expected<BatchLayers> {
+    const serve::ModelSpec& spec = s_.w.streams[size_t(b.stream)].model;
+    const Mapping& mp = b.start_us >= s_.swap_us ? after : m0_;
+    const Choice& c = mp.at(serve::model_key(spec)).at(b.seq, b.requests);
+    auto steps = lab_.run_layers(spec, c);
+    if (!steps) return steps.error();
+    const int64_t runs = spec.bucketed() ? b.requests : cdiv(b.seq * b.requests, c.rows);
+    return std::pair{std::move(*steps), runs};
+  };
+}
+
+LengthMix Loop::initial_mix(const std::string& key) const {
+  // The weights at time 0, or for a trace that gives lengths, the lengths of
+  // its arrivals before the swap point (scaled to the same total weight).
+  LengthMix mix;
+  for (const auto& s : s_.w.streams) {
+    if (serve::model_key(s.model) != key) continue;
+    double total = 0;
+    for (double x : s.shapes.weights) total += x;
+    std::map<int64_t, double> early;
+    double n = 0;
+    for (size_t i = 0; i < s.arrival.trace_seq.size() && i < s.arrival.trace_ms.size(); ++i)
+      if (s.arrival.trace_seq[i] > 0 && s.arrival.trace_ms[i] < s_.swap_ms) early[s.arrival.trace_seq[i]] += 1, n += 1;
+    if (n > 0)
+      for (auto [seq, c] : early) mix[seq] += c / n * total;
+    else
+      for (size_t k = 0; k < s.shapes.values.size(); ++k) mix[s.shapes.values[k]] += s.shapes.weights[k];
+  }
+  return mix;
+}
+
+LengthMix Loop::observed_mix(const Served& run, const std::string& key) const {
+  // Each batch's requests at the batch's length (its longest request, which picks the bucket).
+  LengthMix mix;
+  for (const auto& b : run.spans)
+    if (b.member == 0 && b.start_us >= s_.swap_us && serve::model_key(s_.w.streams[size_t(b.stream)].model) == key)
+      mix[b.seq] += double(b.requests);
+  return mix;
+}
+
+std::set<int64_t> Loop::observed_seqs(const Served& run, const std::string& key) const {
+  std::set<int64_t> seqs;
+  for (const auto& r : run.reqs)
+    if (r.arrival_us >= s_.swap_us && serve::model_key(s_.w.streams[size_t(r.stream)].model) == key)
+      seqs.insert(r.seq);
+  return seqs;
+}
+
+std::set<int64_t> Loop::workload_seqs(const std::string& key) const {
+  std::set<int64_t> seqs;
+  for (const auto& s : s_.w.streams)
+    if (serve::model_key(s.model) == key) seqs.insert(s.shapes.values.begin(), s.shapes.values.end());
+  return seqs;
+}
+
+Expected<json> Loop::bucket_json(const serve::ModelSpec& spec, const BucketPick& bp) {
+  double compile_ms = 0;
+  json bs = json::array();
+  for (const auto& c : bp.map.buckets) {
+    auto cr = lab_.compiled(spec, c);
+    if (!cr) return cr.error();
+    compile_ms += (*cr)->compile_ms;
+    bs.push_back({{"seq", c.rows}, {"choice", c.tag()}});
+  }
+  return json{{"buckets", bs},
+              {"cores", bp.map.buckets.empty() ? 1 : bp.map.buckets.front().cores},
+              {"placements", bp.placements},
+              {"plans", bp.map.buckets.size()},
+              {"padding", bp.padding},
+              {"expected_cycles_per_request", bp.expected},
+              {"compile_ms", compile_ms},
+              {"bucket_sets_searched", bp.sets_searched}};
+}
+
+Expected<json> Loop::initial_mapping() {
+  // One plan per model, chosen by the uncorrected cost model for the shape
+  // mix at time 0 (batch 1).
+  json init = json::object();
+  const Calibration identity;
+  for (const auto& [key, spec] : s_.models) {
+    const LengthMix mix = initial_mix(key);
+    const ChoiceCost predicted = [&, &sp = spec](const Choice& c) { return lab_.predict(sp, c, identity); };
+    if (spec.bucketed()) {
+      auto bp = pick_placed(mix, s_.lens, plain(spaces_[key]), o_.max_buckets, predicted, s_.rate[key], s_.fab);
+      if (!bp) return bp.error();
+      m0_[key] = bp->map;
+      auto bj = bucket_json(spec, *bp);
+      if (!bj) return bj.error();
+      json ij = {{"choice", "buckets=" + bp->map.bucket_list()},
+                 {"why", "lowest predicted (uncorrected cost model) cycles per request over the initial length mix, "
+                         "at most " + std::to_string(o_.max_buckets) + " buckets, the longest (" +
+                         std::to_string(s_.lens.back()) + ") always in"}};
+      ij.update(*bj);
+      init[key] = ij;
+      continue;
+    }
+    auto pl = place_gemm(mix, plain(spaces_[key]), predicted, s_.rate[key], s_.fab);
+    if (!pl) return pl.error();
+    double best = 0;
+    const Choice* pick = nullptr;
+    for (const auto& c : spaces_[key]) {
+      if (c.cores != pl->pick) continue;
+      auto pc = lab_.predict(spec, c, identity);
+      if (!pc) return pc.error();
+      double e = 0;
+      for (auto [seq, wt] : mix) e += wt * double(cdiv(seq, c.rows)) * *pc;
+      if (!pick || e < best) best = e, pick = &c;
+    }
+    m0_[key].fallback = *pick;
+    init[key] = {{"choice", pick->tag()},
+                 {"why", "lowest predicted (uncorrected cost model) cycles over the initial shape mix at batch 1, "
+                         "on the cores of the lowest modelled latency"},
+                 {"predicted_weighted_cycles", best},
+                 {"placements", pl->to_json()}};
+  }
+  prev_ = m0_;
+  return init;
+}
+
+Expected<json> Loop::serve_baseline() {
+  progress("serving with the initial mapping");
+  auto base = serve_with({{0.0, &m0_}});
+  if (!base) return base.error();
+  base_ = std::move(*base);
+  last_ = &base_;
+  json jb;
+  add_latency(jb, base_.reqs);
+  jb["throughput_rps"] = base_.result["throughput_rps"];
+  // Per-core timelines over a window from the first batch at or after the
+  // swap point: 5 ms, or 8 mean batches of the initial mapping if longer.
+  double mean_batch_us = 0;
+  for (const auto& b : base_.spans) mean_batch_us += (b.end_us - b.start_us) / double(base_.spans.size());  // per core
+  tl_len_ = std::max(5000.0, 8 * mean_batch_us);
+  auto tl0 = timeline_json(base_.spans, s_.swap_us, tl_len_, layers_with(m0_));
+  if (!tl0) return tl0.error();
+  jb["timeline"] = *tl0;
+  l0_ = jb["after_swap"]["mean_us"].get<double>();
+  l0_p99_ = jb["after_swap"]["p99_us"].get<double>();
+  return jb;
+}
+
+Expected<double> Loop::measured_cost(const serve::ModelSpec& spec, const Choice& c) {
+  auto t = lab_.measure(spec, c);
+  if (!t) return t.error();
+  auto cr = lab_.compiled(spec, c);
+  if (!cr) return cr.error();
+  return double((*t)->measured + (*cr)->host_cycles);
+}
+
+Status Loop::decide(const MixOf& mix_of, const SeqsOf& seqs_of, const Cost& cost, Mapping& out, json& buckets) {
+  // A bucketed model: its buckets for the length mix `mix_of(key)`; a gemm
+  // chain: a choice per (seq, batch) for every seq of `seqs_of(key)` and
+  // batch 1..max_batch (the fallback kept).
+  for (const auto& [key, spec] : s_.models) {
+    const serve::ModelSpec& sp = spec;
+    const ChoiceCost cost_of = [&](const Choice& c) { return cost(sp, c); };
+    if (spec.bucketed()) {
+      auto bp = pick_placed(mix_of(key), s_.lens, plain(spaces_[key]), o_.max_buckets, cost_of, s_.rate[key], s_.fab);
+      if (!bp) return bp.error();
+      out[key] = bp->map;
+      auto bj = bucket_json(spec, *bp);
+      if (!bj) return bj.error();
+      buckets[key] = *bj;
+      continue;
+    }
+    out[key].fallback = m0_[key].fallback;
+    // The width for the lengths observed (requests per batch length), or
+    // every length decided for, equally weighted.
+    LengthMix mix = mix_of(key);
+    if (mix.empty())
+      for (int64_t seq : seqs_of(key)) mix[seq] = 1;
+    auto pl = place_gemm(mix, plain(spaces_[key]), cost_of, s_.rate[key], s_.fab);
+    if (!pl) return pl.error();
+    buckets[key] = {{"placements", pl->to_json()}};
+    for (int64_t seq : seqs_of(key))
+      for (int b = 1; b <= s_.w.max_batch; ++b) {
+        double best = 0;
+        const Choice* pick = nullptr;
+        for (const auto& c : spaces_[key]) {
+          if (c.cores != pl->pick) continue;
+          auto pc = cost(spec, c);
+          if (!pc) return pc.error();
+          const double e = double(cdiv(seq * b, c.rows)) * *pc;
+          if (!pick || e < best) best = e, pick = &c;
+        }
+        out[key].shape[{seq, b}] = *pick;
+      }
+  }
+  return Status::ok();
+}
+
+Expected<json> Loop::search_best_per_shape() {
+  // Exhaustive search over the decision space on measured cycles, for every
+  // shape of the workload (a bucketed model: every bucket set with each
+  // bucket's best choice, for the lengths that arrived after the swap point).
+  progress("exhaustive search over " + std::to_string(spaces_.begin()->second.size()) + " choices per model");
+  Mapping mbest;
+  json best_buckets = json::object();
+  LOOM_TRY(decide([&](const std::string& key) { return observed_mix(base_, key); },
+                  [&](const std::string& key) { return workload_seqs(key); },
+                  [&](const serve::ModelSpec& spec, const Choice& c) { return measured_cost(spec, c); }, mbest,
+                  best_buckets));
+  progress("serving with the best plan per shape");
+  auto bestrun = serve_with({{0.0, &m0_}, {s_.swap_us, &mbest}});
+  if (!bestrun) return bestrun.error();
+  json jbest;
+  add_latency(jbest, bestrun->reqs);
+  lbest_ = jbest["after_swap"]["mean_us"].get<double>();
+  lbest_p99_ = jbest["after_swap"]["p99_us"].get<double>();
+  if (!best_buckets.empty()) jbest["mapping"] = best_buckets;
+  // What the exhaustive search measured: every choice's cycles per run
+  // (device parts and host ops), per model, in decision-space order.
+  json searched = json::object();
+  for (const auto& [key, spec] : s_.models) {
+    json a = json::array();
+    for (const auto& c : spaces_[key]) {
+      auto mc = measured_cost(spec, c);
+      if (!mc) return mc.error();
+      a.push_back({{"choice", c.tag()}, {"cycles", *mc}});
+    }
+    searched[key] = a;
+  }
+  jbest["measured"] = searched;
+  return jbest;
+}
+
+Expected<json> Loop::recompile_offline() {
+  // Attribution, part (a): re-compiling for the shapes observed after the
+  // swap point with the offline (uncorrected) cost model, no telemetry. The
+  // rounds' gain beyond it is the refit's, part (b).
+  progress("re-mapping for the observed shapes with the offline cost model");
+  Mapping moff;
+  json off_buckets = json::object();
+  const Calibration identity;
+  LOOM_TRY(decide([&](const std::string& key) { return observed_mix(base_, key); },
+                  [&](const std::string& key) { return observed_seqs(base_, key); },
+                  [&](const serve::ModelSpec& spec, const Choice& c) { return lab_.predict(spec, c, identity); },
+                  moff, off_buckets));
+  auto offrun = serve_with({{0.0, &m0_}, {s_.swap_us, &moff}});
+  if (!offrun) return offrun.error();
+  json joff;
+  joff["what"] = "re-compiled for the shapes observed after the swap point with the offline (uncorrected) cost model";
+  add_latency(joff, offrun->reqs);
+  if (!off_buckets.empty()) joff["mapping"] = off_buckets;
+  loff_ = joff["after_swap"]["mean_us"].get<double>();
+  loff_p99_ = joff["after_swap"]["p99_us"].get<double>();
+  joff["gap_recovered_mean"] = l0_ - lbest_ > 0 ? (l0_ - loff_) / (l0_ - lbest_) : 1.0;
+  joff["gap_recovered_p99"] = l0_p99_ - lbest_p99_ > 0 ? (l0_p99_ - loff_p99_) / (l0_p99_ - lbest_p99_) : 1.0;
+  return joff;
+}
+
+json Loop::cost_params_file() const {
+  json fit;
+  fit["workload"] = s_.w.source;
+  fit["backend"] = o_.backend;
+  fit["rounds"] = o_.rounds;
+  fit["layer_samples"] = cfit_.points;
+  fit["rms_residual_before_cycles"] = cfit_.rms_before;
+  fit["rms_residual_after_cycles"] = cfit_.rms_after;
+  return json::parse(compiler::cost_params_text(cfit_.params, *s_.cfg, fit.dump()));
+}
+
+json Loop::target() const {
+  json t;
+  t["metric"] = "mean latency of requests arriving after the swap point";
+  t["baseline_us"] = l0_;
+  t["best_per_shape_us"] = lbest_;
+  t["gap_us"] = l0_ - lbest_;
+  t["recovered_after_last_round"] = recovered_last_;
+  t["target"] = 0.8;
+  t["met"] = recovered_last_ >= 0.8;
+  return t;
+}
+
+}  // namespace loom::tune

@@ -1,0 +1,118 @@
+// Mappings of `loom tune` and the searches that pick them (docs/tuning.md,
+// "BERT: sequence-length buckets" and "Placement: cores per batch").
+#include "tune/mapping.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "tune/space.h"
+
+namespace loom::tune {
+
+serve::Mapper mapper_of(Mapping m) {
+  return [m = std::move(m)](const serve::ModelSpec& spec, int64_t seq, int batch) {
+    serve::MappedRun r;
+    auto it = m.find(serve::model_key(spec));
+    if (it == m.end()) return r;
+    const Choice& c = it->second.at(seq, batch);
+    r.rows = c.rows;
+    r.options = options_of(c);
+    r.tag = c.tag();
+    return r;
+  };
+}
+
+Expected<BucketPick> pick_buckets(const LengthMix& mix, const std::vector<int64_t>& lens, const Candidates& cands,
+                                  int max_buckets, const ChoiceCost& cost) {
+  std::map<int64_t, std::pair<double, const Choice*>> best;  // per length: cost, the choice mapped
+  for (const auto& cc : cands) {
+    auto c = cost(cc.second);
+    if (!c) return c.error();
+    auto it = best.find(cc.second.rows);
+    if (it == best.end() || *c < it->second.first) best[cc.second.rows] = {*c, &cc.first};
+  }
+  double total_w = 0;
+  for (auto [seq, w] : mix) total_w += w;
+  if (total_w <= 0) total_w = 1;
+  BucketPick out;
+  std::vector<std::tuple<double, int, uint32_t>> sets;  // expected, buckets, mask over lens
+  const size_t n = lens.size();
+  for (uint32_t mask = 0; mask < (1u << n); ++mask) {
+    if (!(mask >> (n - 1) & 1) || __builtin_popcount(mask) > max_buckets) continue;  // the longest is always in
+    double e = 0;
+    bool ok = true;
+    for (auto [seq, w] : mix) {
+      size_t k = 0;
+      while (k < n && !((mask >> k & 1) && lens[k] >= seq)) ++k;
+      auto b = k < n ? best.find(lens[k]) : best.end();
+      if (b == best.end()) {
+        ok = false;
+        break;
+      }
+      e += w * b->second.first;
+    }
+    if (!ok) continue;
+    sets.emplace_back(e / total_w, __builtin_popcount(mask), mask);
+  }
+  if (sets.empty()) return make_error("loom tune", "no bucket set holds every sequence length");
+  out.sets_searched = int64_t(sets.size());
+  double lo = std::get<0>(sets[0]);
+  for (const auto& x : sets) lo = std::min(lo, std::get<0>(x));
+  const std::tuple<double, int, uint32_t>* pick = nullptr;
+  for (const auto& x : sets)
+    if (std::get<0>(x) <= lo * 1.01 &&
+        (!pick || std::get<1>(x) < std::get<1>(*pick) ||
+         (std::get<1>(x) == std::get<1>(*pick) && std::get<0>(x) < std::get<0>(*pick))))
+      pick = &x;
+  const uint32_t mask = std::get<2>(*pick);
+  out.expected = std::get<0>(*pick);
+  for (size_t k = 0; k < n; ++k)
+    if (mask >> k & 1) out.map.buckets.push_back(*best[lens[k]].second);
+  out.map.fallback = out.map.buckets.back();
+  double padded = 0, run = 0;
+  for (auto [seq, w] : mix) {
+    const int64_t b = out.map.at(seq, 1).rows;
+    padded += w * double(b - seq), run += w * double(b);
+  }
+  out.padding = run > 0 ? padded / run : 0;
+  return out;
+}
+
+Expected<BucketPick> pick_placed(const LengthMix& mix, const std::vector<int64_t>& lens, const Candidates& cands,
+                                 int max_buckets, const ChoiceCost& cost, double lambda_per_us, const Fabric& f) {
+  std::map<int, BucketPick> by;
+  std::map<int, double> service;
+  for (int k : widths_of(cands)) {
+    auto bp = pick_buckets(mix, lens, of_width(cands, k), max_buckets, cost);
+    if (!bp) return bp.error();
+    service[k] = bp->expected;
+    by[k] = std::move(*bp);
+  }
+  const Placed pl = place(service, lambda_per_us, f);
+  BucketPick out = std::move(by.at(pl.pick));
+  out.placements = pl.to_json();
+  return out;
+}
+
+Expected<Placed> place_gemm(const LengthMix& mix, const Candidates& cands, const ChoiceCost& cost,
+                            double lambda_per_us, const Fabric& f) {
+  std::map<int, double> service;
+  for (int k : widths_of(cands)) {
+    double e = 0, wsum = 0;
+    for (auto [seq, wt] : mix) {
+      double best = -1;
+      for (const auto& cc : cands) {
+        if (cc.second.cores != k) continue;
+        auto c = cost(cc.second);
+        if (!c) return c.error();
+        const double v = double(cdiv(seq, cc.second.rows)) * *c;
+        if (best < 0 || v < best) best = v;
+      }
+      e += wt * best, wsum += wt;
+    }
+    service[k] = wsum > 0 ? e / wsum : 0;
+  }
+  return place(service, lambda_per_us, f);
+}
+
+}  // namespace loom::tune

@@ -1,0 +1,50 @@
+// The parts of the `loom tune` report computed from served requests, batch
+// spans and telemetry: latency statistics, per-core timelines, counters
+// beside their predictions, and the names of parts measured whole.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "serve/server.h"
+#include "tune/tune.h"
+
+namespace loom::tune {
+
+/// Latency statistics (count, mean, percentiles, CDF) of the requests that pass `keep`.
+nlohmann::ordered_json latency_json(const std::vector<serve::ServedRequest>& reqs,
+                                    const std::function<bool(const serve::ServedRequest&)>& keep);
+
+/// One run of a batch's mapped choice: its named stretches of cycles and how
+/// many runs the batch takes.
+using BatchLayers = std::pair<std::vector<std::pair<std::string, double>>, int64_t>;
+
+/// Past this many layer stretches in all, timeline batches carry no layers.
+constexpr size_t kMaxTimelineLayers = 4000;
+
+/// The batches per core in a window of `len_us` of simulated time (the
+/// per-core timeline of the closed-loop report) that opens with the first
+/// batch running at or after `from_us` (so an idle stretch after the swap
+/// point does not leave it empty), each with the layers it ran: the runs of
+/// its mapped choice (`layers_of`: the named stretches of one run and the
+/// number of runs), scaled to the batch's span. Past kMaxTimelineLayers
+/// stretches in all, batches carry no layers.
+Expected<nlohmann::ordered_json> timeline_json(
+    const std::vector<serve::BatchSpan>& spans, double from_us, double len_us,
+    const std::function<Expected<BatchLayers>(const serve::BatchSpan&)>& layers_of);
+
+/// Every measured plan's counters beside the compiler's predictions of them.
+nlohmann::ordered_json counters_json(const std::vector<PlanTelemetry>& tel);
+
+/// The name of part `k` of a compiled choice when it is measured whole (a
+/// pipeline or dynamic plan overlaps its layers): its first and last layer.
+std::string whole_part_name(const Compiled& cr, size_t k);
+
+}  // namespace loom::tune

@@ -1,0 +1,145 @@
+// A round of `loom tune`'s closed loop: measure the plans the last run used,
+// refit, re-decide through the compiler (redecide.cc), hot-swap the new
+// mapping into a run that starts with the initial one, and report the round.
+#include <algorithm>
+#include <cmath>
+
+#include "tune/loop.h"
+
+namespace loom::tune {
+
+using json = nlohmann::ordered_json;
+
+Expected<json> Loop::run_round(int round) {
+  progress("round " + std::to_string(round) + " of " + std::to_string(o_.rounds) +
+           ": measure, refit, re-decide, swap, serve");
+  auto fresh = measure_new_plans();
+  if (!fresh) return fresh.error();
+  // 2. Refit: the compiler's cost parameters (they decide) and, for
+  // comparison, a line per layer kind; prediction error per (kind, shape
+  // bucket) before (uncorrected) and after.
+  const Calibration before = cal_;
+  cal_ = refit(tel_);
+  cfit_ = fit_cost_params(tel_, base_cp_);
+  const FitErrors fe = fit_errors(tel_, cal_, cfit_.params);
+  auto rd = redecide(round, before);
+  if (!rd) return rd.error();
+  // 4. Hot swap into a run that starts with the initial mapping.
+  auto r = serve_with({{0.0, &m0_}, {s_.swap_us, &rd->next}});
+  if (!r) return r.error();
+  runs_.push_back(std::move(*r));
+  const Served& cur = runs_.back();
+  bool ok = false;
+  json sw = swap_check(cur.reqs, s_.swap_us, s_.w.streams.size(), ok);
+  all_ok_ = all_ok_ && ok;
+  auto jr = round_json(round, *fresh, fe, *rd, std::move(sw), cur);
+  if (!jr) return jr.error();
+  prev_ = std::move(rd->next);
+  last_ = &runs_.back();
+  return jr;
+}
+
+Expected<OutOfSample> Loop::measure_new_plans() {
+  // 1. Telemetry of every plan the last run used.
+  OutOfSample out;
+  for (const auto& [key, spec] : s_.models) {
+    for (const auto& c : prev_[key].plans()) {
+      if (measured_tags_.count(key + "|" + c.tag())) continue;
+      auto t = lab_.measure(spec, c);
+      if (!t) return t.error();
+      // Out of sample: the fit so far predicting a plan it has not seen.
+      const double meas = double(std::max<uint64_t>((*t)->measured, 1));
+      out.raw += std::fabs(double((*t)->predicted) - meas) / meas;
+      out.fit += std::fabs(corrected_cycles(**t, cfit_.params, cal_.overhead) - meas) / meas;
+      ++out.plans;
+      tel_.push_back(**t);
+      measured_tags_.insert(key + "|" + c.tag());
+    }
+  }
+  return out;
+}
+
+Expected<json> Loop::round_json(int round, const OutOfSample& fresh, const FitErrors& fe, const Redecision& rd,
+                                json swap, const Served& cur) {
+  const compiler::CostParams& cp = cfit_.params;
+  json jr;
+  jr["round"] = round;
+  jr["cost_params"] = {{"layer_cycles", cp.layer_cycles},
+                       {"insn_cycles", cp.insn_cycles},
+                       {"points", cfit_.points},
+                       {"insn_cycles_unconstrained", cfit_.unconstrained_insn_cycles},
+                       {"rms_residual_before_cycles", cfit_.rms_before},
+                       {"rms_residual_after_cycles", cfit_.rms_after}};
+  jr["calibration"] = cal_.to_json();
+  jr["plans_measured"] = tel_.size();
+  jr["prediction_error"] = fe.per_kind;
+  jr["counters"] = counters_json(tel_);
+  jr["plan_error_before"] = tel_.empty() ? 0.0 : fe.plan_raw / double(tel_.size());
+  jr["plan_error_after"] = tel_.empty() ? 0.0 : fe.plan_fit / double(tel_.size());
+  jr["plan_error_after_per_kind_line"] = tel_.empty() ? 0.0 : fe.plan_line / double(tel_.size());
+  jr["new_plans"] = fresh.plans;
+  jr["new_plans_error_cost_model"] = fresh.plans ? fresh.raw / fresh.plans : 0.0;
+  jr["new_plans_error_previous_fit"] = fresh.plans ? fresh.fit / fresh.plans : 0.0;
+  jr["decisions_changed"] = rd.changed;
+  if (!rd.mapping.empty()) jr["mapping"] = rd.mapping;
+  jr["plans_recompiled"] = rd.recompiled;
+  jr["compiler_plans_compared"] = rd.compared;
+  jr["compiler_plans_changed"] = rd.plans_changed;
+  jr["compiler_decisions_changed"] = rd.compiler_changed;
+  jr["swap"] = std::move(swap);
+  add_latency(jr, cur.reqs);
+  auto profile = deployed_profile(rd.next);
+  if (!profile) return profile.error();
+  jr["profile"] = *profile;
+  auto tl = timeline_json(cur.spans, s_.swap_us, tl_len_, layers_with(rd.next));
+  if (!tl) return tl.error();
+  jr["timeline"] = *tl;
+  const double lk = jr["after_swap"]["mean_us"].get<double>();
+  const double lk_p99 = jr["after_swap"]["p99_us"].get<double>();
+  recovered_last_ = l0_ - lbest_ > 0 ? (l0_ - lk) / (l0_ - lbest_) : 1.0;
+  // The gain split: (a) re-compiling with the offline model, (b) the refit's
+  // parameters and plan overhead on top of (a) (negative: the refit lost).
+  jr["attribution"] = {{"gain_us", l0_ - lk},
+                       {"offline_recompile_us", l0_ - loff_},
+                       {"refit_us", loff_ - lk},
+                       {"gain_p99_us", l0_p99_ - lk_p99},
+                       {"offline_recompile_p99_us", l0_p99_ - loff_p99_},
+                       {"refit_p99_us", loff_p99_ - lk_p99}};
+  jr["gap_recovered_mean"] = recovered_last_;
+  jr["gap_recovered_p99"] = l0_p99_ - lbest_p99_ > 0 ? (l0_p99_ - lk_p99) / (l0_p99_ - lbest_p99_) : 1.0;
+  return jr;
+}
+
+Expected<json> Loop::deployed_profile(const Mapping& next) {
+  // Per layer the offline (uncorrected) prediction and the measured cycles.
+  json profile = json::array();
+  for (const auto& [key, spec] : s_.models) {
+    std::set<std::string> seen;
+    for (const auto& c : next.at(key).plans()) {
+      if (!seen.insert(c.tag()).second) continue;
+      auto t = lab_.measure(spec, c);
+      if (!t) return t.error();
+      json ls = json::array();
+      auto cr = lab_.compiled(spec, c);
+      if (!cr) return cr.error();
+      size_t first = 0;
+      for (size_t k = 0; k < (*t)->part_layers.size(); ++k) {
+        for (size_t li = first; li < first + (*t)->part_layers[k]; ++li) {
+          const auto& l = (*t)->layers[li];
+          ls.push_back({{"name", l.name}, {"kind", l.kind}, {"predicted", l.predicted}, {"measured", l.measured}});
+        }
+        first += (*t)->part_layers[k];
+        if ((*t)->part_layers[k] > 0) continue;
+        // A pipeline or dynamic part overlaps its layers: measured whole.
+        ls.push_back({{"name", whole_part_name(**cr, k)},
+                      {"kind", std::string("whole (") + c.placement_tag() + ")"},
+                      {"predicted", (*t)->part_predicted[k]},
+                      {"measured", (*t)->part_cycles[k]}});
+      }
+      profile.push_back({{"model", key}, {"choice", c.tag()}, {"layers", ls}});
+    }
+  }
+  return profile;
+}
+
+}  // namespace loom::tune
