@@ -99,7 +99,8 @@ Expected<Setup> check_setup(const serve::Workload& w_in, const TuneOptions& o) {
       if (!st.shapes.drift.empty()) s.swap_ms = std::min(s.swap_ms, st.shapes.drift.front().at_ms);
   }
   if (s.swap_ms >= w.duration_ms)
-    return make_error("--swap-at-ms", "must be below the workload's duration_ms (" + std::to_string(w.duration_ms) + ")");
+    return make_error("--swap-at-ms",
+                      "must be below the workload's duration_ms (" + std::to_string(w.duration_ms) + ")");
   s.swap_us = s.swap_ms * 1000.0;
   return s;
 }
@@ -212,8 +213,7 @@ LengthMix Loop::observed_mix(const Served& run, const std::string& key) const {
 std::set<int64_t> Loop::observed_seqs(const Served& run, const std::string& key) const {
   std::set<int64_t> seqs;
   for (const auto& r : run.reqs)
-    if (r.arrival_us >= s_.swap_us && serve::model_key(s_.w.streams[size_t(r.stream)].model) == key)
-      seqs.insert(r.seq);
+    if (r.arrival_us >= s_.swap_us && serve::model_key(s_.w.streams[size_t(r.stream)].model) == key) seqs.insert(r.seq);
   return seqs;
 }
 
@@ -405,8 +405,8 @@ Expected<json> Loop::recompile_offline() {
   const Calibration identity;
   LOOM_TRY(decide([&](const std::string& key) { return observed_mix(base_, key); },
                   [&](const std::string& key) { return observed_seqs(base_, key); },
-                  [&](const serve::ModelSpec& spec, const Choice& c) { return lab_.predict(spec, c, identity); },
-                  moff, off_buckets));
+                  [&](const serve::ModelSpec& spec, const Choice& c) { return lab_.predict(spec, c, identity); }, moff,
+                  off_buckets));
   auto offrun = serve_with({{0.0, &m0_}, {s_.swap_us, &moff}});
   if (!offrun) return offrun.error();
   json joff;

@@ -58,8 +58,8 @@ struct OutOfSample {
 /// with the report's records of what changed.
 struct Redecision {
   Mapping next;
-  nlohmann::ordered_json changed = nlohmann::ordered_json::array();     // mapped choices changed
-  nlohmann::ordered_json recompiled = nlohmann::ordered_json::array();  // same decision, other parameters
+  nlohmann::ordered_json changed = nlohmann::ordered_json::array();           // mapped choices changed
+  nlohmann::ordered_json recompiled = nlohmann::ordered_json::array();        // same decision, other parameters
   nlohmann::ordered_json compiler_changed = nlohmann::ordered_json::array();  // fusion/tiling decisions changed
   nlohmann::ordered_json mapping = nlohmann::ordered_json::object();          // per model: buckets or placements
   int compared = 0, plans_changed = 0;
@@ -158,8 +158,8 @@ class Loop {
   double stages_ = 0, stage_ = -1;
   std::string phase_;
 
-  Mapping m0_;      // the initial mapping
-  Served base_;     // the run with the initial mapping alone
+  Mapping m0_;         // the initial mapping
+  Served base_;        // the run with the initial mapping alone
   double tl_len_ = 0;  // the timelines' window (us)
   // Mean and p99 latency after the swap point: initial mapping, best per shape, offline re-map.
   double l0_ = 0, l0_p99_ = 0, lbest_ = 0, lbest_p99_ = 0, loff_ = 0, loff_p99_ = 0;
@@ -171,8 +171,8 @@ class Loop {
   compiler::CostParams base_cp_;
   CostFit cfit_;  // the compiler's cost parameters: uncorrected before the first refit
   Mapping prev_;  // the mapping the last run swapped in
-  const Served* last_ = nullptr;
-  std::vector<Served> runs_;
+  const Served* last_ = nullptr;  // the last run: the baseline, then each round's
+  std::vector<Served> runs_;      // the rounds' runs (reserved up front: last_ points into it)
   bool all_ok_ = true;
   double recovered_last_ = 0;
 };

@@ -94,8 +94,8 @@ Expected<BucketPick> pick_placed(const LengthMix& mix, const std::vector<int64_t
   return out;
 }
 
-Expected<Placed> place_gemm(const LengthMix& mix, const Candidates& cands, const ChoiceCost& cost,
-                            double lambda_per_us, const Fabric& f) {
+Expected<Placed> place_gemm(const LengthMix& mix, const Candidates& cands, const ChoiceCost& cost, double lambda_per_us,
+                            const Fabric& f) {
   std::map<int, double> service;
   for (int k : widths_of(cands)) {
     double e = 0, wsum = 0;

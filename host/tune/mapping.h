@@ -62,8 +62,8 @@ using LengthMix = std::map<int64_t, double>;
 /// A bucketed model's mapping for a length mix, with what justifies it.
 struct BucketPick {
   ModelMap map;
-  double expected = 0;    // cost per request over the mix
-  double padding = 0;     // padded positions / all positions run, over the mix
+  double expected = 0;  // cost per request over the mix
+  double padding = 0;   // padded positions / all positions run, over the mix
   int64_t sets_searched = 0;
   /// pick_placed: every gang width weighed (Placed::to_json).
   nlohmann::ordered_json placements = nlohmann::ordered_json::array();
@@ -83,7 +83,7 @@ Expected<BucketPick> pick_placed(const LengthMix& mix, const std::vector<int64_t
 
 /// A gemm chain's width: per width, the cost of a request of each length of
 /// `mix` alone (batch 1) with its best choice of that width.
-Expected<Placed> place_gemm(const LengthMix& mix, const Candidates& cands, const ChoiceCost& cost,
-                            double lambda_per_us, const Fabric& f);
+Expected<Placed> place_gemm(const LengthMix& mix, const Candidates& cands, const ChoiceCost& cost, double lambda_per_us,
+                            const Fabric& f);
 
 }  // namespace loom::tune

@@ -2,10 +2,11 @@
 // refitted cost parameters, the compiler's decisions compared with the
 // uncorrected compile's, and the mapping re-chosen by the compiler's own
 // prediction (docs/tuning.md, "Re-decision and hot swap").
+#include "tune/loop.h"
+
 #include <iomanip>
 #include <sstream>
 
-#include "tune/loop.h"
 #include "tune/space.h"
 
 namespace loom::tune {
@@ -28,7 +29,7 @@ bool compared_pass(const std::string& pass) {
 }
 
 /// "refitted cost parameters (round N: layer_cycles L, insn_cycles I)", as the reasons cite them.
-std::string params_text(const compiler::CostParams& cp, int round) {
+std::string refitted_params_text(const compiler::CostParams& cp, int round) {
   std::ostringstream cps;
   cps.precision(1);
   cps << std::fixed << "refitted cost parameters (round " << round << ": layer_cycles " << cp.layer_cycles
@@ -68,15 +69,14 @@ std::vector<DecisionChange> diff_decisions(const std::vector<compiler::Decision>
 }
 
 Expected<Redecision> Loop::redecide(int round, const Calibration& before) {
-  // 3. Re-decide through the compiler: every choice compiled with the
-  // refitted parameters; the compiler's own prediction (plus the plan
-  // overhead) ranks them. Where the refitted parameters change a decision
-  // of the fusion or tiling passes, the plan compiled with them is the
-  // candidate (and the change is listed); otherwise the plan is the
-  // uncorrected one.
+  // Every choice compiled with the refitted parameters; the compiler's own
+  // prediction (plus the plan overhead) ranks them. Where the refitted
+  // parameters change a decision of the fusion or tiling passes, the plan
+  // compiled with them is the candidate (and the change is listed);
+  // otherwise the plan is the uncorrected one.
   Redecision rd;
   rd.next = prev_;
-  const std::string cps = params_text(cfit_.params, round);
+  const std::string cps = refitted_params_text(cfit_.params, round);
   for (const auto& [key, spec] : s_.models) {
     auto cands = refitted_candidates(key, spec, round, cps, rd);
     if (!cands) return cands.error();
@@ -115,15 +115,14 @@ Expected<Candidates> Loop::refitted_candidates(const std::string& key, const ser
   return cands;
 }
 
-Status Loop::redecide_buckets(const std::string& key, const serve::ModelSpec& spec, const Candidates& cands,
-                              int round, const Calibration& before, const std::string& params_text, Redecision& rd) {
+Status Loop::redecide_buckets(const std::string& key, const serve::ModelSpec& spec, const Candidates& cands, int round,
+                              const Calibration& before, const std::string& params_text, Redecision& rd) {
   // The buckets re-chosen for the lengths observed after the swap point,
   // each bucket's plan by the compiler's corrected prediction.
   const LengthMix mix = observed_mix(*last_, key);
   auto bp = pick_placed(
       mix, s_.lens, cands, o_.max_buckets,
-      [&](const Choice& c) { return lab_.predict_compiled(spec, c, cal_.overhead); }, s_.rate[key],
-      s_.fab);
+      [&](const Choice& c) { return lab_.predict_compiled(spec, c, cal_.overhead); }, s_.rate[key], s_.fab);
   if (!bp) return bp.error();
   rd.next[key] = bp->map;
   auto bj = bucket_json(spec, *bp);
@@ -165,8 +164,8 @@ Status Loop::redecide_gemm(const std::string& key, const serve::ModelSpec& spec,
   if (smix.empty())
     for (int64_t seq : seqs) smix[seq] = 1;
   auto pl = place_gemm(
-      smix, cands, [&](const Choice& c) { return lab_.predict_compiled(spec, c, cal_.overhead); },
-      s_.rate[key], s_.fab);
+      smix, cands, [&](const Choice& c) { return lab_.predict_compiled(spec, c, cal_.overhead); }, s_.rate[key],
+      s_.fab);
   if (!pl) return pl.error();
   rd.mapping[key] = {{"placements", pl->to_json()}};
   for (int64_t seq : seqs)

@@ -1,10 +1,10 @@
 // A round of `loom tune`'s closed loop: measure the plans the last run used,
 // refit, re-decide through the compiler (redecide.cc), hot-swap the new
 // mapping into a run that starts with the initial one, and report the round.
+#include "tune/loop.h"
+
 #include <algorithm>
 #include <cmath>
-
-#include "tune/loop.h"
 
 namespace loom::tune {
 
@@ -13,6 +13,7 @@ using json = nlohmann::ordered_json;
 Expected<json> Loop::run_round(int round) {
   progress("round " + std::to_string(round) + " of " + std::to_string(o_.rounds) +
            ": measure, refit, re-decide, swap, serve");
+  // 1. Telemetry of every plan the last run used.
   auto fresh = measure_new_plans();
   if (!fresh) return fresh.error();
   // 2. Refit: the compiler's cost parameters (they decide) and, for
@@ -22,6 +23,7 @@ Expected<json> Loop::run_round(int round) {
   cal_ = refit(tel_);
   cfit_ = fit_cost_params(tel_, base_cp_);
   const FitErrors fe = fit_errors(tel_, cal_, cfit_.params);
+  // 3. Re-decide through the compiler with the refitted parameters.
   auto rd = redecide(round, before);
   if (!rd) return rd.error();
   // 4. Hot swap into a run that starts with the initial mapping.
@@ -32,6 +34,7 @@ Expected<json> Loop::run_round(int round) {
   bool ok = false;
   json sw = swap_check(cur.reqs, s_.swap_us, s_.w.streams.size(), ok);
   all_ok_ = all_ok_ && ok;
+  // 5. The round's report; its mapping is the one the next round measures.
   auto jr = round_json(round, *fresh, fe, *rd, std::move(sw), cur);
   if (!jr) return jr.error();
   prev_ = std::move(rd->next);
@@ -40,7 +43,6 @@ Expected<json> Loop::run_round(int round) {
 }
 
 Expected<OutOfSample> Loop::measure_new_plans() {
-  // 1. Telemetry of every plan the last run used.
   OutOfSample out;
   for (const auto& [key, spec] : s_.models) {
     for (const auto& c : prev_[key].plans()) {
