@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <string>
@@ -45,6 +46,10 @@ inline int64_t saturate(int64_t v, int32_t type) {
   elem_range(type, &lo, &hi);
   return std::clamp(v, lo, hi);
 }
+
+/// An integral double as int64, defined for every input: clamped to +-1e18
+/// (beyond every integer type's range but int64's own), NaN as 0.
+inline int64_t to_int64(double v) { return std::isnan(v) ? 0 : int64_t(std::clamp(v, -1e18, 1e18)); }
 
 // Numpy broadcasting of two shapes; false when incompatible.
 inline bool broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b, std::vector<int64_t>* out) {

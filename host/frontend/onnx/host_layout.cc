@@ -350,17 +350,17 @@ Status resize(const Ctx& c) {
       if (mode == "nearest") {
         int64_t i;
         if (nm == "floor")
-          i = int64_t(std::floor(s));
+          i = to_int64(std::floor(s));
         else if (nm == "ceil")
-          i = int64_t(std::ceil(s));
+          i = to_int64(std::ceil(s));
         else if (nm == "round_prefer_ceil")
-          i = int64_t(std::floor(s + 0.5));
+          i = to_int64(std::floor(s + 0.5));
         else
-          i = s == std::floor(s) + 0.5 ? int64_t(std::floor(s)) : int64_t(std::round(s));  // round_prefer_floor
+          i = s == std::floor(s) + 0.5 ? to_int64(std::floor(s)) : to_int64(std::round(s));  // round_prefer_floor
         lo[k] = hi[k] = std::clamp<int64_t>(i, 0, d - 1);
         w[k] = 0;
       } else {
-        s = std::clamp(s, 0.0, double(d - 1));
+        s = std::isnan(s) ? 0.0 : std::clamp(s, 0.0, double(d - 1));
         lo[k] = int64_t(std::floor(s));
         hi[k] = std::min(lo[k] + 1, d - 1);
         w[k] = s - double(lo[k]);
@@ -385,7 +385,7 @@ Status resize(const Ctx& c) {
     if (y.is_float())
       y.f[size_t(o)] = float(acc);
     else
-      y.i[size_t(o)] = saturate(int64_t(std::nearbyint(acc)), y.type);
+      y.i[size_t(o)] = saturate(to_int64(std::nearbyint(acc)), y.type);
   }
   c.out(0, std::move(y));
   return {};
@@ -416,7 +416,7 @@ Status qlinear_concat(const Ctx& c) {
     Value r = Value::make(yz.type, x.shape);
     for (int64_t e = 0; e < x.numel(); ++e) {
       const float v = xs.f[0] * float(x.i[size_t(e)] - xz.i[0]) / ys.f[0];
-      r.i[size_t(e)] = saturate(int64_t(std::nearbyint(v)) + yz.i[0], yz.type);
+      r.i[size_t(e)] = saturate(to_int64(std::nearbyint(v)) + yz.i[0], yz.type);
     }
     const std::string name = "x" + std::to_string(k);
     env[name] = std::move(r);

@@ -70,7 +70,7 @@ Status quantize_linear(const Ctx& c) {
     const int64_t zp = c.has(2) ? c.in(2).i[size_t(p)] : 0;
     if (std::isnan(q)) q = 0;  // NaN (e.g. Sqrt of a negative) quantizes to the zero point
     const double v = q + double(zp);
-    y.i[size_t(k)] = saturate(int64_t(std::clamp(v, -1e18, 1e18)), ytype);
+    y.i[size_t(k)] = saturate(to_int64(v), ytype);
   }
   c.out(0, std::move(y));
   return {};
@@ -191,7 +191,7 @@ int64_t requant(int64_t acc, float xs, float ws, float ys, int64_t yz, int32_t t
   const float mult = xs * ws / ys;
   const float v = float(int32_t(acc)) * mult;
   const double r = std::nearbyint(double(v)) + double(yz);
-  return saturate(int64_t(std::clamp(r, -1e18, 1e18)), type);
+  return saturate(to_int64(r), type);
 }
 
 Status conv_integer_like(const Ctx& c, bool qlinear) {
@@ -687,7 +687,7 @@ Status qlinear_binary(const Ctx& c, F f) {
   Value y = Value::make(a.type, os);
   for (size_t k = 0; k < ai.size(); ++k) {
     const float v = f(float(a.i[size_t(ai[k])] - az), float(b.i[size_t(bi[k])] - bz));
-    y.i[k] = saturate(int64_t(std::nearbyint(double(v))) + yz, a.type);
+    y.i[k] = saturate(to_int64(std::nearbyint(double(v))) + yz, a.type);
   }
   c.out(0, std::move(y));
   return {};
@@ -721,7 +721,7 @@ Status qlinear_gap(const Ctx& c) {
     int64_t sum = 0;
     for (int64_t k = 0; k < plane; ++k) sum += x.i[size_t(nc * plane + k)] - xz;
     const float v = float(sum) * (xs / ys / float(plane));
-    y.i[size_t(nc)] = saturate(int64_t(std::nearbyint(double(v))) + yz, x.type);
+    y.i[size_t(nc)] = saturate(to_int64(std::nearbyint(double(v))) + yz, x.type);
   }
   c.out(0, std::move(y));
   return {};
@@ -748,7 +748,7 @@ Status qlinear_avgpool(const Ctx& c) {
   const Value& yf = env.at("y");
   Value y = Value::make(x.type, yf.shape);
   for (int64_t k = 0; k < yf.numel(); ++k)
-    y.i[size_t(k)] = saturate(int64_t(std::nearbyint(double(yf.f[size_t(k)] / ys))) + yz, x.type);
+    y.i[size_t(k)] = saturate(to_int64(std::nearbyint(double(yf.f[size_t(k)] / ys))) + yz, x.type);
   c.out(0, std::move(y));
   return {};
 }

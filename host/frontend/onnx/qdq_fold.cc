@@ -673,9 +673,16 @@ int fold_qdq(Model& m, const Known& known, bool exact_host, std::map<std::string
         }
         if (exact) {
         } else if (bf && bf->is_float() && bf->numel() == mch) {
-          for (int64_t c = 0; c < mch; ++c) {
+          bool finite = true;
+          for (int64_t c = 0; finite && c < mch; ++c) {
             const double s = double(xs->f[0]) * double(ws->numel() == 1 ? ws->f[0] : ws->f[size_t(c)]);
-            bq.i[size_t(c)] = int64_t(std::clamp(std::nearbyint(double(bf->f[size_t(c)]) / s), -2147483648.0, 2147483647.0));
+            const double q = std::nearbyint(double(bf->f[size_t(c)]) / s);
+            finite = !std::isnan(q);  // 0/0 or a NaN bias: no int32 value
+            bq.i[size_t(c)] = finite ? int64_t(std::clamp(q, -2147483648.0, 2147483647.0)) : 0;
+          }
+          if (!finite) {
+            skip("its bias '" + n.in(2) + "' is not a number at the scale x_scale * w_scale");
+            continue;
           }
         } else {
           skip("its bias '" + n.in(2) + "' is neither a constant nor an int32 constant behind a DequantizeLinear");
