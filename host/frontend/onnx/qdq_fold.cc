@@ -420,283 +420,358 @@ std::string fold_channel_op(Model& m, const Known& known, const Known& param, No
 
 }  // namespace
 
-int fold_qdq(Model& m, const Known& known, bool exact_host, std::map<std::string, std::string>* unfolded) {
+namespace {
+
+/// One pass of the op-by-op folds over a model's nodes: each pattern is a
+/// method that rewrites node `n` in place and marks the Q/DQ nodes it
+/// absorbed for removal (true), or leaves `n` as it is, with the reason in
+/// `unfolded` where the node looked quantized (false).
+class QdqFolder {
+ public:
+  QdqFolder(Model& m, const Known& known, std::map<std::string, std::string>* unfolded)
+      : m(m), known(known), u(uses_of(m)), unfolded(unfolded) {}
+
+  /// Folds every node it can, then removes what the folds absorbed; returns
+  /// how many nodes it folded.
+  int run();
+
+ private:
+  /// Split with each part quantized as the whole: Split on the integers.
+  bool fold_split(Node& n);
+  /// Concat: com.microsoft.QLinearConcat, each input requantized.
+  bool fold_concat(Node& n);
+  /// AveragePool, ReduceMean and BatchNormalization (fold_channel_op).
+  bool fold_channel(Node& n);
+  /// Ops that only move or select values, and GlobalAveragePool.
+  bool fold_moving(Node& n);
+  /// Conv, MatMul, Gemm, Add and Mul into their QLinear forms.
+  bool fold_compute(Node& n);
+  /// The int32 bias of a QLinearConv/QLinearMatMul `f` folded from `n`.
+  bool quantized_bias(const Node& n, bool conv, const Node* d0, const Value* w, const Value* ws, Node* f);
+  /// Removes the absorbed Q nodes, then the DequantizeLinear nodes that
+  /// now feed nothing.
+  void remove_dropped();
+
+  /// Whether `n` only moves or selects values (exact on the integers when
+  /// its input and output quantization are equal).
+  bool moves_values(const Node& n) const;
+  /// The DequantizeLinear with constant parameters producing `t`, or null.
+  const Node* dq_of(const std::string& t) const;
+  /// The QuantizeLinear with constant per-tensor parameters that alone reads `t`, or null.
+  const Node* sole_q(const std::string& t) const;
+  bool scalar(const Node* d) const { return per_tensor_8bit(known, *d); }
+  /// Q's parameters equal DQ's: a value-moving op between them is exact on the integers.
+  bool same_q(const Node* d, const Node* q) const;
+
+  Model& m;
+  const Known& known;
+  Uses u;
+  std::map<std::string, std::string>* unfolded;
+  std::set<size_t> drop;  // node indices absorbed by a fold
+};
+
+int QdqFolder::run() {
   int folded = 0;
-  Uses u = uses_of(m);
-  std::set<size_t> drop;
-  auto dq_of = [&](const std::string& t) -> const Node* {
-    auto it = u.producer.find(t);
-    if (it == u.producer.end()) return nullptr;
-    const Node& d = m.nodes[it->second];
-    if (d.op != "DequantizeLinear" || !d.domain.empty() || d.inputs.size() < 3 || d.in(2).empty()) return nullptr;
-    if (!known(d.in(1)) || !known(d.in(2))) return nullptr;
-    return &d;
-  };
-  auto sole_q = [&](const std::string& t) -> const Node* {
-    const Node* c = sole_consumer(m, u, t);
-    if (!c) return nullptr;
-    const Node& q = *c;
-    if (q.op != "QuantizeLinear" || !q.domain.empty() || q.in(2).empty()) return nullptr;
-    const Value* s = known(q.in(1));
-    const Value* z = known(q.in(2));
-    if (!s || !z || s->numel() != 1 || z->numel() != 1) return nullptr;
-    return &q;
-  };
-  auto scalar = [&](const Node* d) { return per_tensor_8bit(known, *d); };
-  // Q's parameters equal DQ's: a value-moving op between them is exact on the integers.
-  auto same_q = [&](const Node* d, const Node* q) {
-    const Value *ds = known(d->in(1)), *dz = known(d->in(2)), *qs = known(q->in(1)), *qz = known(q->in(2));
-    return dz->type == qz->type && ds->f[0] == qs->f[0] && dz->i[0] == qz->i[0];
-  };
   for (size_t k = 0; k < m.nodes.size(); ++k) {
     Node& n = m.nodes[k];
     if (!n.domain.empty()) continue;
     if (n.op == "Split") {
-      // Each part quantized as the whole: Split on the integers.
-      const Node* d0 = dq_of(n.in(0));
-      if (!d0 || !scalar(d0)) continue;
-      std::vector<const Node*> qs;
-      for (const auto& o : n.outputs) {
-        const Node* q = o.empty() ? nullptr : sole_q(o);
-        if (!q || !same_q(d0, q)) break;
-        qs.push_back(q);
-      }
-      if (qs.size() != n.outputs.size()) {
-        (*unfolded)[n.name] = "its parts are not each quantized as its input";
-        continue;
-      }
-      n.inputs[0] = d0->in(0);
-      for (size_t o = 0; o < qs.size(); ++o) {
-        drop.insert(u.consumers[n.outputs[o]][0]);
-        n.outputs[o] = qs[o]->outputs[0];
-      }
-      ++folded;
+      folded += fold_split(n);
       continue;
     }
     if (n.outputs.size() != 1) continue;
-    if (n.op == "Concat") {
-      // Each input requantized to the output's scale: com.microsoft.QLinearConcat.
-      const Node* q = sole_q(n.outputs[0]);
-      Node f;
-      f.name = n.name;
-      f.op = "QLinearConcat";
-      f.domain = "com.microsoft";
-      f.attrs["axis"] = n.attrs.count("axis") ? n.attrs.at("axis") : Attr{};
-      f.outputs = q ? q->outputs : n.outputs;
-      f.inputs = q ? std::vector<std::string>{q->in(1), q->in(2)} : std::vector<std::string>{};
-      bool ok = q != nullptr;
-      for (const auto& i : n.inputs) {
-        const Node* d = dq_of(i);
-        ok = ok && d && scalar(d) && known(d->in(2))->type == known(q->in(2))->type;
-        if (!ok) break;
-        f.inputs.insert(f.inputs.end(), {d->in(0), d->in(1), d->in(2)});
-      }
-      if (!ok) {
-        if (q) (*unfolded)[n.name] = "an input does not come from a per-tensor 8-bit DequantizeLinear of its type";
-        continue;
-      }
-      drop.insert(u.consumers[n.outputs[0]][0]);
-      n = f;
-      ++folded;
-      continue;
-    }
-    if (n.op == "AveragePool" || n.op == "ReduceMean" || n.op == "BatchNormalization") {
-      const Node* q = sole_q(n.outputs[0]);
-      const Node* d0 = dq_of(n.in(0));
-      if (!q || !d0 || !scalar(d0) || known(d0->in(2))->type != known(q->in(2))->type) continue;
-      // Parameters may sit behind a DequantizeLinear of constants (the quantizer's weights).
-      std::map<std::string, Value> dq_params;
-      Known param = [&](const std::string& t) -> const Value* {
-        if (const Value* v = known(t)) return v;
-        auto p = u.producer.find(t);
-        if (p == u.producer.end() || m.nodes[p->second].op != "DequantizeLinear") return nullptr;
-        std::map<std::string, Value> env;
-        for (const auto& i : m.nodes[p->second].inputs) {
-          if (i.empty()) continue;
-          const Value* c = known(i);
-          if (!c) return nullptr;
-          env[i] = *c;
-        }
-        if (!run_host(m, m.nodes[p->second], env).is_ok() || !env.count(t)) return nullptr;
-        return &(dq_params[t] = env.at(t));
-      };
-      const std::string why = fold_channel_op(m, known, param, n, *d0, *q);
-      if (!why.empty()) {
-        (*unfolded)[n.name] = why;
-        continue;
-      }
-      if (q->op.empty()) drop.insert(size_t(q - m.nodes.data()));
-      ++folded;
-      continue;  // fold_channel_op rewrote n and the Q in place
-    }
-    // Ops that only move or select values: DQ -> op -> Q with the same
-    // quantization on both sides is the op on the integers (exact).
-    const bool pass = n.op == "MaxPool" || n.op == "Flatten" || n.op == "Reshape" || n.op == "Transpose" ||
-                      n.op == "Slice" || n.op == "Squeeze" || n.op == "Unsqueeze" ||
-                      (n.op == "Gather" && known(n.in(1))) ||
-                      (n.op == "Resize" && n.get_s("mode", "nearest") == "nearest");
-    if (pass || n.op == "GlobalAveragePool") {
-      const Node* q = sole_q(n.outputs[0]);
-      const Node* d0 = dq_of(n.in(0));
-      if (!q || !d0 || !scalar(d0)) continue;
-      const Value *ds = known(d0->in(1)), *dz = known(d0->in(2)), *qs = known(q->in(1)), *qz = known(q->in(2));
-      if (dz->type != qz->type) continue;
-      Node f = n;
-      f.outputs = q->outputs;
-      if (pass) {
-        if (ds->f[0] != qs->f[0] || dz->i[0] != qz->i[0]) continue;
-        f.inputs[0] = d0->in(0);
-      } else {
-        f.op = "QLinearGlobalAveragePool";
-        f.domain = "com.microsoft";
-        f.attrs.clear();
-        f.inputs = {d0->in(0), d0->in(1), d0->in(2), q->in(1), q->in(2)};
-      }
-      drop.insert(u.consumers[n.outputs[0]][0]);
-      n = f;
-      ++folded;
-      continue;
-    }
-    const bool gemm = n.op == "Gemm";
-    const bool conv = n.op == "Conv", mm = n.op == "MatMul" || gemm, add = n.op == "Add", mul = n.op == "Mul";
-    if (!conv && !mm && !add && !mul) continue;
-    if (gemm && (n.get_i("transA", 0) != 0 || n.get_f("alpha", 1.0f) != 1.0f || n.get_f("beta", 1.0f) != 1.0f)) continue;
-    const Node* q = sole_q(n.outputs[0]);
-    const Node* d0 = dq_of(n.in(0));
-    const Node* d1 = dq_of(n.in(1));
-    auto skip = [&](const std::string& why) { (*unfolded)[n.name] = why; };
-    if (!q || !d0 || !d1 || !scalar(d0)) {
-      if (d0 || d1 || q)
-        skip(!q    ? "its output is not read by exactly one QuantizeLinear with constant per-tensor parameters"
-             : !d0 ? "input '" + n.in(0) + "' does not come from a DequantizeLinear with constant parameters"
-             : !d1 ? "input '" + n.in(1) + "' does not come from a DequantizeLinear with constant parameters"
-                   : "input '" + n.in(0) + "' has per-channel quantization");
-      continue;
-    }
-    Node f;
-    f.name = n.name;
-    f.attrs = conv ? n.attrs : std::map<std::string, Attr>{};
-    f.outputs = q->outputs;
-    if (add || mul) {
-      if (!scalar(d1)) {
-        skip("input '" + n.in(1) + "' has per-channel quantization");
-        continue;
-      }
-      f.op = add ? "QLinearAdd" : "QLinearMul";
-      f.domain = "com.microsoft";
-      f.inputs = {d0->in(0), d0->in(1), d0->in(2), d1->in(0), d1->in(1), d1->in(2), q->in(1), q->in(2)};
-    } else if (!known(d1->in(0))) {
-      // A product of two activations (attention's scores and context).
-      if (gemm || conv || !n.in(2).empty() || !scalar(d1)) {
-        skip("a product of two activations needs per-tensor quantization, no bias, MatMul");
-        continue;
-      }
-      f.op = "QLinearMatMul";
-      f.domain = "loom";
-      f.inputs = {d0->in(0), d0->in(1), d0->in(2), d1->in(0), d1->in(1), d1->in(2), q->in(1), q->in(2)};
-    } else {
-      const Value* w = known(d1->in(0));
-      const Value* ws = known(d1->in(1));
-      const Value* wz = known(d1->in(2));
-      if (w->is_float() || !scalar_int_equal(*wz)) {
-        skip(w->is_float() ? "its weights are float" : "its weight zero points differ between channels");
-        continue;
-      }
-      f.op = conv ? "QLinearConv" : "QLinearMatMul";
-      f.domain = "loom";
-      f.inputs = {d0->in(0), d0->in(1), d0->in(2), d1->in(0), d1->in(1), d1->in(2), q->in(1), q->in(2)};
-      if (mm && w->shape.size() != 2) {
-        skip("its constant operand has rank " + std::to_string(w->shape.size()) + ", not 2");
-        continue;
-      }
-      if (ws->numel() != 1) {
-        // Per-channel weight scales must run along the output channels:
-        // axis 0 of a Conv weight or of Gemm's transposed B, axis 1 of B.
-        int64_t axis = d1->get_i("axis", 1);
-        if (axis < 0) axis += int64_t(w->shape.size());
-        const bool trans_b = gemm && n.get_i("transB", 0) != 0;
-        if (axis != ((conv || trans_b) ? 0 : 1)) {
-          skip("per-channel weight scales do not run along the output channels");
-          continue;
-        }
-      }
-      if (gemm && n.get_i("transB", 0) != 0) {
-        // Gemm's B [N, K] becomes a constant [K, N] (per-channel scales stay per N).
-        const int64_t N = w->shape[0], K = w->shape[1];
-        Value wt = Value::make(w->type, {K, N});
-        for (int64_t r = 0; r < N; ++r)
-          for (int64_t c = 0; c < K; ++c) wt.i[size_t(c * N + r)] = w->i[size_t(r * K + c)];
-        const std::string wname = n.name + "/b_t";
-        m.consts[wname] = std::move(wt);
-        f.inputs[3] = wname;
-        w = &m.consts[wname];
-      }
-      if (!n.in(2).empty()) {
-        // Bias: an int32 tensor behind a DequantizeLinear (what ONNX Runtime
-        // writes), or a float constant quantized with x_scale * w_scale.
-        const Value* xs = known(d0->in(1));
-        const int64_t mch = w->shape.empty() ? 1 : conv ? w->shape[0] : w->shape[1];
-        Value bq = Value::make(kInt32, {mch});
-        auto bit = u.producer.find(n.in(2));
-        const Value* bf = known(n.in(2));
-        // A bias behind a DequantizeLinear of constants: its integers as they
-        // are when they are int32 at x_scale * w_scale (ONNX Runtime's bias),
-        // else its real values, quantized below (a shared bias quantized
-        // for another layer's scales, or as an int8 weight).
-        const Node* bdq = bit != u.producer.end() && m.nodes[bit->second].op == "DequantizeLinear" &&
-                                  m.nodes[bit->second].domain.empty()
-                              ? &m.nodes[bit->second]
-                              : nullptr;
-        Value bdq_real;
-        bool exact = false;
-        if (bdq && known(bdq->in(0)) && known(bdq->in(1))) {
-          const Value *bi = known(bdq->in(0)), *bs = known(bdq->in(1));
-          const Value* bz = bdq->in(2).empty() ? nullptr : known(bdq->in(2));
-          exact = bi->type == kInt32 && bi->numel() == mch && (!bz || scalar_int_equal(*bz)) &&
-                  (!bz || bz->i[0] == 0) && (bs->numel() == 1 || bs->numel() == mch);
-          for (int64_t c = 0; exact && c < mch; ++c) {
-            const double want = double(xs->f[0]) * double(ws->numel() == 1 ? ws->f[0] : ws->f[size_t(c)]);
-            const double got = bs->f[bs->numel() == 1 ? 0 : size_t(c)];
-            exact = std::fabs(got - want) <= 1e-6 * want;
-          }
-          if (exact) {
-            bq.i = bi->i;
-          } else {
-            std::map<std::string, Value> env;
-            for (const auto& i : bdq->inputs)
-              if (!i.empty() && known(i)) env[i] = *known(i);
-            if (run_host(m, *bdq, env).is_ok() && env.count(n.in(2))) {
-              bdq_real = std::move(env.at(n.in(2)));
-              bf = &bdq_real;
-            }
-          }
-        }
-        if (exact) {
-        } else if (bf && bf->is_float() && bf->numel() == mch) {
-          bool finite = true;
-          for (int64_t c = 0; finite && c < mch; ++c) {
-            const double s = double(xs->f[0]) * double(ws->numel() == 1 ? ws->f[0] : ws->f[size_t(c)]);
-            const double q = std::nearbyint(double(bf->f[size_t(c)]) / s);
-            finite = !std::isnan(q);  // 0/0 or a NaN bias: no int32 value
-            bq.i[size_t(c)] = finite ? int64_t(std::clamp(q, -2147483648.0, 2147483647.0)) : 0;
-          }
-          if (!finite) {
-            skip("its bias '" + n.in(2) + "' is not a number at the scale x_scale * w_scale");
-            continue;
-          }
-        } else {
-          skip("its bias '" + n.in(2) + "' is neither a constant nor an int32 constant behind a DequantizeLinear");
-          continue;
-        }
-        const std::string bname = n.name + "/bias_q";
-        m.consts[bname] = bq;
-        f.inputs.push_back(bname);
-      }
-    }
-    drop.insert(u.consumers[n.outputs[0]][0]);
-    n = f;
-    ++folded;
+    if (n.op == "Concat")
+      folded += fold_concat(n);
+    else if (n.op == "AveragePool" || n.op == "ReduceMean" || n.op == "BatchNormalization")
+      folded += fold_channel(n);
+    else if (moves_values(n) || n.op == "GlobalAveragePool")
+      folded += fold_moving(n);
+    else
+      folded += fold_compute(n);
   }
+  remove_dropped();
+  return folded;
+}
+
+const Node* QdqFolder::dq_of(const std::string& t) const {
+  auto it = u.producer.find(t);
+  if (it == u.producer.end()) return nullptr;
+  const Node& d = m.nodes[it->second];
+  if (d.op != "DequantizeLinear" || !d.domain.empty() || d.inputs.size() < 3 || d.in(2).empty()) return nullptr;
+  if (!known(d.in(1)) || !known(d.in(2))) return nullptr;
+  return &d;
+}
+
+const Node* QdqFolder::sole_q(const std::string& t) const {
+  const Node* c = sole_consumer(m, u, t);
+  if (!c) return nullptr;
+  const Node& q = *c;
+  if (q.op != "QuantizeLinear" || !q.domain.empty() || q.in(2).empty()) return nullptr;
+  const Value* s = known(q.in(1));
+  const Value* z = known(q.in(2));
+  if (!s || !z || s->numel() != 1 || z->numel() != 1) return nullptr;
+  return &q;
+}
+
+bool QdqFolder::same_q(const Node* d, const Node* q) const {
+  const Value *ds = known(d->in(1)), *dz = known(d->in(2)), *qs = known(q->in(1)), *qz = known(q->in(2));
+  return dz->type == qz->type && ds->f[0] == qs->f[0] && dz->i[0] == qz->i[0];
+}
+
+bool QdqFolder::moves_values(const Node& n) const {
+  return n.op == "MaxPool" || n.op == "Flatten" || n.op == "Reshape" || n.op == "Transpose" ||
+         n.op == "Slice" || n.op == "Squeeze" || n.op == "Unsqueeze" ||
+         (n.op == "Gather" && known(n.in(1))) ||
+         (n.op == "Resize" && n.get_s("mode", "nearest") == "nearest");
+}
+
+bool QdqFolder::fold_split(Node& n) {
+  // Each part quantized as the whole: Split on the integers.
+  const Node* d0 = dq_of(n.in(0));
+  if (!d0 || !scalar(d0)) return false;
+  std::vector<const Node*> qs;
+  for (const auto& o : n.outputs) {
+    const Node* q = o.empty() ? nullptr : sole_q(o);
+    if (!q || !same_q(d0, q)) break;
+    qs.push_back(q);
+  }
+  if (qs.size() != n.outputs.size()) {
+    (*unfolded)[n.name] = "its parts are not each quantized as its input";
+    return false;
+  }
+  n.inputs[0] = d0->in(0);
+  for (size_t o = 0; o < qs.size(); ++o) {
+    drop.insert(u.consumers[n.outputs[o]][0]);
+    n.outputs[o] = qs[o]->outputs[0];
+  }
+  return true;
+}
+
+bool QdqFolder::fold_concat(Node& n) {
+  // Each input requantized to the output's scale: com.microsoft.QLinearConcat.
+  const Node* q = sole_q(n.outputs[0]);
+  Node f;
+  f.name = n.name;
+  f.op = "QLinearConcat";
+  f.domain = "com.microsoft";
+  f.attrs["axis"] = n.attrs.count("axis") ? n.attrs.at("axis") : Attr{};
+  f.outputs = q ? q->outputs : n.outputs;
+  f.inputs = q ? std::vector<std::string>{q->in(1), q->in(2)} : std::vector<std::string>{};
+  bool ok = q != nullptr;
+  for (const auto& i : n.inputs) {
+    const Node* d = dq_of(i);
+    ok = ok && d && scalar(d) && known(d->in(2))->type == known(q->in(2))->type;
+    if (!ok) break;
+    f.inputs.insert(f.inputs.end(), {d->in(0), d->in(1), d->in(2)});
+  }
+  if (!ok) {
+    if (q) (*unfolded)[n.name] = "an input does not come from a per-tensor 8-bit DequantizeLinear of its type";
+    return false;
+  }
+  drop.insert(u.consumers[n.outputs[0]][0]);
+  n = f;
+  return true;
+}
+
+bool QdqFolder::fold_channel(Node& n) {
+  const Node* q = sole_q(n.outputs[0]);
+  const Node* d0 = dq_of(n.in(0));
+  if (!q || !d0 || !scalar(d0) || known(d0->in(2))->type != known(q->in(2))->type) return false;
+  // Parameters may sit behind a DequantizeLinear of constants (the quantizer's weights).
+  std::map<std::string, Value> dq_params;
+  Known param = [&](const std::string& t) -> const Value* {
+    if (const Value* v = known(t)) return v;
+    auto p = u.producer.find(t);
+    if (p == u.producer.end() || m.nodes[p->second].op != "DequantizeLinear") return nullptr;
+    std::map<std::string, Value> env;
+    for (const auto& i : m.nodes[p->second].inputs) {
+      if (i.empty()) continue;
+      const Value* c = known(i);
+      if (!c) return nullptr;
+      env[i] = *c;
+    }
+    if (!run_host(m, m.nodes[p->second], env).is_ok() || !env.count(t)) return nullptr;
+    return &(dq_params[t] = env.at(t));
+  };
+  const std::string why = fold_channel_op(m, known, param, n, *d0, *q);
+  if (!why.empty()) {
+    (*unfolded)[n.name] = why;
+    return false;
+  }
+  if (q->op.empty()) drop.insert(size_t(q - m.nodes.data()));
+  return true;  // fold_channel_op rewrote n and the Q in place
+}
+
+bool QdqFolder::fold_moving(Node& n) {
+  const bool pass = moves_values(n);
+  const Node* q = sole_q(n.outputs[0]);
+  const Node* d0 = dq_of(n.in(0));
+  if (!q || !d0 || !scalar(d0)) return false;
+  const Value *ds = known(d0->in(1)), *dz = known(d0->in(2)), *qs = known(q->in(1)), *qz = known(q->in(2));
+  if (dz->type != qz->type) return false;
+  Node f = n;
+  f.outputs = q->outputs;
+  if (pass) {
+    if (ds->f[0] != qs->f[0] || dz->i[0] != qz->i[0]) return false;
+    f.inputs[0] = d0->in(0);
+  } else {
+    f.op = "QLinearGlobalAveragePool";
+    f.domain = "com.microsoft";
+    f.attrs.clear();
+    f.inputs = {d0->in(0), d0->in(1), d0->in(2), q->in(1), q->in(2)};
+  }
+  drop.insert(u.consumers[n.outputs[0]][0]);
+  n = f;
+  return true;
+}
+
+bool QdqFolder::fold_compute(Node& n) {
+  const bool gemm = n.op == "Gemm";
+  const bool conv = n.op == "Conv", mm = n.op == "MatMul" || gemm, add = n.op == "Add", mul = n.op == "Mul";
+  if (!conv && !mm && !add && !mul) return false;
+  if (gemm && (n.get_i("transA", 0) != 0 || n.get_f("alpha", 1.0f) != 1.0f || n.get_f("beta", 1.0f) != 1.0f)) return false;
+  const Node* q = sole_q(n.outputs[0]);
+  const Node* d0 = dq_of(n.in(0));
+  const Node* d1 = dq_of(n.in(1));
+  auto skip = [&](const std::string& why) { (*unfolded)[n.name] = why; };
+  if (!q || !d0 || !d1 || !scalar(d0)) {
+    if (d0 || d1 || q)
+      skip(!q    ? "its output is not read by exactly one QuantizeLinear with constant per-tensor parameters"
+           : !d0 ? "input '" + n.in(0) + "' does not come from a DequantizeLinear with constant parameters"
+           : !d1 ? "input '" + n.in(1) + "' does not come from a DequantizeLinear with constant parameters"
+                 : "input '" + n.in(0) + "' has per-channel quantization");
+    return false;
+  }
+  Node f;
+  f.name = n.name;
+  f.attrs = conv ? n.attrs : std::map<std::string, Attr>{};
+  f.outputs = q->outputs;
+  if (add || mul) {
+    if (!scalar(d1)) {
+      skip("input '" + n.in(1) + "' has per-channel quantization");
+      return false;
+    }
+    f.op = add ? "QLinearAdd" : "QLinearMul";
+    f.domain = "com.microsoft";
+    f.inputs = {d0->in(0), d0->in(1), d0->in(2), d1->in(0), d1->in(1), d1->in(2), q->in(1), q->in(2)};
+  } else if (!known(d1->in(0))) {
+    // A product of two activations (attention's scores and context).
+    if (gemm || conv || !n.in(2).empty() || !scalar(d1)) {
+      skip("a product of two activations needs per-tensor quantization, no bias, MatMul");
+      return false;
+    }
+    f.op = "QLinearMatMul";
+    f.domain = "loom";
+    f.inputs = {d0->in(0), d0->in(1), d0->in(2), d1->in(0), d1->in(1), d1->in(2), q->in(1), q->in(2)};
+  } else {
+    const Value* w = known(d1->in(0));
+    const Value* ws = known(d1->in(1));
+    const Value* wz = known(d1->in(2));
+    if (w->is_float() || !scalar_int_equal(*wz)) {
+      skip(w->is_float() ? "its weights are float" : "its weight zero points differ between channels");
+      return false;
+    }
+    f.op = conv ? "QLinearConv" : "QLinearMatMul";
+    f.domain = "loom";
+    f.inputs = {d0->in(0), d0->in(1), d0->in(2), d1->in(0), d1->in(1), d1->in(2), q->in(1), q->in(2)};
+    if (mm && w->shape.size() != 2) {
+      skip("its constant operand has rank " + std::to_string(w->shape.size()) + ", not 2");
+      return false;
+    }
+    if (ws->numel() != 1) {
+      // Per-channel weight scales must run along the output channels:
+      // axis 0 of a Conv weight or of Gemm's transposed B, axis 1 of B.
+      int64_t axis = d1->get_i("axis", 1);
+      if (axis < 0) axis += int64_t(w->shape.size());
+      const bool trans_b = gemm && n.get_i("transB", 0) != 0;
+      if (axis != ((conv || trans_b) ? 0 : 1)) {
+        skip("per-channel weight scales do not run along the output channels");
+        return false;
+      }
+    }
+    if (gemm && n.get_i("transB", 0) != 0) {
+      // Gemm's B [N, K] becomes a constant [K, N] (per-channel scales stay per N).
+      const int64_t N = w->shape[0], K = w->shape[1];
+      Value wt = Value::make(w->type, {K, N});
+      for (int64_t r = 0; r < N; ++r)
+        for (int64_t c = 0; c < K; ++c) wt.i[size_t(c * N + r)] = w->i[size_t(r * K + c)];
+      const std::string wname = n.name + "/b_t";
+      m.consts[wname] = std::move(wt);
+      f.inputs[3] = wname;
+      w = &m.consts[wname];
+    }
+    if (!n.in(2).empty() && !quantized_bias(n, conv, d0, w, ws, &f)) return false;
+  }
+  drop.insert(u.consumers[n.outputs[0]][0]);
+  n = f;
+  return true;
+}
+
+bool QdqFolder::quantized_bias(const Node& n, bool conv, const Node* d0, const Value* w, const Value* ws, Node* f) {
+  // Bias: an int32 tensor behind a DequantizeLinear (what ONNX Runtime
+  // writes), or a float constant quantized with x_scale * w_scale.
+  const Value* xs = known(d0->in(1));
+  const int64_t mch = w->shape.empty() ? 1 : conv ? w->shape[0] : w->shape[1];
+  Value bq = Value::make(kInt32, {mch});
+  auto bit = u.producer.find(n.in(2));
+  const Value* bf = known(n.in(2));
+  // A bias behind a DequantizeLinear of constants: its integers as they
+  // are when they are int32 at x_scale * w_scale (ONNX Runtime's bias),
+  // else its real values, quantized below (a shared bias quantized
+  // for another layer's scales, or as an int8 weight).
+  const Node* bdq = bit != u.producer.end() && m.nodes[bit->second].op == "DequantizeLinear" &&
+                            m.nodes[bit->second].domain.empty()
+                        ? &m.nodes[bit->second]
+                        : nullptr;
+  Value bdq_real;
+  bool exact = false;
+  if (bdq && known(bdq->in(0)) && known(bdq->in(1))) {
+    const Value *bi = known(bdq->in(0)), *bs = known(bdq->in(1));
+    const Value* bz = bdq->in(2).empty() ? nullptr : known(bdq->in(2));
+    exact = bi->type == kInt32 && bi->numel() == mch && (!bz || scalar_int_equal(*bz)) &&
+            (!bz || bz->i[0] == 0) && (bs->numel() == 1 || bs->numel() == mch);
+    for (int64_t c = 0; exact && c < mch; ++c) {
+      const double want = double(xs->f[0]) * double(ws->numel() == 1 ? ws->f[0] : ws->f[size_t(c)]);
+      const double got = bs->f[bs->numel() == 1 ? 0 : size_t(c)];
+      exact = std::fabs(got - want) <= 1e-6 * want;
+    }
+    if (exact) {
+      bq.i = bi->i;
+    } else {
+      std::map<std::string, Value> env;
+      for (const auto& i : bdq->inputs)
+        if (!i.empty() && known(i)) env[i] = *known(i);
+      if (run_host(m, *bdq, env).is_ok() && env.count(n.in(2))) {
+        bdq_real = std::move(env.at(n.in(2)));
+        bf = &bdq_real;
+      }
+    }
+  }
+  if (exact) {
+  } else if (bf && bf->is_float() && bf->numel() == mch) {
+    bool finite = true;
+    for (int64_t c = 0; finite && c < mch; ++c) {
+      const double s = double(xs->f[0]) * double(ws->numel() == 1 ? ws->f[0] : ws->f[size_t(c)]);
+      const double q = std::nearbyint(double(bf->f[size_t(c)]) / s);
+      finite = !std::isnan(q);  // 0/0 or a NaN bias: no int32 value
+      bq.i[size_t(c)] = finite ? int64_t(std::clamp(q, -2147483648.0, 2147483647.0)) : 0;
+    }
+    if (!finite) {
+      (*unfolded)[n.name] = "its bias '" + n.in(2) + "' is not a number at the scale x_scale * w_scale";
+      return false;
+    }
+  } else {
+    (*unfolded)[n.name] =
+        "its bias '" + n.in(2) + "' is neither a constant nor an int32 constant behind a DequantizeLinear";
+    return false;
+  }
+  const std::string bname = n.name + "/bias_q";
+  m.consts[bname] = bq;
+  f->inputs.push_back(bname);
+  return true;
+}
+
+void QdqFolder::remove_dropped() {
   if (!drop.empty()) {
     std::vector<Node> kept;
     for (size_t k = 0; k < m.nodes.size(); ++k)
@@ -717,6 +792,12 @@ int fold_qdq(Model& m, const Known& known, bool exact_host, std::map<std::string
       m.nodes = std::move(live);
     }
   }
+}
+
+}  // namespace
+
+int fold_qdq(Model& m, const Known& known, bool exact_host, std::map<std::string, std::string>* unfolded) {
+  int folded = QdqFolder(m, known, unfolded).run();
   // What no quantized op absorbed: constant DequantizeLinear nodes left over,
   // then chains of float elementwise ops between a DQ and a Q.
   folded += fold_constant_dq(m);
