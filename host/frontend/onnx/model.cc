@@ -298,18 +298,13 @@ Expected<Model> load_model(const std::string& path) {
   return load_model_bytes(*bytes, path, fs::path(path).parent_path().string());
 }
 
-Expected<Model> load_model_bytes(const std::string& bytes, const std::string& path, const std::string& dir) {
-  onnx::ModelProto mp;
-  if (bytes.empty()) return make_error(path, "empty file; not an ONNX model");
-  if (!mp.ParseFromString(bytes)) {
-    return make_error(path, "not a valid ONNX model: protobuf parsing failed (truncated or not an ONNX file)");
-  }
-  if (!mp.has_graph() || mp.ir_version() <= 0) {
-    return make_error(path, "not an ONNX model: no graph or no ir_version (truncated or not an ONNX file)");
-  }
-  Model m;
-  m.path = path;
-  m.ir_version = mp.ir_version();
+namespace {
+
+/// The model's header: IR version, opsets (newer exports rewritten into
+/// their opset-17 form, opset_adapt.h) and tensor names.
+Status read_header(onnx::ModelProto& mp, const std::string& path, Model* m) {
+  m->path = path;
+  m->ir_version = mp.ir_version();
   if (mp.ir_version() > kMaxSourceIrVersion) {
     return make_error(path + ": field 'ir_version'", std::to_string(mp.ir_version()) +
                                                          " is newer than the supported IR version " +
@@ -319,7 +314,7 @@ Expected<Model> load_model_bytes(const std::string& bytes, const std::string& pa
   for (const auto& os : mp.opset_import()) {
     if (os.domain().empty() || os.domain() == "ai.onnx") {
       has_default = true;
-      m.opset = os.version();
+      m->opset = os.version();
       if (os.version() < kMinOpset || os.version() > kMaxSourceOpset) {
         return make_error(path + ": field 'opset_import'",
                           "opset " + std::to_string(os.version()) + " of the default domain is not supported (" +
@@ -332,11 +327,15 @@ Expected<Model> load_model_bytes(const std::string& bytes, const std::string& pa
   if (!has_default) return make_error(path + ": field 'opset_import'", "no opset for the default ONNX domain");
   // Newer exports are read in their opset-17 form (opset_adapt.h).
   LOOM_TRY(check_names(*mp.mutable_graph(), path));
-  LOOM_TRY(adapt_opset(mp, m.opset, path));
-  m.opset = std::min(m.opset, kAdaptedOpset);
+  LOOM_TRY(adapt_opset(mp, m->opset, path));
+  m->opset = std::min(m->opset, kAdaptedOpset);
+  return {};
+}
 
-  onnx::GraphProto* g = mp.mutable_graph();
-  m.name = g->name();
+/// Initializers (external data resolved inside folder `dir`), graph inputs
+/// and outputs; `defined` gets every tensor the graph itself provides.
+Status read_tensors(onnx::GraphProto* g, const std::string& path, const std::string& dir, Model* m,
+                    std::set<std::string>* defined) {
   if (g->sparse_initializer_size() > 0)
     return make_error(path + ": field 'sparse_initializer'", "sparse initializers are not supported");
 
@@ -344,7 +343,7 @@ Expected<Model> load_model_bytes(const std::string& bytes, const std::string& pa
   for (auto& t : *g->mutable_initializer()) {
     const std::string where = path + ": initializer '" + t.name() + "'";
     if (t.name().empty()) return make_error(path + ": initializer", "has no name");
-    if (m.consts.count(t.name())) return make_error(where, "declared twice");
+    if (m->consts.count(t.name())) return make_error(where, "declared twice");
     if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
       auto ext = external_bytes(t, dir, where);
       if (!ext) return ext.error();
@@ -354,77 +353,33 @@ Expected<Model> load_model_bytes(const std::string& bytes, const std::string& pa
     }
     auto v = from_proto(t, where);
     if (!v) return v.error();
-    m.consts.emplace(t.name(), std::move(*v));
+    m->consts.emplace(t.name(), std::move(*v));
   }
 
   if (g->node_size() > limits::kMaxNodes)
     return make_error(path + ": field 'node'", std::to_string(g->node_size()) + " nodes, above the limit of " +
                                                    std::to_string(limits::kMaxNodes) + " (docs/security.md)");
-  std::set<std::string> defined;
   for (const auto& in : g->input()) {
     const std::string where = path + ": graph input '" + in.name() + "'";
-    if (m.consts.count(in.name())) continue;  // IR < 4: initializers are listed as inputs too
+    if (m->consts.count(in.name())) continue;  // IR < 4: initializers are listed as inputs too
     LOOM_TRY(check_value_info(in, where));
-    m.inputs.push_back(in.name());
-    m.types[in.name()] = type_of(in.type());
-    defined.insert(in.name());
+    m->inputs.push_back(in.name());
+    m->types[in.name()] = type_of(in.type());
+    defined->insert(in.name());
   }
-  for (const auto& [name, v] : m.consts) defined.insert(name);
+  for (const auto& [name, v] : m->consts) defined->insert(name);
   for (const auto& out : g->output()) {
     LOOM_TRY(check_value_info(out, path + ": graph output '" + out.name() + "'"));
-    m.outputs.push_back(out.name());
+    m->outputs.push_back(out.name());
   }
-  if (m.outputs.empty()) return make_error(path + ": field 'output'", "the graph has no outputs");
+  if (m->outputs.empty()) return make_error(path + ": field 'output'", "the graph has no outputs");
+  return {};
+}
 
-  // Nodes: names, producers, missing tensors, then a topological order.
-  std::vector<Node> nodes;
-  std::map<std::string, size_t> producer;
-  for (int k = 0; k < g->node_size(); ++k) {
-    const auto& np = g->node(k);
-    Node n;
-    n.op = np.op_type();
-    n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
-    n.name = np.name().empty() ? n.op + "_" + std::to_string(k) : np.name();
-    n.inputs.assign(np.input().begin(), np.input().end());
-    n.outputs.assign(np.output().begin(), np.output().end());
-    for (const auto& a : np.attribute()) {
-      if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS)
-        return make_error(m.where(n) + ": attribute '" + a.name() + "'", "subgraphs are not supported");
-      n.attrs[a.name()] = convert_attr(a);
-    }
-    for (const auto& o : n.outputs) {
-      if (o.empty()) continue;
-      if (defined.count(o) && !producer.count(o))
-        return make_error(m.where(n) + ": output '" + o + "'", "is also a graph input or initializer");
-      if (producer.count(o))
-        return make_error(m.where(n) + ": output '" + o + "'", "is also produced by node '" + nodes[producer[o]].name + "'");
-      producer[o] = nodes.size();
-    }
-    if (n.op == "Constant" && n.domain.empty()) {
-      const onnx::TensorProto* tp = nullptr;
-      for (const auto& a : np.attribute())
-        if (a.name() == "value" && a.has_t()) tp = &a.t();
-      if (tp == nullptr)
-        return make_error(m.where(n) + ": field 'attribute'", "only the 'value' form of Constant is supported");
-      auto v = from_proto(*tp, m.where(n) + ": attribute 'value'");
-      if (!v) return v.error();
-      if (n.outputs.size() != 1) return make_error(m.where(n) + ": field 'output'", "expected one output");
-      m.consts[n.outputs[0]] = std::move(*v);
-    }
-    nodes.push_back(std::move(n));
-  }
-  for (const auto& n : nodes) {
-    for (const auto& i : n.inputs) {
-      if (i.empty() || defined.count(i) || producer.count(i)) continue;
-      return make_error(m.where(n) + ": input '" + i + "'",
-                        "is not a graph input, an initializer or the output of any node (missing initializer?)");
-    }
-  }
-  for (const auto& o : m.outputs) {
-    if (!defined.count(o) && !producer.count(o))
-      return make_error(path + ": graph output '" + o + "'", "no node produces it");
-  }
-  // Kahn's algorithm, stable in file order.
+/// Node indices of `nodes` in a topological order (Kahn's algorithm,
+/// stable in file order), or the node a cycle runs through.
+Expected<std::vector<size_t>> topological_order(const Model& m, const std::vector<Node>& nodes,
+                                                const std::map<std::string, size_t>& producer) {
   std::vector<int> pending(nodes.size(), 0);
   std::vector<std::vector<size_t>> users(nodes.size());
   for (size_t k = 0; k < nodes.size(); ++k) {
@@ -450,21 +405,81 @@ Expected<Model> load_model_bytes(const std::string& bytes, const std::string& pa
     for (size_t k = 0; k < nodes.size(); ++k)
       if (pending[k] > 0) return make_error(m.where(nodes[k]), "the graph has a cycle through this node");
   }
+  return order;
+}
+
+/// The graph's nodes in a topological order (Constant nodes become
+/// constants): names, producers, attributes and missing tensors checked.
+/// The file's node list is sorted the same way, as the checker expects.
+Status read_nodes(onnx::GraphProto* g, const std::string& path, const std::set<std::string>& defined, Model* m) {
+  std::vector<Node> nodes;
+  std::map<std::string, size_t> producer;
+  for (int k = 0; k < g->node_size(); ++k) {
+    const auto& np = g->node(k);
+    Node n;
+    n.op = np.op_type();
+    n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    n.name = np.name().empty() ? n.op + "_" + std::to_string(k) : np.name();
+    n.inputs.assign(np.input().begin(), np.input().end());
+    n.outputs.assign(np.output().begin(), np.output().end());
+    for (const auto& a : np.attribute()) {
+      if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS)
+        return make_error(m->where(n) + ": attribute '" + a.name() + "'", "subgraphs are not supported");
+      n.attrs[a.name()] = convert_attr(a);
+    }
+    for (const auto& o : n.outputs) {
+      if (o.empty()) continue;
+      if (defined.count(o) && !producer.count(o))
+        return make_error(m->where(n) + ": output '" + o + "'", "is also a graph input or initializer");
+      if (producer.count(o))
+        return make_error(m->where(n) + ": output '" + o + "'", "is also produced by node '" + nodes[producer[o]].name + "'");
+      producer[o] = nodes.size();
+    }
+    if (n.op == "Constant" && n.domain.empty()) {
+      const onnx::TensorProto* tp = nullptr;
+      for (const auto& a : np.attribute())
+        if (a.name() == "value" && a.has_t()) tp = &a.t();
+      if (tp == nullptr)
+        return make_error(m->where(n) + ": field 'attribute'", "only the 'value' form of Constant is supported");
+      auto v = from_proto(*tp, m->where(n) + ": attribute 'value'");
+      if (!v) return v.error();
+      if (n.outputs.size() != 1) return make_error(m->where(n) + ": field 'output'", "expected one output");
+      m->consts[n.outputs[0]] = std::move(*v);
+    }
+    nodes.push_back(std::move(n));
+  }
+  for (const auto& n : nodes) {
+    for (const auto& i : n.inputs) {
+      if (i.empty() || defined.count(i) || producer.count(i)) continue;
+      return make_error(m->where(n) + ": input '" + i + "'",
+                        "is not a graph input, an initializer or the output of any node (missing initializer?)");
+    }
+  }
+  for (const auto& o : m->outputs) {
+    if (!defined.count(o) && !producer.count(o))
+      return make_error(path + ": graph output '" + o + "'", "no node produces it");
+  }
+  auto order = topological_order(*m, nodes, producer);
+  if (!order) return order.error();
   // The checker expects the file's node list in topological order.
   {
     std::vector<onnx::NodeProto> sorted;
-    sorted.reserve(order.size());
-    for (size_t k : order) sorted.push_back(g->node(int(k)));
+    sorted.reserve(order->size());
+    for (size_t k : *order) sorted.push_back(g->node(int(k)));
     g->clear_node();
     for (auto& np : sorted) *g->add_node() = std::move(np);
   }
-  for (size_t k : order) {
+  for (size_t k : *order) {
     if (nodes[k].op == "Constant" && nodes[k].domain.empty()) continue;
-    m.nodes.push_back(std::move(nodes[k]));
+    m->nodes.push_back(std::move(nodes[k]));
   }
+  return {};
+}
 
-  // Quantization parameters first on what is known before inference (graph
-  // inputs, initializers), so the message names the node and the operand.
+/// Attribute values and quantization parameters of every node, on what is
+/// known before inference (graph inputs, initializers), so a message names
+/// the node and the operand.
+Status check_nodes_before_inference(const Model& m) {
   for (const auto& n : m.nodes) {
     LOOM_TRY(check_attr_values(m, n));
     LOOM_TRY(check_quant(m, n));
@@ -475,11 +490,16 @@ Expected<Model> load_model_bytes(const std::string& bytes, const std::string& pa
           if (auto c = m.consts.find(n.inputs[k]); c != m.consts.end())
             LOOM_TRY(check_scales(c->second, m.where(n) + ": input '" + n.inputs[k] + "'"));
   }
+  return {};
+}
+
+/// The types ONNX's checker and shape inference give every tensor.
+Status infer_types(onnx::ModelProto& mp, const std::string& path, Model* m) {
   // ONNX's checker and shape inference assume a model they can trust: on some
   // malformed ones they crash (a rank-3 input to a rank-4 QLinearConv kernel
   // is a SEGV in convPoolShapeInference). So they run in a child process,
   // which sends back only the inferred types; a crash or hang is an error.
-  const bool custom = std::any_of(m.nodes.begin(), m.nodes.end(), [](const Node& n) { return !n.domain.empty(); });
+  const bool custom = std::any_of(m->nodes.begin(), m->nodes.end(), [](const Node& n) { return !n.domain.empty(); });
   auto inferred = run_isolated(
       path + ": ONNX checker and shape inference",
       [&]() -> Expected<std::string> {
@@ -516,13 +536,36 @@ Expected<Model> load_model_bytes(const std::string& bytes, const std::string& pa
   }
   for (const auto& vi : mp.graph().value_info()) {
     LOOM_TRY(check_value_info(vi, path + ": tensor '" + vi.name() + "'"));
-    m.types[vi.name()] = type_of(vi.type());
+    m->types[vi.name()] = type_of(vi.type());
   }
   for (const auto& vi : mp.graph().output()) {
-    if (!m.types.count(vi.name())) m.types[vi.name()] = type_of(vi.type());
+    if (!m->types.count(vi.name())) m->types[vi.name()] = type_of(vi.type());
   }
   // Again with the inferred types; the constant scales were checked above.
-  for (const auto& n : m.nodes) LOOM_TRY(check_quant(m, n));
+  for (const auto& n : m->nodes) LOOM_TRY(check_quant(*m, n));
+  return {};
+}
+
+}  // namespace
+
+Expected<Model> load_model_bytes(const std::string& bytes, const std::string& path, const std::string& dir) {
+  onnx::ModelProto mp;
+  if (bytes.empty()) return make_error(path, "empty file; not an ONNX model");
+  if (!mp.ParseFromString(bytes)) {
+    return make_error(path, "not a valid ONNX model: protobuf parsing failed (truncated or not an ONNX file)");
+  }
+  if (!mp.has_graph() || mp.ir_version() <= 0) {
+    return make_error(path, "not an ONNX model: no graph or no ir_version (truncated or not an ONNX file)");
+  }
+  Model m;
+  LOOM_TRY(read_header(mp, path, &m));
+  onnx::GraphProto* g = mp.mutable_graph();
+  m.name = g->name();
+  std::set<std::string> defined;
+  LOOM_TRY(read_tensors(g, path, dir, &m, &defined));
+  LOOM_TRY(read_nodes(g, path, defined, &m));
+  LOOM_TRY(check_nodes_before_inference(m));
+  LOOM_TRY(infer_types(mp, path, &m));
   m.import_note = canonicalize(m).note();
   return m;
 }
