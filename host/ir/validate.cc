@@ -194,6 +194,173 @@ struct ShapeCtx {
   }
 };
 
+/// A 2-D convolution over NHWC: [N, OH, OW, M].
+Status infer_conv(const ShapeCtx& c, std::vector<int64_t>* out) {
+  const Attrs& a = c.n.attrs;
+  LOOM_TRY(c.rank(0, 4, "[N,H,W,C]"));
+  LOOM_TRY(c.rank(1, 4, "[KH,KW,C/groups,M]"));
+  const auto& x = c.in(0).shape;
+  const auto& w = c.in(1).shape;
+  if (a.groups < 1 || x[3] % a.groups != 0 || w[3] % a.groups != 0) {
+    return make_error(c.where("groups"), std::to_string(a.groups) + " must be >= 1 and divide input channels " +
+                                             std::to_string(x[3]) + " and output channels " + std::to_string(w[3]));
+  }
+  if (w[2] != x[3] / a.groups) {
+    return make_error(c.where("inputs"),
+                      "weight '" + c.in(1).name + "' " + shape_str(w) + " has " + std::to_string(w[2]) +
+                          " input channels per group, input '" + c.in(0).name + "' " + shape_str(x) +
+                          " with groups " + std::to_string(a.groups) + " needs " + std::to_string(x[3] / a.groups));
+  }
+  if (a.kernel_h != w[0] || a.kernel_w != w[1]) {
+    return make_error(c.where("kernel"), "[" + std::to_string(a.kernel_h) + "," + std::to_string(a.kernel_w) +
+                                             "] does not match weight '" + c.in(1).name + "' " + shape_str(w));
+  }
+  if (c.has(2)) {
+    LOOM_TRY(c.rank(2, 1, "[M]"));
+    if (c.in(2).shape[0] != w[3]) {
+      return make_error(c.where("inputs"), "bias '" + c.in(2).name + "' " + shape_str(c.in(2).shape) +
+                                               " does not match " + std::to_string(w[3]) + " output channels");
+    }
+  }
+  int64_t oh = 0, ow = 0;
+  LOOM_TRY(c.window(x[1], w[0], a.stride_h, a.pad_top, a.pad_bottom, "height", &oh));
+  LOOM_TRY(c.window(x[2], w[1], a.stride_w, a.pad_left, a.pad_right, "width", &ow));
+  *out = {x[0], oh, ow, w[3]};
+  return {};
+}
+
+/// A GEMM, plain [M,K] x [K,N] or grouped [M,G*K] x [G,K,N].
+Status infer_gemm(const ShapeCtx& c, std::vector<int64_t>* out) {
+  const Attrs& a = c.n.attrs;
+  if (a.groups != 1) {
+    // Grouped: a [M, G*K], b [G, K, N] -> [M, G*N].
+    if (a.groups < 1) return make_error(c.where("groups"), std::to_string(a.groups) + " must be >= 1");
+    LOOM_TRY(c.rank(0, 2, "[M,G*K]"));
+    LOOM_TRY(c.rank(1, 3, "[G,K,N]"));
+    const auto& x = c.in(0).shape;
+    const auto& w = c.in(1).shape;
+    if (w[0] != a.groups || x[1] != a.groups * w[1]) {
+      return make_error(c.where("inputs"), "'" + c.in(0).name + "' " + shape_str(x) + " and '" + c.in(1).name +
+                                               "' " + shape_str(w) + " do not make " + std::to_string(a.groups) +
+                                               " groups of [M,K] x [K,N]");
+    }
+    if (c.has(2)) return make_error(c.where("inputs"), "a grouped gemm takes no bias");
+    *out = {x[0], a.groups * w[2]};
+    return {};
+  }
+  LOOM_TRY(c.rank(0, 2, "[M,K]"));
+  LOOM_TRY(c.rank(1, 2, "[K,N]"));
+  const auto& x = c.in(0).shape;
+  const auto& w = c.in(1).shape;
+  if (x[1] != w[0]) {
+    return make_error(c.where("inputs"), "'" + c.in(0).name + "' " + shape_str(x) + " and '" + c.in(1).name + "' " +
+                                             shape_str(w) + " disagree on K");
+  }
+  if (c.has(2)) {
+    LOOM_TRY(c.rank(2, 1, "[N]"));
+    if (c.in(2).shape[0] != w[1]) {
+      return make_error(c.where("inputs"), "bias '" + c.in(2).name + "' " + shape_str(c.in(2).shape) +
+                                               " does not match N = " + std::to_string(w[1]));
+    }
+  }
+  *out = {x[0], w[1]};
+  return {};
+}
+
+/// A reshape to `shape` (at most one -1).
+Status infer_reshape(const ShapeCtx& c, std::vector<int64_t>* out) {
+  const Attrs& a = c.n.attrs;
+  const int64_t total = *checked_numel(c.in(0).shape);  // checked with the tensor
+  int64_t known = 1, infer_at = -1;
+  for (size_t i = 0; i < a.shape.size(); ++i) {
+    const int64_t d = a.shape[i];
+    if (d == -1 && infer_at < 0) {
+      infer_at = int64_t(i);
+    } else if (d < 1) {
+      return make_error(c.where("shape"), "dimension " + std::to_string(i) + " is " + std::to_string(d) +
+                                              "; dims must be >= 1, with at most one -1");
+    } else {
+      known = known > std::numeric_limits<int64_t>::max() / d ? 0 : known * d;
+      if (!known) return make_error(c.where("shape"), shape_str(a.shape) + " overflows int64");
+    }
+  }
+  if (a.shape.empty()) return make_error(c.where("shape"), "must have at least one dimension");
+  *out = a.shape;
+  if (infer_at >= 0) {
+    if (total % known != 0) {
+      return make_error(c.where("shape"), shape_str(a.shape) + " cannot hold the " + std::to_string(total) +
+                                              " elements of '" + c.in(0).name + "'");
+    }
+    (*out)[size_t(infer_at)] = total / known;
+  } else if (known != total) {
+    return make_error(c.where("shape"), shape_str(a.shape) + " has " + std::to_string(known) + " elements, '" +
+                                            c.in(0).name + "' " + shape_str(c.in(0).shape) + " has " +
+                                            std::to_string(total));
+  }
+  return {};
+}
+
+/// A transpose by `perm`.
+Status infer_transpose(const ShapeCtx& c, std::vector<int64_t>* out) {
+  const Attrs& a = c.n.attrs;
+  const auto& x = c.in(0).shape;
+  if (a.perm.size() != x.size()) {
+    return make_error(c.where("perm"), shape_str(a.perm) + " has " + std::to_string(a.perm.size()) +
+                                           " entries, '" + c.in(0).name + "' " + shape_str(x) + " has rank " +
+                                           std::to_string(x.size()));
+  }
+  std::vector<bool> seen(x.size(), false);
+  out->clear();
+  for (int64_t p : a.perm) {
+    if (p < 0 || p >= int64_t(x.size()) || seen[size_t(p)])
+      return make_error(c.where("perm"), shape_str(a.perm) + " is not a permutation of 0.." +
+                                             std::to_string(int64_t(x.size()) - 1));
+    seen[size_t(p)] = true;
+    out->push_back(x[size_t(p)]);
+  }
+  return {};
+}
+
+/// A concatenation along `axis`.
+Status infer_concat(const ShapeCtx& c, std::vector<int64_t>* out) {
+  const Attrs& a = c.n.attrs;
+  const Node& n = c.n;
+  const auto& x = c.in(0).shape;
+  if (a.axis < 0 || a.axis >= int64_t(x.size()))
+    return make_error(c.where("axis"),
+                      std::to_string(a.axis) + " is not an axis of '" + c.in(0).name + "' " + shape_str(x));
+  *out = x;
+  for (size_t k = 1; k < n.inputs.size(); ++k) {
+    const auto& s = c.in(k).shape;
+    bool ok = s.size() == x.size();
+    for (size_t d = 0; ok && d < x.size(); ++d) ok = int64_t(d) == a.axis || s[d] == x[d];
+    if (!ok)
+      return make_error(c.where("inputs"), "'" + c.in(k).name + "' " + shape_str(s) +
+                                               " does not concatenate with '" + c.in(0).name + "' " + shape_str(x) +
+                                               " along axis " + std::to_string(a.axis));
+    (*out)[size_t(a.axis)] += s[size_t(a.axis)];  // bounded: each input's numel is checked
+  }
+  return {};
+}
+
+/// A slice [starts, ends) on every axis.
+Status infer_slice(const ShapeCtx& c, std::vector<int64_t>* out) {
+  const Attrs& a = c.n.attrs;
+  const auto& x = c.in(0).shape;
+  if (a.starts.size() != x.size() || a.ends.size() != x.size())
+    return make_error(c.where("starts"),
+                      "starts and ends need one value per axis of '" + c.in(0).name + "' " + shape_str(x));
+  out->clear();
+  for (size_t d = 0; d < x.size(); ++d) {
+    if (a.starts[d] < 0 || a.ends[d] <= a.starts[d] || a.ends[d] > x[d])
+      return make_error(c.where("starts"), "axis " + std::to_string(d) + ": [" + std::to_string(a.starts[d]) +
+                                               ", " + std::to_string(a.ends[d]) +
+                                               ") is not a non-empty range of 0.." + std::to_string(x[d]));
+    out->push_back(a.ends[d] - a.starts[d]);
+  }
+  return {};
+}
+
 Status infer(const Graph& g, const Node& n, std::vector<int64_t>* out) {
   const ShapeCtx c{g, n};
   const Attrs& a = n.attrs;
@@ -202,73 +369,10 @@ Status infer(const Graph& g, const Node& n, std::vector<int64_t>* out) {
     if (c.has(i)) LOOM_TRY(c.dtype(i, bias ? DType::I32 : DType::I8));
   }
   switch (n.op) {
-    case OpKind::Conv2d: {
-      LOOM_TRY(c.rank(0, 4, "[N,H,W,C]"));
-      LOOM_TRY(c.rank(1, 4, "[KH,KW,C/groups,M]"));
-      const auto& x = c.in(0).shape;
-      const auto& w = c.in(1).shape;
-      if (a.groups < 1 || x[3] % a.groups != 0 || w[3] % a.groups != 0) {
-        return make_error(c.where("groups"), std::to_string(a.groups) + " must be >= 1 and divide input channels " +
-                                                 std::to_string(x[3]) + " and output channels " + std::to_string(w[3]));
-      }
-      if (w[2] != x[3] / a.groups) {
-        return make_error(c.where("inputs"),
-                          "weight '" + c.in(1).name + "' " + shape_str(w) + " has " + std::to_string(w[2]) +
-                              " input channels per group, input '" + c.in(0).name + "' " + shape_str(x) +
-                              " with groups " + std::to_string(a.groups) + " needs " + std::to_string(x[3] / a.groups));
-      }
-      if (a.kernel_h != w[0] || a.kernel_w != w[1]) {
-        return make_error(c.where("kernel"), "[" + std::to_string(a.kernel_h) + "," + std::to_string(a.kernel_w) +
-                                                 "] does not match weight '" + c.in(1).name + "' " + shape_str(w));
-      }
-      if (c.has(2)) {
-        LOOM_TRY(c.rank(2, 1, "[M]"));
-        if (c.in(2).shape[0] != w[3]) {
-          return make_error(c.where("inputs"), "bias '" + c.in(2).name + "' " + shape_str(c.in(2).shape) +
-                                                   " does not match " + std::to_string(w[3]) + " output channels");
-        }
-      }
-      int64_t oh = 0, ow = 0;
-      LOOM_TRY(c.window(x[1], w[0], a.stride_h, a.pad_top, a.pad_bottom, "height", &oh));
-      LOOM_TRY(c.window(x[2], w[1], a.stride_w, a.pad_left, a.pad_right, "width", &ow));
-      *out = {x[0], oh, ow, w[3]};
-      return {};
-    }
-    case OpKind::Gemm: {
-      if (a.groups != 1) {
-        // Grouped: a [M, G*K], b [G, K, N] -> [M, G*N].
-        if (a.groups < 1) return make_error(c.where("groups"), std::to_string(a.groups) + " must be >= 1");
-        LOOM_TRY(c.rank(0, 2, "[M,G*K]"));
-        LOOM_TRY(c.rank(1, 3, "[G,K,N]"));
-        const auto& x = c.in(0).shape;
-        const auto& w = c.in(1).shape;
-        if (w[0] != a.groups || x[1] != a.groups * w[1]) {
-          return make_error(c.where("inputs"), "'" + c.in(0).name + "' " + shape_str(x) + " and '" + c.in(1).name +
-                                                   "' " + shape_str(w) + " do not make " + std::to_string(a.groups) +
-                                                   " groups of [M,K] x [K,N]");
-        }
-        if (c.has(2)) return make_error(c.where("inputs"), "a grouped gemm takes no bias");
-        *out = {x[0], a.groups * w[2]};
-        return {};
-      }
-      LOOM_TRY(c.rank(0, 2, "[M,K]"));
-      LOOM_TRY(c.rank(1, 2, "[K,N]"));
-      const auto& x = c.in(0).shape;
-      const auto& w = c.in(1).shape;
-      if (x[1] != w[0]) {
-        return make_error(c.where("inputs"), "'" + c.in(0).name + "' " + shape_str(x) + " and '" + c.in(1).name + "' " +
-                                                 shape_str(w) + " disagree on K");
-      }
-      if (c.has(2)) {
-        LOOM_TRY(c.rank(2, 1, "[N]"));
-        if (c.in(2).shape[0] != w[1]) {
-          return make_error(c.where("inputs"), "bias '" + c.in(2).name + "' " + shape_str(c.in(2).shape) +
-                                                   " does not match N = " + std::to_string(w[1]));
-        }
-      }
-      *out = {x[0], w[1]};
-      return {};
-    }
+    case OpKind::Conv2d:
+      return infer_conv(c, out);
+    case OpKind::Gemm:
+      return infer_gemm(c, out);
     case OpKind::Relu:
     case OpKind::Clip:
       *out = c.in(0).shape;
@@ -326,87 +430,14 @@ Status infer(const Graph& g, const Node& n, std::vector<int64_t>* out) {
       *out = {x[0], 1, 1, x[3]};
       return {};
     }
-    case OpKind::Reshape: {
-      const int64_t total = *checked_numel(c.in(0).shape);  // checked with the tensor
-      int64_t known = 1, infer_at = -1;
-      for (size_t i = 0; i < a.shape.size(); ++i) {
-        const int64_t d = a.shape[i];
-        if (d == -1 && infer_at < 0) {
-          infer_at = int64_t(i);
-        } else if (d < 1) {
-          return make_error(c.where("shape"), "dimension " + std::to_string(i) + " is " + std::to_string(d) +
-                                                  "; dims must be >= 1, with at most one -1");
-        } else {
-          known = known > std::numeric_limits<int64_t>::max() / d ? 0 : known * d;
-          if (!known) return make_error(c.where("shape"), shape_str(a.shape) + " overflows int64");
-        }
-      }
-      if (a.shape.empty()) return make_error(c.where("shape"), "must have at least one dimension");
-      *out = a.shape;
-      if (infer_at >= 0) {
-        if (total % known != 0) {
-          return make_error(c.where("shape"), shape_str(a.shape) + " cannot hold the " + std::to_string(total) +
-                                                  " elements of '" + c.in(0).name + "'");
-        }
-        (*out)[size_t(infer_at)] = total / known;
-      } else if (known != total) {
-        return make_error(c.where("shape"), shape_str(a.shape) + " has " + std::to_string(known) + " elements, '" +
-                                                c.in(0).name + "' " + shape_str(c.in(0).shape) + " has " +
-                                                std::to_string(total));
-      }
-      return {};
-    }
-    case OpKind::Transpose: {
-      const auto& x = c.in(0).shape;
-      if (a.perm.size() != x.size()) {
-        return make_error(c.where("perm"), shape_str(a.perm) + " has " + std::to_string(a.perm.size()) +
-                                               " entries, '" + c.in(0).name + "' " + shape_str(x) + " has rank " +
-                                               std::to_string(x.size()));
-      }
-      std::vector<bool> seen(x.size(), false);
-      out->clear();
-      for (int64_t p : a.perm) {
-        if (p < 0 || p >= int64_t(x.size()) || seen[size_t(p)])
-          return make_error(c.where("perm"), shape_str(a.perm) + " is not a permutation of 0.." +
-                                                 std::to_string(int64_t(x.size()) - 1));
-        seen[size_t(p)] = true;
-        out->push_back(x[size_t(p)]);
-      }
-      return {};
-    }
-    case OpKind::Concat: {
-      const auto& x = c.in(0).shape;
-      if (a.axis < 0 || a.axis >= int64_t(x.size()))
-        return make_error(c.where("axis"),
-                          std::to_string(a.axis) + " is not an axis of '" + c.in(0).name + "' " + shape_str(x));
-      *out = x;
-      for (size_t k = 1; k < n.inputs.size(); ++k) {
-        const auto& s = c.in(k).shape;
-        bool ok = s.size() == x.size();
-        for (size_t d = 0; ok && d < x.size(); ++d) ok = int64_t(d) == a.axis || s[d] == x[d];
-        if (!ok)
-          return make_error(c.where("inputs"), "'" + c.in(k).name + "' " + shape_str(s) +
-                                                   " does not concatenate with '" + c.in(0).name + "' " + shape_str(x) +
-                                                   " along axis " + std::to_string(a.axis));
-        (*out)[size_t(a.axis)] += s[size_t(a.axis)];  // bounded: each input's numel is checked
-      }
-      return {};
-    }
-    case OpKind::Slice: {
-      const auto& x = c.in(0).shape;
-      if (a.starts.size() != x.size() || a.ends.size() != x.size())
-        return make_error(c.where("starts"),
-                          "starts and ends need one value per axis of '" + c.in(0).name + "' " + shape_str(x));
-      out->clear();
-      for (size_t d = 0; d < x.size(); ++d) {
-        if (a.starts[d] < 0 || a.ends[d] <= a.starts[d] || a.ends[d] > x[d])
-          return make_error(c.where("starts"), "axis " + std::to_string(d) + ": [" + std::to_string(a.starts[d]) +
-                                                   ", " + std::to_string(a.ends[d]) +
-                                                   ") is not a non-empty range of 0.." + std::to_string(x[d]));
-        out->push_back(a.ends[d] - a.starts[d]);
-      }
-      return {};
-    }
+    case OpKind::Reshape:
+      return infer_reshape(c, out);
+    case OpKind::Transpose:
+      return infer_transpose(c, out);
+    case OpKind::Concat:
+      return infer_concat(c, out);
+    case OpKind::Slice:
+      return infer_slice(c, out);
     case OpKind::Flatten: {
       const auto& x = c.in(0).shape;
       if (x.empty()) return make_error(c.where("inputs"), "cannot flatten a scalar");
