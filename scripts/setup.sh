@@ -11,7 +11,7 @@ APT_PACKAGES=(
   libxrt-dev uuid-dev libyaml-dev
   python3 python3-pip python3-yaml
   qemu-user slurm-wlm munge
-  clang-14 libfuzzer-14-dev libclang-rt-14-dev
+  clang-14 clang-format-14 libfuzzer-14-dev libclang-rt-14-dev
 )
 
 SUDO=""

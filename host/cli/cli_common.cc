@@ -1,14 +1,10 @@
 // Shared helpers of the `loom` subcommands.
 #include "cli/cli_common.h"
 
-#include <algorithm>
-
-#include "compiler/options.h"
-#include "frontend/onnx/model.h"
-
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +13,8 @@
 #include "common/hash.h"
 #include "common/limits.h"
 #include "common/tensor_io.h"
+#include "compiler/options.h"
+#include "frontend/onnx/model.h"
 
 namespace loom::cli {
 
@@ -41,7 +39,8 @@ Status check_output_file(const std::string& flag, const std::string& path) {
   const std::string what = flag + " " + path;
   if (path.empty()) return make_error(flag, "expected a file name");
   if (fs::is_directory(path, ec)) return make_error(what, "is a directory");
-  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) return Status::ok();  // /dev/null, a FIFO: written in place
+  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec))
+    return Status::ok();  // /dev/null, a FIFO: written in place
   fs::path dir = fs::path(path).parent_path();
   if (dir.empty()) dir = ".";
   if (!fs::is_directory(dir, ec)) return make_error(what, "folder '" + dir.string() + "' does not exist");
@@ -89,8 +88,7 @@ int fail(const std::string& msg) {
 
 Expected<ir::Graph> load_graph(const std::string& path) {
   const auto ext = std::filesystem::path(path).extension().string();
-  if (ext == ".onnx")
-    return make_error(path, "ONNX import is not available in this build of loom; use a .json graph");
+  if (ext == ".onnx") return make_error(path, "ONNX import is not available in this build of loom; use a .json graph");
   if (ext != ".json") return make_error(path, "unknown model format '" + ext + "' (expected a .json graph or a plan)");
   auto g = ir::parse_graph_json(path);
   if (!g) return g.error();
@@ -107,8 +105,7 @@ Expected<const spec::HwConfig*> find_config(const std::string& name) {
 }
 
 Expected<std::map<std::string, Tensor>> load_inputs(const std::vector<std::string>& files,
-                                                    const std::vector<plan::TensorBinding>& bindings,
-                                                    uint64_t seed) {
+                                                    const std::vector<plan::TensorBinding>& bindings, uint64_t seed) {
   std::map<std::string, Tensor> in;
   if (files.empty()) {
     // Deterministic seeded inputs (same generator as ir::random_inputs).
@@ -148,23 +145,26 @@ uint64_t file_hash(const std::string& path) {
 }
 
 void add_compile_flags(CLI::App* cmd, CompileFlags& f) {
-  f.given.emplace_back("--cores", cmd->add_option("--cores", f.cores, "Cores to compile for (0: all of the configuration)")
-                                      ->check(CLI::Range(0, 64)));
-  f.given.emplace_back("--fusion", cmd->add_option("--fusion", f.fusion, "Fusion policy: none, greedy (every legal group) or cost")
-                                       ->capture_default_str());
+  f.given.emplace_back("--cores",
+                       cmd->add_option("--cores", f.cores, "Cores to compile for (0: all of the configuration)")
+                           ->check(CLI::Range(0, 64)));
+  f.given.emplace_back("--fusion",
+                       cmd->add_option("--fusion", f.fusion, "Fusion policy: none, greedy (every legal group) or cost")
+                           ->capture_default_str());
   f.given.emplace_back("--placement",
                        cmd->add_option("--placement", f.placement,
                                        "Placement: static (data-parallel), pipeline (layer stages on core groups) or "
                                        "dynamic (tile tasks dispatched by the runtime)")
                            ->capture_default_str());
-  f.given.emplace_back("--tasks-per-core",
-                       cmd->add_option("--tasks-per-core", f.tasks_per_core, "Dynamic placement: tile tasks per core and layer")
-                           ->check(CLI::Range(1, 64))
+  f.given.emplace_back("--tasks-per-core", cmd->add_option("--tasks-per-core", f.tasks_per_core,
+                                                           "Dynamic placement: tile tasks per core and layer")
+                                               ->check(CLI::Range(1, 64))
+                                               ->capture_default_str());
+  f.given.emplace_back("--hls",
+                       cmd->add_option("--hls", f.hls,
+                                       "HLS compute units: off, or auto (layers or parts of them on units when "
+                                       "predicted faster)")
                            ->capture_default_str());
-  f.given.emplace_back("--hls", cmd->add_option("--hls", f.hls,
-                                                "HLS compute units: off, or auto (layers or parts of them on units when "
-                                                "predicted faster)")
-                                    ->capture_default_str());
   f.given.emplace_back("--depthwise",
                        cmd->add_option("--depthwise", f.depthwise,
                                        "Depthwise convolutions on the cores' depthwise unit (DWCONV) or on the array: "

@@ -13,8 +13,8 @@
 
 #include "common/status.h"
 #include "common/tensor.h"
-#include "ir/graph.h"
 #include "compiler/compiler.h"
+#include "ir/graph.h"
 #include "plan/plan.h"
 #include "plan/program.h"
 #include "runtime/device.h"
@@ -136,8 +136,8 @@ struct RunReport {
   ordered_json j;  // model, kind, backend, config, compile options, seed, the kind's own fields
   std::vector<RunOutput> outputs;
   bool check = false, exact = true;  // --check done, and its result (j carries the details)
-  std::string summary;     // first text line: "ran MODEL on BACKEND (config C): ..."
-  std::string check_line;  // text line of --check
+  std::string summary;               // first text line: "ran MODEL on BACKEND (config C): ..."
+  std::string check_line;            // text line of --check
 };
 /// Finishes every run the same way: --expected DIR (or test_data_set_0)
 /// compared within --atol/--rtol; on a failed check nothing written and exit

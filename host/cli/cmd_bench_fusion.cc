@@ -144,7 +144,7 @@ struct Opts {
 struct RunOut {
   uint64_t cycles = 0, predicted = 0, insns = 0, dram = 0;
   bool exact = false;
-  std::vector<std::string> why;  // the groups the cost policy refused, with the predicted numbers
+  std::vector<std::string> why;               // the groups the cost policy refused, with the predicted numbers
   std::map<std::string, std::string> groups;  // fusion group -> the compiler's decision on it
 };
 
@@ -188,8 +188,9 @@ ordered_json differing_groups(const RunOut& greedy, const RunOut& cost) {
     if (ct.rfind("kept", 0) == 0 && gt.rfind("kept", 0) == 0) continue;
     std::string reason = "the cost model predicts the fold slower";
     if (ct.find("residual tile in IN") != std::string::npos)
-      reason = "scratchpad: the residual tile shares IN with the A tile, so the fused conv gets smaller tiles "
-               "(more K steps and reloads) whose extra cycles exceed the separate add";
+      reason =
+          "scratchpad: the residual tile shares IN with the A tile, so the fused conv gets smaller tiles "
+          "(more K steps and reloads) whose extra cycles exceed the separate add";
     v.push_back(ordered_json{{"group", group}, {"greedy", gt}, {"cost", ct}, {"reason", reason}});
   }
   return v;
@@ -273,7 +274,8 @@ int bench_fusion(const Opts& o) {
     if (loses) {
       jw["greedy_loses_by_cycles"] = r[1].cycles - std::min(r[0].cycles, r[2].cycles);
       std::vector<std::string> because;
-      for (const auto& d : differ) because.push_back(d["group"].get<std::string>() + ": " + d["reason"].get<std::string>());
+      for (const auto& d : differ)
+        because.push_back(d["group"].get<std::string>() + ": " + d["reason"].get<std::string>());
       if (r[1].cycles > r[0].cycles)
         because.push_back("slower than none: " + std::to_string(r[1].groups.size()) +
                           " fusion decisions, the folds measure slower than the unfused plan");
@@ -309,26 +311,23 @@ int bench_fusion(const Opts& o) {
     }
     if (!o.json) {
       std::cout << w.g.name << ": none " << r[0].cycles << ", greedy " << r[1].cycles << ", cost " << r[2].cycles
-                << " cycles (predicted " << r[0].predicted << " / " << r[1].predicted << " / " << r[2].predicted
-                << ")" << (ok ? "" : "  COST > 1.02 x best") << (loses ? "  greedy loses" : "") << "\n";
+                << " cycles (predicted " << r[0].predicted << " / " << r[1].predicted << " / " << r[2].predicted << ")"
+                << (ok ? "" : "  COST > 1.02 x best") << (loses ? "  greedy loses" : "") << "\n";
       for (const auto& d : differ)
-        std::cout << "  " << d["group"].get<std::string>() << ": greedy folds, cost keeps separate: "
-                  << d["reason"].get<std::string>() << "\n";
+        std::cout << "  " << d["group"].get<std::string>()
+                  << ": greedy folds, cost keeps separate: " << d["reason"].get<std::string>() << "\n";
     }
     out["workloads"].push_back(jw);
   }
   if (!work.empty() && work[0].segment >= 0) {
     // The whole model: its device segments one after the other.
     const uint64_t best = std::min(total[0], total[1]);
-    out["model"] = ordered_json{{"model", o.model},
-                                {"segments", work.size()},
-                                {"none", total[0]},
-                                {"greedy", total[1]},
-                                {"cost", total[2]},
-                                {"cost_within_2pct", double(total[2]) <= 1.02 * double(best)}};
+    out["model"] = ordered_json{{"model", o.model}, {"segments", work.size()},
+                                {"none", total[0]}, {"greedy", total[1]},
+                                {"cost", total[2]}, {"cost_within_2pct", double(total[2]) <= 1.02 * double(best)}};
     if (!o.json)
-      std::cout << o.model << " (" << work.size() << " device segments): none " << total[0] << ", greedy "
-                << total[1] << ", cost " << total[2] << " cycles\n";
+      std::cout << o.model << " (" << work.size() << " device segments): none " << total[0] << ", greedy " << total[1]
+                << ", cost " << total[2] << " cycles\n";
   }
   double mean = 0, worst = 0;
   for (double e : errs) mean += e, worst = std::max(worst, e);
@@ -352,7 +351,8 @@ int bench_fusion(const Opts& o) {
 void register_bench_fusion(CLI::App* bench) {
   auto o = std::make_shared<Opts>();
   auto* cmd = bench->add_subcommand("fusion", "Fusion policies none/greedy/cost on network slices, measured");
-  cmd->add_option("--model", o->model, "Slice: resnet50_bottleneck, mobilenetv2_ir, bert_ffn, residual_exact, all, a .json graph, "
+  cmd->add_option("--model", o->model,
+                  "Slice: resnet50_bottleneck, mobilenetv2_ir, bert_ffn, residual_exact, all, a .json graph, "
                   "or an .onnx model (its device segments)")
       ->capture_default_str();
   cmd->add_option("--size", o->size, "Shapes of the built-in slices: small or full")->capture_default_str();

@@ -43,8 +43,7 @@ void register_bringup(CLI::App& app) {
   cmd->add_option("--backend", o->backend, "Backend: xrt (a card) or xrt-emu (the emulation)")->capture_default_str();
   cmd->add_option("--config", o->config,
                   "Hardware configuration the xclbin implements (default: the one its HWCFG register names)");
-  cmd->add_option("--dma-max-mib", o->dma_max_mib,
-                  "Largest DMA loopback size in MiB (default 64)")
+  cmd->add_option("--dma-max-mib", o->dma_max_mib, "Largest DMA loopback size in MiB (default 64)")
       ->check(CLI::Range(uint64_t(1), uint64_t(4096)));
   cmd->add_flag("--json", o->json, "Print one JSON object");
   add_device_flags(cmd, o->device);
@@ -89,14 +88,14 @@ void register_bringup(CLI::App& app) {
     // The configuration checked: the card's once the identity check passed.
     const bool identified = checks.size() > 2 && checks[2].outcome == bringup::Outcome::Pass;
     const auto config_name = [&] {
-      return identified ? std::string(t->device().config().name)
-                        : o->config.empty() ? std::string("(unknown)") : o->config;
+      return identified          ? std::string(t->device().config().name)
+             : o->config.empty() ? std::string("(unknown)")
+                                 : o->config;
     };
     unsigned n[3] = {0, 0, 0};
     for (const auto& c : checks) ++n[int(c.outcome)];
     if (o->json) {
-      ordered_json j{{"backend", o->backend}, {"config", config_name()}, {"device", index},
-                     {"target", t->describe()}};
+      ordered_json j{{"backend", o->backend}, {"config", config_name()}, {"device", index}, {"target", t->describe()}};
       ordered_json arr = ordered_json::array();
       for (const auto& c : checks) {
         ordered_json e{{"name", c.name}, {"result", bringup::outcome_name(c.outcome)}, {"detail", c.detail}};

@@ -26,7 +26,8 @@ void register_compile(CLI::App& app) {
     CompileFlags compile;
   };
   auto o = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand("compile", "Compile a graph or an ONNX model into a plan for a hardware configuration");
+  auto* cmd =
+      app.add_subcommand("compile", "Compile a graph or an ONNX model into a plan for a hardware configuration");
   cmd->add_option("GRAPH", o->graph, "Graph (.json) or ONNX model (.onnx)")->required();
   cmd->add_option("--config", o->config, "Hardware configuration (see `loom info`)")->capture_default_str();
   cmd->add_option("-o,--output", o->out, "Plan file to write")->required();

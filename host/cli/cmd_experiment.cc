@@ -22,8 +22,8 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -51,7 +51,7 @@ struct ExpOpts {
 
 /// One sweep axis: a field of the sweep file and the values it takes.
 struct Axis {
-  std::string name;                // field name in the sweep file and column in results.csv
+  std::string name;  // field name in the sweep file and column in results.csv
   std::vector<ordered_json> values;
 };
 
@@ -89,11 +89,16 @@ Expected<Sweep> parse_sweep(const ordered_json& j, const std::string& src) {
     const char* name;
     const char* kind;  // string, config, batching, scheduling, backend, load, seed, int, delay, margin, bool
   };
-  static const Known kKnown[] = {{"workload", "string"},       {"configs", "config"},
-                                 {"batching", "batching"},     {"scheduling", "scheduling"},
-                                 {"backend", "backend"},       {"max_batch", "int"},
-                                 {"max_queue_delay_ms", "delay"}, {"slack_margin", "margin"},
-                                 {"admission", "bool"},        {"loads", "load"},
+  static const Known kKnown[] = {{"workload", "string"},
+                                 {"configs", "config"},
+                                 {"batching", "batching"},
+                                 {"scheduling", "scheduling"},
+                                 {"backend", "backend"},
+                                 {"max_batch", "int"},
+                                 {"max_queue_delay_ms", "delay"},
+                                 {"slack_margin", "margin"},
+                                 {"admission", "bool"},
+                                 {"loads", "load"},
                                  {"seeds", "seed"}};
   if (!j.is_object()) return make_error(src, "expected a mapping at the top level");
   for (const auto& [k, v] : j.items()) {
@@ -181,10 +186,14 @@ std::vector<std::string> serve_args(const ordered_json& params, const fs::path& 
   fs::path wl = params["workload"].get<std::string>();
   if (std::error_code ec; wl.is_relative() && !fs::exists(wl, ec)) wl = sweep_dir / wl;
   a.push_back(fs::absolute(wl).lexically_normal().string());
-  const std::map<std::string, std::string> flag{{"configs", "--config"},        {"batching", "--batching"},
-                                                {"scheduling", "--scheduling"}, {"backend", "--backend"},
-                                                {"max_batch", "--max-batch"},   {"max_queue_delay_ms", "--max-queue-delay-ms"},
-                                                {"slack_margin", "--slack-margin"}, {"loads", "--load-scale"},
+  const std::map<std::string, std::string> flag{{"configs", "--config"},
+                                                {"batching", "--batching"},
+                                                {"scheduling", "--scheduling"},
+                                                {"backend", "--backend"},
+                                                {"max_batch", "--max-batch"},
+                                                {"max_queue_delay_ms", "--max-queue-delay-ms"},
+                                                {"slack_margin", "--slack-margin"},
+                                                {"loads", "--load-scale"},
                                                 {"seeds", "--seed"}};
   for (const auto& [k, v] : params.items()) {
     if (k == "workload") continue;
@@ -236,8 +245,10 @@ std::string point_error(const fs::path& dir, size_t id) {
   std::ifstream ef(dir / "runs" / (std::to_string(id) + ".err"));
   std::string line, last;
   while (std::getline(ef, line))
-    if (line.rfind("loom: error:", 0) == 0) return line;
-    else if (!line.empty()) last = line;
+    if (line.rfind("loom: error:", 0) == 0)
+      return line;
+    else if (!line.empty())
+      last = line;
   if (!last.empty()) return last;
   auto m = read_json(dir / "runs" / (std::to_string(id) + ".meta.json"));
   if (m && m->contains("exit")) return "exit code " + (*m)["exit"].dump();
@@ -258,9 +269,7 @@ std::string index_list(const std::vector<size_t>& ids) {
   return s;
 }
 
-double now_unix() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double now_unix() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 /// `loom experiment --run-point N -o DIR`: runs point N of DIR/points.json
 /// (the body of a local worker and of a Slurm array task) and records its
@@ -291,8 +300,7 @@ int run_point(const ExpOpts& o) {
   }
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
-  ordered_json meta{{"point", o.run_point}, {"exit", rc}, {"start_unix", t0}, {"end_unix", now_unix()},
-                    {"host", host}};
+  ordered_json meta{{"point", o.run_point}, {"exit", rc}, {"start_unix", t0}, {"end_unix", now_unix()}, {"host", host}};
   if (Status s = write_file_atomic((dir / "runs" / (id + ".meta.json")).string(), meta.dump(2) + "\n"); !s)
     return fail(s.error());
   return rc == 0 ? 0 : 1;
@@ -309,8 +317,8 @@ Status store_manifest(const std::string& out, const ordered_json& man) {
   auto old = read_json(file);
   if (!old) return old.error();
   if ((*old)["points"] != man["points"])
-    return make_error(out, "holds the points of another sweep (" + (*old)["sweep"].dump() +
-                               "); choose another -o, or remove it");
+    return make_error(
+        out, "holds the points of another sweep (" + (*old)["sweep"].dump() + "); choose another -o, or remove it");
   return Status::ok();
 }
 
@@ -350,8 +358,8 @@ Expected<ordered_json> prepare(const ExpOpts& o, Sweep* sweep_out) {
       idx[a] = 0;
     }
   }
-  ordered_json man{{"format", "loom-sweep-points"}, {"version", 1}, {"sweep", fs::absolute(o.sweep).string()},
-                   {"points", points}};
+  ordered_json man{
+      {"format", "loom-sweep-points"}, {"version", 1}, {"sweep", fs::absolute(o.sweep).string()}, {"points", points}};
   if (Status st = store_manifest(o.output, man); !st) return st.error();
   if (sweep_out) *sweep_out = *sw;
   return man;
@@ -363,8 +371,7 @@ Expected<ordered_json> prepare_commands(const ExpOpts& o) {
   auto doc = serve::load_yaml(o.commands);
   if (!doc) return doc.error();
   const std::string& src = o.commands;
-  if (!doc->is_object() || !doc->contains("commands") || !(*doc)["commands"].is_array() ||
-      (*doc)["commands"].empty())
+  if (!doc->is_object() || !doc->contains("commands") || !(*doc)["commands"].is_array() || (*doc)["commands"].empty())
     return make_error(src, "expected a mapping with a non-empty list 'commands'");
   ordered_json points = ordered_json::array();
   std::set<std::string> names;
@@ -380,8 +387,11 @@ Expected<ordered_json> prepare_commands(const ExpOpts& o) {
     points.push_back({{"id", points.size()}, {"name", c["name"]}, {"argv", c["argv"]}});
     if (points.size() > 100000) return make_error(src, "more than 100000 commands");
   }
-  ordered_json man{{"format", "loom-sweep-points"}, {"version", 1}, {"kind", "commands"},
-                   {"sweep", fs::absolute(src).string()}, {"points", points}};
+  ordered_json man{{"format", "loom-sweep-points"},
+                   {"version", 1},
+                   {"kind", "commands"},
+                   {"sweep", fs::absolute(src).string()},
+                   {"points", points}};
   if (Status st = store_manifest(o.output, man); !st) return st.error();
   return man;
 }
@@ -410,13 +420,18 @@ int merge_commands(const fs::path& dir, const ordered_json& man, const std::stri
            (row["host"].is_null() ? "" : row["host"].get<std::string>()) + "\n";
     rows.push_back(row);
   }
-  ordered_json res{{"kind", "commands"}, {"sweep", man["sweep"]}, {"points", points.size()},
-                   {"passed", points.size() - bad.size()}, {"failed", bad.size()},
-                   {"wall", {{"launcher", launcher}, {"span_seconds", t_max - t_min},
-                             {"runs_per_hour", t_max > t_min ? double(timed) / (t_max - t_min) * 3600.0 : 0.0}}},
+  ordered_json res{{"kind", "commands"},
+                   {"sweep", man["sweep"]},
+                   {"points", points.size()},
+                   {"passed", points.size() - bad.size()},
+                   {"failed", bad.size()},
+                   {"wall",
+                    {{"launcher", launcher},
+                     {"span_seconds", t_max - t_min},
+                     {"runs_per_hour", t_max > t_min ? double(timed) / (t_max - t_min) * 3600.0 : 0.0}}},
                    {"runs", rows}};
-  for (const auto& [name, text] : {std::pair{std::string("results.csv"), csv},
-                                   std::pair{std::string("results.json"), res.dump(2) + "\n"}})
+  for (const auto& [name, text] :
+       {std::pair{std::string("results.csv"), csv}, std::pair{std::string("results.json"), res.dump(2) + "\n"}})
     if (Status s = write_file_atomic((dir / name).string(), text); !s) return fail(s.error());
   if (!bad.empty())
     return fail(dir.string() + ": " + std::to_string(bad.size()) + " of " + std::to_string(points.size()) +
@@ -456,7 +471,8 @@ int run_local(const ExpOpts& o, const ordered_json& man, const std::vector<size_
     ++done;
     const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && finished(dir, i, manifest_kind(man));
     std::string what;
-    if (man["points"][i].contains("name")) what = " " + man["points"][i]["name"].get<std::string>();
+    if (man["points"][i].contains("name"))
+      what = " " + man["points"][i]["name"].get<std::string>();
     else
       for (const auto& [k, v] : man["points"][i]["params"].items())
         if (k != "workload") what += " " + k + "=" + value_text(v);
@@ -490,10 +506,13 @@ int submit_slurm(const ExpOpts& o, const Sweep& sw, const std::vector<size_t>& t
   if (Status s = write_file_atomic(sh.string(), script); !s) return fail(s.error());
   fs::permissions(sh, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read, ec);
   const int throttle = sw.slurm.throttle > 0 ? sw.slurm.throttle : o.jobs;
-  std::vector<std::string> cmd{env_or("LOOM_SBATCH", "sbatch"), "--parsable", "--job-name=loom-experiment",
+  std::vector<std::string> cmd{env_or("LOOM_SBATCH", "sbatch"),
+                               "--parsable",
+                               "--job-name=loom-experiment",
                                "--array=" + index_list(todo) + "%" + std::to_string(throttle),
                                "--output=" + (dir / "runs" / "%a.out").string(),
-                               "--error=" + (dir / "runs" / "%a.err").string(), "--chdir=" + dir.string()};
+                               "--error=" + (dir / "runs" / "%a.err").string(),
+                               "--chdir=" + dir.string()};
   if (!sw.slurm.time.empty()) cmd.push_back("--time=" + sw.slurm.time);
   if (!sw.slurm.mem.empty()) cmd.push_back("--mem=" + sw.slurm.mem);
   if (!sw.slurm.partition.empty()) cmd.push_back("--partition=" + sw.slurm.partition);
@@ -501,7 +520,8 @@ int submit_slurm(const ExpOpts& o, const Sweep& sw, const std::vector<size_t>& t
   cmd.push_back(sh.string());
   const std::string out = (dir / "slurm" / "sbatch.out").string(), err = (dir / "slurm" / "sbatch.err").string();
   const pid_t pid = spawn_process(cmd, out, err);
-  if (pid < 0) return fail("loom experiment: cannot start " + cmd[0] + " (is Slurm installed? scripts/slurm_cluster.sh)");
+  if (pid < 0)
+    return fail("loom experiment: cannot start " + cmd[0] + " (is Slurm installed? scripts/slurm_cluster.sh)");
   const int rc = wait_process(pid);
   std::ifstream fo(out);
   std::string job;
@@ -515,8 +535,8 @@ int submit_slurm(const ExpOpts& o, const Sweep& sw, const std::vector<size_t>& t
         first = line;
         break;
       }
-    return fail("loom experiment: sbatch failed (exit " + std::to_string(rc) + "): " +
-                (first.empty() ? std::string("no message") : first));
+    return fail("loom experiment: sbatch failed (exit " + std::to_string(rc) +
+                "): " + (first.empty() ? std::string("no message") : first));
   }
   std::printf("%s\n", job.c_str());
   std::fflush(stdout);
@@ -623,7 +643,8 @@ int merge(const std::string& out_dir, const std::string& launcher) {
   }
   ordered_json res{{"kind", "sweep"}, {"sweep", (*man)["sweep"]}, {"points", points.size()}, {"settings", settings}};
   // Wall-time fields (the only ones that differ between two runs of a sweep).
-  ordered_json wall{{"launcher", launcher}, {"span_seconds", t_max - t_min},
+  ordered_json wall{{"launcher", launcher},
+                    {"span_seconds", t_max - t_min},
                     {"point_seconds_mean", timed ? point_sum / double(timed) : 0.0},
                     {"runs_per_hour", t_max > t_min ? double(timed) / (t_max - t_min) * 3600.0 : 0.0}};
   res["wall"] = wall;
@@ -634,8 +655,10 @@ int merge(const std::string& out_dir, const std::string& launcher) {
   const std::string self = self_exe();
   const int rc = run_process({self, "report", (dir / "results.json").string(), "-o", (dir / "report").string()}, true);
   if (rc != 0)
-    return fail(out_dir + "/report: loom report failed (exit " + std::to_string(rc) + "); results.csv and "
-                "results.json are written; run `loom report " + out_dir + "/results.json -o DIR` to see why");
+    return fail(out_dir + "/report: loom report failed (exit " + std::to_string(rc) +
+                "); results.csv and "
+                "results.json are written; run `loom report " +
+                out_dir + "/results.json -o DIR` to see why");
   std::fprintf(stderr, "loom experiment: %zu points -> %s/results.csv, results.json, report/ (%.0f runs/hour)\n",
                points.size(), out_dir.c_str(), wall["runs_per_hour"].get<double>());
   return 0;
@@ -685,19 +708,20 @@ int experiment(const ExpOpts& o) {
 
 void register_experiment(CLI::App& app) {
   auto o = std::make_shared<ExpOpts>();
-  auto* c = app.add_subcommand(
-      "experiment", "Run a sweep of loom serve runs (local processes or a Slurm job array); resume; merge");
+  auto* c = app.add_subcommand("experiment",
+                               "Run a sweep of loom serve runs (local processes or a Slurm job array); resume; merge");
   c->add_option("SWEEP", o->sweep, "Sweep file (.yaml)");
-  c->add_option("-j,--jobs", o->jobs, "Parallel runs (local), or at most this many array tasks at once (slurm; "
-                                      "the sweep's slurm.throttle wins) (default 2)");
+  c->add_option("-j,--jobs", o->jobs,
+                "Parallel runs (local), or at most this many array tasks at once (slurm; "
+                "the sweep's slurm.throttle wins) (default 2)");
   c->add_option("-o,--output", o->output, "Output folder (points.json, runs/, results.csv, results.json, report/)");
-  c->add_option("--launcher", o->launcher, "Launcher: local (default), or slurm (one sbatch --array job; prints its job id)");
+  c->add_option("--launcher", o->launcher,
+                "Launcher: local (default), or slurm (one sbatch --array job; prints its job id)");
   c->add_flag("--wait", o->wait, "Slurm: wait for the job array to finish, then merge");
   c->add_option("--commands", o->commands,
                 "Run a list of commands instead of a sweep ({commands: [{name, argv}]}; scripts/regress.sh)");
   c->add_option("--merge", o->merge, "Merge the finished points of DIR into results.csv, results.json and report/");
-  c->add_option("--run-point", o->run_point, "Run point N of -o DIR (what each worker and array task does)")
-      ->group("");
+  c->add_option("--run-point", o->run_point, "Run point N of -o DIR (what each worker and array task does)")->group("");
   c->callback([o] {
     if (int rc = experiment(*o)) throw CLI::RuntimeError(rc);
   });

@@ -7,8 +7,8 @@
 #include <set>
 
 #include "cli/cli_common.h"
-#include "compiler/options.h"
 #include "common/tensor_io.h"
+#include "compiler/options.h"
 #include "frontend/onnx/model.h"
 #include "frontend/onnx/program.h"
 #include "frontend/onnx/program_file.h"
@@ -29,9 +29,13 @@ void add_program_json(ordered_json& j, const onnxfe::Program& p) {
     size_t insns = 0;
     for (const auto& c : ps.plan.cores) insns += c.size();
     dev_ops += s.nodes.size();
-    segs.push_back(ordered_json{{"nodes", s.nodes}, {"inputs", ps.inputs}, {"outputs", ps.outputs},
-                                {"layers", ps.plan.layers.size()}, {"instructions", insns},
-                                {"memory_bytes", ps.plan.memory_bytes}, {"unit_calls", ps.plan.unit_calls.size()},
+    segs.push_back(ordered_json{{"nodes", s.nodes},
+                                {"inputs", ps.inputs},
+                                {"outputs", ps.outputs},
+                                {"layers", ps.plan.layers.size()},
+                                {"instructions", insns},
+                                {"memory_bytes", ps.plan.memory_bytes},
+                                {"unit_calls", ps.plan.unit_calls.size()},
                                 {"tasks", ps.plan.tasks.size()}});
   }
   j["device_ops"] = dev_ops;
@@ -57,7 +61,8 @@ void print_explain(const onnxfe::Program& p) {
   for (const auto& h : p.host_ops) std::cout << "[onnx] host: " << h.node << " (" << h.op << "): " << h.why << "\n";
 }
 
-Expected<std::map<std::string, onnxfe::Value>> read_inputs(const onnxfe::Model& m, const std::vector<std::string>& files) {
+Expected<std::map<std::string, onnxfe::Value>> read_inputs(const onnxfe::Model& m,
+                                                           const std::vector<std::string>& files) {
   if (files.size() != m.inputs.size()) {
     return make_error("--inputs", std::to_string(files.size()) + " files given; " + m.path + " has " +
                                       std::to_string(m.inputs.size()) + " graph inputs");
@@ -78,7 +83,8 @@ Status attach_reference_graphs(onnxfe::ProgramPlan& pp, const std::string& plan_
   const auto& info = pp.info;
   if (info.source.empty() || file_hash(info.source) != info.source_hash)
     return make_error("--check", "the model " + (info.source.empty() ? std::string("of the plan") : info.source) +
-                                     " that " + plan_path + " was compiled from is missing or changed since compilation");
+                                     " that " + plan_path +
+                                     " was compiled from is missing or changed since compilation");
   auto m = onnxfe::load_model(info.source);
   if (!m) return m.error();
   auto& segs = pp.program.segments;
@@ -88,7 +94,8 @@ Status attach_reference_graphs(onnxfe::ProgramPlan& pp, const std::string& plan_
   bool exact_host = false;
   if (!plans.empty()) {
     const auto o = nlohmann::json::parse(plans[0].plan.compile_options, nullptr, false);
-    exact_host = o.is_object() && o.contains("exact_host") && o["exact_host"].is_boolean() && o["exact_host"].get<bool>();
+    exact_host =
+        o.is_object() && o.contains("exact_host") && o["exact_host"].is_boolean() && o["exact_host"].get<bool>();
   }
   auto ref = onnxfe::segment_graphs(std::move(*m), nodes, exact_host);
   if (!ref) return Status(ref.error()).context("--check");
@@ -191,11 +198,12 @@ int run_program_kind(const RunArgs& a) {
     j["bit_exact"] = rep.exact;
     if (!rep.exact) {
       ordered_json mism = ordered_json::array();
-      for (const auto& [what, n] : mismatches) mism.push_back(ordered_json{{"output", what}, {"mismatched_elements", n}});
+      for (const auto& [what, n] : mismatches)
+        mism.push_back(ordered_json{{"output", what}, {"mismatched_elements", n}});
       j["mismatches"] = mism;
     }
-    rep.check_line = "check of " + std::to_string(prog.segments.size()) + " device segments against the direct reference: " +
-                     (rep.exact ? "bit-exact" : "MISMATCH");
+    rep.check_line = "check of " + std::to_string(prog.segments.size()) +
+                     " device segments against the direct reference: " + (rep.exact ? "bit-exact" : "MISMATCH");
   }
   for (const auto& [name, v] : *outputs) {
     const onnxfe::Value* vp = &v;
@@ -209,9 +217,10 @@ int run_program_kind(const RunArgs& a) {
                                       return encode_npy(*t);
                                     }});
   }
-  rep.summary = "ran " + a.model + " on " + a.backend + " (config " + std::string(cfgp->name) + "): " +
-                std::to_string(j["device_ops"].get<size_t>()) + " ops in " + std::to_string(prog.segments.size()) +
-                " device segments, " + std::to_string(prog.fallback_ops.size()) + " host fallback ops" +
+  rep.summary = "ran " + a.model + " on " + a.backend + " (config " + std::string(cfgp->name) +
+                "): " + std::to_string(j["device_ops"].get<size_t>()) + " ops in " +
+                std::to_string(prog.segments.size()) + " device segments, " + std::to_string(prog.fallback_ops.size()) +
+                " host fallback ops" +
                 (res->has_time ? ", " + std::to_string(res->cycles) + " device cycles" : std::string());
   return finish_run(a, rep, prog.program, *res, *cfgp, /*name_segments=*/true, exp_dir, t0);
 }
@@ -259,14 +268,15 @@ int compile_program_kind(const std::string& model, const spec::HwConfig& cfg, co
       j["decisions"] = ordered_json::array();
       for (size_t k = 0; k < prog->segments.size(); ++k)
         for (const auto& d : prog->segments[k].decisions)
-          j["decisions"].push_back(ordered_json{{"segment", k}, {"node", d.node}, {"pass", d.pass}, {"decision", d.text}});
+          j["decisions"].push_back(
+              ordered_json{{"segment", k}, {"node", d.node}, {"pass", d.pass}, {"decision", d.text}});
     }
     std::cout << versioned("compile", j).dump(2) << "\n";
     return 0;
   }
-  std::cout << "wrote " << out << ": " << prog->segments.size() << " device segments ("
-            << j["device_ops"].get<size_t>() << " ops) and " << prog->fallback_ops.size()
-            << " host fallback ops in " << prog->program.steps.size() << " steps (config " << cfg.name << ")\n";
+  std::cout << "wrote " << out << ": " << prog->segments.size() << " device segments (" << j["device_ops"].get<size_t>()
+            << " ops) and " << prog->fallback_ops.size() << " host fallback ops in " << prog->program.steps.size()
+            << " steps (config " << cfg.name << ")\n";
   return 0;
 }
 

@@ -15,7 +15,6 @@ namespace loom::cli {
 
 namespace {
 
-
 struct ReportOpts {
   std::string result, output, timeline_ms;
 };
@@ -29,7 +28,8 @@ int report(const ReportOpts& o) {
   std::ifstream f(o.result);
   if (!f) return fail(o.result + ": cannot open the result file");
   ordered_json j = ordered_json::parse(f, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return fail(o.result + ": not a JSON result of loom serve, loom experiment or loom tune");
+  if (j.is_discarded() || !j.is_object())
+    return fail(o.result + ": not a JSON result of loom serve, loom experiment or loom tune");
   const std::string kind = j.value("kind", "");
   if (kind != "serve" && kind != "sweep" && kind != "tune")
     return fail(o.result + ": field 'kind' is '" + kind + "', expected 'serve', 'sweep' or 'tune'");
@@ -39,8 +39,9 @@ int report(const ReportOpts& o) {
   const pid_t probe = spawn_process({py, "-c", "import matplotlib"}, "/dev/null", "/dev/null");
   const int prc = probe < 0 ? -1 : wait_process(probe);
   if (prc != 0)
-    return fail(prc == -1 || prc == 127 ? py + ": python3 not found; loom report needs python3 with matplotlib"
-                                        : py + ": matplotlib is not installed; loom report needs it (pip install matplotlib)");
+    return fail(prc == -1 || prc == 127
+                    ? py + ": python3 not found; loom report needs python3 with matplotlib"
+                    : py + ": matplotlib is not installed; loom report needs it (pip install matplotlib)");
   std::vector<std::string> args{py, script, o.result, o.output};
   if (!o.timeline_ms.empty()) args.push_back(o.timeline_ms);
   const pid_t pid = spawn_process(args, "", "");

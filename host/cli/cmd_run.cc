@@ -6,11 +6,11 @@
 #include <array>
 #include <chrono>
 #include <cmath>
-#include <cstring>
-#include <optional>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "cli/cli_common.h"
 #include "cli/progress.h"
@@ -95,7 +95,8 @@ int run_with_wave(const Opts& o) {
 int run(const Opts& o) {
   const InputKind kind = input_kind(o.model);
   if (kind == InputKind::Onnx || kind == InputKind::ProgramPlan) {
-    if (!o.graph.empty()) return fail("--graph: a plan of a JSON graph is checked against a graph; " + o.model + " is not one");
+    if (!o.graph.empty())
+      return fail("--graph: a plan of a JSON graph is checked against a graph; " + o.model + " is not one");
     return run_program_kind(o);
   }
   const auto t0 = std::chrono::steady_clock::now();
@@ -117,7 +118,8 @@ int run(const Opts& o) {
       if (!ro) return fail(ro.error());
       recorded = *ro;
     }
-    if (Status s = check_plan_flags(o.compile, *pc, recorded ? &*recorded : nullptr, o.model); !s) return fail(s.error());
+    if (Status s = check_plan_flags(o.compile, *pc, recorded ? &*recorded : nullptr, o.model); !s)
+      return fail(s.error());
     if (graph_path.empty() && o.check) {
       if (p.graph_source.empty() || file_hash(p.graph_source) != p.graph_hash)
         return fail("--check: the graph " + (p.graph_source.empty() ? std::string("of the plan") : p.graph_source) +
@@ -211,8 +213,8 @@ int run(const Opts& o) {
                                       return format == "npy" ? encode_npy(*t) : encode_onnx_tensor(*t, n);
                                     }});
   }
-  rep.summary = "ran " + o.model + " on " + o.backend + " (config " + pl.config + "): " +
-                std::to_string(res->instructions) + " instructions on " +
+  rep.summary = "ran " + o.model + " on " + o.backend + " (config " + pl.config +
+                "): " + std::to_string(res->instructions) + " instructions on " +
                 std::to_string(res->segments.empty() ? 0 : res->segments[0].result.cores.size()) + " cores" +
                 (res->has_time ? ", " + std::to_string(res->cycles) + " cycles" : std::string());
   return finish_run(o, rep, prog, *res, *cfg, /*name_segments=*/false, exp_dir, t0);
@@ -250,7 +252,8 @@ ordered_json cores_json(const std::vector<const runtime::RunResult*>& runs) {
 ordered_json layers_json(const plan::Plan& p, const runtime::RunResult& r, const spec::HwConfig& cfg, int segment) {
   ordered_json out = ordered_json::array();
   const bool timed = r.layer_cycles.size() == p.layers.size();
-  const double peak = double(cfg.array_rows) * double(cfg.array_cols) * double(cfg.cores);  // MACs per cycle of the fabric
+  const double peak =
+      double(cfg.array_rows) * double(cfg.array_cols) * double(cfg.cores);  // MACs per cycle of the fabric
   for (size_t k = 0; k < p.layers.size(); ++k) {
     const auto& l = p.layers[k];
     ordered_json lj;
@@ -276,9 +279,9 @@ void print_expected(const ordered_json& e) {
     bad += x["mismatched_elements"].get<int64_t>();
   }
   std::cout << "  reference outputs in " << e["dir"].get<std::string>() << ": max |diff| " << maxd
-            << ", cosine similarity " << cosmin << ", " << bad << " elements outside |diff| <= "
-            << e["atol"].get<double>() << " + " << e["rtol"].get<double>() << " * |ref|"
-            << (e["required"].get<bool>() ? "" : " (reported; --expected DIR requires it)") << "\n";
+            << ", cosine similarity " << cosmin << ", " << bad
+            << " elements outside |diff| <= " << e["atol"].get<double>() << " + " << e["rtol"].get<double>()
+            << " * |ref|" << (e["required"].get<bool>() ? "" : " (reported; --expected DIR requires it)") << "\n";
 }
 
 Expected<ordered_json> compare_expected(const std::string& dir, const std::vector<RunOutput>& outs, double atol,
@@ -310,8 +313,8 @@ Expected<ordered_json> compare_expected(const std::string& dir, const std::vecto
       want = [&v](int64_t i) { return v.at(i); };
     }
     if (shape != o.shape)
-      return make_error("--expected " + file, "has shape " + shape_str(shape) + "; output '" + o.name + "' has " +
-                                                  shape_str(o.shape));
+      return make_error("--expected " + file,
+                        "has shape " + shape_str(shape) + "; output '" + o.name + "' has " + shape_str(o.shape));
     int64_t bad = 0;
     double max_abs = 0, sum_abs = 0, dot = 0, na = 0, nb = 0;
     for (int64_t i = 0; i < o.numel; ++i) {
@@ -375,7 +378,8 @@ std::string expected_dir(const RunArgs& a) {
   if (!a.inputs.empty()) return "";
   std::error_code ec;
   const auto dir = std::filesystem::path(a.model).parent_path() / "test_data_set_0";
-  if (std::filesystem::is_regular_file(dir / "input_0.pb", ec) && std::filesystem::is_regular_file(dir / "output_0.pb", ec))
+  if (std::filesystem::is_regular_file(dir / "input_0.pb", ec) &&
+      std::filesystem::is_regular_file(dir / "output_0.pb", ec))
     return dir.string();
   return "";
 }
@@ -439,7 +443,8 @@ int finish_run(const RunArgs& a, RunReport& r, const plan::Program& prog, const 
     outs.push_back(ordered_json{{"name", o.name}, {"dtype", o.dtype}, {"shape", o.shape}});
     if (a.outputs.empty()) continue;
     auto bytes = o.encode(a.format);
-    if (!bytes) return fail(Status(bytes.error()).context("--output-format " + a.format + ": output '" + o.name + "'").error());
+    if (!bytes)
+      return fail(Status(bytes.error()).context("--output-format " + a.format + ": output '" + o.name + "'").error());
     files.emplace_back("output_" + std::to_string(k) + "." + a.format, std::move(*bytes));
   }
   if (!a.outputs.empty()) {
@@ -495,8 +500,12 @@ void register_run(CLI::App& app) {
   cmd->add_option("--expected", o->expected,
                   "Folder of reference outputs (output_K.pb or .npy) to compare with; default: test_data_set_0 "
                   "beside the model when --inputs is not given");
-  cmd->add_option("--atol", o->atol, "Absolute tolerance of --expected")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd->add_option("--rtol", o->rtol, "Relative tolerance of --expected")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--atol", o->atol, "Absolute tolerance of --expected")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--rtol", o->rtol, "Relative tolerance of --expected")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--graph", o->graph, "Graph to check a plan against (default: the one it was compiled from)");
   cmd->add_option("--seed", o->seed, "Seed for random inputs when neither --inputs nor test data are given")
       ->capture_default_str();

@@ -11,9 +11,9 @@
 #include <iostream>
 
 #include "cli/cli_common.h"
+#include "cli/process.h"
 #include "cli/progress.h"
 #include "cli/zoo_models.h"
-#include "cli/process.h"
 #include "common/tensor_io.h"
 #include "serve/server.h"
 #include "serve/service.h"
@@ -27,11 +27,11 @@ constexpr double kUnset = -1e300;
 
 struct ServeOpts {
   std::string workload, backend = "tlm", config, batching, scheduling, output, cache, trace, mode = "sim",
-      completion = "interrupt";
+                        completion = "interrupt";
   int64_t max_retries = 1;
   std::vector<std::string> faults;
   DeviceFlags device;
-  int64_t seed = INT64_MIN;  // not given
+  int64_t seed = INT64_MIN;       // not given
   int64_t max_batch = INT64_MIN;  // not given
   double load_scale = 1.0, max_delay_ms = kUnset, slack_margin = kUnset;
   bool json = false, progress = false, admission = false, no_admission = false, no_grouping = false;
@@ -63,7 +63,8 @@ int serve(const ServeOpts& o) {
     w->scheduling = o.scheduling;
   }
   if (o.max_batch != INT64_MIN) {
-    if (o.max_batch < 1 || o.max_batch > 4096) return fail("--max-batch: must be in 1..4096, got " + std::to_string(o.max_batch));
+    if (o.max_batch < 1 || o.max_batch > 4096)
+      return fail("--max-batch: must be in 1..4096, got " + std::to_string(o.max_batch));
     w->max_batch = int(o.max_batch);
   }
   if (o.max_delay_ms != kUnset) {
@@ -139,12 +140,13 @@ int serve(const ServeOpts& o) {
               j["throughput_rps"].get<double>());
   if (j.contains("live")) {
     const auto& l = j["live"];
-    std::printf("  live: %llu device runs, %llu checked against the golden model (%llu differed), %llu device errors, "
-                "%llu host timeouts, %lld requests retried\n",
-                (unsigned long long)l["device_runs"].get<uint64_t>(), (unsigned long long)l["checked_runs"].get<uint64_t>(),
-                (unsigned long long)l["output_mismatches"].get<uint64_t>(),
-                (unsigned long long)l["device_errors"].get<uint64_t>(), (unsigned long long)l["host_timeouts"].get<uint64_t>(),
-                (long long)l["retried_requests"].get<int64_t>());
+    std::printf(
+        "  live: %llu device runs, %llu checked against the golden model (%llu differed), %llu device errors, "
+        "%llu host timeouts, %lld requests retried\n",
+        (unsigned long long)l["device_runs"].get<uint64_t>(), (unsigned long long)l["checked_runs"].get<uint64_t>(),
+        (unsigned long long)l["output_mismatches"].get<uint64_t>(),
+        (unsigned long long)l["device_errors"].get<uint64_t>(), (unsigned long long)l["host_timeouts"].get<uint64_t>(),
+        (long long)l["retried_requests"].get<int64_t>());
     for (const auto& f : l["failures"])
       std::printf("    failed batches: %lld x %s\n", (long long)f["batches"].get<int64_t>(),
                   f["reason"].get<std::string>().c_str());
@@ -156,9 +158,9 @@ int serve(const ServeOpts& o) {
                 s["name"].get<std::string>().c_str(), v(l["p50_us"]), v(l["p99_us"]), v(l["p999_us"]),
                 s["slo_ms"].get<double>(), 100.0 * s["slo_attainment"].get<double>());
   }
-  std::printf("  fairness: Jain %.3f, ANTT %.3f, STP %.3f; core imbalance %.3f\n",
-              j["fairness"]["jain"].get<double>(), j["fairness"]["antt"].get<double>(),
-              j["fairness"]["stp"].get<double>(), j["core_imbalance"].get<double>());
+  std::printf("  fairness: Jain %.3f, ANTT %.3f, STP %.3f; core imbalance %.3f\n", j["fairness"]["jain"].get<double>(),
+              j["fairness"]["antt"].get<double>(), j["fairness"]["stp"].get<double>(),
+              j["core_imbalance"].get<double>());
   return 0;
 }
 
@@ -183,9 +185,12 @@ void register_serve(CLI::App& app) {
   c->add_option("--batching", o->batching, "Batching policy: none, fixed or deadline (overrides the workload's)");
   c->add_option("--scheduling", o->scheduling, "Core scheduling: static, dynamic or auto (overrides the workload's)");
   c->add_option("--max-batch", o->max_batch, "Largest batch (overrides the workload's max_batch)");
-  c->add_option("--max-queue-delay-ms", o->max_delay_ms, "Longest wait for a batch to fill, fixed batching (overrides the workload's max_queue_delay_ms)");
-  c->add_option("--slack-margin", o->slack_margin, "Slack kept before a deadline, deadline batching (overrides the workload's slack_margin)");
-  c->add_flag("--no-shape-grouping", o->no_grouping, "Deadline batching: batch in FIFO order only (shape_grouping: false)");
+  c->add_option("--max-queue-delay-ms", o->max_delay_ms,
+                "Longest wait for a batch to fill, fixed batching (overrides the workload's max_queue_delay_ms)");
+  c->add_option("--slack-margin", o->slack_margin,
+                "Slack kept before a deadline, deadline batching (overrides the workload's slack_margin)");
+  c->add_flag("--no-shape-grouping", o->no_grouping,
+              "Deadline batching: batch in FIFO order only (shape_grouping: false)");
   c->add_option("--load-scale", o->load_scale, "Multiply every arrival rate by this factor");
   c->add_flag("--admission", o->admission, "Turn admission control on (drops requests predicted to miss their SLO)");
   c->add_flag("--no-admission", o->no_admission, "Turn admission control off (whatever the workload says)");

@@ -81,16 +81,17 @@ int tune(const TuneOpts& o) {
   std::printf("  re-compiled for the observed shapes with the offline cost model: %.1f us mean, gap recovered %.1f%%\n",
               off["after_swap"]["mean_us"].get<double>(), 100 * off["gap_recovered_mean"].get<double>());
   for (const auto& rd : j["rounds"])
-    std::printf("  round %d: %zu decisions changed, %zu compiler decisions changed, plan error %.2f%% -> %.2f%%, mean "
-                "%.1f us, gap recovered %.1f%%\n",
-                rd["round"].get<int>(), rd["decisions_changed"].size(), rd["compiler_decisions_changed"].size(),
-                100 * rd["plan_error_before"].get<double>(),
-                100 * rd["plan_error_after"].get<double>(), rd["after_swap"]["mean_us"].get<double>(),
-                100 * rd["gap_recovered_mean"].get<double>());
+    std::printf(
+        "  round %d: %zu decisions changed, %zu compiler decisions changed, plan error %.2f%% -> %.2f%%, mean "
+        "%.1f us, gap recovered %.1f%%\n",
+        rd["round"].get<int>(), rd["decisions_changed"].size(), rd["compiler_decisions_changed"].size(),
+        100 * rd["plan_error_before"].get<double>(), 100 * rd["plan_error_after"].get<double>(),
+        rd["after_swap"]["mean_us"].get<double>(), 100 * rd["gap_recovered_mean"].get<double>());
   if (!j["rounds"].empty()) {
     const auto& a = j["rounds"].back()["attribution"];
-    std::printf("  gain after the last round: %.1f us = %.1f us from re-compiling (offline model) %+.1f us from the refit\n",
-                a["gain_us"].get<double>(), a["offline_recompile_us"].get<double>(), a["refit_us"].get<double>());
+    std::printf(
+        "  gain after the last round: %.1f us = %.1f us from re-compiling (offline model) %+.1f us from the refit\n",
+        a["gain_us"].get<double>(), a["offline_recompile_us"].get<double>(), a["refit_us"].get<double>());
   }
   std::printf("  target (>= 80%% of the gap within %d rounds): %s\n", j["rounds_requested"].get<int>(),
               t["met"].get<bool>() ? "met" : "missed");
@@ -122,7 +123,7 @@ void register_tune(CLI::App& app) {
   c->add_flag("--json", o->json, "Print the report as JSON");
   c->add_option("-o,--output", o->output, "Also write the JSON report to this file");
   c->add_option("--cost-params-out", o->cost_params_out,
-                 "Write the last round's refitted cost parameters (for `loom compile --cost-params`)");
+                "Write the last round's refitted cost parameters (for `loom compile --cost-params`)");
   c->add_flag("--progress", o->progress, "Progress on stderr from the start (without it: after 2 s)");
   c->callback([o] {
     if (int rc = tune(*o)) return defer_exit(rc);

@@ -39,7 +39,7 @@ Status set_whole(std::optional<T>& field, const std::string& label, const std::s
 struct Knob {
   const char* field;
   const char* flag;
-  std::string DeviceFlags::* text;
+  std::string DeviceFlags::*text;
   /// backend -> variable; a backend not listed reads no variable for it.
   struct Var {
     const char* backend;
@@ -49,30 +49,71 @@ struct Knob {
 };
 
 const Knob kKnobs[] = {
-    {"wave", "--wave", &DeviceFlags::wave, {{"rtl", "LOOM_RTL_TRACE"}, {"cosim", "LOOM_RTL_TRACE"}},
-     [](DeviceOptions& o, const std::string&, const std::string& v) { o.wave = v; return Status::ok(); }},
-    {"mem_faults", "--mem-faults", &DeviceFlags::mem_faults, {{"tlm", "LOOM_SIM_FAULT"}, {"cosim", "LOOM_SIM_FAULT"}},
-     [](DeviceOptions& o, const std::string&, const std::string& v) { o.mem_faults = v; return Status::ok(); }},
-    {"mem_stall", "--mem-stall", &DeviceFlags::mem_stall, {{"tlm", "LOOM_SIM_STALL"}, {"cosim", "LOOM_SIM_STALL"}},
-     [](DeviceOptions& o, const std::string&, const std::string& v) { o.mem_stall = v; return Status::ok(); }},
-    {"axi_stall", "--axi-stall", &DeviceFlags::axi_stall, {{"rtl", "LOOM_RTL_STALL"}},
+    {"wave",
+     "--wave",
+     &DeviceFlags::wave,
+     {{"rtl", "LOOM_RTL_TRACE"}, {"cosim", "LOOM_RTL_TRACE"}},
+     [](DeviceOptions& o, const std::string&, const std::string& v) {
+       o.wave = v;
+       return Status::ok();
+     }},
+    {"mem_faults",
+     "--mem-faults",
+     &DeviceFlags::mem_faults,
+     {{"tlm", "LOOM_SIM_FAULT"}, {"cosim", "LOOM_SIM_FAULT"}},
+     [](DeviceOptions& o, const std::string&, const std::string& v) {
+       o.mem_faults = v;
+       return Status::ok();
+     }},
+    {"mem_stall",
+     "--mem-stall",
+     &DeviceFlags::mem_stall,
+     {{"tlm", "LOOM_SIM_STALL"}, {"cosim", "LOOM_SIM_STALL"}},
+     [](DeviceOptions& o, const std::string&, const std::string& v) {
+       o.mem_stall = v;
+       return Status::ok();
+     }},
+    {"axi_stall",
+     "--axi-stall",
+     &DeviceFlags::axi_stall,
+     {{"rtl", "LOOM_RTL_STALL"}},
      [](DeviceOptions& o, const std::string& label, const std::string& v) {
        const auto p = parse_double(v);
        if (!p) return Status(make_error(label, "expected a number, got '" + excerpt(v) + "'"));
        o.axi_stall = *p;
        return Status::ok();
      }},
-    {"seed", "--device-seed", &DeviceFlags::seed,
+    {"seed",
+     "--device-seed",
+     &DeviceFlags::seed,
      {{"rtl", "LOOM_RTL_SEED"}, {"tlm", "LOOM_SIM_SEED"}, {"cosim", "LOOM_SIM_SEED"}},
      [](DeviceOptions& o, const std::string& label, const std::string& v) { return set_whole(o.seed, label, v); }},
-    {"xclbin", "--xclbin", &DeviceFlags::xclbin, {{"xrt", "LOOM_XCLBIN"}, {"xrt-emu", "LOOM_XCLBIN"}},
-     [](DeviceOptions& o, const std::string&, const std::string& v) { o.xclbin = v; return Status::ok(); }},
-    {"device_index", "--device", &DeviceFlags::device_index, {{"xrt", "LOOM_XRT_DEVICE"}, {"xrt-emu", "LOOM_XRT_DEVICE"}},
-     [](DeviceOptions& o, const std::string& label, const std::string& v) { return set_whole(o.device_index, label, v); }},
-    {"timeout_ms", "--device-timeout-ms", &DeviceFlags::timeout_ms,
+    {"xclbin",
+     "--xclbin",
+     &DeviceFlags::xclbin,
+     {{"xrt", "LOOM_XCLBIN"}, {"xrt-emu", "LOOM_XCLBIN"}},
+     [](DeviceOptions& o, const std::string&, const std::string& v) {
+       o.xclbin = v;
+       return Status::ok();
+     }},
+    {"device_index",
+     "--device",
+     &DeviceFlags::device_index,
+     {{"xrt", "LOOM_XRT_DEVICE"}, {"xrt-emu", "LOOM_XRT_DEVICE"}},
+     [](DeviceOptions& o, const std::string& label, const std::string& v) {
+       return set_whole(o.device_index, label, v);
+     }},
+    {"timeout_ms",
+     "--device-timeout-ms",
+     &DeviceFlags::timeout_ms,
      {{"xrt", "LOOM_XRT_TIMEOUT_MS"}, {"xrt-emu", "LOOM_XRT_TIMEOUT_MS"}},
-     [](DeviceOptions& o, const std::string& label, const std::string& v) { return set_whole(o.timeout_ms, label, v); }},
-    {"arena_mib", "--arena-mib", &DeviceFlags::arena_mib, {{"xrt", "LOOM_XRT_ARENA_MIB"}, {"xrt-emu", "LOOM_XRT_ARENA_MIB"}},
+     [](DeviceOptions& o, const std::string& label, const std::string& v) {
+       return set_whole(o.timeout_ms, label, v);
+     }},
+    {"arena_mib",
+     "--arena-mib",
+     &DeviceFlags::arena_mib,
+     {{"xrt", "LOOM_XRT_ARENA_MIB"}, {"xrt-emu", "LOOM_XRT_ARENA_MIB"}},
      [](DeviceOptions& o, const std::string& label, const std::string& v) { return set_whole(o.arena_mib, label, v); }},
 };
 
@@ -83,13 +124,17 @@ void add_device_flags(CLI::App* cmd, DeviceFlags& f) {
   cmd->add_option("--mem-faults", f.mem_faults,
                   "Memory faults (tlm, cosim): KIND@ADDR+LEN or (cosim) KIND#N, comma-separated; KIND slverr or decerr")
       ->group(g);
-  cmd->add_option("--mem-stall", f.mem_stall, "Memory stall (tlm, cosim): CYCLES[:PROB] added to a burst (to a fraction PROB of them)")
+  cmd->add_option("--mem-stall", f.mem_stall,
+                  "Memory stall (tlm, cosim): CYCLES[:PROB] added to a burst (to a fraction PROB of them)")
       ->group(g);
-  cmd->add_option("--axi-stall", f.axi_stall, "AXI stall (rtl): chance in [0, 1) that a memory port stalls a handshake in a cycle")
+  cmd->add_option("--axi-stall", f.axi_stall,
+                  "AXI stall (rtl): chance in [0, 1) that a memory port stalls a handshake in a cycle")
       ->group(g);
-  cmd->add_option("--device-seed", f.seed, "Seed of the memory stalls (rtl, tlm, cosim; rtl: and of out-of-order answers)")
+  cmd->add_option("--device-seed", f.seed,
+                  "Seed of the memory stalls (rtl, tlm, cosim; rtl: and of out-of-order answers)")
       ->group(g);
-  cmd->add_option("--xclbin", f.xclbin, "The xclbin to load (xrt, xrt-emu; xrt-emu: default its built-in one)")->group(g);
+  cmd->add_option("--xclbin", f.xclbin, "The xclbin to load (xrt, xrt-emu; xrt-emu: default its built-in one)")
+      ->group(g);
   cmd->add_option("--device", f.device_index, "Card index (xrt, xrt-emu; default 0)")->group(g);
   cmd->add_option("--device-timeout-ms", f.timeout_ms,
                   "Wall-clock limit of one wait for the cores or an HLS unit (xrt, xrt-emu; default 120000)")

@@ -30,14 +30,22 @@ double interval(double dflt) {
 std::string duration_text(double s) {
   char buf[64];
   if (!(s >= 0) || !std::isfinite(s)) return "?";
-  if (s < 60) std::snprintf(buf, sizeof buf, "%.0f s", s);
-  else if (s < 3600) std::snprintf(buf, sizeof buf, "%d min %02d s", int(s / 60), int(s) % 60);
-  else std::snprintf(buf, sizeof buf, "%d h %02d min", int(s / 3600), int(s / 60) % 60);
+  if (s < 60)
+    std::snprintf(buf, sizeof buf, "%.0f s", s);
+  else if (s < 3600)
+    std::snprintf(buf, sizeof buf, "%d min %02d s", int(s / 60), int(s) % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%d h %02d min", int(s / 3600), int(s / 60) % 60);
   return buf;
 }
 
 Progress::Progress(std::string what, bool enabled, bool at_once)
-    : what_(std::move(what)), enabled_(enabled), at_once_(at_once), tty_(::isatty(2) == 1), start_(Clock::now()), last_(start_) {}
+    : what_(std::move(what)),
+      enabled_(enabled),
+      at_once_(at_once),
+      tty_(::isatty(2) == 1),
+      start_(Clock::now()),
+      last_(start_) {}
 
 Progress::~Progress() { finish(); }
 
@@ -71,8 +79,10 @@ void Progress::finish() {
   finished_ = true;
   if (!shown_) return;
   const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
-  if (tty_) std::fprintf(stderr, "\r\033[K");
-  else std::fprintf(stderr, "loom: %s: done after %s\n", what_.c_str(), duration_text(elapsed).c_str());
+  if (tty_)
+    std::fprintf(stderr, "\r\033[K");
+  else
+    std::fprintf(stderr, "loom: %s: done after %s\n", what_.c_str(), duration_text(elapsed).c_str());
   std::fflush(stderr);
 }
 

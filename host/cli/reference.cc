@@ -13,9 +13,12 @@ namespace {
 std::string cell(std::string s) {
   std::string out;
   for (char c : s) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n') out += ' ';
-    else out += c;
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n')
+      out += ' ';
+    else
+      out += c;
   }
   return out;
 }
@@ -43,8 +46,9 @@ void command(std::ostream& os, const CLI::App& app, const std::string& path) {
     if (o->get_name() == "--help" || o->get_name().empty()) continue;
     (o->get_positional() ? pos : opts).push_back(o);
   }
-  for (const auto* p : pos) usage += " " + std::string(p->get_required() ? "" : "[") + p->get_name() +
-                                     (p->get_expected_max() > 1 ? " …" : "") + (p->get_required() ? "" : "]");
+  for (const auto* p : pos)
+    usage += " " + std::string(p->get_required() ? "" : "[") + p->get_name() + (p->get_expected_max() > 1 ? " …" : "") +
+             (p->get_required() ? "" : "]");
   const auto subs = app.get_subcommands([](const CLI::App*) { return true; });
   if (!subs.empty()) usage += " COMMAND";
   if (!opts.empty()) usage += " [OPTIONS]";
@@ -86,7 +90,8 @@ std::string cli_reference(const CLI::App& app) {
   os << "Commands:";
   for (const auto* s : app.get_subcommands([](const CLI::App*) { return true; })) os << " `" << s->get_name() << "`";
   os << ".\n\n";
-  for (const auto* s : app.get_subcommands([](const CLI::App*) { return true; })) command(os, *s, "loom " + s->get_name());
+  for (const auto* s : app.get_subcommands([](const CLI::App*) { return true; }))
+    command(os, *s, "loom " + s->get_name());
   return os.str();
 }
 

@@ -41,8 +41,8 @@ Expected<std::string> ZooModels::build(const serve::ModelSpec& m) {
   fs::create_directories(root, ec);
   const std::string pid = std::to_string(::getpid());
   const fs::path out = root / (sub + ".tmp" + pid), err = root / (sub + ".err" + pid);
-  std::vector<std::string> args{env_or("LOOM_PYTHON", "python3"), script, "build", m.zoo_name, "-o", out.string(),
-                                "--seed", "1"};
+  std::vector<std::string> args{
+      env_or("LOOM_PYTHON", "python3"), script, "build", m.zoo_name, "-o", out.string(), "--seed", "1"};
   if (m.zoo_seq) args.insert(args.end(), {"--seq", std::to_string(m.zoo_seq)});
   if (!m.zoo_slice.empty()) args.insert(args.end(), {"--slice", m.zoo_slice});
   const pid_t child = spawn_process(args, "/dev/null", err.string());
@@ -56,9 +56,10 @@ Expected<std::string> ZooModels::build(const serve::ModelSpec& m) {
   fs::remove(err, ec);
   if (rc != 0) {
     fs::remove_all(out, ec);
-    return make_error(m.name, "building the zoo model with " + args[0] + " " + script + " failed" +
-                                  (last.empty() ? std::string(" (it needs numpy, onnx and onnxruntime: scripts/setup.sh)")
-                                                : ": " + last));
+    return make_error(
+        m.name,
+        "building the zoo model with " + args[0] + " " + script + " failed" +
+            (last.empty() ? std::string(" (it needs numpy, onnx and onnxruntime: scripts/setup.sh)") : ": " + last));
   }
   fs::rename(out, dir, ec);  // another process may have built it first: keep theirs
   fs::remove_all(out, ec);

@@ -64,7 +64,8 @@ Expected<std::string> run_isolated(const std::string& what, const std::function<
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   char buf[1 << 16];
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       timed_out = true;
       break;
@@ -89,11 +90,10 @@ Expected<std::string> run_isolated(const std::string& what, const std::function<
   }
   if (timed_out) return make_error(what, "did not finish within " + std::to_string(timeout_ms / 1000) + " s");
   if (too_big) return make_error(what, "answered more than " + std::to_string(max_bytes) + " bytes");
-  if (WIFSIGNALED(status))
-    return make_error(what, std::string("crashed (") + strsignal(WTERMSIG(status)) + ")");
+  if (WIFSIGNALED(status)) return make_error(what, std::string("crashed (") + strsignal(WTERMSIG(status)) + ")");
   if (got.empty())
-    return make_error(what, "crashed (exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
-                                ", no answer)");
+    return make_error(
+        what, "crashed (exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ", no answer)");
   if (got[0] == 'E') return make_error(what, got.substr(1));
   return got.substr(1);
 }

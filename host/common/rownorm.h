@@ -157,8 +157,8 @@ inline bool layernorm_channels(const std::vector<float>& gamma, const std::vecto
     int sh = kMaxShift;
     while (sh >= kMinShift && (std::abs(std::ldexp(g, sh)) >= kLimit || std::abs(std::ldexp(b, sh)) >= kLimit)) --sh;
     if (sh < kMinShift) {
-      *why = "channel " + std::to_string(j) + ": gamma or beta is too large for output scale " +
-             std::to_string(scale_out);
+      *why =
+          "channel " + std::to_string(j) + ": gamma or beta is too large for output scale " + std::to_string(scale_out);
       return false;
     }
     (*out)[j] = {int32_t(std::llround(std::ldexp(b, sh))), int32_t(std::llround(std::ldexp(g, sh))), sh};

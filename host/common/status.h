@@ -18,8 +18,10 @@ namespace loom {
 inline std::string one_line(std::string_view s, size_t max = 1024) {
   std::string out(s.substr(0, max));
   for (char& c : out) {
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-    else if (uint8_t(c) < 0x20 || c == 0x7f) c = '?';
+    if (c == '\n' || c == '\r' || c == '\t')
+      c = ' ';
+    else if (uint8_t(c) < 0x20 || c == 0x7f)
+      c = '?';
   }
   while (!out.empty() && out.back() == ' ') out.pop_back();
   if (s.size() > max) out += "...";
@@ -84,9 +86,9 @@ inline std::string hex(uint64_t v) {
 template <class T>
 class [[nodiscard]] Expected {
  public:
-  Expected(T v) : v_(std::move(v)) {}        // NOLINT: implicit by design
-  Expected(Error e) : v_(std::move(e)) {}    // NOLINT
-  Expected(Status s) : v_(s.error()) {}      // NOLINT: only from a failed Status
+  Expected(T v) : v_(std::move(v)) {}      // NOLINT: implicit by design
+  Expected(Error e) : v_(std::move(e)) {}  // NOLINT
+  Expected(Status s) : v_(s.error()) {}    // NOLINT: only from a failed Status
   bool is_ok() const { return v_.index() == 0; }
   explicit operator bool() const { return is_ok(); }
   T& value() { return std::get<0>(v_); }
@@ -104,8 +106,8 @@ class [[nodiscard]] Expected {
 
 }  // namespace loom
 
-#define LOOM_TRY(expr)                \
-  do {                                \
-    ::loom::Status _s = (expr);       \
+#define LOOM_TRY(expr)                  \
+  do {                                  \
+    ::loom::Status _s = (expr);         \
     if (!_s.is_ok()) return _s.error(); \
   } while (0)

@@ -2,8 +2,8 @@
 #include "common/tensor_io.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <onnx/onnx_pb.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -29,7 +29,6 @@ constexpr size_t kNpyMagicLen = 6;
 bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
-
 
 // A cursor over the Python-literal dict that forms an .npy header.
 class HeaderParser {
@@ -199,9 +198,12 @@ Status read_exact(int fd, const std::string& path, uint64_t offset, std::string&
 
 std::string size_str(uint64_t bytes) {
   char buf[32];
-  if (bytes >= (uint64_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", double(bytes) / double(1 << 30));
-  else if (bytes >= (uint64_t(1) << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(1 << 20));
-  else std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(bytes));
+  if (bytes >= (uint64_t(1) << 30))
+    std::snprintf(buf, sizeof buf, "%.1f GiB", double(bytes) / double(1 << 30));
+  else if (bytes >= (uint64_t(1) << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(1 << 20));
+  else
+    std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(bytes));
   return buf;
 }
 
@@ -221,8 +223,7 @@ Expected<std::string> read_file_bytes(const std::string& path, uint64_t max_byte
   return out;
 }
 
-Expected<std::string> read_file_range(const std::string& path, uint64_t offset, uint64_t length,
-                                      uint64_t* file_size) {
+Expected<std::string> read_file_range(const std::string& path, uint64_t offset, uint64_t length, uint64_t* file_size) {
   auto fd = open_regular(path);
   if (!fd) return fd.error();
   const auto [f, size] = *fd;

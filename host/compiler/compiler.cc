@@ -1,10 +1,10 @@
 // The compiler driver: builds the pass pipeline and runs it, collecting
 // decisions and statistics.
 #include "compiler/compiler.h"
-#include "compiler/options.h"
 
 #include <string>
 
+#include "compiler/options.h"
 #include "compiler/pass.h"
 
 namespace loom::compiler {
@@ -79,8 +79,8 @@ Expected<CompileResult> compile(const ir::Graph& g, const spec::HwConfig& cfg, c
   auto st = make_state(g, cfg, opt);
   if (!st) return st.error();
   CompileState& s = *st;
-  std::unique_ptr<Pass> passes[] = {make_legalize_pass(),   make_fuse_activation_pass(), make_fuse_residual_pass(),
-                                    make_tiling_pass(),     make_placement_pass(),       make_hls_placement_pass(),
+  std::unique_ptr<Pass> passes[] = {make_legalize_pass(),    make_fuse_activation_pass(), make_fuse_residual_pass(),
+                                    make_tiling_pass(),      make_placement_pass(),       make_hls_placement_pass(),
                                     make_memory_plan_pass(), make_codegen_pass(),         make_hls_calls_pass()};
   CompileResult r;
   for (auto& p : passes) {
@@ -93,7 +93,8 @@ Expected<CompileResult> compile(const ir::Graph& g, const spec::HwConfig& cfg, c
   }
   for (const auto& l : s.layers) {
     if (l.props->kind == LayerKind::Alias) continue;
-    r.predicted.push_back({l.name, l.cost.cycles, l.cost.dram_read, l.cost.dram_written, l.cost.insns, l.cost.core_insns});
+    r.predicted.push_back(
+        {l.name, l.cost.cycles, l.cost.dram_read, l.cost.dram_written, l.cost.insns, l.cost.core_insns});
     r.predicted_cycles += l.cost.cycles;
   }
   // A pipeline's layers overlap across images: its own prediction.

@@ -4,11 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <tuple>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/tensor_io.h"
 #include "compiler/pass.h"
@@ -117,7 +116,8 @@ struct Acc {
     // average a transfer shares the port with half of the others' beats
     // (measured on the RTL: 2 cores on one port, tiny).
     if (p.share > 1 && rows > 0 && cols > 0)
-      one = std::max(one, kIssueCycles + hw::kDmaStartCycles + hw::kAddrCycles + p.latency + be + (p.share - 1) * be / 2);
+      one =
+          std::max(one, kIssueCycles + hw::kDmaStartCycles + hw::kAddrCycles + p.latency + be + (p.share - 1) * be / 2);
     cycles += times * one;
     insns += times;
     bursts += times * bu;
@@ -283,8 +283,10 @@ TileCost band_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n
     pad(cg * (edge / 2), real * st);
     pad(wq * cg, padding * st);
   }
-  if (st == 1) t.ld.dma(p, false, uint64_t(g.K()), n, uint64_t(g.Ng));  // the whole B tile
-  else t.ld.dma(p, false, uint64_t(g.Cg), n, uint64_t(g.Ng), uint64_t(g.KH * g.KW));
+  if (st == 1)
+    t.ld.dma(p, false, uint64_t(g.K()), n, uint64_t(g.Ng));  // the whole B tile
+  else
+    t.ld.dma(p, false, uint64_t(g.Cg), n, uint64_t(g.Ng), uint64_t(g.KH * g.KW));
   t.ld.dma(p, false, 1, 12 * n, 12 * n);  // PARAM slice
   const uint64_t rows = m + (r - 1) * (wq - uint64_t(g.OW));
   for (int64_t kh = 0; kh < g.KH; ++kh)
@@ -333,7 +335,8 @@ TileCost mac_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n,
   for (size_t k = 0; k < ks.size(); ++k) {
     const bool last = k + 1 == ks.size();
     // (A row gather's cost depends on which kernel rows the step covers.)
-    if (!last && !window && !row_gather(g, ks[k]) && ks[k].npos == prev_npos && ks[k].cc == prev_cc && (k > 0) == prev_acc) {
+    if (!last && !window && !row_gather(g, ks[k]) && ks[k].npos == prev_npos && ks[k].cc == prev_cc &&
+        (k > 0) == prev_acc) {
       for (auto [dst, src] : {std::pair{&t.ld, &d.ld}, std::pair{&t.cp, &d.cp}}) {
         dst->cycles += src->cycles, dst->insns += src->insns, dst->bursts += src->bursts;
         dst->beats += src->beats, dst->bytes += src->bytes;
@@ -358,8 +361,8 @@ TileCost mac_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n,
       t.ld.cycles += times * pad_rows * (cdiv(cc, p.mem_bytes) + kRowGapCycles);
     }
     t.ld.dma(p, false, uint64_t(ks[k].len()), n, uint64_t(g.Ng));  // B tile
-    if (last) t.ld.dma(p, false, 1, 12 * n, 12 * n);                 // PARAM slice
-    if (last && rescale) t.ld.dma(p, false, 1, 8, 8);                 // the add's (a_mult, a_shift)
+    if (last) t.ld.dma(p, false, 1, 12 * n, 12 * n);               // PARAM slice
+    if (last && rescale) t.ld.dma(p, false, 1, 8, 8);              // the add's (a_mult, a_shift)
     if (last && residual) t.ld.dma(p, false, m, n, uint64_t(g.Cout));
     if (window) {
       // One GEMM per run, its A rows overlapping in the loaded input row:
@@ -604,8 +607,8 @@ std::string cost_params_text(const CostParams& p, const spec::HwConfig& cfg, con
   return j.dump(2) + "\n";
 }
 
-uint64_t dma_cycles(const CostParams& p, bool write, uint64_t rows, uint64_t cols, uint64_t stride,
-                    uint64_t* bursts, uint64_t* beats) {
+uint64_t dma_cycles(const CostParams& p, bool write, uint64_t rows, uint64_t cols, uint64_t stride, uint64_t* bursts,
+                    uint64_t* beats) {
   // Beats of a row: unaligned rows (stride not a multiple of the beat) touch
   // one more beat half of the time. Bursts: at most 256 beats, never across
   // a 4 KiB page.
@@ -660,14 +663,14 @@ Cost estimate(const CostParams& p0, const Layer& l, int cores, int slots, bool r
                 const TileCost tc = t.depthwise ? dw_tile(p, g, m, n, slots)
                                     : t.band    ? band_tile(p, g, m, n, slots)
                                                 : mac_tile(p, g, m, n, t.ksteps, slots, residual_in,
-                                                      residual_in && l.res.rescale, ps, t.row_window);
+                                                           residual_in && l.res.rescale, ps, t.row_window);
                 ct[lm][ln].set(tc);
                 if (count) tot.add(tc, count);
               });
       int64_t tk = 0;
       for (const auto& k : t.ksteps) tk = std::max(tk, k.len());
-      const int64_t a_in = t.depthwise ? band_in_rows(g, t.tm / g.OW) * dw_pitch(g, t.tn)
-                           : t.band    ? band_in_bytes(g, t.tm)
+      const int64_t a_in = t.depthwise    ? band_in_rows(g, t.tm / g.OW) * dw_pitch(g, t.tn)
+                           : t.band       ? band_in_bytes(g, t.tm)
                            : t.row_window ? window_in_bytes(g, t.tm)
                                           : t.tm * tk;
       const int64_t c_rows = t.band ? band_max_rows(g, t.tm) : t.tm;

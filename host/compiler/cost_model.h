@@ -19,18 +19,18 @@ struct Budget;
 
 /// Predicted numbers of one layer (or fused group) under one tiling.
 struct Cost {
-  uint64_t cycles = 0;          // predicted wall cycles of the layer, barrier included
-  uint64_t core_cycles = 0;     // busiest core: its load/compute/store pipeline
-  uint64_t port_cycles = 0;     // busiest memory port: beats of all its cores plus a latency
-  uint64_t load_cycles = 0;     // busiest core: busy cycles per unit
+  uint64_t cycles = 0;       // predicted wall cycles of the layer, barrier included
+  uint64_t core_cycles = 0;  // busiest core: its load/compute/store pipeline
+  uint64_t port_cycles = 0;  // busiest memory port: beats of all its cores plus a latency
+  uint64_t load_cycles = 0;  // busiest core: busy cycles per unit
   uint64_t compute_cycles = 0;
   uint64_t store_cycles = 0;
-  uint64_t dram_read = 0;       // bytes, whole layer
+  uint64_t dram_read = 0;  // bytes, whole layer
   uint64_t dram_written = 0;
-  uint64_t insns = 0;           // instructions, whole layer
-  uint64_t core_insns = 0;      // instructions of the busiest core (what a refit's correction scales with)
-  uint64_t bursts = 0;          // DMA bursts, whole layer
-  uint64_t beats = 0;           // DMA beats, whole layer
+  uint64_t insns = 0;       // instructions, whole layer
+  uint64_t core_insns = 0;  // instructions of the busiest core (what a refit's correction scales with)
+  uint64_t bursts = 0;      // DMA bursts, whole layer
+  uint64_t beats = 0;       // DMA beats, whole layer
   uint64_t sp_in = 0, sp_wgt = 0, sp_out = 0, sp_acc = 0, sp_param = 0;  // bytes per slot
   int tiles = 0;
   int cores_used = 0;
@@ -46,12 +46,12 @@ struct Cost {
 /// compiler takes them through CompileOptions::cost_params; without it the
 /// uncorrected model of the configuration (CostParams::from) decides.
 struct CostParams {
-  uint64_t rows = 1, cols = 1;   // systolic array
-  uint64_t mem_bytes = 8;        // bytes per memory beat
-  uint64_t spw = 16;             // scratchpad port width
-  uint64_t latency = 40;         // memory latency (cycles)
-  uint64_t ports = 1;            // memory ports; core c uses port c % ports
-  uint64_t share = 1;            // cores transferring through one port at the same time (estimate sets it)
+  uint64_t rows = 1, cols = 1;  // systolic array
+  uint64_t mem_bytes = 8;       // bytes per memory beat
+  uint64_t spw = 16;            // scratchpad port width
+  uint64_t latency = 40;        // memory latency (cycles)
+  uint64_t ports = 1;           // memory ports; core c uses port c % ports
+  uint64_t share = 1;           // cores transferring through one port at the same time (estimate sets it)
   // Refitted correction, 0 in the uncorrected model: every layer's predicted
   // cycles get layer_cycles + insn_cycles x (instructions of its busiest
   // core), clamped at 0.

@@ -38,7 +38,8 @@
 namespace loom::compiler {
 
 using AnyInsn = std::variant<spec::LoadInsn, spec::StoreInsn, spec::GemmInsn, spec::PostopInsn, spec::PoolInsn,
-                             spec::EltwiseInsn, spec::RownormInsn, spec::DwconvInsn, spec::SemSignalInsn, spec::SemWaitInsn, spec::FenceInsn, spec::EndInsn>;
+                             spec::EltwiseInsn, spec::RownormInsn, spec::DwconvInsn, spec::SemSignalInsn,
+                             spec::SemWaitInsn, spec::FenceInsn, spec::EndInsn>;
 
 inline spec::Insn encode(const AnyInsn& i) {
   return std::visit([](const auto& x) { return x.encode(); }, i);
@@ -73,8 +74,10 @@ class LayerStream {
   }
   /// Marks the instruction about to be added as the last reader of the slot.
   void compute_release() {
-    if (deferring_) mark_.release = int64_t(steps_.size()) - 1;
-    else steps_.back().release = out_.size();
+    if (deferring_)
+      mark_.release = int64_t(steps_.size()) - 1;
+    else
+      steps_.back().release = out_.size();
   }
   /// Marks the instruction about to be added as the one writing OUT (the
   /// first of them, when out_ready() names the last).
@@ -85,8 +88,10 @@ class LayerStream {
   /// Marks the instruction about to be added as the last one writing the
   /// current output tile: it, not the first, pushes "OUT ready" to store.
   void out_ready() {
-    if (deferring_) mark_.ready = int64_t(outs_.size()) - 1;
-    else outs_.back().ready = out_.size();
+    if (deferring_)
+      mark_.ready = int64_t(outs_.size()) - 1;
+    else
+      outs_.back().ready = out_.size();
   }
   void compute(const AnyInsn& c) {
     if (deferring_) {

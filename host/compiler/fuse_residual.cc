@@ -24,7 +24,9 @@
 namespace loom::compiler {
 namespace {
 
-bool identity(const Multiplier& m) { return m.shift >= 1 && m.shift < 31 && int64_t(m.mult) == (int64_t(1) << m.shift); }
+bool identity(const Multiplier& m) {
+  return m.shift >= 1 && m.shift < 31 && int64_t(m.mult) == (int64_t(1) << m.shift);
+}
 
 class FuseResidualPass final : public Pass {
  public:
@@ -123,8 +125,7 @@ class FuseResidualPass final : public Pass {
 
   /// Interval of rq(acc + bias) + y_zp per output channel over all int8
   /// inputs (padding contributes 0, inside every interval).
-  static std::string clamp_never_binds(const ir::Graph& g, const ir::Node& n, const MacGeom& m,
-                                       const ir::MacQuant& q) {
+  static std::string clamp_never_binds(const ir::Graph& g, const ir::Node& n, const MacGeom& m, const ir::MacQuant& q) {
     const ir::TensorInfo& w = g.tensor(n.inputs[1]);
     const int8_t* wd = w.data.i8();
     const int32_t* bias = nullptr;

@@ -49,9 +49,29 @@ Expected<runtime::UnitCall> unit_call_for_node(const ir::Graph& g, const ir::Nod
       const int64_t oh0 = row0 / OW, ih0 = oh0 * a.stride_h - a.pad_top;
       const int64_t skip = std::max<int64_t>(ih0, 0);
       c.kernel = "loom_hls_conv";
-      c.args = {int64_t(at.x) + skip * W * C, int64_t(at.w), int64_t(at.params), int64_t(at.y) + row0 * M,
-                xs[0], H - skip, W, C, M, a.kernel_h, a.kernel_w, a.stride_h, a.stride_w,
-                ih0 < 0 ? -ih0 : 0, a.pad_left, OH - oh0, OW, a.groups, q->x_zp, q->w_zp, q->y_zp, q->lo, q->hi};
+      c.args = {int64_t(at.x) + skip * W * C,
+                int64_t(at.w),
+                int64_t(at.params),
+                int64_t(at.y) + row0 * M,
+                xs[0],
+                H - skip,
+                W,
+                C,
+                M,
+                a.kernel_h,
+                a.kernel_w,
+                a.stride_h,
+                a.stride_w,
+                ih0 < 0 ? -ih0 : 0,
+                a.pad_left,
+                OH - oh0,
+                OW,
+                a.groups,
+                q->x_zp,
+                q->w_zp,
+                q->y_zp,
+                q->lo,
+                q->hi};
       return c;
     }
     case ir::OpKind::Gemm: {
@@ -60,8 +80,18 @@ Expected<runtime::UnitCall> unit_call_for_node(const ir::Graph& g, const ir::Nod
       const int64_t M = xs[0], K = xs[1], N = ys[1];
       if (row0 < 0 || row0 > M) return node_error(n, "row range outside the output");
       c.kernel = "loom_hls_gemm";
-      c.args = {int64_t(at.x) + row0 * K, int64_t(at.w), int64_t(at.params), int64_t(at.y) + row0 * N,
-                M - row0, N, K, q->x_zp, q->w_zp, q->y_zp, q->lo, q->hi};
+      c.args = {int64_t(at.x) + row0 * K,
+                int64_t(at.w),
+                int64_t(at.params),
+                int64_t(at.y) + row0 * N,
+                M - row0,
+                N,
+                K,
+                q->x_zp,
+                q->w_zp,
+                q->y_zp,
+                q->lo,
+                q->hi};
       return c;
     }
     case ir::OpKind::MaxPool:
@@ -75,10 +105,27 @@ Expected<runtime::UnitCall> unit_call_for_node(const ir::Graph& g, const ir::Nod
       if (n.op == ir::OpKind::AvgPool && padded && !a.count_include_pad)
         return node_error(n, "avgpool with padding and count_include_pad=0 does not run on a unit");
       c.kernel = "loom_hls_pool";
-      c.args = {int64_t(at.x), int64_t(at.y), xs[0], xs[1], xs[2], xs[3],
-                global ? xs[1] : a.kernel_h, global ? xs[2] : a.kernel_w, global ? 1 : a.stride_h,
-                global ? 1 : a.stride_w, global ? 0 : a.pad_top, global ? 0 : a.pad_left, ys[1], ys[2],
-                n.op != ir::OpKind::MaxPool, q->x_zp, q->y_zp, q->avg.mult, q->avg.shift, q->lo, q->hi};
+      c.args = {int64_t(at.x),
+                int64_t(at.y),
+                xs[0],
+                xs[1],
+                xs[2],
+                xs[3],
+                global ? xs[1] : a.kernel_h,
+                global ? xs[2] : a.kernel_w,
+                global ? 1 : a.stride_h,
+                global ? 1 : a.stride_w,
+                global ? 0 : a.pad_top,
+                global ? 0 : a.pad_left,
+                ys[1],
+                ys[2],
+                n.op != ir::OpKind::MaxPool,
+                q->x_zp,
+                q->y_zp,
+                q->avg.mult,
+                q->avg.shift,
+                q->lo,
+                q->hi};
       return c;
     }
     case ir::OpKind::Add:
@@ -91,8 +138,13 @@ Expected<runtime::UnitCall> unit_call_for_node(const ir::Graph& g, const ir::Nod
       if (!q) return Status(q.error()).context("node '" + n.name + "'");
       const bool binary = n.op == ir::OpKind::Add;
       c.kernel = "loom_hls_eltwise";
-      c.args = {int64_t(at.x), int64_t(binary ? at.w : at.x), int64_t(at.y), numel(ys), binary ? 1 : 0,
-                q->a_zp, q->b_zp, q->y_zp, q->a.mult, q->a.shift, q->b.mult, q->b.shift, q->lo, q->hi};
+      c.args = {int64_t(at.x),  int64_t(binary ? at.w : at.x),
+                int64_t(at.y),  numel(ys),
+                binary ? 1 : 0, q->a_zp,
+                q->b_zp,        q->y_zp,
+                q->a.mult,      q->a.shift,
+                q->b.mult,      q->b.shift,
+                q->lo,          q->hi};
       return c;
     }
     default:
@@ -191,13 +243,20 @@ class HlsPlacementPass final : public Pass {
       const bool conv = n.op == ir::OpKind::Conv2d;
       const uint32_t units = conv ? s.cfg->hls_conv_units : s.cfg->hls_gemm_units;
       std::string why;
-      if (units == 0) why = std::string("configuration has no ") + (conv ? "conv" : "gemm") + " unit";
-      else if (m.batch != 1) why = "batch " + std::to_string(m.batch) + " (units take batch-1 layers)";
-      else if (!m.b_const) why = "gemm of two activations";
-      else if (!conv && m.groups != 1) why = "grouped gemm (the gemm unit takes one group)";
-      else if (l.res.on) why = "residual add folded into its post-op";
-      else if (!conv && m.K() > kGemmMaxK) why = "K " + std::to_string(m.K()) + " over the gemm unit's 4096";
-      else if (conv && m.K() > kConvMaxR) why = "KH*KW*C " + std::to_string(m.K()) + " over the conv unit's 4608";
+      if (units == 0)
+        why = std::string("configuration has no ") + (conv ? "conv" : "gemm") + " unit";
+      else if (m.batch != 1)
+        why = "batch " + std::to_string(m.batch) + " (units take batch-1 layers)";
+      else if (!m.b_const)
+        why = "gemm of two activations";
+      else if (!conv && m.groups != 1)
+        why = "grouped gemm (the gemm unit takes one group)";
+      else if (l.res.on)
+        why = "residual add folded into its post-op";
+      else if (!conv && m.K() > kGemmMaxK)
+        why = "K " + std::to_string(m.K()) + " over the gemm unit's 4096";
+      else if (conv && m.K() > kConvMaxR)
+        why = "KH*KW*C " + std::to_string(m.K()) + " over the conv unit's 4608";
       if (!why.empty()) {
         s.decide(l.name, name(), "cores: " + why);
         continue;
@@ -217,8 +276,10 @@ class HlsPlacementPass final : public Pass {
         const uint64_t unit = unit_latency(m, conv, M - row0);
         if (row0 > 0) {
           Layer part = l;
-          if (conv) part.mac.OH = row0 / m.OW;
-          else part.mac.W = part.mac.OW = row0;
+          if (conv)
+            part.mac.OH = row0 / m.OW;
+          else
+            part.mac.W = part.mac.OW = row0;
           const Cost c = estimate(cp, part, s.cores, s.budget.slots, false);
           core = c.cycles;
           t = split_cycles(c, unit) + kUnitCallCycles;
@@ -227,10 +288,9 @@ class HlsPlacementPass final : public Pass {
         }
         if (t < best.cycles) best = {row0, t, core, unit};
       }
-      const std::string nums = "cores alone " + std::to_string(l.cost.cycles) + " cycles, " +
-                               (conv ? "conv" : "gemm") + " unit alone " +
-                               std::to_string(unit_latency(m, conv, M) + kUnitCallCycles) + " (latency model + " +
-                               std::to_string(kUnitCallCycles) + " per call)";
+      const std::string nums = "cores alone " + std::to_string(l.cost.cycles) + " cycles, " + (conv ? "conv" : "gemm") +
+                               " unit alone " + std::to_string(unit_latency(m, conv, M) + kUnitCallCycles) +
+                               " (latency model + " + std::to_string(kUnitCallCycles) + " per call)";
       if (best.row0 == M) {
         s.decide(l.name, name(), "cores: " + nums);
         continue;
@@ -299,7 +359,7 @@ class HlsCallsPass final : public Pass {
       u.start_at = s.plan.layers[li].insn_begin;
       for (size_t c = 0; c < s.plan.cores.size(); ++c)
         u.wait_at.push_back(li + 1 < s.plan.layers.size() ? s.plan.layers[li + 1].insn_begin[c]
-                                                           : uint32_t(s.plan.cores[c].size() - 1));  // before END
+                                                          : uint32_t(s.plan.cores[c].size() - 1));  // before END
       u.cycles = l.unit_cycles;
       s.plan.unit_calls.push_back(std::move(u));
       bump("calls");

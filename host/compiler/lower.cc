@@ -61,8 +61,8 @@ void gather(LayerStream& ls, const GatherGeom& g, uint64_t x_base, int64_t img, 
 /// the padding, are gathered per position as before; an output row whose
 /// input row is padding is one LOAD of padding rows. The scratchpad bytes are
 /// exactly those of the per-position gather.
-void gather_row(LayerStream& ls, const GatherGeom& g, uint64_t x_base, int64_t img, int64_t p0, int64_t np,
-                int64_t kh, int64_t kw0, int64_t nkw, uint64_t sp0, int64_t sp_stride, int pad) {
+void gather_row(LayerStream& ls, const GatherGeom& g, uint64_t x_base, int64_t img, int64_t p0, int64_t np, int64_t kh,
+                int64_t kw0, int64_t nkw, uint64_t sp0, int64_t sp_stride, int pad) {
   if (nkw == 1) {
     gather(ls, g, x_base, img, p0, np, kh, kw0, 0, g.C, sp0, sp_stride, pad);
     return;
@@ -404,8 +404,7 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
   for (const auto& k : l.tiling.ksteps) max_tk = std::max(max_tk, k.len());
   const bool window = l.tiling.row_window;
   const int64_t pitch = window_pitch(m);
-  const uint64_t res_off = uint64_t(window ? window_in_bytes(m, l.tiling.tm)
-                                           : l.tiling.tm * max_tk);
+  const uint64_t res_off = uint64_t(window ? window_in_bytes(m, l.tiling.tm) : l.tiling.tm * max_tk);
   const uint64_t w = m.b_const ? l.wgt_offset : s.tensor_offset.at(n.inputs[1]);
   if (l.tiling.band) return lower_band(s, l, *q, core, ls);
   if (l.tiling.depthwise) return lower_dw(s, l, *q, core, ls);

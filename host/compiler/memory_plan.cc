@@ -223,7 +223,7 @@ class MemoryPlanPass final : public Pass {
         for (int64_t k = 0; k < m.K(); ++k) {
           const int64_t pos = k / m.Cg, ci = k % m.Cg;
           for (int64_t j = 0; j < m.Ng; ++j)
-            c.push_back(gemm_groups                ? uint8_t(wd[(g * m.K() + k) * m.Ng + j])
+            c.push_back(gemm_groups         ? uint8_t(wd[(g * m.K() + k) * m.Ng + j])
                         : ci / cg == j / ng ? uint8_t(wd[(pos * cg + ci % cg) * m.Cout + g * m.Ng + j])
                                             : uint8_t(int8_t(q->w_zp)));
         }

@@ -11,7 +11,8 @@ namespace loom::compiler {
 /// How a layer is lowered.
 enum class LayerKind : uint8_t {
   Mac,      // implicit GEMM + POSTOP (conv2d, gemm)
-  Eltwise,  // ELTWISE over chunks (add, relu, clip; transpose: gathered by DMA; softmax, layernorm: ROWNORM over whole rows)
+  Eltwise,  // ELTWISE over chunks (add, relu, clip; transpose: gathered by DMA; softmax, layernorm: ROWNORM over whole
+            // rows)
   Pool,     // gathered windows + POOL
   Alias,    // no instructions: the output aliases the input buffer
 };

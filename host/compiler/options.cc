@@ -94,10 +94,13 @@ Expected<CompileOptions> options_from_json(const nlohmann::json& j, const spec::
       if (!plan::read_strict(v, &o.tasks_per_core) || o.tasks_per_core < 1 || o.tasks_per_core > 64)
         return bad(k, "must be an integer in [1, 64]");
     } else if (k == "double_buffer" || k == "group_packing" || k == "exact_host") {
-      if (!plan::read_strict(v, k == "double_buffer" ? &o.double_buffer : k == "group_packing" ? &o.group_packing : &o.exact_host))
+      if (!plan::read_strict(v, k == "double_buffer"   ? &o.double_buffer
+                                : k == "group_packing" ? &o.group_packing
+                                                       : &o.exact_host))
         return bad(k, "must be true or false");
     } else if (k == "fusion") {
-      if (!plan::read_strict(v, &s) || !parse_name(s, &o.fusion, {Fusion::None, Fusion::Greedy, Fusion::Cost}, fusion_name))
+      if (!plan::read_strict(v, &s) ||
+          !parse_name(s, &o.fusion, {Fusion::None, Fusion::Greedy, Fusion::Cost}, fusion_name))
         return bad(k, "must be none, greedy or cost");
     } else if (k == "placement") {
       if (!plan::read_strict(v, &s) ||

@@ -150,8 +150,8 @@ inline int64_t band_in_bytes(const MacGeom& g, int64_t tm) {
 inline bool depthwise_ok(const MacGeom& g) {
   constexpr int64_t kMax4 = 15, kMax16 = 65535;  // kh, kw, stride: 4-bit fields; ow, oh, c: 16-bit
   const int64_t graph_groups = g.groups * g.pack;
-  return g.b_const && graph_groups == g.C && graph_groups == g.Cout && g.KH <= kMax4 && g.KW <= kMax4 &&
-         g.sh == g.sw && g.sh >= 1 && g.sh <= kMax4 && g.OW <= kMax16 && g.C <= kMax16;
+  return g.b_const && graph_groups == g.C && graph_groups == g.Cout && g.KH <= kMax4 && g.KW <= kMax4 && g.sh == g.sw &&
+         g.sh >= 1 && g.sh <= kMax4 && g.OW <= kMax16 && g.C <= kMax16;
 }
 inline int64_t dw_pitch(const MacGeom& g, int64_t tc) { return ((g.OW - 1) * g.sw + g.KW) * tc; }
 
@@ -204,9 +204,9 @@ struct Layer {
   const OpProps* props = nullptr;
   MacGeom mac;
   PoolGeom pool;
-  int64_t elems = 0;  // eltwise element count
-  int64_t row = 0;    // softmax/layernorm: elements a row (chunks hold whole rows); 0 for other ops
-  Permute permute;    // transpose, slice: the gather that reads its input
+  int64_t elems = 0;   // eltwise element count
+  int64_t row = 0;     // softmax/layernorm: elements a row (chunks hold whole rows); 0 for other ops
+  Permute permute;     // transpose, slice: the gather that reads its input
   int64_t repeat = 0;  // add, mul: b's element count when it repeats over a's leading dims (0: b has a's shape)
   /// concat: one layer per input, each copying (and requantizing) input
   /// `input` into its slice of the output: `rows` rows of `width` elements,
@@ -225,11 +225,12 @@ struct Layer {
   /// core's position; dynamic: the task within the layer. Lowering emits the
   /// tiles whose value it is given (lower_layer's `core`).
   std::vector<int> core_of_tile;
-  int slots_of_tiles = 0;     // pipeline/dynamic: distinct values in core_of_tile
-  std::vector<int> task_port; // dynamic: the memory port each task is spread to
-  uint64_t wgt_offset = 0;    // mac: prepacked [group][K][Ng] weights (constant b only)
-  uint64_t param_offset = 0;  // mac: int32 (bias, mult, shift) per output channel; softmax: its table; layernorm: its triples
-  Cost cost;                  // the cost model's prediction for the chosen tiling
+  int slots_of_tiles = 0;      // pipeline/dynamic: distinct values in core_of_tile
+  std::vector<int> task_port;  // dynamic: the memory port each task is spread to
+  uint64_t wgt_offset = 0;     // mac: prepacked [group][K][Ng] weights (constant b only)
+  uint64_t param_offset =
+      0;      // mac: int32 (bias, mult, shift) per output channel; softmax: its table; layernorm: its triples
+  Cost cost;  // the cost model's prediction for the chosen tiling
   /// --hls auto (hetero.cc): output pixels (gemm: rows) [unit_row0, M) run
   /// on this HLS unit kernel and the tiles keep [0, unit_row0); empty: cores only.
   std::string unit_kernel;
@@ -243,10 +244,10 @@ struct Layer {
   /// (the add's output) instead of its own output tensor.
   struct Residual {
     bool candidate = false, on = false;
-    std::string add;     // the add node's name
-    size_t add_node = 0; // its index into CompileState::graph.nodes
-    std::string tensor;  // the other add operand, read into IN per output tile
-    std::string out;     // the add's output
+    std::string add;      // the add node's name
+    size_t add_node = 0;  // its index into CompileState::graph.nodes
+    std::string tensor;   // the other add operand, read into IN per output tile
+    std::string out;      // the add's output
     int32_t zp = 0, out_zp = 0, lo = -128, hi = 127;
     int32_t mult = 0;
     int shift = 1;

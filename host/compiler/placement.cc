@@ -21,7 +21,6 @@
 namespace loom::compiler {
 namespace {
 
-
 /// Granule a tile is cut in: whole rows for softmax/layernorm, 64
 /// elements for other elementwise ops, whole output rows for depthwise
 /// tiles (DWCONV), array rows of pixels otherwise.
@@ -124,8 +123,10 @@ class PlacementPass final : public Pass {
   static int pipeline_units(const CompileState& s) {
     int64_t batch = 0;
     for (const auto& l : s.layers)
-      if (l.props->kind == LayerKind::Mac && !is_gemm(l)) batch = std::max(batch, l.mac.batch);
-      else if (l.props->kind == LayerKind::Pool) batch = std::max(batch, l.pool.batch);
+      if (l.props->kind == LayerKind::Mac && !is_gemm(l))
+        batch = std::max(batch, l.mac.batch);
+      else if (l.props->kind == LayerKind::Pool)
+        batch = std::max(batch, l.pool.batch);
     if (batch <= 1) return 1;
     for (const auto& l : s.layers) {
       switch (l.props->kind) {
@@ -267,8 +268,8 @@ class PlacementPass final : public Pass {
       }
       // Per unit every stage takes its share; the slowest stage paces the rest.
       const uint64_t total = sum + uint64_t(U - 1) * mx;
-      tried += (tried.empty() ? "" : ", ") + std::to_string(S) + " stages x " + std::to_string(gs) + " cores: " +
-               std::to_string(total);
+      tried += (tried.empty() ? "" : ", ") + std::to_string(S) + " stages x " + std::to_string(gs) +
+               " cores: " + std::to_string(total);
       if (total < best.total || (S > 1 && best.S == 1)) best = {S, total, cut, sc};
     }
     uint64_t data_parallel = 0;
@@ -338,8 +339,9 @@ class PlacementPass final : public Pass {
       }
     }
     if (out.size() == l.tiles.size()) return;
-    s.decide(l.name, name(), std::to_string(l.tiles.size()) + " tiles cut into " + std::to_string(out.size()) +
-                                 " so each of the stage's " + std::to_string(gs) + " cores has work per unit");
+    s.decide(l.name, name(),
+             std::to_string(l.tiles.size()) + " tiles cut into " + std::to_string(out.size()) +
+                 " so each of the stage's " + std::to_string(gs) + " cores has work per unit");
     bump("split_tiles", int64_t(out.size() - l.tiles.size()));
     l.tiles = std::move(out);
   }

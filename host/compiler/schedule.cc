@@ -68,17 +68,22 @@ void merge(Spans& v) {
   std::sort(v.begin(), v.end(), [](const Span& a, const Span& b) { return a.lo < b.lo; });
   Spans out;
   for (const Span& x : v)
-    if (!out.empty() && x.lo <= out.back().hi) out.back().hi = std::max(out.back().hi, x.hi);
-    else out.push_back(x);
+    if (!out.empty() && x.lo <= out.back().hi)
+      out.back().hi = std::max(out.back().hi, x.hi);
+    else
+      out.push_back(x);
   v = std::move(out);
 }
 
 bool overlap(const Spans& a, const Spans& b) {
   size_t i = 0, j = 0;
   while (i < a.size() && j < b.size()) {
-    if (a[i].hi <= b[j].lo) ++i;
-    else if (b[j].hi <= a[i].lo) ++j;
-    else return true;
+    if (a[i].hi <= b[j].lo)
+      ++i;
+    else if (b[j].hi <= a[i].lo)
+      ++j;
+    else
+      return true;
   }
   return false;
 }
@@ -140,8 +145,10 @@ struct TileSpans {
       case LayerKind::Eltwise:
         for (const auto& in : n.inputs) {
           if (!activation(in)) continue;
-          if (numel(s.graph.tensor(in).shape) == l.elems && !l.permute.on()) elems(in, t.m0, t.m0 + t.m, rd);
-          else whole(in, rd);
+          if (numel(s.graph.tensor(in).shape) == l.elems && !l.permute.on())
+            elems(in, t.m0, t.m0 + t.m, rd);
+          else
+            whole(in, rd);
         }
         if (l.part.on)  // rows of its slice: the span from the first to the last element written
           elems(out, l.part.out_elem(t.m0), l.part.out_elem(t.m0 + t.m - 1) + 1, wr);

@@ -47,8 +47,10 @@ class TilingPass final : public Pass {
           LOOM_TRY(tile_pool(s, l));
           break;
         case LayerKind::Eltwise:
-          if (l.row > 0) LOOM_TRY(tile_rows(s, l));
-          else tile_eltwise(s, l);
+          if (l.row > 0)
+            LOOM_TRY(tile_rows(s, l));
+          else
+            tile_eltwise(s, l);
           break;
         case LayerKind::Alias:
           s.decide(l.name, name(), "aliases '" + s.node(l).inputs[0] + "' (no instructions)");
@@ -87,17 +89,18 @@ class TilingPass final : public Pass {
     if (!fits) {
       text = "kept separate: no tile fits IN with the residual tile";
     } else if (s.opt.fusion == Fusion::Cost && fused.cycles >= separate) {
-      text = "kept separate (cost): fused predicts " + std::to_string(fused.cycles) + " cycles with the residual tile in IN (tile " +
-             std::to_string(l.tiling.tm) + "x" + std::to_string(l.tiling.tn) + ", " + std::to_string(fused.dram_read) +
-             " B read), separate " + std::to_string(plain.cycles) + " + " + std::to_string(add_cost.cycles) + " = " +
-             std::to_string(separate) + " cycles";
+      text = "kept separate (cost): fused predicts " + std::to_string(fused.cycles) +
+             " cycles with the residual tile in IN (tile " + std::to_string(l.tiling.tm) + "x" +
+             std::to_string(l.tiling.tn) + ", " + std::to_string(fused.dram_read) + " B read), separate " +
+             std::to_string(plain.cycles) + " + " + std::to_string(add_cost.cycles) + " = " + std::to_string(separate) +
+             " cycles";
       bump("residual_refused");
     } else {
       l.res.on = true;
       text = std::string("folded the add into POSTOP") + (l.res.rescale ? " as a rescale" : "") + " (" +
-             fusion_name(s.opt.fusion) + "): fused predicts " +
-             std::to_string(fused.cycles) + " cycles, separate " + std::to_string(plain.cycles) + " + " +
-             std::to_string(add_cost.cycles) + " = " + std::to_string(separate) + "; saves " +
+             fusion_name(s.opt.fusion) + "): fused predicts " + std::to_string(fused.cycles) + " cycles, separate " +
+             std::to_string(plain.cycles) + " + " + std::to_string(add_cost.cycles) + " = " + std::to_string(separate) +
+             "; saves " +
              std::to_string(int64_t(add_cost.dram_read + add_cost.dram_written) -
                             int64_t(fused.dram_read - plain.dram_read)) +
              " DRAM bytes and " + std::to_string(add_cost.insns) + " add instructions";
@@ -133,14 +136,16 @@ class TilingPass final : public Pass {
     if (dw_fits && (!array_fits || dw.cost.cycles < array_cycles)) {
       LOOM_TRY(tile_dw(s, l, quiet));
       if (!quiet && array_fits)
-        s.decide(l.name, name(), "depthwise unit: predicted " + std::to_string(l.cost.cycles) + " cycles, the array " +
-                                     std::to_string(array_cycles));
+        s.decide(l.name, name(),
+                 "depthwise unit: predicted " + std::to_string(l.cost.cycles) + " cycles, the array " +
+                     std::to_string(array_cycles));
       return Status::ok();
     }
     LOOM_TRY(tile_array(s, l, residual, quiet));
     if (!quiet && dw_fits)
-      s.decide(l.name, name(), "array: predicted " + std::to_string(l.cost.cycles) + " cycles, the depthwise unit " +
-                                   std::to_string(dw.cost.cycles));
+      s.decide(l.name, name(),
+               "array: predicted " + std::to_string(l.cost.cycles) + " cycles, the depthwise unit " +
+                   std::to_string(dw.cost.cycles));
     return Status::ok();
   }
 
@@ -174,8 +179,8 @@ class TilingPass final : public Pass {
       }
     }
     if (cands.empty())
-      return make_error("node '" + l.name + "'", "no depthwise tile fits the scratchpads of config '" +
-                                                     std::string(s.cfg->name) + "'");
+      return make_error("node '" + l.name + "'",
+                        "no depthwise tile fits the scratchpads of config '" + std::string(s.cfg->name) + "'");
     const CostParams cp = s.opt.cost(*s.cfg);
     Tiling& t = l.tiling;
     t = Tiling{};
@@ -203,9 +208,9 @@ class TilingPass final : public Pass {
              "depthwise " + std::to_string(g.KH) + "x" + std::to_string(g.KW) + "/" + std::to_string(g.sh) + " on " +
                  std::to_string(g.C) + " channels, " + std::to_string(g.OH) + "x" + std::to_string(g.OW) +
                  " outputs: tiles of " + std::to_string(rows) + " output rows x " + std::to_string(t.tn) +
-                 " channels (DWCONV); IN " + kib(band_in_rows(g, rows) * dw_pitch(g, t.tn)) + "/" + kib(b.in) + ", WGT " +
-                 kib(g.KH * g.KW * t.tn) + "/" + kib(b.wgt) + ", OUT " + kib(t.tm * t.tn) + "/" + kib(b.out) +
-                 (b.slots > 1 ? " per slot" : "") + ", ACC " + kib(4 * t.tm * t.tn) + "/" + kib(b.acc) +
+                 " channels (DWCONV); IN " + kib(band_in_rows(g, rows) * dw_pitch(g, t.tn)) + "/" + kib(b.in) +
+                 ", WGT " + kib(g.KH * g.KW * t.tn) + "/" + kib(b.wgt) + ", OUT " + kib(t.tm * t.tn) + "/" +
+                 kib(b.out) + (b.slots > 1 ? " per slot" : "") + ", ACC " + kib(4 * t.tm * t.tn) + "/" + kib(b.acc) +
                  "; predicted DRAM bytes read " + std::to_string(t.bytes_read) + ", written " +
                  std::to_string(t.bytes_written) + "; " + l.cost.summary() + "; best of " +
                  std::to_string(cands.size()) + " candidates");
@@ -283,12 +288,15 @@ class TilingPass final : public Pass {
           const int64_t nm = ceil_div(M, tm);
           // A from DRAM: the im2col rows once per N tile, or (row windows)
           // one input row per output-row run and kernel row.
-          const int64_t a_bytes =
-              win ? nm * window_rows(g, tm) * g.KH * g.W * g.Cg : M * K;
+          const int64_t a_bytes = win ? nm * window_rows(g, tm) * g.KH * g.W * g.Cg : M * K;
           const uint64_t bytes = uint64_t(bg) * uint64_t(nn * a_bytes + nm * K * g.Ng + nm * 12 * g.Ng);
           const int64_t tiles = bg * nm * nn;
           cands.push_back({{-std::min(tiles, cores), bytes, ceil_div(tiles, cores) * tm * tn, tiles * nk, -tm, -tn},
-                           tm, tn, cc, np, win});
+                           tm,
+                           tn,
+                           cc,
+                           np,
+                           win});
         };
         // The largest tile can leave the last round of tiles to a few cores
         // (784 rows in tiles of 192: 5 tiles on 4 cores). Rows split evenly
@@ -306,16 +314,14 @@ class TilingPass final : public Pass {
         push_all(tmax, false);
         if (cc == g.Cg && np == g.KW && row_window_ok(g) && s.opt.row_windows != CompileOptions::RowWindows::Off) {
           // Row windows: IN holds one padded input row per output-row run.
-          const auto in_need = [&](int64_t tm) {
-            return window_in_bytes(g, tm) + (residual ? tm * tn : 0);
-          };
+          const auto in_need = [&](int64_t tm) { return window_in_bytes(g, tm) + (residual ? tm * tn : 0); };
           int64_t tw = std::min({b.out / tn, b.acc / (4 * tn), kField16, M});
           while (tw > R && in_need(tw) > b.in) tw -= R;
           if (tw < M && tw >= R) tw = tw / R * R;
           if (tw >= 1 && in_need(tw) <= b.in) push_all(tw, true);
         }
-        if (cc == g.Cg && np == g.KW && band_ok(g) && !residual && s.opt.image_bands != CompileOptions::ImageBands::Off &&
-            K * tn <= b.wgt) {
+        if (cc == g.Cg && np == g.KW && band_ok(g) && !residual &&
+            s.opt.image_bands != CompileOptions::ImageBands::Off && K * tn <= b.wgt) {
           // Image bands: tiles of whole output rows whose input rows, GEMM
           // rows and K x tn weights fit.
           const auto fits = [&](int64_t tm) {
@@ -328,7 +334,12 @@ class TilingPass final : public Pass {
             const uint64_t bytes = uint64_t(bg) * uint64_t(nn * a_bytes + nm * K * g.Ng + nm * 12 * g.Ng);
             const int64_t tiles = bg * nm * nn;
             cands.push_back({{-std::min(tiles, cores), bytes, ceil_div(tiles, cores) * tm * tn, tiles, -tm, -tn},
-                             tm, tn, cc, np, false, true});
+                             tm,
+                             tn,
+                             cc,
+                             np,
+                             false,
+                             true});
           };
           int64_t nr = g.OH;
           while (nr > 1 && !fits(nr * g.OW)) --nr;
@@ -385,13 +396,16 @@ class TilingPass final : public Pass {
              "M=" + std::to_string(M) + " K=" + std::to_string(K) + " N=" + std::to_string(g.Ng) +
                  (g.groups > 1 ? " x" + std::to_string(g.groups) + " groups" : "") + ": tm=" + std::to_string(btm) +
                  " tn=" + std::to_string(btn) + " tk=" + std::to_string(tk) + " (" + std::to_string(t.ksteps.size()) +
-                 " K steps" + (bwin ? ", row windows" : bband ? ", image bands" : "") + "); IN " +
-                 kib(in_bytes + (residual ? btm * btn : 0)) + "/" + kib(b.in) + ", WGT " +
+                 " K steps" +
+                 (bwin    ? ", row windows"
+                  : bband ? ", image bands"
+                          : "") +
+                 "); IN " + kib(in_bytes + (residual ? btm * btn : 0)) + "/" + kib(b.in) + ", WGT " +
                  kib((bband ? K : tk) * btn) + "/" + kib(b.wgt) + ", OUT " + kib(btm * btn) + "/" + kib(b.out) +
                  (b.slots > 1 ? " per slot" : "") + ", ACC " + kib(4 * c_rows * btn) + "/" + kib(b.acc) +
-                 "; predicted DRAM bytes read " + std::to_string(t.bytes_read) +
-                 ", written " + std::to_string(t.bytes_written) + "; " + l.cost.summary() + "; best of " +
-                 std::to_string(keep) + " evaluated of " + std::to_string(cands.size()) + " candidates" +
+                 "; predicted DRAM bytes read " + std::to_string(t.bytes_read) + ", written " +
+                 std::to_string(t.bytes_written) + "; " + l.cost.summary() + "; best of " + std::to_string(keep) +
+                 " evaluated of " + std::to_string(cands.size()) + " candidates" +
                  (best == 0 ? "" : " (the DRAM-bytes-first choice predicts " + std::to_string(first_cycles) + ")"));
     return Status::ok();
   }
@@ -449,13 +463,12 @@ class TilingPass final : public Pass {
     const int64_t param = s.node(l).op == ir::OpKind::LayerNorm ? 12 * l.row : 512;
     const int64_t param_bytes = int64_t(s.cfg->param_kib) * 1024;
     if (param > param_bytes)
-      return make_error("node '" + l.name + "'", "a row of " + std::to_string(l.row) + " channels needs " +
-                                                     kib(param) + " of PARAM, the configuration has " +
-                                                     kib(param_bytes));
+      return make_error("node '" + l.name + "'", "a row of " + std::to_string(l.row) + " channels needs " + kib(param) +
+                                                     " of PARAM, the configuration has " + kib(param_bytes));
     const int64_t rows = std::min({b.in / l.row, b.out / l.row, kField16, l.elems / l.row});
     if (rows < 1)
-      return make_error("node '" + l.name + "'", "a row of " + std::to_string(l.row) +
-                                                     " elements does not fit the IN and OUT scratchpads");
+      return make_error("node '" + l.name + "'",
+                        "a row of " + std::to_string(l.row) + " elements does not fit the IN and OUT scratchpads");
     Tiling& t = l.tiling;
     t.tm = rows * l.row;
     t.bytes_read = uint64_t(l.elems + param);

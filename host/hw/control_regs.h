@@ -18,7 +18,7 @@ namespace loom::hw {
 struct RingCtl {
   uint64_t base = 0;
   uint32_t size = 0;
-  uint32_t head = 0;     // next instruction to issue (the faulting one after an error)
+  uint32_t head = 0;  // next instruction to issue (the faulting one after an error)
   uint32_t tail = 0;
   bool running = false;  // busy: from a doorbell until END, an error or an empty ring
   bool done = false;     // END retired since the doorbell

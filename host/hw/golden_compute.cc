@@ -165,8 +165,7 @@ uint32_t exec_postop(CoreState& s, const spec::PostopInsn& p) {
   const auto& par = s.buf(Buffer::PARAM);
   auto& out = s.buf(Buffer::OUT);
   if (!in_scratchpad(acc.size(), p.acc_addr, 4 * mn) || !in_scratchpad(out.size(), p.out_addr, mn) ||
-      !in_scratchpad(par.size(), p.param_addr,
-                     uint64_t(spec::kParamBytesPerChannel) * p.n + (p.rescale ? 8 : 0)) ||
+      !in_scratchpad(par.size(), p.param_addr, uint64_t(spec::kParamBytesPerChannel) * p.n + (p.rescale ? 8 : 0)) ||
       (p.residual && !in_scratchpad(in.size(), p.res_addr, mn)))
     return spec::err::SCRATCHPAD_OOB;
   // A per-channel shift outside 1..62 is an illegal parameter table; check
@@ -257,7 +256,8 @@ uint32_t exec_eltwise(CoreState& s, const spec::EltwiseInsn& e) {
 
   if (e.lut) {
     for (uint64_t i = 0; i < e.count; ++i)
-      out[e.out_addr + i] = clamp_out(i8_at(in, e.b_addr + uint64_t(i8_at(in, e.a_addr + i) + 128)), e.clip_lo, e.clip_hi);
+      out[e.out_addr + i] =
+          clamp_out(i8_at(in, e.b_addr + uint64_t(i8_at(in, e.a_addr + i) + 128)), e.clip_lo, e.clip_hi);
     return 0;
   }
   for (uint64_t i = 0; i < e.count; ++i) {
@@ -295,10 +295,11 @@ uint32_t exec_dwconv(CoreState& s, const spec::DwconvInsn& d) {
       std::fill(sum.begin(), sum.end(), 0);
       for (uint64_t ky = 0; ky < d.kh; ++ky)
         for (uint64_t kx = 0; kx < d.kw; ++kx) {
-          const int8_t* px =
-              reinterpret_cast<const int8_t*>(in.data() + d.in_addr + (oy * d.stride + ky) * d.ldi + (ox * d.stride + kx) * c);
+          const int8_t* px = reinterpret_cast<const int8_t*>(in.data() + d.in_addr + (oy * d.stride + ky) * d.ldi +
+                                                             (ox * d.stride + kx) * c);
           const int8_t* pt = pw + (ky * d.kw + kx) * c;
-          for (uint64_t j = 0; j < c; ++j) sum[j] += (int32_t(px[j]) - int32_t(d.a_zp)) * (int32_t(pt[j]) - int32_t(d.b_zp));
+          for (uint64_t j = 0; j < c; ++j)
+            sum[j] += (int32_t(px[j]) - int32_t(d.a_zp)) * (int32_t(pt[j]) - int32_t(d.b_zp));
         }
       for (uint64_t j = 0; j < c; ++j) store_le32(pacc + 4 * ((oy * d.ow + ox) * c + j), uint32_t(sum[j]));
     }
@@ -336,8 +337,7 @@ uint32_t exec_rownorm(CoreState& s, const spec::RownormInsn& r) {
     if (!shift_ok(ch[j].sh)) return spec::err::ILLEGAL_INSN;
   }
   for (uint64_t i = 0; i < r.m; ++i)
-    layernorm_row(px + i * r.n, r.n, r.in_zp, uint32_t(r.eps), ch.data(), r.out_zp, r.clip_lo, r.clip_hi,
-                  py + i * r.n);
+    layernorm_row(px + i * r.n, r.n, r.in_zp, uint32_t(r.eps), ch.data(), r.out_zp, r.clip_lo, r.clip_hi, py + i * r.n);
   return 0;
 }
 

@@ -14,12 +14,12 @@ namespace loom::hw {
 
 /// Timing parameters, all taken from a spec::HwConfig.
 struct TimingParams {
-  uint32_t rows = 1;         // systolic array rows
-  uint32_t cols = 1;         // systolic array columns
-  uint32_t mem_bytes = 8;    // bytes per memory beat (mem_width_bits / 8)
-  uint32_t spw = 16;         // scratchpad port width in bytes: max(Cols*4, MemBytes)
-  uint32_t lanes = 4;        // post-processing lanes: int32 words per ACC read (spw / 4)
-  uint32_t latency = 40;     // memory latency in cycles
+  uint32_t rows = 1;       // systolic array rows
+  uint32_t cols = 1;       // systolic array columns
+  uint32_t mem_bytes = 8;  // bytes per memory beat (mem_width_bits / 8)
+  uint32_t spw = 16;       // scratchpad port width in bytes: max(Cols*4, MemBytes)
+  uint32_t lanes = 4;      // post-processing lanes: int32 words per ACC read (spw / 4)
+  uint32_t latency = 40;   // memory latency in cycles
   uint32_t mem_ports = 1;
 
   static TimingParams from(const spec::HwConfig& cfg) {
@@ -120,8 +120,7 @@ inline uint64_t pool_cycles(const TimingParams& t, const spec::PoolInsn& p) {
 /// beat; with lut the chunk's table reads follow its A read, one element a
 /// cycle (one read port), before it is fed.
 inline uint64_t eltwise_cycles(const TimingParams& t, const spec::EltwiseInsn& e) {
-  return kIssueCycles + kPipeCycles + ceil_div(e.count, t.spw) * 3 + ceil_div(e.count, t.lanes) +
-         (e.lut ? e.count : 0);
+  return kIssueCycles + kPipeCycles + ceil_div(e.count, t.spw) * 3 + ceil_div(e.count, t.lanes) + (e.lut ? e.count : 0);
 }
 
 /// ROWNORM (loom_elem_ctrl). Softmax loads its 512-byte table once (one

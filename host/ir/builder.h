@@ -103,7 +103,8 @@ class GraphBuilder {
     n.inputs = {a, b};
     n.attrs.groups = groups;
     const double k = double(as[1] / groups);
-    return finish(n, {as[0], groups * bs.back()}, g_.tensor(a).q.scale[0] * g_.tensor(b).q.scale[0] * std::sqrt(k) * 40.0, 3);
+    return finish(n, {as[0], groups * bs.back()},
+                  g_.tensor(a).q.scale[0] * g_.tensor(b).q.scale[0] * std::sqrt(k) * 40.0, 3);
   }
 
   /// A lookup through a random constant table (any function of one int8 value).
@@ -238,8 +239,7 @@ class GraphBuilder {
     return finish(n, g_.tensor(a).shape, scale, zp);
   }
 
-  std::string pool(const std::string& name, OpKind op, const std::string& x, int64_t k, int64_t stride,
-                   int64_t pad) {
+  std::string pool(const std::string& name, OpKind op, const std::string& x, int64_t k, int64_t stride, int64_t pad) {
     const auto xs = g_.tensor(x).shape;
     Node n;
     n.name = name;

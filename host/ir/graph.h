@@ -67,31 +67,31 @@ struct Attrs {
   int64_t stride_h = 1, stride_w = 1;
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   int64_t groups = 1;
-  bool count_include_pad = true;       // avgpool
+  bool count_include_pad = true;          // avgpool
   double clip_min = 0.0, clip_max = 0.0;  // clip (real values)
-  std::vector<int64_t> shape;          // reshape
-  std::vector<int64_t> perm;           // transpose
-  int64_t axis = 0;                    // concat
-  std::vector<int64_t> starts, ends;   // slice: one per axis, 0 <= start < end <= dim
-  int64_t eps = 0;                     // layernorm: added to n^2 times the variance (input units), 0..2^32-1
-  Activation act;                      // conv/gemm/add fused clamp (integer domain)
+  std::vector<int64_t> shape;             // reshape
+  std::vector<int64_t> perm;              // transpose
+  int64_t axis = 0;                       // concat
+  std::vector<int64_t> starts, ends;      // slice: one per axis, 0 <= start < end <= dim
+  int64_t eps = 0;                        // layernorm: added to n^2 times the variance (input units), 0..2^32-1
+  Activation act;                         // conv/gemm/add fused clamp (integer domain)
 };
 
 struct Node {
   std::string name;
   OpKind op = OpKind::Relu;
-  std::vector<std::string> inputs;   // tensor names; "" = absent optional input
+  std::vector<std::string> inputs;  // tensor names; "" = absent optional input
   std::vector<std::string> outputs;
   Attrs attrs;
 };
 
 struct Graph {
   std::string name;
-  std::string source;                 // file it was read from (for messages)
+  std::string source;  // file it was read from (for messages)
   std::map<std::string, TensorInfo> tensors;
-  std::vector<std::string> inputs;    // graph inputs in order
-  std::vector<std::string> outputs;   // graph outputs in order
-  std::vector<Node> nodes;            // topologically sorted after validate()
+  std::vector<std::string> inputs;   // graph inputs in order
+  std::vector<std::string> outputs;  // graph outputs in order
+  std::vector<Node> nodes;           // topologically sorted after validate()
 
   const TensorInfo& tensor(const std::string& n) const { return tensors.at(n); }
   TensorInfo& tensor(const std::string& n) { return tensors.at(n); }

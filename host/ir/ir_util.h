@@ -101,5 +101,4 @@ inline int32_t real_to_q(double r, double scale, int32_t zero_point) {
   return int32_t(std::clamp<int64_t>(int64_t(std::round(d)) + zero_point, -128, 127));
 }
 
-
 }  // namespace loom::ir::detail

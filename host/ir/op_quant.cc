@@ -288,8 +288,8 @@ Expected<RowQuant> row_quant(const Graph& g, const Node& n) {
     const int32_t sh = q.channels[size_t(j)].sh;
     if (sh < kMinShift || sh > kMaxShift)
       return make_error(field_where(node_where(g, n), "inputs"), "params '" + (*p)->name + "' channel " +
-                                                                      std::to_string(j) + ": shift " +
-                                                                      std::to_string(sh) + " is outside 1..62");
+                                                                     std::to_string(j) + ": shift " +
+                                                                     std::to_string(sh) + " is outside 1..62");
   }
   q.eps = uint32_t(n.attrs.eps);
   return q;

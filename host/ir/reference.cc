@@ -75,7 +75,8 @@ void gemm(const MacQuant& q, const Tensor& a, const Tensor& b, const Tensor* bia
         const int64_t c = g * cols + j;
         if (bias) acc += uint32_t(bias->i32()[c]);
         const auto& mu = q.mult[size_t(c)];
-        y->i8()[i * y_row + c] = int8_t(out_q(int64_t(requantize(int32_t(acc), mu.mult, mu.shift)) + q.y_zp, q.lo, q.hi));
+        y->i8()[i * y_row + c] =
+            int8_t(out_q(int64_t(requantize(int32_t(acc), mu.mult, mu.shift)) + q.y_zp, q.lo, q.hi));
       }
 }
 
@@ -220,8 +221,8 @@ Status run_node(const Graph& g, const Node& n, std::map<std::string, Tensor>& va
           layernorm_row(x + r * q->n, uint64_t(q->n), q->x_zp, q->eps, q->channels.data(), q->y_zp, q->lo, q->hi,
                         yy + r * q->n);
         else
-          softmax_row(x + r * q->n, uint64_t(q->n), q->softmax.table.data(), q->softmax.mult, q->softmax.shift,
-                      q->y_zp, q->lo, q->hi, yy + r * q->n);
+          softmax_row(x + r * q->n, uint64_t(q->n), q->softmax.table.data(), q->softmax.mult, q->softmax.shift, q->y_zp,
+                      q->lo, q->hi, yy + r * q->n);
       }
       return {};
     }

@@ -206,10 +206,10 @@ Status infer_conv(const ShapeCtx& c, std::vector<int64_t>* out) {
                                              std::to_string(x[3]) + " and output channels " + std::to_string(w[3]));
   }
   if (w[2] != x[3] / a.groups) {
-    return make_error(c.where("inputs"),
-                      "weight '" + c.in(1).name + "' " + shape_str(w) + " has " + std::to_string(w[2]) +
-                          " input channels per group, input '" + c.in(0).name + "' " + shape_str(x) +
-                          " with groups " + std::to_string(a.groups) + " needs " + std::to_string(x[3] / a.groups));
+    return make_error(c.where("inputs"), "weight '" + c.in(1).name + "' " + shape_str(w) + " has " +
+                                             std::to_string(w[2]) + " input channels per group, input '" +
+                                             c.in(0).name + "' " + shape_str(x) + " with groups " +
+                                             std::to_string(a.groups) + " needs " + std::to_string(x[3] / a.groups));
   }
   if (a.kernel_h != w[0] || a.kernel_w != w[1]) {
     return make_error(c.where("kernel"), "[" + std::to_string(a.kernel_h) + "," + std::to_string(a.kernel_w) +
@@ -240,8 +240,8 @@ Status infer_gemm(const ShapeCtx& c, std::vector<int64_t>* out) {
     const auto& x = c.in(0).shape;
     const auto& w = c.in(1).shape;
     if (w[0] != a.groups || x[1] != a.groups * w[1]) {
-      return make_error(c.where("inputs"), "'" + c.in(0).name + "' " + shape_str(x) + " and '" + c.in(1).name +
-                                               "' " + shape_str(w) + " do not make " + std::to_string(a.groups) +
+      return make_error(c.where("inputs"), "'" + c.in(0).name + "' " + shape_str(x) + " and '" + c.in(1).name + "' " +
+                                               shape_str(w) + " do not make " + std::to_string(a.groups) +
                                                " groups of [M,K] x [K,N]");
     }
     if (c.has(2)) return make_error(c.where("inputs"), "a grouped gemm takes no bias");
@@ -305,16 +305,16 @@ Status infer_transpose(const ShapeCtx& c, std::vector<int64_t>* out) {
   const Attrs& a = c.n.attrs;
   const auto& x = c.in(0).shape;
   if (a.perm.size() != x.size()) {
-    return make_error(c.where("perm"), shape_str(a.perm) + " has " + std::to_string(a.perm.size()) +
-                                           " entries, '" + c.in(0).name + "' " + shape_str(x) + " has rank " +
+    return make_error(c.where("perm"), shape_str(a.perm) + " has " + std::to_string(a.perm.size()) + " entries, '" +
+                                           c.in(0).name + "' " + shape_str(x) + " has rank " +
                                            std::to_string(x.size()));
   }
   std::vector<bool> seen(x.size(), false);
   out->clear();
   for (int64_t p : a.perm) {
     if (p < 0 || p >= int64_t(x.size()) || seen[size_t(p)])
-      return make_error(c.where("perm"), shape_str(a.perm) + " is not a permutation of 0.." +
-                                             std::to_string(int64_t(x.size()) - 1));
+      return make_error(c.where("perm"),
+                        shape_str(a.perm) + " is not a permutation of 0.." + std::to_string(int64_t(x.size()) - 1));
     seen[size_t(p)] = true;
     out->push_back(x[size_t(p)]);
   }
@@ -335,9 +335,9 @@ Status infer_concat(const ShapeCtx& c, std::vector<int64_t>* out) {
     bool ok = s.size() == x.size();
     for (size_t d = 0; ok && d < x.size(); ++d) ok = int64_t(d) == a.axis || s[d] == x[d];
     if (!ok)
-      return make_error(c.where("inputs"), "'" + c.in(k).name + "' " + shape_str(s) +
-                                               " does not concatenate with '" + c.in(0).name + "' " + shape_str(x) +
-                                               " along axis " + std::to_string(a.axis));
+      return make_error(c.where("inputs"), "'" + c.in(k).name + "' " + shape_str(s) + " does not concatenate with '" +
+                                               c.in(0).name + "' " + shape_str(x) + " along axis " +
+                                               std::to_string(a.axis));
     (*out)[size_t(a.axis)] += s[size_t(a.axis)];  // bounded: each input's numel is checked
   }
   return {};
@@ -353,9 +353,9 @@ Status infer_slice(const ShapeCtx& c, std::vector<int64_t>* out) {
   out->clear();
   for (size_t d = 0; d < x.size(); ++d) {
     if (a.starts[d] < 0 || a.ends[d] <= a.starts[d] || a.ends[d] > x[d])
-      return make_error(c.where("starts"), "axis " + std::to_string(d) + ": [" + std::to_string(a.starts[d]) +
-                                               ", " + std::to_string(a.ends[d]) +
-                                               ") is not a non-empty range of 0.." + std::to_string(x[d]));
+      return make_error(c.where("starts"), "axis " + std::to_string(d) + ": [" + std::to_string(a.starts[d]) + ", " +
+                                               std::to_string(a.ends[d]) + ") is not a non-empty range of 0.." +
+                                               std::to_string(x[d]));
     out->push_back(a.ends[d] - a.starts[d]);
   }
   return {};
@@ -365,7 +365,8 @@ Status infer(const Graph& g, const Node& n, std::vector<int64_t>* out) {
   const ShapeCtx c{g, n};
   const Attrs& a = n.attrs;
   for (size_t i = 0; i < n.inputs.size(); ++i) {
-    const bool bias = ((n.op == OpKind::Conv2d || n.op == OpKind::Gemm) && i == 2) || (n.op == OpKind::LayerNorm && i == 1);
+    const bool bias =
+        ((n.op == OpKind::Conv2d || n.op == OpKind::Gemm) && i == 2) || (n.op == OpKind::LayerNorm && i == 1);
     if (c.has(i)) LOOM_TRY(c.dtype(i, bias ? DType::I32 : DType::I8));
   }
   switch (n.op) {

@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <optional>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "common/hash.h"
 #include "common/tensor_io.h"
@@ -32,8 +32,12 @@ uint64_t get_u64(const std::vector<uint8_t>& b, size_t at) {
 }
 
 json binding_json(const TensorBinding& t) {
-  return json{{"name", t.name},   {"dtype", std::string(dtype_name(t.dtype))}, {"shape", t.shape},
-              {"scale", t.scale}, {"zero_point", t.zero_point},                {"offset", t.offset}};
+  return json{{"name", t.name},
+              {"dtype", std::string(dtype_name(t.dtype))},
+              {"shape", t.shape},
+              {"scale", t.scale},
+              {"zero_point", t.zero_point},
+              {"offset", t.offset}};
 }
 
 // Typed field access that records which field was wrong.
@@ -189,7 +193,8 @@ Expected<Container> decode_container(std::string_view bytes, const std::string& 
     return make_error(path, "truncated or padded plan: header announces " +
                                 std::to_string(kHeaderBytes + meta_len + payload_len) + " bytes, file has " +
                                 std::to_string(bytes.size()));
-  if (fnv1a64(reinterpret_cast<const uint8_t*>(bytes.data()) + kHeaderBytes, bytes.size() - kHeaderBytes) != get_u64(b, 32))
+  if (fnv1a64(reinterpret_cast<const uint8_t*>(bytes.data()) + kHeaderBytes, bytes.size() - kHeaderBytes) !=
+      get_u64(b, 32))
     return make_error(path, "checksum mismatch: the plan is corrupted");
   Container c;
   c.version = version;
@@ -361,13 +366,14 @@ Expected<Plan> decode_plan(std::string_view bytes, const std::string& path) {
       for (auto d : t.deps)
         if (d >= i) return make_error(path + ": " + r.ctx, "field 'deps': a task may only wait for an earlier task");
       if (t.port >= cfg->mem_ports)
-        return make_error(path + ": " + r.ctx, "field 'port': the configuration has " +
-                                                   std::to_string(cfg->mem_ports) + " memory ports");
+        return make_error(path + ": " + r.ctx,
+                          "field 'port': the configuration has " + std::to_string(cfg->mem_ports) + " memory ports");
       p.tasks.push_back(std::move(t));
     }
   }
   if ((p.placement == "dynamic") != !p.tasks.empty())
-    return make_error(path + ": metadata", "field 'tasks': a dynamic plan needs tasks and only a dynamic plan has them");
+    return make_error(path + ": metadata",
+                      "field 'tasks': a dynamic plan needs tasks and only a dynamic plan has them");
   if (p.placement == "dynamic" && p.semaphores_used < counts.size())
     return make_error(path + ": metadata", "field 'semaphores_used': a dynamic plan needs one semaphore per core");
 

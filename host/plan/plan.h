@@ -37,7 +37,7 @@ struct LayerInfo {
   std::string name;  // graph node name(s), '+'-joined when fused
   std::string op;
   uint64_t macs = 0;
-  uint64_t bytes_read = 0;      // predicted DRAM traffic
+  uint64_t bytes_read = 0;  // predicted DRAM traffic
   uint64_t bytes_written = 0;
   std::vector<uint32_t> insn_begin;  // per core: first instruction index of the layer
   std::vector<uint32_t> insn_end;    // per core: one past the last
@@ -72,7 +72,7 @@ struct UnitCallInfo {
 };
 
 struct Plan {
-  std::string config;         // named hardware configuration
+  std::string config;  // named hardware configuration
   std::string graph_name;
   std::string compiler;       // "loom <version>"
   std::string graph_source;   // graph file the plan was compiled from (for `loom run --check`)

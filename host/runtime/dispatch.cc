@@ -13,15 +13,15 @@ namespace {
 using spec::core_reg_addr;
 namespace creg = spec::core_reg;
 
-constexpr size_t kQueuedPerCore = 2;       // a second task hides the host's reaction time
-constexpr uint64_t kMinQuantum = 256;      // cycles
+constexpr size_t kQueuedPerCore = 2;   // a second task hides the host's reaction time
+constexpr uint64_t kMinQuantum = 256;  // cycles
 constexpr uint64_t kMaxQuantum = 1u << 20;
 
 struct Core {
   std::deque<uint32_t> queued;  // tasks written to the ring, oldest first
   std::vector<spec::Insn> pending;
-  size_t sent = 0;              // of pending
-  uint32_t finished = 0;        // tasks this core's semaphore has counted
+  size_t sent = 0;        // of pending
+  uint32_t finished = 0;  // tasks this core's semaphore has counted
 };
 
 }  // namespace
@@ -62,8 +62,8 @@ Status dispatch_tasks(Device& dev, const plan::Plan& p, const std::vector<spec::
     if (waiting[t] == 0) ready.push(uint32_t(t));
 
   std::vector<Core> cores(ncores);
-  std::vector<int> core_of(n, -1);           // where each task went
-  std::vector<uint32_t> ordinal(n, 0);       // its completion count on that core's semaphore
+  std::vector<int> core_of(n, -1);      // where each task went
+  std::vector<uint32_t> ordinal(n, 0);  // its completion count on that core's semaphore
   std::vector<uint8_t> finished(n, 0);
   std::vector<uint32_t> on_port(ports, 0);  // queued tasks per memory port
   stats->tasks.assign(ncores, 0);
@@ -100,7 +100,8 @@ Status dispatch_tasks(Device& dev, const plan::Plan& p, const std::vector<spec::
       // ring runs in order and each task ends in a draining SEM_SIGNAL).
       std::vector<uint32_t> need(ncores, 0);
       for (auto d : task.deps)
-        if (!finished[d] && core_of[d] != int(best)) need[size_t(core_of[d])] = std::max(need[size_t(core_of[d])], ordinal[d]);
+        if (!finished[d] && core_of[d] != int(best))
+          need[size_t(core_of[d])] = std::max(need[size_t(core_of[d])], ordinal[d]);
       for (size_t k = 0; k < ncores; ++k)
         if (need[k] > 0) {
           spec::SemWaitInsn w;
@@ -132,9 +133,9 @@ Status dispatch_tasks(Device& dev, const plan::Plan& p, const std::vector<spec::
       uint64_t room = std::min<uint64_t>(r.size - 1 - used, c.pending.size() - c.sent);
       while (room > 0) {
         const uint64_t chunk = std::min<uint64_t>(room, r.size - r.tail);
-        LOOM_TRY(dev.write(r.addr + uint64_t(r.tail) * spec::kInsnBytes,
-                           {reinterpret_cast<const uint8_t*>(c.pending.data() + c.sent),
-                            size_t(chunk * spec::kInsnBytes)}));
+        LOOM_TRY(
+            dev.write(r.addr + uint64_t(r.tail) * spec::kInsnBytes,
+                      {reinterpret_cast<const uint8_t*>(c.pending.data() + c.sent), size_t(chunk * spec::kInsnBytes)}));
         c.sent += chunk;
         stats->instructions[ci] += chunk;
         r.tail = uint32_t((r.tail + chunk) & (r.size - 1));
@@ -214,7 +215,8 @@ Status dispatch_tasks(Device& dev, const plan::Plan& p, const std::vector<spec::
       if (!queued && ready.empty())
         return make_error("dispatch", "no task is ready and none is running (a dependency cycle in the plan)");
       if (queued)
-        return make_error(std::string(dev.backend()), "dynamic dispatch: the device ran until idle but no task finished");
+        return make_error(std::string(dev.backend()),
+                          "dynamic dispatch: the device ran until idle but no task finished");
     }
   }
   return Status::ok();

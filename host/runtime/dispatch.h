@@ -25,9 +25,9 @@ struct DispatchRing {
 };
 
 struct DispatchStats {
-  uint64_t quanta = 0;                   // run_until_idle calls
-  std::vector<uint64_t> tasks;           // per core: tasks run
-  std::vector<uint64_t> instructions;    // per core: instructions written (tasks and completion signals)
+  uint64_t quanta = 0;                 // run_until_idle calls
+  std::vector<uint64_t> tasks;         // per core: tasks run
+  std::vector<uint64_t> instructions;  // per core: instructions written (tasks and completion signals)
 };
 
 /// Runs every task of `p` (p.tasks over the relocated task pool `pool`) on

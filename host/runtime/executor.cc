@@ -2,10 +2,10 @@
 // streams instructions into the rings as they drain, and reads results back.
 #include "runtime/executor.h"
 
-#include "runtime/dispatch.h"
-
 #include <algorithm>
 #include <cstring>
+
+#include "runtime/dispatch.h"
 
 namespace loom::runtime {
 namespace {
@@ -15,9 +15,9 @@ namespace creg = spec::core_reg;
 
 struct CoreRing {
   uint64_t ring_addr = 0;
-  uint32_t size = 0;        // entries, power of two
-  uint64_t written = 0;     // stream instructions written so far
-  uint32_t tail = 0;        // ring index
+  uint32_t size = 0;     // entries, power of two
+  uint64_t written = 0;  // stream instructions written so far
+  uint32_t tail = 0;     // ring index
   std::vector<spec::Insn> stream;
 };
 
@@ -173,16 +173,21 @@ std::string describe_device_error(uint32_t cause, uint32_t pc, uint64_t written,
   std::string op = "?";
   if (idx < stream.size())
     if (const auto* info = spec::opcode_info(spec::get_bits(stream[idx], 0, 6))) op = std::string(info->name);
-  return std::string("device error ").append(device_error_causes(cause)).append(" at instruction ")
-      .append(std::to_string(idx)).append(" (").append(op).append(")");
+  return std::string("device error ")
+      .append(device_error_causes(cause))
+      .append(" at instruction ")
+      .append(std::to_string(idx))
+      .append(" (")
+      .append(op)
+      .append(")");
 }
 
 Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std::string, Tensor>& inputs,
                             const RunOptions& opt) {
   const auto& cfg = dev.config();
   if (p.config != cfg.name)
-    return make_error("plan", "compiled for configuration '" + p.config + "' but the device is '" +
-                                  std::string(cfg.name) + "'");
+    return make_error(
+        "plan", "compiled for configuration '" + p.config + "' but the device is '" + std::string(cfg.name) + "'");
   if (p.cores.size() > cfg.cores) return make_error("plan", "uses more cores than the device has");
   if (dev.read_reg(spec::reg::ID) != spec::kIdValue)
     return make_error(std::string(dev.backend()), "ID register mismatch: not a loom fabric");
@@ -280,9 +285,9 @@ Expected<RunResult> execute(Device& dev, const plan::Plan& p, const std::map<std
       uint64_t n = std::min<uint64_t>(room, limit(c, r.stream.size()) - r.written);
       while (n > 0) {
         const uint64_t chunk = std::min<uint64_t>(n, r.size - r.tail);
-        Status s = dev.write(r.ring_addr + uint64_t(r.tail) * spec::kInsnBytes,
-                             {reinterpret_cast<const uint8_t*>(r.stream.data() + r.written),
-                              size_t(chunk * spec::kInsnBytes)});
+        Status s = dev.write(
+            r.ring_addr + uint64_t(r.tail) * spec::kInsnBytes,
+            {reinterpret_cast<const uint8_t*>(r.stream.data() + r.written), size_t(chunk * spec::kInsnBytes)});
         if (!s) return cleanup(), s.error();
         r.written += chunk;
         r.tail = uint32_t((r.tail + chunk) & (r.size - 1));

@@ -40,8 +40,8 @@ struct RunResult {
   std::vector<std::pair<std::string, Tensor>> outputs;  // graph output order
   std::vector<CoreReport> cores;
   bool has_time = false;
-  uint64_t cycles = 0;          // device cycles for the whole run (timed backends)
-  uint64_t ring_refills = 0;    // doorbells rung after the first one per core
+  uint64_t cycles = 0;             // device cycles for the whole run (timed backends)
+  uint64_t ring_refills = 0;       // doorbells rung after the first one per core
   uint64_t tasks = 0, quanta = 0;  // dynamic plans: tasks dispatched, device quanta run
   /// With RunOptions::layer_cycles: the cycles of each plan layer (plan
   /// order, summing to `cycles`); empty when not measured.

@@ -96,8 +96,8 @@ Expected<CoreJobs::Image*> CoreJobs::image(uint32_t core, const plan::Plan& p) {
   const uint64_t sems = p.semaphores_used ? max_semaphore(p.cores[0]) + 1 : 0;
   if (sems > sems_per_core_)
     return make_error("plan '" + p.graph_name + "'",
-                      "uses " + std::to_string(sems) + " semaphores; jobs side by side on " + std::to_string(cfg.cores) +
-                          " cores get " + std::to_string(sems_per_core_) + " each");
+                      "uses " + std::to_string(sems) + " semaphores; jobs side by side on " +
+                          std::to_string(cfg.cores) + " cores get " + std::to_string(sems_per_core_) + " each");
   auto alloc = [&](uint64_t bytes) -> Expected<uint64_t> {
     auto a = dev_.alloc(bytes);
     if (!a) {  // memory pressure: free the images no job uses and try once more
@@ -130,8 +130,8 @@ Status CoreJobs::start(uint32_t core, const plan::Plan& p, const std::map<std::s
   if (p.cores.size() != 1 || !p.tasks.empty() || !p.unit_calls.empty())
     return make_error("plan '" + p.graph_name + "'", "a job is one core stream (no tasks or HLS unit calls)");
   if (p.config != cfg.name)
-    return make_error("plan '" + p.graph_name + "'",
-                      "compiled for configuration '" + p.config + "' but the device is '" + std::string(cfg.name) + "'");
+    return make_error("plan '" + p.graph_name + "'", "compiled for configuration '" + p.config +
+                                                         "' but the device is '" + std::string(cfg.name) + "'");
   auto im = image(core, p);
   if (!im) return im.error();
   Image& I = **im;
@@ -154,7 +154,8 @@ Status CoreJobs::start(uint32_t core, const plan::Plan& p, const std::map<std::s
   write_reg64(dev_, core_reg_addr(core, creg::RING_BASE_LO), core_reg_addr(core, creg::RING_BASE_HI), I.ring);
   dev_.write_reg(core_reg_addr(core, creg::RING_SIZE), I.ring_size);
   write_reg64(dev_, core_reg_addr(core, creg::WIN_BASE_LO), core_reg_addr(core, creg::WIN_BASE_HI), I.base);
-  write_reg64(dev_, core_reg_addr(core, creg::WIN_LIMIT_LO), core_reg_addr(core, creg::WIN_LIMIT_HI), I.base + p.memory_bytes);
+  write_reg64(dev_, core_reg_addr(core, creg::WIN_LIMIT_LO), core_reg_addr(core, creg::WIN_LIMIT_HI),
+              I.base + p.memory_bytes);
   dev_.write_reg(core_reg_addr(core, creg::CTR_CLEAR), 1);
   auto job = std::make_unique<Job>();
   job->id = id;
@@ -177,9 +178,9 @@ Status CoreJobs::refill(uint32_t c) {
   bool wrote = false;
   while (n > 0) {
     const uint64_t chunk = std::min<uint64_t>(n, I.ring_size - j.tail);
-    LOOM_TRY(dev_.write(I.ring + uint64_t(j.tail) * spec::kInsnBytes,
-                        {reinterpret_cast<const uint8_t*>(I.stream.data() + j.written),
-                         size_t(chunk * spec::kInsnBytes)}));
+    LOOM_TRY(
+        dev_.write(I.ring + uint64_t(j.tail) * spec::kInsnBytes,
+                   {reinterpret_cast<const uint8_t*>(I.stream.data() + j.written), size_t(chunk * spec::kInsnBytes)}));
     j.written += chunk;
     j.tail = uint32_t((j.tail + chunk) & (I.ring_size - 1));
     n -= chunk;
@@ -212,9 +213,9 @@ JobEnd CoreJobs::finish(uint32_t c, bool error) {
     const uint32_t pc = dev_.read_reg(core_reg_addr(c, creg::ERR_PC));
     const Image& I = *j.image;
     e.err_cause = cause;
-    e.status = make_error(std::string(dev_.backend()) + ": core " + std::to_string(c),
-                          describe_device_error(cause, pc, j.written, I.ring_size, I.stream) + " of plan '" +
-                              j.plan->graph_name + "'");
+    e.status = make_error(
+        std::string(dev_.backend()) + ": core " + std::to_string(c),
+        describe_device_error(cause, pc, j.written, I.ring_size, I.stream) + " of plan '" + j.plan->graph_name + "'");
     dev_.write_reg(spec::reg::SOFT_RESET, 1u << c);
   } else {
     for (const auto& b : j.plan->outputs) {

@@ -38,11 +38,11 @@ struct JobOptions {
 /// A job that ended, successfully or not.
 struct JobEnd {
   uint32_t core = 0;
-  uint64_t id = 0;               // as given to start()
-  uint64_t start_cycles = 0;     // device cycles at the doorbell
-  uint64_t end_cycles = 0;       // device cycles at its END (or at the error)
-  Status status;                 // ok, or what went wrong (cause, instruction)
-  uint32_t err_cause = 0;        // ERR_CAUSE bits on a device error
+  uint64_t id = 0;                                      // as given to start()
+  uint64_t start_cycles = 0;                            // device cycles at the doorbell
+  uint64_t end_cycles = 0;                              // device cycles at its END (or at the error)
+  Status status;                                        // ok, or what went wrong (cause, instruction)
+  uint32_t err_cause = 0;                               // ERR_CAUSE bits on a device error
   std::vector<std::pair<std::string, Tensor>> outputs;  // when ok, in plan order
   std::array<uint64_t, spec::kNumCounters> counters{};
 };

@@ -5,7 +5,8 @@
 namespace loom::runtime {
 
 Status DeviceValues::run_host(size_t index) {
-  return make_error("host step " + std::to_string(index), "this program's values are device tensors only; it has no host steps");
+  return make_error("host step " + std::to_string(index),
+                    "this program's values are device tensors only; it has no host steps");
 }
 
 Expected<Tensor> DeviceValues::to_device(int segment, const plan::TensorBinding& b) {

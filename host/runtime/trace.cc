@@ -15,8 +15,8 @@ namespace loom::runtime {
 namespace {
 
 constexpr std::array<std::string_view, kNumTraceTracks> kTrackNames{
-    "load", "gemm", "post-op", "compute", "store", "stall: load", "stall: compute", "stall: store",
-    "stall: memory", "stall: dependency", "dispatch", "layer"};
+    "load",           "gemm",         "post-op",       "compute",           "store",    "stall: load",
+    "stall: compute", "stall: store", "stall: memory", "stall: dependency", "dispatch", "layer"};
 // The category of each track: the unit it belongs to, or "stall".
 constexpr std::array<std::string_view, kNumTraceTracks> kTrackCats{
     "load", "compute", "compute", "compute", "store", "stall", "stall", "stall", "stall", "stall", "dispatch", "layer"};
@@ -53,7 +53,8 @@ void TraceRecorder::label_layers(const std::vector<LayerSpan>& spans, unsigned c
   if (spans.empty()) return;
   std::vector<const LayerSpan*> by_begin;
   for (const auto& sp : spans) by_begin.push_back(&sp);
-  std::sort(by_begin.begin(), by_begin.end(), [](const LayerSpan* a, const LayerSpan* b) { return a->begin < b->begin; });
+  std::sort(by_begin.begin(), by_begin.end(),
+            [](const LayerSpan* a, const LayerSpan* b) { return a->begin < b->begin; });
   for (auto& e : events_) {
     if (e.track < 0 || e.track == int(TraceTrack::Layer)) continue;
     auto it = std::upper_bound(by_begin.begin(), by_begin.end(), e.begin,
@@ -134,9 +135,9 @@ std::string TraceRecorder::to_json(std::string_view backend, std::string_view co
     out += "{\"name\":";
     append_escaped(out, e->name);
     if (e->track >= 0) {
-      out += ",\"cat\":\"" + std::string(kTrackCats[size_t(e->track)]) + "\",\"ph\":\"X\",\"ts\":" +
-             micros(b, clock_mhz) + ",\"dur\":" + micros(en - b, clock_mhz) + ",\"pid\":" + std::to_string(e->core) +
-             ",\"tid\":" + std::to_string(e->track);
+      out += ",\"cat\":\"" + std::string(kTrackCats[size_t(e->track)]) +
+             "\",\"ph\":\"X\",\"ts\":" + micros(b, clock_mhz) + ",\"dur\":" + micros(en - b, clock_mhz) +
+             ",\"pid\":" + std::to_string(e->core) + ",\"tid\":" + std::to_string(e->track);
     } else {
       out += ",\"cat\":\"event\",\"ph\":\"i\",\"s\":\"t\",\"ts\":" + micros(b, clock_mhz) +
              ",\"pid\":" + std::to_string(e->core) + ",\"tid\":" + std::to_string(kEventsTid);

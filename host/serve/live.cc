@@ -28,7 +28,7 @@ bool same_outputs(const std::vector<std::pair<std::string, Tensor>>& a,
 }
 
 constexpr uint32_t kWatchdogCycles = 20000;  // the "watchdog" fault's WATCHDOG value
-constexpr const char* kStall = "1000:0.5";    // the "mem-stall" fault: 1000 cycles on half the bursts
+constexpr const char* kStall = "1000:0.5";   // the "mem-stall" fault: 1000 cycles on half the bursts
 
 std::string hex(uint64_t v) {
   char b[32];
@@ -94,9 +94,16 @@ Expected<FaultEvent> parse_fault(const std::string& text) {
 }
 
 LiveEngine::LiveEngine(runtime::Device& dev, const LiveOptions& o)
-    : dev_(dev), o_(o), pending_break_(dev.config().cores), corrupt_next_(dev.config().cores, false),
-      jobs_(dev, job_options(o)), timed_(dev.has_time()), wall0_(std::chrono::steady_clock::now()),
-      c0_(timed_ ? dev.cycles() : 0), mhz_(double(std::max(1u, dev.config().clock_mhz))), cores_(dev.config().cores) {
+    : dev_(dev),
+      o_(o),
+      pending_break_(dev.config().cores),
+      corrupt_next_(dev.config().cores, false),
+      jobs_(dev, job_options(o)),
+      timed_(dev.has_time()),
+      wall0_(std::chrono::steady_clock::now()),
+      c0_(timed_ ? dev.cycles() : 0),
+      mhz_(double(std::max(1u, dev.config().clock_mhz))),
+      cores_(dev.config().cores) {
   for (const auto& f : o_.faults) faults_.push_back({f});
 }
 
@@ -224,13 +231,12 @@ Expected<uint64_t> LiveEngine::inject(uint64_t now) {
       bool applied = true;
       if (k == "slverr-read" || k == "decerr-read" || k == "slverr-write" || k == "decerr-write") {
         const bool read = k.find("read") != std::string::npos;
-        auto ranges = jobs_.regions(uint32_t(c), read ? runtime::CoreJobs::Region::Constants
-                                                      : runtime::CoreJobs::Region::Outputs);
+        auto ranges = jobs_.regions(uint32_t(c),
+                                    read ? runtime::CoreJobs::Region::Constants : runtime::CoreJobs::Region::Outputs);
         if (ranges.empty()) {
           applied = false;  // nothing loaded on the core yet: at its first run
         } else {
-          for (const auto& [a, n] : ranges)
-            active_mem_.push_back(k.substr(0, 6) + "@" + hex(a) + "+" + hex(n));
+          for (const auto& [a, n] : ranges) active_mem_.push_back(k.substr(0, 6) + "@" + hex(a) + "+" + hex(n));
           mem_changed = true;
         }
       } else if (k == "mem-stall") {
@@ -242,8 +248,10 @@ Expected<uint64_t> LiveEngine::inject(uint64_t now) {
       } else if (k == "illegal-insn" || k == "window") {
         pending_break_[size_t(c)] = k;
       } else if (k == "core-reset") {
-        if (jobs_.busy(uint32_t(c))) dev_.write_reg(spec::reg::SOFT_RESET, 1u << c);
-        else applied = false;  // idle: when it runs next
+        if (jobs_.busy(uint32_t(c)))
+          dev_.write_reg(spec::reg::SOFT_RESET, 1u << c);
+        else
+          applied = false;  // idle: when it runs next
       } else if (k == "lost-irq") {
         jobs_.mask_irq(uint32_t(c), true);
       } else if (k == "corrupt-output") {
@@ -269,9 +277,9 @@ Expected<uint64_t> LiveEngine::inject(uint64_t now) {
       jobs_.mask_irq(uint32_t(c), false);
     } else {
       const std::string prefix = e.kind.substr(0, 6) + "@";
-      auto ranges = jobs_.regions(uint32_t(c), e.kind.find("read") != std::string::npos
-                                                   ? runtime::CoreJobs::Region::Constants
-                                                   : runtime::CoreJobs::Region::Outputs);
+      auto ranges =
+          jobs_.regions(uint32_t(c), e.kind.find("read") != std::string::npos ? runtime::CoreJobs::Region::Constants
+                                                                              : runtime::CoreJobs::Region::Outputs);
       for (const auto& [a, n] : ranges) {
         auto it = std::find(active_mem_.begin(), active_mem_.end(), prefix + hex(a) + "+" + hex(n));
         if (it != active_mem_.end()) active_mem_.erase(it);
@@ -357,10 +365,10 @@ Expected<std::vector<LiveEnd>> LiveEngine::advance(double until_us) {
         std::string which;
         if (!same_outputs(e.outputs, *p.expected, which)) {
           ++stats_.mismatches;
-          out.push_back({ci, c.id, to_us(e.end_cycles),
-                         make_error("live: core " + std::to_string(ci),
-                                    "output '" + which + "' of plan '" + p.plan->graph_name +
-                                        "' differs from the golden model")});
+          out.push_back(
+              {ci, c.id, to_us(e.end_cycles),
+               make_error("live: core " + std::to_string(ci), "output '" + which + "' of plan '" + p.plan->graph_name +
+                                                                  "' differs from the golden model")});
           c.busy = false;
           continue;
         }

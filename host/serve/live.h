@@ -22,11 +22,11 @@ namespace loom::serve {
 
 /// A fault injected under load (docs/serving.md "Faults under load").
 struct FaultEvent {
-  std::string kind;    // one of fault_kinds()
-  double at_ms = 0;    // device time of the run at which it is injected
-  double for_ms = 2;   // memory faults and stalls, a masked interrupt: how long they last
-  int core = 1;        // the core it aims at
-  std::string text;    // as given (for the result)
+  std::string kind;   // one of fault_kinds()
+  double at_ms = 0;   // device time of the run at which it is injected
+  double for_ms = 2;  // memory faults and stalls, a masked interrupt: how long they last
+  int core = 1;       // the core it aims at
+  std::string text;   // as given (for the result)
 };
 /// The fault kinds, with what each does.
 const std::vector<std::pair<std::string, std::string>>& fault_kinds();
@@ -59,11 +59,11 @@ struct FaultApplied {
 };
 
 struct LiveStats {
-  uint64_t device_runs = 0;      // one-core plans run
-  uint64_t checked = 0;          // runs whose outputs were compared with the golden model
-  uint64_t mismatches = 0;       // runs whose outputs differed
-  uint64_t device_errors = 0;    // runs that ended in a device error
-  uint64_t timeouts = 0;         // batches aborted by the host-side timeout
+  uint64_t device_runs = 0;    // one-core plans run
+  uint64_t checked = 0;        // runs whose outputs were compared with the golden model
+  uint64_t mismatches = 0;     // runs whose outputs differed
+  uint64_t device_errors = 0;  // runs that ended in a device error
+  uint64_t timeouts = 0;       // batches aborted by the host-side timeout
 };
 
 class LiveEngine {
@@ -94,11 +94,11 @@ class LiveEngine {
     bool busy = false;
     uint64_t id = 0;
     LiveWork work;
-    size_t next = 0;             // next part to run
-    uint64_t resume_at = 0;      // device cycles: host work before the next part (or after the last) ends then
-    bool finishing = false;      // every part ran; host work after the last runs until resume_at
-    uint64_t started = 0;        // device cycles at the start
-    uint64_t deadline = 0;       // device cycles: the host-side timeout
+    size_t next = 0;         // next part to run
+    uint64_t resume_at = 0;  // device cycles: host work before the next part (or after the last) ends then
+    bool finishing = false;  // every part ran; host work after the last runs until resume_at
+    uint64_t started = 0;    // device cycles at the start
+    uint64_t deadline = 0;   // device cycles: the host-side timeout
   };
   uint64_t to_cycles(double us) const;
   /// Device cycles since the device's start (timed backends) or wall time
@@ -119,11 +119,11 @@ class LiveEngine {
   runtime::Device& dev_;
   LiveOptions o_;
   std::vector<FaultApplied> faults_;
-  std::vector<std::string> pending_break_;   // per core: "" or the fault kind breaking its next run
-  std::vector<bool> corrupt_next_;           // per core: flip a bit of its next run's outputs
-  std::vector<std::string> active_mem_;      // memory-fault texts in force
+  std::vector<std::string> pending_break_;  // per core: "" or the fault kind breaking its next run
+  std::vector<bool> corrupt_next_;          // per core: flip a bit of its next run's outputs
+  std::vector<std::string> active_mem_;     // memory-fault texts in force
   std::string active_stall_;
-  std::deque<plan::Plan> broken_;            // broken copies (stable addresses for CoreJobs' images)
+  std::deque<plan::Plan> broken_;  // broken copies (stable addresses for CoreJobs' images)
   runtime::CoreJobs jobs_;
   bool timed_ = true;
   std::chrono::steady_clock::time_point wall0_;

@@ -15,18 +15,25 @@ constexpr double kWaitGuard = 2.0;
 
 const char* batching_name(Batching b) {
   switch (b) {
-    case Batching::None: return "none";
-    case Batching::Fixed: return "fixed";
-    case Batching::Deadline: return "deadline";
+    case Batching::None:
+      return "none";
+    case Batching::Fixed:
+      return "fixed";
+    case Batching::Deadline:
+      return "deadline";
   }
   return "?";
 }
 
 bool parse_batching(const std::string& s, Batching& out) {
-  if (s == "none") out = Batching::None;
-  else if (s == "fixed") out = Batching::Fixed;
-  else if (s == "deadline") out = Batching::Deadline;
-  else return false;
+  if (s == "none")
+    out = Batching::None;
+  else if (s == "fixed")
+    out = Batching::Fixed;
+  else if (s == "deadline")
+    out = Batching::Deadline;
+  else
+    return false;
   return true;
 }
 
@@ -52,7 +59,9 @@ BatchDecision decide_batch(const BatchParams& p, const std::deque<QueuedReq>& q,
       int lim = std::min(qn, p.max_batch);
       if (idle_cores > 1) lim = std::min(lim, (qn + idle_cores - 1) / idle_cores);
       const int window = std::min(qn, kWindow);
-      auto dl = [&](const QueuedReq& r) { return r.arrival_us + (r.deadline_us - r.arrival_us) * (1.0 - p.slack_margin); };
+      auto dl = [&](const QueuedReq& r) {
+        return r.arrival_us + (r.deadline_us - r.arrival_us) * (1.0 - p.slack_margin);
+      };
       // Padding levels: the distinct lengths in the window (ascending), or
       // only the longest one (FIFO front, no grouping).
       int64_t levels[kWindow];
@@ -76,7 +85,7 @@ BatchDecision decide_batch(const BatchParams& p, const std::deque<QueuedReq>& q,
         int level = -1, n = 0, first = 0;
         double eff = -1, s = 0, solo = 0, min_dl = 0;
         int64_t seq = 0;
-        bool whole = false;  // the batch is the whole queue
+        bool whole = false;                                     // the batch is the whole queue
         double skip = std::numeric_limits<double>::infinity();  // latest start of the oldest skipped request
       } best, fb;
       const int64_t head_seq = q.front().seq;
@@ -109,8 +118,9 @@ BatchDecision decide_batch(const BatchParams& p, const std::deque<QueuedReq>& q,
             if (eff > fb.eff * (1.0 + 1e-9)) fb = {l, n, first, eff, s, solo, min_dl, seq, whole, skip_dl};
           if (now + s > min_dl) continue;
           if (std::isfinite(skip_dl) && now + s > skip_dl) continue;
-          const bool better = eff > best.eff * (1.0 + 1e-9) ||
-                              (eff > best.eff * (1.0 - 1e-9) && (first < best.first || (first == best.first && n > best.n)));
+          const bool better =
+              eff > best.eff * (1.0 + 1e-9) ||
+              (eff > best.eff * (1.0 - 1e-9) && (first < best.first || (first == best.first && n > best.n)));
           if (better) best = {l, n, first, eff, s, solo, min_dl, seq, whole, skip_dl};
         }
       }

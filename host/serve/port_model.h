@@ -24,8 +24,8 @@ struct RunningBatch {
   int64_t seq = 1;
   int n = 0;
   double alone = 0, remaining = 0, last = 0, start = 0;
-  size_t span = 0;  // the first of its spans, one per core of the gang
-  double rate = 1;  // the stretch in force since `last`
+  size_t span = 0;        // the first of its spans, one per core of the gang
+  double rate = 1;        // the stretch in force since `last`
   std::vector<int> gang;  // its cores, the lead first
 };
 

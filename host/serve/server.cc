@@ -110,11 +110,10 @@ Expected<AutoChoice> choose_auto(const Workload& w, const spec::HwConfig& cfg, S
       << " (limit 1.50), static-share load imbalance " << imbalance << " (limit 1.25)";
   const bool dyn = ns > 1 && (max_cv > 0.5 || max_burst > 1.5 || imbalance > 1.25);
   if (ns == 1) return AutoChoice{Sched::Static, "one stream: static and dynamic coincide; " + why.str()};
-  return AutoChoice{dyn ? Sched::Dynamic : Sched::Static,
-                    (dyn ? "dynamic: a measure exceeds its limit: " : "static: every measure within its limit: ") +
-                        why.str()};
+  return AutoChoice{
+      dyn ? Sched::Dynamic : Sched::Static,
+      (dyn ? "dynamic: a measure exceeds its limit: " : "static: every measure within its limit: ") + why.str()};
 }
-
 
 /// Resolves the workload's scheduling policy ("auto": chosen from measured
 /// service times and the arrivals; the reason is empty otherwise).
@@ -150,7 +149,8 @@ Expected<SimOut> main_run(const Workload& w, const ServeOptions& o, Sched sched,
   std::vector<int> all;
   for (int i = 0; i < int(w.streams.size()); ++i) all.push_back(i);
   std::function<void(size_t, size_t)> tick;
-  if (o.on_progress) tick = [&o](size_t a, size_t n) { o.on_progress(0.5 * double(a) / double(std::max<size_t>(n, 1))); };
+  if (o.on_progress)
+    tick = [&o](size_t a, size_t n) { o.on_progress(0.5 * double(a) / double(std::max<size_t>(n, 1))); };
   Sim sim(w, all, sched, cfg, sm, o, tick);
   auto res = sim.run(batching);
   if (!res) return res.error();
@@ -218,8 +218,8 @@ constexpr size_t kWindows = 50;
 /// One stream's requests in the main run, counted and measured.
 struct StreamTally {
   int64_t submitted = 0, completed = 0, dropped = 0, failed = 0, met = 0;
-  std::vector<double> lat, wait;              // of the completed requests
-  std::vector<std::vector<double>> windows;   // latencies by arrival window
+  std::vector<double> lat, wait;             // of the completed requests
+  std::vector<std::vector<double>> windows;  // latencies by arrival window
 };
 
 StreamTally tally_stream(const SimOut& r, size_t si, const Stream& s) {
@@ -242,7 +242,7 @@ StreamTally tally_stream(const SimOut& r, size_t si, const Stream& s) {
     t.lat.push_back(q.done - q.arrival);
     t.wait.push_back(q.start - q.arrival);
     t.windows[std::min(kWindows - 1, size_t(std::max(0.0, q.arrival) / span * double(kWindows)))].push_back(q.done -
-                                                                                                           q.arrival);
+                                                                                                            q.arrival);
     if (q.done - q.arrival <= s.slo_ms * 1000.0) ++t.met;
   }
   return t;
@@ -366,13 +366,21 @@ void add_cores(json& j, const SimOut& r, const spec::HwConfig& cfg, const ServeO
 json service_times_json(const ServiceModel& sm, const spec::HwConfig& cfg) {
   json tab = json::array(), stretch = json::array();
   for (const auto& m : sm.measurements())
-    tab.push_back({{"model", m.model}, {"seq", m.seq}, {"batch", m.batch}, {"cycles", m.cycles},
+    tab.push_back({{"model", m.model},
+                   {"seq", m.seq},
+                   {"batch", m.batch},
+                   {"cycles", m.cycles},
                    {"us", sm.cycles_to_us(m.cycles)}});
   for (const auto& m : sm.stretches()) {
     json with = json::array();
     for (const auto& [wm, ws, wb] : m.with) with.push_back({{"model", wm}, {"seq", ws}, {"batch", wb}});
-    stretch.push_back({{"model", m.model}, {"seq", m.seq}, {"batch", m.batch}, {"with", with},
-                       {"port_cores", m.with.size() + 1}, {"stretch", m.stretch}, {"alone_cycles", m.alone},
+    stretch.push_back({{"model", m.model},
+                       {"seq", m.seq},
+                       {"batch", m.batch},
+                       {"with", with},
+                       {"port_cores", m.with.size() + 1},
+                       {"stretch", m.stretch},
+                       {"alone_cycles", m.alone},
                        {"phase_cycles", m.phases}});
   }
   return {{"backend", sm.backend()}, {"clock_mhz", cfg.clock_mhz}, {"table", tab}, {"port_stretch", stretch}};
@@ -389,8 +397,11 @@ json live_json(const SimOut& r, const ServeOptions& o) {
   }
   json faults = json::array();
   for (const auto& f : r.faults)
-    faults.push_back({{"fault", f.event.text}, {"kind", f.event.kind}, {"core", f.event.core},
-                      {"at_ms", f.event.at_ms}, {"for_ms", f.event.for_ms},
+    faults.push_back({{"fault", f.event.text},
+                      {"kind", f.event.kind},
+                      {"core", f.event.core},
+                      {"at_ms", f.event.at_ms},
+                      {"for_ms", f.event.for_ms},
                       {"applied_ms", f.applied_ms >= 0 ? json(f.applied_ms) : json(nullptr)},
                       {"lifted_ms", f.ended_ms >= 0 ? json(f.ended_ms) : json(nullptr)}});
   json rss = json::array();
@@ -478,7 +489,8 @@ std::string batches_trace_json(const Workload& w, const std::vector<BatchSpan>& 
   int cores = 0;
   for (const auto& b : spans) cores = std::max(cores, b.core + 1);
   for (int c = 0; c < cores; ++c) {
-    ev.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", c}, {"args", {{"name", "core " + std::to_string(c)}}}});
+    ev.push_back(
+        {{"name", "process_name"}, {"ph", "M"}, {"pid", c}, {"args", {{"name", "core " + std::to_string(c)}}}});
     ev.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", c}, {"tid", 0}, {"args", {{"name", "batches"}}}});
   }
   for (const auto& b : spans) {
@@ -493,7 +505,8 @@ std::string batches_trace_json(const Workload& w, const std::vector<BatchSpan>& 
                   {"dur", b.end_us - b.start_us},
                   {"args", {{"requests", b.requests}, {"seq", b.seq}}}});
   }
-  json j = {{"traceEvents", ev}, {"displayTimeUnit", "ms"}, {"otherData", {{"source", "loom serve"}, {"config", w.config}}}};
+  json j = {
+      {"traceEvents", ev}, {"displayTimeUnit", "ms"}, {"otherData", {{"source", "loom serve"}, {"config", w.config}}}};
   return j.dump() + "\n";
 }
 

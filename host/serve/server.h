@@ -6,8 +6,8 @@
 // simulated.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 

@@ -107,8 +107,8 @@ ir::Graph gemm_chain(const ModelSpec& m, int64_t rows) {
 std::string model_key(const ModelSpec& m) {
   if (m.kind == ModelSpec::Kind::Graph) return m.name;
   if (m.kind == ModelSpec::Kind::Onnx) return m.zoo_name.empty() ? m.path : m.name;
-  return "gemm_chain(h=" + std::to_string(m.hidden) + ",f=" + std::to_string(m.ffn) + ",l=" +
-         std::to_string(m.layers) + ")";
+  return "gemm_chain(h=" + std::to_string(m.hidden) + ",f=" + std::to_string(m.ffn) + ",l=" + std::to_string(m.layers) +
+         ")";
 }
 
 ServiceModel::ServiceModel(const spec::HwConfig& cfg, std::string backend, std::string cache_dir,
@@ -261,13 +261,14 @@ Expected<runtime::Device*> ServiceModel::device() {
     dev_ = std::move(*d);
   }
   if (!dev_->has_time() && !wall_clock_)
-    return make_error("--backend " + backend_, "the backend models no time; simulated serving needs a timed backend "
-                                               "(tlm, rtl, cosim), or serve live (--mode live)");
+    return make_error("--backend " + backend_,
+                      "the backend models no time; simulated serving needs a timed backend "
+                      "(tlm, rtl, cosim), or serve live (--mode live)");
   return dev_.get();
 }
 
 Expected<std::pair<ir::Graph, plan::Plan>> ServiceModel::batch_plan(const ModelSpec& m, int64_t rows,
-                                                                     const compiler::CompileOptions& opts) const {
+                                                                    const compiler::CompileOptions& opts) const {
   ir::Graph g;
   if (m.kind == ModelSpec::Kind::Graph) {
     auto r = ir::parse_graph_json(m.name);
@@ -292,7 +293,7 @@ Expected<uint64_t> ServiceModel::measure(const ModelSpec& m, int64_t rows, const
     auto o = onnx(m, seq);
     if (!o) return o.error();
     if (m.bucketed()) seq = (*o)->bucket;  // the table lists the length that ran
-    total = (*o)->host_cycles;  // the host ops run on the CPU: no port contention
+    total = (*o)->host_cycles;             // the host ops run on the CPU: no port contention
     for (const auto& [p, in] : (*o)->parts) {
       bool d = false;
       auto c = time_plan(p, in, key, d);
@@ -323,8 +324,8 @@ Expected<uint64_t> ServiceModel::time_plan(const plan::Plan& p, const std::map<s
     return uint64_t(*c);
   }
   if (frozen_)
-    return make_error("loom serve --mode live", "service time of " + key +
-                                                   " was not measured before the live run (the device is serving)");
+    return make_error("loom serve --mode live",
+                      "service time of " + key + " was not measured before the live run (the device is serving)");
   auto dev = device();
   if (!dev) return dev.error();
   auto res = runtime::execute(**dev, p, in);
@@ -356,8 +357,8 @@ std::string ServiceModel::cache_file(uint64_t h, const char* ext) const {
 }
 
 Expected<double> ServiceModel::stretch(const BatchShape& a, const std::vector<BatchShape>& with_all) {
-  std::vector<BatchShape> with(with_all.begin(),
-                               with_all.begin() + std::min<ptrdiff_t>(ptrdiff_t(with_all.size()), cores_per_port() - 1));
+  std::vector<BatchShape> with(
+      with_all.begin(), with_all.begin() + std::min<ptrdiff_t>(ptrdiff_t(with_all.size()), cores_per_port() - 1));
   if (with.empty()) return 1.0;
   // The co-runners are a set: their order on the port does not matter.
   const auto key_of = [&](const BatchShape& b) {
@@ -399,7 +400,8 @@ Expected<StretchMeasurement> ServiceModel::measure_stretch(const BatchShape& a, 
   const std::string dk = dev_opts_.key();
   uint64_t h = 0x9e3779b97f4a7c15ull;
   const auto mix = [&](const LiveWork& w) {
-    for (const auto& p : w.parts) h = fnv(h ^ plan_hash(*p.plan, dk.empty() ? backend_ : backend_ + "|" + dk), &p.host_cycles, 8);
+    for (const auto& p : w.parts)
+      h = fnv(h ^ plan_hash(*p.plan, dk.empty() ? backend_ : backend_ + "|" + dk), &p.host_cycles, 8);
     h = fnv(h, &w.host_cycles_after, 8) * 31 + 7;
   };
   mix(*wa);
@@ -458,8 +460,10 @@ Expected<StretchMeasurement> ServiceModel::measure_stretch(const BatchShape& a, 
       std::optional<double> done;
       for (const auto& e : *ends) {
         if (!e.status) return Status(e.status).context("port stretch: " + sm.model);
-        if (e.batch == id) done = e.end_us;
-        else if (restart) LOOM_TRY(eng.start(e.core, wb[size_t(e.batch - 2)], e.batch, pred[size_t(e.batch - 1)]));
+        if (e.batch == id)
+          done = e.end_us;
+        else if (restart)
+          LOOM_TRY(eng.start(e.core, wb[size_t(e.batch - 2)], e.batch, pred[size_t(e.batch - 1)]));
       }
       if (done) return *done;
     }

@@ -124,8 +124,7 @@ class ServiceModel {
  public:
   /// Measures on `backend` with the device options `dev` (they are part of
   /// every cache key: stalls and faults change what a batch costs).
-  ServiceModel(const spec::HwConfig& cfg, std::string backend, std::string cache_dir,
-               runtime::DeviceOptions dev = {});
+  ServiceModel(const spec::HwConfig& cfg, std::string backend, std::string cache_dir, runtime::DeviceOptions dev = {});
   ~ServiceModel();
 
   /// Device cycles of one batch of `batch` requests padded to `seq` rows,
@@ -205,7 +204,7 @@ class ServiceModel {
   std::unique_ptr<runtime::Device> dev_;
   std::map<std::tuple<std::string, int64_t, int>, uint64_t> mem_;             // (model, seq, batch)
   std::map<std::tuple<std::string, int64_t, std::string>, uint64_t> mapped_;  // (model, rows, tag)
-  std::map<std::string, double> stretch_;  // by the batches' keys
+  std::map<std::string, double> stretch_;                                     // by the batches' keys
   std::map<std::string, double> live_alone_us_;  // a batch alone through the live path (stretch's denominator)
   std::vector<StretchMeasurement> stretch_table_;
   std::map<std::string, std::unique_ptr<Onnx>> onnx_;
@@ -223,7 +222,7 @@ class ServiceModel {
   };
   /// A graph model or gemm_chain of `rows` rows, compiled for `opts`'s cores (one when unset).
   Expected<std::pair<ir::Graph, plan::Plan>> batch_plan(const ModelSpec& m, int64_t rows,
-                                                         const compiler::CompileOptions& opts) const;
+                                                        const compiler::CompileOptions& opts) const;
   Expected<const LivePlan*> live_plan(const ModelSpec& m, int64_t rows, const compiler::CompileOptions& co,
                                       const std::string& tag);
   Status golden(const plan::Plan& p, const std::map<std::string, Tensor>& in,

@@ -190,8 +190,8 @@ Status Sim::partition() {
   for (int i = 0; i < ns; ++i)
     if (count_[size_t(i)] == 0 && sched_ == Sched::Static)
       return make_error(w_.source, "static partition: stream '" + w_.streams[size_t(active_[size_t(i)])].name +
-                                       "' gets no core (" + std::to_string(cores) + " cores for " +
-                                       std::to_string(ns) + " streams)");
+                                       "' gets no core (" + std::to_string(cores) + " cores for " + std::to_string(ns) +
+                                       " streams)");
   // Dynamic: cores left without a home (fixed counts below the total) serve everyone.
   return {};
 }
@@ -207,7 +207,8 @@ Status Sim::generate_arrivals() {
     for (auto& r : a) r.stream = int(i);
     out_.reqs.insert(out_.reqs.end(), a.begin(), a.end());
   }
-  std::stable_sort(out_.reqs.begin(), out_.reqs.end(), [](const Req& a, const Req& b) { return a.arrival < b.arrival; });
+  std::stable_sort(out_.reqs.begin(), out_.reqs.end(),
+                   [](const Req& a, const Req& b) { return a.arrival < b.arrival; });
   return {};
 }
 
@@ -245,9 +246,11 @@ Status Sim::start_live() {
   for (size_t si = 0; si < ns; ++si) combos += w_.streams[size_t(active_[si])].shapes.values.size();
   combos *= size_t(std::max(1, w_.max_batch));
   if (combos > kMaxLiveProfiles)
-    return make_error(w_.source, "--mode live measures every (stream, sequence length, batch size) before it "
-                                 "starts: " + std::to_string(combos) + " here, at most " +
-                                 std::to_string(kMaxLiveProfiles) + "; lower max_batch or the shapes");
+    return make_error(w_.source,
+                      "--mode live measures every (stream, sequence length, batch size) before it "
+                      "starts: " +
+                          std::to_string(combos) + " here, at most " + std::to_string(kMaxLiveProfiles) +
+                          "; lower max_batch or the shapes");
   for (size_t si = 0; si < ns; ++si) {
     const Stream& s = w_.streams[size_t(active_[si])];
     for (int64_t seq : s.shapes.values)
@@ -324,8 +327,10 @@ void Sim::arrive(int idx, double now) {
     const double pred = now + s1 * (1.0 + double(queue_[si].size()) / double(std::max(1, serving)));
     drop = pred > r.deadline;
   }
-  if (drop) r.dropped = true;
-  else queue_[si].push_back(idx, r);
+  if (drop)
+    r.dropped = true;
+  else
+    queue_[si].push_back(idx, r);
   if (++arrived_ >= next_report_) {
     if (tick_) tick_(arrived_, out_.reqs.size());
     if (live_) out_.rss.emplace_back(int64_t(arrived_), resident_mib());
@@ -386,9 +391,11 @@ bool Sim::decide_batches(double now, std::vector<BatchDecision>& dec) {
   bool any = false;
   for (size_t si = 0; si < ns; ++si) {
     if (queue_[si].empty()) continue;
-    dec[si] = decide_batch(bp_[si], queue_[si].view, now, [&](int64_t s, int n) { return service_us(si, s, n); },
-                           sched_ == Sched::Static ? idle[si] : idle_all);
-    if (dec[si].n > 0) any = true;
+    dec[si] = decide_batch(
+        bp_[si], queue_[si].view, now, [&](int64_t s, int n) { return service_us(si, s, n); },
+        sched_ == Sched::Static ? idle[si] : idle_all);
+    if (dec[si].n > 0)
+      any = true;
     else if (dec[si].wake_us < wake_[si] || wake_[si] <= now) {
       wake_[si] = dec[si].wake_us;
       if (std::isfinite(dec[si].wake_us)) ev_.push(dec[si].wake_us, SimEvent::kWake, int(si));

@@ -183,11 +183,11 @@ class Sim {
   std::vector<int> home_, count_;
   std::vector<StreamQueue> queue_;
   std::vector<BatchParams> bp_;
-  std::vector<double> wake_;                   // per stream: its pending wake-up (inf: none)
-  std::vector<std::vector<int>> batch_reqs_;   // per lead core: the requests of its batch
+  std::vector<double> wake_;                  // per stream: its pending wake-up (inf: none)
+  std::vector<std::vector<int>> batch_reqs_;  // per lead core: the requests of its batch
   std::unique_ptr<LiveEngine> live_;
-  uint64_t next_batch_ = 1;                    // live: the id of the next batch started
-  size_t arrived_ = 0, next_report_ = 0;       // arrivals so far, and at which the next progress report is due
+  uint64_t next_batch_ = 1;               // live: the id of the next batch started
+  size_t arrived_ = 0, next_report_ = 0;  // arrivals so far, and at which the next progress report is due
 };
 
 }  // namespace loom::serve::detail

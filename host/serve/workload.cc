@@ -33,8 +33,8 @@ Status check_keys(const json& o, const std::string& where, std::initializer_list
   return {};
 }
 
-Expected<double> num(const json& o, const std::string& where, const char* key, double def, bool required,
-                     double lo = 0, bool lo_open = false) {
+Expected<double> num(const json& o, const std::string& where, const char* key, double def, bool required, double lo = 0,
+                     bool lo_open = false) {
   if (!o.contains(key)) {
     if (required) return make_error(where, "missing field '" + std::string(key) + "'");
     return def;
@@ -43,9 +43,8 @@ Expected<double> num(const json& o, const std::string& where, const char* key, d
   if (!v.is_number()) return make_error(where + ": field '" + key + "'", "expected a number");
   const double d = v.get<double>();
   if (!std::isfinite(d) || d < lo || (lo_open && d == lo))
-    return make_error(where + ": field '" + key + "'",
-                      "must be " + std::string(lo_open ? "> " : ">= ") + std::to_string(int64_t(lo)) + ", got " +
-                          v.dump());
+    return make_error(where + ": field '" + key + "'", "must be " + std::string(lo_open ? "> " : ">= ") +
+                                                           std::to_string(int64_t(lo)) + ", got " + v.dump());
   return d;
 }
 
@@ -72,8 +71,7 @@ Expected<std::string> str(const json& o, const std::string& where, const char* k
 }
 
 Expected<std::vector<double>> weights(const json& v, const std::string& where, size_t n) {
-  if (!v.is_array() || v.size() != n)
-    return make_error(where, "expected a list of " + std::to_string(n) + " weights");
+  if (!v.is_array() || v.size() != n) return make_error(where, "expected a list of " + std::to_string(n) + " weights");
   std::vector<double> w;
   double sum = 0;
   for (const auto& x : v) {
@@ -164,7 +162,10 @@ Status parse_zoo(const std::string& spec, const std::string& where, ModelSpec& m
       std::string list;
       for (int64_t l : kZooBertSeqs) {
         if (v == std::to_string(l)) m.zoo_seq = l;
-        list += (list.empty() ? "" : l == kZooBertSeqs[std::size(kZooBertSeqs) - 1] ? " or " : ", ") + std::to_string(l);
+        list += (list.empty()                                     ? ""
+                 : l == kZooBertSeqs[std::size(kZooBertSeqs) - 1] ? " or "
+                                                                  : ", ") +
+                std::to_string(l);
       }
       if (m.zoo_seq == 0) return make_error(where, "'" + spec + "': seq must be " + list + ", got '" + v + "'");
     } else if (o.rfind("slice=", 0) == 0 && !slices->empty() && m.zoo_slice.empty()) {
@@ -172,7 +173,8 @@ Status parse_zoo(const std::string& spec, const std::string& where, ModelSpec& m
       if (std::none_of(slices->begin(), slices->end(), [&](const char* x) { return m.zoo_slice == x; })) {
         std::string list;
         for (const char* x : *slices) list += (list.empty() ? "" : ", ") + std::string(x);
-        return make_error(where, "'" + spec + "': unknown slice '" + m.zoo_slice + "' of " + m.zoo_name + " (" + list + ")");
+        return make_error(where,
+                          "'" + spec + "': unknown slice '" + m.zoo_slice + "' of " + m.zoo_name + " (" + list + ")");
       }
     } else {
       return make_error(where, "'" + spec + "': unexpected '" + o + "' (" +
@@ -186,9 +188,9 @@ Status parse_zoo(const std::string& spec, const std::string& where, ModelSpec& m
 Status parse_stream(const json& s, size_t idx, const std::string& src, const std::string& dir, Stream& out) {
   std::string where = src + ": streams[" + std::to_string(idx) + "]";
   if (!s.is_object()) return make_error(where, "expected a mapping");
-  LOOM_TRY(check_keys(s, where,
-                      {"name", "model", "hidden", "ffn", "layers", "priority", "slo_ms", "arrival", "seq_len",
-                       "cores", "requests"}));
+  LOOM_TRY(check_keys(
+      s, where,
+      {"name", "model", "hidden", "ffn", "layers", "priority", "slo_ms", "arrival", "seq_len", "cores", "requests"}));
   auto name = str(s, where, "name", "stream" + std::to_string(idx), false);
   if (!name) return name.error();
   out.name = *name;
@@ -202,7 +204,8 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
                             std::pair{"layers", &out.model.layers}}) {
       auto v = num(s, where, key, double(*dst), false, 1);
       if (!v) return v.error();
-      if (*v != std::floor(*v) || *v > 4096) return make_error(where + ": field '" + key + "'", "expected an integer in 1..4096");
+      if (*v != std::floor(*v) || *v > 4096)
+        return make_error(where + ": field '" + key + "'", "expected an integer in 1..4096");
       *dst = int64_t(*v);
     }
   } else if (model->size() > 5 && model->substr(model->size() - 5) == ".json") {
@@ -289,8 +292,9 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
     if (out.model.kind == ModelSpec::Kind::Graph)
       return make_error(qw, "a .json graph has a fixed shape; seq_len applies to gemm_chain");
     if (out.model.kind == ModelSpec::Kind::Onnx && !out.model.bucketed())
-      return make_error(qw, "an ONNX model has a fixed shape (zoo:bert:seq=L picks a length); seq_len applies to "
-                            "gemm_chain and to zoo:bert without a length (padded to its buckets)");
+      return make_error(qw,
+                        "an ONNX model has a fixed shape (zoo:bert:seq=L picks a length); seq_len applies to "
+                        "gemm_chain and to zoo:bert without a length (padded to its buckets)");
     if (!q.is_object()) return make_error(qw, "expected {values: [...], weights: [...], drift: [...]}");
     LOOM_TRY(check_keys(q, qw, {"values", "weights", "drift"}));
     if (!q.contains("values") || !q["values"].is_array() || q["values"].empty())
@@ -299,9 +303,9 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
     const int64_t max_len = out.model.bucketed() ? kZooBertSeqs[std::size(kZooBertSeqs) - 1] : 4096;
     for (const auto& v : q["values"]) {
       if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > max_len)
-        return make_error(qw + ": field 'values'",
-                          "sequence lengths must be integers in 1.." + std::to_string(max_len) +
-                              (out.model.bucketed() ? " (the longest zoo BERT)" : ""));
+        return make_error(qw + ": field 'values'", "sequence lengths must be integers in 1.." +
+                                                       std::to_string(max_len) +
+                                                       (out.model.bucketed() ? " (the longest zoo BERT)" : ""));
       out.shapes.values.push_back(v.get<int64_t>());
     }
     const size_t n = out.shapes.values.size();
@@ -379,9 +383,9 @@ Status check_budget(const Workload& w, double load_scale) {
     if (s.arrival.kind == Arrival::Kind::Bursty) {
       const double periods = w.duration_ms / (s.arrival.on_ms + s.arrival.off_ms);
       if (!(periods <= limits::kMaxPeriods))
-        return make_error(where + ": arrival: bursty",
-                          "on_ms + off_ms is so short that duration_ms spans more than " +
-                              std::to_string(int64_t(limits::kMaxPeriods)) + " periods (docs/security.md)");
+        return make_error(where + ": arrival: bursty", "on_ms + off_ms is so short that duration_ms spans more than " +
+                                                           std::to_string(int64_t(limits::kMaxPeriods)) +
+                                                           " periods (docs/security.md)");
     }
     total += n;
   }
@@ -400,9 +404,10 @@ Expected<Workload> parse_workload_text(const std::string& text, const std::strin
   if (!doc) return doc.error();
   const json& j = *doc;
   if (!j.is_object()) return make_error(source, "expected a mapping at the top level");
-  LOOM_TRY(check_keys(j, source,
-                      {"config", "streams", "duration_ms", "seed", "batching", "scheduling", "max_batch",
-                       "max_queue_delay_ms", "slack_margin", "shape_grouping", "admission", "port_contention", "max_per_port"}));
+  LOOM_TRY(check_keys(
+      j, source,
+      {"config", "streams", "duration_ms", "seed", "batching", "scheduling", "max_batch", "max_queue_delay_ms",
+       "slack_margin", "shape_grouping", "admission", "port_contention", "max_per_port"}));
   Workload w;
   w.source = source;
   const std::string dir = std::filesystem::path(source).parent_path().string();
@@ -412,7 +417,8 @@ Expected<Workload> parse_workload_text(const std::string& text, const std::strin
   auto dur = num(j, source, "duration_ms", 0, true, 0, true);
   if (!dur) return dur.error();
   if (*dur > limits::kMaxDurationMs)
-    return make_error(source + ": field 'duration_ms'", "must be at most " + std::to_string(int64_t(limits::kMaxDurationMs)) +
+    return make_error(source + ": field 'duration_ms'", "must be at most " +
+                                                            std::to_string(int64_t(limits::kMaxDurationMs)) +
                                                             " (docs/security.md), got " + j["duration_ms"].dump());
   w.duration_ms = *dur;
   auto seed = integer(j, source, "seed", 1, 0, int64_t(1) << 53);

@@ -14,14 +14,14 @@ namespace loom::serve {
 struct ModelSpec {
   enum class Kind { GemmChain, Graph, Onnx };
   Kind kind = Kind::GemmChain;
-  std::string name;          // "gemm_chain", the graph or .onnx path, or "zoo:NAME[:seq=L][:slice=S]"
-  std::string path;          // onnx: the .onnx file ("" for a zoo model until it is built)
-  std::string zoo_name;      // zoo model: resnet50, mobilenetv2 or bert ("" otherwise)
-  int64_t zoo_seq = 0;       // zoo model: BERT sequence length (0: not given)
-  std::string zoo_slice;     // zoo model: part of the network ("" : whole)
-  int64_t hidden = 64;       // gemm_chain: width of the residual stream
-  int64_t ffn = 128;         // gemm_chain: inner width
-  int64_t layers = 1;        // gemm_chain: number of (hidden->ffn->hidden) blocks
+  std::string name;       // "gemm_chain", the graph or .onnx path, or "zoo:NAME[:seq=L][:slice=S]"
+  std::string path;       // onnx: the .onnx file ("" for a zoo model until it is built)
+  std::string zoo_name;   // zoo model: resnet50, mobilenetv2 or bert ("" otherwise)
+  int64_t zoo_seq = 0;    // zoo model: BERT sequence length (0: not given)
+  std::string zoo_slice;  // zoo model: part of the network ("" : whole)
+  int64_t hidden = 64;    // gemm_chain: width of the residual stream
+  int64_t ffn = 128;      // gemm_chain: inner width
+  int64_t layers = 1;     // gemm_chain: number of (hidden->ffn->hidden) blocks
   /// zoo:bert without :seq= and with a seq_len distribution: each batch is
   /// padded to a bucket, one of kZooBertSeqs (the mapping picks which; by
   /// default the smallest that holds the batch), and runs that length's plan.
@@ -52,9 +52,9 @@ struct ShapeDist {
 struct Arrival {
   enum class Kind { Poisson, Bursty, Trace };
   Kind kind = Kind::Poisson;
-  double rate = 0;                 // poisson: requests per second
+  double rate = 0;                                          // poisson: requests per second
   double on_rate = 0, off_rate = 0, on_ms = 0, off_ms = 0;  // bursty
-  std::string trace_file;          // trace: one "time_ms [seq_len]" per line
+  std::string trace_file;                                   // trace: one "time_ms [seq_len]" per line
   std::vector<double> trace_ms;
   std::vector<int64_t> trace_seq;  // 0: draw from the shape distribution
 };
@@ -66,8 +66,8 @@ struct Stream {
   double slo_ms = 0;
   Arrival arrival;
   ShapeDist shapes;
-  int cores = 0;        // static partition size (0: equal split)
-  int64_t requests = 0; // cap on generated requests (0: until duration)
+  int cores = 0;         // static partition size (0: equal split)
+  int64_t requests = 0;  // cap on generated requests (0: until duration)
 };
 
 struct Workload {
@@ -80,13 +80,13 @@ struct Workload {
   std::string scheduling = "dynamic";  // static | dynamic | auto
   int max_batch = 8;
   double max_queue_delay_ms = 1.0;
-  double slack_margin = 0.1;     // deadline batching: fraction of the SLO kept in reserve
-  bool shape_grouping = true;    // deadline batching: batch similar lengths out of FIFO order
+  double slack_margin = 0.1;   // deadline batching: fraction of the SLO kept in reserve
+  bool shape_grouping = true;  // deadline batching: batch similar lengths out of FIFO order
   bool admission = false;
   /// Service-time stretch per other busy core on the same memory port; < 0
   /// (the default): measured on the backend (ServiceModel::cycles with k cores).
   double port_contention = -1;
-  int max_per_port = 0;          // dynamic: busy cores allowed per port (0: no limit)
+  int max_per_port = 0;  // dynamic: busy cores allowed per port (0: no limit)
 };
 
 Expected<Workload> load_workload(const std::string& path);

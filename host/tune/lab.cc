@@ -1,7 +1,5 @@
 // The lab of `loom tune`: compiles each choice (cached, predictions only) and
 // measures it on the timed backend, whole and layer by layer.
-#include "tune/tune.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -10,6 +8,7 @@
 #include "runtime/executor.h"
 #include "tune/report.h"
 #include "tune/space.h"
+#include "tune/tune.h"
 
 namespace loom::tune {
 

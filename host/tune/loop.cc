@@ -47,7 +47,8 @@ Expected<std::map<std::string, serve::ModelSpec>> models_of(const serve::Workloa
     if (s.model.kind != serve::ModelSpec::Kind::GemmChain && !s.model.bucketed())
       return make_error(w.source + ": stream '" + s.name + "'",
                         "loom tune maps gemm_chain models and zoo:bert with a seq_len distribution (padded to "
-                        "buckets); '" + s.model.name + "' has one fixed shape");
+                        "buckets); '" +
+                            s.model.name + "' has one fixed shape");
     models[serve::model_key(s.model)] = s.model;
   }
   return models;
@@ -75,8 +76,8 @@ Expected<Setup> check_setup(const serve::Workload& w_in, const TuneOptions& o) {
   if (o.rounds < 1 || o.rounds > 10) return make_error("--rounds", "must be in 1..10");
   s.max_cores = o.max_cores_per_batch == -1 ? int(cfg.cores) : o.max_cores_per_batch;
   if (s.max_cores < 1 || s.max_cores > int(cfg.cores))
-    return make_error("--max-cores-per-batch", "must be in 1.." + std::to_string(cfg.cores) + " (config '" +
-                                                   w.config + "' has " + std::to_string(cfg.cores) + " cores)");
+    return make_error("--max-cores-per-batch", "must be in 1.." + std::to_string(cfg.cores) + " (config '" + w.config +
+                                                   "' has " + std::to_string(cfg.cores) + " cores)");
   if (o.max_buckets < 1 || o.max_buckets > int(std::size(serve::kZooBertSeqs)))
     return make_error("--max-buckets", "must be in 1.." + std::to_string(std::size(serve::kZooBertSeqs)));
   auto lens = bucket_lengths(w, o);
@@ -258,9 +259,11 @@ Expected<json> Loop::initial_mapping() {
       auto bj = bucket_json(spec, *bp);
       if (!bj) return bj.error();
       json ij = {{"choice", "buckets=" + bp->map.bucket_list()},
-                 {"why", "lowest predicted (uncorrected cost model) cycles per request over the initial length mix, "
-                         "at most " + std::to_string(o_.max_buckets) + " buckets, the longest (" +
-                         std::to_string(s_.lens.back()) + ") always in"}};
+                 {"why",
+                  "lowest predicted (uncorrected cost model) cycles per request over the initial length mix, "
+                  "at most " +
+                      std::to_string(o_.max_buckets) + " buckets, the longest (" + std::to_string(s_.lens.back()) +
+                      ") always in"}};
       ij.update(*bj);
       init[key] = ij;
       continue;
@@ -279,8 +282,9 @@ Expected<json> Loop::initial_mapping() {
     }
     m0_[key].fallback = *pick;
     init[key] = {{"choice", pick->tag()},
-                 {"why", "lowest predicted (uncorrected cost model) cycles over the initial shape mix at batch 1, "
-                         "on the cores of the lowest modelled latency"},
+                 {"why",
+                  "lowest predicted (uncorrected cost model) cycles over the initial shape mix at batch 1, "
+                  "on the cores of the lowest modelled latency"},
                  {"predicted_weighted_cycles", best},
                  {"placements", pl->to_json()}};
   }

@@ -5,12 +5,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "serve/server.h"
@@ -169,8 +168,8 @@ class Loop {
   std::set<std::string> measured_tags_;
   Calibration cal_;  // identity before the first refit
   compiler::CostParams base_cp_;
-  CostFit cfit_;  // the compiler's cost parameters: uncorrected before the first refit
-  Mapping prev_;  // the mapping the last run swapped in
+  CostFit cfit_;                  // the compiler's cost parameters: uncorrected before the first refit
+  Mapping prev_;                  // the mapping the last run swapped in
   const Served* last_ = nullptr;  // the last run: the baseline, then each round's
   std::vector<Served> runs_;      // the rounds' runs (reserved up front: last_ points into it)
   bool all_ok_ = true;

@@ -60,9 +60,8 @@ Expected<BucketPick> pick_buckets(const LengthMix& mix, const std::vector<int64_
   for (const auto& x : sets) lo = std::min(lo, std::get<0>(x));
   const std::tuple<double, int, uint32_t>* pick = nullptr;
   for (const auto& x : sets)
-    if (std::get<0>(x) <= lo * 1.01 &&
-        (!pick || std::get<1>(x) < std::get<1>(*pick) ||
-         (std::get<1>(x) == std::get<1>(*pick) && std::get<0>(x) < std::get<0>(*pick))))
+    if (std::get<0>(x) <= lo * 1.01 && (!pick || std::get<1>(x) < std::get<1>(*pick) ||
+                                        (std::get<1>(x) == std::get<1>(*pick) && std::get<0>(x) < std::get<0>(*pick))))
       pick = &x;
   const uint32_t mask = std::get<2>(*pick);
   out.expected = std::get<0>(*pick);

@@ -4,11 +4,10 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "tune/tune.h"
 

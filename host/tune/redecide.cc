@@ -2,11 +2,10 @@
 // refitted cost parameters, the compiler's decisions compared with the
 // uncorrected compile's, and the mapping re-chosen by the compiler's own
 // prediction (docs/tuning.md, "Re-decision and hot swap").
-#include "tune/loop.h"
-
 #include <iomanip>
 #include <sstream>
 
+#include "tune/loop.h"
 #include "tune/space.h"
 
 namespace loom::tune {
@@ -60,8 +59,10 @@ std::vector<DecisionChange> diff_decisions(const std::vector<compiler::Decision>
   for (const auto& d : a) {
     if (!compared_pass(d.pass)) continue;
     const compiler::Decision* o = find(b, d);
-    if (!o) out.push_back({d.pass, d.node, d.text, ""});
-    else if (choice_of(d.text) != choice_of(o->text)) out.push_back({d.pass, d.node, d.text, o->text});
+    if (!o)
+      out.push_back({d.pass, d.node, d.text, ""});
+    else if (choice_of(d.text) != choice_of(o->text))
+      out.push_back({d.pass, d.node, d.text, o->text});
   }
   for (const auto& d : b)
     if (compared_pass(d.pass) && !find(a, d)) out.push_back({d.pass, d.node, "", d.text});

@@ -3,9 +3,8 @@
 // shape and plan (fit_cost_params and refit themselves are in tune.h).
 #pragma once
 
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "compiler/compiler.h"
 #include "tune/tune.h"

@@ -23,8 +23,8 @@ json latency_json(const std::vector<serve::ServedRequest>& reqs,
   double sum = 0;
   for (double x : v) sum += x;
   j["mean_us"] = v.empty() ? 0.0 : sum / double(v.size());
-  for (auto [name, p] : {std::pair{"p50_us", 50.0}, std::pair{"p95_us", 95.0}, std::pair{"p99_us", 99.0},
-                         std::pair{"p999_us", 99.9}})
+  for (auto [name, p] :
+       {std::pair{"p50_us", 50.0}, std::pair{"p95_us", 95.0}, std::pair{"p99_us", 99.0}, std::pair{"p999_us", 99.9}})
     j[name] = v.empty() ? 0.0 : *serve::percentile(v, p);
   json cdf = json::array();
   if (!v.empty())
@@ -45,8 +45,8 @@ Expected<json> timeline_json(const std::vector<serve::BatchSpan>& spans, double 
   const double to_us = open + len_us;
   for (const auto& b : spans) {
     if (!(b.end_us > from_us && b.start_us < to_us)) continue;
-    json e = {{"core", b.core}, {"stream", b.stream}, {"start_us", b.start_us}, {"end_us", b.end_us},
-              {"requests", b.requests}, {"seq", b.seq}, {"cores", b.cores}};
+    json e = {{"core", b.core},         {"stream", b.stream}, {"start_us", b.start_us}, {"end_us", b.end_us},
+              {"requests", b.requests}, {"seq", b.seq},       {"cores", b.cores}};
     auto run = layers_of(b);
     if (!run) return run.error();
     const auto& [steps, runs] = *run;
@@ -81,20 +81,23 @@ json counters_json(const std::vector<PlanTelemetry>& tel) {
     for (size_t k = 0; k < spec::kNumCounters; ++k) m[std::string(spec::kCounterNames[k])] = t.counters[k];
     const auto& ctr = t.counters;
     const uint64_t busy = ctr[size_t(spec::Counter::CYCLES_BUSY)];
-    a.push_back({{"model", t.model},
-                 {"choice", t.choice},
-                 {"rows", t.rows},
-                 {"measured", m},
-                 {"predicted", {{"macs", t.predicted_macs},
-                                {"bytes_rd", t.predicted_bytes_rd},
-                                {"bytes_wr", t.predicted_bytes_wr},
-                                {"cycles", t.predicted}}},
-                 {"error", {{"macs", rel(t.predicted_macs, ctr[size_t(spec::Counter::MACS)])},
-                            {"bytes_rd", rel(t.predicted_bytes_rd, ctr[size_t(spec::Counter::BYTES_RD)])},
-                            {"bytes_wr", rel(t.predicted_bytes_wr, ctr[size_t(spec::Counter::BYTES_WR)])},
-                            {"cycles", rel(t.predicted, t.measured)}}},
-                 {"compute_share", busy ? double(ctr[size_t(spec::Counter::CYCLES_COMPUTE)]) / double(busy) : 0.0},
-                 {"stall_mem_share", busy ? double(ctr[size_t(spec::Counter::CYCLES_STALL_MEM)]) / double(busy) : 0.0}});
+    a.push_back(
+        {{"model", t.model},
+         {"choice", t.choice},
+         {"rows", t.rows},
+         {"measured", m},
+         {"predicted",
+          {{"macs", t.predicted_macs},
+           {"bytes_rd", t.predicted_bytes_rd},
+           {"bytes_wr", t.predicted_bytes_wr},
+           {"cycles", t.predicted}}},
+         {"error",
+          {{"macs", rel(t.predicted_macs, ctr[size_t(spec::Counter::MACS)])},
+           {"bytes_rd", rel(t.predicted_bytes_rd, ctr[size_t(spec::Counter::BYTES_RD)])},
+           {"bytes_wr", rel(t.predicted_bytes_wr, ctr[size_t(spec::Counter::BYTES_WR)])},
+           {"cycles", rel(t.predicted, t.measured)}}},
+         {"compute_share", busy ? double(ctr[size_t(spec::Counter::CYCLES_COMPUTE)]) / double(busy) : 0.0},
+         {"stall_mem_share", busy ? double(ctr[size_t(spec::Counter::CYCLES_STALL_MEM)]) / double(busy) : 0.0}});
   }
   return a;
 }

@@ -1,10 +1,10 @@
 // A round of `loom tune`'s closed loop: measure the plans the last run used,
 // refit, re-decide through the compiler (redecide.cc), hot-swap the new
 // mapping into a run that starts with the initial one, and report the round.
-#include "tune/loop.h"
-
 #include <algorithm>
 #include <cmath>
+
+#include "tune/loop.h"
 
 namespace loom::tune {
 

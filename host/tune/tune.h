@@ -7,15 +7,14 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
-#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "common/tensor.h"
@@ -103,7 +102,7 @@ struct Calibration {
 /// Per-layer telemetry of one plan.
 struct LayerSample {
   std::string kind;
-  int64_t rows = 0;  // shape bucket: the plan's rows
+  int64_t rows = 0;                      // shape bucket: the plan's rows
   uint64_t predicted = 0, measured = 0;  // predicted: the uncorrected cost model's
   uint64_t insns = 0;                    // the cost model's instructions of the layer (one core)
   std::string name = {};                 // the plan layer's name ('+'-joined when fused)

@@ -2,9 +2,9 @@
 // fabric model.
 #include "backends/ref/ref_device.h"
 
-#include "loom_hls_units.h"
-
 #include <string>
+
+#include "loom_hls_units.h"
 
 namespace loom::ref {
 
@@ -92,7 +92,8 @@ Expected<uint64_t> RefDevice::start_unit(const runtime::UnitCall& call) {
 Status RefDevice::wait_unit(uint64_t handle, uint64_t timeout_cycles) {
   (void)timeout_cycles;
   auto it = unit_calls_.find(handle);
-  if (it == unit_calls_.end()) return make_error("ref", "wait_unit: no unit call " + std::to_string(handle) + " in flight");
+  if (it == unit_calls_.end())
+    return make_error("ref", "wait_unit: no unit call " + std::to_string(handle) + " in flight");
   Status st = it->second;
   unit_calls_.erase(it);
   return st;

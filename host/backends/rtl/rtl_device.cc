@@ -15,8 +15,7 @@ namespace cr = spec::core_reg;
 
 }  // namespace
 
-RtlDevice::RtlDevice(const spec::HwConfig& cfg, const FabricMaker& make, const RtlOptions& opt)
-    : cfg_(cfg), opt_(opt) {
+RtlDevice::RtlDevice(const spec::HwConfig& cfg, const FabricMaker& make, const RtlOptions& opt) : cfg_(cfg), opt_(opt) {
   const std::string& trace = opt_.trace_path;
   sim_ = make(!trace.empty());
   if (!trace.empty()) sim_->open_trace(trace);
@@ -195,7 +194,8 @@ Status RtlDevice::health() const {
 }
 
 bool RtlDevice::quiescent(std::string* busy_cores) {
-  bool idle = hw::cores_quiescent(cfg_, [this](uint32_t off) { return read_reg(off); }, busy_cores);
+  bool idle = hw::cores_quiescent(
+      cfg_, [this](uint32_t off) { return read_reg(off); }, busy_cores);
   for (const auto& port : ports_) idle = idle && port->model.idle();
   return idle;
 }
@@ -210,8 +210,8 @@ Status RtlDevice::run_until_idle(uint64_t timeout_cycles) {
     if (quiescent(&busy)) return health();
     const uint64_t spent = cycles_ - start;
     if (spent >= timeout_cycles)
-      return make_error("rtl device", "run_until_idle: timeout after " + std::to_string(spent) +
-                                          " cycles (limit " + std::to_string(timeout_cycles) + "); busy cores:" +
+      return make_error("rtl device", "run_until_idle: timeout after " + std::to_string(spent) + " cycles (limit " +
+                                          std::to_string(timeout_cycles) + "); busy cores:" +
                                           (busy.empty() ? std::string(" none (memory bursts in flight)") : busy));
     step(std::min<uint64_t>(poll, timeout_cycles - spent));
   }

@@ -17,16 +17,17 @@ Expected<std::unique_ptr<RtlDevice>> make_rtl_device(const spec::HwConfig& cfg, 
   const std::string where = "rtl device: config '" + std::string(cfg.name) + "'";
   for (const auto& m : hw::fabric_models()) {
     if (m.config != cfg.name) continue;
-    if (m.cores != cfg.cores || m.rows != cfg.array_rows || m.cols != cfg.array_cols ||
-        m.mem_ports != cfg.mem_ports || m.mem_bytes * 8 != cfg.mem_width_bits)
+    if (m.cores != cfg.cores || m.rows != cfg.array_rows || m.cols != cfg.array_cols || m.mem_ports != cfg.mem_ports ||
+        m.mem_bytes * 8 != cfg.mem_width_bits)
       return make_error(where, "differs from the parameters loom_fabric was verilated with");
-    return std::make_unique<RtlDevice>(cfg, [&m](bool tracing) { return m.make(tracing); }, opt);
+    return std::make_unique<RtlDevice>(
+        cfg, [&m](bool tracing) { return m.make(tracing); }, opt);
   }
   std::string have;
   for (auto n : rtl_configs()) have += (have.empty() ? "" : ", ") + std::string(n);
-  return make_error(where, "was not verilated into this build (available: " +
-                               (have.empty() ? std::string("none") : have) +
-                               "; set LOOM_RTL_CONFIGS at configure time)");
+  return make_error(where,
+                    "was not verilated into this build (available: " + (have.empty() ? std::string("none") : have) +
+                        "; set LOOM_RTL_CONFIGS at configure time)");
 }
 
 Expected<std::unique_ptr<runtime::Device>> make_rtl_device(const spec::HwConfig& cfg,

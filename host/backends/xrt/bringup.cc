@@ -17,7 +17,6 @@ namespace {
 
 namespace cr = spec::core_reg;
 
-
 std::string size_str(uint64_t b) {
   if (b >= (uint64_t(1) << 20)) return std::to_string(b >> 20) + " MiB";
   return std::to_string(b >> 10) + " KiB";
@@ -112,8 +111,8 @@ class Runner {
       for (const auto& k : spec::kConfigs)
         if (shape(k) == hw) found = &k, ++n;
       if (n != 1)
-        return failed(c, "HWCFG " + hex(hw) + " matches " + (n ? "several named configurations" : "no named configuration") +
-                             "; give --config");
+        return failed(c, "HWCFG " + hex(hw) + " matches " +
+                             (n ? "several named configurations" : "no named configuration") + "; give --config");
       t_.set_config(*found);
       c.detail = "(configuration from HWCFG) ";
     }
@@ -137,8 +136,8 @@ class Runner {
       if (r != p) return failed(c, "SCRATCH wrote " + hex(p) + ", read " + hex(r));
     }
     d.write_reg(spec::reg::SCRATCH, saved);
-    c.detail = std::to_string(pats.size()) + " patterns (walking ones, 0, ~0, 0xA5.., 0x5A..) at " +
-               hex(spec::reg::SCRATCH);
+    c.detail =
+        std::to_string(pats.size()) + " patterns (walking ones, 0, ~0, 0xA5.., 0x5A..) at " + hex(spec::reg::SCRATCH);
     return true;
   }
 
@@ -164,8 +163,8 @@ class Runner {
       if (!rs) return failed(c, size_str(n) + ": " + rs.error().str());
       for (size_t i = 0; i < n; ++i)
         if (out[i] != back[i])
-          return failed(c, size_str(n) + ": byte " + std::to_string(i) + " wrote " + hex(out[i]) + ", read back " +
-                               hex(back[i]));
+          return failed(
+              c, size_str(n) + ": byte " + std::to_string(i) + " wrote " + hex(out[i]) + ", read back " + hex(back[i]));
       const double w = double(n) / 1e6 / std::max(std::chrono::duration<double>(t1 - t0).count(), 1e-9);
       const double r = double(n) / 1e6 / std::max(std::chrono::duration<double>(t2 - t1).count(), 1e-9);
       c.values.emplace_back("h2d_MBps_" + std::to_string(n), w);
@@ -211,7 +210,8 @@ class Runner {
       reports_.push_back(res->cores[core]);
     }
     c.detail = "GEMM " + std::to_string(kM) + "x" + std::to_string(kK) + " * " + std::to_string(kK) + "x" +
-               std::to_string(kN) + " on each of " + std::to_string(cfg.cores) + " cores: bit-exact with the golden model";
+               std::to_string(kN) + " on each of " + std::to_string(cfg.cores) +
+               " cores: bit-exact with the golden model";
     return true;
   }
 
@@ -226,8 +226,8 @@ class Runner {
         return failed(c, "core " + std::to_string(core) + ": MACS " + std::to_string(got) + ", the GEMM has " +
                              std::to_string(macs));
       uint64_t insns = 0;
-      for (auto k : {spec::Counter::INSN_LOAD, spec::Counter::INSN_COMPUTE, spec::Counter::INSN_STORE,
-                     spec::Counter::INSN_SYNC})
+      for (auto k :
+           {spec::Counter::INSN_LOAD, spec::Counter::INSN_COMPUTE, spec::Counter::INSN_STORE, spec::Counter::INSN_SYNC})
         insns += r.counters[size_t(k)];
       if (insns != r.instructions)
         return failed(c, "core " + std::to_string(core) + ": instruction counters sum to " + std::to_string(insns) +
@@ -243,7 +243,8 @@ class Runner {
           return failed(c, "core " + std::to_string(last) + ": counter " + std::string(spec::kCounterNames[k]) +
                                " went from " + std::to_string(reports_[last].counters[k]) + " to " + std::to_string(v));
       }
-    c.detail = "macs = M*N*K = " + std::to_string(macs) + " and instruction counts match on every core; no counter "
+    c.detail = "macs = M*N*K = " + std::to_string(macs) +
+               " and instruction counts match on every core; no counter "
                "decreases across reads";
     return true;
   }
@@ -299,8 +300,8 @@ class Runner {
     if (!armed) return failed(c, armed.error().str());
     const uint32_t head = d.read_reg(spec::core_reg_addr(0, cr::RING_HEAD)) & (size - 1);
     const spec::Insn end = spec::EndInsn{}.encode();
-    Status ws = d.write(*ring + uint64_t(head) * spec::kInsnBytes,
-                        {reinterpret_cast<const uint8_t*>(&end), sizeof end});
+    Status ws =
+        d.write(*ring + uint64_t(head) * spec::kInsnBytes, {reinterpret_cast<const uint8_t*>(&end), sizeof end});
     if (!ws) return failed(c, ws.error().str());
     d.write_reg(spec::core_reg_addr(0, cr::RING_TAIL), (head + 1) & (size - 1));
     d.write_reg(spec::core_reg_addr(0, cr::DOORBELL), 1u);
@@ -337,9 +338,12 @@ std::vector<Check> run(Target& t, const Options& opt) { return Runner(t, opt).ru
 
 const char* outcome_name(Outcome o) {
   switch (o) {
-    case Outcome::Pass: return "pass";
-    case Outcome::Fail: return "fail";
-    case Outcome::Skip: return "skip";
+    case Outcome::Pass:
+      return "pass";
+    case Outcome::Fail:
+      return "fail";
+    case Outcome::Skip:
+      return "skip";
   }
   return "?";
 }

@@ -135,9 +135,8 @@ bool hls_units_check(Target& t, Check& c) {
       if (ws && got != host[addr[i]]) {
         size_t at = 0;
         while (at < got.size() && got[at] == host[addr[i]][at]) ++at;
-        ws = make_error("argument " + std::to_string(i),
-                        "differs from the kernel's C function at byte " + std::to_string(at) + " of " +
-                            std::to_string(got.size()));
+        ws = make_error("argument " + std::to_string(i), "differs from the kernel's C function at byte " +
+                                                             std::to_string(at) + " of " + std::to_string(got.size()));
       }
     }
     cleanup();

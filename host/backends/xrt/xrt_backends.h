@@ -11,14 +11,14 @@
 #include "common/status.h"
 #include "runtime/device.h"
 
-#define LOOM_XRT_DECLARE_FACTORIES(ns)                                                            \
-  namespace loom::ns {                                                                            \
-  /* The registry's factory: card device_index (default 0), the xclbin (default: the build's,   \
-     if any), opened, loaded and checked against `cfg`. */                                         \
-  Expected<std::unique_ptr<runtime::Device>> make_device(const spec::HwConfig& cfg,                 \
-                                                         const runtime::DeviceOptions& opt = {});   \
-  /* Bringup's step-by-step view, with the same options and defaults as make_device. */           \
-  Expected<std::unique_ptr<bringup::Target>> make_bringup_target(const spec::HwConfig& cfg,        \
+#define LOOM_XRT_DECLARE_FACTORIES(ns)                                                               \
+  namespace loom::ns {                                                                               \
+  /* The registry's factory: card device_index (default 0), the xclbin (default: the build's,        \
+     if any), opened, loaded and checked against `cfg`. */                                           \
+  Expected<std::unique_ptr<runtime::Device>> make_device(const spec::HwConfig& cfg,                  \
+                                                         const runtime::DeviceOptions& opt = {});    \
+  /* Bringup's step-by-step view, with the same options and defaults as make_device. */              \
+  Expected<std::unique_ptr<bringup::Target>> make_bringup_target(const spec::HwConfig& cfg,          \
                                                                  const runtime::DeviceOptions& opt); \
   }
 

@@ -23,20 +23,28 @@ namespace cr = spec::core_reg;
 constexpr const char* kBackend = LOOM_XRT_BACKEND;
 constexpr uint64_t kMinAlign = 64;
 
-
-
 const char* state_name(ert_cmd_state s) {
   switch (s) {
-    case ERT_CMD_STATE_NEW: return "NEW";
-    case ERT_CMD_STATE_QUEUED: return "QUEUED";
-    case ERT_CMD_STATE_RUNNING: return "RUNNING";
-    case ERT_CMD_STATE_COMPLETED: return "COMPLETED";
-    case ERT_CMD_STATE_ERROR: return "ERROR";
-    case ERT_CMD_STATE_ABORT: return "ABORT";
-    case ERT_CMD_STATE_SUBMITTED: return "SUBMITTED";
-    case ERT_CMD_STATE_TIMEOUT: return "TIMEOUT";
-    case ERT_CMD_STATE_NORESPONSE: return "NORESPONSE";
-    default: return "unknown";
+    case ERT_CMD_STATE_NEW:
+      return "NEW";
+    case ERT_CMD_STATE_QUEUED:
+      return "QUEUED";
+    case ERT_CMD_STATE_RUNNING:
+      return "RUNNING";
+    case ERT_CMD_STATE_COMPLETED:
+      return "COMPLETED";
+    case ERT_CMD_STATE_ERROR:
+      return "ERROR";
+    case ERT_CMD_STATE_ABORT:
+      return "ABORT";
+    case ERT_CMD_STATE_SUBMITTED:
+      return "SUBMITTED";
+    case ERT_CMD_STATE_TIMEOUT:
+      return "TIMEOUT";
+    case ERT_CMD_STATE_NORESPONSE:
+      return "NORESPONSE";
+    default:
+      return "unknown";
   }
 }
 
@@ -95,7 +103,8 @@ XrtDevice::~XrtDevice() {
 std::string_view XrtDevice::backend() const { return kBackend; }
 
 Error XrtDevice::xrt_error(const std::string& what, const std::exception& e) const {
-  return make_error(std::string(kBackend) + ": device " + std::to_string(opt_.device_index), what + ": " + exception_text(e.what()));
+  return make_error(std::string(kBackend) + ": device " + std::to_string(opt_.device_index),
+                    what + ": " + exception_text(e.what()));
 }
 
 Status XrtDevice::open_device() {
@@ -172,7 +181,8 @@ Status XrtDevice::check_identity() {
   const uint32_t hw = read_reg(spec::reg::HWCFG);
   if (!reg_error_.empty()) return make_error(where, reg_error_);
   if (id != spec::kIdValue)
-    return make_error(where, "ID register reads " + hex(id) + ", expected " + hex(spec::kIdValue) + ": not a loom kernel");
+    return make_error(where,
+                      "ID register reads " + hex(id) + ", expected " + hex(spec::kIdValue) + ": not a loom kernel");
   if (spec::field_get(ver, spec::reg::VERSION_MAJOR_MASK) != spec::kVersionMajor)
     return make_error(where, "kernel spec version " +
                                  std::to_string(spec::field_get(ver, spec::reg::VERSION_MAJOR_MASK)) + "." +
@@ -243,7 +253,8 @@ void XrtDevice::write_reg(uint32_t offset, uint32_t value) {
 
 Expected<uint64_t> XrtDevice::alloc(uint64_t bytes, uint64_t align) {
   align = std::max(align, kMinAlign);
-  if ((align & (align - 1)) != 0) return make_error(std::string(kBackend), "alloc: alignment " + std::to_string(align) + " is not a power of two");
+  if ((align & (align - 1)) != 0)
+    return make_error(std::string(kBackend), "alloc: alignment " + std::to_string(align) + " is not a power of two");
   bytes = (std::max<uint64_t>(bytes, 1) + kMinAlign - 1) / kMinAlign * kMinAlign;
   // First fit in an existing arena.
   for (auto& a : arenas_) {
@@ -270,7 +281,8 @@ Expected<uint64_t> XrtDevice::alloc(uint64_t bytes, uint64_t align) {
     a->bo = xrt::bo(dev_, size_t(size), xrt::bo::flags::normal, group_);
     a->base = a->bo.address();
   } catch (const std::exception& e) {
-    return xrt_error("allocating a " + std::to_string(size >> 20) + " MiB buffer in memory bank " + std::to_string(group_), e);
+    return xrt_error(
+        "allocating a " + std::to_string(size >> 20) + " MiB buffer in memory bank " + std::to_string(group_), e);
   }
   a->size = size;
   const uint64_t off = ((a->base + align - 1) & ~(align - 1)) - a->base;
@@ -357,11 +369,13 @@ Status XrtDevice::run_until_idle(uint64_t timeout_cycles) {
     }
     if (!reg_error_.empty()) return make_error(where, reg_error_);
     if (running_mask == 0) return Status::ok();
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
     if (uint64_t(ms) >= opt_.timeout_ms) {
       write_reg(spec::reg::SOFT_RESET, running_mask);
       return make_error(where, "run did not complete within " + std::to_string(opt_.timeout_ms) +
-                                   " ms (--device-timeout-ms or LOOM_XRT_TIMEOUT_MS); cores" + running + " were still busy and were reset");
+                                   " ms (--device-timeout-ms or LOOM_XRT_TIMEOUT_MS); cores" + running +
+                                   " were still busy and were reset");
     }
     // Poll at full rate briefly, then back off so a long run does not hog the bus.
     if (poll > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -376,8 +390,8 @@ Expected<xrt::bo> XrtDevice::sub_buffer(uint64_t addr, uint64_t bytes) {
     addr = a->base;
   }
   if (a == nullptr)
-    return make_error(std::string(kBackend), std::to_string(bytes) + " bytes at " + hex(addr) +
-                                                 " are outside every allocation");
+    return make_error(std::string(kBackend),
+                      std::to_string(bytes) + " bytes at " + hex(addr) + " are outside every allocation");
   const uint64_t len = std::min<uint64_t>(std::max<uint64_t>(bytes, kMinAlign), a->base + a->size - addr);
   try {
     return xrt::bo(a->bo, size_t(len), size_t(addr - a->base));
@@ -448,7 +462,8 @@ Status XrtDevice::wait_unit(uint64_t handle, uint64_t timeout_cycles) {
       // Still going: abort it so the unit can take the next call.
       const ert_cmd_state after = r.run.abort();
       return make_error(where, "run did not complete within " + std::to_string(opt_.timeout_ms) +
-                                   " ms (--device-timeout-ms or LOOM_XRT_TIMEOUT_MS); aborted (state " + state_name(after) + ")");
+                                   " ms (--device-timeout-ms or LOOM_XRT_TIMEOUT_MS); aborted (state " +
+                                   state_name(after) + ")");
     }
   } catch (const std::exception& e) {
     return make_error(where, "waiting for the run: " + exception_text(e.what()));

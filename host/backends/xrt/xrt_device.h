@@ -21,12 +21,6 @@
 // in emu/ (LOOM_XRT_NS = xrt_emu).
 #pragma once
 
-#include <cstdint>
-#include <map>
-#include <memory>
-#include <string>
-#include <vector>
-
 #include <experimental/xrt_ip.h>
 #include <experimental/xrt_system.h>
 #include <experimental/xrt_xclbin.h>
@@ -34,6 +28,12 @@
 #include <xrt/xrt_device.h>
 #include <xrt/xrt_kernel.h>
 #include <xrt/xrt_uuid.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "backends/xrt/bringup.h"
 #include "runtime/device.h"
@@ -129,7 +129,7 @@ class XrtDevice final : public runtime::Device {
   uint32_t group_ = 0;
   std::vector<std::unique_ptr<Arena>> arenas_;
   std::string reg_error_;
-  std::vector<std::string> hls_present_;   // HLS CUs in the xclbin
+  std::vector<std::string> hls_present_;    // HLS CUs in the xclbin
   std::map<std::string, xrt::kernel> cus_;  // opened on first use
   std::map<uint64_t, UnitRun> runs_;        // started, not yet waited for
   uint64_t next_run_ = 1;

@@ -121,8 +121,10 @@ Canonicalized canonicalize(Model& m) {
       for (const auto& i : n.inputs)
         if (!i.empty()) {
           auto c = m.consts.find(i);
-          if (c == m.consts.end()) all = false;
-          else env[i] = c->second;
+          if (c == m.consts.end())
+            all = false;
+          else
+            env[i] = c->second;
         }
       if (all && run_host(m, n, env).is_ok() && env.count(n.outputs[0]))
         dq_values[n.outputs[0]] = std::move(env.at(n.outputs[0]));

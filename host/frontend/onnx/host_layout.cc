@@ -444,8 +444,10 @@ Status constant_of_shape(const Ctx& c) {
   if (!elem_supported(type)) return c.err("attribute 'value'", "element type " + elem_name(type) + " is not supported");
   Value y = Value::make(type, shape);
   if (it != c.n.attrs.end() && it->second.tensor_type) {
-    if (y.is_float()) std::fill(y.f.begin(), y.f.end(), it->second.floats.at(0));
-    else std::fill(y.i.begin(), y.i.end(), it->second.ints.at(0));
+    if (y.is_float())
+      std::fill(y.f.begin(), y.f.end(), it->second.floats.at(0));
+    else
+      std::fill(y.i.begin(), y.i.end(), it->second.ints.at(0));
   }
   c.out(0, std::move(y));
   return {};
@@ -459,7 +461,8 @@ Status expand(const Ctx& c) {
     return c.err("inputs", shape_str(x.shape) + " does not broadcast to " + shape_str(c.in(1).i));
   int64_t n = 1;
   for (auto d : os) {
-    if (d < 1 || n > limits::kMaxTensorElems / d) return c.err("input '" + c.n.in(1) + "'", "an empty or too large shape");
+    if (d < 1 || n > limits::kMaxTensorElems / d)
+      return c.err("input '" + c.n.in(1) + "'", "an empty or too large shape");
     n *= d;
   }
   const auto xi = broadcast_index(x.shape, os);

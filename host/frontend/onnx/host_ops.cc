@@ -124,8 +124,8 @@ Status spatial(const Ctx& c, const std::string& auto_pad, int64_t in, int64_t k,
 
 Expected<ConvGeom> conv_geom(const Ctx& c, const Value& x, const Value& w) {
   if (x.shape.size() != 4 || w.shape.size() != 4)
-    return c.err("inputs", "only 2-D convolutions (rank-4 x and w) are supported, got x " + shape_str(x.shape) +
-                               " w " + shape_str(w.shape));
+    return c.err("inputs", "only 2-D convolutions (rank-4 x and w) are supported, got x " + shape_str(x.shape) + " w " +
+                               shape_str(w.shape));
   ConvGeom g{};
   g.n = x.shape[0], g.c = x.shape[1], g.h = x.shape[2], g.w = x.shape[3];
   g.m = w.shape[0], g.kh = w.shape[2], g.kw = w.shape[3];
@@ -139,7 +139,8 @@ Expected<ConvGeom> conv_geom(const Ctx& c, const Value& x, const Value& w) {
   auto st = c.n.get_ints("strides", {1, 1});
   auto dl = c.n.get_ints("dilations", {1, 1});
   auto pads = c.n.get_ints("pads", {0, 0, 0, 0});
-  if (st.size() != 2 || dl.size() != 2 || pads.size() != 4) return c.err("attributes", "expected 2-D strides, dilations and pads");
+  if (st.size() != 2 || dl.size() != 2 || pads.size() != 4)
+    return c.err("attributes", "expected 2-D strides, dilations and pads");
   g.sh = st[0], g.sw = st[1], g.dh = dl[0], g.dw = dl[1];
   if (g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1) return c.err("attributes", "strides and dilations must be >= 1");
   for (auto p : pads)
@@ -203,8 +204,8 @@ Status conv_integer_like(const Ctx& c, bool qlinear) {
   auto g = conv_geom(c, x, w);
   if (!g) return g.error();
   if (wz && wz->numel() != 1 && wz->numel() != g->m)
-    return c.err("input '" + c.n.in(qlinear ? 5 : 3) + "'", "w zero point has " + std::to_string(wz->numel()) +
-                                                                 " values; expected 1 or " + std::to_string(g->m));
+    return c.err("input '" + c.n.in(qlinear ? 5 : 3) + "'",
+                 "w zero point has " + std::to_string(wz->numel()) + " values; expected 1 or " + std::to_string(g->m));
   const int64_t x0 = param_i(xz, 0);
   auto acc = conv_acc<int64_t>(
       *g, [&](int64_t k) { return x.i[size_t(k)] - x0; },
@@ -224,11 +225,11 @@ Status conv_integer_like(const Ctx& c, bool qlinear) {
   const int64_t yz = c.has(7) ? c.in(7).i[0] : 0;
   const Value* b = c.has(8) ? &c.in(8) : nullptr;
   if (b && b->numel() != g->m)
-    return c.err("input '" + c.n.in(8) + "'", "bias has " + std::to_string(b->numel()) + " values; expected " +
-                                                  std::to_string(g->m));
+    return c.err("input '" + c.n.in(8) + "'",
+                 "bias has " + std::to_string(b->numel()) + " values; expected " + std::to_string(g->m));
   if (ws.numel() != 1 && ws.numel() != g->m)
-    return c.err("input '" + c.n.in(4) + "'", "w scale has " + std::to_string(ws.numel()) + " values; expected 1 or " +
-                                                  std::to_string(g->m));
+    return c.err("input '" + c.n.in(4) + "'",
+                 "w scale has " + std::to_string(ws.numel()) + " values; expected 1 or " + std::to_string(g->m));
   Value y = Value::make(ytype, oshape);
   for (size_t k = 0; k < acc.size(); ++k) {
     const int64_t m = (int64_t(k) / plane) % g->m;
@@ -296,7 +297,8 @@ void mat_loop(const MatGeom& g, AF av, BF bv, OF out) {
     for (int64_t i = 0; i < g.M; ++i)
       for (int64_t j = 0; j < g.N; ++j) {
         T s = 0;
-        for (int64_t k = 0; k < g.K; ++k) s += av(g.a_off[size_t(bt)] + i * g.K + k) * bv(g.b_off[size_t(bt)] + k * g.N + j, j);
+        for (int64_t k = 0; k < g.K; ++k)
+          s += av(g.a_off[size_t(bt)] + i * g.K + k) * bv(g.b_off[size_t(bt)] + k * g.N + j, j);
         out((bt * g.M + i) * g.N + j, j, s);
       }
 }
@@ -309,14 +311,13 @@ Status matmul_integer_like(const Ctx& c, bool qlinear) {
   const Value* bz = c.has(qlinear ? 5 : 3) ? &c.in(qlinear ? 5 : 3) : nullptr;
   auto g = mat_geom(c, a.shape, b.shape);
   if (!g) return g.error();
-  if (az && az->numel() != 1)
-    return c.err("input '" + c.n.in(2) + "'", "per-row a zero points are not supported");
+  if (az && az->numel() != 1) return c.err("input '" + c.n.in(2) + "'", "per-row a zero points are not supported");
   if (bz && bz->numel() != 1 && bz->numel() != g->N)
-    return c.err("input '" + c.n.in(qlinear ? 5 : 3) + "'", "b zero point has " + std::to_string(bz->numel()) +
-                                                                 " values; expected 1 or " + std::to_string(g->N));
+    return c.err("input '" + c.n.in(qlinear ? 5 : 3) + "'",
+                 "b zero point has " + std::to_string(bz->numel()) + " values; expected 1 or " + std::to_string(g->N));
   if (qlinear && c.in(4).numel() != 1 && c.in(4).numel() != g->N)
-    return c.err("input '" + c.n.in(4) + "'", "b scale has " + std::to_string(c.in(4).numel()) +
-                                                  " values; expected 1 or " + std::to_string(g->N));
+    return c.err("input '" + c.n.in(4) + "'",
+                 "b scale has " + std::to_string(c.in(4).numel()) + " values; expected 1 or " + std::to_string(g->N));
   const int64_t a0 = param_i(az, 0);
   Value y = Value::make(qlinear ? (c.has(7) ? c.in(7).type : a.type) : kInt32, g->out);
   const Value* bias = qlinear && c.n.inputs.size() > 8 && c.has(8) ? &c.in(8) : nullptr;
@@ -330,7 +331,8 @@ Status matmul_integer_like(const Ctx& c, bool qlinear) {
           return;
         }
         if (bias) acc = int64_t(int32_t(uint32_t(uint64_t(acc + bias->i[size_t(j)]))));
-        y.i[size_t(o)] = requant(acc, c.in(1).f[0], param_f(c.in(4), j), c.in(6).f[0], c.has(7) ? c.in(7).i[0] : 0, y.type);
+        y.i[size_t(o)] =
+            requant(acc, c.in(1).f[0], param_f(c.in(4), j), c.in(6).f[0], c.has(7) ? c.in(7).i[0] : 0, y.type);
       });
   c.out(0, std::move(y));
   return {};
@@ -402,13 +404,20 @@ Status unary(const Ctx& c) {
   } else {
     if (!x.is_float()) return c.err("input '" + c.n.in(0) + "'", op + " on " + elem_name(x.type) + " is not supported");
     for (auto& v : y.f) {
-      if (op == "Sigmoid") v = float(1.0 / (1.0 + std::exp(-double(v))));
-      else if (op == "Tanh") v = std::tanh(v);
-      else if (op == "Erf") v = std::erf(v);
-      else if (op == "Exp") v = std::exp(v);
-      else if (op == "Log") v = std::log(v);
-      else if (op == "Sqrt") v = std::sqrt(v);
-      else if (op == "Reciprocal") v = 1.0f / v;
+      if (op == "Sigmoid")
+        v = float(1.0 / (1.0 + std::exp(-double(v))));
+      else if (op == "Tanh")
+        v = std::tanh(v);
+      else if (op == "Erf")
+        v = std::erf(v);
+      else if (op == "Exp")
+        v = std::exp(v);
+      else if (op == "Log")
+        v = std::log(v);
+      else if (op == "Sqrt")
+        v = std::sqrt(v);
+      else if (op == "Reciprocal")
+        v = 1.0f / v;
     }
   }
   c.out(0, std::move(y));
@@ -442,16 +451,21 @@ Status pool(const Ctx& c) {
   const std::string& op = c.n.op;
   const bool global = op == "GlobalAveragePool" || op == "GlobalMaxPool";
   const bool is_max = op == "MaxPool" || op == "GlobalMaxPool";
-  if (x.shape.size() < 3) return c.err("input '" + c.n.in(0) + "'", "pooling needs rank >= 3, got " + shape_str(x.shape));
-  if (!is_max && !x.is_float()) return c.err("input '" + c.n.in(0) + "'", op + " on " + elem_name(x.type) + " is not supported");
+  if (x.shape.size() < 3)
+    return c.err("input '" + c.n.in(0) + "'", "pooling needs rank >= 3, got " + shape_str(x.shape));
+  if (!is_max && !x.is_float())
+    return c.err("input '" + c.n.in(0) + "'", op + " on " + elem_name(x.type) + " is not supported");
   const size_t sd = x.shape.size() - 2;
   std::vector<int64_t> in(x.shape.begin() + 2, x.shape.end());
   std::vector<int64_t> k = global ? in : c.n.get_ints("kernel_shape");
   if (k.size() != sd) return c.err("attribute 'kernel_shape'", "needs " + std::to_string(sd) + " values");
   std::vector<int64_t> s = global ? std::vector<int64_t>(sd, 1) : c.n.get_ints("strides", std::vector<int64_t>(sd, 1));
-  std::vector<int64_t> d = global ? std::vector<int64_t>(sd, 1) : c.n.get_ints("dilations", std::vector<int64_t>(sd, 1));
-  std::vector<int64_t> p = global ? std::vector<int64_t>(2 * sd, 0) : c.n.get_ints("pads", std::vector<int64_t>(2 * sd, 0));
-  if (s.size() != sd || d.size() != sd || p.size() != 2 * sd) return c.err("attributes", "strides/dilations/pads do not match the rank");
+  std::vector<int64_t> d =
+      global ? std::vector<int64_t>(sd, 1) : c.n.get_ints("dilations", std::vector<int64_t>(sd, 1));
+  std::vector<int64_t> p =
+      global ? std::vector<int64_t>(2 * sd, 0) : c.n.get_ints("pads", std::vector<int64_t>(2 * sd, 0));
+  if (s.size() != sd || d.size() != sd || p.size() != 2 * sd)
+    return c.err("attributes", "strides/dilations/pads do not match the rank");
   const bool ceil_mode = c.n.get_i("ceil_mode", 0) != 0;
   const bool include_pad = c.n.get_i("count_include_pad", 0) != 0;
   const bool col_major = c.n.get_i("storage_order", 0) != 0;  // only changes MaxPool's Indices
@@ -459,9 +473,11 @@ Status pool(const Ctx& c) {
   const std::string ap = global ? "NOTSET" : c.n.get_s("auto_pad", "NOTSET");
   std::vector<int64_t> out(sd), pb(sd), pe(sd);
   for (size_t a = 0; a < sd; ++a) {
-    if (k[a] < 1 || s[a] < 1 || d[a] < 1 || p[a] < 0 || p[a + sd] < 0) return c.err("attributes", "kernel, strides and dilations must be >= 1, pads >= 0");
+    if (k[a] < 1 || s[a] < 1 || d[a] < 1 || p[a] < 0 || p[a + sd] < 0)
+      return c.err("attributes", "kernel, strides and dilations must be >= 1, pads >= 0");
     LOOM_TRY(spatial(c, ap, in[a], k[a], s[a], d[a], p[a], p[a + sd], ceil_mode, &out[a], &pb[a]));
-    pe[a] = ap == "NOTSET" ? p[a + sd] : std::max<int64_t>((out[a] - 1) * s[a] + (k[a] - 1) * d[a] + 1 - in[a] - pb[a], 0);
+    pe[a] =
+        ap == "NOTSET" ? p[a + sd] : std::max<int64_t>((out[a] - 1) * s[a] + (k[a] - 1) * d[a] + 1 - in[a] - pb[a], 0);
   }
   std::vector<int64_t> oshape{x.shape[0], x.shape[1]};
   oshape.insert(oshape.end(), out.begin(), out.end());
@@ -506,8 +522,10 @@ Status pool(const Ctx& c) {
       }
       ind.i[size_t(yi)] = best_at;
       if (is_max) {
-        if (x.is_float()) y.f[size_t(yi)] = float(best);
-        else y.i[size_t(yi)] = best_i;
+        if (x.is_float())
+          y.f[size_t(yi)] = float(best);
+        else
+          y.i[size_t(yi)] = best_i;
       } else {
         y.f[size_t(yi)] = count ? float(sum / double(count)) : 0.0f;
       }
@@ -529,7 +547,8 @@ Status reshape(const Ctx& c) {
     for (int64_t k = 0; k < s.numel(); ++k) {
       int64_t d = s.i[size_t(k)];
       if (d == 0 && !allowzero) {
-        if (k >= int64_t(x.shape.size())) return c.err("input '" + c.n.in(1) + "'", "0 copies a dimension the input does not have");
+        if (k >= int64_t(x.shape.size()))
+          return c.err("input '" + c.n.in(1) + "'", "0 copies a dimension the input does not have");
         d = x.shape[size_t(k)];
       }
       if (d == -1) {
@@ -559,7 +578,8 @@ Status reshape(const Ctx& c) {
       std::set<int64_t> ax;
       for (auto a : axes) {
         const int64_t na = norm_axis(a, x.shape.size());
-        if (na < 0 || na >= int64_t(x.shape.size())) return c.err("axes", "axis " + std::to_string(a) + " is out of range");
+        if (na < 0 || na >= int64_t(x.shape.size()))
+          return c.err("axes", "axis " + std::to_string(a) + " is out of range");
         ax.insert(na);
       }
       for (int64_t k = 0; k < int64_t(x.shape.size()); ++k) {
@@ -598,7 +618,8 @@ Status transpose(const Ctx& c) {
   std::vector<int64_t> sorted = perm;
   std::sort(sorted.begin(), sorted.end());
   for (size_t k = 0; k < r; ++k)
-    if (sorted.size() != r || sorted[k] != int64_t(k)) return c.err("attribute 'perm'", "is not a permutation of the axes");
+    if (sorted.size() != r || sorted[k] != int64_t(k))
+      return c.err("attribute 'perm'", "is not a permutation of the axes");
   std::vector<int64_t> os(r);
   for (size_t k = 0; k < r; ++k) os[k] = x.shape[size_t(perm[k])];
   const auto ist = strides_of(x.shape), ost = strides_of(os);
@@ -606,8 +627,10 @@ Status transpose(const Ctx& c) {
   for (int64_t o = 0; o < y.numel(); ++o) {
     int64_t src = 0;
     for (size_t k = 0; k < r; ++k) src += ((o / ost[k]) % os[k]) * ist[size_t(perm[k])];
-    if (x.is_float()) y.f[size_t(o)] = x.f[size_t(src)];
-    else y.i[size_t(o)] = x.i[size_t(src)];
+    if (x.is_float())
+      y.f[size_t(o)] = x.f[size_t(src)];
+    else
+      y.i[size_t(o)] = x.i[size_t(src)];
   }
   c.out(0, std::move(y));
   return {};
@@ -624,9 +647,12 @@ Status softmax(const Ctx& c) {
   // opset >= 13: along one axis; earlier: over the flattened trailing axes.
   int64_t outer = 1, len = 1, inner = 1;
   for (int64_t k = 0; k < int64_t(r); ++k) {
-    if (k < axis) outer *= x.shape[size_t(k)];
-    else if (k == axis || c.m.opset < 13) len *= x.shape[size_t(k)];
-    else inner *= x.shape[size_t(k)];
+    if (k < axis)
+      outer *= x.shape[size_t(k)];
+    else if (k == axis || c.m.opset < 13)
+      len *= x.shape[size_t(k)];
+    else
+      inner *= x.shape[size_t(k)];
   }
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t in = 0; in < inner; ++in) {
@@ -662,11 +688,14 @@ Status gather(const Ctx& c) {
     for (int64_t j = 0; j < idx.numel(); ++j) {
       int64_t t = idx.i[size_t(j)];
       if (t < 0) t += dim;
-      if (t < 0 || t >= dim) return c.err("input '" + c.n.in(1) + "'", "index " + std::to_string(idx.i[size_t(j)]) + " is out of range");
+      if (t < 0 || t >= dim)
+        return c.err("input '" + c.n.in(1) + "'", "index " + std::to_string(idx.i[size_t(j)]) + " is out of range");
       for (int64_t b = 0; b < inner; ++b, ++o) {
         const int64_t src = (a * dim + t) * inner + b;
-        if (x.is_float()) y.f[size_t(o)] = x.f[size_t(src)];
-        else y.i[size_t(o)] = x.i[size_t(src)];
+        if (x.is_float())
+          y.f[size_t(o)] = x.f[size_t(src)];
+        else
+          y.i[size_t(o)] = x.i[size_t(src)];
       }
     }
   c.out(0, std::move(y));
@@ -852,8 +881,10 @@ Status qlinear_row(const Ctx& c) {
   std::vector<int8_t> xr(static_cast<size_t>(n)), yr(static_cast<size_t>(n));
   for (int64_t r = 0; r * n < x.numel(); ++r) {
     for (int64_t j = 0; j < n; ++j) xr[size_t(j)] = int8_t(x.i[size_t(r * n + j)] - xoff);
-    if (ln) layernorm_row(xr.data(), uint64_t(n), x_zp, eps, ch.data(), y_zp, -128, 127, yr.data());
-    else softmax_row(xr.data(), uint64_t(n), sp.table.data(), sp.mult, sp.shift, y_zp, -128, 127, yr.data());
+    if (ln)
+      layernorm_row(xr.data(), uint64_t(n), x_zp, eps, ch.data(), y_zp, -128, 127, yr.data());
+    else
+      softmax_row(xr.data(), uint64_t(n), sp.table.data(), sp.mult, sp.shift, y_zp, -128, 127, yr.data());
     for (int64_t j = 0; j < n; ++j) y.i[size_t(r * n + j)] = int64_t(yr[size_t(j)]) + yoff;
   }
   c.out(0, std::move(y));
@@ -862,37 +893,56 @@ Status qlinear_row(const Ctx& c) {
 
 const std::map<std::string, Fn>& table() {
   static const std::map<std::string, Fn> t = [] {
-  std::map<std::string, Fn> t = {
-      {"QuantizeLinear", quantize_linear},
-      {"DequantizeLinear", dequantize_linear},
-      {"QLinearConv", [](const Ctx& c) { return conv_integer_like(c, true); }},
-      {"ConvInteger", [](const Ctx& c) { return conv_integer_like(c, false); }},
-      {"Conv", conv_float},
-      {"QLinearMatMul", [](const Ctx& c) { return matmul_integer_like(c, true); }},
-      {"MatMulInteger", [](const Ctx& c) { return matmul_integer_like(c, false); }},
-      {"MatMul", matmul_float},
-      {"Add", binary}, {"Sub", binary}, {"Mul", binary}, {"Div", binary},
-      {"Relu", unary}, {"Identity", unary}, {"Neg", unary}, {"Abs", unary}, {"Sigmoid", unary},
-      {"Tanh", unary}, {"Erf", unary}, {"Exp", unary}, {"Log", unary}, {"Sqrt", unary}, {"Reciprocal", unary},
-      {"Clip", clip},
-      {"MaxPool", pool}, {"AveragePool", pool}, {"GlobalAveragePool", pool}, {"GlobalMaxPool", pool},
-      {"Reshape", reshape}, {"Flatten", reshape}, {"Squeeze", reshape}, {"Unsqueeze", reshape},
-      {"Transpose", transpose},
-      {"Softmax", softmax}, {"LogSoftmax", softmax},
-      {"Gather", gather},
-      {"LayerNormalization", layer_norm},
-      {"com.microsoft.QLinearAdd", qlinear_add},
-      {"com.microsoft.QLinearMul", qlinear_mul},
-      {"com.microsoft.QLinearGlobalAveragePool", qlinear_gap},
-      {"com.microsoft.QLinearAveragePool", qlinear_avgpool},
-      {"loom.QLinearMatMul", [](const Ctx& c) { return matmul_integer_like(c, true); }},
-      {"loom.QLinearConv", [](const Ctx& c) { return conv_integer_like(c, true); }},
-      {"loom.QLinearLookup", qlinear_lookup},
-      {"loom.QLinearSoftmax", qlinear_row},
-      {"loom.QLinearLayerNorm", qlinear_row},
-  };
-  for (const auto& [k, f] : layout_ops()) t.emplace(k, f);
-  return t;
+    std::map<std::string, Fn> t = {
+        {"QuantizeLinear", quantize_linear},
+        {"DequantizeLinear", dequantize_linear},
+        {"QLinearConv", [](const Ctx& c) { return conv_integer_like(c, true); }},
+        {"ConvInteger", [](const Ctx& c) { return conv_integer_like(c, false); }},
+        {"Conv", conv_float},
+        {"QLinearMatMul", [](const Ctx& c) { return matmul_integer_like(c, true); }},
+        {"MatMulInteger", [](const Ctx& c) { return matmul_integer_like(c, false); }},
+        {"MatMul", matmul_float},
+        {"Add", binary},
+        {"Sub", binary},
+        {"Mul", binary},
+        {"Div", binary},
+        {"Relu", unary},
+        {"Identity", unary},
+        {"Neg", unary},
+        {"Abs", unary},
+        {"Sigmoid", unary},
+        {"Tanh", unary},
+        {"Erf", unary},
+        {"Exp", unary},
+        {"Log", unary},
+        {"Sqrt", unary},
+        {"Reciprocal", unary},
+        {"Clip", clip},
+        {"MaxPool", pool},
+        {"AveragePool", pool},
+        {"GlobalAveragePool", pool},
+        {"GlobalMaxPool", pool},
+        {"Reshape", reshape},
+        {"Flatten", reshape},
+        {"Squeeze", reshape},
+        {"Unsqueeze", reshape},
+        {"Transpose", transpose},
+        {"Softmax", softmax},
+        {"LogSoftmax", softmax},
+        {"Gather", gather},
+        {"LayerNormalization", layer_norm},
+        {"com.microsoft.QLinearAdd", qlinear_add},
+        {"com.microsoft.QLinearMul", qlinear_mul},
+        {"com.microsoft.QLinearGlobalAveragePool", qlinear_gap},
+        {"com.microsoft.QLinearAveragePool", qlinear_avgpool},
+        {"loom.QLinearMatMul", [](const Ctx& c) { return matmul_integer_like(c, true); }},
+        {"loom.QLinearConv", [](const Ctx& c) { return conv_integer_like(c, true); }},
+        {"loom.QLinearLookup", qlinear_lookup},
+        {"loom.QLinearSoftmax", qlinear_row},
+        {"loom.QLinearLayerNorm", qlinear_row},
+    };
+    for (const auto& [k, f] : layout_ops()) t.emplace(k, f);
+    return t;
   }();
   return t;
 }
@@ -902,15 +952,29 @@ std::string key(const Node& n) { return n.domain.empty() ? n.op : n.domain + "."
 }  // namespace
 
 const std::string* operand_kinds(const Node& n) {
-  static const std::map<std::string, std::string> sig = {
-      {"QuantizeLinear", ".sz"}, {"DequantizeLinear", "isz"}, {"QLinearConv", "isziszszi"},
-      {"ConvInteger", "iizz"}, {"Conv", "fff"}, {"QLinearMatMul", "isziszszi"}, {"MatMulInteger", "iizz"},
-      {"MatMul", "ff"}, {"Softmax", "f"}, {"LogSoftmax", "f"}, {"LayerNormalization", "fff"},
-      {"Reshape", ".i"}, {"Gather", ".i"}, {"Squeeze", ".i"}, {"Unsqueeze", ".i"},
-      {"com.microsoft.QLinearAdd", "isziszsz"}, {"com.microsoft.QLinearMul", "isziszsz"},
-      {"com.microsoft.QLinearGlobalAveragePool", "iszsz"},
-      {"loom.QLinearMatMul", "isziszszi"}, {"loom.QLinearConv", "isziszszi"}, {"loom.QLinearLookup", "iszisz"},
-      {"loom.QLinearSoftmax", "iszsz"}, {"loom.QLinearLayerNorm", "iszffsz"}};
+  static const std::map<std::string, std::string> sig = {{"QuantizeLinear", ".sz"},
+                                                         {"DequantizeLinear", "isz"},
+                                                         {"QLinearConv", "isziszszi"},
+                                                         {"ConvInteger", "iizz"},
+                                                         {"Conv", "fff"},
+                                                         {"QLinearMatMul", "isziszszi"},
+                                                         {"MatMulInteger", "iizz"},
+                                                         {"MatMul", "ff"},
+                                                         {"Softmax", "f"},
+                                                         {"LogSoftmax", "f"},
+                                                         {"LayerNormalization", "fff"},
+                                                         {"Reshape", ".i"},
+                                                         {"Gather", ".i"},
+                                                         {"Squeeze", ".i"},
+                                                         {"Unsqueeze", ".i"},
+                                                         {"com.microsoft.QLinearAdd", "isziszsz"},
+                                                         {"com.microsoft.QLinearMul", "isziszsz"},
+                                                         {"com.microsoft.QLinearGlobalAveragePool", "iszsz"},
+                                                         {"loom.QLinearMatMul", "isziszszi"},
+                                                         {"loom.QLinearConv", "isziszszi"},
+                                                         {"loom.QLinearLookup", "iszisz"},
+                                                         {"loom.QLinearSoftmax", "iszsz"},
+                                                         {"loom.QLinearLayerNorm", "iszffsz"}};
   auto it = sig.find(key(n));
   return it == sig.end() ? nullptr : &it->second;
 }
@@ -936,7 +1000,8 @@ bool host_supports(const Node& n, int64_t, std::string* why) {
 
 Status run_host(const Model& m, const Node& n, std::map<std::string, Value>& env) {
   auto it = table().find(key(n));
-  if (it == table().end()) return make_error(m.where(n), "op " + key(n) + " is supported neither by the fabric nor by the host fallback");
+  if (it == table().end())
+    return make_error(m.where(n), "op " + key(n) + " is supported neither by the fabric nor by the host fallback");
   for (const auto& i : n.inputs)
     if (!i.empty() && !env.count(i)) return make_error(m.where(n) + ": input '" + i + "'", "has no value");
   if (const std::string* kinds = operand_kinds(n)) {
@@ -948,7 +1013,10 @@ Status run_host(const Model& m, const Node& n, std::map<std::string, Value>& env
                       ((want == 'i' || want == 'z') && !v.is_float());
       if (!ok || ((want == 's' || want == 'z') && v.numel() < 1))
         return make_error(m.where(n) + ": input '" + n.inputs[k] + "'",
-                          std::string(want == 's' ? "a scale must be float32" : want == 'z' ? "a zero point must be an integer type" : want == 'f' ? "must be float32" : "must be an integer type") +
+                          std::string(want == 's'   ? "a scale must be float32"
+                                      : want == 'z' ? "a zero point must be an integer type"
+                                      : want == 'f' ? "must be float32"
+                                                    : "must be an integer type") +
                               ", got " + elem_name(v.type));
       if (want == 's') LOOM_TRY(check_scales(v, m.where(n) + ": input '" + n.inputs[k] + "'"));
     }

@@ -341,8 +341,8 @@ Refusal map_matmul_activations(SegBuilder& b, const Node& n) {
 Refusal map_weighted(SegBuilder& b, const Node& n, bool qconv) {
   const Known& K = b.known;
   if (!all_known(b, n, {1, 2, 3, 4, 5, 6, 7})) return "weights or quantization parameters are not constants";
-  const Value *xs = K(n.in(1)), *xz = K(n.in(2)), *w = K(n.in(3)), *ws = K(n.in(4)), *wz = K(n.in(5)),
-              *ys = K(n.in(6)), *yz = K(n.in(7));
+  const Value *xs = K(n.in(1)), *xz = K(n.in(2)), *w = K(n.in(3)), *ws = K(n.in(4)), *wz = K(n.in(5)), *ys = K(n.in(6)),
+              *yz = K(n.in(7));
   const Value* bias = n.inputs.size() > 8 && !n.in(8).empty() ? K(n.in(8)) : nullptr;
   if (n.inputs.size() > 8 && !n.in(8).empty() && !bias) return "bias is not a constant";
   if (!scalars({xs, xz, ys, yz})) return "activation quantization must be per-tensor";
@@ -354,7 +354,8 @@ Refusal map_weighted(SegBuilder& b, const Node& n, bool qconv) {
   const int32_t yt = yz->type;
   if (b.type_of(y) != yt && b.type_of(y) != 0) return "output type differs from its zero point's type";
   bool fresh = false;
-  if (!b.activation(x, f0(xs), i0(xz), &fresh)) return "input '" + x + "' has no int8/uint8 static shape or its quantization differs from its producer's";
+  if (!b.activation(x, f0(xs), i0(xz), &fresh))
+    return "input '" + x + "' has no int8/uint8 static shape or its quantization differs from its producer's";
   new_input(b, x, fresh);
   const auto xsh = b.onnx_shape[x];
   // NHWC images for a conv; a matmul's rows [..., K] in ONNX order (a Linear
@@ -402,7 +403,8 @@ Refusal map_weighted(SegBuilder& b, const Node& n, bool qconv) {
     if (g < 1 || xsh[1] % g || M % g || cpg * g != xsh[1]) return "group does not fit";
     nd.op = ir::OpKind::Conv2d;
     nd.attrs.kernel_h = KH, nd.attrs.kernel_w = KW, nd.attrs.stride_h = st[0], nd.attrs.stride_w = st[1];
-    nd.attrs.pad_top = pads[0], nd.attrs.pad_left = pads[1], nd.attrs.pad_bottom = pads[2], nd.attrs.pad_right = pads[3];
+    nd.attrs.pad_top = pads[0], nd.attrs.pad_left = pads[1], nd.attrs.pad_bottom = pads[2],
+    nd.attrs.pad_right = pads[3];
     nd.attrs.groups = g;
     wi.shape = {KH, KW, cpg, M};
     wi.data = Tensor(DType::I8, wi.shape);
@@ -410,14 +412,15 @@ Refusal map_weighted(SegBuilder& b, const Node& n, bool qconv) {
       for (int64_t c = 0; c < cpg; ++c)
         for (int64_t r = 0; r < KH; ++r)
           for (int64_t s = 0; s < KW; ++s)
-            wi.data.i8()[((r * KW + s) * cpg + c) * M + m] = int8_t(w->i[size_t(((m * cpg + c) * KH + r) * KW + s)] - woff);
-    const int64_t oh = (xsh[2] + pads[0] + pads[2] - KH) / st[0] + 1, ow = (xsh[3] + pads[1] + pads[3] - KW) / st[1] + 1;
+            wi.data.i8()[((r * KW + s) * cpg + c) * M + m] =
+                int8_t(w->i[size_t(((m * cpg + c) * KH + r) * KW + s)] - woff);
+    const int64_t oh = (xsh[2] + pads[0] + pads[2] - KH) / st[0] + 1,
+                  ow = (xsh[3] + pads[1] + pads[3] - KW) / st[1] + 1;
     if (oh < 1 || ow < 1) return "empty output";
     ysh = {xsh[0], M, oh, ow};
     channels = M;
   } else {
-    if (xsh.size() < 2 || w->shape.size() != 2)
-      return "only [..., M, K] times a constant [K, N] runs on the fabric";
+    if (xsh.size() < 2 || w->shape.size() != 2) return "only [..., M, K] times a constant [K, N] runs on the fabric";
     const int64_t K2 = w->shape[0], N = w->shape[1];
     if (xsh.back() != K2) return "inner dimensions differ";
     nd.op = ir::OpKind::Gemm;
@@ -523,8 +526,8 @@ Refusal map_binary(SegBuilder& b, const Node& n) {
                          ir::repeats_over(permuted(bsh, b.layout.at(a)), permuted(ash, b.layout.at(a)));
   if (ash != bsh && !bcast && !act_bcast)
     return std::string("the fabric's ") + (mul ? "mul" : "add") +
-                " broadcasts a constant, or an activation over the leading dims of the other's device layout "
-                "(e.g. [1,C,1,1] over [1,C,H,W])";
+           " broadcasts a constant, or an activation over the leading dims of the other's device layout "
+           "(e.g. [1,C,1,1] over [1,C,H,W])";
   if (b.type_of(a) != yz->type || b.type_of(bt) != yz->type) return "mixed int8/uint8 operands";
   const int64_t off = yz->type == kUint8 ? 128 : 0;
   bool f1 = false, f2 = false;
@@ -608,7 +611,7 @@ Refusal map_rownorm(SegBuilder& b, const Node& n) {
   const int64_t param = ln ? 12 * row : 512;
   if (b.param_bytes && uint64_t(param) > b.param_bytes)
     return "a row of " + std::to_string(row) + " channels needs " + std::to_string(param) +
-                " bytes of PARAM, the configuration has " + std::to_string(b.param_bytes);
+           " bytes of PARAM, the configuration has " + std::to_string(b.param_bytes);
   const Perm lx = b.layout.at(x);
   const Perm ly = !lx.empty() && lx.back() == int64_t(lx.size()) - 1 ? lx : identity(xsh.size());
   const std::string xv = b.view(x, ly, n.name + "/x");
@@ -624,8 +627,8 @@ Refusal map_rownorm(SegBuilder& b, const Node& n) {
     std::vector<LayerNormChannel> ch;
     uint32_t eps = 0;
     std::string why;
-    if (!layernorm_channels(std::vector<float>(g->f.begin(), g->f.end()), std::vector<float>(be->f.begin(), be->f.end()),
-                            f0(ys), &ch, &why) ||
+    if (!layernorm_channels(std::vector<float>(g->f.begin(), g->f.end()),
+                            std::vector<float>(be->f.begin(), be->f.end()), f0(ys), &ch, &why) ||
         !layernorm_eps(n.get_f("epsilon", 1e-5f), f0(xs), uint64_t(row), &eps, &why))
       return why;
     ir::TensorInfo ti;
@@ -659,13 +662,14 @@ Refusal map_lookup(SegBuilder& b, const Node& n) {
   // ELTWISE lut: the table, shifted into the device's int8 codes.
   if (!all_known(b, n, {1, 2, 3, 4, 5})) return "the table or quantization parameters are not constants";
   const Value *xs = K(n.in(1)), *xz = K(n.in(2)), *tv = K(n.in(3)), *ys = K(n.in(4)), *yz = K(n.in(5));
-  if (!scalars({xs, xz, ys, yz}) || tv->numel() != 256 ||
-      tv->type != yz->type || (yz->type != kInt8 && yz->type != kUint8))
+  if (!scalars({xs, xz, ys, yz}) || tv->numel() != 256 || tv->type != yz->type ||
+      (yz->type != kInt8 && yz->type != kUint8))
     return "not a per-tensor 8-bit lookup";
   const std::string x = n.in(0), y = n.outputs[0];
   if (b.in_seg(y)) return "output defined twice";
   bool fresh = false;
-  if (!b.activation(x, f0(xs), i0(xz), &fresh)) return "input '" + x + "' has no int8/uint8 static shape or its quantization differs from its producer's";
+  if (!b.activation(x, f0(xs), i0(xz), &fresh))
+    return "input '" + x + "' has no int8/uint8 static shape or its quantization differs from its producer's";
   new_input(b, x, fresh);
   const int64_t off = yz->type == kUint8 ? 128 : 0;
   ir::TensorInfo ti;
@@ -837,12 +841,12 @@ Refusal map_maxpool(SegBuilder& b, const Node& n) {
     if (ysh.size() != 4) return "ceil_mode without an inferred output shape";
     for (size_t a = 0; a < 2; ++a) {
       const int64_t need = (ysh[2 + a] - 1) * st[a] + k[a] - (xsh[2 + a] + pads[a] + pads[a + 2]);
-      if ((ysh[2 + a] - 1) * st[a] >= xsh[2 + a] + pads[a])
-        return "ceil_mode with a window in the padding only";
+      if ((ysh[2 + a] - 1) * st[a] >= xsh[2 + a] + pads[a]) return "ceil_mode with a window in the padding only";
       pads[a + 2] += std::max<int64_t>(need, 0);
     }
   }
-  if (pads[0] >= k[0] || pads[2] >= k[0] || pads[1] >= k[1] || pads[3] >= k[1]) return "padding not smaller than the kernel";
+  if (pads[0] >= k[0] || pads[2] >= k[0] || pads[1] >= k[1] || pads[3] >= k[1])
+    return "padding not smaller than the kernel";
   double scale = 1.0;
   int64_t zp = 0;
   if (b.in_seg(x)) {
@@ -852,7 +856,8 @@ Refusal map_maxpool(SegBuilder& b, const Node& n) {
   bool fresh = false;
   if (!b.activation(x, scale, zp, &fresh)) return "input has no static shape";
   new_input(b, x, fresh);
-  const int64_t oh = (xsh[2] + pads[0] + pads[2] - k[0]) / st[0] + 1, ow = (xsh[3] + pads[1] + pads[3] - k[1]) / st[1] + 1;
+  const int64_t oh = (xsh[2] + pads[0] + pads[2] - k[0]) / st[0] + 1,
+                ow = (xsh[3] + pads[1] + pads[3] - k[1]) / st[1] + 1;
   const std::vector<int64_t> ysh{xsh[0], xsh[1], oh, ow};
   const std::string y = n.outputs[0];
   if (b.in_seg(y)) return "output defined twice";

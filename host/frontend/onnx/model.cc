@@ -41,12 +41,9 @@ std::vector<int64_t> Node::get_ints(const std::string& a, std::vector<int64_t> d
   return it == attrs.end() ? def : it->second.ints;
 }
 
-bool is_onnx_path(const std::string& path) {
-  return path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0;
-}
+bool is_onnx_path(const std::string& path) { return path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0; }
 
 namespace {
-
 
 // Resolves a tensor's external data inside the model's folder only.
 Expected<std::string> external_bytes(const onnx::TensorProto& t, const std::string& dir, const std::string& where) {
@@ -103,8 +100,10 @@ Attr convert_attr(const onnx::AttributeProto& a) {
     auto v = from_proto(a.t(), "attribute '" + a.name() + "'");
     if (v && v->numel() == 1) {
       r.tensor_type = v->type;
-      if (v->is_float()) r.floats = v->f;
-      else r.ints = v->i;
+      if (v->is_float())
+        r.floats = v->f;
+      else
+        r.ints = v->i;
     }
   }
   return r;
@@ -149,7 +148,8 @@ Status check_value_info(const onnx::ValueInfoProto& v, const std::string& where)
       LOOM_TRY(check_dims(dims, where + ": field 'shape'"));
     } else {
       for (size_t k = 0; k < dims.size(); ++k)
-        if (dims[k] < 1) return make_error(where + ": field 'shape'", "dimension " + std::to_string(dims[k]) + " is not >= 1");
+        if (dims[k] < 1)
+          return make_error(where + ": field 'shape'", "dimension " + std::to_string(dims[k]) + " is not >= 1");
     }
   }
   return {};
@@ -193,9 +193,9 @@ Status check_attr_values(const Model& m, const Node& n) {
     if (a.type == onnx::AttributeProto::INT) vals.push_back(a.i);
     for (int64_t v : vals) {
       if ((pos && (v < 1 || v > kMaxAttr)) || (pads && (v < 0 || v > kMaxAttr)))
-        return make_error(m.where(n) + ": attribute '" + name + "'",
-                          "value " + std::to_string(v) + " is outside " + (pos ? "1" : "0") + ".." +
-                              std::to_string(kMaxAttr));
+        return make_error(
+            m.where(n) + ": attribute '" + name + "'",
+            "value " + std::to_string(v) + " is outside " + (pos ? "1" : "0") + ".." + std::to_string(kMaxAttr));
     }
   }
   return {};
@@ -227,13 +227,13 @@ Status check_quant(const Model& m, const Node& n) {
     if (!z.empty()) {
       const int32_t zt = type_of_t(z);
       if (dt && zt && dt != zt) {
-        return make_error(w + ": input '" + z + "'", std::string(what) + " zero point is " + elem_name(zt) +
-                                                         " but '" + d + "' is " + elem_name(dt));
+        return make_error(w + ": input '" + z + "'", std::string(what) + " zero point is " + elem_name(zt) + " but '" +
+                                                         d + "' is " + elem_name(dt));
       }
     }
     if (type_of_t(s) && type_of_t(s) != kFloat)
-      return make_error(w + ": input '" + s + "'", std::string(what) + " scale must be float32, got " +
-                                                       elem_name(type_of_t(s)));
+      return make_error(w + ": input '" + s + "'",
+                        std::string(what) + " scale must be float32, got " + elem_name(type_of_t(s)));
     std::vector<int64_t> ss, zs;
     if (shape_of(s, &ss)) {
       const int64_t k = numel(ss);
@@ -276,7 +276,8 @@ Status check_quant(const Model& m, const Node& n) {
       LOOM_TRY(pair(0, 1, 99, ch, "y"));
       const int32_t zt = type_of_t(n.in(2));
       if (zt && zt != kUint8 && zt != kInt8)
-        return make_error(m.where(n) + ": input '" + n.in(2) + "'", "zero point must be uint8 or int8, got " + elem_name(zt));
+        return make_error(m.where(n) + ": input '" + n.in(2) + "'",
+                          "zero point must be uint8 or int8, got " + elem_name(zt));
     }
   } else if (n.op == "MatMulInteger" || n.op == "ConvInteger") {
     const std::string w = m.where(n);
@@ -432,7 +433,8 @@ Status read_nodes(onnx::GraphProto* g, const std::string& path, const std::set<s
       if (defined.count(o) && !producer.count(o))
         return make_error(m->where(n) + ": output '" + o + "'", "is also a graph input or initializer");
       if (producer.count(o))
-        return make_error(m->where(n) + ": output '" + o + "'", "is also produced by node '" + nodes[producer[o]].name + "'");
+        return make_error(m->where(n) + ": output '" + o + "'",
+                          "is also produced by node '" + nodes[producer[o]].name + "'");
       producer[o] = nodes.size();
     }
     if (n.op == "Constant" && n.domain.empty()) {

@@ -33,10 +33,10 @@ struct Attr {
 };
 
 struct Node {
-  std::string name;    // as in the model, or "<op>_<index>" when it has none
-  std::string op;      // op_type
-  std::string domain;  // "" for ai.onnx, "com.microsoft", or "loom" for folded QDQ ops
-  std::vector<std::string> inputs;   // "" = absent optional input
+  std::string name;                 // as in the model, or "<op>_<index>" when it has none
+  std::string op;                   // op_type
+  std::string domain;               // "" for ai.onnx, "com.microsoft", or "loom" for folded QDQ ops
+  std::vector<std::string> inputs;  // "" = absent optional input
   std::vector<std::string> outputs;
   std::map<std::string, Attr> attrs;
 
@@ -55,14 +55,14 @@ struct TensorType {
 };
 
 struct Model {
-  std::string path;   // for messages
+  std::string path;  // for messages
   std::string name;
   int64_t ir_version = 0;
-  int64_t opset = 0;  // of the default domain
-  std::vector<Node> nodes;                 // topological order
-  std::map<std::string, Value> consts;     // initializers and Constant outputs
-  std::map<std::string, TensorType> types; // from the model and shape inference
-  std::vector<std::string> inputs;         // graph inputs that are not initializers
+  int64_t opset = 0;                        // of the default domain
+  std::vector<Node> nodes;                  // topological order
+  std::map<std::string, Value> consts;      // initializers and Constant outputs
+  std::map<std::string, TensorType> types;  // from the model and shape inference
+  std::vector<std::string> inputs;          // graph inputs that are not initializers
   std::vector<std::string> outputs;
   std::string import_note;  // what import rewrote (canonicalize.h), for the compile notes
 

@@ -26,7 +26,6 @@ namespace loom::onnxfe {
 
 namespace {
 
-
 /// The segment `b` built from model nodes `nodes`: its boundary outputs
 /// (produced here, read by other nodes or the graph), boundary layouts and
 /// name. Not yet validated or compiled.
@@ -91,10 +90,13 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
       exact += n.domain.empty() && (n.op == "Softmax" || n.op == "LayerNormalization");
     }
     if (rows)
-      p.notes.push_back(std::to_string(rows) + " Softmax/LayerNormalization ops run as integer row normalizations "
-                        "(ROWNORM: approximations, bit-exact across backends; --exact-host keeps them on the host in float)");
+      p.notes.push_back(
+          std::to_string(rows) +
+          " Softmax/LayerNormalization ops run as integer row normalizations "
+          "(ROWNORM: approximations, bit-exact across backends; --exact-host keeps them on the host in float)");
     if (exact && opt.compile.exact_host)
-      p.notes.push_back(std::to_string(exact) + " Softmax/LayerNormalization ops run on the host in float (--exact-host)");
+      p.notes.push_back(std::to_string(exact) +
+                        " Softmax/LayerNormalization ops run on the host in float (--exact-host)");
   }
 
   // Every op must run somewhere.
@@ -127,8 +129,8 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
       if (s) {
         const compiler::CompileOptions& co = opt.compile;
         auto r = compiler::compile(seg.graph, cfg, co);
-        if (!r && (co.placement != compiler::Placement::Static || co.hls != compiler::Hls::Off ||
-                   co.tasks_per_core != 1)) {
+        if (!r &&
+            (co.placement != compiler::Placement::Static || co.hls != compiler::Hls::Off || co.tasks_per_core != 1)) {
           // Only the options stand in the way: say so rather than moving the
           // segment to the host.
           compiler::CompileOptions def;
@@ -136,11 +138,11 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
           def.fusion = co.fusion;
           def.cost_params = co.cost_params;
           if (compiler::compile(seg.graph, cfg, def))
-            return make_error("segment " + std::to_string(p.segments.size()) + " (from '" +
-                                  m.nodes[cur_nodes[0]].name + "')",
-                              "compiles with the default placement and --hls off but not with --placement " +
-                                  std::string(compiler::placement_name(co.placement)) + " --hls " +
-                                  compiler::hls_name(co.hls) + ": " + r.error().str());
+            return make_error(
+                "segment " + std::to_string(p.segments.size()) + " (from '" + m.nodes[cur_nodes[0]].name + "')",
+                "compiles with the default placement and --hls off but not with --placement " +
+                    std::string(compiler::placement_name(co.placement)) + " --hls " + compiler::hls_name(co.hls) +
+                    ": " + r.error().str());
         }
         if (r) {
           plan::Segment ps;
@@ -178,7 +180,8 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
         cur_nodes.push_back(k);
       } else {
         const std::string& why = *refused;
-        if (!why.empty()) p.notes.push_back("'" + m.nodes[k].name + "' (" + m.nodes[k].op + ") runs on the host: " + why);
+        if (!why.empty())
+          p.notes.push_back("'" + m.nodes[k].name + "' (" + m.nodes[k].op + ") runs on the host: " + why);
         host_why[k] = why.empty() ? host_reason(m, uses, known, m.nodes[k], unfolded) : why;
         LOOM_TRY(close());
       }
@@ -221,7 +224,8 @@ Expected<std::vector<Segment>> segment_graphs(Model model, const std::vector<std
       if (at == m.nodes.size())
         return make_error(where, "node '" + name + "' is not in the model, or not in the order of the segment");
       if (const Refusal why = map_device(b, m.nodes[at]))
-        return make_error(where, "node '" + name + "' no longer maps to the fabric" + (why->empty() ? "" : ": " + *why));
+        return make_error(where,
+                          "node '" + name + "' no longer maps to the fabric" + (why->empty() ? "" : ": " + *why));
       ks.push_back(at++);
     }
     Segment seg = finish_segment(b, ks, s);
@@ -284,7 +288,8 @@ Expected<std::map<std::string, Value>> random_inputs(const Model& m, uint64_t se
     const std::string& name = m.inputs[k];
     auto it = m.types.find(name);
     if (it == m.types.end() || it->second.type == 0 || !it->second.has_shape)
-      return make_error(m.path + ": graph input '" + name + "'", "has no known type and fixed shape for random inputs; give it with --inputs");
+      return make_error(m.path + ": graph input '" + name + "'",
+                        "has no known type and fixed shape for random inputs; give it with --inputs");
     for (int64_t d : it->second.shape)
       if (d < 1)
         return make_error(m.path + ": graph input '" + name + "'",
@@ -292,7 +297,8 @@ Expected<std::map<std::string, Value>> random_inputs(const Model& m, uint64_t se
     LOOM_TRY(check_dims(it->second.shape, m.path + ": graph input '" + name + "'"));
     const int32_t t = it->second.type;
     if (!elem_supported(t))
-      return make_error(m.path + ": graph input '" + name + "'", "has element type " + elem_name(t) + ", which loom does not handle");
+      return make_error(m.path + ": graph input '" + name + "'",
+                        "has element type " + elem_name(t) + ", which loom does not handle");
     Value v = Value::make(t, it->second.shape);
     ir::detail::SplitMix64 rng(seed * 0x9E3779B97F4A7C15ull + k + 1);
     for (int64_t e = 0; e < v.numel(); ++e) {
@@ -328,9 +334,11 @@ Expected<std::unique_ptr<ProgramValues>> ProgramValues::bind(const Program& p,
     auto ti = m.types.find(name);
     if (ti != m.types.end()) {
       if (ti->second.type && ti->second.type != v.type)
-        return make_error(m.path + ": graph input '" + name + "'", "expects " + elem_name(ti->second.type) + ", got " + elem_name(v.type));
+        return make_error(m.path + ": graph input '" + name + "'",
+                          "expects " + elem_name(ti->second.type) + ", got " + elem_name(v.type));
       if (ti->second.has_shape && ti->second.shape != v.shape)
-        return make_error(m.path + ": graph input '" + name + "'", "expects shape " + shape_str(ti->second.shape) + ", got " + shape_str(v.shape));
+        return make_error(m.path + ": graph input '" + name + "'",
+                          "expects shape " + shape_str(ti->second.shape) + ", got " + shape_str(v.shape));
     }
     env[name] = v;
   }
@@ -358,8 +366,8 @@ Expected<Tensor> ProgramValues::to_device(int segment, const plan::TensorBinding
   if (nhwc) want = {b.shape[0], b.shape[3], b.shape[1], b.shape[2]};
   if (v.type != (u8 ? kUint8 : kInt8) || v.shape != want)
     return make_error(m.path + ": tensor '" + b.name + "'", "is " + elem_name(v.type) + " " + shape_str(v.shape) +
-                                                               " at run time; the segment was compiled for " +
-                                                               elem_name(u8 ? kUint8 : kInt8) + " " + shape_str(want));
+                                                                " at run time; the segment was compiled for " +
+                                                                elem_name(u8 ? kUint8 : kInt8) + " " + shape_str(want));
   return onnxfe::to_device(v, nhwc, u8);
 }
 

@@ -52,7 +52,7 @@ struct Program {
   /// The device segments' plans and the step order; a host step's index is
   /// the node's index in model.nodes.
   plan::Program program;
-  std::vector<Segment> segments;  // one per program.segments
+  std::vector<Segment> segments;          // one per program.segments
   std::vector<std::string> fallback_ops;  // "node (Op)" of every host op, in order
   std::vector<HostOp> host_ops;           // the same with the reason (empty for a program read from a file)
   std::vector<std::string> notes;         // why an op that could be a device op is not
@@ -106,8 +106,8 @@ class ProgramValues final : public runtime::HostSteps {
 };
 
 struct ProgramRun {
-  std::vector<std::pair<std::string, Value>> outputs;  // graph output order
-  runtime::ProgramRun device;                           // per segment: counters, cycles, layer cycles
+  std::vector<std::pair<std::string, Value>> outputs;       // graph output order
+  runtime::ProgramRun device;                               // per segment: counters, cycles, layer cycles
   std::vector<std::pair<std::string, int64_t>> mismatches;  // with check: outputs differing from the reference
 };
 

@@ -5,8 +5,6 @@
 // tensors the segments produce), so the reader checks it here.
 #include "frontend/onnx/program_file.h"
 
-#include "compiler/options.h"
-
 #include <onnx/onnx_pb.h>
 
 #include <nlohmann/json.hpp>
@@ -14,8 +12,9 @@
 #include <set>
 
 #include "common/tensor_io.h"
-#include "plan/json_read.h"
+#include "compiler/options.h"
 #include "frontend/onnx/host_ops.h"
+#include "plan/json_read.h"
 
 namespace loom::onnxfe {
 
@@ -191,7 +190,8 @@ Expected<Model> read_host_model(const std::string& bytes, const std::string& pat
     if (vi.type().has_tensor_type()) {
       const auto& tt = vi.type().tensor_type();
       t.type = tt.elem_type();
-      if (!elem_supported(t.type)) return make_error(w, "field 'elem_type': " + elem_name(t.type) + " is not supported");
+      if (!elem_supported(t.type))
+        return make_error(w, "field 'elem_type': " + elem_name(t.type) + " is not supported");
       if (tt.has_shape()) {
         t.has_shape = true;
         for (const auto& d : tt.shape().dim()) t.shape.push_back(d.dim_value());
@@ -239,8 +239,12 @@ Status write_program_plan(const Program& p, const ProgramPlanInfo& info, const s
       if (on) nhwc.push_back(t);
     for (const auto& [t, on] : s.u8)
       if (on) u8.push_back(t);
-    meta["segments"].push_back(json{{"plan_bytes", b.size()}, {"nodes", s.nodes}, {"inputs", ps.inputs},
-                                    {"outputs", ps.outputs}, {"nhwc", nhwc}, {"u8", u8}});
+    meta["segments"].push_back(json{{"plan_bytes", b.size()},
+                                    {"nodes", s.nodes},
+                                    {"inputs", ps.inputs},
+                                    {"outputs", ps.outputs},
+                                    {"nhwc", nhwc},
+                                    {"u8", u8}});
   }
   meta["steps"] = json::array();
   for (const auto& st : p.program.steps)
@@ -261,7 +265,8 @@ Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::str
   auto c = plan::decode_container(bytes, path);
   if (!c) return c.error();
   if (c->version != plan::kProgramFormatVersion)
-    return make_error(path, "field 'format_version': " + std::to_string(c->version) + " is a single-segment plan, not a program plan");
+    return make_error(path, "field 'format_version': " + std::to_string(c->version) +
+                                " is a single-segment plan, not a program plan");
   json meta;
   try {
     meta = json::parse(c->meta);
@@ -339,7 +344,8 @@ Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::str
       return x == y && x.size() == names.size();
     };
     if (!same(ps.inputs, ps.plan.inputs)) return make_error(w, "field 'inputs': not the inputs of the segment's plan");
-    if (!same(ps.outputs, ps.plan.outputs)) return make_error(w, "field 'outputs': not the outputs of the segment's plan");
+    if (!same(ps.outputs, ps.plan.outputs))
+      return make_error(w, "field 'outputs': not the outputs of the segment's plan");
     // Held in the plan's binding order, whatever order the file lists them in.
     ps.inputs.clear();
     ps.outputs.clear();

@@ -14,10 +14,10 @@ namespace loom::onnxfe {
 
 /// Where a program plan came from and how it was compiled.
 struct ProgramPlanInfo {
-  std::string config;        // named hardware configuration
-  std::string compiler;      // "loom <version>"
-  std::string source;        // the .onnx it was compiled from (for `loom run --check`)
-  uint64_t source_hash = 0;  // FNV-1a-64 of that file's bytes
+  std::string config;                // named hardware configuration
+  std::string compiler;              // "loom <version>"
+  std::string source;                // the .onnx it was compiled from (for `loom run --check`)
+  uint64_t source_hash = 0;          // FNV-1a-64 of that file's bytes
   compiler::CompileOptions options;  // how every segment was compiled (metadata "compile_options")
 };
 

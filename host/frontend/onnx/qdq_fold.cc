@@ -81,8 +81,10 @@ void replace_chains(Model& m, const std::set<size_t>& drop, std::map<size_t, Nod
   if (drop.empty()) return;
   std::vector<Node> kept;
   for (size_t k = 0; k < m.nodes.size(); ++k) {
-    if (!drop.count(k)) kept.push_back(std::move(m.nodes[k]));
-    else if (at.count(k)) kept.push_back(std::move(at.at(k)));
+    if (!drop.count(k))
+      kept.push_back(std::move(m.nodes[k]));
+    else if (at.count(k))
+      kept.push_back(std::move(at.at(k)));
   }
   m.nodes = std::move(kept);
 }
@@ -178,8 +180,10 @@ int fold_lookup_chains(Model& m, const Known& known) {
       for (const auto& i : n->inputs)
         if (!i.empty() && !env.count(i)) {
           const Value* c = known(i);
-          if (!c) ran = false;
-          else env[i] = *c;
+          if (!c)
+            ran = false;
+          else
+            env[i] = *c;
         }
       ran = ran && run_host(m, *n, env).is_ok() && env.count(n->outputs[0]);
       if (!ran) break;
@@ -295,7 +299,8 @@ int fold_row_norms(Model& m, const Known& known) {
     if (!ln && n->op != "Softmax") continue;
     if (n->get_i("axis", ln || m.opset >= 13 ? -1 : 1) != -1) continue;
     bool extra = false;
-    for (size_t o = 1; o < n->outputs.size(); ++o) extra = extra || (!n->outputs[o].empty() && u.consumers.count(n->outputs[o]));
+    for (size_t o = 1; o < n->outputs.size(); ++o)
+      extra = extra || (!n->outputs[o].empty() && u.consumers.count(n->outputs[o]));
     if (extra || n->outputs.empty()) continue;
     if (ln) {
       const Value *g = known(n->in(1)), *b = n->in(2).empty() ? nullptr : known(n->in(2));
@@ -303,7 +308,8 @@ int fold_row_norms(Model& m, const Known& known) {
       if (n->get_i("stash_type", 1) != 1) continue;
     }
     const Node* q = sole_consumer(m, u, n->outputs[0]);
-    if (!q || q->op != "QuantizeLinear" || !q->domain.empty() || q->in(0) != n->outputs[0] || !per_tensor_8bit(known, *q))
+    if (!q || q->op != "QuantizeLinear" || !q->domain.empty() || q->in(0) != n->outputs[0] ||
+        !per_tensor_8bit(known, *q))
       continue;
     Node f;
     f.name = n->name;
@@ -382,8 +388,13 @@ std::string fold_channel_op(Model& m, const Known& known, const Known& param, No
   if (n.get_i("training_mode", 0) != 0) return "training mode";
   const Value *g = param(n.in(1)), *bb = param(n.in(2)), *mean = param(n.in(3)), *var = param(n.in(4));
   for (size_t k = 1; k <= 4; ++k)
-    if (!param(n.in(k))) return "its " + std::string(k == 1 ? "scale" : k == 2 ? "bias" : k == 3 ? "mean" : "variance") +
-                                " '" + n.in(k) + "' is not a constant";
+    if (!param(n.in(k)))
+      return "its " +
+             std::string(k == 1   ? "scale"
+                         : k == 2 ? "bias"
+                         : k == 3 ? "mean"
+                                  : "variance") +
+             " '" + n.in(k) + "' is not a constant";
   for (const Value* v : {g, bb, mean, var})
     if (!v->is_float() || v->numel() != C) return "its parameters are not float32 with one value a channel";
   const double eps = n.get_f("epsilon", 1e-5f), xsc = known(d.in(1))->f[0];
@@ -519,9 +530,8 @@ bool QdqFolder::same_q(const Node* d, const Node* q) const {
 }
 
 bool QdqFolder::moves_values(const Node& n) const {
-  return n.op == "MaxPool" || n.op == "Flatten" || n.op == "Reshape" || n.op == "Transpose" ||
-         n.op == "Slice" || n.op == "Squeeze" || n.op == "Unsqueeze" ||
-         (n.op == "Gather" && known(n.in(1))) ||
+  return n.op == "MaxPool" || n.op == "Flatten" || n.op == "Reshape" || n.op == "Transpose" || n.op == "Slice" ||
+         n.op == "Squeeze" || n.op == "Unsqueeze" || (n.op == "Gather" && known(n.in(1))) ||
          (n.op == "Resize" && n.get_s("mode", "nearest") == "nearest");
 }
 
@@ -629,7 +639,8 @@ bool QdqFolder::fold_compute(Node& n) {
   const bool gemm = n.op == "Gemm";
   const bool conv = n.op == "Conv", mm = n.op == "MatMul" || gemm, add = n.op == "Add", mul = n.op == "Mul";
   if (!conv && !mm && !add && !mul) return false;
-  if (gemm && (n.get_i("transA", 0) != 0 || n.get_f("alpha", 1.0f) != 1.0f || n.get_f("beta", 1.0f) != 1.0f)) return false;
+  if (gemm && (n.get_i("transA", 0) != 0 || n.get_f("alpha", 1.0f) != 1.0f || n.get_f("beta", 1.0f) != 1.0f))
+    return false;
   const Node* q = sole_q(n.outputs[0]);
   const Node* d0 = dq_of(n.in(0));
   const Node* d1 = dq_of(n.in(1));
@@ -719,17 +730,17 @@ bool QdqFolder::quantized_bias(const Node& n, bool conv, const Node* d0, const V
   // are when they are int32 at x_scale * w_scale (ONNX Runtime's bias),
   // else its real values, quantized below (a shared bias quantized
   // for another layer's scales, or as an int8 weight).
-  const Node* bdq = bit != u.producer.end() && m.nodes[bit->second].op == "DequantizeLinear" &&
-                            m.nodes[bit->second].domain.empty()
-                        ? &m.nodes[bit->second]
-                        : nullptr;
+  const Node* bdq =
+      bit != u.producer.end() && m.nodes[bit->second].op == "DequantizeLinear" && m.nodes[bit->second].domain.empty()
+          ? &m.nodes[bit->second]
+          : nullptr;
   Value bdq_real;
   bool exact = false;
   if (bdq && known(bdq->in(0)) && known(bdq->in(1))) {
     const Value *bi = known(bdq->in(0)), *bs = known(bdq->in(1));
     const Value* bz = bdq->in(2).empty() ? nullptr : known(bdq->in(2));
-    exact = bi->type == kInt32 && bi->numel() == mch && (!bz || scalar_int_equal(*bz)) &&
-            (!bz || bz->i[0] == 0) && (bs->numel() == 1 || bs->numel() == mch);
+    exact = bi->type == kInt32 && bi->numel() == mch && (!bz || scalar_int_equal(*bz)) && (!bz || bz->i[0] == 0) &&
+            (bs->numel() == 1 || bs->numel() == mch);
     for (int64_t c = 0; exact && c < mch; ++c) {
       const double want = double(xs->f[0]) * double(ws->numel() == 1 ? ws->f[0] : ws->f[size_t(c)]);
       const double got = bs->f[bs->numel() == 1 ? 0 : size_t(c)];
@@ -785,9 +796,12 @@ void QdqFolder::remove_dropped() {
         for (const auto& i : n.inputs) used.insert(i);
       std::vector<Node> live;
       for (auto& n : m.nodes) {
-        const bool any = std::any_of(n.outputs.begin(), n.outputs.end(), [&](const std::string& o) { return used.count(o); });
-        if (any) live.push_back(std::move(n));
-        else changed = true;
+        const bool any =
+            std::any_of(n.outputs.begin(), n.outputs.end(), [&](const std::string& o) { return used.count(o); });
+        if (any)
+          live.push_back(std::move(n));
+        else
+          changed = true;
       }
       m.nodes = std::move(live);
     }

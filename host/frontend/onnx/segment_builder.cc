@@ -74,7 +74,6 @@ ir::TensorInfo& SegBuilder::declare(const std::string& y, const std::vector<int6
   onnx_type[y] = type;
   layout[y] = l;
   return seg.graph.tensors[y] = yi;
-
 }
 
 bool SegBuilder::adopt(const std::string& t) {
@@ -150,7 +149,6 @@ std::string SegBuilder::view(const std::string& t, const Perm& want, const std::
   r.attrs.shape = shape;
   seg.graph.nodes.push_back(r);
   return name;
-
 }
 
 bool scalars(std::initializer_list<const Value*> vs) {

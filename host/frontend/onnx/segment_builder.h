@@ -90,8 +90,7 @@ struct SegBuilder {
   /// and shape `shape` (default: the permuted ONNX shape; any shape of the
   /// same element count and order): `t` itself or a helper view, whose
   /// nodes are named `reader` (the node and operand that read it).
-  std::string view(const std::string& t, const Perm& want, const std::string& reader,
-                   std::vector<int64_t> shape = {});
+  std::string view(const std::string& t, const Perm& want, const std::string& reader, std::vector<int64_t> shape = {});
 };
 
 /// The first value of a constant, as float or as integer.

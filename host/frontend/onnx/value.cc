@@ -13,16 +13,22 @@ namespace loom::onnxfe {
 
 std::string elem_name(int32_t t) {
   switch (t) {
-    case kFloat: return "float32";
-    case kUint8: return "uint8";
-    case kInt8: return "int8";
-    case kInt32: return "int32";
-    case kInt64: return "int64";
-    case kBool: return "bool";
-    default: break;
+    case kFloat:
+      return "float32";
+    case kUint8:
+      return "uint8";
+    case kInt8:
+      return "int8";
+    case kInt32:
+      return "int32";
+    case kInt64:
+      return "int64";
+    case kBool:
+      return "bool";
+    default:
+      break;
   }
-  if (onnx::TensorProto_DataType_IsValid(t))
-    return onnx::TensorProto_DataType_Name(onnx::TensorProto_DataType(t));
+  if (onnx::TensorProto_DataType_IsValid(t)) return onnx::TensorProto_DataType_Name(onnx::TensorProto_DataType(t));
   return "type " + std::to_string(t);
 }
 
@@ -33,11 +39,21 @@ bool elem_is_int(int32_t t) { return elem_supported(t) && t != kFloat; }
 
 void elem_range(int32_t t, int64_t* lo, int64_t* hi) {
   switch (t) {
-    case kUint8: *lo = 0, *hi = 255; return;
-    case kInt8: *lo = -128, *hi = 127; return;
-    case kInt32: *lo = INT32_MIN, *hi = INT32_MAX; return;
-    case kBool: *lo = 0, *hi = 1; return;
-    default: *lo = INT64_MIN, *hi = INT64_MAX; return;
+    case kUint8:
+      *lo = 0, *hi = 255;
+      return;
+    case kInt8:
+      *lo = -128, *hi = 127;
+      return;
+    case kInt32:
+      *lo = INT32_MIN, *hi = INT32_MAX;
+      return;
+    case kBool:
+      *lo = 0, *hi = 1;
+      return;
+    default:
+      *lo = INT64_MIN, *hi = INT64_MAX;
+      return;
   }
 }
 
@@ -76,8 +92,8 @@ Status check_dims(const std::vector<int64_t>& dims, const std::string& where, bo
   int64_t n = 1;
   for (size_t k = 0; k < dims.size(); ++k) {
     if (dims[k] < 0) {
-      return make_error(where, "dimension " + std::to_string(k) + " is " + std::to_string(dims[k]) +
-                                   "; dimensions must be >= 1");
+      return make_error(
+          where, "dimension " + std::to_string(k) + " is " + std::to_string(dims[k]) + "; dimensions must be >= 1");
     }
     if (dims[k] == 0) {
       return make_error(where, "dimension " + std::to_string(k) +
@@ -109,9 +125,14 @@ void from_raw(const std::string& raw, int64_t n, std::vector<int64_t>* out) {
 
 size_t elem_bytes(int32_t t) {
   switch (t) {
-    case kUint8: case kInt8: case kBool: return 1;
-    case kInt64: return 8;
-    default: return 4;
+    case kUint8:
+    case kInt8:
+    case kBool:
+      return 1;
+    case kInt64:
+      return 8;
+    default:
+      return 4;
   }
 }
 
@@ -138,19 +159,30 @@ Expected<Value> from_proto(const onnx::TensorProto& t, const std::string& where,
       case kFloat:
         std::memcpy(v.f.data(), raw->data(), size_t(want));
         break;
-      case kUint8: from_raw<uint8_t>(*raw, n, &v.i); break;
-      case kInt8: from_raw<int8_t>(*raw, n, &v.i); break;
-      case kBool: from_raw<uint8_t>(*raw, n, &v.i); break;
-      case kInt32: from_raw<int32_t>(*raw, n, &v.i); break;
-      case kInt64: from_raw<int64_t>(*raw, n, &v.i); break;
-      default: break;
+      case kUint8:
+        from_raw<uint8_t>(*raw, n, &v.i);
+        break;
+      case kInt8:
+        from_raw<int8_t>(*raw, n, &v.i);
+        break;
+      case kBool:
+        from_raw<uint8_t>(*raw, n, &v.i);
+        break;
+      case kInt32:
+        from_raw<int32_t>(*raw, n, &v.i);
+        break;
+      case kInt64:
+        from_raw<int64_t>(*raw, n, &v.i);
+        break;
+      default:
+        break;
     }
     return v;
   }
   auto count_err = [&](const char* field, int64_t got) {
     return make_error(where + ": field '" + field + "'", "holds " + std::to_string(got) + " values; " +
-                                                               elem_name(t.data_type()) + " " + shape_str(dims) +
-                                                               " needs " + std::to_string(n));
+                                                             elem_name(t.data_type()) + " " + shape_str(dims) +
+                                                             " needs " + std::to_string(n));
   };
   switch (t.data_type()) {
     case kFloat:
@@ -168,9 +200,9 @@ Expected<Value> from_proto(const onnx::TensorProto& t, const std::string& where,
       for (int64_t k = 0; k < n; ++k) {
         const int64_t x = t.int32_data(int(k));
         if (x < lo || x > hi) {
-          return make_error(where + ": field 'int32_data'", "value " + std::to_string(x) + " at " +
-                                                                std::to_string(k) + " is outside the " +
-                                                                elem_name(t.data_type()) + " range");
+          return make_error(where + ": field 'int32_data'", "value " + std::to_string(x) + " at " + std::to_string(k) +
+                                                                " is outside the " + elem_name(t.data_type()) +
+                                                                " range");
         }
         v.i[size_t(k)] = x;
       }
@@ -190,11 +222,30 @@ std::string to_proto_bytes(const Value& v, const std::string& name) {
   for (int64_t k = 0; k < n; ++k) {
     char* p = raw.data() + size_t(k) * elem_bytes(v.type);
     switch (v.type) {
-      case kFloat: std::memcpy(p, &v.f[size_t(k)], 4); break;
-      case kUint8: case kBool: { uint8_t x = uint8_t(v.i[size_t(k)]); std::memcpy(p, &x, 1); break; }
-      case kInt8: { int8_t x = int8_t(v.i[size_t(k)]); std::memcpy(p, &x, 1); break; }
-      case kInt32: { int32_t x = int32_t(v.i[size_t(k)]); std::memcpy(p, &x, 4); break; }
-      default: { int64_t x = v.i[size_t(k)]; std::memcpy(p, &x, 8); break; }
+      case kFloat:
+        std::memcpy(p, &v.f[size_t(k)], 4);
+        break;
+      case kUint8:
+      case kBool: {
+        uint8_t x = uint8_t(v.i[size_t(k)]);
+        std::memcpy(p, &x, 1);
+        break;
+      }
+      case kInt8: {
+        int8_t x = int8_t(v.i[size_t(k)]);
+        std::memcpy(p, &x, 1);
+        break;
+      }
+      case kInt32: {
+        int32_t x = int32_t(v.i[size_t(k)]);
+        std::memcpy(p, &x, 4);
+        break;
+      }
+      default: {
+        int64_t x = v.i[size_t(k)];
+        std::memcpy(p, &x, 8);
+        break;
+      }
     }
   }
   t.set_raw_data(raw);
@@ -228,7 +279,8 @@ Expected<Tensor> to_tensor(const Value& v) {
       d = DType::F32;
       break;
     default:
-      return make_error("tensor", "element type " + elem_name(v.type) + " has no loom tensor form (int8, uint8, int32, float32)");
+      return make_error("tensor",
+                        "element type " + elem_name(v.type) + " has no loom tensor form (int8, uint8, int32, float32)");
   }
   Tensor t(d, v.shape);
   for (int64_t k = 0; k < v.numel(); ++k) {

@@ -121,8 +121,7 @@ void AxiChecker::edge(const hw::AxiPins& p) {
   }
   while (!w_done_.empty() && !aw_beats_.empty()) {
     const uint32_t got = w_done_.front(), want = aw_beats_.front();
-    if (got != want)
-      fail("WLAST on beat " + std::to_string(got) + " of a burst of " + std::to_string(want) + " beats");
+    if (got != want) fail("WLAST on beat " + std::to_string(got) + " of a burst of " + std::to_string(want) + " beats");
     ++b_owed_[aw_ids_.front()];
     w_done_.pop_front();
     aw_beats_.pop_front();

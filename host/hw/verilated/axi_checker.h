@@ -51,12 +51,12 @@ class AxiChecker {
   hw::AxiPins prev_{};
   bool aw_wait_ = false, w_wait_ = false, b_wait_ = false, ar_wait_ = false, r_wait_ = false;
 
-  std::deque<Burst> reads_;           // AR issued, R beats outstanding (any order across IDs)
-  std::deque<uint32_t> aw_beats_;     // AW issued whose W data has not completed, in order
-  std::deque<uint32_t> w_done_;       // W bursts completed before their AW arrived
-  uint32_t w_count_ = 0;              // beats of the W burst in progress
-  std::array<uint32_t, 16> b_owed_{}; // per ID: write bursts with data complete, B not yet seen
-  std::deque<uint8_t> aw_ids_;        // IDs of AWs still waiting for their W data
+  std::deque<Burst> reads_;            // AR issued, R beats outstanding (any order across IDs)
+  std::deque<uint32_t> aw_beats_;      // AW issued whose W data has not completed, in order
+  std::deque<uint32_t> w_done_;        // W bursts completed before their AW arrived
+  uint32_t w_count_ = 0;               // beats of the W burst in progress
+  std::array<uint32_t, 16> b_owed_{};  // per ID: write bursts with data complete, B not yet seen
+  std::deque<uint8_t> aw_ids_;         // IDs of AWs still waiting for their W data
 };
 
 }  // namespace loom::hw

@@ -13,13 +13,13 @@
 namespace loom::hw {
 
 struct AxiMemoryOptions {
-  uint32_t read_latency = 0;    // cycles from an AR handshake until its first R beat may be offered
-  uint32_t write_latency = 0;   // cycles from the last W beat until its B response may be offered
-  double beats_per_cycle = 1.0; // data beats per cycle, each of R and W (0 < x <= 1)
-  double stall_prob = 0.0;      // chance that a ready or a new valid is withheld in a cycle
-  uint32_t max_reads = 8;       // read bursts accepted but not yet fully answered
-  uint32_t max_writes = 8;      // write bursts accepted but not yet answered on B
-  bool reorder_ids = false;     // bursts of different IDs may be answered out of order
+  uint32_t read_latency = 0;     // cycles from an AR handshake until its first R beat may be offered
+  uint32_t write_latency = 0;    // cycles from the last W beat until its B response may be offered
+  double beats_per_cycle = 1.0;  // data beats per cycle, each of R and W (0 < x <= 1)
+  double stall_prob = 0.0;       // chance that a ready or a new valid is withheld in a cycle
+  uint32_t max_reads = 8;        // read bursts accepted but not yet fully answered
+  uint32_t max_writes = 8;       // write bursts accepted but not yet answered on B
+  bool reorder_ids = false;      // bursts of different IDs may be answered out of order
   uint64_t seed = 1;
 };
 
@@ -87,7 +87,7 @@ class AxiMemoryModel {
   std::deque<BResp> bresps_;
   // A beat or response once offered stays on the wires until taken (AXI
   // requires valid and payload to hold), so the choice is remembered.
-  int r_cur_ = -1;         // burst being answered (no beat interleaving across IDs)
+  int r_cur_ = -1;  // burst being answered (no beat interleaving across IDs)
   bool r_offered_ = false;
   uint8_t r_resp_ = hw::kRespOkay;
   std::array<uint8_t, hw::kMaxBeatBytes> r_data_{};

@@ -19,8 +19,7 @@ class VerilatedFabric final : public FabricSim {
  public:
   /// `tracing` must be decided before the model exists (Verilator compiles
   /// the trace hooks in but only arms them when asked up front).
-  VerilatedFabric(const FabricShape& shape, bool tracing)
-      : shape_(shape), ctx_(std::make_unique<VerilatedContext>()) {
+  VerilatedFabric(const FabricShape& shape, bool tracing) : shape_(shape), ctx_(std::make_unique<VerilatedContext>()) {
     // commandArgs must precede the model; no plusargs are passed through a
     // library, but an empty vector still initialises the context.
     const char* argv[] = {"loom_rtl"};

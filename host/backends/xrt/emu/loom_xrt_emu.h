@@ -237,10 +237,8 @@ class run {
   void set_arg(int index, const bo& boh);
   /// A scalar argument (the loom tops take int32 scalars).
   template <typename ArgType>
-    requires std::is_arithmetic_v<std::remove_cvref_t<ArgType>>
-  void set_arg(int index, ArgType&& arg) {
-    set_scalar(index, static_cast<int64_t>(arg), sizeof(arg));
-  }
+  requires std::is_arithmetic_v<std::remove_cvref_t<ArgType>>
+  void set_arg(int index, ArgType&& arg) { set_scalar(index, static_cast<int64_t>(arg), sizeof(arg)); }
 
  private:
   void set_scalar(int index, int64_t value, size_t bytes);

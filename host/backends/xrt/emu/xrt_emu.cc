@@ -3,8 +3,6 @@
 // every read of the ID register, =irq keeps the interrupt from ever reaching
 // the host, =unit-hang keeps the first HLS compute unit run on the card from
 // ever completing (later runs complete).
-#include "loom_xrt_emu.h"
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -20,19 +18,20 @@
 #include "common/tensor_io.h"
 #include "loom/spec_gen.h"
 #include "loom_hls_units.h"
+#include "loom_xrt_emu.h"
 
 namespace loom_xrt_emu {
 
 struct card {
   unsigned index = 0;
-  std::string fault;  // "", "id", "irq" or "unit-hang"
+  std::string fault;      // "", "id", "irq" or "unit-hang"
   uint32_t free_run = 8;  // cycles the fabric runs before each register access
   xclbin loaded;
   uuid id;
   std::unique_ptr<loom::rtl::RtlDevice> fabric;
   bool irq_enabled = false;
-  uint64_t unit_runs = 0;                    // HLS runs started (unit-hang: the first hangs)
-  std::map<std::string, uint64_t> cu_free;   // per compute unit: fabric cycle it is free from
+  uint64_t unit_runs = 0;                   // HLS runs started (unit-hang: the first hangs)
+  std::map<std::string, uint64_t> cu_free;  // per compute unit: fabric cycle it is free from
 
   loom::rtl::RtlDevice& need_fabric(const char* what) const {
     if (!fabric) throw std::runtime_error(std::string(what) + ": no xclbin loaded on device " + std::to_string(index));
@@ -79,7 +78,8 @@ xclbin::xclbin(const std::string& filename) {
   while (std::getline(in, line)) {
     ++n;
     const std::string at = where + ": line " + std::to_string(n);
-    if (line.find('\0') != std::string::npos) throw std::runtime_error(where + ": not an emulated xclbin (binary data)");
+    if (line.find('\0') != std::string::npos)
+      throw std::runtime_error(where + ": not an emulated xclbin (binary data)");
     line = trim(line);
     if (line.empty() || line[0] == '#') continue;
     const auto colon = line.find(':');
@@ -146,7 +146,8 @@ xclbin::xclbin(const std::string& filename) {
     std::vector<arg> args;
     for (unsigned i = 0; i < k->ptrs; ++i)
       args.emplace_back("gmem" + std::to_string(i), std::vector<mem>{mems_.front()});
-    for (unsigned i = 0; i < k->scalars; ++i) args.emplace_back(std::string("s").append(std::to_string(i)), std::vector<mem>{});
+    for (unsigned i = 0; i < k->scalars; ++i)
+      args.emplace_back(std::string("s").append(std::to_string(i)), std::vector<mem>{});
     ips_.emplace_back(name, std::move(args));
   }
 }
@@ -246,7 +247,7 @@ struct bo::impl {
   memory_group grp = 0;
   std::shared_ptr<impl> parent;  // sub-buffers: the buffer they are part of
   size_t parent_off = 0;
-  std::vector<uint8_t> own;      // the host copy (top-level buffers)
+  std::vector<uint8_t> own;  // the host copy (top-level buffers)
   uint8_t* host() { return parent ? parent->host() + parent_off : own.data(); }
   ~impl() {
     if (!parent && c && c->fabric) c->fabric->free(addr);
@@ -326,7 +327,7 @@ struct kernel_impl {
   std::shared_ptr<card> c;
   const loom::hls::KernelInfo* info = nullptr;
   uint32_t unit = 0;
-  std::string cu;  // "loom_hls_gemm:{loom_hls_gemm_1}"
+  std::string cu;              // "loom_hls_gemm:{loom_hls_gemm_1}"
   std::vector<int32_t> banks;  // per global argument
 };
 
@@ -381,8 +382,8 @@ struct run::impl {
   std::vector<uint64_t> buf_bytes;  // per global argument: its buffer's size
   std::vector<bool> set;
   ert_cmd_state st = ERT_CMD_STATE_NEW;
-  uint64_t done_at = 0;  // fabric cycle
-  bool ok = false;       // the C function returned kOk
+  uint64_t done_at = 0;                                            // fabric cycle
+  bool ok = false;                                                 // the C function returned kOk
   std::vector<std::pair<uint64_t, std::vector<uint8_t>>> outputs;  // written on completion
 
   /// Completes the run once the fabric has reached its end.
