@@ -32,6 +32,7 @@
 #include "cli/cli_common.h"
 #include "cli/process.h"
 #include "cli/progress.h"
+#include "common/json_read.h"
 #include "common/tensor_io.h"
 #include "serve/workload.h"
 #include "serve/yaml_json.h"
@@ -215,29 +216,76 @@ std::string self_exe() {
   return self;
 }
 
-Expected<ordered_json> read_json(const fs::path& p) {
-  std::error_code ec;
-  if (!fs::is_regular_file(p, ec)) return make_error(p.string(), "not a regular file");
-  if (fs::file_size(p, ec) > (uint64_t(256) << 20)) return make_error(p.string(), "larger than 256 MiB");
-  std::ifstream f(p);
-  ordered_json j = ordered_json::parse(f, nullptr, false);
-  if (j.is_discarded()) return make_error(p.string(), "not valid JSON");
-  return j;
+/// A sweep folder's JSON file: at most 256 MiB, nested at most
+/// limits::kMaxJsonDepth levels.
+Expected<ordered_json> read_json(const fs::path& p) { return read_json_file(p.string(), uint64_t(256) << 20); }
+
+std::string manifest_kind(const ordered_json& man) {
+  const ordered_json& k = field(man, "kind");
+  return k.is_string() ? k.get<std::string>() : "serve";
 }
 
-/// A serve point is finished when it has a result; a command point when it
-/// exited 0.
+bool strings(const ordered_json& a) {
+  return a.is_array() && std::all_of(a.begin(), a.end(), [](const ordered_json& x) { return x.is_string(); });
+}
+
+/// What every reader of points.json relies on: `kind` absent, "serve" or
+/// "commands"; a non-empty array of point objects, each with its `name` and
+/// `argv` (commands) or its `params` and serve `args` (serve).
+Status check_manifest(const ordered_json& man, const std::string& where) {
+  if (!man.is_object()) return make_error(where, "not a JSON object");
+  const ordered_json& kind = field(man, "kind");
+  if (!kind.is_null() && kind != "serve" && kind != "commands")
+    return make_error(where + ": field 'kind'", "expected \"serve\" or \"commands\"");
+  const ordered_json& points = field(man, "points");
+  if (!points.is_array() || points.empty()) return make_error(where, "no points");
+  for (size_t i = 0; i < points.size(); ++i) {
+    const ordered_json& p = points[i];
+    const std::string at = where + ": points[" + std::to_string(i) + "]";
+    if (!p.is_object()) return make_error(at, "not an object");
+    if (kind == "commands") {
+      if (!field(p, "name").is_string() || !strings(field(p, "argv")) || field(p, "argv").empty())
+        return make_error(at, "needs a string 'name' and a non-empty string array 'argv'");
+      continue;
+    }
+    if (!field(p, "params").is_object() || !strings(field(p, "args")))
+      return make_error(at, "needs an object 'params' and a string array 'args'");
+    if (const ordered_json& w = field(field(p, "params"), "workload"); !w.is_null() && !w.is_string())
+      return make_error(at + ": field 'params.workload'", "not a string");
+  }
+  return Status::ok();
+}
+
+/// What merge reads of a serve result (runs/N.json), checked before it
+/// reads any of it: the streams with their names, counts, SLO attainment
+/// and latencies, and the run's latency, scheduling and fairness objects.
+Status check_serve_result(const ordered_json& r, const std::string& where) {
+  if (!r.is_object()) return make_error(where, "not a JSON object");
+  for (const char* k : {"latency", "scheduling", "fairness"})
+    if (!field(r, k).is_object()) return make_error(where + ": field '" + k + "'", "missing or not an object");
+  if (!field(r, "submitted").is_number()) return make_error(where + ": field 'submitted'", "missing or not a number");
+  const ordered_json& streams = field(r, "streams");
+  if (!streams.is_array()) return make_error(where + ": field 'streams'", "missing or not an array");
+  for (size_t i = 0; i < streams.size(); ++i) {
+    const ordered_json& st = streams[i];
+    if (!field(st, "name").is_string() || !field(st, "submitted").is_number() ||
+        !field(st, "slo_attainment").is_number() || !field(st, "latency").is_object())
+      return make_error(where + ": streams[" + std::to_string(i) + "]",
+                        "needs a string 'name', numbers 'submitted' and 'slo_attainment' and an object 'latency'");
+  }
+  return Status::ok();
+}
+
+/// A serve point is finished when it has a result merge can read; a command
+/// point when it exited 0.
 bool finished(const fs::path& dir, size_t id, const std::string& kind) {
   if (kind == "commands") {
     auto m = read_json(dir / "runs" / (std::to_string(id) + ".meta.json"));
-    return m && m->is_object() && (*m)["exit"] == 0;
+    return m && field(*m, "exit") == 0;
   }
-  auto r = read_json(dir / "runs" / (std::to_string(id) + ".json"));
-  return r && r->is_object() && r->contains("submitted") && r->contains("streams");
-}
-
-std::string manifest_kind(const ordered_json& man) {
-  return man.contains("kind") && man["kind"].is_string() ? man["kind"].get<std::string>() : "serve";
+  const fs::path file = dir / "runs" / (std::to_string(id) + ".json");
+  auto r = read_json(file);
+  return r && check_serve_result(*r, file.string());
 }
 
 /// First line of a point's stderr (the serve error), or why there is none.
@@ -250,8 +298,14 @@ std::string point_error(const fs::path& dir, size_t id) {
     else if (!line.empty())
       last = line;
   if (!last.empty()) return last;
+  const fs::path result = dir / "runs" / (std::to_string(id) + ".json");
+  if (auto r = read_json(result)) {
+    if (Status s = check_serve_result(*r, result.string()); !s) return s.error().str();
+  } else if (std::error_code ec; fs::exists(result, ec)) {
+    return r.error().str();
+  }
   auto m = read_json(dir / "runs" / (std::to_string(id) + ".meta.json"));
-  if (m && m->contains("exit")) return "exit code " + (*m)["exit"].dump();
+  if (m && !field(*m, "exit").is_null()) return "exit code " + field(*m, "exit").dump();
   return "not run";
 }
 
@@ -278,17 +332,18 @@ int run_point(const ExpOpts& o) {
   const fs::path dir(o.output);
   auto pts = read_json(dir / "points.json");
   if (!pts) return fail(pts.error());
-  const auto& list = (*pts)["points"];
-  if (!list.is_array() || o.run_point < 0 || size_t(o.run_point) >= list.size())
+  if (Status s = check_manifest(*pts, o.output + "/points.json"); !s) return fail(s.error());
+  const auto& list = field(*pts, "points");
+  if (o.run_point < 0 || size_t(o.run_point) >= list.size())
     return fail(o.output + "/points.json: no point " + std::to_string(o.run_point));
   const auto& p = list[size_t(o.run_point)];
   const std::string id = std::to_string(o.run_point);
   std::vector<std::string> args;
   if (manifest_kind(*pts) == "commands") {
-    for (const auto& a : p["argv"]) args.push_back(a.get<std::string>());
+    for (const auto& a : field(p, "argv")) args.push_back(a.get<std::string>());
   } else {
     args = {self_exe(), "serve"};
-    for (const auto& a : p["args"]) args.push_back(a.get<std::string>());
+    for (const auto& a : field(p, "args")) args.push_back(a.get<std::string>());
     args.push_back("-o");
     args.push_back((dir / "runs" / (id + ".json")).string());
   }
@@ -316,9 +371,9 @@ Status store_manifest(const std::string& out, const ordered_json& man) {
   if (std::error_code ec; !fs::exists(file, ec)) return write_file_atomic(file.string(), man.dump(1) + "\n");
   auto old = read_json(file);
   if (!old) return old.error();
-  if ((*old)["points"] != man["points"])
-    return make_error(
-        out, "holds the points of another sweep (" + (*old)["sweep"].dump() + "); choose another -o, or remove it");
+  if (field(*old, "points") != field(man, "points"))
+    return make_error(out, "holds the points of another sweep (" + field(*old, "sweep").dump(-1).substr(0, 200) +
+                               "); choose another -o, or remove it");
   return Status::ok();
 }
 
@@ -398,7 +453,7 @@ Expected<ordered_json> prepare_commands(const ExpOpts& o) {
 
 /// Merge of a command list: one row per command (exit code, seconds, host).
 int merge_commands(const fs::path& dir, const ordered_json& man, const std::string& launcher) {
-  const auto& points = man["points"];
+  const auto& points = field(man, "points");
   ordered_json rows = ordered_json::array();
   std::string csv = "name,exit,seconds,host\n";
   std::vector<size_t> bad;
@@ -406,22 +461,24 @@ int merge_commands(const fs::path& dir, const ordered_json& man, const std::stri
   size_t timed = 0;
   for (size_t i = 0; i < points.size(); ++i) {
     auto m = read_json(dir / "runs" / (std::to_string(i) + ".meta.json"));
-    ordered_json row{{"name", points[i]["name"]}, {"exit", nullptr}, {"seconds", nullptr}, {"host", nullptr}};
-    if (m && (*m)["start_unix"].is_number() && (*m)["end_unix"].is_number()) {
-      const double a = (*m)["start_unix"], b = (*m)["end_unix"];
-      row["exit"] = (*m)["exit"], row["seconds"] = b - a, row["host"] = (*m)["host"];
+    const std::string name = field(points[i], "name").get<std::string>();
+    ordered_json row{{"name", name}, {"exit", nullptr}, {"seconds", nullptr}, {"host", nullptr}};
+    if (m && field(*m, "start_unix").is_number() && field(*m, "end_unix").is_number()) {
+      const double a = field(*m, "start_unix"), b = field(*m, "end_unix");
+      const ordered_json& host = field(*m, "host");
+      row["exit"] = field(*m, "exit"), row["seconds"] = b - a, row["host"] = host.is_string() ? host : ordered_json();
       t_min = timed ? std::min(t_min, a) : a;
       t_max = timed ? std::max(t_max, b) : b;
       ++timed;
     }
     if (row["exit"] != 0) bad.push_back(i);
-    csv += points[i]["name"].get<std::string>() + "," + (row["exit"].is_null() ? "" : row["exit"].dump()) + "," +
+    csv += name + "," + (row["exit"].is_null() ? "" : row["exit"].dump()) + "," +
            (row["seconds"].is_null() ? "" : value_text(row["seconds"])) + "," +
            (row["host"].is_null() ? "" : row["host"].get<std::string>()) + "\n";
     rows.push_back(row);
   }
   ordered_json res{{"kind", "commands"},
-                   {"sweep", man["sweep"]},
+                   {"sweep", field(man, "sweep")},
                    {"points", points.size()},
                    {"passed", points.size() - bad.size()},
                    {"failed", bad.size()},
@@ -435,7 +492,7 @@ int merge_commands(const fs::path& dir, const ordered_json& man, const std::stri
     if (Status s = write_file_atomic((dir / name).string(), text); !s) return fail(s.error());
   if (!bad.empty())
     return fail(dir.string() + ": " + std::to_string(bad.size()) + " of " + std::to_string(points.size()) +
-                " commands failed or did not run (first: " + points[bad[0]]["name"].get<std::string>() + ": " +
+                " commands failed or did not run (first: " + field(points[bad[0]], "name").get<std::string>() + ": " +
                 point_error(dir, bad[0]) + "); run again into the same directory to retry them");
   std::fprintf(stderr, "loom experiment: %zu commands passed -> %s/results.csv, results.json\n", points.size(),
                dir.string().c_str());
@@ -448,7 +505,8 @@ int run_local(const ExpOpts& o, const ordered_json& man, const std::vector<size_
   if (self.empty()) return fail("loom experiment: cannot find the loom binary (/proc/self/exe)");
   std::map<pid_t, size_t> live;
   size_t next = 0, done = 0;
-  const size_t total = man["points"].size(), before = total - todo.size();
+  const auto& points = field(man, "points");
+  const size_t total = points.size(), before = total - todo.size();
   const auto t0 = std::chrono::steady_clock::now();
   while (done < todo.size()) {
     while (next < todo.size() && int(live.size()) < o.jobs) {
@@ -471,10 +529,10 @@ int run_local(const ExpOpts& o, const ordered_json& man, const std::vector<size_
     ++done;
     const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && finished(dir, i, manifest_kind(man));
     std::string what;
-    if (man["points"][i].contains("name"))
-      what = " " + man["points"][i]["name"].get<std::string>();
+    if (field(points[i], "name").is_string())
+      what = " " + field(points[i], "name").get<std::string>();
     else
-      for (const auto& [k, v] : man["points"][i]["params"].items())
+      for (const auto& [k, v] : field(points[i], "params").items())
         if (k != "workload") what += " " + k + "=" + value_text(v);
     // ETA from this run's points so far (resumed points cost nothing).
     const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -547,12 +605,73 @@ int submit_slurm(const ExpOpts& o, const Sweep& sw, const std::vector<size_t>& t
 
 /// Writes results.csv, results.json and the report from every point's
 /// result; fails naming the points that have none.
+/// The names of the streams of `results`, first seen first.
+std::vector<std::string> stream_names(const std::vector<ordered_json>& results) {
+  std::vector<std::string> names;
+  for (const auto& r : results)
+    for (const auto& st : field(r, "streams")) {
+      const std::string n = field(st, "name").get<std::string>();
+      if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+    }
+  return names;
+}
+
+/// One row of results.json and results.csv: the point's settings, then the
+/// run's metrics, then each stream's (`r` passed check_serve_result).
+ordered_json sweep_row(const ordered_json& params, const ordered_json& r, const std::vector<std::string>& streams,
+                       size_t i) {
+  ordered_json row;
+  // The original columns keep their names and order.
+  const auto param = [&](const char* k, const ordered_json& def) { return params.contains(k) ? params.at(k) : def; };
+  row["config"] = param("configs", field(r, "config"));
+  row["batching"] = param("batching", field(r, "batching"));
+  row["scheduling"] = param("scheduling", field(field(r, "scheduling"), "requested"));
+  row["scheduling_used"] = field(field(r, "scheduling"), "used");
+  row["load_scale"] = param("loads", field(r, "load_scale"));
+  row["seed"] = param("seeds", field(r, "seed"));
+  for (const auto& [k, v] : params.items())
+    if (k != "configs" && k != "batching" && k != "scheduling" && k != "loads" && k != "seeds")
+      row[k] = k == "workload" ? ordered_json(fs::path(v.get<std::string>()).filename().string()) : v;
+  for (const char* k : {"submitted", "completed", "dropped", "throughput_rps"}) row[k] = field(r, k);
+  for (const char* p : {"p50_us", "p95_us", "p99_us", "p999_us"}) row[p] = field(field(r, "latency"), p);
+  double met = 0, sub = 0;
+  for (const auto& st : field(r, "streams")) {
+    met += field(st, "slo_attainment").get<double>() * field(st, "submitted").get<double>();
+    sub += field(st, "submitted").get<double>();
+  }
+  row["slo_attainment"] = sub > 0 ? met / sub : 1.0;
+  for (const char* k : {"jain", "antt", "stp"}) row[k] = field(field(r, "fairness"), k);
+  row["core_imbalance"] = field(r, "core_imbalance");
+  for (const auto& n : streams) {
+    const ordered_json* st = nullptr;
+    for (const auto& s : field(r, "streams"))
+      if (field(s, "name") == n) st = &s;
+    for (const char* p : {"p50_us", "p99_us", "p999_us"})
+      row[n + "." + p] = st ? field(field(*st, "latency"), p) : ordered_json(nullptr);
+    row[n + ".slo_attainment"] = st ? field(*st, "slo_attainment") : ordered_json(nullptr);
+  }
+  row["result"] = "runs/" + std::to_string(i) + ".json";
+  return row;
+}
+
+/// A row as a CSV line, and the header line of its columns.
+std::pair<std::string, std::string> csv_line(const ordered_json& row) {
+  std::string line, head;
+  for (const auto& [k, v] : row.items()) {
+    if (k == "result") continue;
+    if (!line.empty()) line += ",", head += ",";
+    head += k;
+    line += v.is_null() ? "" : v.is_string() ? v.get<std::string>() : v.dump();
+  }
+  return {line, head};
+}
+
 int merge(const std::string& out_dir, const std::string& launcher) {
   const fs::path dir(out_dir);
   auto man = read_json(dir / "points.json");
   if (!man) return fail(man.error());
-  const auto& points = (*man)["points"];
-  if (!points.is_array() || points.empty()) return fail(out_dir + "/points.json: no points");
+  if (Status s = check_manifest(*man, out_dir + "/points.json"); !s) return fail(s.error());
+  const auto& points = field(*man, "points");
   if (manifest_kind(*man) == "commands") return merge_commands(dir, *man, launcher);
   std::vector<size_t> missing;
   for (size_t i = 0; i < points.size(); ++i)
@@ -561,74 +680,28 @@ int merge(const std::string& out_dir, const std::string& launcher) {
     return fail(out_dir + ": " + std::to_string(missing.size()) + " of " + std::to_string(points.size()) +
                 " points have no result (" + index_list(missing) + "; point " + std::to_string(missing[0]) + ": " +
                 point_error(dir, missing[0]) + "); run the sweep again into the same directory to resume");
-  // Columns: the point's settings, then the overall metrics, then per stream.
-  std::vector<std::string> streams;
   std::vector<ordered_json> results;
   for (size_t i = 0; i < points.size(); ++i) {
-    auto r = read_json(dir / "runs" / (std::to_string(i) + ".json"));
+    const fs::path file = dir / "runs" / (std::to_string(i) + ".json");
+    auto r = read_json(file);
     if (!r) return fail(r.error());
-    for (const auto& s : (*r)["streams"]) {
-      const std::string n = s["name"].get<std::string>();
-      if (std::find(streams.begin(), streams.end(), n) == streams.end()) streams.push_back(n);
-    }
+    if (Status s = check_serve_result(*r, file.string()); !s) return fail(s.error());
     results.push_back(std::move(*r));
   }
+  const std::vector<std::string> streams = stream_names(results);
   ordered_json rows = ordered_json::array();
   std::string header, csv;
   double t_min = 0, t_max = 0, point_sum = 0;
   size_t timed = 0;
   for (size_t i = 0; i < points.size(); ++i) {
-    const ordered_json& r = results[i];
-    const ordered_json& params = points[i]["params"];
-    ordered_json row;
-    // The original columns keep their names and order.
-    const auto param = [&](const char* k, const ordered_json& def) { return params.contains(k) ? params[k] : def; };
-    row["config"] = param("configs", r["config"]);
-    row["batching"] = param("batching", r["batching"]);
-    row["scheduling"] = param("scheduling", r["scheduling"]["requested"]);
-    row["scheduling_used"] = r["scheduling"]["used"];
-    row["load_scale"] = param("loads", r["load_scale"]);
-    row["seed"] = param("seeds", r["seed"]);
-    for (const auto& [k, v] : params.items())
-      if (k != "configs" && k != "batching" && k != "scheduling" && k != "loads" && k != "seeds")
-        row[k] = k == "workload" ? ordered_json(fs::path(v.get<std::string>()).filename().string()) : v;
-    row["submitted"] = r["submitted"];
-    row["completed"] = r["completed"];
-    row["dropped"] = r["dropped"];
-    row["throughput_rps"] = r["throughput_rps"];
-    for (const char* p : {"p50_us", "p95_us", "p99_us", "p999_us"}) row[p] = r["latency"][p];
-    double met = 0, sub = 0;
-    for (const auto& s : r["streams"]) {
-      met += s["slo_attainment"].get<double>() * s["submitted"].get<double>();
-      sub += s["submitted"].get<double>();
-    }
-    row["slo_attainment"] = sub > 0 ? met / sub : 1.0;
-    row["jain"] = r["fairness"]["jain"];
-    row["antt"] = r["fairness"]["antt"];
-    row["stp"] = r["fairness"]["stp"];
-    row["core_imbalance"] = r["core_imbalance"];
-    for (const auto& n : streams) {
-      ordered_json st;
-      for (const auto& s : r["streams"])
-        if (s["name"] == n) st = s;
-      for (const char* p : {"p50_us", "p99_us", "p999_us"})
-        row[n + "." + p] = st.is_null() ? ordered_json(nullptr) : st["latency"][p];
-      row[n + ".slo_attainment"] = st.is_null() ? ordered_json(nullptr) : st["slo_attainment"];
-    }
-    row["result"] = "runs/" + std::to_string(i) + ".json";
-    std::string line, head;
-    for (const auto& [k, v] : row.items()) {
-      if (k == "result") continue;
-      if (!line.empty()) line += ",", head += ",";
-      head += k;
-      line += v.is_null() ? "" : v.is_string() ? v.get<std::string>() : v.dump();
-    }
+    const ordered_json row = sweep_row(field(points[i], "params"), results[i], streams, i);
+    const auto [line, head] = csv_line(row);
     if (i == 0) header = head;
     csv += line + "\n";
     rows.push_back(row);
     auto m = read_json(dir / "runs" / (std::to_string(i) + ".meta.json"));
-    if (m && (*m)["start_unix"].is_number() && (*m)["end_unix"].is_number()) {
-      const double a = (*m)["start_unix"], b = (*m)["end_unix"];
+    if (m && field(*m, "start_unix").is_number() && field(*m, "end_unix").is_number()) {
+      const double a = field(*m, "start_unix"), b = field(*m, "end_unix");
       t_min = timed ? std::min(t_min, a) : a;
       t_max = timed ? std::max(t_max, b) : b;
       point_sum += b - a;
@@ -637,11 +710,12 @@ int merge(const std::string& out_dir, const std::string& launcher) {
   }
   // The settings that tell points apart (a report groups by them, less load and seed).
   ordered_json settings = ordered_json::array({"config", "batching", "scheduling"});
-  for (const auto& [k, v] : points[0]["params"].items()) {
+  for (const auto& [k, v] : field(points[0], "params").items()) {
     (void)v;
     if (k != "configs" && k != "batching" && k != "scheduling" && k != "loads" && k != "seeds") settings.push_back(k);
   }
-  ordered_json res{{"kind", "sweep"}, {"sweep", (*man)["sweep"]}, {"points", points.size()}, {"settings", settings}};
+  ordered_json res{
+      {"kind", "sweep"}, {"sweep", field(*man, "sweep")}, {"points", points.size()}, {"settings", settings}};
   // Wall-time fields (the only ones that differ between two runs of a sweep).
   ordered_json wall{{"launcher", launcher},
                     {"span_seconds", t_max - t_min},

@@ -10,6 +10,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/process.h"
+#include "common/json_read.h"
 
 namespace loom::cli {
 
@@ -24,15 +25,14 @@ int report(const ReportOpts& o) {
   if (std::filesystem::is_directory(o.result, ec))
     return fail(o.result + ": is a directory, not a result file (loom serve -o FILE, or a sweep's results.json)");
   if (!std::filesystem::is_regular_file(o.result, ec)) return fail(o.result + ": no such result file");
-  if (std::filesystem::file_size(o.result, ec) > (uint64_t(1) << 30)) return fail(o.result + ": larger than 1 GiB");
-  std::ifstream f(o.result);
-  if (!f) return fail(o.result + ": cannot open the result file");
-  ordered_json j = ordered_json::parse(f, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
-    return fail(o.result + ": not a JSON result of loom serve, loom experiment or loom tune");
-  const std::string kind = j.value("kind", "");
+  auto doc = read_json_file(o.result, uint64_t(1) << 30);
+  if (!doc) return fail(doc.error());
+  const ordered_json& j = *doc;
+  if (!j.is_object()) return fail(o.result + ": not a JSON result of loom serve, loom experiment or loom tune");
+  const ordered_json& kind = field(j, "kind");
   if (kind != "serve" && kind != "sweep" && kind != "tune")
-    return fail(o.result + ": field 'kind' is '" + kind + "', expected 'serve', 'sweep' or 'tune'");
+    return fail(o.result + ": field 'kind' is " + kind.dump(-1).substr(0, 80) +
+                ", expected 'serve', 'sweep' or 'tune'");
   const std::string py = env_or("LOOM_PYTHON", "python3");
   const std::string script = env_or("LOOM_REPORT_SCRIPT", LOOM_REPORT_SCRIPT);
   if (!std::filesystem::exists(script)) return fail(script + ": report script not found (set LOOM_REPORT_SCRIPT)");

@@ -27,6 +27,11 @@ inline constexpr uint64_t kMaxTensorBytes = uint64_t(1) << 30;
 /// Nodes of one graph (JSON graph or ONNX model, after import).
 inline constexpr int64_t kMaxNodes = 100'000;
 
+/// Nesting depth of any JSON document loom reads (results, sweep folders,
+/// plans' metadata): loom writes at most about 8 levels; a deeper document
+/// is refused before anything recurses over it (docs/security.md).
+inline constexpr int kMaxJsonDepth = 64;
+
 /// YAML nodes of one document after alias expansion.
 inline constexpr int64_t kMaxYamlNodes = 1'000'000;
 

@@ -324,6 +324,38 @@ class Experiment(Base):
             f.write("configs: [tiny]\n")
         self.assert_one_line_error(loom("experiment", sweep, "-o", out), "another sweep")
 
+    def test_merge_damaged_folder(self):
+        """A damaged sweep folder is refused in one line, before anything is
+        written: deep nesting, points of the wrong shape, results missing
+        what merge reads."""
+        out = self.path("damaged")
+        os.makedirs(os.path.join(out, "runs"))
+        man = os.path.join(out, "points.json")
+        point = {"id": 0, "params": {"workload": "w.yaml", "max_batch": 1}, "args": []}
+
+        def merge_with(points_text, *needles):
+            with open(man, "w") as f:
+                f.write(points_text)
+            self.assert_one_line_error(loom("experiment", "--merge", out), *needles)
+            self.assertFalse(os.path.exists(os.path.join(out, "results.json")))
+
+        deep = "[" * 100000 + "]" * 100000
+        merge_with('{"sweep": "s", "points": [{"id": 0, "params": {"x": %s}, "args": []}]}' % deep,
+                   "points.json", "nested deeper than 64 levels")
+        merge_with('{"sweep": %s, "points": []}' % ("{\"a\": " * 10000 + "1" + "}" * 10000),
+                   "nested deeper than 64 levels")
+        merge_with('{"points": [1, 2]}', "points[0]", "not an object")
+        merge_with(json.dumps({"points": [dict(point, params={"workload": 42})]}), "params.workload", "not a string")
+        merge_with(json.dumps({"kind": "other", "points": [point]}), "field 'kind'")
+        # A result with the keys a finished point once needed, but not what merge reads.
+        with open(os.path.join(out, "runs", "0.json"), "w") as f:
+            json.dump({"submitted": 10, "streams": [{"name": "a"}]}, f)
+        merge_with(json.dumps({"points": [point]}), "1 of 1 points have no result", "0.json", "field 'latency'")
+        with open(os.path.join(out, "runs", "0.json"), "w") as f:
+            json.dump({"submitted": 10, "latency": {}, "scheduling": {}, "fairness": {},
+                       "streams": [{"name": "a", "submitted": 10, "slo_attainment": 1, "latency": 3}]}, f)
+        merge_with(json.dumps({"points": [point]}), "streams[0]", "'latency'")
+
     def test_slurm_job_array_matches_local_run(self):
         if os.geteuid() != 0:
             self.fail("the one-node Slurm cluster needs root (scripts/slurm_cluster.sh)")
@@ -795,6 +827,11 @@ class BadInput(Base):
         with open(bad, "w") as f:
             f.write('{"kind": "serve"}')
         self.assert_one_line_error(loom("report", bad, "-o", out), "not a complete loom result")
+        for text, needle in (('{"kind": 42}', "field 'kind' is 42"),
+                             ('{"kind": "serve", "x": %s}' % ("[" * 1000 + "]" * 1000), "nested deeper than 64")):
+            with open(bad, "w") as f:
+                f.write(text)
+            self.assert_one_line_error(loom("report", bad, "-o", out), needle)
         self.assertFalse(os.path.exists(out))
         self.assertEqual([n for n in os.listdir(self.dir) if n.startswith(".loom-report")], [])
 
