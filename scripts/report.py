@@ -9,6 +9,7 @@ import html
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 
@@ -318,8 +319,8 @@ def main():
     try:
         with open(src) as f:
             res = json.load(f)
-    except (OSError, ValueError) as e:
-        die("%s: cannot read the result: %s" % (src, str(e).splitlines()[0]))
+    except (OSError, ValueError, RecursionError) as e:
+        die("%s: cannot read the result: %s" % (src, (str(e).splitlines() or [type(e).__name__])[0]))
     global STAGING
     parent = os.path.dirname(os.path.abspath(out))
     if os.path.exists(out) and not os.path.isdir(out):
@@ -468,6 +469,8 @@ def main():
             ax.legend(fontsize=7)
             save(fig, "batch_sizes.png", "Batch sizes")
         elif res.get("kind") == "sweep":
+            if not isinstance(res.get("runs"), list) or not res["runs"]:
+                die("%s: a sweep result with no runs" % src)
             head = "loom experiment: %s (%d runs)" % (res["sweep"], len(res["runs"]))
             groups = {}
             settings = res.get("settings", ["config", "batching", "scheduling"])
@@ -518,11 +521,15 @@ def main():
             table += "</table>"
             rows.append(("runs", table))
         elif res.get("kind") == "tune":
+            if not isinstance(res.get("rounds"), list) or not res["rounds"]:
+                die("%s: a tune result with no rounds" % src)
             head = tune_section(res, rows, save, plt)
         else:
             die("%s: field 'kind' must be 'serve', 'sweep' or 'tune'" % src)
-    except (KeyError, TypeError, ValueError) as e:
-        die("%s: not a complete loom result (%s)" % (src, e))
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, ZeroDivisionError, RecursionError) as e:
+        # Any part of the result missing or of the wrong shape: one line, the
+        # staging folder removed (die), never a traceback.
+        die("%s: not a complete loom result (%s: %s)" % (src, type(e).__name__, str(e)[:200]))
 
     body = ["<html><head><meta charset='utf-8'><title>loom report</title></head><body>",
             "<h1>%s</h1>" % html.escape(head), "<table>"]
@@ -548,6 +555,9 @@ def main():
 
 
 if __name__ == "__main__":
+    # SIGTERM (a batch system's time limit) ends the run as Ctrl-C does:
+    # no report, no staging folder left behind.
+    signal.signal(signal.SIGTERM, lambda *_: die("terminated; no report written", 143))
     try:
         main()
     except KeyboardInterrupt:

@@ -828,6 +828,9 @@ class BadInput(Base):
             f.write('{"kind": "serve"}')
         self.assert_one_line_error(loom("report", bad, "-o", out), "not a complete loom result")
         for text, needle in (('{"kind": 42}', "field 'kind' is 42"),
+                             ('{"kind": "sweep", "runs": []}', "a sweep result with no runs"),
+                             ('{"kind": "tune", "rounds": []}', "a tune result with no rounds"),
+                             ('{"kind": "serve", "workload": "w", "streams": 3}', "not a complete loom result"),
                              ('{"kind": "serve", "x": %s}' % ("[" * 1000 + "]" * 1000), "nested deeper than 64")):
             with open(bad, "w") as f:
                 f.write(text)
