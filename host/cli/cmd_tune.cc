@@ -3,10 +3,12 @@
 // mapping, hot-swap it into a serving run, serve again; N rounds.
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "cli/cli_common.h"
 #include "cli/progress.h"
@@ -27,11 +29,13 @@ struct TuneOpts {
   DeviceFlags device;
   int64_t seed = -1;
   int rounds = 3;
-  double swap_at_ms = -1;
+  std::optional<double> swap_at_ms;  // not given: the first drift
   bool json = false, progress = false;
 };
 
 int tune(const TuneOpts& o) {
+  if (o.swap_at_ms && !(std::isfinite(*o.swap_at_ms) && *o.swap_at_ms >= 0))
+    return fail("--swap-at-ms: expected a time in ms >= 0, got " + std::to_string(*o.swap_at_ms));
   auto w = serve::load_workload(o.workload);
   if (!w) return fail(w.error());
   if (o.seed >= 0) w->seed = uint64_t(o.seed);
@@ -52,7 +56,7 @@ int tune(const TuneOpts& o) {
   ZooModels zoo{o.cache, {}};
   to.zoo_builder = [&zoo](const serve::ModelSpec& m) { return zoo.build(m); };
   to.rounds = o.rounds;
-  to.swap_at_ms = o.swap_at_ms;
+  to.swap_at_ms = o.swap_at_ms.value_or(-1);
   Progress progress("tune " + o.workload + " on " + o.backend, true, o.progress);
   to.on_progress = [&](double f, const std::string& phase) { progress.update(f, phase); };
   auto dev = device_options(o.device, o.backend);

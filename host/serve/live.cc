@@ -71,6 +71,7 @@ Expected<FaultEvent> parse_fault(const std::string& text) {
   }
   if (!known) return make_error(where, "unknown fault kind '" + excerpt(f.kind) + "' (" + names + ")");
   std::string rest = text.substr(at + 1), core;
+  const bool has_core = rest.find('/') != std::string::npos, has_dur = rest.find('+') != std::string::npos;
   if (size_t sl = rest.find('/'); sl != std::string::npos) core = rest.substr(sl + 1), rest = rest.substr(0, sl);
   std::string dur;
   if (size_t pl = rest.find('+'); pl != std::string::npos) dur = rest.substr(pl + 1), rest = rest.substr(0, pl);
@@ -83,8 +84,8 @@ Expected<FaultEvent> parse_fault(const std::string& text) {
     return Status::ok();
   };
   LOOM_TRY(num(rest, "AT_MS", f.at_ms));
-  if (!dur.empty()) LOOM_TRY(num(dur, "FOR_MS", f.for_ms));
-  if (!core.empty()) {
+  if (has_dur) LOOM_TRY(num(dur, "FOR_MS", f.for_ms));  // '+' given: FOR_MS is required
+  if (has_core) {
     double c = 0;
     LOOM_TRY(num(core, "CORE", c));
     if (c != std::floor(c) || c >= spec::kMaxCores) return make_error(where, "CORE must be a core index");

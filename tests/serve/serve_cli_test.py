@@ -731,6 +731,8 @@ class Live(Base):
                              (["--mode", "live", "--fault", "window@soon"], "AT_MS"),
                              (["--mode", "live", "--fault", "window"], "KIND@AT_MS"),
                              (["--mode", "live", "--fault", "window@1/99"], "CORE"),
+                             (["--mode", "live", "--fault", "slverr-read@1+"], "FOR_MS '' is not a number"),
+                             (["--mode", "live", "--fault", "slverr-read@1/"], "CORE '' is not a number"),
                              (["--mode", "fast"], "--mode"),
                              (["--mode", "live", "--completion", "psychic"], "--completion"),
                              (["--mode", "live", "--max-retries", "-1"], "--max-retries"),

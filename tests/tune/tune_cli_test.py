@@ -466,6 +466,8 @@ class Tune(unittest.TestCase):
             (["tune", bert, "--bucket-lengths", "32,256"], "longest request of stream 'bert' (450)"),
             (["tune", self.wl, "--backend", "ref"], "ref"),
             (["tune", self.wl, "--swap-at-ms", "500"], "--swap-at-ms"),
+            (["tune", self.wl, "--swap-at-ms", "-5"], "--swap-at-ms: expected a time in ms >= 0"),
+            (["tune", self.wl, "--swap-at-ms", "nan"], "--swap-at-ms: expected a time in ms >= 0"),
             (["tune", graph], "gemm_chain"),
             (["tune", self.wl, "--backend", "nosuch"], "nosuch"),
             (["tune", self.wl, "--cost-params-out", os.path.join(self.dir, "no", "cp.json")], "--cost-params-out"),
