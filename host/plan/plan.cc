@@ -2,6 +2,7 @@
 #include "plan/plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -80,6 +81,17 @@ bool read_binding(Reader& r, const json& j, TensorBinding* t) {
       r.err = make_error(r.path + ": " + r.ctx, "field 'shape': dimension out of range");
       return false;
     }
+  // The quantization a binding converts with: a positive finite scale, and
+  // an int8 tensor's zero point among its values.
+  if (!(std::isfinite(t->scale) && t->scale > 0)) {
+    r.err = make_error(r.path + ": " + r.ctx, "field 'scale': " + std::to_string(t->scale) + " is not finite and > 0");
+    return false;
+  }
+  if (t->dtype == DType::I8 && (t->zero_point < -128 || t->zero_point > 127)) {
+    r.err = make_error(r.path + ": " + r.ctx,
+                       "field 'zero_point': " + std::to_string(t->zero_point) + " is outside int8's -128..127");
+    return false;
+  }
   return true;
 }
 
@@ -184,6 +196,8 @@ Expected<Container> decode_container(std::string_view bytes, const std::string& 
                                 std::to_string(kHeaderBytes));
   if (std::memcmp(b.data(), kMagic, 8) != 0) return make_error(path, "not a loom plan (bad magic)");
   const uint32_t version = get_u32(b, 8);
+  if (const uint32_t flags = get_u32(b, 12); flags != 0)
+    return make_error(path, "field 'flags': " + std::to_string(flags) + " (no flags are defined; a plan has 0)");
   if (version != kFormatVersion && version != kProgramFormatVersion)
     return make_error(path, "field 'format_version': unsupported plan format version " + std::to_string(version) +
                                 " (this loom reads " + std::to_string(kFormatVersion) + " and " +

@@ -7,11 +7,15 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "backends/ref/ref_device.h"
 #include "compiler/options.h"
 #include "frontend/onnx/program_file.h"
+#include "plan/plan.h"
 #include "runtime/device.h"
 
 using namespace loom;
@@ -266,6 +270,52 @@ TEST_F(ProgramFile, ProgramReaderRefusesASingleGraphPlan) {
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().str().find(path), std::string::npos);
   EXPECT_NE(r.error().str().find("format_version"), std::string::npos) << r.error().str();
+}
+
+/// The file at `path` with its container's metadata edited by `edit` and, if
+/// `flags` is given, the header's flags word set; the checksum recomputed,
+/// so only the reader's own checks can refuse it.
+void tamper(const std::string& path, const std::function<void(nlohmann::json&)>& edit, uint32_t flags = 0) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto c = plan::decode_container(bytes, path);
+  ASSERT_TRUE(c) << c.error().str();
+  nlohmann::json meta = nlohmann::json::parse(c->meta);
+  edit(meta);
+  std::string out = plan::encode_container(c->version, meta.dump(), c->payload);
+  for (int k = 0; k < 4; ++k) out[size_t(12 + k)] = char((flags >> (8 * k)) & 0xff);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << out;
+}
+
+void expect_refused(Expected<ProgramPlan> r, const std::string& needle) {
+  ASSERT_FALSE(r) << "accepted; expected an error with: " << needle;
+  EXPECT_NE(r.error().str().find(needle), std::string::npos) << r.error().str();
+}
+
+TEST_F(ProgramFile, ReaderRefusesFlagsAndU8FlagsThatDisagreeWithTheModel) {
+  const ProgramPlanInfo info{"tiny", "loom test", "", 0, {}};
+  ASSERT_TRUE(write_program_plan(prog, info, path).is_ok());
+  ASSERT_TRUE(read_program_plan(path)) << "the untampered plan reads back";
+  tamper(path, [](nlohmann::json&) {}, 0xdeadbeef);
+  expect_refused(read_program_plan(path), "field 'flags'");
+  // Segment 0 reads 'xq', which the host model's QuantizeLinear writes as int8.
+  ASSERT_TRUE(write_program_plan(prog, info, path).is_ok());
+  tamper(path, [](nlohmann::json& m) { m["segments"][0]["u8"] = {"xq"}; });
+  expect_refused(read_program_plan(path), "'xq' is int8 in the host model, flagged u8");
+}
+
+TEST_F(ProgramFile, PlanReaderRefusesABindingScaleOrZeroPointOutOfRange) {
+  for (const auto& [field, value, needle] :
+       {std::tuple{"scale", -1.0, "field 'scale'"}, std::tuple{"zero_point", 1000.0, "field 'zero_point'"}}) {
+    ASSERT_TRUE(plan::write_plan(prog.program.segments[0].plan, path).is_ok());
+    tamper(path, [&, f = field, v = value](nlohmann::json& m) {
+      if (std::string(f) == "scale") m["inputs"][0][f] = v;
+      else m["inputs"][0][f] = int(v);
+    });
+    auto r = plan::read_plan(path);
+    ASSERT_FALSE(r) << field << " " << value << " accepted";
+    EXPECT_NE(r.error().str().find(needle), std::string::npos) << r.error().str();
+  }
 }
 
 }  // namespace

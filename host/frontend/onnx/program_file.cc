@@ -7,6 +7,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -261,6 +262,45 @@ Expected<ProgramPlan> read_program_plan(const std::string& path) {
   return decode_program_plan(*bytes, path);
 }
 
+namespace {
+
+/// The int8/uint8 type of the tensors the host model pins down: its graph
+/// inputs, and what its QuantizeLinear nodes write and DequantizeLinear
+/// nodes read (the type of their zero point).
+std::map<std::string, int32_t> eight_bit_types(const Model& m) {
+  std::map<std::string, int32_t> t;
+  const auto put = [&](const std::string& name, int32_t type) {
+    if (!name.empty() && (type == kInt8 || type == kUint8)) t.emplace(name, type);
+  };
+  for (const auto& [name, tt] : m.types) put(name, tt.type);
+  for (const auto& n : m.nodes) {
+    if (!n.domain.empty() || n.inputs.size() < 3) continue;
+    auto z = m.consts.find(n.inputs[2]);
+    if (z == m.consts.end()) continue;
+    if (n.op == "QuantizeLinear" && !n.outputs.empty()) put(n.outputs[0], z->second.type);
+    if (n.op == "DequantizeLinear") put(n.inputs[0], z->second.type);
+  }
+  return t;
+}
+
+/// A segment's u8 flags agree with the types the host model pins down (a
+/// uint8 tensor is q - 128 on the int8 fabric, converted at the boundary
+/// only where the flag says so) and with the other segments' flags for the
+/// same tensor.
+Status check_boundary_types(const std::map<std::string, int32_t>& types, const Segment& s,
+                            std::map<std::string, bool>& u8_of, const std::string& where) {
+  for (const auto& [t, u8] : s.u8) {
+    if (auto it = types.find(t); it != types.end() && u8 != (it->second == kUint8))
+      return make_error(where + ": field 'u8'", "'" + t + "' is " + elem_name(it->second) + " in the host model, " +
+                                                    (u8 ? "flagged u8" : "not flagged u8"));
+    if (auto [it, fresh] = u8_of.emplace(t, u8); !fresh && it->second != u8)
+      return make_error(where + ": field 'u8'", "'" + t + "' is flagged u8 in one segment and not in another");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::string& path) {
   auto c = plan::decode_container(bytes, path);
   if (!c) return c.error();
@@ -314,6 +354,8 @@ Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::str
   p.model = std::move(*model);
 
   size_t at = host_bytes;
+  std::map<std::string, bool> u8_of;  // every boundary tensor's u8 flag, across segments
+  const std::map<std::string, int32_t> types = eight_bit_types(p.model);
   for (size_t k = 0; k < segs.size(); ++k) {
     const std::string ctx = "segments[" + std::to_string(k) + "]";
     const std::string w = path + ": " + ctx;
@@ -346,6 +388,7 @@ Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::str
     if (!same(ps.inputs, ps.plan.inputs)) return make_error(w, "field 'inputs': not the inputs of the segment's plan");
     if (!same(ps.outputs, ps.plan.outputs))
       return make_error(w, "field 'outputs': not the outputs of the segment's plan");
+    if (ps.outputs.empty()) return make_error(w, "field 'outputs': a segment with no outputs");
     // Held in the plan's binding order, whatever order the file lists them in.
     ps.inputs.clear();
     ps.outputs.clear();
@@ -364,6 +407,7 @@ Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::str
           if (b.name == t && b.shape.size() != 4) return make_error(w, "field 'nhwc': '" + t + "' is not of rank 4");
       s.nhwc[t] = true;
     }
+    LOOM_TRY(check_boundary_types(types, s, u8_of, w));
     p.segments.push_back(std::move(s));
     p.program.segments.push_back(std::move(ps));
   }
