@@ -304,6 +304,31 @@ TEST_F(ProgramFile, ReaderRefusesFlagsAndU8FlagsThatDisagreeWithTheModel) {
   expect_refused(read_program_plan(path), "'xq' is int8 in the host model, flagged u8");
 }
 
+TEST_F(ProgramFile, ReaderRefusesAHostNodeWithMoreOperandsThanItsSchema) {
+  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}}, path).is_ok());
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  auto c = plan::decode_container(bytes, path);
+  ASSERT_TRUE(c) << c.error().str();
+  nlohmann::json meta = nlohmann::json::parse(c->meta);
+  const size_t host_bytes = meta["host_model_bytes"].get<size_t>();
+  onnx::ModelProto host;
+  ASSERT_TRUE(host.ParseFromString(c->payload.substr(0, host_bytes)));
+  bool found = false;
+  for (auto& n : *host.mutable_graph()->mutable_node())
+    if (n.op_type() == "Transpose" && !found) {
+      for (int k = 0; k < 4; ++k) n.add_input(n.input(0));  // a Transpose with 5 inputs
+      found = true;
+    }
+  ASSERT_TRUE(found);
+  const std::string h = host.SerializeAsString();
+  meta["host_model_bytes"] = h.size();
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      << plan::encode_container(c->version, meta.dump(), h + c->payload.substr(host_bytes));
+  expect_refused(read_program_plan(path), "5 inputs; Transpose takes 1 to 1");
+}
+
 TEST_F(ProgramFile, PlanReaderRefusesABindingScaleOrZeroPointOutOfRange) {
   for (const auto& [field, value, needle] :
        {std::tuple{"scale", -1.0, "field 'scale'"}, std::tuple{"zero_point", 1000.0, "field 'zero_point'"}}) {

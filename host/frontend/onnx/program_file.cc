@@ -5,6 +5,7 @@
 // tensors the segments produce), so the reader checks it here.
 #include "frontend/onnx/program_file.h"
 
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
 #include <map>
@@ -124,6 +125,27 @@ struct Meta {
   }
 };
 
+/// A default-domain node's input and output counts within its ONNX schema's
+/// (the host kernels index operands by position).
+Status check_arity(const Node& n, int64_t opset, const std::string& where) {
+  if (!n.domain.empty()) return Status::ok();
+  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op, int(opset), "");
+  if (!schema) return Status::ok();  // host_supports knows the op; an older schema name is its concern
+  const auto count = [](const std::vector<std::string>& v) {
+    size_t k = v.size();
+    while (k > 0 && v[k - 1].empty()) --k;  // trailing optional operands left out
+    return int(k);
+  };
+  const int in = count(n.inputs), out = count(n.outputs);
+  if (in < schema->min_input() || in > schema->max_input())
+    return make_error(where, std::to_string(in) + " inputs; " + n.op + " takes " + std::to_string(schema->min_input()) +
+                                 " to " + std::to_string(schema->max_input()));
+  if (out < schema->min_output() || out > schema->max_output())
+    return make_error(where, std::to_string(out) + " outputs; " + n.op + " gives " +
+                                 std::to_string(schema->min_output()) + " to " + std::to_string(schema->max_output()));
+  return Status::ok();
+}
+
 Expected<Model> read_host_model(const std::string& bytes, const std::string& path) {
   const std::string where = path + ": field 'host_model'";
   onnx::ModelProto mp;
@@ -183,6 +205,7 @@ Expected<Model> read_host_model(const std::string& bytes, const std::string& pat
     std::string why;
     if (!host_supports(n, m.opset, &why))
       return make_error(w, "field 'op_type': the host fallback does not run it (" + why + ")");
+    LOOM_TRY(check_arity(n, m.opset, w));
     m.nodes.push_back(std::move(n));
   }
   for (const auto& vi : g.input()) {
