@@ -40,6 +40,11 @@ inline constexpr int64_t kMaxYamlNodes = 1'000'000;
 /// at the limit as well).
 inline constexpr int64_t kMaxRequestsPerStream = 10'000'000;
 inline constexpr int64_t kMaxRequestsTotal = 20'000'000;
+/// Cycles of one cached service-time measurement (`loom serve --cache`):
+/// 2^40, 18 minutes of device time at 1 GHz and 275 times the executor's
+/// per-wait timeout. A larger cached value is no measurement loom made: the
+/// entry is measured again.
+inline constexpr int64_t kMaxCachedCycles = int64_t(1) << 40;
 /// `loom serve --mode live`: (stream, sequence length, batch size) service
 /// times measured, and plans compiled, before the live run starts.
 inline constexpr int64_t kMaxLiveProfiles = 1024;

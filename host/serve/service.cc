@@ -10,6 +10,7 @@
 #include <limits>
 #include <optional>
 
+#include "common/limits.h"
 #include "common/parse.h"
 #include "common/tensor_io.h"
 #include "compiler/compiler.h"
@@ -318,7 +319,7 @@ Expected<uint64_t> ServiceModel::time_plan(const plan::Plan& p, const std::map<s
   const std::string dk = dev_opts_.key();
   const std::string file = cache_file(plan_hash(p, dk.empty() ? backend_ : backend_ + "|" + dk), "cycles");
   from_disk = false;
-  if (auto c = read_cached(file); c && *c > 0) {
+  if (auto c = read_cached(file); c && *c > 0 && *c <= limits::kMaxCachedCycles) {
     ++disk_hits_;
     from_disk = true;
     return uint64_t(*c);
@@ -417,7 +418,7 @@ Expected<StretchMeasurement> ServiceModel::measure_stretch(const BatchShape& a, 
       size_t j = text->find_first_of(" \n", i);
       if (j == std::string::npos) break;
       const auto x = parse_int64(text->substr(i, j - i));
-      if (!x || *x <= 0) break;
+      if (!x || *x <= 0 || *x > limits::kMaxCachedCycles) break;
       v.push_back(uint64_t(*x));
       i = j + 1;
     }

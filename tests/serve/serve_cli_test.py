@@ -141,8 +141,9 @@ class Serve(Base):
         self.assertEqual(r.stderr, "")
 
     def test_cache_entries_that_are_not_numbers_are_measured_again(self):
-        # A service-time cache entry is one number. A garbled one, a huge one
-        # or a FIFO in its place is ignored and measured again: same result,
+        # A service-time cache entry is one number. A garbled one, a huge one,
+        # a FIFO in its place or a count no run can take (2^63 - 1 cycles) is
+        # ignored and measured again: same result,
         # no hang, nothing read past a few bytes.
         w = self.workload()
         cache = self.path("cache")
@@ -152,7 +153,7 @@ class Serve(Base):
         with open(os.path.join(cache, entries[0])) as f:
             self.assertRegex(f.read(), r"^[1-9][0-9]*\n$")
         spoilers = [lambda p: open(p, "w").write("12abc\n"), lambda p: open(p, "w").write("9" * 100000),
-                    lambda p: os.mkfifo(p)]
+                    lambda p: os.mkfifo(p), lambda p: open(p, "w").write("%d\n" % (2**63 - 1))]
         for k, spoil in enumerate(spoilers):
             with self.subTest(k=k):
                 p = os.path.join(cache, entries[0])
