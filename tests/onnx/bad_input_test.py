@@ -101,6 +101,15 @@ def case_dims_overflow(d):
     return p, ["overflow.onnx", "initializer 'big'", "dims", "overflows"]
 
 
+def case_segmented_initializer(d):
+    t = numpy_helper.from_array(np.ones((1, 4), np.float32), "part")
+    t.segment.begin, t.segment.end = 0, 2  # one part of a tensor stored in several protos
+    m = relu_model(init=t)
+    p = os.path.join(d, "segmented.onnx")
+    save(m, p)
+    return p, ["segmented.onnx", "initializer 'part'", "field 'segment'", "not supported"]
+
+
 def case_negative_dim(d):
     p = os.path.join(d, "neg.onnx")
     save(relu_model(shape=(1, -3)), p)

@@ -143,6 +143,8 @@ Expected<Value> from_proto(const onnx::TensorProto& t, const std::string& where,
     return make_error(where + ": field 'data_type'", elem_name(t.data_type()) + " tensors are not supported (" +
                                                          "float32, uint8, int8, int32, int64, bool are)");
   }
+  if (t.has_segment())  // one part of a tensor split across several protos: not the whole value
+    return make_error(where + ": field 'segment'", "segmented tensors are not supported");
   std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
   LOOM_TRY(check_dims(dims, where + ": field 'dims'"));
   Value v = Value::make(t.data_type(), dims);
