@@ -192,6 +192,32 @@ def case_zero_stride(d):
     return p, ["stride0.onnx", "node 'conv'", "attribute 'strides'", "value 0"]
 
 
+def case_auto_pad_unknown(d):
+    p = os.path.join(d, "autopad.onnx")
+    save(conv_model(auto_pad="EVIL"), p)
+    return p, ["autopad.onnx", "node 'conv'", "attribute 'auto_pad'", "'EVIL'"]
+
+
+def case_conv_bias_length(d):
+    m = conv_model()
+    m.graph.initializer.append(numpy_helper.from_array(np.ones(3, np.float32), "b"))
+    m.graph.node[0].input.append("b")
+    p = os.path.join(d, "bias3.onnx")
+    save(m, p)
+    return p, ["bias3.onnx", "node 'conv'", "input 'b'", "bias [3] for 2 output channels"]
+
+
+def case_axis_beyond_any_rank(d):
+    g = helper.make_graph([helper.make_node("Softmax", ["x"], ["y"], name="sm", axis=2**62)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    p = os.path.join(d, "axis.onnx")
+    save(m, p)
+    return p, ["axis.onnx", "node 'sm'", "attribute 'axis'", str(2**62)]
+
+
 def case_zero_group(d):
     p = os.path.join(d, "group0.onnx")
     save(conv_model(group=0), p)

@@ -198,6 +198,29 @@ Status check_attr_values(const Model& m, const Node& n) {
             "value " + std::to_string(v) + " is outside " + (pos ? "1" : "0") + ".." + std::to_string(kMaxAttr));
     }
   }
+  if (auto it = n.attrs.find("auto_pad"); it != n.attrs.end()) {
+    static const std::set<std::string> modes = {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"};
+    if (!modes.count(it->second.s))
+      return make_error(m.where(n) + ": attribute 'auto_pad'",
+                        "'" + it->second.s + "' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+  }
+  // An axis beyond any tensor's rank (limits::kMaxRank) names no axis.
+  if (auto it = n.attrs.find("axis"); it != n.attrs.end() && it->second.type == onnx::AttributeProto::INT) {
+    const int64_t r = int64_t(limits::kMaxRank);
+    if (it->second.i < -r || it->second.i > r)
+      return make_error(m.where(n) + ": attribute 'axis'",
+                        std::to_string(it->second.i) + " is outside -" + std::to_string(r) + ".." + std::to_string(r));
+  }
+  // A convolution's bias holds one value per output channel.
+  const size_t w_at = n.op == "Conv" ? 1 : n.op == "QLinearConv" ? 3 : 0, b_at = n.op == "Conv" ? 2 : 8;
+  if (w_at && n.inputs.size() > b_at && !n.in(b_at).empty()) {
+    auto w = m.consts.find(n.in(w_at)), b = m.consts.find(n.in(b_at));
+    if (w != m.consts.end() && b != m.consts.end() && !w->second.shape.empty() &&
+        (b->second.shape.size() != 1 || b->second.shape[0] != w->second.shape[0]))
+      return make_error(m.where(n) + ": input '" + n.in(b_at) + "'", "bias " + shape_str(b->second.shape) + " for " +
+                                                                         std::to_string(w->second.shape[0]) +
+                                                                         " output channels (one value per channel)");
+  }
   return {};
 }
 
