@@ -1,5 +1,7 @@
 // Unit tests of loom_tune: the refit recovers known parameters from
 // synthetic measurements; the swap check catches lost and reordered requests.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -335,7 +337,10 @@ TEST(CostParams, FitRecoversLayerAndInstructionTerms) {
 
 class CostParamsFile : public ::testing::Test {
  protected:
-  std::string path_ = ::testing::TempDir() + "loom_cost_params_test.json";
+  // One file per test and process: ctest runs the tests of this fixture in parallel.
+  std::string path_ = ::testing::TempDir() + "loom_cost_params_" +
+                      ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+                      std::to_string(::getpid()) + ".json";
   void write(const std::string& text) { std::ofstream(path_) << text; }
   void TearDown() override { std::remove(path_.c_str()); }
   std::string error(const std::string& text) {
