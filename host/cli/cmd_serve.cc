@@ -147,6 +147,19 @@ int serve(const ServeOpts& o) {
         (unsigned long long)l["output_mismatches"].get<uint64_t>(),
         (unsigned long long)l["device_errors"].get<uint64_t>(), (unsigned long long)l["host_timeouts"].get<uint64_t>(),
         (long long)l["retried_requests"].get<int64_t>());
+    const auto ms = [](const nlohmann::ordered_json& v) {
+      char b[32];
+      std::snprintf(b, sizeof b, "%.3f ms", v.get<double>());
+      return std::string(b);
+    };
+    for (const auto& f : l["faults_injected"]) {
+      // Every fault asked for, applied or not (past the run's end, or on a core that got no batch).
+      std::string when = f["applied_ms"].is_null() ? "never applied (past the run's end, or its core ran no batch)"
+                                                   : "applied at " + ms(f["applied_ms"]);
+      if (!f["lifted_ms"].is_null()) when += ", lifted at " + ms(f["lifted_ms"]);
+      std::printf("    fault %s (core %d): %s\n", f["fault"].get<std::string>().c_str(), f["core"].get<int>(),
+                  when.c_str());
+    }
     for (const auto& f : l["failures"])
       std::printf("    failed batches: %lld x %s\n", (long long)f["batches"].get<int64_t>(),
                   f["reason"].get<std::string>().c_str());

@@ -627,6 +627,11 @@ class Live(Base):
         for needle in ("live: every batch ran on the device", "fault injected", "slverr-read@3+2/0", "failed batches",
                        "rss.png", "latency_over_time.png"):
             self.assertIn(needle, page)
+        # The text summary names every fault, the one past the run's end as never applied.
+        r = loom("serve", w, "--backend", "tlm", "--mode", "live", "--fault", "window@6/1", "--fault", "window@900/0")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"fault window@6/1 \(core 1\): applied at [0-9.]+ ms")
+        self.assertIn("fault window@900/0 (core 0): never applied", r.stdout)
         # Retries disabled: the failed batches' requests fail, with their reason.
         no = self.live(w, "--fault", "window@6/1", "--max-retries", "0")
         self.assertGreater(no["failed"], 0)

@@ -335,7 +335,7 @@ Refusal map_matmul_activations(SegBuilder& b, const Node& n) {
   return kMapped;
 }
 
-/// QLinearConv (`conv`) or QLinearMatMul with constant weights: CONV2D on
+/// QLinearConv (`qconv`) or QLinearMatMul with constant weights: CONV2D on
 /// NHWC images, or GEMM on rows [..., K] in ONNX order; weights converted
 /// once here, a dilated kernel as the dense kernel it spans.
 Refusal map_weighted(SegBuilder& b, const Node& n, bool qconv) {
