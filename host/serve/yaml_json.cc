@@ -2,9 +2,13 @@
 
 #include <yaml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
 
 #include "common/limits.h"
 #include "common/tensor_io.h"
@@ -15,9 +19,9 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-json scalar(const yaml_node_t* n) {
-  const std::string s(reinterpret_cast<const char*>(n->data.scalar.value), n->data.scalar.length);
-  if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) return s;
+json scalar(const yaml_event_t& e) {
+  const std::string s(reinterpret_cast<const char*>(e.data.scalar.value), e.data.scalar.length);
+  if (e.data.scalar.style != YAML_PLAIN_SCALAR_STYLE) return s;
   if (s == "true" || s == "True") return true;
   if (s == "false" || s == "False") return false;
   if (s.empty() || s == "~" || s == "null") return nullptr;
@@ -31,45 +35,115 @@ json scalar(const yaml_node_t* n) {
   return s;
 }
 
-// `budget` counts the nodes still allowed: an alias is expanded each time it
-// is used, so a few lines of nested aliases could otherwise grow without end.
-Expected<json> convert(yaml_document_t* doc, yaml_node_t* n, const std::string& source, int depth, int64_t& budget) {
-  if (depth > 64) return make_error(source, "nesting deeper than 64 levels");
-  if (!n) return make_error(source, "empty YAML node");
-  if (--budget < 0)
-    return make_error(source, "more than " + std::to_string(limits::kMaxYamlNodes) +
-                                  " YAML nodes after alias expansion (docs/security.md)");
-  switch (n->type) {
-    case YAML_SCALAR_NODE:
-      return scalar(n);
-    case YAML_SEQUENCE_NODE: {
-      json a = json::array();
-      for (auto* it = n->data.sequence.items.start; it < n->data.sequence.items.top; ++it) {
-        auto v = convert(doc, yaml_document_get_node(doc, *it), source, depth + 1, budget);
-        if (!v) return v;
-        a.push_back(std::move(*v));
+std::string text_of(const unsigned char* p) { return p ? reinterpret_cast<const char*>(p) : ""; }
+
+/// A converted node: its value, the nodes it holds (itself included) and
+/// its height, so an alias of it costs what expanding it would.
+struct Built {
+  json value;
+  int64_t nodes = 1;
+  int height = 0;
+};
+
+/// A sequence or mapping being read.
+struct Frame {
+  Built built;
+  std::string anchor;
+  size_t line = 0;                 // where it starts (1-based)
+  std::optional<std::string> key;  // a mapping's key waiting for its value
+};
+
+/// Builds JSON from libyaml's events in one pass: anchors in a hash map (an
+/// alias is found in constant time), nesting and alias expansion bounded as
+/// they happen, so no input takes more than linear time before it is refused.
+class Builder {
+ public:
+  explicit Builder(std::string source) : source_(std::move(source)) {}
+
+  /// Takes one event; the root once the document's last node ends.
+  Status take(const yaml_event_t& e, std::optional<Built>* root) {
+    const size_t line = e.start_mark.line + 1;
+    switch (e.type) {
+      case YAML_SCALAR_EVENT:
+        if (!stack_.empty() && stack_.back().built.value.is_object() && !stack_.back().key) {
+          const std::string key(reinterpret_cast<const char*>(e.data.scalar.value), e.data.scalar.length);
+          if (stack_.back().built.value.contains(key))
+            return make_error(source_ + ":" + std::to_string(line), "duplicate key '" + key + "'");
+          stack_.back().key = key;
+          return Status::ok();
+        }
+        return done(Built{scalar(e), 1, 0}, text_of(e.data.scalar.anchor), root);
+      case YAML_SEQUENCE_START_EVENT:
+      case YAML_MAPPING_START_EVENT: {
+        LOOM_TRY(expect_value(line));
+        if (int(stack_.size()) + 1 > kMaxDepth) return too_deep();
+        const bool seq = e.type == YAML_SEQUENCE_START_EVENT;
+        Frame f;
+        f.built.value = seq ? json::array() : json::object();
+        f.anchor = text_of(seq ? e.data.sequence_start.anchor : e.data.mapping_start.anchor);
+        f.line = line;
+        stack_.push_back(std::move(f));
+        return Status::ok();
       }
-      return a;
-    }
-    case YAML_MAPPING_NODE: {
-      json o = json::object();
-      for (auto* p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; ++p) {
-        yaml_node_t* k = yaml_document_get_node(doc, p->key);
-        if (!k || k->type != YAML_SCALAR_NODE)
-          return make_error(source + ":" + std::to_string(n->start_mark.line + 1), "mapping keys must be scalars");
-        const std::string key(reinterpret_cast<const char*>(k->data.scalar.value), k->data.scalar.length);
-        if (o.contains(key))
-          return make_error(source + ":" + std::to_string(k->start_mark.line + 1), "duplicate key '" + key + "'");
-        auto v = convert(doc, yaml_document_get_node(doc, p->value), source, depth + 1, budget);
-        if (!v) return v;
-        o[key] = std::move(*v);
+      case YAML_SEQUENCE_END_EVENT:
+      case YAML_MAPPING_END_EVENT: {
+        Frame f = std::move(stack_.back());
+        stack_.pop_back();
+        return done(std::move(f.built), f.anchor, root);
       }
-      return o;
+      case YAML_ALIAS_EVENT: {
+        LOOM_TRY(expect_value(line));
+        auto it = anchors_.find(text_of(e.data.alias.anchor));
+        if (it == anchors_.end()) return make_error(source_ + ":" + std::to_string(line), "unknown alias");
+        if (int(stack_.size()) + it->second.height > kMaxDepth) return too_deep();
+        return done(it->second, "", root);
+      }
+      default:
+        return Status::ok();
     }
-    default:
-      return make_error(source, "empty YAML node");
   }
-}
+
+ private:
+  static constexpr int kMaxDepth = 64;
+
+  /// A node may start here: not as a mapping's key.
+  Status expect_value(size_t line) const {
+    if (!stack_.empty() && stack_.back().built.value.is_object() && !stack_.back().key)
+      return make_error(source_ + ":" + std::to_string(stack_.back().line), "mapping keys must be scalars");
+    (void)line;
+    return Status::ok();
+  }
+  Status too_deep() const { return make_error(source_, "nesting deeper than 64 levels"); }
+
+  /// A finished node: counted against the budget, remembered under its
+  /// anchor, and placed in its parent (or returned as the root).
+  Status done(Built b, const std::string& anchor, std::optional<Built>* root) {
+    budget_ -= b.nodes;
+    if (budget_ < 0)
+      return make_error(source_, "more than " + std::to_string(limits::kMaxYamlNodes) +
+                                     " YAML nodes after alias expansion (docs/security.md)");
+    if (!anchor.empty()) anchors_[anchor] = b;
+    if (stack_.empty()) {
+      *root = std::move(b);
+      return Status::ok();
+    }
+    Frame& p = stack_.back();
+    p.built.nodes += b.nodes;
+    p.built.height = std::max(p.built.height, b.height + 1);
+    if (p.built.value.is_array()) {
+      p.built.value.push_back(std::move(b.value));
+    } else {
+      p.built.value[*p.key] = std::move(b.value);
+      p.key.reset();
+    }
+    return Status::ok();
+  }
+
+  std::string source_;
+  std::vector<Frame> stack_;
+  std::unordered_map<std::string, Built> anchors_;
+  int64_t budget_ = limits::kMaxYamlNodes;
+};
 
 }  // namespace
 
@@ -81,17 +155,22 @@ Expected<json> parse_yaml_text(const std::string& text, const std::string& sourc
   if (!yaml_parser_initialize(&parser)) return make_error(source, "cannot initialise the YAML parser");
   std::unique_ptr<yaml_parser_t, void (*)(yaml_parser_t*)> pg(&parser, yaml_parser_delete);
   yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()), text.size());
-  yaml_document_t doc;
-  if (!yaml_parser_load(&parser, &doc)) {
-    const auto& m = parser.problem_mark;
-    return make_error(source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1),
-                      std::string("malformed YAML: ") + (parser.problem ? parser.problem : "parse error"));
+  Builder b(source);
+  std::optional<Built> root;
+  for (;;) {
+    yaml_event_t e;
+    if (!yaml_parser_parse(&parser, &e)) {
+      const auto& m = parser.problem_mark;
+      return make_error(source + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1),
+                        std::string("malformed YAML: ") + (parser.problem ? parser.problem : "parse error"));
+    }
+    std::unique_ptr<yaml_event_t, void (*)(yaml_event_t*)> eg(&e, yaml_event_delete);
+    // The first document only, as a loader reads it.
+    if (e.type == YAML_STREAM_END_EVENT || e.type == YAML_DOCUMENT_END_EVENT) break;
+    LOOM_TRY(b.take(e, &root));
   }
-  std::unique_ptr<yaml_document_t, void (*)(yaml_document_t*)> dg(&doc, yaml_document_delete);
-  yaml_node_t* root = yaml_document_get_root_node(&doc);
   if (!root) return make_error(source, "empty YAML document");
-  int64_t budget = limits::kMaxYamlNodes;
-  return convert(&doc, root, source, 0, budget);
+  return std::move(root->value);
 }
 
 Expected<json> load_yaml(const std::string& path) {
