@@ -40,6 +40,10 @@ inline constexpr int64_t kMaxYamlNodes = 1'000'000;
 /// at the limit as well).
 inline constexpr int64_t kMaxRequestsPerStream = 10'000'000;
 inline constexpr int64_t kMaxRequestsTotal = 20'000'000;
+/// Weight bytes of one built-in gemm_chain (layers x 2 x hidden x ffn int8):
+/// 1 GiB. Each field alone may be up to 4096; together they could ask for
+/// 137 GB, which no fabric holds and no compile finishes.
+inline constexpr int64_t kMaxGemmChainBytes = int64_t(1) << 30;
 /// Cycles of one cached service-time measurement (`loom serve --cache`):
 /// 2^40, 18 minutes of device time at 1 GHz and 275 times the executor's
 /// per-wait timeout. A larger cached value is no measurement loom made: the

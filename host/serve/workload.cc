@@ -208,6 +208,12 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
         return make_error(where + ": field '" + key + "'", "expected an integer in 1..4096");
       *dst = int64_t(*v);
     }
+    const int64_t bytes = out.model.layers * 2 * out.model.hidden * out.model.ffn;  // <= 2^37: no overflow
+    if (bytes > limits::kMaxGemmChainBytes)
+      return make_error(where, "gemm_chain of hidden " + std::to_string(out.model.hidden) + ", ffn " +
+                                   std::to_string(out.model.ffn) + " and " + std::to_string(out.model.layers) +
+                                   " layers holds " + size_str(uint64_t(bytes)) + " of weights, above the limit of " +
+                                   size_str(uint64_t(limits::kMaxGemmChainBytes)) + " (docs/security.md)");
   } else if (model->size() > 5 && model->substr(model->size() - 5) == ".json") {
     out.model.kind = ModelSpec::Kind::Graph;
     std::filesystem::path p(*model);

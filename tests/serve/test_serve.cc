@@ -169,6 +169,13 @@ TEST(Workload, ParsesAGoodFile) {
 
 TEST(Workload, Errors) {
   EXPECT_NE(err_of("streams: [a, b\n").find("malformed YAML"), std::string::npos);
+  {
+    // Each field within 1..4096, together 137 GB of weights: refused at load.
+    std::string big = kGood;
+    big.replace(big.find("model: gemm_chain"), 17, "model: gemm_chain\n    hidden: 4096\n    ffn: 4096\n    layers: 4096");
+    EXPECT_NE(err_of(big).find("holds 128.0 GiB of weights, above the limit of 1.0 GiB"), std::string::npos)
+        << err_of(big);
+  }
   std::string y = kGood;
   EXPECT_NE(err_of(y.replace(y.find("gemm_chain"), 10, "resnet9000")).find("unknown model 'resnet9000'"),
             std::string::npos);
