@@ -304,8 +304,10 @@ TEST_F(ProgramFile, ReaderRefusesFlagsAndU8FlagsThatDisagreeWithTheModel) {
   expect_refused(read_program_plan(path), "'xq' is int8 in the host model, flagged u8");
 }
 
-TEST_F(ProgramFile, ReaderRefusesAHostNodeWithMoreOperandsThanItsSchema) {
-  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}}, path).is_ok());
+// Rewrites the host model inside the program plan at `path` (and, through
+// `edit_meta`, its metadata).
+void edit_host(const std::string& path, const std::function<void(onnx::ModelProto&)>& edit_model,
+               const std::function<void(nlohmann::json&)>& edit_meta = [](nlohmann::json&) {}) {
   std::ifstream in(path, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   in.close();
@@ -315,18 +317,66 @@ TEST_F(ProgramFile, ReaderRefusesAHostNodeWithMoreOperandsThanItsSchema) {
   const size_t host_bytes = meta["host_model_bytes"].get<size_t>();
   onnx::ModelProto host;
   ASSERT_TRUE(host.ParseFromString(c->payload.substr(0, host_bytes)));
-  bool found = false;
-  for (auto& n : *host.mutable_graph()->mutable_node())
-    if (n.op_type() == "Transpose" && !found) {
-      for (int k = 0; k < 4; ++k) n.add_input(n.input(0));  // a Transpose with 5 inputs
-      found = true;
-    }
-  ASSERT_TRUE(found);
+  edit_model(host);
+  edit_meta(meta);
   const std::string h = host.SerializeAsString();
   meta["host_model_bytes"] = h.size();
   std::ofstream(path, std::ios::binary | std::ios::trunc)
       << plan::encode_container(c->version, meta.dump(), h + c->payload.substr(host_bytes));
+}
+
+onnx::NodeProto* host_node(onnx::ModelProto& host, const std::string& op) {
+  for (auto& n : *host.mutable_graph()->mutable_node())
+    if (n.op_type() == op) return &n;
+  return nullptr;
+}
+
+TEST_F(ProgramFile, ReaderRefusesAHostNodeWithMoreOperandsThanItsSchema) {
+  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}}, path).is_ok());
+  edit_host(path, [](onnx::ModelProto& host) {
+    onnx::NodeProto* n = host_node(host, "Transpose");
+    ASSERT_NE(n, nullptr);
+    for (int k = 0; k < 4; ++k) n->add_input(n->input(0));  // a Transpose with 5 inputs
+  });
   expect_refused(read_program_plan(path), "5 inputs; Transpose takes 1 to 1");
+}
+
+TEST_F(ProgramFile, ReaderRefusesHostStepsWhoseShapesDisagreeWithASegment) {
+  // The second Transpose made an identity: softmax and its QuantizeLinear
+  // then give segment 1 a [6, 4] tensor where its plan reads [4, 6].
+  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}}, path).is_ok());
+  edit_host(path, [](onnx::ModelProto& host) {
+    for (auto& n : *host.mutable_graph()->mutable_node())
+      if (n.op_type() == "Transpose" && n.input(0) == "l") {
+        n.mutable_attribute(0)->clear_ints();
+        n.mutable_attribute(0)->add_ints(0), n.mutable_attribute(0)->add_ints(1);
+      }
+  });
+  expect_refused(read_program_plan(path), "input 'sq': the host steps give int8 [6,4], the segment's plan reads int8 [4,6]");
+}
+
+TEST_F(ProgramFile, ReaderRefusesAHostStepThatBroadcastsPastTheTensorLimit) {
+  // Two 32,768-element constants added with numpy broadcasting: 2^30
+  // elements (4 GiB of float), refused at load instead of run.
+  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}}, path).is_ok());
+  size_t nodes = 0;
+  edit_host(
+      path,
+      [&](onnx::ModelProto& host) {
+        auto* g = host.mutable_graph();
+        for (const auto& [name, dims] :
+             {std::pair{"c1", std::vector<int64_t>{32768, 1}}, std::pair{"c2", std::vector<int64_t>{1, 32768}}}) {
+          auto* t = g->add_initializer();
+          t->set_name(name);
+          t->set_data_type(onnx::TensorProto::FLOAT);
+          for (auto d : dims) t->add_dims(d);
+          t->set_raw_data(std::string(32768 * 4, '\0'));
+        }
+        node(g, "blow_up", "Add", {"c1", "c2"}, {"big"});
+        nodes = size_t(g->node_size());
+      },
+      [&](nlohmann::json& meta) { meta["steps"].push_back({{"node", nodes - 1}}); });
+  expect_refused(read_program_plan(path), "tensor 'big'");
 }
 
 TEST_F(ProgramFile, PlanReaderRefusesABindingScaleOrZeroPointOutOfRange) {

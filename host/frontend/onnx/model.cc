@@ -109,6 +109,8 @@ Attr convert_attr(const onnx::AttributeProto& a) {
   return r;
 }
 
+}  // namespace
+
 TensorType type_of(const onnx::TypeProto& tp) {
   TensorType t;
   if (!tp.has_tensor_type()) return t;
@@ -126,6 +128,8 @@ TensorType type_of(const onnx::TypeProto& tp) {
   }
   return t;
 }
+
+namespace {
 
 Status check_value_info(const onnx::ValueInfoProto& v, const std::string& where) {
   if (!v.type().has_tensor_type()) return make_error(where + ": field 'type'", "only tensor types are supported");
@@ -520,18 +524,35 @@ Status check_nodes_before_inference(const Model& m) {
 
 /// The types ONNX's checker and shape inference give every tensor.
 Status infer_types(onnx::ModelProto& mp, const std::string& path, Model* m) {
+  auto types = infer_shapes(mp, path, /*run_checker=*/true);
+  if (!types) return types.error();
+  for (auto& [name, t] : *types) m->types[name] = std::move(t);
+  // Again with the inferred types; the constant scales were checked above.
+  for (const auto& n : m->nodes) LOOM_TRY(check_quant(*m, n));
+  return {};
+}
+
+}  // namespace
+
+Expected<std::map<std::string, TensorType>> infer_shapes(onnx::ModelProto& mp, const std::string& path,
+                                                         bool run_checker) {
   // ONNX's checker and shape inference assume a model they can trust: on some
   // malformed ones they crash (a rank-3 input to a rank-4 QLinearConv kernel
   // is a SEGV in convPoolShapeInference). So they run in a child process,
   // which sends back only the inferred types; a crash or hang is an error.
-  const bool custom = std::any_of(m->nodes.begin(), m->nodes.end(), [](const Node& n) { return !n.domain.empty(); });
+  const auto& nodes = mp.graph().node();
+  const bool custom = std::any_of(nodes.begin(), nodes.end(), [](const onnx::NodeProto& n) {
+    return !n.domain().empty() && n.domain() != "ai.onnx";
+  });
   auto inferred = run_isolated(
       path + ": ONNX checker and shape inference",
       [&]() -> Expected<std::string> {
-        try {
-          onnx::checker::check_model(mp);
-        } catch (const std::exception& e) {
-          return make_error("ONNX checker", exception_text(e.what()));
+        if (run_checker) {
+          try {
+            onnx::checker::check_model(mp);
+          } catch (const std::exception& e) {
+            return make_error("ONNX checker", exception_text(e.what()));
+          }
         }
         try {
           // Strict (type-checked, node errors fatal) unless nodes of other
@@ -553,25 +574,23 @@ Status infer_types(onnx::ModelProto& mp, const std::string& path, Model* m) {
     if (w.rfind("ONNX checker: ", 0) == 0 || w.rfind("ONNX shape inference: ", 0) == 0) return make_error(path, w);
     return inferred.error();
   }
-  {
-    onnx::GraphProto types;
-    if (!types.ParseFromString(*inferred)) return make_error(path, "ONNX shape inference: unreadable answer");
-    *mp.mutable_graph()->mutable_value_info() = std::move(*types.mutable_value_info());
-    *mp.mutable_graph()->mutable_output() = std::move(*types.mutable_output());
-  }
+  onnx::GraphProto types;
+  if (!types.ParseFromString(*inferred)) return make_error(path, "ONNX shape inference: unreadable answer");
+  *mp.mutable_graph()->mutable_value_info() = std::move(*types.mutable_value_info());
+  *mp.mutable_graph()->mutable_output() = std::move(*types.mutable_output());
+  std::map<std::string, TensorType> out;
   for (const auto& vi : mp.graph().value_info()) {
     LOOM_TRY(check_value_info(vi, path + ": tensor '" + vi.name() + "'"));
-    m->types[vi.name()] = type_of(vi.type());
+    out[vi.name()] = type_of(vi.type());
   }
   for (const auto& vi : mp.graph().output()) {
-    if (!m->types.count(vi.name())) m->types[vi.name()] = type_of(vi.type());
+    // Untyped when not inferred (the output of another domain's op).
+    if (vi.type().value_case() != onnx::TypeProto::VALUE_NOT_SET)
+      LOOM_TRY(check_value_info(vi, path + ": graph output '" + vi.name() + "'"));
+    out.emplace(vi.name(), type_of(vi.type()));
   }
-  // Again with the inferred types; the constant scales were checked above.
-  for (const auto& n : m->nodes) LOOM_TRY(check_quant(*m, n));
-  return {};
+  return out;
 }
-
-}  // namespace
 
 Expected<Model> load_model_bytes(const std::string& bytes, const std::string& path, const std::string& dir) {
   onnx::ModelProto mp;

@@ -13,7 +13,9 @@
 
 namespace onnx {
 class AttributeProto;
-}
+class ModelProto;
+class TypeProto;
+}  // namespace onnx
 
 namespace loom::onnxfe {
 
@@ -73,6 +75,17 @@ struct Model {
 Expected<Model> load_model(const std::string& path);
 /// The same from bytes; `dir` is the folder external data is resolved in.
 Expected<Model> load_model_bytes(const std::string& bytes, const std::string& path, const std::string& dir);
+
+/// A tensor type as ONNX writes it; has_shape only when every dim is known.
+TensorType type_of(const onnx::TypeProto& tp);
+
+/// ONNX's shape inference over `mp` (after its checker when `run_checker`),
+/// strict unless the graph holds nodes of other domains, run in a child
+/// process (it crashes on some malformed models). Every inferred tensor and
+/// graph output is checked like a model's own (supported element type, dims
+/// within limits.h) and returned by name; `mp` gets the inferred value_info.
+Expected<std::map<std::string, TensorType>> infer_shapes(onnx::ModelProto& mp, const std::string& path,
+                                                         bool run_checker);
 
 /// True when `path` names an ONNX model (by extension).
 bool is_onnx_path(const std::string& path);

@@ -16,6 +16,7 @@
 #include "common/tensor_io.h"
 #include "compiler/options.h"
 #include "frontend/onnx/host_ops.h"
+#include "frontend/onnx/model.h"
 #include "plan/json_read.h"
 
 namespace loom::onnxfe {
@@ -231,6 +232,62 @@ Expected<Model> read_host_model(const std::string& bytes, const std::string& pat
   return m;
 }
 
+/// The type and host-side shape (NCHW when the device holds it NHWC) of a
+/// segment's boundary tensor, as the runner converts it.
+TensorType host_type_of(const plan::TensorBinding& b, const Segment& s) {
+  TensorType t{s.u8.at(b.name) ? kUint8 : kInt8, b.shape, true};
+  if (s.nhwc.at(b.name)) t.shape = {b.shape[0], b.shape[3], b.shape[1], b.shape[2]};
+  return t;
+}
+
+std::string type_str(const TensorType& t) { return elem_name(t.type) + " " + shape_str(t.shape); }
+
+/// The host graph's types and shapes, inferred by ONNX with the segments'
+/// outputs as its inputs: every tensor within the limits, every graph output
+/// as declared, every tensor a segment reads as its plan reads it (a host
+/// constant that broadcasts a [1,4,8,8] activation to [3,4,8,8], or to
+/// gigabytes, is refused here, not run).
+Status check_host_shapes(const std::string& host_bytes, const Program& p, const std::string& path) {
+  const std::string where = path + ": field 'host_model'";
+  onnx::ModelProto mp;
+  if (!mp.ParseFromString(host_bytes)) return make_error(where, "is not an ONNX ModelProto");
+  std::map<std::string, TensorType> known;
+  for (const auto& [name, t] : p.model.types) known[name] = t;
+  for (const auto& [name, v] : p.model.consts) known[name] = TensorType{v.type, v.shape, true};
+  for (size_t k = 0; k < p.segments.size(); ++k)
+    for (const auto& b : p.program.segments[k].plan.outputs) {
+      const TensorType t = host_type_of(b, p.segments[k]);
+      known[b.name] = t;
+      auto* vi = mp.mutable_graph()->add_input();
+      vi->set_name(b.name);
+      auto* tt = vi->mutable_type()->mutable_tensor_type();
+      tt->set_elem_type(t.type);
+      for (auto d : t.shape) tt->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+  std::map<std::string, TensorType> declared;
+  for (const auto& vi : mp.graph().output())
+    if (vi.type().tensor_type().has_shape()) declared[vi.name()] = type_of(vi.type());
+  auto inferred = infer_shapes(mp, where, /*run_checker=*/false);
+  if (!inferred) return inferred.error();
+  for (auto& [name, t] : *inferred) known.emplace(name, t);
+  const auto differs = [&](const std::string& name, const TensorType& want) -> const TensorType* {
+    auto it = known.find(name);
+    if (it == known.end() || !it->second.type || !it->second.has_shape || !want.has_shape) return nullptr;
+    return it->second.type != want.type || it->second.shape != want.shape ? &it->second : nullptr;
+  };
+  for (size_t k = 0; k < p.segments.size(); ++k)
+    for (const auto& b : p.program.segments[k].plan.inputs) {
+      const TensorType want = host_type_of(b, p.segments[k]);
+      if (const TensorType* got = differs(b.name, want))
+        return make_error(path + ": segments[" + std::to_string(k) + "]: input '" + b.name + "'",
+                          "the host steps give " + type_str(*got) + ", the segment's plan reads " + type_str(want));
+    }
+  for (const auto& [name, want] : declared)
+    if (const TensorType* got = differs(name, want))
+      return make_error(where + ": graph output '" + name + "'",
+                        "declared " + type_str(want) + ", computed " + type_str(*got));
+  return Status::ok();
+}
 }  // namespace
 
 Status write_program_plan(const Program& p, const ProgramPlanInfo& info, const std::string& path) {
@@ -485,6 +542,7 @@ Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::str
     if (!seen_node[k]) return make_error(md, "field 'steps': host node '" + p.model.nodes[k].name + "' never runs");
   for (const auto& o : p.model.outputs)
     if (!avail.count(o)) return make_error(path + ": field 'host_model'", "graph output '" + o + "' is never computed");
+  LOOM_TRY(check_host_shapes(c->payload.substr(0, host_bytes), p, path));
   return pp;
 }
 
