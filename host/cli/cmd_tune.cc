@@ -33,6 +33,42 @@ struct TuneOpts {
   bool json = false, progress = false;
 };
 
+/// `x` (scaled) with `prec` decimals, or "n/a" where the result has null (an
+/// empty sample).
+std::string num(const nlohmann::ordered_json& x, double scale = 1, int prec = 1, const char* flags = "") {
+  if (!x.is_number()) return "n/a";
+  char buf[64];
+  const std::string fmt = std::string("%") + flags + "." + std::to_string(prec) + "f";
+  std::snprintf(buf, sizeof buf, fmt.c_str(), scale * x.get<double>());
+  return buf;
+}
+
+/// The short text summary of a tune result.
+void print_summary(const nlohmann::ordered_json& j, const std::string& workload, const std::string& backend) {
+  const auto& t = j["target"];
+  std::printf("%s on %s: swap at %.1f ms\n", workload.c_str(), backend.c_str(), j["swap_at_ms"].get<double>());
+  std::printf("  after the swap point: initial mapping %s us mean, best per shape %s us\n",
+              num(t["baseline_us"]).c_str(), num(t["best_per_shape_us"]).c_str());
+  const auto& off = j["offline_recompile"];
+  std::printf("  re-compiled for the observed shapes with the offline cost model: %s us mean, gap recovered %s%%\n",
+              num(off["after_swap"]["mean_us"]).c_str(), num(off["gap_recovered_mean"], 100).c_str());
+  for (const auto& rd : j["rounds"])
+    std::printf(
+        "  round %d: %zu decisions changed, %zu compiler decisions changed, plan error %.2f%% -> %.2f%%, mean "
+        "%s us, gap recovered %s%%\n",
+        rd["round"].get<int>(), rd["decisions_changed"].size(), rd["compiler_decisions_changed"].size(),
+        100 * rd["plan_error_before"].get<double>(), 100 * rd["plan_error_after"].get<double>(),
+        num(rd["after_swap"]["mean_us"]).c_str(), num(rd["gap_recovered_mean"], 100).c_str());
+  if (!j["rounds"].empty()) {
+    const auto& a = j["rounds"].back()["attribution"];
+    std::printf("  gain after the last round: %s us = %s us from re-compiling (offline model) %s us from the refit\n",
+                num(a["gain_us"]).c_str(), num(a["offline_recompile_us"]).c_str(),
+                num(a["refit_us"], 1, 1, "+").c_str());
+  }
+  std::printf("  target (>= 80%% of the gap within %d rounds): %s\n", j["rounds_requested"].get<int>(),
+              t["met"].get<bool>() ? "met" : "missed");
+}
+
 int tune(const TuneOpts& o) {
   if (o.swap_at_ms && !(std::isfinite(*o.swap_at_ms) && *o.swap_at_ms >= 0))
     return fail("--swap-at-ms: expected a time in ms >= 0, got " + std::to_string(*o.swap_at_ms));
@@ -75,30 +111,8 @@ int tune(const TuneOpts& o) {
     std::cout << text;
     return 0;
   }
-  const auto& j = *r;
   if (!o.output.empty()) std::printf("wrote %s\n", o.output.c_str());
-  const auto& t = j["target"];
-  std::printf("%s on %s: swap at %.1f ms\n", o.workload.c_str(), o.backend.c_str(), j["swap_at_ms"].get<double>());
-  std::printf("  after the swap point: initial mapping %.1f us mean, best per shape %.1f us\n",
-              t["baseline_us"].get<double>(), t["best_per_shape_us"].get<double>());
-  const auto& off = j["offline_recompile"];
-  std::printf("  re-compiled for the observed shapes with the offline cost model: %.1f us mean, gap recovered %.1f%%\n",
-              off["after_swap"]["mean_us"].get<double>(), 100 * off["gap_recovered_mean"].get<double>());
-  for (const auto& rd : j["rounds"])
-    std::printf(
-        "  round %d: %zu decisions changed, %zu compiler decisions changed, plan error %.2f%% -> %.2f%%, mean "
-        "%.1f us, gap recovered %.1f%%\n",
-        rd["round"].get<int>(), rd["decisions_changed"].size(), rd["compiler_decisions_changed"].size(),
-        100 * rd["plan_error_before"].get<double>(), 100 * rd["plan_error_after"].get<double>(),
-        rd["after_swap"]["mean_us"].get<double>(), 100 * rd["gap_recovered_mean"].get<double>());
-  if (!j["rounds"].empty()) {
-    const auto& a = j["rounds"].back()["attribution"];
-    std::printf(
-        "  gain after the last round: %.1f us = %.1f us from re-compiling (offline model) %+.1f us from the refit\n",
-        a["gain_us"].get<double>(), a["offline_recompile_us"].get<double>(), a["refit_us"].get<double>());
-  }
-  std::printf("  target (>= 80%% of the gap within %d rounds): %s\n", j["rounds_requested"].get<int>(),
-              t["met"].get<bool>() ? "met" : "missed");
+  print_summary(*r, o.workload, o.backend);
   return 0;
 }
 

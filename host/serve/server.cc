@@ -21,29 +21,6 @@ using detail::Sim;
 using detail::SimOut;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-json pct_json(std::vector<double> v, const char* suffix = "_us") {
-  std::sort(v.begin(), v.end());
-  json j;
-  const std::pair<const char*, double> ps[] = {{"p50", 50}, {"p95", 95}, {"p99", 99}, {"p999", 99.9}};
-  for (auto [name, p] : ps) {
-    auto x = percentile(v, p);
-    j[std::string(name) + suffix] = x ? json(*x) : json(nullptr);
-  }
-  double s = 0;
-  for (double x : v) s += x;
-  j[std::string("mean") + suffix] = v.empty() ? json(nullptr) : json(s / double(v.size()));
-  j[std::string("max") + suffix] = v.empty() ? json(nullptr) : json(v.back());
-  return j;
-}
-
-json cdf_points(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  json a = json::array();
-  if (v.empty()) return a;
-  for (int i = 0; i <= 100; ++i) a.push_back(*percentile(v, std::max(0.001, double(i))));
-  return a;
-}
-
 double mean_latency(const SimOut& s, int stream) {
   double sum = 0;
   int64_t n = 0;
@@ -251,7 +228,7 @@ StreamTally tally_stream(const SimOut& r, size_t si, const Stream& s) {
 /// Queue-wait percentiles and histogram.
 json queue_wait_json(const std::vector<double>& wait) {
   const std::vector<double> edges{0, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000};
-  json qw = pct_json(wait);
+  json qw = LatencySummary::of(wait).to_json();
   json hist = json::array();
   for (size_t k = 0; k < edges.size(); ++k) {
     const double lo = edges[k], hi = k + 1 < edges.size() ? edges[k + 1] : kInf;
@@ -267,7 +244,7 @@ json latency_over_time_json(const std::vector<std::vector<double>>& windows, dou
   const double span = std::max(makespan, 1.0);
   json over = json::array();
   for (size_t k = 0; k < kWindows; ++k) {
-    const json pj = pct_json(windows[k]);
+    const json pj = LatencySummary::of(windows[k]).to_json();
     over.push_back({{"start_ms", double(k) * span / double(kWindows) / 1000.0},
                     {"end_ms", double(k + 1) * span / double(kWindows) / 1000.0},
                     {"completed", windows[k].size()},
@@ -301,12 +278,13 @@ Expected<json> stream_json(const Stream& s, const StreamTally& t, double makespa
   sj["dropped"] = t.dropped;
   sj["failed"] = t.failed;
   sj["throughput_rps"] = makespan > 0 ? double(t.completed) / makespan * 1e6 : 0.0;
-  sj["latency"] = pct_json(t.lat);
+  const LatencySummary lat = LatencySummary::of(t.lat);
+  sj["latency"] = lat.to_json();
   sj["queue_wait"] = queue_wait_json(t.wait);
   sj["slo_attainment"] = t.submitted ? double(t.met) / double(t.submitted) : 1.0;
   sj["isolated_mean_latency_us"] = alone;
   sj["slowdown"] = slow;
-  sj["latency_cdf_us"] = cdf_points(t.lat);
+  sj["latency_cdf_us"] = lat.cdf;
   sj["latency_over_time"] = latency_over_time_json(t.windows, makespan);
   return sj;
 }
@@ -437,7 +415,7 @@ Expected<json> result_json(const Workload& w, const ServeOptions& o, const spec:
   j["failed"] = sr->failed;
   j["dropped"] = sr->dropped;
   j["throughput_rps"] = r.makespan > 0 ? double(sr->completed) / r.makespan * 1e6 : 0.0;
-  j["latency"] = pct_json(sr->all_lat);
+  j["latency"] = LatencySummary::of(sr->all_lat).to_json();
   j["streams"] = sr->streams;
   json bh = json::object();
   for (const auto& [n, c] : r.batch_hist) bh[std::to_string(n)] = c;

@@ -4,6 +4,7 @@
 #include "tune/loop.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <iterator>
 
 #include "tune/space.h"
@@ -165,9 +166,12 @@ Expected<Served> Loop::serve_with(const Epochs& epochs) {
   return s;
 }
 
-void Loop::add_latency(json& j, const std::vector<serve::ServedRequest>& reqs) const {
-  j["latency"] = latency_json(reqs, [](const serve::ServedRequest&) { return true; });
-  j["after_swap"] = latency_json(reqs, [&](const serve::ServedRequest& r) { return r.arrival_us >= s_.swap_us; });
+serve::LatencySummary Loop::add_latency(json& j, const std::vector<serve::ServedRequest>& reqs) const {
+  j["latency"] = latency_json(latency_of(reqs, [](const serve::ServedRequest&) { return true; }));
+  serve::LatencySummary after =
+      latency_of(reqs, [&](const serve::ServedRequest& r) { return r.arrival_us >= s_.swap_us; });
+  j["after_swap"] = latency_json(after);
+  return after;
 }
 
 std::function<Expected<BatchLayers>(const serve::BatchSpan&)> Loop::layers_with(const Mapping& after) {
@@ -299,7 +303,13 @@ Expected<json> Loop::serve_baseline() {
   base_ = std::move(*base);
   last_ = &base_;
   json jb;
-  add_latency(jb, base_.reqs);
+  l0_ = add_latency(jb, base_.reqs);
+  if (!l0_.count) {
+    char at[32];
+    std::snprintf(at, sizeof at, "%.3g ms", s_.swap_us / 1000.0);
+    return make_error("--swap-at-ms", std::string("no request of the run completes after the swap point (") + at +
+                                          "), so there is nothing to compare; swap earlier or run longer");
+  }
   jb["throughput_rps"] = base_.result["throughput_rps"];
   // Per-core timelines over a window from the first batch at or after the
   // swap point: 5 ms, or 8 mean batches of the initial mapping if longer.
@@ -309,8 +319,6 @@ Expected<json> Loop::serve_baseline() {
   auto tl0 = timeline_json(base_.spans, s_.swap_us, tl_len_, layers_with(m0_));
   if (!tl0) return tl0.error();
   jb["timeline"] = *tl0;
-  l0_ = jb["after_swap"]["mean_us"].get<double>();
-  l0_p99_ = jb["after_swap"]["p99_us"].get<double>();
   return jb;
 }
 
@@ -379,9 +387,7 @@ Expected<json> Loop::search_best_per_shape() {
   auto bestrun = serve_with({{0.0, &m0_}, {s_.swap_us, &mbest}});
   if (!bestrun) return bestrun.error();
   json jbest;
-  add_latency(jbest, bestrun->reqs);
-  lbest_ = jbest["after_swap"]["mean_us"].get<double>();
-  lbest_p99_ = jbest["after_swap"]["p99_us"].get<double>();
+  lbest_ = add_latency(jbest, bestrun->reqs);
   if (!best_buckets.empty()) jbest["mapping"] = best_buckets;
   // What the exhaustive search measured: every choice's cycles per run
   // (device parts and host ops), per model, in decision-space order.
@@ -415,12 +421,10 @@ Expected<json> Loop::recompile_offline() {
   if (!offrun) return offrun.error();
   json joff;
   joff["what"] = "re-compiled for the shapes observed after the swap point with the offline (uncorrected) cost model";
-  add_latency(joff, offrun->reqs);
+  loff_ = add_latency(joff, offrun->reqs);
   if (!off_buckets.empty()) joff["mapping"] = off_buckets;
-  loff_ = joff["after_swap"]["mean_us"].get<double>();
-  loff_p99_ = joff["after_swap"]["p99_us"].get<double>();
-  joff["gap_recovered_mean"] = l0_ - lbest_ > 0 ? (l0_ - loff_) / (l0_ - lbest_) : 1.0;
-  joff["gap_recovered_p99"] = l0_p99_ - lbest_p99_ > 0 ? (l0_p99_ - loff_p99_) / (l0_p99_ - lbest_p99_) : 1.0;
+  joff["gap_recovered_mean"] = json_of(gap_recovered(l0_.mean, lbest_.mean, loff_.mean));
+  joff["gap_recovered_p99"] = json_of(gap_recovered(l0_.p99, lbest_.p99, loff_.p99));
   return joff;
 }
 
@@ -438,12 +442,12 @@ json Loop::cost_params_file() const {
 json Loop::target() const {
   json t;
   t["metric"] = "mean latency of requests arriving after the swap point";
-  t["baseline_us"] = l0_;
-  t["best_per_shape_us"] = lbest_;
-  t["gap_us"] = l0_ - lbest_;
-  t["recovered_after_last_round"] = recovered_last_;
+  t["baseline_us"] = json_of(l0_.mean);
+  t["best_per_shape_us"] = json_of(lbest_.mean);
+  t["gap_us"] = minus(l0_.mean, lbest_.mean);
+  t["recovered_after_last_round"] = json_of(recovered_last_);
   t["target"] = 0.8;
-  t["met"] = recovered_last_ >= 0.8;
+  t["met"] = recovered_last_ && *recovered_last_ >= 0.8;
   return t;
 }
 

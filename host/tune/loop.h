@@ -6,12 +6,14 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/status.h"
+#include "serve/metrics.h"
 #include "serve/server.h"
 #include "serve/service.h"
 #include "serve/workload.h"
@@ -102,8 +104,9 @@ class Loop {
   void progress(const std::string& phase);
   /// Serves the workload with each mapping of `epochs` in force from its time (us).
   Expected<Served> serve_with(const Epochs& epochs);
-  /// Sets `j`'s "latency" (every request) and "after_swap" (arrivals from the swap point).
-  void add_latency(nlohmann::ordered_json& j, const std::vector<serve::ServedRequest>& reqs) const;
+  /// Sets `j`'s "latency" (every request) and "after_swap" (arrivals from the
+  /// swap point); returns the latter.
+  serve::LatencySummary add_latency(nlohmann::ordered_json& j, const std::vector<serve::ServedRequest>& reqs) const;
   /// The layers of a batch under the mapping `after` in force from the swap point (the initial one before it).
   std::function<Expected<BatchLayers>(const serve::BatchSpan&)> layers_with(const Mapping& after);
 
@@ -160,8 +163,8 @@ class Loop {
   Mapping m0_;         // the initial mapping
   Served base_;        // the run with the initial mapping alone
   double tl_len_ = 0;  // the timelines' window (us)
-  // Mean and p99 latency after the swap point: initial mapping, best per shape, offline re-map.
-  double l0_ = 0, l0_p99_ = 0, lbest_ = 0, lbest_p99_ = 0, loff_ = 0, loff_p99_ = 0;
+  // Latency after the swap point: initial mapping, best per shape, offline re-map.
+  serve::LatencySummary l0_, lbest_, loff_;
 
   // Across rounds.
   std::vector<PlanTelemetry> tel_;
@@ -173,7 +176,7 @@ class Loop {
   const Served* last_ = nullptr;  // the last run: the baseline, then each round's
   std::vector<Served> runs_;      // the rounds' runs (reserved up front: last_ points into it)
   bool all_ok_ = true;
-  double recovered_last_ = 0;
+  std::optional<double> recovered_last_;
 };
 
 }  // namespace loom::tune

@@ -12,25 +12,28 @@ namespace loom::tune {
 
 using json = nlohmann::ordered_json;
 
-json latency_json(const std::vector<serve::ServedRequest>& reqs,
-                  const std::function<bool(const serve::ServedRequest&)>& keep) {
+serve::LatencySummary latency_of(const std::vector<serve::ServedRequest>& reqs,
+                                 const std::function<bool(const serve::ServedRequest&)>& keep) {
   std::vector<double> v;
   for (const auto& r : reqs)
     if (!r.dropped && r.done_us >= 0 && keep(r)) v.push_back(r.done_us - r.arrival_us);
-  std::sort(v.begin(), v.end());
-  json j;
-  j["requests"] = v.size();
-  double sum = 0;
-  for (double x : v) sum += x;
-  j["mean_us"] = v.empty() ? 0.0 : sum / double(v.size());
-  for (auto [name, p] :
-       {std::pair{"p50_us", 50.0}, std::pair{"p95_us", 95.0}, std::pair{"p99_us", 99.0}, std::pair{"p999_us", 99.9}})
-    j[name] = v.empty() ? 0.0 : *serve::percentile(v, p);
-  json cdf = json::array();
-  if (!v.empty())
-    for (int i = 0; i <= 100; ++i) cdf.push_back(*serve::percentile(v, std::max(0.001, double(i))));
-  j["cdf_us"] = cdf;
+  return serve::LatencySummary::of(std::move(v));
+}
+
+json latency_json(const serve::LatencySummary& s) {
+  json j = s.to_json();
+  j["cdf_us"] = s.cdf;
   return j;
+}
+
+json minus(const std::optional<double>& a, const std::optional<double>& b) {
+  return a && b ? json(*a - *b) : json(nullptr);
+}
+
+std::optional<double> gap_recovered(const std::optional<double>& initial, const std::optional<double>& best,
+                                    const std::optional<double>& now) {
+  if (!initial || !best || !now) return std::nullopt;
+  return *initial - *best > 0 ? (*initial - *now) / (*initial - *best) : 1.0;
 }
 
 Expected<json> timeline_json(const std::vector<serve::BatchSpan>& spans, double from_us, double len_us,

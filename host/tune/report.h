@@ -7,19 +7,34 @@
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/status.h"
+#include "serve/metrics.h"
 #include "serve/server.h"
 #include "tune/tune.h"
 
 namespace loom::tune {
 
-/// Latency statistics (count, mean, percentiles, CDF) of the requests that pass `keep`.
-nlohmann::ordered_json latency_json(const std::vector<serve::ServedRequest>& reqs,
-                                    const std::function<bool(const serve::ServedRequest&)>& keep);
+/// Latency statistics of the completed requests that pass `keep`.
+serve::LatencySummary latency_of(const std::vector<serve::ServedRequest>& reqs,
+                                 const std::function<bool(const serve::ServedRequest&)>& keep);
+/// As a tune result writes it: the summary with its CDF ("cdf_us").
+nlohmann::ordered_json latency_json(const serve::LatencySummary& s);
+
+/// x, or null.
+inline nlohmann::ordered_json json_of(const std::optional<double>& x) {
+  return x ? nlohmann::ordered_json(*x) : nlohmann::ordered_json(nullptr);
+}
+/// a - b, null when either is missing (an empty sample).
+nlohmann::ordered_json minus(const std::optional<double>& a, const std::optional<double>& b);
+/// The share of the gap between the initial mapping and the best per shape
+/// that `now` recovers (1 when there is no gap); none when a value is missing.
+std::optional<double> gap_recovered(const std::optional<double>& initial, const std::optional<double>& best,
+                                    const std::optional<double>& now);
 
 /// One run of a batch's mapped choice: its named stretches of cycles and how
 /// many runs the batch takes.

@@ -89,26 +89,24 @@ Expected<json> Loop::round_json(int round, const OutOfSample& fresh, const FitEr
   jr["compiler_plans_changed"] = rd.plans_changed;
   jr["compiler_decisions_changed"] = rd.compiler_changed;
   jr["swap"] = std::move(swap);
-  add_latency(jr, cur.reqs);
+  const serve::LatencySummary lk = add_latency(jr, cur.reqs);
   auto profile = deployed_profile(rd.next);
   if (!profile) return profile.error();
   jr["profile"] = *profile;
   auto tl = timeline_json(cur.spans, s_.swap_us, tl_len_, layers_with(rd.next));
   if (!tl) return tl.error();
   jr["timeline"] = *tl;
-  const double lk = jr["after_swap"]["mean_us"].get<double>();
-  const double lk_p99 = jr["after_swap"]["p99_us"].get<double>();
-  recovered_last_ = l0_ - lbest_ > 0 ? (l0_ - lk) / (l0_ - lbest_) : 1.0;
+  recovered_last_ = gap_recovered(l0_.mean, lbest_.mean, lk.mean);
   // The gain split: (a) re-compiling with the offline model, (b) the refit's
   // parameters and plan overhead on top of (a) (negative: the refit lost).
-  jr["attribution"] = {{"gain_us", l0_ - lk},
-                       {"offline_recompile_us", l0_ - loff_},
-                       {"refit_us", loff_ - lk},
-                       {"gain_p99_us", l0_p99_ - lk_p99},
-                       {"offline_recompile_p99_us", l0_p99_ - loff_p99_},
-                       {"refit_p99_us", loff_p99_ - lk_p99}};
-  jr["gap_recovered_mean"] = recovered_last_;
-  jr["gap_recovered_p99"] = l0_p99_ - lbest_p99_ > 0 ? (l0_p99_ - lk_p99) / (l0_p99_ - lbest_p99_) : 1.0;
+  jr["attribution"] = {{"gain_us", minus(l0_.mean, lk.mean)},
+                       {"offline_recompile_us", minus(l0_.mean, loff_.mean)},
+                       {"refit_us", minus(loff_.mean, lk.mean)},
+                       {"gain_p99_us", minus(l0_.p99, lk.p99)},
+                       {"offline_recompile_p99_us", minus(l0_.p99, loff_.p99)},
+                       {"refit_p99_us", minus(loff_.p99, lk.p99)}};
+  jr["gap_recovered_mean"] = json_of(recovered_last_);
+  jr["gap_recovered_p99"] = json_of(gap_recovered(l0_.p99, lbest_.p99, lk.p99));
   return jr;
 }
 

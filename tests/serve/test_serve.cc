@@ -30,6 +30,31 @@ TEST(Percentile, ThousandValues) {
   EXPECT_FALSE(percentile({}, 50).has_value());
 }
 
+TEST(LatencySummary, StatisticsOfASampleInAnyOrder) {
+  const LatencySummary s = LatencySummary::of({30, 10, 20, 40});
+  EXPECT_EQ(s.count, 4);
+  EXPECT_EQ(*s.mean, 25.0);
+  EXPECT_EQ(*s.p50, 20.0);
+  EXPECT_EQ(*s.p99, 40.0);
+  EXPECT_EQ(*s.max, 40.0);
+  ASSERT_EQ(s.cdf.size(), 101u);
+  EXPECT_EQ(s.cdf.front(), 10.0);
+  EXPECT_EQ(s.cdf.back(), 40.0);
+  EXPECT_EQ(s.to_json()["requests"], 4);
+  EXPECT_EQ(s.to_json()["p50_us"], 20.0);
+}
+
+TEST(LatencySummary, AnEmptySampleHasNoStatisticsNotZeros) {
+  const LatencySummary s = LatencySummary::of({});
+  EXPECT_EQ(s.count, 0);
+  EXPECT_FALSE(s.mean || s.p50 || s.p95 || s.p99 || s.p999 || s.max);
+  EXPECT_TRUE(s.cdf.empty());
+  const auto j = s.to_json();
+  EXPECT_EQ(j["requests"], 0);
+  for (const char* k : {"p50_us", "p95_us", "p99_us", "p999_us", "mean_us", "max_us"})
+    EXPECT_TRUE(j[k].is_null()) << k;
+}
+
 TEST(Fairness, JainIndex) {
   EXPECT_DOUBLE_EQ(jain_index({1, 1, 1, 1}), 1.0);
   EXPECT_DOUBLE_EQ(jain_index({1, 0, 0, 0}), 0.25);

@@ -453,8 +453,12 @@ class Tune(unittest.TestCase):
         with open(graph, "w") as f:
             f.write(WORKLOAD.replace("model: gemm_chain", "model: %s" %
                                      os.path.join(ROOT, "examples", "demo_cnn.json"), 1))
+        early = os.path.join(self.dir, "early_workload.yaml")
+        with open(early, "w") as f:  # three requests a stream, all before the swap point
+            f.write(WORKLOAD.replace("    slo_ms: 50\n", "    slo_ms: 50\n    requests: 3\n"))
         cases = [
             (["tune", os.path.join(self.dir, "missing.yaml")], "missing.yaml"),
+            (["tune", early, "--swap-at-ms", "25"], "no request of the run completes after the swap point (25 ms)"),
             (["tune", self.wl, "--rounds", "0"], "--rounds"),
             (["tune", self.wl, "--max-buckets", "0"], "--max-buckets"),
             (["tune", self.wl, "--max-buckets", "7"], "--max-buckets"),
