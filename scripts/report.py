@@ -33,7 +33,8 @@ def draw_timeline(ax, spans, title, names=None):
     stream, with a legend naming the streams. Batches that carry their layers
     (`loom tune`: [name, start_us, end_us] each) are drawn layer by layer,
     coloured by layer name and labelled where a layer is wide enough, with the
-    batch outlined."""
+    batch outlined. Bars of one colour on a core are one collection, so
+    thousands of batches draw as fast as a few."""
     colors = ["C%d" % i for i in range(10)]
     cores = sorted({b["core"] for b in spans})
     layered = any(b.get("layers") for b in spans)
@@ -41,29 +42,37 @@ def draw_timeline(ax, spans, title, names=None):
     if layered:
         import matplotlib
         cmap = matplotlib.colormaps["tab20"]
-        order = []
+        order, bars = [], {}
         for b in spans:
-            for name, _, _ in b.get("layers", []):
-                if name not in order:
+            for name, s0, s1 in b.get("layers", []):
+                if name not in bars:
                     order.append(name)
+                    bars[name] = {}
+                bars[name].setdefault(b["core"], []).append((s0 / 1000.0, (s1 - s0) / 1000.0))
         lo = min(b["start_us"] for b in spans) / 1000.0
         hi = max(b["end_us"] for b in spans) / 1000.0
         width = max(hi - lo, 1e-9)
+        for i, name in enumerate(order):
+            for core, xr in bars[name].items():
+                ax.broken_barh(xr, (core - 0.4, 0.8), facecolors=cmap(i % 20), linewidth=0)
         for b in spans:
             for name, s0, s1 in b.get("layers", []):
-                ax.broken_barh([(s0 / 1000.0, (s1 - s0) / 1000.0)], (b["core"] - 0.4, 0.8),
-                               facecolors=cmap(order.index(name) % 20), linewidth=0)
                 if (s1 - s0) / 1000.0 > 0.06 * width:
                     ax.text((s0 + s1) / 2000.0, b["core"], name, ha="center", va="center", fontsize=5, clip_on=True)
-            ax.broken_barh([(b["start_us"] / 1000.0, (b["end_us"] - b["start_us"]) / 1000.0)], (b["core"] - 0.4, 0.8),
-                           facecolors="none", edgecolor="black", linewidth=0.6)
+        for core in cores:
+            ax.broken_barh([(b["start_us"] / 1000.0, (b["end_us"] - b["start_us"]) / 1000.0) for b in spans if b["core"] == core],
+                           (core - 0.4, 0.8), facecolors="none", edgecolor="black", linewidth=0.6)
         shown = order[:20]
         ax.legend(handles=[Patch(color=cmap(i % 20), label=n) for i, n in enumerate(shown)], fontsize=5,
                   loc="center left", bbox_to_anchor=(1.01, 0.5), title="layer", title_fontsize=6)
     else:
+        # (core, colour) -> bars: one broken_barh call each.
+        groups = {}
         for b in spans:
-            ax.broken_barh([(b["start_us"] / 1000.0, (b["end_us"] - b["start_us"]) / 1000.0)], (b["core"] - 0.4, 0.8),
-                           facecolors=colors[b["stream"] % len(colors)], edgecolor="black", linewidth=0.3)
+            groups.setdefault((b["core"], colors[b["stream"] % len(colors)]), []).append(
+                (b["start_us"] / 1000.0, (b["end_us"] - b["start_us"]) / 1000.0))
+        for (core, color), xr in groups.items():
+            ax.broken_barh(xr, (core - 0.4, 0.8), facecolors=color, edgecolor="black", linewidth=0.3)
         used = sorted({b["stream"] for b in spans})
         ax.legend(handles=[Patch(color=colors[s % len(colors)], label=(names[s] if names and s < len(names) else "stream %d" % s))
                            for s in used], fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
@@ -358,7 +367,10 @@ def main():
                         with open(src_trace) as f:
                             evs = json.load(f)["traceEvents"]
                         names = [s["name"] for s in res["streams"]]
-                        spans = [{"core": e["pid"], "stream": names.index(e["name"]) if e["name"] in names else 0,
+                        index = {}
+                        for i, n in enumerate(names):
+                            index.setdefault(n, i)
+                        spans = [{"core": e["pid"], "stream": index.get(e["name"], 0),
                                   "start_us": e["ts"], "end_us": e["ts"] + e["dur"]} for e in evs if e.get("ph") == "X"]
                     except (OSError, ValueError, KeyError) as e:
                         die("%s: cannot read the trace: %s" % (src_trace, e))
