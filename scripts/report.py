@@ -28,13 +28,24 @@ def die(msg, code=1):
     sys.exit(code)
 
 
-def draw_timeline(ax, spans, title, names=None):
+# Past this many streams a serve report's charts draw the SHOWN streams with
+# the highest p99 and all streams together; every stream stays in the table.
+MAX_DRAWN = 10
+SHOWN = 8
+# Their colours: matplotlib's cycle without its grey (C7), the colour of the
+# streams not drawn one by one.
+PALETTE = ["C0", "C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9"]
+
+
+def draw_timeline(ax, spans, title, names=None, shown=None):
     """Batches per core as horizontal bars (ms of simulated time), coloured by
     stream, with a legend naming the streams. Batches that carry their layers
     (`loom tune`: [name, start_us, end_us] each) are drawn layer by layer,
     coloured by layer name and labelled where a layer is wide enough, with the
     batch outlined. Bars of one colour on a core are one collection, so
-    thousands of batches draw as fast as a few."""
+    thousands of batches draw as fast as a few. `shown` (stream indexes, many
+    streams): only these get a colour and a legend entry, the other streams'
+    batches are grey."""
     colors = ["C%d" % i for i in range(10)]
     cores = sorted({b["core"] for b in spans})
     layered = any(b.get("layers") for b in spans)
@@ -66,16 +77,30 @@ def draw_timeline(ax, spans, title, names=None):
         ax.legend(handles=[Patch(color=cmap(i % 20), label=n) for i, n in enumerate(shown)], fontsize=5,
                   loc="center left", bbox_to_anchor=(1.01, 0.5), title="layer", title_fontsize=6)
     else:
+        def label(s):
+            return names[s] if names and s < len(names) else "stream %d" % s
+        used = sorted({b["stream"] for b in spans})
+        rank = {s: k for k, s in enumerate(shown)} if shown is not None else None
         # (core, colour) -> bars: one broken_barh call each.
         groups = {}
         for b in spans:
-            groups.setdefault((b["core"], colors[b["stream"] % len(colors)]), []).append(
-                (b["start_us"] / 1000.0, (b["end_us"] - b["start_us"]) / 1000.0))
+            s = b["stream"]
+            color = colors[s % len(colors)] if rank is None else (PALETTE[rank[s] % len(PALETTE)] if s in rank else "0.75")
+            groups.setdefault((b["core"], color), []).append((b["start_us"] / 1000.0, (b["end_us"] - b["start_us"]) / 1000.0))
         for (core, color), xr in groups.items():
-            ax.broken_barh(xr, (core - 0.4, 0.8), facecolors=color, edgecolor="black", linewidth=0.3)
-        used = sorted({b["stream"] for b in spans})
-        ax.legend(handles=[Patch(color=colors[s % len(colors)], label=(names[s] if names and s < len(names) else "stream %d" % s))
-                           for s in used], fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+            # The streams not drawn one by one: white outlines (thousands of black ones would paint the bars black).
+            ax.broken_barh(xr, (core - 0.4, 0.8), facecolors=color, edgecolor="black" if color != "0.75" else "white",
+                           linewidth=0.3)
+        if rank is None:
+            handles = [Patch(color=colors[s % len(colors)], label=label(s)) for s in used]
+        else:
+            present = set(used)
+            handles = [Patch(color=PALETTE[rank[s] % len(PALETTE)], label=label(s)) for s in shown if s in present]
+            if not handles:
+                handles.append(Patch(color="white", label="none of the %d in this window" % len(shown)))
+            if len(used) > len(present & set(shown)):
+                handles.append(Patch(color="0.75", label="%s other streams" % number(len(used) - len(present & set(shown)))))
+        ax.legend(handles=handles, fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.set_yticks(cores); ax.set_yticklabels(["core %d" % c for c in cores])
     ax.set_xlabel("simulated time (ms)"); ax.set_title(title); ax.grid(alpha=0.3, axis="x")
 
@@ -118,6 +143,51 @@ def tail_plot(ax, series, title):
     ax.set_xlabel("latency (ms)"); ax.set_ylabel("fraction of requests slower (log)"); ax.set_title(title)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.08, 0.5))  # outside: never over a curve
+
+
+def worst_streams(streams, k):
+    """Indexes of the k streams with the highest p99 (streams with no
+    completed request last), worst first; ties in result order."""
+    def key(i):
+        p99 = streams[i]["latency"]["p99_us"]
+        return (p99 is None, -(p99 or 0.0), i)
+    return sorted(range(len(streams)), key=key)[:k]
+
+
+def pooled_cdf(streams):
+    """101 latency quantiles of all streams' requests together, from each
+    stream's 101 quantiles weighted by its completed requests (an estimate:
+    the exact p99 and p99.9 over all requests are in the result's `latency`)."""
+    import numpy as np
+    vals, wts = [], []
+    for s in streams:
+        q = s["latency_cdf_us"]
+        if q and s["completed"]:
+            vals.append(np.asarray(q, dtype=float))
+            wts.append(np.full(len(q), s["completed"] / len(q)))
+    if not vals:
+        return []
+    v, w = np.concatenate(vals), np.concatenate(wts)
+    order = np.argsort(v, kind="stable")
+    v, cum = v[order], np.cumsum(w[order])
+    at = np.searchsorted(cum, np.linspace(0.0, 1.0, 101) * cum[-1], side="left")
+    return [float(x) for x in v[np.minimum(at, len(v) - 1)]]
+
+
+def stream_table(streams, order):
+    """Every stream's latency percentiles and SLO attainment, one table."""
+    def ms(v):
+        return "-" if v is None else "%.3f" % (v / 1000.0)
+    out = ["<table border=1 cellpadding=3><tr><th>stream</th><th>completed</th><th>p50 (ms)</th><th>p95 (ms)</th>"
+           "<th>p99 (ms)</th><th>p99.9 (ms)</th><th>SLO (ms)</th><th>SLO met</th></tr>"]
+    for i in order:
+        s = streams[i]
+        l = s["latency"]
+        out.append("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.2f</td><td>%.1f%%</td></tr>" % (
+            html.escape(s["name"]), number(s["completed"]), ms(l["p50_us"]), ms(l["p95_us"]), ms(l["p99_us"]),
+            ms(l["p999_us"]), s["slo_ms"], 100 * s["slo_attainment"]))
+    out.append("</table>")
+    return "".join(out)
 
 
 def prediction_error_trend(rounds):
@@ -351,12 +421,26 @@ def main():
         figs.append((name, title))
 
     rows = []
+    # (title, HTML table) drawn after the charts: tables too long to put first.
+    tables = []
     try:
         if res.get("kind") == "serve":
             head = "loom serve: %s on %s/%s, batching %s, scheduling %s" % (
                 res["workload"], res["backend"], res["config"], res["batching"], res["scheduling"]["used"])
             if res["scheduling"].get("reason"):
                 rows.append(("auto scheduling", res["scheduling"]["reason"]))
+            streams = res["streams"]
+            # Many streams: the charts draw the worst few and all together (a
+            # legend or a bar group per stream is unreadable and slow to draw).
+            many = len(streams) > MAX_DRAWN
+            shown = worst_streams(streams, SHOWN) if many else list(range(len(streams)))
+            summary = "all %s streams" % number(len(streams))
+
+            def color(k):  # of the k-th stream drawn
+                return PALETTE[k % len(PALETTE)] if many else "C%d" % (k % 10)
+            if many:
+                rows.append(("streams", "%s streams: the charts draw the %d with the highest p99 and %s together; "
+                             "every stream is in the per-stream table after the charts" % (number(len(streams)), len(shown), summary)))
             if res.get("trace"):
                 # The batches per core (loom serve --trace), copied beside the page.
                 src_trace = res["trace"] if os.path.isabs(res["trace"]) else os.path.join(os.path.dirname(os.path.abspath(src)), res["trace"])
@@ -366,7 +450,7 @@ def main():
                     try:
                         with open(src_trace) as f:
                             evs = json.load(f)["traceEvents"]
-                        names = [s["name"] for s in res["streams"]]
+                        names = [s["name"] for s in streams]
                         index = {}
                         for i, n in enumerate(names):
                             index.setdefault(n, i)
@@ -381,9 +465,13 @@ def main():
                         lo, hi = (WINDOW[0] * 1000.0, WINDOW[1] * 1000.0) if WINDOW else (t0, t0 + 5000.0)
                         spans = [b for b in spans if b["end_us"] > lo and b["start_us"] < hi]
                         fig, ax = plt.subplots(figsize=(10, 3))
-                        draw_timeline(ax, spans, "Per-core timeline, %s to %s ms (colour: stream)" % (number(lo / 1000.0), number(hi / 1000.0)), names)
+                        draw_timeline(ax, spans, "Per-core timeline, %s to %s ms (colour: stream%s)" % (
+                            number(lo / 1000.0), number(hi / 1000.0), "; the %d with the highest p99" % len(shown) if many else ""),
+                            names, shown if many else None)
                         ax.set_xlim(lo / 1000.0, hi / 1000.0)
-                        save(fig, "timeline.png", "Per-core timeline")
+                        save(fig, "timeline.png", "Per-core timeline" + (
+                            " (the %d streams with the highest p99 coloured, the other streams grey; "
+                            "loom report --timeline-ms picks the window)" % len(shown) if many else ""))
                 else:
                     rows.append(("per-core timeline", "%s: not found" % res["trace"]))
             rows += [("mode", "live: every batch ran on the device" if res.get("mode") == "live" else "simulated"),
@@ -392,11 +480,15 @@ def main():
                      ("throughput", "%s req/s" % number(res["throughput_rps"])),
                      ("fairness", "Jain %.3f, ANTT %.3f, STP %.3f" % (res["fairness"]["jain"], res["fairness"]["antt"], res["fairness"]["stp"])),
                      ("core imbalance", "%.3f" % res["core_imbalance"])]
-            for s in res["streams"]:
-                l = s["latency"]
-                fmt = lambda v: "-" if v is None else "%.3f ms" % (v / 1000.0)
-                rows.append(("stream " + s["name"], "p50 %s, p95 %s, p99 %s, p99.9 %s, SLO %.2f ms met %.1f%%" % (
-                    fmt(l["p50_us"]), fmt(l["p95_us"]), fmt(l["p99_us"]), fmt(l["p999_us"]), s["slo_ms"], 100 * s["slo_attainment"])))
+            if many:
+                tables.append(("Per-stream latency, all %s streams (highest p99 first)" % number(len(streams)),
+                               stream_table(streams, worst_streams(streams, len(streams)))))
+            else:
+                for s in streams:
+                    l = s["latency"]
+                    fmt = lambda v: "-" if v is None else "%.3f ms" % (v / 1000.0)
+                    rows.append(("stream " + s["name"], "p50 %s, p95 %s, p99 %s, p99.9 %s, SLO %.2f ms met %.1f%%" % (
+                        fmt(l["p50_us"]), fmt(l["p95_us"]), fmt(l["p99_us"]), fmt(l["p999_us"]), s["slo_ms"], 100 * s["slo_attainment"])))
             if "live" in res:
                 lv = res["live"]
                 rows.append(("live runs", "%d device runs (%s), %d checked against the golden model, %d differed; "
@@ -420,23 +512,41 @@ def main():
             fig, ax = plt.subplots(figsize=(10, 4))
             # SLOs far right of every tail would squash the curves: those are
             # drawn only when near, and named in the legend either way.
-            worst = max([(s["latency"]["max_us"] or 0) / 1000.0 for s in res["streams"]] + [1e-3])
-            near = [s["slo_ms"] for s in res["streams"] if s["slo_ms"] <= 2 * worst]
-            tail_plot(ax, [("%s (SLO %s ms)" % (s["name"], number(s["slo_ms"])), s["latency_cdf_us"], s["latency"]["p99_us"],
-                            s["latency"]["p999_us"], "C%d" % (i % 10)) for i, s in enumerate(res["streams"])],
-                      "Latency tail per stream (dotted: SLOs within range)")
-            for i, s in enumerate(res["streams"]):
-                if s["slo_ms"] in near:
-                    ax.axvline(s["slo_ms"], linestyle=":", color="C%d" % (i % 10))
+            worst = max([(s["latency"]["max_us"] or 0) / 1000.0 for s in streams] + [1e-3])
+            near = [streams[i]["slo_ms"] for i in shown if streams[i]["slo_ms"] <= 2 * worst]
+            series = [("%s (SLO %s ms)" % (streams[i]["name"], number(streams[i]["slo_ms"])), streams[i]["latency_cdf_us"],
+                       streams[i]["latency"]["p99_us"], streams[i]["latency"]["p999_us"], color(k))
+                      for k, i in enumerate(shown)]
+            if many:
+                series.insert(0, (summary, pooled_cdf(streams), res["latency"]["p99_us"], res["latency"]["p999_us"], "black"))
+            tail_plot(ax, series, "Latency tail per stream (dotted: SLOs within range)" if not many else
+                      "Latency tail: %s and the %d with the highest p99 (dotted: their SLOs within range)" % (summary, len(shown)))
+            for k, i in enumerate(shown):
+                if streams[i]["slo_ms"] in near:
+                    ax.axvline(streams[i]["slo_ms"], linestyle=":", color=color(k))
             ax.set_xlim(0, max([worst * 1.1] + [x * 1.05 for x in near]))
-            save(fig, "latency_cdf.png", "Latency tails (1 - CDF, log scale; circles p99, squares p99.9)")
-            if all("latency_over_time" in s for s in res["streams"]):
+            save(fig, "latency_cdf.png", "Latency tails (1 - CDF, log scale; circles p99, squares p99.9)" + (
+                "; %s: each stream's quantiles weighted by its completed requests, marks at the exact p99 and p99.9 "
+                "over all requests; the %d streams with the highest p99" % (summary, len(shown)) if many else ""))
+            if all("latency_over_time" in s for s in streams):
                 fig, ax = plt.subplots(figsize=(8, 4))
-                for i, s in enumerate(res["streams"]):
+                if many:
+                    # Per window, the highest p99 of any stream: the envelope of every curve not drawn.
+                    top = {}
+                    for s in streams:
+                        for x in s["latency_over_time"]:
+                            if x["p99_us"] is not None:
+                                key = (x["start_ms"], x["end_ms"])
+                                top[key] = max(top.get(key, 0.0), x["p99_us"])
+                    keys = sorted(top)
+                    ax.plot([(a + b) / 2 for a, b in keys], [top[k] / 1000.0 for k in keys], color="black", linewidth=2,
+                            label="highest p99 of %s" % summary)
+                for k, i in enumerate(shown):
+                    s = streams[i]
                     w = [x for x in s["latency_over_time"] if x["p99_us"] is not None]
                     mid = [(x["start_ms"] + x["end_ms"]) / 2 for x in w]
-                    ax.plot(mid, [x["p99_us"] / 1000.0 for x in w], color="C%d" % (i % 10), label=s["name"] + " p99")
-                    ax.plot(mid, [x["p50_us"] / 1000.0 for x in w], color="C%d" % (i % 10), linestyle="--", label=s["name"] + " p50")
+                    ax.plot(mid, [x["p99_us"] / 1000.0 for x in w], color=color(k), label=s["name"] + " p99")
+                    ax.plot(mid, [x["p50_us"] / 1000.0 for x in w], color=color(k), linestyle="--", label=s["name"] + " p50")
                 # Injected faults (live): shaded while they last, a line when instant.
                 for k, f in enumerate(res.get("live", {}).get("faults_injected", [])):
                     if f["applied_ms"] is None:
@@ -448,22 +558,43 @@ def main():
                         ax.axvline(f["applied_ms"], color="0.3", linestyle=":", label=lab)
                 ax.set_xlabel("arrival time (ms of %s time)" % ("device" if res.get("mode") == "live" else "simulated"))
                 ax.set_ylabel("latency (ms)")
-                ax.set_title("Latency over time (requests arriving in each of 50 windows)")
+                if many:
+                    ax.set_title("Latency over time (requests arriving in each of 50 windows)\n%s: the highest p99 per window; "
+                                 "the %d streams with the highest p99" % (summary, len(shown)), fontsize=9)
+                else:
+                    ax.set_title("Latency over time (requests arriving in each of 50 windows)")
                 ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5)); ax.grid(alpha=0.3)
-                save(fig, "latency_over_time.png", "Latency over time")
+                save(fig, "latency_over_time.png", "Latency over time" + (
+                    " (%s: the highest p99 per window; the %d streams with the highest p99)" % (summary, len(shown)) if many else ""))
             fig, ax = plt.subplots(figsize=(8, 4))
-            streams = res["streams"]
-            width = 0.8 / max(1, len(streams))
-            labels = []
-            for i, s in enumerate(streams):
-                h = s["queue_wait"]["histogram"]
+            # (label, counts, colour) per bar group; many streams: their sum first.
+            bars, labels = [], []
+            for k, i in enumerate(shown):
+                h = streams[i]["queue_wait"]["histogram"]
                 labels = ["%s-%s" % (number(b["lo_us"]), number(b["hi_us"]) if b["hi_us"] is not None else "inf") for b in h]
-                ax.bar([k + (i - (len(streams) - 1) / 2) * width for k in range(len(h))], [b["count"] for b in h],
-                       width=width, color="C%d" % (i % 10), label=s["name"])
+                bars.append((streams[i]["name"], [b["count"] for b in h], color(k)))
+            if many:
+                total = [0] * len(labels)
+                for s in streams:
+                    for j, b in enumerate(s["queue_wait"]["histogram"][:len(total)]):
+                        total[j] += b["count"]
+                bars.insert(0, (summary + " (sum)", total, "black"))
+            width = 0.8 / max(1, len(bars))
+            for i, (name, counts, c) in enumerate(bars):
+                ax.bar([k + (i - (len(bars) - 1) / 2) * width for k in range(len(counts))], counts, width=width, color=c,
+                       label=name)
             ax.set_xticks(range(len(labels))); ax.set_xticklabels(labels, rotation=45, fontsize=7)
-            ax.set_xlabel("queue wait (us; buckets of unequal width)"); ax.set_ylabel("requests"); ax.set_title("Queue-wait histogram")
-            ax.legend(); ax.grid(alpha=0.3, axis="y")
-            save(fig, "queue_wait.png", "Queue-wait histograms")
+            ax.set_xlabel("queue wait (us; buckets of unequal width)")
+            if many:
+                ax.set_yscale("log"); ax.set_ylabel("requests (log)")
+                ax.set_title("Queue-wait histogram: %s and the %d with the highest p99" % (summary, len(shown)))
+                ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+            else:
+                ax.set_ylabel("requests"); ax.set_title("Queue-wait histogram")
+                ax.legend()
+            ax.grid(alpha=0.3, axis="y")
+            save(fig, "queue_wait.png", "Queue-wait histograms" + (
+                " (%s summed; the %d streams with the highest p99)" % (summary, len(shown)) if many else ""))
             fig, ax = plt.subplots(figsize=(7, 3.5))
             cores = res["cores"]
             ax.bar([str(c["core"]) for c in cores], [100 * c["utilization"] for c in cores],
@@ -550,6 +681,8 @@ def main():
     body.append("</table>")
     for name, title in figs:
         body.append("<h2>%s</h2><img src='%s'>" % (html.escape(title), name))
+    for title, table in tables:
+        body.append("<h2>%s</h2>%s" % (html.escape(title), table))
     body.append("</body></html>")
     try:
         with open(os.path.join(out, "index.html"), "w") as f:

@@ -747,6 +747,71 @@ class Live(Base):
             self.assert_one_line_error(r, needle)
 
 
+class Report(Base):
+    def test_thousands_of_streams_are_summarized(self):
+        # A real result's shape, its streams copied to 3,000 with their own
+        # names and latencies; the trace gets a batch of every stream.
+        w = self.workload()
+        tr = self.path("t.json")
+        res = json.loads(self.serve(w, "--trace", tr))
+        with open(tr) as f:
+            trace = json.load(f)
+        n = 3000
+        base = res["streams"]
+        streams = []
+        for i in range(n):
+            s = json.loads(json.dumps(base[i % len(base)]))
+            s["name"] = "syn%04d" % i
+            scale = 1.0 + (i * 7919 % n) / n  # every stream its own tail
+            if i == 1234:
+                scale = 10.0  # the worst p99 of all
+            s["latency"] = {k: (v * scale if v is not None else None) for k, v in s["latency"].items()}
+            s["latency_cdf_us"] = [v * scale for v in s["latency_cdf_us"]]
+            for x in s["latency_over_time"]:
+                for k in ("p50_us", "p99_us"):
+                    if x[k] is not None:
+                        x[k] *= scale
+            streams.append(s)
+        res["streams"] = streams
+        spans = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+        t0 = min(e["ts"] for e in spans)
+        trace["traceEvents"] = [e for e in trace["traceEvents"] if e.get("ph") != "X"] + [
+            {"ph": "X", "name": "syn%04d" % i, "pid": i % len(res["cores"]), "tid": 0, "ts": t0 + i * 1.5, "dur": 1.0,
+             "args": {"requests": 1}} for i in range(n)]
+        with open(tr, "w") as f:
+            json.dump(trace, f)
+        out = self.path("r.json")
+        with open(out, "w") as f:
+            json.dump(res, f)
+        rep = self.path("report")
+        r = loom("report", out, "-o", rep)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("Traceback", r.stderr)
+        for png in ("timeline.png", "latency_cdf.png", "latency_over_time.png", "queue_wait.png", "core_utilization.png",
+                    "batch_sizes.png"):
+            self.assertIn(png, os.listdir(rep))
+        with open(os.path.join(rep, "index.html")) as f:
+            page = f.read()
+        # The page says what the charts summarize, and every stream is in one
+        # table, the worst first.
+        self.assertIn("3,000 streams: the charts draw the 8 with the highest p99 and all 3,000 streams together", page)
+        self.assertIn("Per-stream latency, all 3,000 streams (highest p99 first)", page)
+        self.assertEqual(page.count("<td>syn"), n)
+        self.assertLess(page.index("<td>syn1234</td>"), min(page.index("<td>syn%04d</td>" % i) for i in range(n) if i != 1234))
+        self.assertEqual([x for x in os.listdir(self.dir) if x.startswith(".loom-report")], [])
+        # At or under the limit every stream is drawn and listed on its own.
+        res["streams"] = streams[:10]
+        with open(out, "w") as f:
+            json.dump(res, f)
+        rep2 = self.path("report2")
+        r = loom("report", out, "-o", rep2)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(rep2, "index.html")) as f:
+            page = f.read()
+        self.assertNotIn("the charts draw the", page)
+        self.assertEqual(page.count(">stream syn"), 10)
+
+
 class BadInput(Base):
     def test_malformed_yaml(self):
         p = self.path("bad_workload.yaml")
