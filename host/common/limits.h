@@ -40,6 +40,15 @@ inline constexpr int64_t kMaxYamlNodes = 1'000'000;
 /// at the limit as well).
 inline constexpr int64_t kMaxRequestsPerStream = 10'000'000;
 inline constexpr int64_t kMaxRequestsTotal = 20'000'000;
+/// Memory one simulated request takes over a `loom serve` run: its record,
+/// arrival, latency and queue-wait samples and its share of the batches (187
+/// bytes measured: a 4 M-request run peaks 375 MB above a 2 M-request one,
+/// docs/security.md), rounded up.
+inline constexpr int64_t kServeBytesPerRequest = 200;
+/// The request records of one run, estimated at load as requests x
+/// kServeBytesPerRequest: 2 GiB (about 10.7 M requests), so a run either
+/// fits or is refused before arrivals are generated.
+inline constexpr int64_t kMaxServeBytes = int64_t(2) << 30;
 /// Weight bytes of one built-in gemm_chain (layers x 2 x hidden x ffn int8):
 /// 1 GiB. Each field alone may be up to 4096; together they could ask for
 /// 137 GB, which no fabric holds and no compile finishes.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -399,6 +400,16 @@ Status check_budget(const Workload& w, double load_scale) {
     return make_error(w.source, "expects about " + std::to_string(int64_t(std::min(total, 1e18))) +
                                     " requests in all streams, above the limit of " +
                                     std::to_string(limits::kMaxRequestsTotal) + " per run (docs/security.md)");
+  const double bytes = total * double(limits::kServeBytesPerRequest);
+  if (!(bytes <= 0.99 * double(limits::kMaxServeBytes))) {
+    char what[160];
+    std::snprintf(what, sizeof what,
+                  "expects about %.1f M requests in all streams: about %.1f GiB of request records at %lld bytes "
+                  "each, above the limit of %.0f GiB per run (docs/security.md)",
+                  total / 1e6, bytes / double(1 << 30), (long long)limits::kServeBytesPerRequest,
+                  double(limits::kMaxServeBytes) / double(1 << 30));
+    return make_error(w.source, std::string(what) + "; shorten the run or lower the rates");
+  }
   return {};
 }
 

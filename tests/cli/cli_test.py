@@ -313,6 +313,13 @@ class Hostile(Base):
 
     def test_workload_budgets(self):
         base = "config: tiny\nduration_ms: %s\nstreams:\n  - name: s\n    model: gemm_chain\n    slo_ms: 5\n    arrival: %s\n"
+        two = base + "  - name: t\n    model: gemm_chain\n    slo_ms: 5\n    arrival: %s\n"
+        # Two streams of 5.9 M requests: each under the per-stream limit, all
+        # under the 20 M cap, but 2.2 GiB of request records.
+        w = self.workload(two % ("5.9e6", "{poisson: {rate: 1000}}", "{poisson: {rate: 1000}}"))
+        r = loom("serve", w, "--backend", "tlm", "-o", self.path("r.json"))
+        self.assert_one_line_error(r, "expects about 11.8 M requests in all streams: about 2.2 GiB of request records")
+        self.assertFalse(os.path.exists(self.path("r.json")))
         for dur, arrival, needle in (("1e300", "{poisson: {rate: 10}}", "duration_ms"),
                                      ("1e8", "{poisson: {rate: 1e9}}", "requests"),
                                      ("1e8", "{bursty: {on_rate: 1, off_rate: 0, on_ms: 1e-9, off_ms: 1e-9}}",
