@@ -150,7 +150,7 @@ struct RunOut {
 
 /// A fusion decision (a group folded or kept separate), keyed by group.
 bool is_fusion_decision(const compiler::Decision& d) {
-  return d.text.rfind("folded", 0) == 0 || d.text.rfind("kept separate", 0) == 0;
+  return d.choice.rfind("folded", 0) == 0 || d.choice.rfind("kept separate", 0) == 0;
 }
 
 Expected<RunOut> run_policy(const ir::Graph& g, const spec::HwConfig& cfg, const Opts& o, compiler::Fusion f,
@@ -166,7 +166,7 @@ Expected<RunOut> run_policy(const ir::Graph& g, const spec::HwConfig& cfg, const
   if (!res) return res.error();
   RunOut r;
   for (const auto& d : comp->decisions) {
-    if (d.text.rfind("kept separate (cost)", 0) == 0) r.why.push_back(d.node + ": " + d.text);
+    if (d.choice == "kept separate (cost)") r.why.push_back(d.node + ": " + d.text);
     if (is_fusion_decision(d)) r.groups[d.node] = d.text;
   }
   r.cycles = res->has_time ? res->cycles : 0;

@@ -79,8 +79,7 @@ void register_compile(CLI::App& app) {
                                               {"insns", l.insns}});
       if (o->explain) {
         j["decisions"] = ordered_json::array();
-        for (const auto& d : r->decisions)
-          j["decisions"].push_back(ordered_json{{"node", d.node}, {"pass", d.pass}, {"decision", d.text}});
+        for (const auto& d : r->decisions) j["decisions"].push_back(compiler::decision_to_json(d));
       }
       std::cout << versioned("compile", j).dump(2) << "\n";
       return;

@@ -267,9 +267,11 @@ int compile_program_kind(const std::string& model, const spec::HwConfig& cfg, co
     if (explain) {
       j["decisions"] = ordered_json::array();
       for (size_t k = 0; k < prog->segments.size(); ++k)
-        for (const auto& d : prog->segments[k].decisions)
-          j["decisions"].push_back(
-              ordered_json{{"segment", k}, {"node", d.node}, {"pass", d.pass}, {"decision", d.text}});
+        for (const auto& d : prog->segments[k].decisions) {
+          ordered_json x{{"segment", k}};
+          x.update(compiler::decision_to_json(d));
+          j["decisions"].push_back(std::move(x));
+        }
     }
     std::cout << versioned("compile", j).dump(2) << "\n";
     return 0;

@@ -98,8 +98,7 @@ Expected<CompileResult> compile(const ir::Graph& g, const spec::HwConfig& cfg, c
     r.predicted_cycles += l.cost.cycles;
   }
   // A pipeline's layers overlap across images: its own prediction.
-  for (const auto& [k, v] : r.stats)
-    if (k == "placement.predicted_cycles") r.predicted_cycles = uint64_t(v);
+  if (s.pipeline_cycles) r.predicted_cycles = *s.pipeline_cycles;
   r.plan = std::move(s.plan);
   r.plan.compile_options = options_to_json(opt).dump();
   r.decisions = std::move(s.decisions);

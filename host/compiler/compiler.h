@@ -75,10 +75,23 @@ struct CompileOptions {
 };
 
 /// One explained choice, printed by `loom compile --explain`.
+/// An option a pass weighed and did not choose, with the cost model's
+/// prediction for it where it made one.
+struct Alternative {
+  std::string choice;
+  std::optional<uint64_t> predicted_cycles;
+};
+
+/// A decision of a pass, as a record: what it chose for which node, the
+/// prediction the choice rests on and the options it weighed. `--explain`
+/// prints `text`; tools (`loom tune`, `loom bench fusion`) compare `choice`.
 struct Decision {
-  std::string node;  // layer name ('+'-joined when fused)
-  std::string pass;  // pass that took the decision
-  std::string text;
+  std::string node;    // layer name ('+'-joined when fused)
+  std::string pass;    // pass that took the decision
+  std::string choice;  // what was chosen, without the numbers that justify it ("kept separate", a tile)
+  std::string text;    // the explanation: the choice and why
+  std::optional<uint64_t> predicted_cycles;  // of the choice, when the pass predicted it
+  std::vector<Alternative> alternatives;     // weighed and not chosen
 };
 
 /// The cost model's prediction for one emitted layer (fused group).

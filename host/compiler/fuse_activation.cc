@@ -44,10 +44,11 @@ class FuseActivationPass final : public Pass {
         s.decide(prod->name, name(),
                  "folded " + std::string(act.props->name) + " '" + r.name + "' into the output clamp [" +
                      std::to_string(g.nodes[prod->node].attrs.act.lo) + ", " +
-                     std::to_string(g.nodes[prod->node].attrs.act.hi) + "]" + saving_);
+                     std::to_string(g.nodes[prod->node].attrs.act.hi) + "]",
+                 saving_);
       } else {
         bump("not_fused");
-        s.decide(act.name, name(), "kept separate: " + why);
+        s.decide(act.name, name(), "kept separate", ": " + why);
       }
     }
     // Drop fused nodes and renumber the layers' node indices.

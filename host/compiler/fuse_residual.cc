@@ -44,15 +44,18 @@ class FuseResidualPass final : public Pass {
         if (!why.empty()) continue;
         bump("candidates");
         bump(p->res.rescale ? "rescale" : "plain");
-        s.decide(p->name + "+" + a.name, name(),
-                 p->res.rescale ? "legal as a requantizing add behind the post-op (rescale): " + p->res.why
-                                : "legal: the add requantizes '" + a.inputs[size_t(i)] +
-                                      "' by the identity and the interval bound proves its clamp never binds");
+        if (p->res.rescale)
+          s.decide(p->name + "+" + a.name, name(), "legal as a requantizing add behind the post-op (rescale)",
+                   ": " + p->res.why);
+        else
+          s.decide(p->name + "+" + a.name, name(), "legal",
+                   ": the add requantizes '" + a.inputs[size_t(i)] +
+                       "' by the identity and the interval bound proves its clamp never binds");
         break;
       }
       if (!why.empty()) {
         bump("not_legal");
-        s.decide(add.name, name(), "kept separate: " + why);
+        s.decide(add.name, name(), "kept separate", ": " + why);
       }
     }
     return Status::ok();

@@ -194,7 +194,7 @@ bool place_whole(CompileState& s, Layer& l, std::string_view pass) {
   for (const auto& in : n.inputs)
     if (why.empty() && s.graph.tensor(in).is_const) why = "operand '" + in + "' is a constant, not an activation";
   if (!why.empty()) {
-    s.decide(l.name, std::string(pass), "cores: " + why);
+    s.decide(l.name, pass, "cores", ": " + why);
     return false;
   }
   uint64_t unit = 0;
@@ -209,16 +209,17 @@ bool place_whole(CompileState& s, Layer& l, std::string_view pass) {
   const std::string nums = "cores " + std::to_string(l.cost.cycles) + " cycles, " + call->kernel + " " +
                            std::to_string(unit) + " + " + std::to_string(kUnitCallCycles) + " per call";
   if (t >= l.cost.cycles) {
-    s.decide(l.name, std::string(pass), "cores: " + nums);
+    s.decide(l.name, pass, "cores", ": " + nums, l.cost.cycles, {{call->kernel, t}});
     return false;
   }
+  const uint64_t cores_cycles = l.cost.cycles;
   l.unit_kernel = call->kernel;
   l.unit_row0 = 0;
   l.unit_cycles = unit;
   l.tiles.clear();
   l.core_of_tile.clear();
   l.cost.cycles = t;
-  s.decide(l.name, std::string(pass), "unit: whole layer on " + l.unit_kernel + "; " + nums);
+  s.decide(l.name, pass, "unit: whole layer on " + l.unit_kernel, "; " + nums, t, {{"cores", cores_cycles}});
   return true;
 }
 
@@ -258,7 +259,7 @@ class HlsPlacementPass final : public Pass {
       else if (conv && m.K() > kConvMaxR)
         why = "KH*KW*C " + std::to_string(m.K()) + " over the conv unit's 4608";
       if (!why.empty()) {
-        s.decide(l.name, name(), "cores: " + why);
+        s.decide(l.name, name(), "cores", ": " + why);
         continue;
       }
       const int64_t M = m.M();
@@ -292,9 +293,10 @@ class HlsPlacementPass final : public Pass {
                                " unit alone " + std::to_string(unit_latency(m, conv, M) + kUnitCallCycles) +
                                " (latency model + " + std::to_string(kUnitCallCycles) + " per call)";
       if (best.row0 == M) {
-        s.decide(l.name, name(), "cores: " + nums);
+        s.decide(l.name, name(), "cores", ": " + nums, l.cost.cycles);
         continue;
       }
+      const uint64_t cores_alone = l.cost.cycles;
       l.unit_kernel = conv ? "loom_hls_conv" : "loom_hls_gemm";
       l.unit_row0 = best.row0;
       l.unit_cycles = best.unit;
@@ -307,13 +309,17 @@ class HlsPlacementPass final : public Pass {
       for (size_t i = 0; i < l.tiles.size(); ++i) l.core_of_tile[i] = int(i % size_t(s.cores));
       l.cost.cycles = best.cycles;
       bump(best.row0 == 0 ? "layers_on_unit" : "layers_split");
-      s.decide(l.name, name(),
-               (best.row0 == 0 ? std::string("unit: ") : std::string("split: ")) + "rows [0, " +
-                   std::to_string(best.row0) + ") of " + std::to_string(M) + " on the cores (" +
-                   std::to_string(best.core) + " cycles), [" + std::to_string(best.row0) + ", " + std::to_string(M) +
-                   ") on " + l.unit_kernel + " (" + std::to_string(best.unit) + ")" +
-                   (best.row0 > 0 ? std::string(", side by side") : std::string()) + "; predicted " +
-                   std::to_string(best.cycles) + " with the call; " + nums);
+      const std::string rows = "rows [0, " + std::to_string(best.row0) + ") of " + std::to_string(M);
+      s.decide({l.name,
+                std::string(name()),
+                (best.row0 == 0 ? "unit: " : "split: ") + rows + " on the cores, [" + std::to_string(best.row0) + ", " +
+                    std::to_string(M) + ") on " + l.unit_kernel,
+                (best.row0 == 0 ? "unit: " : "split: ") + rows + " on the cores (" + std::to_string(best.core) +
+                    " cycles), [" + std::to_string(best.row0) + ", " + std::to_string(M) + ") on " + l.unit_kernel +
+                    " (" + std::to_string(best.unit) + ")" + (best.row0 > 0 ? ", side by side" : "") + "; predicted " +
+                    std::to_string(best.cycles) + " with the call; " + nums,
+                best.cycles,
+                {{"cores", cores_alone}}});
     }
     return Status::ok();
   }

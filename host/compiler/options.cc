@@ -44,6 +44,21 @@ const char* depthwise_name(CompileOptions::Depthwise d) {
   return "?";
 }
 
+ordered_json decision_to_json(const Decision& d) {
+  ordered_json j{{"node", d.node}, {"pass", d.pass}, {"choice", d.choice}, {"decision", d.text}};
+  if (d.predicted_cycles) j["predicted_cycles"] = *d.predicted_cycles;
+  if (!d.alternatives.empty()) {
+    ordered_json alts = ordered_json::array();
+    for (const auto& a : d.alternatives) {
+      ordered_json x{{"choice", a.choice}};
+      if (a.predicted_cycles) x["predicted_cycles"] = *a.predicted_cycles;
+      alts.push_back(std::move(x));
+    }
+    j["alternatives"] = std::move(alts);
+  }
+  return j;
+}
+
 ordered_json options_to_json(const CompileOptions& o) {
   ordered_json j;
   j["cores"] = o.num_cores;

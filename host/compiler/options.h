@@ -25,6 +25,11 @@ nlohmann::ordered_json options_to_json(const CompileOptions& o);
 Expected<CompileOptions> options_from_json(const nlohmann::json& j, const spec::HwConfig& cfg,
                                            const std::string& where);
 
+/// A decision record as `--explain --json` writes it: node, pass, choice,
+/// decision (the explanation), predicted_cycles (when predicted) and
+/// alternatives [{choice, predicted_cycles}].
+nlohmann::ordered_json decision_to_json(const Decision& d);
+
 /// The fields in which `a` and `b` differ, as "name a -> b" (empty: same).
 std::vector<std::string> options_diff(const CompileOptions& a, const CompileOptions& b);
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -288,13 +289,17 @@ struct CompileState {
   std::map<std::string, uint64_t> tensor_offset;  // device offset of every non-constant tensor (and placed constants)
   plan::Plan plan;
   std::vector<Decision> decisions;
-  std::vector<Stage> stages;  // pipeline placement
-  int units = 1;              // pipeline placement: images synchronised one by one (1: the whole batch)
+  std::vector<Stage> stages;                // pipeline placement
+  std::optional<uint64_t> pipeline_cycles;  // pipeline placement: predicted, the stages overlapping across images
+  int units = 1;                            // pipeline placement: images synchronised one by one (1: the whole batch)
   bool reuse_buffers = true;  // memory plan: liveness reuse (off when pipeline stages run images concurrently)
 
   const ir::Node& node(const Layer& l) const { return graph.nodes[l.node]; }
-  void decide(const std::string& node, std::string_view pass, std::string text) {
-    decisions.push_back({node, std::string(pass), std::move(text)});
+  void decide(Decision d) { decisions.push_back(std::move(d)); }
+  /// Records a decision: `choice`, explained by `choice` + `why`.
+  void decide(const std::string& node, std::string_view pass, const std::string& choice, const std::string& why,
+              std::optional<uint64_t> predicted = std::nullopt, std::vector<Alternative> alternatives = {}) {
+    decisions.push_back({node, std::string(pass), choice, choice + why, predicted, std::move(alternatives)});
   }
 };
 

@@ -104,14 +104,15 @@ class PlacementPass final : public Pass {
       l.core_of_tile[i] = int(i % size_t(s.cores));
       ++per_core[size_t(l.core_of_tile[i])];
     }
-    std::string text = std::to_string(l.tiles.size()) + " tiles round-robin over " + std::to_string(s.cores) +
-                       " cores (" + joined(per_core) + ")";
+    const std::string choice = std::to_string(l.tiles.size()) + " tiles round-robin over " + std::to_string(s.cores) +
+                               " cores (" + joined(per_core) + ")";
+    std::string why;
     if (ports(s) > 1) {
       const auto pt = port_tiles(s, l.core_of_tile);
-      text += "; memory ports carry " + joined(pt) + " tiles (core c on port c % " + std::to_string(ports(s)) +
-              ", share " + std::to_string(ceil_div(int64_t(l.tiles.size()), ports(s))) + ")";
+      why = "; memory ports carry " + joined(pt) + " tiles (core c on port c % " + std::to_string(ports(s)) +
+            ", share " + std::to_string(ceil_div(int64_t(l.tiles.size()), ports(s))) + ")";
     }
-    s.decide(l.name, name(), text);
+    s.decide(l.name, name(), choice, why);
     const int64_t mx = *std::max_element(per_core.begin(), per_core.end());
     const int64_t mn = *std::min_element(per_core.begin(), per_core.end());
     bump("imbalance_tiles", mx - mn);
@@ -288,16 +289,17 @@ class PlacementPass final : public Pass {
         pts.append(pts.empty() ? "" : ",").append(std::to_string(spec::mem_port_of(*s.cfg, unsigned(c))));
       }
       s.decide(s.layers[st.first].name + ".." + s.layers[st.last].name, name(),
-               "stage " + std::to_string(k) + " on cores " + cores + " (ports " + pts + "): predicted " +
-                   std::to_string(st.cycles) + " cycles for " + std::to_string(U) + " unit(s)");
+               "stage " + std::to_string(k) + " on cores " + cores + " (ports " + pts + ")",
+               ": predicted " + std::to_string(st.cycles) + " cycles for " + std::to_string(U) + " unit(s)", st.cycles);
       s.stages.push_back(std::move(st));
     }
     s.decide(s.graph.name, name(),
              "pipeline of " + std::to_string(best.S) + " stages, " +
                  (U > 1 ? std::to_string(U) + " images handed over one by one"
-                        : std::string("one unit (no batch to overlap: stages run one after the other)")) +
-                 "; predicted " + std::to_string(best.total) + " cycles against " + std::to_string(data_parallel) +
-                 " data-parallel (" + tried + "); liveness reuse off (stages work on different images at once)");
+                        : std::string("one unit (no batch to overlap: stages run one after the other)")),
+             "; predicted " + std::to_string(best.total) + " cycles against " + std::to_string(data_parallel) +
+                 " data-parallel (" + tried + "); liveness reuse off (stages work on different images at once)",
+             best.total, {{"data-parallel", data_parallel}});
     for (const auto& st : s.stages)
       for (size_t li = st.first; li <= st.last; ++li) {
         Layer& l = s.layers[li];
@@ -314,6 +316,7 @@ class PlacementPass final : public Pass {
     set("stages", best.S);
     set("units", U);
     set("predicted_cycles", int64_t(best.total));
+    s.pipeline_cycles = best.total;
   }
 
   /// The tiling was chosen for the whole batch on every core; a stage's
@@ -339,9 +342,8 @@ class PlacementPass final : public Pass {
       }
     }
     if (out.size() == l.tiles.size()) return;
-    s.decide(l.name, name(),
-             std::to_string(l.tiles.size()) + " tiles cut into " + std::to_string(out.size()) +
-                 " so each of the stage's " + std::to_string(gs) + " cores has work per unit");
+    s.decide(l.name, name(), std::to_string(l.tiles.size()) + " tiles cut into " + std::to_string(out.size()),
+             " so each of the stage's " + std::to_string(gs) + " cores has work per unit");
     bump("split_tiles", int64_t(out.size() - l.tiles.size()));
     l.tiles = std::move(out);
   }
@@ -362,10 +364,11 @@ class PlacementPass final : public Pass {
       l.task_port.push_back(int(j % ports(s)));
       per_port[size_t(j % ports(s))] += sizes[size_t(j)];
     }
-    s.decide(l.name, name(),
-             std::to_string(n) + " tiles in " + std::to_string(T) + " tasks of consecutive tiles (" + joined(sizes) +
-                 "), spread over " + std::to_string(ports(s)) + " memory port(s) (" + joined(per_port) +
-                 " tiles); dependencies from the tensors' byte ranges");
+    s.decide(
+        l.name, name(),
+        std::to_string(n) + " tiles in " + std::to_string(T) + " tasks of consecutive tiles (" + joined(sizes) + ")",
+        ", spread over " + std::to_string(ports(s)) + " memory port(s) (" + joined(per_port) +
+            " tiles); dependencies from the tensors' byte ranges");
     bump("tasks", T);
   }
 

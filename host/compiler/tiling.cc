@@ -53,7 +53,7 @@ class TilingPass final : public Pass {
             tile_eltwise(s, l);
           break;
         case LayerKind::Alias:
-          s.decide(l.name, name(), "aliases '" + s.node(l).inputs[0] + "' (no instructions)");
+          s.decide(l.name, name(), "aliases '" + s.node(l).inputs[0] + "'", " (no instructions)");
           continue;
       }
       bump("layers");
@@ -85,28 +85,29 @@ class TilingPass final : public Pass {
     const Status fits = tile_mac(s, l, true, true);
     const Cost fused = l.cost;
     const uint64_t separate = plain.cycles + add_cost.cycles;
-    std::string text;
+    const std::string group = l.name + "+" + add->name;
     if (!fits) {
-      text = "kept separate: no tile fits IN with the residual tile";
+      s.decide(group, name(), "kept separate", ": no tile fits IN with the residual tile");
     } else if (s.opt.fusion == Fusion::Cost && fused.cycles >= separate) {
-      text = "kept separate (cost): fused predicts " + std::to_string(fused.cycles) +
-             " cycles with the residual tile in IN (tile " + std::to_string(l.tiling.tm) + "x" +
-             std::to_string(l.tiling.tn) + ", " + std::to_string(fused.dram_read) + " B read), separate " +
-             std::to_string(plain.cycles) + " + " + std::to_string(add_cost.cycles) + " = " + std::to_string(separate) +
-             " cycles";
+      s.decide(group, name(), "kept separate (cost)",
+               ": fused predicts " + std::to_string(fused.cycles) + " cycles with the residual tile in IN (tile " +
+                   std::to_string(l.tiling.tm) + "x" + std::to_string(l.tiling.tn) + ", " +
+                   std::to_string(fused.dram_read) + " B read), separate " + std::to_string(plain.cycles) + " + " +
+                   std::to_string(add_cost.cycles) + " = " + std::to_string(separate) + " cycles",
+               separate, {{"fused", fused.cycles}});
       bump("residual_refused");
     } else {
       l.res.on = true;
-      text = std::string("folded the add into POSTOP") + (l.res.rescale ? " as a rescale" : "") + " (" +
-             fusion_name(s.opt.fusion) + "): fused predicts " + std::to_string(fused.cycles) + " cycles, separate " +
-             std::to_string(plain.cycles) + " + " + std::to_string(add_cost.cycles) + " = " + std::to_string(separate) +
-             "; saves " +
-             std::to_string(int64_t(add_cost.dram_read + add_cost.dram_written) -
-                            int64_t(fused.dram_read - plain.dram_read)) +
-             " DRAM bytes and " + std::to_string(add_cost.insns) + " add instructions";
+      s.decide(group, name(), std::string("folded the add into POSTOP") + (l.res.rescale ? " as a rescale" : ""),
+               std::string(" (") + fusion_name(s.opt.fusion) + "): fused predicts " + std::to_string(fused.cycles) +
+                   " cycles, separate " + std::to_string(plain.cycles) + " + " + std::to_string(add_cost.cycles) +
+                   " = " + std::to_string(separate) + "; saves " +
+                   std::to_string(int64_t(add_cost.dram_read + add_cost.dram_written) -
+                                  int64_t(fused.dram_read - plain.dram_read)) +
+                   " DRAM bytes and " + std::to_string(add_cost.insns) + " add instructions",
+               fused.cycles, {{"separate", separate}});
       bump("residual_fused");
     }
-    s.decide(l.name + "+" + add->name, name(), text);
     if (l.res.on) l.name += "+" + add->name;
     return Status::ok();
   }
@@ -136,16 +137,17 @@ class TilingPass final : public Pass {
     if (dw_fits && (!array_fits || dw.cost.cycles < array_cycles)) {
       LOOM_TRY(tile_dw(s, l, quiet));
       if (!quiet && array_fits)
-        s.decide(l.name, name(),
-                 "depthwise unit: predicted " + std::to_string(l.cost.cycles) + " cycles, the array " +
-                     std::to_string(array_cycles));
+        s.decide(l.name, name(), "depthwise unit",
+                 ": predicted " + std::to_string(l.cost.cycles) + " cycles, the array " + std::to_string(array_cycles),
+                 l.cost.cycles, {{"array", array_cycles}});
       return Status::ok();
     }
     LOOM_TRY(tile_array(s, l, residual, quiet));
     if (!quiet && dw_fits)
-      s.decide(l.name, name(),
-               "array: predicted " + std::to_string(l.cost.cycles) + " cycles, the depthwise unit " +
-                   std::to_string(dw.cost.cycles));
+      s.decide(l.name, name(), "array",
+               ": predicted " + std::to_string(l.cost.cycles) + " cycles, the depthwise unit " +
+                   std::to_string(dw.cost.cycles),
+               l.cost.cycles, {{"depthwise unit", dw.cost.cycles}});
     return Status::ok();
   }
 
@@ -208,12 +210,14 @@ class TilingPass final : public Pass {
              "depthwise " + std::to_string(g.KH) + "x" + std::to_string(g.KW) + "/" + std::to_string(g.sh) + " on " +
                  std::to_string(g.C) + " channels, " + std::to_string(g.OH) + "x" + std::to_string(g.OW) +
                  " outputs: tiles of " + std::to_string(rows) + " output rows x " + std::to_string(t.tn) +
-                 " channels (DWCONV); IN " + kib(band_in_rows(g, rows) * dw_pitch(g, t.tn)) + "/" + kib(b.in) +
-                 ", WGT " + kib(g.KH * g.KW * t.tn) + "/" + kib(b.wgt) + ", OUT " + kib(t.tm * t.tn) + "/" +
-                 kib(b.out) + (b.slots > 1 ? " per slot" : "") + ", ACC " + kib(4 * t.tm * t.tn) + "/" + kib(b.acc) +
+                 " channels (DWCONV)",
+             "; IN " + kib(band_in_rows(g, rows) * dw_pitch(g, t.tn)) + "/" + kib(b.in) + ", WGT " +
+                 kib(g.KH * g.KW * t.tn) + "/" + kib(b.wgt) + ", OUT " + kib(t.tm * t.tn) + "/" + kib(b.out) +
+                 (b.slots > 1 ? " per slot" : "") + ", ACC " + kib(4 * t.tm * t.tn) + "/" + kib(b.acc) +
                  "; predicted DRAM bytes read " + std::to_string(t.bytes_read) + ", written " +
                  std::to_string(t.bytes_written) + "; " + l.cost.summary() + "; best of " +
-                 std::to_string(cands.size()) + " candidates");
+                 std::to_string(cands.size()) + " candidates",
+             l.cost.cycles);
     return Status::ok();
   }
 
@@ -232,18 +236,22 @@ class TilingPass final : public Pass {
     int64_t best = 0;
     uint64_t best_cycles = 0;
     std::string tried;
+    std::vector<Alternative> weighed;
     for (int64_t p : packs) {
       l.mac = packed(base, p);
       if (!tile_mac_packed(s, l, residual, true)) continue;
       tried += (tried.empty() ? "" : ", ") + std::to_string(p) + ": " + std::to_string(l.cost.cycles);
+      weighed.push_back({"packs " + std::to_string(p), l.cost.cycles});
       if (best == 0 || l.cost.cycles < best_cycles) best = p, best_cycles = l.cost.cycles;
     }
+    std::erase_if(weighed, [&](const Alternative& a) { return a.choice == "packs " + std::to_string(best); });
     l.mac = packed(base, best == 0 ? 1 : best);
     if (!quiet && best > 1) {
       bump("packed_layers");
       s.decide(l.name, name(),
                "packs " + std::to_string(best) + " of its " + std::to_string(base.groups) +
-                   " groups into each GEMM (block-diagonal weights); predicted cycles per groups packed: " + tried);
+                   " groups into each GEMM (block-diagonal weights)",
+               "; predicted cycles per groups packed: " + tried, best_cycles, std::move(weighed));
     }
     return tile_mac_packed(s, l, residual, quiet);
   }
@@ -400,13 +408,20 @@ class TilingPass final : public Pass {
                  (bwin    ? ", row windows"
                   : bband ? ", image bands"
                           : "") +
-                 "); IN " + kib(in_bytes + (residual ? btm * btn : 0)) + "/" + kib(b.in) + ", WGT " +
+                 ")",
+             "; IN " + kib(in_bytes + (residual ? btm * btn : 0)) + "/" + kib(b.in) + ", WGT " +
                  kib((bband ? K : tk) * btn) + "/" + kib(b.wgt) + ", OUT " + kib(btm * btn) + "/" + kib(b.out) +
                  (b.slots > 1 ? " per slot" : "") + ", ACC " + kib(4 * c_rows * btn) + "/" + kib(b.acc) +
                  "; predicted DRAM bytes read " + std::to_string(t.bytes_read) + ", written " +
                  std::to_string(t.bytes_written) + "; " + l.cost.summary() + "; best of " + std::to_string(keep) +
                  " evaluated of " + std::to_string(cands.size()) + " candidates" +
-                 (best == 0 ? "" : " (the DRAM-bytes-first choice predicts " + std::to_string(first_cycles) + ")"));
+                 (best == 0 ? "" : " (the DRAM-bytes-first choice predicts " + std::to_string(first_cycles) + ")"),
+             best_cycles,
+             best == 0 ? std::vector<Alternative>{}
+                       : std::vector<Alternative>{{"the DRAM-bytes-first tile: tm=" + std::to_string(cands[0].tm) +
+                                                       " tn=" + std::to_string(cands[0].tn) +
+                                                       " tk=" + std::to_string(cands[0].cc * cands[0].np),
+                                                   first_cycles}});
     return Status::ok();
   }
 
@@ -448,11 +463,14 @@ class TilingPass final : public Pass {
     t.tm = tm, t.tn = cc;
     t.bytes_read = uint64_t(g.batch * M * win * g.C);
     t.bytes_written = uint64_t(g.batch * M * g.C);
+    const std::string cost = cost_of(s, l);
     s.decide(l.name, name(),
              "window " + std::to_string(win) + ": " + std::to_string(tm) + " pixels x " + std::to_string(cc) +
-                 " channels per tile; IN " + kib(tm * win * cc) + "/" + kib(b.in) + ", OUT " + kib(tm * cc) + "/" +
-                 kib(b.out) + "; predicted DRAM bytes read " + std::to_string(t.bytes_read) + ", written " +
-                 std::to_string(t.bytes_written) + "; " + cost_of(s, l));
+                 " channels per tile",
+             "; IN " + kib(tm * win * cc) + "/" + kib(b.in) + ", OUT " + kib(tm * cc) + "/" + kib(b.out) +
+                 "; predicted DRAM bytes read " + std::to_string(t.bytes_read) + ", written " +
+                 std::to_string(t.bytes_written) + "; " + cost,
+             l.cost.cycles);
     return Status::ok();
   }
 
@@ -473,11 +491,13 @@ class TilingPass final : public Pass {
     t.tm = rows * l.row;
     t.bytes_read = uint64_t(l.elems + param);
     t.bytes_written = uint64_t(l.elems);
+    const std::string cost = cost_of(s, l);
     s.decide(l.name, name(),
              std::to_string(l.elems / l.row) + " rows of " + std::to_string(l.row) + " in chunks of " +
-                 std::to_string(rows) + " rows; PARAM " + kib(param) + "/" + kib(param_bytes) +
-                 " once a layer; predicted DRAM bytes read " + std::to_string(t.bytes_read) + ", written " +
-                 std::to_string(t.bytes_written) + "; " + cost_of(s, l));
+                 std::to_string(rows) + " rows",
+             "; PARAM " + kib(param) + "/" + kib(param_bytes) + " once a layer; predicted DRAM bytes read " +
+                 std::to_string(t.bytes_read) + ", written " + std::to_string(t.bytes_written) + "; " + cost,
+             l.cost.cycles);
     return Status::ok();
   }
 
@@ -498,10 +518,11 @@ class TilingPass final : public Pass {
     t.tm = chunk;
     t.bytes_read = uint64_t(operands * l.elems);
     t.bytes_written = uint64_t(l.elems);
-    s.decide(l.name, name(),
-             std::to_string(l.elems) + " elements in chunks of " + std::to_string(chunk) +
-                 "; predicted DRAM bytes read " + std::to_string(t.bytes_read) + ", written " +
-                 std::to_string(t.bytes_written) + "; " + cost_of(s, l));
+    const std::string cost = cost_of(s, l);
+    s.decide(l.name, name(), std::to_string(l.elems) + " elements in chunks of " + std::to_string(chunk),
+             "; predicted DRAM bytes read " + std::to_string(t.bytes_read) + ", written " +
+                 std::to_string(t.bytes_written) + "; " + cost,
+             l.cost.cycles);
   }
 };
 

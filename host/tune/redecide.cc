@@ -17,12 +17,6 @@ namespace {
 /// What a decision chose, without the numbers that justify it: the text up
 /// to its first ';' (tiling: the tile; fusion: folded or kept separate), cut
 /// before " predicts" (the residual weighing's "fused predicts N cycles").
-std::string choice_of(const std::string& text) {
-  std::string k = text.substr(0, text.find(';'));
-  const size_t p = k.find(" predicts");
-  return p == std::string::npos ? k : k.substr(0, p);
-}
-
 bool compared_pass(const std::string& pass) {
   return pass == "fuse-activation" || pass == "fuse-residual" || pass == "tiling";
 }
@@ -61,7 +55,7 @@ std::vector<DecisionChange> diff_decisions(const std::vector<compiler::Decision>
     const compiler::Decision* o = find(b, d);
     if (!o)
       out.push_back({d.pass, d.node, d.text, ""});
-    else if (choice_of(d.text) != choice_of(o->text))
+    else if (d.choice != o->choice)
       out.push_back({d.pass, d.node, d.text, o->text});
   }
   for (const auto& d : b)

@@ -282,15 +282,20 @@ TEST(CostParams, ANegativeLayerCorrectionRefusesTheActivationFusion) {
 
 TEST(CostParams, DiffComparesTheChoiceNotItsNumbers) {
   using compiler::Decision;
-  const std::vector<Decision> a{{"x", "tiling", "M=32 K=64 N=256: tm=32 tn=256 tk=64 (1 K steps); predicted 100 cycles"},
-                                {"x+y", "tiling", "kept separate (cost): fused predicts 10 cycles; more"},
-                                {"z", "placement", "whatever 1"}};
-  const std::vector<Decision> same{{"x", "tiling", "M=32 K=64 N=256: tm=32 tn=256 tk=64 (1 K steps); predicted 999 cycles"},
-                                   {"x+y", "tiling", "kept separate (cost): fused predicts 12 cycles; other"},
-                                   {"z", "placement", "whatever 2"}};
+  const auto dec = [](const char* node, const char* pass, const std::string& choice, const std::string& why) {
+    return Decision{node, pass, choice, choice + why, std::nullopt, {}};
+  };
+  const std::string tile = "M=32 K=64 N=256: tm=32 tn=256 tk=64 (1 K steps)";
+  const std::vector<Decision> a{dec("x", "tiling", tile, "; predicted 100 cycles"),
+                                dec("x+y", "tiling", "kept separate (cost)", ": fused predicts 10 cycles; more"),
+                                dec("z", "placement", "whatever", " 1")};
+  const std::vector<Decision> same{dec("x", "tiling", tile, "; predicted 999 cycles"),
+                                   dec("x+y", "tiling", "kept separate (cost)", ": fused predicts 12 cycles; other"),
+                                   dec("z", "placement", "whatever else", " 2")};
   EXPECT_TRUE(tune::diff_decisions(a, same).empty());
-  const std::vector<Decision> other{{"x", "tiling", "M=32 K=64 N=256: tm=16 tn=256 tk=64 (1 K steps); predicted 90 cycles"},
-                                    {"w", "fuse-activation", "kept separate: cost model predicts no saving"}};
+  const std::vector<Decision> other{
+      dec("x", "tiling", "M=32 K=64 N=256: tm=16 tn=256 tk=64 (1 K steps)", "; predicted 90 cycles"),
+      dec("w", "fuse-activation", "kept separate", ": cost model predicts no saving")};
   const auto d = tune::diff_decisions(a, other);
   ASSERT_EQ(d.size(), 3u);
   EXPECT_EQ(d[0].node, "x");
