@@ -89,7 +89,7 @@ struct Decision {
   std::string node;    // layer name ('+'-joined when fused)
   std::string pass;    // pass that took the decision
   std::string choice;  // what was chosen, without the numbers that justify it ("kept separate", a tile)
-  std::string text;    // the explanation: the choice and why
+  std::string text;    // the explanation: the choice, then why
   std::optional<uint64_t> predicted_cycles;  // of the choice, when the pass predicted it
   std::vector<Alternative> alternatives;     // weighed and not chosen
 };

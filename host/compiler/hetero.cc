@@ -309,17 +309,14 @@ class HlsPlacementPass final : public Pass {
       for (size_t i = 0; i < l.tiles.size(); ++i) l.core_of_tile[i] = int(i % size_t(s.cores));
       l.cost.cycles = best.cycles;
       bump(best.row0 == 0 ? "layers_on_unit" : "layers_split");
-      const std::string rows = "rows [0, " + std::to_string(best.row0) + ") of " + std::to_string(M);
-      s.decide({l.name,
-                std::string(name()),
-                (best.row0 == 0 ? "unit: " : "split: ") + rows + " on the cores, [" + std::to_string(best.row0) + ", " +
-                    std::to_string(M) + ") on " + l.unit_kernel,
-                (best.row0 == 0 ? "unit: " : "split: ") + rows + " on the cores (" + std::to_string(best.core) +
-                    " cycles), [" + std::to_string(best.row0) + ", " + std::to_string(M) + ") on " + l.unit_kernel +
-                    " (" + std::to_string(best.unit) + ")" + (best.row0 > 0 ? ", side by side" : "") + "; predicted " +
-                    std::to_string(best.cycles) + " with the call; " + nums,
-                best.cycles,
-                {{"cores", cores_alone}}});
+      s.decide(l.name, name(),
+               (best.row0 == 0 ? "unit: rows [0, " : "split: rows [0, ") + std::to_string(best.row0) + ") of " +
+                   std::to_string(M) + " on the cores",
+               " (" + std::to_string(best.core) + " cycles), [" + std::to_string(best.row0) + ", " + std::to_string(M) +
+                   ") on " + l.unit_kernel + " (" + std::to_string(best.unit) + ")" +
+                   (best.row0 > 0 ? ", side by side" : "") + "; predicted " + std::to_string(best.cycles) +
+                   " with the call; " + nums,
+               best.cycles, {{"cores", cores_alone}});
     }
     return Status::ok();
   }

@@ -180,14 +180,10 @@ class MemoryPlanPass final : public Pass {
     set("activation_bytes", int64_t(top - base));
     set("activation_bytes_without_reuse", int64_t(no_reuse - base));
     set("memory_bytes", int64_t(top));
-    s.decide({g.name,
-              std::string(name()),
-              s.reuse_buffers ? "liveness reuse" : "no reuse",
-              "constants " + std::to_string(const_bytes) + " B at 0, activations " + std::to_string(top - base) +
-                  " B (liveness reuse; " + std::to_string(no_reuse - base) + " B without), peak device memory " +
-                  std::to_string(top) + " B",
-              std::nullopt,
-              {}});
+    s.decide(g.name, name(), s.reuse_buffers ? "liveness reuse" : "no reuse",
+             ": constants " + std::to_string(const_bytes) + " B at 0, activations " + std::to_string(top - base) +
+                 " B (" + std::to_string(no_reuse - base) + " B without reuse), peak device memory " +
+                 std::to_string(top) + " B");
     return Status::ok();
   }
 

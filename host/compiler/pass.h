@@ -295,7 +295,6 @@ struct CompileState {
   bool reuse_buffers = true;  // memory plan: liveness reuse (off when pipeline stages run images concurrently)
 
   const ir::Node& node(const Layer& l) const { return graph.nodes[l.node]; }
-  void decide(Decision d) { decisions.push_back(std::move(d)); }
   /// Records a decision: `choice`, explained by `choice` + `why`.
   void decide(const std::string& node, std::string_view pass, const std::string& choice, const std::string& why,
               std::optional<uint64_t> predicted = std::nullopt, std::vector<Alternative> alternatives = {}) {

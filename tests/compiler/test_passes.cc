@@ -141,6 +141,31 @@ TEST(FuseActivation, FoldsReluIntoConv) {
   EXPECT_EQ(r.plan.semaphores_used, 0u);
 }
 
+TEST(Decisions, AreRecordsWhoseExplanationStartsWithTheChoice) {
+  ir::Graph g = conv_relu_graph();
+  auto r = compile_ok(g);
+  ASSERT_FALSE(r.decisions.empty());
+  bool tile = false;
+  for (const auto& d : r.decisions) {
+    EXPECT_FALSE(d.choice.empty()) << d.pass << " " << d.node;
+    EXPECT_EQ(d.text.rfind(d.choice, 0), 0u) << d.text;
+    if (d.pass == "tiling" && d.node == "conv1+relu1") {
+      tile = true;
+      EXPECT_EQ(d.choice.substr(0, 2), "M=") << d.choice;
+      EXPECT_EQ(d.choice.find(';'), std::string::npos) << d.choice;
+      ASSERT_TRUE(d.predicted_cycles.has_value());
+      EXPECT_EQ(*d.predicted_cycles, r.predicted[0].cycles);
+    }
+  }
+  EXPECT_TRUE(tile);
+  CompileOptions none;
+  none.fusion = Fusion::None;
+  for (const auto& d : compile_ok(g, "tiny", none).decisions)
+    if (d.pass == "fuse-activation") {
+      EXPECT_EQ(d.choice, "kept separate");
+    }
+}
+
 TEST(FuseActivation, PolicyNoneKeepsEveryLayerAndGreedyFusesWithoutWeighing) {
   ir::Graph g = conv_relu_graph();
   CompileOptions none;
