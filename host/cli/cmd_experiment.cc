@@ -22,6 +22,7 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -34,6 +35,7 @@
 #include "cli/progress.h"
 #include "common/json_read.h"
 #include "common/tensor_io.h"
+#include "serve/result_check.h"
 #include "serve/workload.h"
 #include "serve/yaml_json.h"
 
@@ -113,7 +115,7 @@ Expected<Sweep> parse_sweep(const ordered_json& j, const std::string& src) {
   for (const auto& kn : kKnown) {
     if (!j.contains(kn.name)) continue;
     const std::string where = src + ": field '" + kn.name + "'";
-    const ordered_json& v = j[kn.name];
+    const ordered_json& v = field(j, kn.name);
     ordered_json list = v.is_array() ? v : ordered_json::array({v});
     if (list.empty()) return make_error(where, "expected a value or a non-empty list");
     if (list.size() > 100000) return make_error(where, "more than 100000 values");
@@ -152,7 +154,7 @@ Expected<Sweep> parse_sweep(const ordered_json& j, const std::string& src) {
     s.axes.push_back({kn.name, std::vector<ordered_json>(list.begin(), list.end())});
   }
   if (j.contains("slurm")) {
-    const auto& sl = j["slurm"];
+    const auto& sl = field(j, "slurm");
     const std::string where = src + ": field 'slurm'";
     if (!sl.is_object()) return make_error(where, "expected a mapping (time, mem, partition, throttle)");
     for (const auto& [k, v] : sl.items()) {
@@ -184,7 +186,7 @@ Expected<Sweep> parse_sweep(const ordered_json& j, const std::string& src) {
 /// The `loom serve` arguments of one point (after `serve`, before `-o`).
 std::vector<std::string> serve_args(const ordered_json& params, const fs::path& sweep_dir) {
   std::vector<std::string> a;
-  fs::path wl = params["workload"].get<std::string>();
+  fs::path wl = field(params, "workload").get<std::string>();
   if (std::error_code ec; wl.is_relative() && !fs::exists(wl, ec)) wl = sweep_dir / wl;
   a.push_back(fs::absolute(wl).lexically_normal().string());
   const std::map<std::string, std::string> flag{{"configs", "--config"},
@@ -225,57 +227,6 @@ std::string manifest_kind(const ordered_json& man) {
   return k.is_string() ? k.get<std::string>() : "serve";
 }
 
-bool strings(const ordered_json& a) {
-  return a.is_array() && std::all_of(a.begin(), a.end(), [](const ordered_json& x) { return x.is_string(); });
-}
-
-/// What every reader of points.json relies on: `kind` absent, "serve" or
-/// "commands"; a non-empty array of point objects, each with its `name` and
-/// `argv` (commands) or its `params` and serve `args` (serve).
-Status check_manifest(const ordered_json& man, const std::string& where) {
-  if (!man.is_object()) return make_error(where, "not a JSON object");
-  const ordered_json& kind = field(man, "kind");
-  if (!kind.is_null() && kind != "serve" && kind != "commands")
-    return make_error(where + ": field 'kind'", "expected \"serve\" or \"commands\"");
-  const ordered_json& points = field(man, "points");
-  if (!points.is_array() || points.empty()) return make_error(where, "no points");
-  for (size_t i = 0; i < points.size(); ++i) {
-    const ordered_json& p = points[i];
-    const std::string at = where + ": points[" + std::to_string(i) + "]";
-    if (!p.is_object()) return make_error(at, "not an object");
-    if (kind == "commands") {
-      if (!field(p, "name").is_string() || !strings(field(p, "argv")) || field(p, "argv").empty())
-        return make_error(at, "needs a string 'name' and a non-empty string array 'argv'");
-      continue;
-    }
-    if (!field(p, "params").is_object() || !strings(field(p, "args")))
-      return make_error(at, "needs an object 'params' and a string array 'args'");
-    if (const ordered_json& w = field(field(p, "params"), "workload"); !w.is_null() && !w.is_string())
-      return make_error(at + ": field 'params.workload'", "not a string");
-  }
-  return Status::ok();
-}
-
-/// What merge reads of a serve result (runs/N.json), checked before it
-/// reads any of it: the streams with their names, counts, SLO attainment
-/// and latencies, and the run's latency, scheduling and fairness objects.
-Status check_serve_result(const ordered_json& r, const std::string& where) {
-  if (!r.is_object()) return make_error(where, "not a JSON object");
-  for (const char* k : {"latency", "scheduling", "fairness"})
-    if (!field(r, k).is_object()) return make_error(where + ": field '" + k + "'", "missing or not an object");
-  if (!field(r, "submitted").is_number()) return make_error(where + ": field 'submitted'", "missing or not a number");
-  const ordered_json& streams = field(r, "streams");
-  if (!streams.is_array()) return make_error(where + ": field 'streams'", "missing or not an array");
-  for (size_t i = 0; i < streams.size(); ++i) {
-    const ordered_json& st = streams[i];
-    if (!field(st, "name").is_string() || !field(st, "submitted").is_number() ||
-        !field(st, "slo_attainment").is_number() || !field(st, "latency").is_object())
-      return make_error(where + ": streams[" + std::to_string(i) + "]",
-                        "needs a string 'name', numbers 'submitted' and 'slo_attainment' and an object 'latency'");
-  }
-  return Status::ok();
-}
-
 /// A serve point is finished when it has a result merge can read; a command
 /// point when it exited 0.
 bool finished(const fs::path& dir, size_t id, const std::string& kind) {
@@ -285,7 +236,7 @@ bool finished(const fs::path& dir, size_t id, const std::string& kind) {
   }
   const fs::path file = dir / "runs" / (std::to_string(id) + ".json");
   auto r = read_json(file);
-  return r && check_serve_result(*r, file.string());
+  return r && serve::check_serve_result(*r, file.string());
 }
 
 /// First line of a point's stderr (the serve error), or why there is none.
@@ -300,7 +251,7 @@ std::string point_error(const fs::path& dir, size_t id) {
   if (!last.empty()) return last;
   const fs::path result = dir / "runs" / (std::to_string(id) + ".json");
   if (auto r = read_json(result)) {
-    if (Status s = check_serve_result(*r, result.string()); !s) return s.error().str();
+    if (Status s = serve::check_serve_result(*r, result.string()); !s) return s.error().str();
   } else if (std::error_code ec; fs::exists(result, ec)) {
     return r.error().str();
   }
@@ -332,7 +283,7 @@ int run_point(const ExpOpts& o) {
   const fs::path dir(o.output);
   auto pts = read_json(dir / "points.json");
   if (!pts) return fail(pts.error());
-  if (Status s = check_manifest(*pts, o.output + "/points.json"); !s) return fail(s.error());
+  if (Status s = serve::check_manifest(*pts, o.output + "/points.json"); !s) return fail(s.error());
   const auto& list = field(*pts, "points");
   if (o.run_point < 0 || size_t(o.run_point) >= list.size())
     return fail(o.output + "/points.json: no point " + std::to_string(o.run_point));
@@ -426,20 +377,21 @@ Expected<ordered_json> prepare_commands(const ExpOpts& o) {
   auto doc = serve::load_yaml(o.commands);
   if (!doc) return doc.error();
   const std::string& src = o.commands;
-  if (!doc->is_object() || !doc->contains("commands") || !(*doc)["commands"].is_array() || (*doc)["commands"].empty())
+  const ordered_json& commands = field(*doc, "commands");
+  if (!commands.is_array() || commands.empty())
     return make_error(src, "expected a mapping with a non-empty list 'commands'");
   ordered_json points = ordered_json::array();
   std::set<std::string> names;
-  for (const auto& c : (*doc)["commands"]) {
+  for (const auto& c : commands) {
     const std::string where = src + ": commands[" + std::to_string(points.size()) + "]";
-    if (!c.is_object() || !c.contains("name") || !c["name"].is_string() || !c.contains("argv") ||
-        !c["argv"].is_array() || c["argv"].empty())
+    const ordered_json &name = field(c, "name"), &argv = field(c, "argv");
+    if (!name.is_string() || !argv.is_array() || argv.empty())
       return make_error(where, "expected {name: text, argv: [program, args...]}");
-    for (const auto& a : c["argv"])
+    for (const auto& a : argv)
       if (!a.is_string()) return make_error(where + ".argv", "expected strings");
-    if (!names.insert(c["name"].get<std::string>()).second)
-      return make_error(where, "name '" + c["name"].get<std::string>() + "' given twice");
-    points.push_back({{"id", points.size()}, {"name", c["name"]}, {"argv", c["argv"]}});
+    if (!names.insert(name.get<std::string>()).second)
+      return make_error(where, "name '" + excerpt(name.get<std::string>()) + "' given twice");
+    points.push_back({{"id", points.size()}, {"name", name}, {"argv", argv}});
     if (points.size() > 100000) return make_error(src, "more than 100000 commands");
   }
   ordered_json man{{"format", "loom-sweep-points"},
@@ -603,74 +555,11 @@ int submit_slurm(const ExpOpts& o, const Sweep& sw, const std::vector<size_t>& t
   return 0;
 }
 
-/// Writes results.csv, results.json and the report from every point's
-/// result; fails naming the points that have none.
-/// The names of the streams of `results`, first seen first.
-std::vector<std::string> stream_names(const std::vector<ordered_json>& results) {
-  std::vector<std::string> names;
-  for (const auto& r : results)
-    for (const auto& st : field(r, "streams")) {
-      const std::string n = field(st, "name").get<std::string>();
-      if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
-    }
-  return names;
-}
-
-/// One row of results.json and results.csv: the point's settings, then the
-/// run's metrics, then each stream's (`r` passed check_serve_result).
-ordered_json sweep_row(const ordered_json& params, const ordered_json& r, const std::vector<std::string>& streams,
-                       size_t i) {
-  ordered_json row;
-  // The original columns keep their names and order.
-  const auto param = [&](const char* k, const ordered_json& def) { return params.contains(k) ? params.at(k) : def; };
-  row["config"] = param("configs", field(r, "config"));
-  row["batching"] = param("batching", field(r, "batching"));
-  row["scheduling"] = param("scheduling", field(field(r, "scheduling"), "requested"));
-  row["scheduling_used"] = field(field(r, "scheduling"), "used");
-  row["load_scale"] = param("loads", field(r, "load_scale"));
-  row["seed"] = param("seeds", field(r, "seed"));
-  for (const auto& [k, v] : params.items())
-    if (k != "configs" && k != "batching" && k != "scheduling" && k != "loads" && k != "seeds")
-      row[k] = k == "workload" ? ordered_json(fs::path(v.get<std::string>()).filename().string()) : v;
-  for (const char* k : {"submitted", "completed", "dropped", "throughput_rps"}) row[k] = field(r, k);
-  for (const char* p : {"p50_us", "p95_us", "p99_us", "p999_us"}) row[p] = field(field(r, "latency"), p);
-  double met = 0, sub = 0;
-  for (const auto& st : field(r, "streams")) {
-    met += field(st, "slo_attainment").get<double>() * field(st, "submitted").get<double>();
-    sub += field(st, "submitted").get<double>();
-  }
-  row["slo_attainment"] = sub > 0 ? met / sub : 1.0;
-  for (const char* k : {"jain", "antt", "stp"}) row[k] = field(field(r, "fairness"), k);
-  row["core_imbalance"] = field(r, "core_imbalance");
-  for (const auto& n : streams) {
-    const ordered_json* st = nullptr;
-    for (const auto& s : field(r, "streams"))
-      if (field(s, "name") == n) st = &s;
-    for (const char* p : {"p50_us", "p99_us", "p999_us"})
-      row[n + "." + p] = st ? field(field(*st, "latency"), p) : ordered_json(nullptr);
-    row[n + ".slo_attainment"] = st ? field(*st, "slo_attainment") : ordered_json(nullptr);
-  }
-  row["result"] = "runs/" + std::to_string(i) + ".json";
-  return row;
-}
-
-/// A row as a CSV line, and the header line of its columns.
-std::pair<std::string, std::string> csv_line(const ordered_json& row) {
-  std::string line, head;
-  for (const auto& [k, v] : row.items()) {
-    if (k == "result") continue;
-    if (!line.empty()) line += ",", head += ",";
-    head += k;
-    line += v.is_null() ? "" : v.is_string() ? v.get<std::string>() : v.dump();
-  }
-  return {line, head};
-}
-
 int merge(const std::string& out_dir, const std::string& launcher) {
   const fs::path dir(out_dir);
   auto man = read_json(dir / "points.json");
   if (!man) return fail(man.error());
-  if (Status s = check_manifest(*man, out_dir + "/points.json"); !s) return fail(s.error());
+  if (Status s = serve::check_manifest(*man, out_dir + "/points.json"); !s) return fail(s.error());
   const auto& points = field(*man, "points");
   if (manifest_kind(*man) == "commands") return merge_commands(dir, *man, launcher);
   std::vector<size_t> missing;
@@ -685,44 +574,37 @@ int merge(const std::string& out_dir, const std::string& launcher) {
     const fs::path file = dir / "runs" / (std::to_string(i) + ".json");
     auto r = read_json(file);
     if (!r) return fail(r.error());
-    if (Status s = check_serve_result(*r, file.string()); !s) return fail(s.error());
+    if (Status s = serve::check_serve_result(*r, file.string()); !s) return fail(s.error());
     results.push_back(std::move(*r));
   }
-  const std::vector<std::string> streams = stream_names(results);
-  ordered_json rows = ordered_json::array();
-  std::string header, csv;
   double t_min = 0, t_max = 0, point_sum = 0;
   size_t timed = 0;
   for (size_t i = 0; i < points.size(); ++i) {
-    const ordered_json row = sweep_row(field(points[i], "params"), results[i], streams, i);
-    const auto [line, head] = csv_line(row);
-    if (i == 0) header = head;
-    csv += line + "\n";
-    rows.push_back(row);
     auto m = read_json(dir / "runs" / (std::to_string(i) + ".meta.json"));
-    if (m && field(*m, "start_unix").is_number() && field(*m, "end_unix").is_number()) {
-      const double a = field(*m, "start_unix"), b = field(*m, "end_unix");
+    if (!m) continue;
+    const ordered_json &start = field(*m, "start_unix"), &end = field(*m, "end_unix");
+    if (start.is_number() && end.is_number() && std::isfinite(start.get<double>()) &&
+        std::isfinite(end.get<double>())) {
+      const double a = start.get<double>(), b = end.get<double>();
       t_min = timed ? std::min(t_min, a) : a;
       t_max = timed ? std::max(t_max, b) : b;
       point_sum += b - a;
       ++timed;
     }
   }
-  // The settings that tell points apart (a report groups by them, less load and seed).
-  ordered_json settings = ordered_json::array({"config", "batching", "scheduling"});
-  for (const auto& [k, v] : field(points[0], "params").items()) {
-    (void)v;
-    if (k != "configs" && k != "batching" && k != "scheduling" && k != "loads" && k != "seeds") settings.push_back(k);
-  }
-  ordered_json res{
-      {"kind", "sweep"}, {"sweep", field(*man, "sweep")}, {"points", points.size()}, {"settings", settings}};
   // Wall-time fields (the only ones that differ between two runs of a sweep).
+  const double runs_per_hour = t_max > t_min ? double(timed) / (t_max - t_min) * 3600.0 : 0.0;
   ordered_json wall{{"launcher", launcher},
                     {"span_seconds", t_max - t_min},
                     {"point_seconds_mean", timed ? point_sum / double(timed) : 0.0},
-                    {"runs_per_hour", t_max > t_min ? double(timed) / (t_max - t_min) * 3600.0 : 0.0}};
-  res["wall"] = wall;
-  res["runs"] = rows;
+                    {"runs_per_hour", runs_per_hour}};
+  const ordered_json res = serve::sweep_result(*man, results, std::move(wall));
+  std::string header, csv;
+  for (const auto& row : field(res, "runs")) {
+    const auto [line, head] = serve::csv_line(row);
+    if (header.empty()) header = head;
+    csv += line + "\n";
+  }
   for (const auto& [name, text] : {std::pair{std::string("results.csv"), header + "\n" + csv},
                                    std::pair{std::string("results.json"), res.dump(2) + "\n"}})
     if (Status s = write_file_atomic((dir / name).string(), text); !s) return fail(s.error());
@@ -734,7 +616,7 @@ int merge(const std::string& out_dir, const std::string& launcher) {
                 "results.json are written; run `loom report " +
                 out_dir + "/results.json -o DIR` to see why");
   std::fprintf(stderr, "loom experiment: %zu points -> %s/results.csv, results.json, report/ (%.0f runs/hour)\n",
-               points.size(), out_dir.c_str(), wall["runs_per_hour"].get<double>());
+               points.size(), out_dir.c_str(), runs_per_hour);
   return 0;
 }
 
@@ -760,9 +642,9 @@ int experiment(const ExpOpts& o) {
   if (!man) return fail(man.error());
   const fs::path dir(o.output);
   std::vector<size_t> todo;
-  for (size_t i = 0; i < (*man)["points"].size(); ++i)
+  for (size_t i = 0; i < field(*man, "points").size(); ++i)
     if (!finished(dir, i, manifest_kind(*man))) todo.push_back(i);
-  const size_t total = (*man)["points"].size();
+  const size_t total = field(*man, "points").size();
   if (todo.size() < total)
     std::fprintf(stderr, "loom experiment: %zu of %zu points already finished in %s; running the other %zu\n",
                  total - todo.size(), total, o.output.c_str(), todo.size());

@@ -1,5 +1,6 @@
-// `loom report`: turns a `loom serve` result or a `loom experiment` sweep into
-// an HTML page with matplotlib charts, drawn by scripts/report.py.
+// `loom report`: turns a `loom serve` result, a `loom experiment` sweep or a
+// `loom tune` result into an HTML page with matplotlib charts, drawn by
+// scripts/report.py once serve::check_result has checked what it reads.
 //
 // LOOM_PYTHON overrides the interpreter (default python3 on PATH) and
 // LOOM_REPORT_SCRIPT the script (default: the source tree's scripts/report.py).
@@ -11,6 +12,7 @@
 #include "cli/cli_common.h"
 #include "cli/process.h"
 #include "common/json_read.h"
+#include "serve/result_check.h"
 
 namespace loom::cli {
 
@@ -27,12 +29,9 @@ int report(const ReportOpts& o) {
   if (!std::filesystem::is_regular_file(o.result, ec)) return fail(o.result + ": no such result file");
   auto doc = read_json_file(o.result, uint64_t(1) << 30);
   if (!doc) return fail(doc.error());
-  const ordered_json& j = *doc;
-  if (!j.is_object()) return fail(o.result + ": not a JSON result of loom serve, loom experiment or loom tune");
-  const ordered_json& kind = field(j, "kind");
-  if (kind != "serve" && kind != "sweep" && kind != "tune")
-    return fail(o.result + ": field 'kind' is " + kind.dump(-1).substr(0, 80) +
-                ", expected 'serve', 'sweep' or 'tune'");
+  // Every field the script reads is checked here, so a damaged result is one
+  // line before Python starts (the script's own handler is the backstop).
+  if (Status s = serve::check_result(*doc, o.result); !s) return fail(s.error());
   const std::string py = env_or("LOOM_PYTHON", "python3");
   const std::string script = env_or("LOOM_REPORT_SCRIPT", LOOM_REPORT_SCRIPT);
   if (!std::filesystem::exists(script)) return fail(script + ": report script not found (set LOOM_REPORT_SCRIPT)");

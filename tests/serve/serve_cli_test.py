@@ -346,7 +346,7 @@ class Experiment(Base):
         merge_with('{"sweep": %s, "points": []}' % ("{\"a\": " * 10000 + "1" + "}" * 10000),
                    "nested deeper than 64 levels")
         merge_with('{"points": [1, 2]}', "points[0]", "not an object")
-        merge_with(json.dumps({"points": [dict(point, params={"workload": 42})]}), "params.workload", "not a string")
+        merge_with(json.dumps({"points": [dict(point, params={"workload": 42})]}), "params.workload", "expected a string")
         merge_with(json.dumps({"kind": "other", "points": [point]}), "field 'kind'")
         # A result with the keys a finished point once needed, but not what merge reads.
         with open(os.path.join(out, "runs", "0.json"), "w") as f:
@@ -355,7 +355,56 @@ class Experiment(Base):
         with open(os.path.join(out, "runs", "0.json"), "w") as f:
             json.dump({"submitted": 10, "latency": {}, "scheduling": {}, "fairness": {},
                        "streams": [{"name": "a", "submitted": 10, "slo_attainment": 1, "latency": 3}]}, f)
-        merge_with(json.dumps({"points": [point]}), "streams[0]", "'latency'")
+        merge_with(json.dumps({"points": [point]}), "0.json", "field 'latency.p50_us'")
+        # Points whose settings the merge would turn into columns a report cannot read.
+        merge_with(json.dumps({"points": [dict(point, params={"workload": "w.yaml", "colour": "red"})]}),
+                   "points[0]", "unknown setting 'colour'")
+        merge_with(json.dumps({"points": [point, dict(point, params={"workload": "w.yaml"})]}),
+                   "points[1]", "not the settings of points[0]")
+        merge_with(json.dumps({"points": [dict(point, params={"workload": "w.yaml", "loads": "high"})]}),
+                   "field 'params.loads'", "expected a number")
+
+    def test_merge_refuses_a_result_it_cannot_read(self):
+        """Merge checks each run's result as `loom report` does (one reader,
+        serve/result_check.h) and names the file and the field."""
+        out = self.path("exp")
+        os.makedirs(os.path.join(out, "runs"))
+        res = os.path.join(out, "runs", "0.json")
+        w = self.workload()
+        r = loom("serve", w, "--backend", "tlm", "-o", res)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(res) as f:
+            good = json.load(f)
+        with open(os.path.join(out, "points.json"), "w") as f:
+            json.dump({"sweep": "s.yaml", "points": [{"id": 0, "params": {"workload": w, "batching": "fixed"},
+                                                      "args": [w]}]}, f)
+
+        def merge_with(change, *needles):
+            bad = json.loads(json.dumps(good))
+            change(bad)
+            with open(res, "w") as f:
+                json.dump(bad, f)
+            self.assert_one_line_error(loom("experiment", "--merge", out), "runs/0.json", *needles)
+            self.assertFalse(os.path.exists(os.path.join(out, "results.json")))
+
+        merge_with(lambda d: d["streams"][0].update(latency="fast"), "streams[0]: field 'latency'", "got string")
+        merge_with(lambda d: d["streams"][1]["latency"].update(p99_us="slow"), "streams[1]: field 'latency.p99_us'")
+        merge_with(lambda d: d["streams"][0].update(submitted=-1), "streams[0]: field 'submitted'")
+        merge_with(lambda d: d["streams"][0].update(slo_attainment=1.5), "streams[0]: field 'slo_attainment'")
+        merge_with(lambda d: d.update(load_scale="1.0"), "field 'load_scale'", "expected a number")
+        merge_with(lambda d: d.update(batch_sizes={"four": 3}), "field 'batch_sizes.four'", "batch size")
+        merge_with(lambda d: d["cores"].append(7), "cores[", "expected an object")
+        # The undamaged result merges (the report needs matplotlib).
+        with open(res, "w") as f:
+            json.dump(good, f)
+        r = loom("experiment", "--merge", out)
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            return
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(out, "results.json")) as f:
+            self.assertEqual(json.load(f)["runs"][0]["batching"], "fixed")
 
     def test_slurm_job_array_matches_local_run(self):
         if os.geteuid() != 0:
@@ -899,17 +948,72 @@ class BadInput(Base):
         bad = self.path("incomplete.json")
         with open(bad, "w") as f:
             f.write('{"kind": "serve"}')
-        self.assert_one_line_error(loom("report", bad, "-o", out), "not a complete loom result")
+        self.assert_one_line_error(loom("report", bad, "-o", out), "field 'latency'", "missing")
         for text, needle in (('{"kind": 42}', "field 'kind' is 42"),
                              ('{"kind": "sweep", "runs": []}', "a sweep result with no runs"),
                              ('{"kind": "tune", "rounds": []}', "a tune result with no rounds"),
-                             ('{"kind": "serve", "workload": "w", "streams": 3}', "not a complete loom result"),
+                             ('{"kind": "serve", "workload": "w", "streams": 3}', "field 'latency'"),
                              ('{"kind": "serve", "x": %s}' % ("[" * 1000 + "]" * 1000), "nested deeper than 64")):
             with open(bad, "w") as f:
                 f.write(text)
             self.assert_one_line_error(loom("report", bad, "-o", out), needle)
         self.assertFalse(os.path.exists(out))
         self.assertEqual([n for n in os.listdir(self.dir) if n.startswith(".loom-report")], [])
+
+    def test_report_refuses_damaged_results_before_python(self):
+        """`loom report` checks every field the report script reads (one
+        reader with the merge, serve/result_check.h): a damaged result is one
+        line naming the file and the field, and no Python is started."""
+        marker = self.path("python_started")
+        fake = self.path("fake_python")
+        with open(fake, "w") as f:
+            f.write("#!/bin/sh\ntouch '%s'\nexit 1\n" % marker)
+        os.chmod(fake, 0o755)
+        env = dict(os.environ, LOOM_PYTHON=fake)
+        res = self.path("r.json")
+        r = loom("serve", self.workload(), "--backend", "tlm", "-o", res)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(res) as f:
+            good = json.load(f)
+        bad, out = self.path("bad.json"), self.path("rep")
+
+        def report(doc, *needles):
+            with open(bad, "w") as f:
+                json.dump(doc, f)
+            self.assert_one_line_error(loom("report", bad, "-o", out, env=env), "bad.json", *needles)
+            self.assertFalse(os.path.exists(marker), "python was started for %s" % needles[0])
+            self.assertFalse(os.path.exists(out))
+
+        def damaged(change):
+            d = json.loads(json.dumps(good))
+            change(d)
+            return d
+
+        report(damaged(lambda d: d["streams"][0].update(latency="fast")), "streams[0]: field 'latency'",
+               "expected an object, got string")
+        report(damaged(lambda d: d["streams"][0].update(latency_cdf_us=[1, "x"])), "latency_cdf_us[1]")
+        report(damaged(lambda d: d["streams"][1]["queue_wait"]["histogram"][0].pop("count")),
+               "streams[1]: queue_wait.histogram[0]: field 'count'", "missing")
+        report(damaged(lambda d: d["scheduling"].update(reason=3)), "field 'scheduling.reason'")
+        report(damaged(lambda d: d.update(live={"device_runs": 1})), "field 'live.checked_runs'")
+        # Sweep results: runs not an array, runs that are not objects, a run
+        # without a setting the report groups by.
+        sweep = {"kind": "sweep", "sweep": "s.yaml", "settings": ["config", "batching", "scheduling"],
+                 "runs": [{"config": "tiny", "batching": "fixed", "scheduling": "dynamic",
+                           "scheduling_used": "dynamic", "load_scale": 1, "seed": 1, "throughput_rps": 100,
+                           "p99_us": None, "slo_attainment": 1, "stp": 1, "antt": 1}]}
+        report(dict(sweep, runs={"0": sweep["runs"][0]}), "field 'runs'", "expected an array, got object")
+        report(dict(sweep, runs=[1, 2]), "runs[0]", "expected an object")
+        report(dict(sweep, settings=["config", "max_batch"]), "runs[0]: field 'max_batch'", "missing")
+        report(dict(sweep, runs=[dict(sweep["runs"][0], load_scale=[1])]), "runs[0]: field 'load_scale'")
+        # Tune results: rounds that are not objects, a round without its latency after the swap.
+        report({"kind": "tune", "rounds": [1]}, "rounds[0]", "expected an object, got number")
+        report({"kind": "tune", "rounds": [{}], "workload": "w", "backend": "tlm", "config": "tiny"},
+               "field 'initial_mapping'")
+        # The undamaged result reaches the script (here the fake interpreter).
+        r = loom("report", res, "-o", out, env=env)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertTrue(os.path.exists(marker))
 
     def test_unknown_command(self):
         r = loom("servve", "x.yaml")

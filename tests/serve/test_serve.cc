@@ -1,10 +1,14 @@
 // Unit tests of the serving library: percentile and fairness math against
-// hand-computed cases, each batching policy's decision on crafted queues, and
-// workload-file errors.
+// hand-computed cases, each batching policy's decision on crafted queues,
+// workload-file errors, and the result reader's checks and merge rows.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "serve/metrics.h"
+#include "common/json_read.h"
 #include "serve/policy.h"
+#include "serve/result_check.h"
 #include "serve/service.h"
 #include "serve/workload.h"
 
@@ -308,6 +312,78 @@ TEST(Workload, PortContentionIsMeasuredUnlessGiven) {
   ASSERT_TRUE(w);
   EXPECT_EQ(w->port_contention, 0.25);
   EXPECT_NE(err_of(std::string(kGood) + "port_contention: -1\n").find("field 'port_contention'"), std::string::npos);
+}
+
+// The smallest serve result that every reader accepts: one stream.
+constexpr const char* kServeResult = R"({
+  "kind": "serve", "workload": "dir/w.yaml", "backend": "tlm", "config": "tiny", "batching": "fixed",
+  "seed": 3, "load_scale": 1.0, "scheduling": {"requested": "auto", "used": "dynamic", "reason": null},
+  "submitted": 10, "completed": 9, "dropped": 1, "throughput_rps": 900.5, "core_imbalance": 0.1,
+  "latency": {"p50_us": 1, "p95_us": 2, "p99_us": 3, "p999_us": 4, "max_us": 5},
+  "fairness": {"jain": 1, "antt": 1, "stp": 1},
+  "streams": [{"name": "a", "submitted": 10, "slo_attainment": 0.9, "slo_ms": 2,
+               "latency": {"p50_us": 1, "p95_us": 2, "p99_us": 3, "p999_us": 4, "max_us": 5},
+               "latency_cdf_us": [1, 2], "queue_wait": {"histogram": [{"lo_us": 0, "hi_us": null, "count": 9}]}}],
+  "cores": [{"core": 0, "port": 0, "utilization": 0.5}], "batch_sizes": {"1": 9}})";
+
+ordered_json doc(const std::string& text) {
+  auto j = parse_json(text, "test.json");
+  EXPECT_TRUE(j) << j.error().str();
+  return j ? *j : ordered_json();
+}
+
+TEST(ResultCheck, ServeResultPassesAndEachDamageNamesItsField) {
+  const ordered_json good = doc(kServeResult);
+  ASSERT_TRUE(check_result(good, "r.json")) << check_result(good, "r.json").str();
+  ordered_json bad = good;
+  bad["streams"][0]["latency"] = "fast";
+  EXPECT_EQ(check_result(bad, "runs/3.json").str(),
+            "runs/3.json: streams[0]: field 'latency': expected an object, got string");
+  bad = good;
+  bad["streams"][0]["latency"].erase("p99_us");
+  EXPECT_EQ(check_serve_result(bad, "r.json").str(), "r.json: streams[0]: field 'latency.p99_us': missing (expected a number or null)");
+  bad = good;
+  bad["cores"][0] = 1;
+  EXPECT_EQ(check_serve_result(bad, "r.json").str(), "r.json: cores[0]: expected an object, got number");
+}
+
+TEST(ResultCheck, NumbersAreFinite) {
+  // Text past the double range is not JSON to the parser; a value built in
+  // memory (the merge's) may still be infinite, and a dump writes it as null.
+  std::string text = kServeResult;
+  text.replace(text.find("900.5"), 5, "1e999");
+  EXPECT_EQ(parse_json(text, "r.json").error().str(), "r.json: not valid JSON");
+  ordered_json r = doc(kServeResult);
+  r["throughput_rps"] = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(check_result(r, "r.json").str(), "r.json: field 'throughput_rps': expected a number, got a number out of range");
+}
+
+TEST(ResultCheck, MergedSweepReadsBackAsASweepResult) {
+  const ordered_json r = doc(kServeResult);
+  const ordered_json man = doc(R"({"sweep": "s.yaml", "points": [
+      {"id": 0, "params": {"workload": "/x/w.yaml", "loads": 0.5, "admission": true}, "args": []},
+      {"id": 1, "params": {"workload": "/x/w.yaml", "loads": 1.0, "admission": false}, "args": []}]})");
+  ASSERT_TRUE(check_manifest(man, "points.json")) << check_manifest(man, "points.json").str();
+  const ordered_json res = sweep_result(man, {r, r}, {{"launcher", "local"}});
+  ASSERT_TRUE(check_result(res, "results.json")) << check_result(res, "results.json").str();
+  EXPECT_EQ(res["settings"], ordered_json::parse(R"(["config", "batching", "scheduling", "workload", "admission"])"));
+  const ordered_json& row = res["runs"][1];
+  EXPECT_EQ(row["workload"], "w.yaml");
+  EXPECT_EQ(row["load_scale"], 1.0);
+  EXPECT_EQ(row["scheduling"], "auto");
+  EXPECT_EQ(row["a.p99_us"], 3);
+  EXPECT_EQ(row["result"], "runs/1.json");
+  EXPECT_EQ(csv_line(row).second.substr(0, 35), "config,batching,scheduling,scheduli");
+}
+
+TEST(ResultCheck, ManifestSettingsAreTheSweepAxes) {
+  const auto check = [](const char* text) { return check_manifest(doc(text), "points.json").str(); };
+  EXPECT_EQ(check(R"({"points": [{"params": {"colour": "red"}, "args": []}]})"),
+            "points.json: points[0]: field 'params': unknown setting 'colour'");
+  EXPECT_EQ(check(R"({"points": [{"params": {"seeds": "1"}, "args": []}]})"),
+            "points.json: points[0]: field 'params.seeds': expected a number, got string");
+  EXPECT_EQ(check(R"({"points": [{"params": {"seeds": 1}, "args": []}, {"params": {}, "args": []}]})"),
+            "points.json: points[1]: field 'params': not the settings of points[0] (every point has the same)");
 }
 
 }  // namespace
