@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "common/hash.h"
+#include "common/json_read.h"
 #include "common/limits.h"
 #include "common/tensor_io.h"
 #include "compiler/options.h"
@@ -223,9 +224,13 @@ Status check_plan_flags(const CompileFlags& f, const spec::HwConfig& cfg, const 
   for (const auto& flag : given) {
     std::string key = flag.substr(2);
     std::replace(key.begin(), key.end(), '-', '_');
-    if (rec[key] != asked[key])
-      return make_error(flag, "plan " + plan + " was compiled with " + key + " " + rec[key].dump() + ", not " +
-                                  asked[key].dump() + "; recompile it, or leave the flag out");
+    // Both built here from typed options; field() all the same, so a flag
+    // without a key of its own compares null with null instead of reading
+    // past the object.
+    const auto &was = field(rec, key), &now = field(asked, key);
+    if (was != now)
+      return make_error(flag, "plan " + plan + " was compiled with " + key + " " + was.dump() + ", not " + now.dump() +
+                                  "; recompile it, or leave the flag out");
   }
   return {};
 }

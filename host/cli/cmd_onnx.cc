@@ -7,6 +7,7 @@
 #include <set>
 
 #include "cli/cli_common.h"
+#include "common/json_read.h"
 #include "common/tensor_io.h"
 #include "compiler/options.h"
 #include "frontend/onnx/model.h"
@@ -93,9 +94,9 @@ Status attach_reference_graphs(onnxfe::ProgramPlan& pp, const std::string& plan_
   for (const auto& s : segs) nodes.push_back(s.nodes);
   bool exact_host = false;
   if (!plans.empty()) {
-    const auto o = nlohmann::json::parse(plans[0].plan.compile_options, nullptr, false);
-    exact_host =
-        o.is_object() && o.contains("exact_host") && o["exact_host"].is_boolean() && o["exact_host"].get<bool>();
+    // From the plan's metadata (a file): read through field().
+    const auto o = parse_json(plans[0].plan.compile_options, "compile_options");
+    exact_host = o && field(*o, "exact_host") == true;
   }
   auto ref = onnxfe::segment_graphs(std::move(*m), nodes, exact_host);
   if (!ref) return Status(ref.error()).context("--check");

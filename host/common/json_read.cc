@@ -11,15 +11,13 @@ namespace {
 /// Thrown by the parser callback to stop at the first level too deep.
 struct TooDeep {};
 
-}  // namespace
-
-Expected<nlohmann::ordered_json> parse_json(std::string_view text, const std::string& where, int max_depth) {
-  using json = nlohmann::ordered_json;
+template <class Json>
+Expected<Json> parse_bounded(std::string_view text, const std::string& where, int max_depth) {
   try {
-    json j = json::parse(
+    Json j = Json::parse(
         text.begin(), text.end(),
-        [max_depth](int depth, json::parse_event_t ev, json&) {
-          if ((ev == json::parse_event_t::object_start || ev == json::parse_event_t::array_start) && depth >= max_depth)
+        [max_depth](int depth, typename Json::parse_event_t ev, Json&) {
+          if ((ev == Json::parse_event_t::object_start || ev == Json::parse_event_t::array_start) && depth >= max_depth)
             throw TooDeep{};
           return true;
         },
@@ -29,6 +27,16 @@ Expected<nlohmann::ordered_json> parse_json(std::string_view text, const std::st
   } catch (const TooDeep&) {
     return make_error(where, "nested deeper than " + std::to_string(max_depth) + " levels (docs/security.md)");
   }
+}
+
+}  // namespace
+
+Expected<nlohmann::ordered_json> parse_json(std::string_view text, const std::string& where, int max_depth) {
+  return parse_bounded<nlohmann::ordered_json>(text, where, max_depth);
+}
+
+Expected<nlohmann::json> parse_json_sorted(std::string_view text, const std::string& where, int max_depth) {
+  return parse_bounded<nlohmann::json>(text, where, max_depth);
 }
 
 Expected<nlohmann::ordered_json> read_json_file(const std::string& path, uint64_t max_bytes, int max_depth) {

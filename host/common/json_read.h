@@ -19,6 +19,11 @@ namespace loom {
 Expected<nlohmann::ordered_json> parse_json(std::string_view text, const std::string& where,
                                             int max_depth = limits::kMaxJsonDepth);
 
+/// As parse_json, into nlohmann::json (keys sorted), for readers built on
+/// it (plan metadata).
+Expected<nlohmann::json> parse_json_sorted(std::string_view text, const std::string& where,
+                                           int max_depth = limits::kMaxJsonDepth);
+
 /// The JSON file `path`: a regular file of at most `max_bytes`, then as
 /// parse_json.
 Expected<nlohmann::ordered_json> read_json_file(const std::string& path, uint64_t max_bytes,

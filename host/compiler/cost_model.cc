@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/json_read.h"
 #include "common/tensor_io.h"
 #include "compiler/pass.h"
 #include "hw/timing.h"
@@ -561,21 +562,20 @@ Error file_error(const std::string& path, const std::string& what) { return make
 Expected<CostParams> read_cost_params(const std::string& path, const spec::HwConfig& cfg) {
   auto text = read_file_bytes(path);
   if (!text) return text.error();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(*text);
-  } catch (const nlohmann::json::parse_error& e) {
-    return file_error(path, "not valid JSON: " + exception_text(e.what()));
-  }
+  // Bounded nesting, and every lookup through field(): the file is the user's.
+  auto doc = parse_json(*text, path);
+  if (!doc) return doc.error();
+  const nlohmann::ordered_json& j = *doc;
   if (!j.is_object()) return file_error(path, "expected a JSON object");
-  if (!j.contains("kind") || j["kind"] != "loom-cost-params")
-    return file_error(path, "field 'kind' must be \"loom-cost-params\"");
-  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int64_t>() != 1)
+  if (field(j, "kind") != "loom-cost-params") return file_error(path, "field 'kind' must be \"loom-cost-params\"");
+  const auto& version = field(j, "version");
+  if (!version.is_number_integer() || version.get<int64_t>() != 1)
     return file_error(path, "field 'version' must be 1 (the only cost-params format)");
-  if (!j.contains("config") || !j["config"].is_string())
+  const auto& config = field(j, "config");
+  if (!config.is_string())
     return file_error(path, "field 'config' must name the configuration the parameters were fitted for");
-  if (j["config"].get<std::string>() != cfg.name)
-    return file_error(path, "field 'config': fitted for '" + j["config"].get<std::string>() + "', compiling for '" +
+  if (config.get<std::string>() != cfg.name)
+    return file_error(path, "field 'config': fitted for '" + excerpt(config.get<std::string>()) + "', compiling for '" +
                                 std::string(cfg.name) + "'");
   CostParams p = CostParams::from(cfg);
   for (const auto& [k, v] : j.items()) {
@@ -589,7 +589,7 @@ Expected<CostParams> read_cost_params(const std::string& path, const spec::HwCon
         return file_error(path, "field '" + k + "' must be a finite number of cycles (|x| <= 1e9)");
       (k == "layer_cycles" ? p.layer_cycles : p.insn_cycles) = v.get<double>();
     } else {
-      return file_error(path, "unknown field '" + k + "' (latency, layer_cycles, insn_cycles, fit)");
+      return file_error(path, "unknown field '" + excerpt(k) + "' (latency, layer_cycles, insn_cycles, fit)");
     }
   }
   return p;

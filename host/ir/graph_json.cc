@@ -276,7 +276,7 @@ Status parse_activation(const json& v, const std::string& where, const TensorInf
     return make_error(where, "unknown activation '" + s + "' (expected \"none\", \"relu\" or {\"clip\": [min, max]})");
   }
   if (v.is_object() && v.size() == 1 && v.contains("clip")) {
-    const json& c = v["clip"];
+    const json& c = *v.find("clip");
     if (!c.is_array() || c.size() != 2) return type_error(sub(where, ".clip"), "[min, max]", c);
     double lo = 0, hi = 0;
     LOOM_TRY(as_real(c[0], sub(where, ".clip[0]"), &lo));

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "common/hash.h"
+#include "common/json_read.h"
 #include "common/tensor_io.h"
 #include "plan/json_read.h"
 
@@ -230,12 +231,10 @@ Expected<Plan> decode_plan(std::string_view bytes, const std::string& path) {
     return make_error(path, "field 'format_version': a program plan (format " + std::to_string(c->version) +
                                 ": the device segments and host steps of an ONNX model); only `loom run` runs it");
   const uint64_t payload_len = c->payload.size();
-  json meta;
-  try {
-    meta = json::parse(c->meta);
-  } catch (const json::exception& e) {
-    return make_error(path, "metadata is not valid JSON: " + exception_text(e.what()));
-  }
+  // Nesting bounded while parsing: a deep value would recurse when dumped.
+  auto parsed = parse_json_sorted(c->meta, path + ": metadata");
+  if (!parsed) return parsed.error();
+  const json& meta = *parsed;
   if (!meta.is_object()) return make_error(path, "metadata is not a JSON object");
 
   Plan p;
@@ -359,10 +358,9 @@ Expected<Plan> decode_plan(std::string_view bytes, const std::string& path) {
   }
   // How it was compiled (compiler/options.h; checked field by field by
   // whoever acts on it): an object, absent from older plans.
-  if (meta.contains("compile_options")) {
-    if (!meta["compile_options"].is_object())
-      return make_error(path + ": metadata", "field 'compile_options' is not an object");
-    p.compile_options = meta["compile_options"].dump();
+  if (const auto it = meta.find("compile_options"); it != meta.end()) {
+    if (!it->is_object()) return make_error(path + ": metadata", "field 'compile_options' is not an object");
+    p.compile_options = it->dump();
   }
   if (meta.contains("tasks")) {
     json tasks;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/json_read.h"
 #include "common/limits.h"
 #include "common/parse.h"
 #include "common/tensor_io.h"
@@ -40,7 +41,7 @@ Expected<double> num(const json& o, const std::string& where, const char* key, d
     if (required) return make_error(where, "missing field '" + std::string(key) + "'");
     return def;
   }
-  const auto& v = o[key];
+  const auto& v = field(o, key);
   if (!v.is_number()) return make_error(where + ": field '" + key + "'", "expected a number");
   const double d = v.get<double>();
   if (!std::isfinite(d) || d < lo || (lo_open && d == lo))
@@ -53,7 +54,7 @@ Expected<double> num(const json& o, const std::string& where, const char* key, d
 Expected<int64_t> integer(const json& o, const std::string& where, const char* key, int64_t def, int64_t lo,
                           int64_t hi) {
   if (!o.contains(key)) return def;
-  const auto& v = o[key];
+  const auto& v = field(o, key);
   const double d = v.is_number() ? v.get<double>() : 0.5;
   if (!v.is_number() || d != std::floor(d) || d < double(lo) || d > double(hi))
     return make_error(where + ": field '" + key + "'",
@@ -67,8 +68,8 @@ Expected<std::string> str(const json& o, const std::string& where, const char* k
     if (required) return make_error(where, "missing field '" + std::string(key) + "'");
     return def;
   }
-  if (!o[key].is_string()) return make_error(where + ": field '" + key + "'", "expected a string");
-  return o[key].get<std::string>();
+  if (!field(o, key).is_string()) return make_error(where + ": field '" + key + "'", "expected a string");
+  return field(o, key).get<std::string>();
 }
 
 Expected<std::vector<double>> weights(const json& v, const std::string& where, size_t n) {
@@ -253,7 +254,7 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
   out.requests = *req;
 
   if (!s.contains("arrival")) return make_error(where, "missing field 'arrival'");
-  const auto& a = s["arrival"];
+  const auto& a = field(s, "arrival");
   const std::string aw = where + ": arrival";
   if (!a.is_object() || a.size() != 1)
     return make_error(aw, "expected one of poisson: {rate}, bursty: {on_rate, off_rate, on_ms, off_ms}, trace: {file}");
@@ -294,7 +295,7 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
   }
 
   if (s.contains("seq_len")) {
-    const auto& q = s["seq_len"];
+    const auto& q = field(s, "seq_len");
     const std::string qw = where + ": seq_len";
     if (out.model.kind == ModelSpec::Kind::Graph)
       return make_error(qw, "a .json graph has a fixed shape; seq_len applies to gemm_chain");
@@ -304,11 +305,11 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
                         "gemm_chain and to zoo:bert without a length (padded to its buckets)");
     if (!q.is_object()) return make_error(qw, "expected {values: [...], weights: [...], drift: [...]}");
     LOOM_TRY(check_keys(q, qw, {"values", "weights", "drift"}));
-    if (!q.contains("values") || !q["values"].is_array() || q["values"].empty())
+    if (!q.contains("values") || !field(q, "values").is_array() || field(q, "values").empty())
       return make_error(qw, "field 'values' must be a non-empty list");
     out.shapes.values.clear();
     const int64_t max_len = out.model.bucketed() ? kZooBertSeqs[std::size(kZooBertSeqs) - 1] : 4096;
-    for (const auto& v : q["values"]) {
+    for (const auto& v : field(q, "values")) {
       if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > max_len)
         return make_error(qw + ": field 'values'", "sequence lengths must be integers in 1.." +
                                                        std::to_string(max_len) +
@@ -317,17 +318,18 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
     }
     const size_t n = out.shapes.values.size();
     if (q.contains("weights")) {
-      auto w = weights(q["weights"], qw + ": field 'weights'", n);
+      auto w = weights(field(q, "weights"), qw + ": field 'weights'", n);
       if (!w) return w.error();
       out.shapes.weights = *w;
     } else {
       out.shapes.weights.assign(n, 1.0);
     }
     if (q.contains("drift")) {
-      if (!q["drift"].is_array()) return make_error(qw + ": field 'drift'", "expected a list of {at_ms, weights}");
+      if (!field(q, "drift").is_array())
+        return make_error(qw + ": field 'drift'", "expected a list of {at_ms, weights}");
       double last = -1;
-      for (size_t i = 0; i < q["drift"].size(); ++i) {
-        const auto& d = q["drift"][i];
+      for (size_t i = 0; i < field(q, "drift").size(); ++i) {
+        const auto& d = field(q, "drift")[i];
         const std::string dw = qw + ": drift[" + std::to_string(i) + "]";
         if (!d.is_object()) return make_error(dw, "expected {at_ms, weights}");
         LOOM_TRY(check_keys(d, dw, {"at_ms", "weights"}));
@@ -336,7 +338,7 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
         if (*at <= last) return make_error(dw, "at_ms must increase");
         last = *at;
         if (!d.contains("weights")) return make_error(dw, "missing field 'weights'");
-        auto w = weights(d["weights"], dw + ": field 'weights'", n);
+        auto w = weights(field(d, "weights"), dw + ": field 'weights'", n);
         if (!w) return w.error();
         out.shapes.drift.push_back({*at, *w});
       }
@@ -434,9 +436,9 @@ Expected<Workload> parse_workload_text(const std::string& text, const std::strin
   auto dur = num(j, source, "duration_ms", 0, true, 0, true);
   if (!dur) return dur.error();
   if (*dur > limits::kMaxDurationMs)
-    return make_error(source + ": field 'duration_ms'", "must be at most " +
-                                                            std::to_string(int64_t(limits::kMaxDurationMs)) +
-                                                            " (docs/security.md), got " + j["duration_ms"].dump());
+    return make_error(source + ": field 'duration_ms'",
+                      "must be at most " + std::to_string(int64_t(limits::kMaxDurationMs)) +
+                          " (docs/security.md), got " + field(j, "duration_ms").dump());
   w.duration_ms = *dur;
   auto seed = integer(j, source, "seed", 1, 0, int64_t(1) << 53);
   if (!seed) return seed.error();
@@ -463,13 +465,14 @@ Expected<Workload> parse_workload_text(const std::string& text, const std::strin
   if (*sm >= 1) return make_error(source + ": field 'slack_margin'", "must be < 1");
   w.slack_margin = *sm;
   if (j.contains("shape_grouping")) {
-    if (!j["shape_grouping"].is_boolean())
+    if (!field(j, "shape_grouping").is_boolean())
       return make_error(source + ": field 'shape_grouping'", "expected true or false");
-    w.shape_grouping = j["shape_grouping"].get<bool>();
+    w.shape_grouping = field(j, "shape_grouping").get<bool>();
   }
   if (j.contains("admission")) {
-    if (!j["admission"].is_boolean()) return make_error(source + ": field 'admission'", "expected true or false");
-    w.admission = j["admission"].get<bool>();
+    if (!field(j, "admission").is_boolean())
+      return make_error(source + ": field 'admission'", "expected true or false");
+    w.admission = field(j, "admission").get<bool>();
   }
   auto pc = num(j, source, "port_contention", w.port_contention, false, 0);
   if (!pc) return pc.error();
@@ -477,11 +480,11 @@ Expected<Workload> parse_workload_text(const std::string& text, const std::strin
   auto mp = integer(j, source, "max_per_port", 0, 0, 64);
   if (!mp) return mp.error();
   w.max_per_port = int(*mp);
-  if (!j.contains("streams") || !j["streams"].is_array() || j["streams"].empty())
+  if (!j.contains("streams") || !field(j, "streams").is_array() || field(j, "streams").empty())
     return make_error(source, "field 'streams' must be a non-empty list");
-  for (size_t i = 0; i < j["streams"].size(); ++i) {
+  for (size_t i = 0; i < field(j, "streams").size(); ++i) {
     Stream s;
-    LOOM_TRY(parse_stream(j["streams"][i], i, source, dir, s));
+    LOOM_TRY(parse_stream(field(j, "streams")[i], i, source, dir, s));
     for (const auto& o : w.streams)
       if (o.name == s.name) return make_error(source + ": stream '" + s.name + "'", "duplicate stream name");
     w.streams.push_back(std::move(s));

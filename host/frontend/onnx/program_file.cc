@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 
+#include "common/json_read.h"
 #include "common/tensor_io.h"
 #include "compiler/options.h"
 #include "frontend/onnx/host_ops.h"
@@ -387,12 +388,10 @@ Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::str
   if (c->version != plan::kProgramFormatVersion)
     return make_error(path, "field 'format_version': " + std::to_string(c->version) +
                                 " is a single-segment plan, not a program plan");
-  json meta;
-  try {
-    meta = json::parse(c->meta);
-  } catch (const json::exception& e) {
-    return make_error(path, "metadata is not valid JSON: " + exception_text(e.what()));
-  }
+  // Nesting bounded while parsing: a deep value would recurse when dumped.
+  auto parsed = parse_json_sorted(c->meta, path + ": metadata");
+  if (!parsed) return parsed.error();
+  const json& meta = *parsed;
   ProgramPlan pp;
   ProgramPlanInfo& info = pp.info;
   Program& p = pp.program;
