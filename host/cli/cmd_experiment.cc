@@ -88,31 +88,16 @@ std::string value_text(const ordered_json& v) {
 /// file (plural for the original five, the workload's own names for the
 /// serve settings), each a value or a non-empty list.
 Expected<Sweep> parse_sweep(const ordered_json& j, const std::string& src) {
-  struct Known {
-    const char* name;
-    const char* kind;  // string, config, batching, scheduling, backend, load, seed, int, delay, margin, bool
-  };
-  static const Known kKnown[] = {{"workload", "string"},
-                                 {"configs", "config"},
-                                 {"batching", "batching"},
-                                 {"scheduling", "scheduling"},
-                                 {"backend", "backend"},
-                                 {"max_batch", "int"},
-                                 {"max_queue_delay_ms", "delay"},
-                                 {"slack_margin", "margin"},
-                                 {"admission", "bool"},
-                                 {"loads", "load"},
-                                 {"seeds", "seed"}};
   if (!j.is_object()) return make_error(src, "expected a mapping at the top level");
   for (const auto& [k, v] : j.items()) {
     (void)v;
     bool ok = k == "slurm";
-    for (const auto& kn : kKnown) ok = ok || k == kn.name;
+    for (const auto& kn : serve::kSweepAxes) ok = ok || k == kn.name;
     if (!ok) return make_error(src, "unknown field '" + k + "'");
   }
   if (!j.contains("workload")) return make_error(src, "missing field 'workload' (a path, or a list of paths)");
   Sweep s;
-  for (const auto& kn : kKnown) {
+  for (const auto& kn : serve::kSweepAxes) {
     if (!j.contains(kn.name)) continue;
     const std::string where = src + ": field '" + kn.name + "'";
     const ordered_json& v = field(j, kn.name);

@@ -304,24 +304,12 @@ Status tune_round(const ordered_json& r, const Loc& at, bool attribution) {
 
 // ---- sweep folders ----
 
-/// The axes of a serve sweep (the fields of a sweep file that parse_sweep in
-/// cli/cmd_experiment.cc accepts, bar `slurm`) and what each holds in a
-/// point's params.
-struct Axis {
-  const char* name;
-  unsigned kind;
-};
-constexpr Axis kAxes[] = {{"workload", kStr},
-                          {"configs", kStr},
-                          {"batching", kStr},
-                          {"scheduling", kStr},
-                          {"backend", kStr},
-                          {"max_batch", kNum},
-                          {"max_queue_delay_ms", kNum},
-                          {"slack_margin", kNum},
-                          {"admission", kBool},
-                          {"loads", kNum},
-                          {"seeds", kNum}};
+/// What a point's params hold for a sweep axis of `kind` (SweepAxis).
+unsigned json_kind(const std::string& kind) {
+  if (kind == "bool") return kBool;
+  if (kind == "int" || kind == "delay" || kind == "margin" || kind == "load" || kind == "seed") return kNum;
+  return kStr;
+}
 
 bool strings(const ordered_json& a) {
   return a.is_array() && std::all_of(a.begin(), a.end(), [](const ordered_json& x) { return x.is_string(); });
@@ -333,11 +321,11 @@ Status serve_point(const ordered_json& p, const Loc& at, const ordered_json& fir
   const ordered_json& params = field(p, "params");
   for (const auto& [k, v] : params.items()) {
     (void)v;
-    const Axis* axis = nullptr;
-    for (const auto& a : kAxes)
+    const SweepAxis* axis = nullptr;
+    for (const auto& a : kSweepAxes)
       if (k == a.name) axis = &a;
     if (!axis) return make_error(at.where + ": field 'params'", "unknown setting '" + excerpt(k) + "'");
-    LOOM_TRY(need(params, at.in("params"), k, axis->kind));
+    LOOM_TRY(need(params, at.in("params"), k, json_kind(axis->kind)));
     if (!first.contains(k)) return at.err("params." + k, "not a setting of points[0] (every point has the same)");
   }
   if (params.size() != first.size())

@@ -17,6 +17,27 @@ namespace loom::serve {
 
 using ordered_json = nlohmann::ordered_json;
 
+/// A setting a serve sweep varies (a field of a sweep file besides `slurm`,
+/// a key of a point's params) and what its values are: "string", "config",
+/// "batching", "scheduling" or "backend" (strings); "int", "delay",
+/// "margin", "load" or "seed" (numbers); "bool".
+struct SweepAxis {
+  const char* name;
+  const char* kind;
+};
+/// In the order of the sweep's columns.
+inline constexpr SweepAxis kSweepAxes[] = {{"workload", "string"},
+                                           {"configs", "config"},
+                                           {"batching", "batching"},
+                                           {"scheduling", "scheduling"},
+                                           {"backend", "backend"},
+                                           {"max_batch", "int"},
+                                           {"max_queue_delay_ms", "delay"},
+                                           {"slack_margin", "margin"},
+                                           {"admission", "bool"},
+                                           {"loads", "load"},
+                                           {"seeds", "seed"}};
+
 /// A sweep folder's points.json: `kind` absent, "serve" or "commands";
 /// `sweep` absent or a string; a non-empty array of point objects, each with
 /// its `name` and `argv` (commands) or its `params` and serve `args`

@@ -166,11 +166,19 @@ Expected<Served> Loop::serve_with(const Epochs& epochs) {
   return s;
 }
 
-serve::LatencySummary Loop::add_latency(json& j, const std::vector<serve::ServedRequest>& reqs) const {
+Expected<serve::LatencySummary> Loop::add_latency(json& j, const std::vector<serve::ServedRequest>& reqs,
+                                                  const std::string& run) const {
   j["latency"] = latency_json(latency_of(reqs, [](const serve::ServedRequest&) { return true; }));
   serve::LatencySummary after =
       latency_of(reqs, [&](const serve::ServedRequest& r) { return r.arrival_us >= s_.swap_us; });
   j["after_swap"] = latency_json(after);
+  if (!after.count) {
+    // Every comparison of the loop is after the swap point: refused, never a 0 or null in the result.
+    char at[32];
+    std::snprintf(at, sizeof at, "%.3g ms", s_.swap_us / 1000.0);
+    return make_error("--swap-at-ms", "no request of the " + run + " completes after the swap point (" + at +
+                                          "), so there is nothing to compare; swap earlier or run longer");
+  }
   return after;
 }
 
@@ -303,13 +311,9 @@ Expected<json> Loop::serve_baseline() {
   base_ = std::move(*base);
   last_ = &base_;
   json jb;
-  l0_ = add_latency(jb, base_.reqs);
-  if (!l0_.count) {
-    char at[32];
-    std::snprintf(at, sizeof at, "%.3g ms", s_.swap_us / 1000.0);
-    return make_error("--swap-at-ms", std::string("no request of the run completes after the swap point (") + at +
-                                          "), so there is nothing to compare; swap earlier or run longer");
-  }
+  auto l0 = add_latency(jb, base_.reqs, "run with the initial mapping");
+  if (!l0) return l0.error();
+  l0_ = std::move(*l0);
   jb["throughput_rps"] = base_.result["throughput_rps"];
   // Per-core timelines over a window from the first batch at or after the
   // swap point: 5 ms, or 8 mean batches of the initial mapping if longer.
@@ -387,7 +391,9 @@ Expected<json> Loop::search_best_per_shape() {
   auto bestrun = serve_with({{0.0, &m0_}, {s_.swap_us, &mbest}});
   if (!bestrun) return bestrun.error();
   json jbest;
-  lbest_ = add_latency(jbest, bestrun->reqs);
+  auto lbest = add_latency(jbest, bestrun->reqs, "run with the best plan per shape");
+  if (!lbest) return lbest.error();
+  lbest_ = std::move(*lbest);
   if (!best_buckets.empty()) jbest["mapping"] = best_buckets;
   // What the exhaustive search measured: every choice's cycles per run
   // (device parts and host ops), per model, in decision-space order.
@@ -421,7 +427,9 @@ Expected<json> Loop::recompile_offline() {
   if (!offrun) return offrun.error();
   json joff;
   joff["what"] = "re-compiled for the shapes observed after the swap point with the offline (uncorrected) cost model";
-  loff_ = add_latency(joff, offrun->reqs);
+  auto loff = add_latency(joff, offrun->reqs, "offline re-mapped run");
+  if (!loff) return loff.error();
+  loff_ = std::move(*loff);
   if (!off_buckets.empty()) joff["mapping"] = off_buckets;
   joff["gap_recovered_mean"] = json_of(gap_recovered(l0_.mean, lbest_.mean, loff_.mean));
   joff["gap_recovered_p99"] = json_of(gap_recovered(l0_.p99, lbest_.p99, loff_.p99));

@@ -105,8 +105,10 @@ class Loop {
   /// Serves the workload with each mapping of `epochs` in force from its time (us).
   Expected<Served> serve_with(const Epochs& epochs);
   /// Sets `j`'s "latency" (every request) and "after_swap" (arrivals from the
-  /// swap point); returns the latter.
-  serve::LatencySummary add_latency(nlohmann::ordered_json& j, const std::vector<serve::ServedRequest>& reqs) const;
+  /// swap point) and returns the latter; refused when no request of the `run`
+  /// completes after the swap point.
+  Expected<serve::LatencySummary> add_latency(nlohmann::ordered_json& j, const std::vector<serve::ServedRequest>& reqs,
+                                              const std::string& run) const;
   /// The layers of a batch under the mapping `after` in force from the swap point (the initial one before it).
   std::function<Expected<BatchLayers>(const serve::BatchSpan&)> layers_with(const Mapping& after);
 

@@ -89,7 +89,9 @@ Expected<json> Loop::round_json(int round, const OutOfSample& fresh, const FitEr
   jr["compiler_plans_changed"] = rd.plans_changed;
   jr["compiler_decisions_changed"] = rd.compiler_changed;
   jr["swap"] = std::move(swap);
-  const serve::LatencySummary lk = add_latency(jr, cur.reqs);
+  auto after = add_latency(jr, cur.reqs, "run of round " + std::to_string(round));
+  if (!after) return after.error();
+  const serve::LatencySummary& lk = *after;
   auto profile = deployed_profile(rd.next);
   if (!profile) return profile.error();
   jr["profile"] = *profile;
