@@ -193,7 +193,16 @@ int run_program_kind(const RunArgs& a) {
   // --check: each device segment against loom's direct reference on the
   // same inputs (host ops are the same code either way).
   const auto& mismatches = (*host)->mismatches();
-  if (a.check) {
+  if (a.check && prog.segments.empty()) {
+    // Nothing ran on the device: nothing was compared, so no claim either way.
+    rep.check = true;
+    j["bit_exact"] = nullptr;
+    j["checked_segments"] = 0;
+    rep.check_line = "check: nothing ran on the device (0 device segments, " +
+                     std::to_string(prog.fallback_ops.size()) +
+                     " host ops; see --explain), so nothing was compared against the direct reference";
+  } else if (a.check) {
+    j["checked_segments"] = prog.segments.size();
     rep.check = true;
     rep.exact = mismatches.empty();
     j["bit_exact"] = rep.exact;

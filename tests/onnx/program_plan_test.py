@@ -156,6 +156,24 @@ class ProgramPlan(unittest.TestCase):
         self.assertEqual(y.shape, (1, 4, 6, 6))
         self.assertGreater(len(np.unique(y)), 4, "degenerate output")
 
+    def test_check_with_nothing_on_the_device_claims_nothing(self):
+        # A symbolic batch dimension keeps every op on the host: --check has
+        # nothing to compare and says so, instead of "bit-exact".
+        m, _ = two_segment_model()
+        m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "N"
+        sym = os.path.join(self.dir, "sym.onnx")
+        write(sym, m.SerializeToString())
+        r = self.loom("run", sym, "--config", "tiny", "--backend", BACKEND, "--inputs", self.x, "--check", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        j = json.loads(r.stdout)
+        self.assertEqual(j["segments"], [])
+        self.assertIsNone(j["bit_exact"])
+        self.assertEqual(j["checked_segments"], 0)
+        r = self.loom("run", sym, "--config", "tiny", "--backend", BACKEND, "--inputs", self.x, "--check")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("check: nothing ran on the device (0 device segments", r.stdout)
+        self.assertNotIn("bit-exact", r.stdout)
+
     def test_runs_without_the_model(self):
         os.rename(self.model, self.model + ".moved")
         r = self.run_plan(self.plan, "--json")
