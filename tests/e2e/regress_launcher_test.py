@@ -45,6 +45,18 @@ def main():
         assert r.returncode == 0, r.stderr
         assert "%d of %d points already finished" % (res["points"] - 1, res["points"]) in r.stderr, r.stderr
         assert r.stderr.count(": ok (") == 1, r.stderr
+        # A failing entry prints how to reproduce it: the command with its
+        # seed, and the fabric's waves where the command can write them. A
+        # loom that fails every run stands in for a failing build.
+        runner = os.path.join(root, "tests", "e2e", "run_regression.py")
+        for entry, backend, want in (("demo_cnn@tiny", "rtl", "--seed 1 --wave demo_cnn_tiny.fst"),
+                                     ("gemm_small@tiny", "ref", "--check --json --seed 1")):
+            r = subprocess.run([sys.executable, runner, "--loom", "false", "--root", root, "--backend", backend,
+                                "--entry", entry], capture_output=True, text=True, timeout=60)
+            assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+            assert "reproduce: false " in r.stdout and r.stdout.rstrip().splitlines()[-2].endswith(want), r.stdout
+            err = r.stderr.strip().splitlines()
+            assert len(err) == 1 and err[0].startswith("loom: error: %s failed on %s; reproduce: " % (entry, backend)), r.stderr
         # Bad arguments: one line, non-zero.
         for args, needle in ((["--tag", "weekly"], "--tag"), (["--launcher", "pbs"], "launcher"),
                              (["--frobnicate"], "unknown argument")):

@@ -48,6 +48,17 @@ def command(loom, root, e, cfg, backend):
     raise SystemExit("regression.yaml: entry %s: unknown kind '%s'" % (e["name"], k))
 
 
+def reproduce(cmd, e, name, backend):
+    """`cmd` with its seed explicit and, for a graph run on a backend that has
+    the fabric's signals, an FST waveform named after the entry."""
+    out = list(cmd)
+    if "--seed" not in out:
+        out += ["--seed", "1"]  # every kind's default: weights and inputs
+    if e["kind"] == "graph" and backend in ("rtl", "cosim"):
+        out += ["--wave", name.replace("@", "_") + ".fst"]
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--loom", required=True)
@@ -82,7 +93,12 @@ def main():
             info = "instructions=%s cycles=%s" % (j.get("instructions"), j.get("cycles"))
         print("%s %s on %s: %s %s" % ("PASS" if ok else "FAIL", name, a.backend, info, r.stderr.strip()))
         if not ok:
-            print("reproduce: " + " ".join(cmd))
+            # The command with its seed, and the fabric's waves where the
+            # command can write them (loom run on rtl and cosim); also on
+            # stderr, where `loom experiment --merge` takes a point's error.
+            line = "reproduce: " + " ".join(reproduce(cmd, e, name, a.backend or "ref"))
+            print(line)
+            print("loom: error: %s failed on %s; %s" % (name, a.backend or "ref", line), file=sys.stderr)
         passed += ok
         failed += not ok
     print("%d passed, %d failed" % (passed, failed))
