@@ -134,6 +134,19 @@ def case_cycle(d):
     return p, ["cycle.onnx", "node 'n1'", "cycle"]
 
 
+def case_output_listed_twice(d):
+    # One node naming the same output twice (the loader once indexed past its
+    # node list here: a crash found by fuzz_onnx).
+    g = helper.make_graph([helper.make_node("Split", ["x"], ["y", "y"], name="split", axis=0)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    p = os.path.join(d, "twice.onnx")
+    save(m, p)
+    return p, ["twice.onnx", "node 'split'", "output 'y'", "listed twice among the node's outputs"]
+
+
 def case_missing_initializer(d):
     p = os.path.join(d, "missing.onnx")
     save(qconv_model(drop_w=True), p)

@@ -459,9 +459,10 @@ Status read_nodes(onnx::GraphProto* g, const std::string& path, const std::set<s
       if (o.empty()) continue;
       if (defined.count(o) && !producer.count(o))
         return make_error(m->where(n) + ": output '" + o + "'", "is also a graph input or initializer");
-      if (producer.count(o))
+      if (auto p = producer.find(o); p != producer.end())
         return make_error(m->where(n) + ": output '" + o + "'",
-                          "is also produced by node '" + nodes[producer[o]].name + "'");
+                          p->second == nodes.size() ? std::string("is listed twice among the node's outputs")
+                                                    : "is also produced by node '" + nodes[p->second].name + "'");
       producer[o] = nodes.size();
     }
     if (n.op == "Constant" && n.domain.empty()) {
