@@ -61,7 +61,10 @@ def run_form(loom, backend, d, name):
     if r.returncode != 0:
         sys.exit("%s: loom failed (%d): %s\n%s" % (name, r.returncode, r.stderr.strip(), " ".join(cmd)))
     j = json.loads(r.stdout)
-    assert j["bit_exact"] is True, (name, "not bit-exact")
+    if j["segments"]:
+        assert j["bit_exact"] is True, (name, "not bit-exact")
+    else:  # a float form runs on the host: --check has nothing to compare and claims nothing
+        assert j["bit_exact"] is None and j["checked_segments"] == 0, (name, j["bit_exact"])
     assert j["expected"]["within_tolerance"], (name, j["expected"])
     assert j["expected"]["outputs"][0]["cosine_similarity"] >= 0.999, (name, j["expected"])
     hosts = j["host_ops"]
@@ -74,8 +77,9 @@ def run_form(loom, backend, d, name):
         assert all(h["op"] in WHOLE[name] for h in inner), (name, inner)
     if name in NOTES:
         assert any(NOTES[name] in n for n in j["notes"]), (name, j["notes"])
-    print("%s: %d segments, %d host ops, bit-exact, max |diff| %.4g (step %.4g)" %
-          (name, len(j["segments"]), len(hosts), j["expected"]["outputs"][0]["max_abs_diff"], step))
+    print("%s: %d segments, %d host ops, %s, max |diff| %.4g (step %.4g)" %
+          (name, len(j["segments"]), len(hosts), "bit-exact" if j["segments"] else "nothing on the device",
+           j["expected"]["outputs"][0]["max_abs_diff"], step))
 
 
 def refuse(loom, d, name, model, words):
