@@ -352,6 +352,12 @@ Status ProgramValues::run_host(size_t index) {
   return onnxfe::run_host(m, m.nodes[index], env_);
 }
 
+TensorType Segment::host_type(const plan::TensorBinding& b) const {
+  TensorType t{u8.at(b.name) ? kUint8 : kInt8, b.shape, true};
+  if (nhwc.at(b.name)) t.shape = {b.shape[0], b.shape[3], b.shape[1], b.shape[2]};
+  return t;
+}
+
 Expected<Tensor> ProgramValues::to_device(int segment, const plan::TensorBinding& b) {
   const Model& m = p_.model;
   const Segment& seg = p_.segments.at(size_t(segment));
@@ -359,16 +365,14 @@ Expected<Tensor> ProgramValues::to_device(int segment, const plan::TensorBinding
   if (vit == env_.end() || !seg.nhwc.count(b.name) || !seg.u8.count(b.name))
     return make_error(m.path + ": segment " + std::to_string(segment) + " input '" + b.name + "'", "has no value");
   const Value& v = vit->second;
-  const bool nhwc = seg.nhwc.at(b.name), u8 = seg.u8.at(b.name);
   // The segment was compiled for this type and shape: anything else at run
   // time is refused before a byte is converted.
-  std::vector<int64_t> want = b.shape;
-  if (nhwc) want = {b.shape[0], b.shape[3], b.shape[1], b.shape[2]};
-  if (v.type != (u8 ? kUint8 : kInt8) || v.shape != want)
+  const TensorType want = seg.host_type(b);
+  if (v.type != want.type || v.shape != want.shape)
     return make_error(m.path + ": tensor '" + b.name + "'", "is " + elem_name(v.type) + " " + shape_str(v.shape) +
                                                                 " at run time; the segment was compiled for " +
-                                                                elem_name(u8 ? kUint8 : kInt8) + " " + shape_str(want));
-  return onnxfe::to_device(v, nhwc, u8);
+                                                                elem_name(want.type) + " " + shape_str(want.shape));
+  return onnxfe::to_device(v, seg.nhwc.at(b.name), seg.u8.at(b.name));
 }
 
 Status ProgramValues::from_device(int segment, const plan::TensorBinding& b, Tensor t) {

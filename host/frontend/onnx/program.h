@@ -40,6 +40,11 @@ struct Segment {
   std::map<std::string, bool> nhwc;  // boundary tensor stored NHWC on the device (ONNX side NCHW)
   std::map<std::string, bool> u8;    // boundary tensor is uint8 on the ONNX side (device holds x - 128)
   std::vector<compiler::Decision> decisions;
+
+  /// The ONNX-side type and shape of boundary tensor `b` (uint8 where
+  /// flagged u8, NCHW where the device holds it NHWC): what the host steps
+  /// give the segment or read from it.
+  TensorType host_type(const plan::TensorBinding& b) const;
 };
 
 /// An op that runs on the host, and why (`--explain`, `host_ops` in `--json`).

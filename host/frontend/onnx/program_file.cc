@@ -233,14 +233,6 @@ Expected<Model> read_host_model(const std::string& bytes, const std::string& pat
   return m;
 }
 
-/// The type and host-side shape (NCHW when the device holds it NHWC) of a
-/// segment's boundary tensor, as the runner converts it.
-TensorType host_type_of(const plan::TensorBinding& b, const Segment& s) {
-  TensorType t{s.u8.at(b.name) ? kUint8 : kInt8, b.shape, true};
-  if (s.nhwc.at(b.name)) t.shape = {b.shape[0], b.shape[3], b.shape[1], b.shape[2]};
-  return t;
-}
-
 std::string type_str(const TensorType& t) { return elem_name(t.type) + " " + shape_str(t.shape); }
 
 /// The host graph's types and shapes, inferred by ONNX with the segments'
@@ -257,7 +249,7 @@ Status check_host_shapes(const std::string& host_bytes, const Program& p, const 
   for (const auto& [name, v] : p.model.consts) known[name] = TensorType{v.type, v.shape, true};
   for (size_t k = 0; k < p.segments.size(); ++k)
     for (const auto& b : p.program.segments[k].plan.outputs) {
-      const TensorType t = host_type_of(b, p.segments[k]);
+      const TensorType t = p.segments[k].host_type(b);
       known[b.name] = t;
       auto* vi = mp.mutable_graph()->add_input();
       vi->set_name(b.name);
@@ -278,7 +270,7 @@ Status check_host_shapes(const std::string& host_bytes, const Program& p, const 
   };
   for (size_t k = 0; k < p.segments.size(); ++k)
     for (const auto& b : p.program.segments[k].plan.inputs) {
-      const TensorType want = host_type_of(b, p.segments[k]);
+      const TensorType want = p.segments[k].host_type(b);
       if (const TensorType* got = differs(b.name, want))
         return make_error(path + ": segments[" + std::to_string(k) + "]: input '" + b.name + "'",
                           "the host steps give " + type_str(*got) + ", the segment's plan reads " + type_str(want));
