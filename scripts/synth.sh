@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Synthesizes the loom Vitis kernel (the whole fabric) for one named configuration with Yosys synth_xilinx (UltraScale+).
 #
-# Usage: scripts/synth.sh [--flat | --hier | --blocks] CONFIG   (tiny | small | default | any name in docs/spec/configs.yaml)
+# Usage: scripts/synth.sh [--flat | --hier | --blocks | --smoke] CONFIG   (tiny | small | default | any name in docs/spec/configs.yaml)
 #
 # Default: synthesizes rtl/generated/loom_top_CONFIG.sv (from
 # scripts/gen_kernel_top.py) with every core, the control slave, the
@@ -17,6 +17,12 @@
 # --blocks: the older per-block report (systolic array, post-op unit and
 # scratchpad RAMs out of context, through small wrappers) in
 # build/synth/CONFIG/blocks/.
+# --smoke: the kernel through Yosys' coarse-grain synthesis and DSP mapping
+# only (synth_xilinx -run :map_memory), then `check -assert`: it fails where
+# full synthesis would fail to read or elaborate the RTL, or on a driver
+# conflict or combinational loop, and counts DSP48E2 and inferred memories,
+# in about a tenth of the time (no LUT or FF counts). CI runs it on `tiny`;
+# the full run is labelled slow.
 #
 # Outputs in build/synth/CONFIG/ (build/synth/CONFIG/flat|hier|blocks/ for
 # the other modes): report.txt (whole kernel, per core, rest of the fabric),
@@ -28,7 +34,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${root}"
 
 usage() {
-  echo "usage: scripts/synth.sh [--flat | --hier | --blocks] CONFIG   (e.g. tiny, small, default)" >&2
+  echo "usage: scripts/synth.sh [--flat | --hier | --blocks | --smoke] CONFIG   (e.g. tiny, small, default)" >&2
   exit 2
 }
 mode=kernel
@@ -36,6 +42,7 @@ case "${1:-}" in
   --flat)   mode=flat; shift ;;
   --hier)   mode=hier; shift ;;
   --blocks) mode=blocks; shift ;;
+  --smoke)  mode=smoke; shift ;;
   -*)       usage ;;
 esac
 [[ $# -eq 1 ]] || usage
@@ -226,15 +233,60 @@ cells_of() {  # stat file -> "lut ff dsp b36 b18 uram lutram carry"
        "$(count "$1" '^CARRY[48]$')"
 }
 
+check_top() {  # top -> exits unless rtl/generated/TOP.sv exists and is fresh
+  if ! python3 scripts/gen_kernel_top.py --check >/dev/null 2>&1 || [[ ! -f "rtl/generated/$1.sv" ]]; then
+    echo "synth.sh: rtl/generated/$1.sv is missing or stale; run scripts/gen_kernel_top.py" >&2
+    exit 1
+  fi
+}
+
+yosys_failed() {  # top log -> the first errors of a failed run, then exit 1
+  echo "synth.sh: yosys failed on $1; the error is at the end of $2:" >&2
+  grep -m3 -E 'ERROR|error|problem' "$2" >&2 || tail -5 "$2" >&2
+  exit 1
+}
+
+# --smoke: coarse synthesis and DSP mapping, `check -assert`, DSP and memory counts.
+synth_smoke() {
+  local top="loom_top_${cfg}" out="build/synth/${cfg}/smoke"
+  mkdir -p "${out}"
+  check_top "${top}"
+  local -a srcs
+  mapfile -t srcs < <(kernel_sources)
+  local log="${out}/yosys.log" st="${out}/stat.txt" t0=${SECONDS}
+  echo "synth.sh: ${cfg}: ${top} smoke (synth_xilinx up to map_memory, check -assert); log in ${log}" >&2
+  if ! yosys -q -l "${log}" -p "read_verilog -sv -I rtl/include ${srcs[*]}; \
+      hierarchy -check -top ${top}; setattr -mod -set keep_hierarchy 1 *loom_core*; \
+      synth_xilinx -family xcup -noiopad -uram -flatten -top ${top} -run :map_memory; \
+      check -assert; tee -q -o ${st} stat -top ${top}" >/dev/null 2>&1; then
+    yosys_failed "${top}" "${log}"
+  fi
+  awk 'BEGIN {print "Printing statistics"} /=== design hierarchy ===/ {f=1} f' "${st}" > "${out}/stat_total.txt"
+  local dsp mem cells secs=$(( SECONDS - t0 ))
+  dsp=$(count "${out}/stat_total.txt" '^DSP48E2$')
+  mem=$(count "${out}/stat_total.txt" '^\$mem_v2$')
+  cells=$(awk '/Number of cells:/ {n=$4} END {print n + 0}' "${out}/stat_total.txt")
+  {
+    echo "loom synthesis smoke: kernel ${top} (configuration ${cfg}: $(pkgval CORES) cores of" \
+         "$(pkgval ARRAY_ROWS)x$(pkgval ARRAY_COLS))"
+    echo "tool: ${ysver}"
+    echo "flow: synth_xilinx -family xcup -noiopad -uram -flatten -run :map_memory, check -assert (0 problems)"
+    echo "time: ${secs} s wall"
+    echo "reproduce: scripts/synth.sh --smoke ${cfg}; full counts: scripts/synth.sh ${cfg}"
+    echo "coarse cells ${cells}, DSP48E2 ${dsp}, inferred memories ${mem} (LUT and FF need the full run)"
+  } > "${out}/report.txt"
+  printf '{"config":"%s","top":"%s","dsp":%d,"memories":%d,"coarse_cells":%d,"seconds":%d,"flow":"smoke","tool":"%s"}\n' \
+    "${cfg}" "${top}" "${dsp}" "${mem}" "${cells}" "${secs}" "${ysver}" > "${out}/summary.json"
+  cat "${out}/report.txt"
+  echo "synth.sh: wrote ${out}/report.txt and ${out}/summary.json" >&2
+}
+
 synth_kernel() {
   local top="loom_top_${cfg}"
   local out="build/synth/${cfg}"
   [[ "${mode}" == kernel ]] || out="${out}/${mode}"
   mkdir -p "${out}"
-  if ! python3 scripts/gen_kernel_top.py --check >/dev/null 2>&1 || [[ ! -f "rtl/generated/${top}.sv" ]]; then
-    echo "synth.sh: rtl/generated/${top}.sv is missing or stale; run scripts/gen_kernel_top.py" >&2
-    exit 1
-  fi
+  check_top "${top}"
   local -a srcs
   mapfile -t srcs < <(kernel_sources)
 
@@ -270,9 +322,7 @@ synth_kernel() {
       setattr -set ram_style \"block\" t:\$mem_v2 r:WIDTH=${width} %i r:SIZE<${uram_rows} %i; \
       ${sx} -run map_memory:; \
       tee -q -o ${st} stat -top ${top}" >/dev/null 2>&1; then
-    echo "synth.sh: yosys failed on ${top}; the error is at the end of ${log}:" >&2
-    grep -m3 -E 'ERROR|error' "${log}" >&2 || tail -5 "${log}" >&2
-    exit 1
+    yosys_failed "${top}" "${log}"
   fi
   local secs=$(( SECONDS - t0 ))
   local mem cpu
@@ -355,5 +405,6 @@ synth_kernel() {
 
 case "${mode}" in
   blocks) synth_blocks ;;
+  smoke)  synth_smoke ;;
   *)      synth_kernel ;;
 esac
