@@ -3,7 +3,8 @@
 //
 // rq(v, mult, shift) = round_half_away_from_zero(v * mult / 2^shift), computed
 // exactly in 64-bit arithmetic (|v * mult| < 2^63 for int32 operands) and
-// saturated to int32. 1 <= shift <= 62.
+// saturated to int32. 1 <= shift <= 62. A requantizing add rounds once:
+// requantize_sum puts both operands on one grid and rounds their sum.
 #pragma once
 
 #include <algorithm>
@@ -24,6 +25,22 @@ constexpr int32_t requantize(int64_t v, int32_t mult, int shift) {
   // v is an int32 (or a sum that the callers keep within int32), so the
   // product fits in int64: |v * mult| < 2^62.
   const int64_t p = v * int64_t(mult);
+  const uint64_t mag = p < 0 ? uint64_t(-(p + 1)) + 1 : uint64_t(p);
+  const uint64_t half = uint64_t(1) << (shift - 1);
+  const uint64_t q = (mag + half) >> shift;  // ties away from zero
+  return sat_i32(p < 0 ? -int64_t(q) : int64_t(q));
+}
+
+/// A requantizing add, rounded once: rq(a * ma + b * mb, shift) =
+/// sat_i32(round_half_away_from_zero((a * ma + b * mb) / 2^shift)), exact in
+/// 64-bit arithmetic. The two terms share one fixed-point grid (one shift;
+/// quantize_multiplier_pair gives the multipliers), so the sum is formed
+/// exactly and rounded at the end, as ONNX's QLinearAdd computes
+/// round((a * sa + b * sb) / sy) with one rounding. Callers keep |a|, |b| <
+/// 2^16 (int8 operands minus zero points are within 255), so the sum stays
+/// below 2^48.
+constexpr int32_t requantize_sum(int64_t a, int32_t ma, int64_t b, int32_t mb, int shift) {
+  const int64_t p = a * int64_t(ma) + b * int64_t(mb);
   const uint64_t mag = p < 0 ? uint64_t(-(p + 1)) + 1 : uint64_t(p);
   const uint64_t half = uint64_t(1) << (shift - 1);
   const uint64_t q = (mag + half) >> shift;  // ties away from zero
@@ -53,6 +70,23 @@ inline bool quantize_multiplier(double real, Multiplier* out) {
   if (shift < kMinShift || shift > kMaxShift) return false;
   out->mult = int32_t(m);
   out->shift = shift;
+  return true;
+}
+
+/// Two positive real scales on one grid: ra = a.mult / 2^s and rb = b.mult /
+/// 2^s with the same shift s (a.shift == b.shift), the larger multiplier in
+/// [2^30, 2^31), the smaller rounded to the nearest integer on that grid (it
+/// keeps 31 - log2(ra / rb) significant bits; 0 when rb is below 2^-s / 2).
+/// Returns false when a scale is not positive and finite or the larger one
+/// needs a shift outside [kMinShift, kMaxShift].
+inline bool quantize_multiplier_pair(double ra, double rb, Multiplier* a, Multiplier* b) {
+  if (!(ra > 0.0) || !(rb > 0.0) || !std::isfinite(ra) || !std::isfinite(rb)) return false;
+  Multiplier big;
+  if (!quantize_multiplier(std::max(ra, rb), &big)) return false;
+  const double small = std::min(ra, rb) * std::ldexp(1.0, big.shift);
+  const Multiplier other{int32_t(std::llround(small)), big.shift};
+  *a = ra >= rb ? big : other;
+  *b = ra >= rb ? other : big;
   return true;
 }
 

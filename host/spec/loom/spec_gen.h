@@ -435,7 +435,7 @@ struct GemmInsn {
   }
 };
 
-/// POSTOP: Accumulator to int8: for i < m, j < n with v = ACC[acc + 4(i*n+j)] + bias[j]: y = rq(v, mult[j], shift[j]) + out_zp (+ rq(IN[res + i*n + j] - res_zp, res_mult, res_shift) when `residual`), OUT[out + i*n + j] = clamp(y, clip_lo, clip_hi). bias, mult and shift are the int32 triple at PARAM[param + 12j]. With `rescale` (which needs `residual`) the sum is a requantizing add of the clamped int8 result: x = clamp(rq(v, mult[j], shift[j]) + out_zp, clip_lo, clip_hi), y = rq(x - a_zp, a_mult, a_shift) + rq(IN[res + i*n + j] - res_zp, res_mult, res_shift) + add_zp, OUT[out + i*n + j] = clamp(y, add_lo, add_hi), where (a_mult, a_shift) is the int32 pair at PARAM[param + 12n]. This is POSTOP followed by ELTWISE without the round trip of x through memory.
+/// POSTOP: Accumulator to int8: for i < m, j < n with v = ACC[acc + 4(i*n+j)] + bias[j]: y = rq(v, mult[j], shift[j]) + out_zp (+ rq(IN[res + i*n + j] - res_zp, res_mult, res_shift) when `residual`), OUT[out + i*n + j] = clamp(y, clip_lo, clip_hi). bias, mult and shift are the int32 triple at PARAM[param + 12j]. With `rescale` (which needs `residual`) the sum is a requantizing add of the clamped int8 result, rounded once: x = clamp(rq(v, mult[j], shift[j]) + out_zp, clip_lo, clip_hi), y = rqs(x - a_zp, a_mult, IN[res + i*n + j] - res_zp, res_mult, a_shift) + add_zp, OUT[out + i*n + j] = clamp(y, add_lo, add_hi), where (a_mult, a_shift) is the int32 pair at PARAM[param + 12n] and res_shift is checked but not used. This is POSTOP followed by ELTWISE add without the round trip of x through memory.
 struct PostopInsn {
   uint64_t pop_prev = 0;  // Wait for and consume a token from the previous unit (load<-compute<-store) before starting.
   uint64_t pop_next = 0;  // Wait for and consume a token from the next unit before starting.
@@ -443,7 +443,7 @@ struct PostopInsn {
   uint64_t push_next = 0;  // Give a token to the next unit when done.
   uint64_t residual = 0;  // Add a requantized int8 residual from IN.
   uint64_t rescale = 0;  // Requantize the clamped result before the residual is added (needs residual).
-  uint64_t res_shift = 0;  // Residual requantization shift (1..62).
+  uint64_t res_shift = 0;  // Residual requantization shift (1..62; checked but not used with rescale, which rounds once at a_shift).
   uint64_t acc_addr = 0;  // ACC byte address of the m x n int32 tile (dense).
   int64_t a_zp = 0;  // rescale: zero point subtracted from the clamped result.
   uint64_t out_addr = 0;  // OUT byte address of the m x n int8 result (dense).
@@ -673,7 +673,7 @@ struct PoolInsn {
   }
 };
 
-/// ELTWISE: Quantized add of two int8 vectors in IN: OUT[out + i] = clamp(rq(A[i] - a_zp, a_mult, a_shift) + rq(B[i] - b_zp, b_mult, b_shift) + out_zp, clip_lo, clip_hi) for i < count; with `mul`, their quantized product: OUT[out + i] = clamp(rq((A[i] - a_zp) * (B[i] - b_zp), a_mult, a_shift) + out_zp, clip_lo, clip_hi) (b_mult and b_shift are not used); with `lut`, a table lookup: OUT[out + i] = clamp(IN[b_addr + ((A[i] + 128) mod 256)], clip_lo, clip_hi) for a 256-byte table at b_addr, entry k for input value k - 128 (`mul`, the zero points, multipliers and out_zp are not used; the shifts are checked as always). Any function of one int8 value (a requantized GELU, a division by a constant) is one lookup.
+/// ELTWISE: Quantized add of two int8 vectors in IN, rounded once: OUT[out + i] = clamp(rqs(A[i] - a_zp, a_mult, B[i] - b_zp, b_mult, a_shift) + out_zp, clip_lo, clip_hi) for i < count (b_shift is checked but not used); with `mul`, their quantized product: OUT[out + i] = clamp(rq((A[i] - a_zp) * (B[i] - b_zp), a_mult, a_shift) + out_zp, clip_lo, clip_hi) (b_mult and b_shift are not used); with `lut`, a table lookup: OUT[out + i] = clamp(IN[b_addr + ((A[i] + 128) mod 256)], clip_lo, clip_hi) for a 256-byte table at b_addr, entry k for input value k - 128 (`mul`, the zero points, multipliers and out_zp are not used; the shifts are checked as always). Any function of one int8 value (a requantized GELU, a division by a constant) is one lookup.
 struct EltwiseInsn {
   uint64_t pop_prev = 0;  // Wait for and consume a token from the previous unit (load<-compute<-store) before starting.
   uint64_t pop_next = 0;  // Wait for and consume a token from the next unit before starting.
@@ -681,8 +681,8 @@ struct EltwiseInsn {
   uint64_t push_next = 0;  // Give a token to the next unit when done.
   uint64_t mul = 0;  // 0: add, 1: multiply.
   uint64_t lut = 0;  // 1: table lookup of A in the 256-byte table at b_addr (mul ignored).
-  uint64_t a_shift = 0;  // Shift for A, or for the product with mul (1..62).
-  uint64_t b_shift = 0;  // Shift for B (1..62; not used with mul).
+  uint64_t a_shift = 0;  // Shift of the sum, or of the product with mul (1..62).
+  uint64_t b_shift = 0;  // Checked (1..62 unless mul) but not used: the add rounds once at a_shift.
   uint64_t a_addr = 0;  // IN byte address of A.
   uint64_t b_addr = 0;  // IN byte address of B.
   uint64_t out_addr = 0;  // OUT byte address of the result.
