@@ -200,17 +200,15 @@ uint32_t exec_postop(CoreState& s, const spec::PostopInsn& p) {
       const uint64_t e = i * p.n + j;
       const int32_t v = int32_t(load_le32(pacc + 4 * e) + bias[j]);  // int32 wrap of acc + bias
       int64_t y = int64_t(requantize(v, mult[j], shift[j])) + p.out_zp;
-      int64_t lo = p.clip_lo, hi = p.clip_hi;
-      if (p.rescale) {
+      const int64_t r = pres ? int64_t(int8_t(pres[e])) - p.res_zp : 0;
+      if (p.rescale) {  // a requantizing add of the clamped result, rounded once
         const int64_t x = int64_t(int8_t(clamp_out(y, p.clip_lo, p.clip_hi)));
-        y = int64_t(requantize(x - p.a_zp, a_mult, a_shift)) + p.add_zp;
-        lo = p.add_lo, hi = p.add_hi;
+        y = int64_t(requantize_sum(x - p.a_zp, a_mult, r, res_mult, a_shift)) + p.add_zp;
+        pout[e] = clamp_out(y, p.add_lo, p.add_hi);
+        continue;
       }
-      if (pres) {
-        const int64_t r = int64_t(int8_t(pres[e])) - p.res_zp;
-        y += requantize(r, res_mult, res_shift);
-      }
-      pout[e] = clamp_out(y, lo, hi);
+      if (pres) y += requantize(r, res_mult, res_shift);
+      pout[e] = clamp_out(y, p.clip_lo, p.clip_hi);
     }
   }
   return 0;
@@ -263,10 +261,11 @@ uint32_t exec_eltwise(CoreState& s, const spec::EltwiseInsn& e) {
   for (uint64_t i = 0; i < e.count; ++i) {
     const int64_t a = int64_t(i8_at(in, e.a_addr + i)) - e.a_zp;
     const int64_t b = int64_t(i8_at(in, e.b_addr + i)) - e.b_zp;
-    // |a * b| <= 255 * 255: the product is exact in int32.
+    // |a * b| <= 255 * 255: the product is exact in int32. The add rounds
+    // once, at a_shift (b_shift is checked above but not used).
     const int64_t y = e.mul ? int64_t(requantize(a * b, int32_t(e.a_mult), int(e.a_shift))) + e.out_zp
-                            : int64_t(requantize(a, int32_t(e.a_mult), int(e.a_shift))) +
-                                  requantize(b, int32_t(e.b_mult), int(e.b_shift)) + e.out_zp;
+                            : int64_t(requantize_sum(a, int32_t(e.a_mult), b, int32_t(e.b_mult), int(e.a_shift))) +
+                                  e.out_zp;
     out[e.out_addr + i] = clamp_out(y, e.clip_lo, e.clip_hi);
   }
   return 0;
