@@ -21,30 +21,29 @@ constexpr int32_t sat_i32(int64_t v) {
   return int32_t(std::clamp<int64_t>(v, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
 }
 
-constexpr int32_t requantize(int64_t v, int32_t mult, int shift) {
-  // v is an int32 (or a sum that the callers keep within int32), so the
-  // product fits in int64: |v * mult| < 2^62.
-  const int64_t p = v * int64_t(mult);
+/// sat_i32(round_half_away_from_zero(p / 2^shift)) for 1 <= shift <= 62.
+constexpr int32_t round_shift(int64_t p, int shift) {
   const uint64_t mag = p < 0 ? uint64_t(-(p + 1)) + 1 : uint64_t(p);
   const uint64_t half = uint64_t(1) << (shift - 1);
   const uint64_t q = (mag + half) >> shift;  // ties away from zero
   return sat_i32(p < 0 ? -int64_t(q) : int64_t(q));
 }
 
-/// A requantizing add, rounded once: rq(a * ma + b * mb, shift) =
-/// sat_i32(round_half_away_from_zero((a * ma + b * mb) / 2^shift)), exact in
-/// 64-bit arithmetic. The two terms share one fixed-point grid (one shift;
-/// quantize_multiplier_pair gives the multipliers), so the sum is formed
-/// exactly and rounded at the end, as ONNX's QLinearAdd computes
-/// round((a * sa + b * sb) / sy) with one rounding. Callers keep |a|, |b| <
-/// 2^16 (int8 operands minus zero points are within 255), so the sum stays
-/// below 2^48.
+constexpr int32_t requantize(int64_t v, int32_t mult, int shift) {
+  // v is an int32 (or a sum that the callers keep within int32), so the
+  // product fits in int64: |v * mult| < 2^62.
+  return round_shift(v * int64_t(mult), shift);
+}
+
+/// A requantizing add, rounded once: sat_i32(round_half_away_from_zero((a *
+/// ma + b * mb) / 2^shift)), exact in 64-bit arithmetic. The two terms share
+/// one fixed-point grid (one shift; ir::elt_quant puts the multipliers on
+/// it), so the sum is formed exactly and rounded at the end, as ONNX's
+/// QLinearAdd computes round((a * sa + b * sb) / sy) once. Callers keep |a|,
+/// |b| < 2^16 (int8 operands minus zero points are within 255), so the sum
+/// stays below 2^48.
 constexpr int32_t requantize_sum(int64_t a, int32_t ma, int64_t b, int32_t mb, int shift) {
-  const int64_t p = a * int64_t(ma) + b * int64_t(mb);
-  const uint64_t mag = p < 0 ? uint64_t(-(p + 1)) + 1 : uint64_t(p);
-  const uint64_t half = uint64_t(1) << (shift - 1);
-  const uint64_t q = (mag + half) >> shift;  // ties away from zero
-  return sat_i32(p < 0 ? -int64_t(q) : int64_t(q));
+  return round_shift(a * int64_t(ma) + b * int64_t(mb), shift);
 }
 
 constexpr int8_t clamp_i8(int64_t v, int lo = -128, int hi = 127) { return int8_t(std::clamp<int64_t>(v, lo, hi)); }
@@ -70,23 +69,6 @@ inline bool quantize_multiplier(double real, Multiplier* out) {
   if (shift < kMinShift || shift > kMaxShift) return false;
   out->mult = int32_t(m);
   out->shift = shift;
-  return true;
-}
-
-/// Two positive real scales on one grid: ra = a.mult / 2^s and rb = b.mult /
-/// 2^s with the same shift s (a.shift == b.shift), the larger multiplier in
-/// [2^30, 2^31), the smaller rounded to the nearest integer on that grid (it
-/// keeps 31 - log2(ra / rb) significant bits; 0 when rb is below 2^-s / 2).
-/// Returns false when a scale is not positive and finite or the larger one
-/// needs a shift outside [kMinShift, kMaxShift].
-inline bool quantize_multiplier_pair(double ra, double rb, Multiplier* a, Multiplier* b) {
-  if (!(ra > 0.0) || !(rb > 0.0) || !std::isfinite(ra) || !std::isfinite(rb)) return false;
-  Multiplier big;
-  if (!quantize_multiplier(std::max(ra, rb), &big)) return false;
-  const double small = std::min(ra, rb) * std::ldexp(1.0, big.shift);
-  const Multiplier other{int32_t(std::llround(small)), big.shift};
-  *a = ra >= rb ? big : other;
-  *b = ra >= rb ? other : big;
   return true;
 }
 

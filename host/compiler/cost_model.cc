@@ -660,10 +660,10 @@ Cost estimate(const CostParams& p0, const Layer& l, int cores, int slots, bool r
       const Tiling& t = l.tiling;
       classes(uint64_t(g.M()), uint64_t(t.tm), uint64_t(tile_channels(g, t)), uint64_t(t.tn), reps,
               [&, ps = pad_share(g)](uint64_t m, uint64_t n, uint64_t count, int lm, int ln) {
-                const TileCost tc = t.depthwise ? dw_tile(p, g, m, n, slots)
-                                    : t.band    ? band_tile(p, g, m, n, slots)
-                                                : mac_tile(p, g, m, n, t.ksteps, slots, residual_in,
-                                                           residual_in && l.res.rescale, ps, t.row_window);
+                const TileCost tc =
+                    t.depthwise ? dw_tile(p, g, m, n, slots)
+                    : t.band    ? band_tile(p, g, m, n, slots)
+                                : mac_tile(p, g, m, n, t.ksteps, slots, residual_in, residual_in, ps, t.row_window);
                 ct[lm][ln].set(tc);
                 if (count) tot.add(tc, count);
               });

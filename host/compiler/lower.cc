@@ -453,7 +453,7 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
       ls.load(lw);
       if (last) {
         load_params(ls, l, t, pa);
-        if (l.res.on && l.res.rescale) {  // the add's (a_mult, a_shift) after the tile's triples
+        if (l.res.on) {  // the add's (a_mult, a_shift) after the tile's triples
           spec::LoadInsn la;
           la.buf = uint64_t(spec::Buffer::PARAM);
           la.rows = 1;
@@ -522,17 +522,11 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
         po.res_zp = l.res.zp;
         po.res_mult = l.res.mult;
         po.res_shift = uint64_t(l.res.shift);
-        if (l.res.rescale) {  // the conv keeps its zero point and clamp; the add's follow
-          po.rescale = 1;
-          po.a_zp = l.res.a_zp;
-          po.add_zp = l.res.out_zp;
-          po.add_lo = l.res.lo;
-          po.add_hi = l.res.hi;
-        } else {
-          po.out_zp = l.res.out_zp;
-          po.clip_lo = l.res.lo;
-          po.clip_hi = l.res.hi;
-        }
+        po.rescale = 1;  // the conv keeps its zero point and clamp; the add's follow
+        po.a_zp = l.res.a_zp;
+        po.add_zp = l.res.out_zp;
+        po.add_lo = l.res.lo;
+        po.add_hi = l.res.hi;
       }
       ls.compute_release();
       ls.out_producer();

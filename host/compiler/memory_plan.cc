@@ -249,7 +249,7 @@ class MemoryPlanPass final : public Pass {
       put_i32(c, q->mult[size_t(j)].mult);
       put_i32(c, q->mult[size_t(j)].shift);
     }
-    if (l.res.on && l.res.rescale) {  // POSTOP rescale's pair, loaded after each tile's triples
+    if (l.res.on) {  // POSTOP rescale's pair, loaded after each tile's triples
       put_i32(c, l.res.a_mult);
       put_i32(c, l.res.a_shift);
     }

@@ -252,11 +252,10 @@ struct Layer {
     int32_t zp = 0, out_zp = 0, lo = -128, hi = 127;
     int32_t mult = 0;
     int shift = 1;
-    // rescale: the conv keeps its own zero point and clamp, and POSTOP
-    // requantizes that int8 result by (a_mult, a_shift) after subtracting
-    // a_zp; out_zp, lo and hi above are then the add's.
-    bool rescale = false;
-    std::string why;  // why the plain form does not apply
+    // POSTOP rescale: the conv keeps its own zero point and clamp, and the
+    // add sums (x - a_zp) * a_mult and the residual's (r - zp) * mult on one
+    // grid (a_shift == shift) and rounds once; out_zp, lo and hi above are
+    // the add's.
     int32_t a_zp = 0, a_mult = 0;
     int a_shift = 1;
   } res;

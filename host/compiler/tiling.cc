@@ -98,7 +98,7 @@ class TilingPass final : public Pass {
       bump("residual_refused");
     } else {
       l.res.on = true;
-      s.decide(group, name(), std::string("folded the add into POSTOP") + (l.res.rescale ? " as a rescale" : ""),
+      s.decide(group, name(), "folded the add into POSTOP as a rescale",
                std::string(" (") + fusion_name(s.opt.fusion) + "): fused predicts " + std::to_string(fused.cycles) +
                    " cycles, separate " + std::to_string(plain.cycles) + " + " + std::to_string(add_cost.cycles) +
                    " = " + std::to_string(separate) + "; saves " +
@@ -280,7 +280,7 @@ class TilingPass final : public Pass {
     const int64_t cores = s.cores;
     for (int64_t tn : candidates(g.Ng, C)) {
       // PARAM: the tile's triples, and POSTOP rescale's pair after them.
-      if (12 * tn + (residual && l.res.rescale ? 8 : 0) > b.param || 4 * tn > kField16) continue;
+      if (12 * tn + (residual ? 8 : 0) > b.param || 4 * tn > kField16) continue;
       for (const auto& shape : kshapes) {
         // Named copies, not a structured binding: the lambdas below capture them.
         const int64_t cc = shape.first, np = shape.second;

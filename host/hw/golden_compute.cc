@@ -263,9 +263,9 @@ uint32_t exec_eltwise(CoreState& s, const spec::EltwiseInsn& e) {
     const int64_t b = int64_t(i8_at(in, e.b_addr + i)) - e.b_zp;
     // |a * b| <= 255 * 255: the product is exact in int32. The add rounds
     // once, at a_shift (b_shift is checked above but not used).
-    const int64_t y = e.mul ? int64_t(requantize(a * b, int32_t(e.a_mult), int(e.a_shift))) + e.out_zp
-                            : int64_t(requantize_sum(a, int32_t(e.a_mult), b, int32_t(e.b_mult), int(e.a_shift))) +
-                                  e.out_zp;
+    const int64_t y =
+        e.mul ? int64_t(requantize(a * b, int32_t(e.a_mult), int(e.a_shift))) + e.out_zp
+              : int64_t(requantize_sum(a, int32_t(e.a_mult), b, int32_t(e.b_mult), int(e.a_shift))) + e.out_zp;
     out[e.out_addr + i] = clamp_out(y, e.clip_lo, e.clip_hi);
   }
   return 0;

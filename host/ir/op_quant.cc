@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "ir/ir_util.h"
 
@@ -64,6 +66,21 @@ Expected<Multiplier> derive(const Graph& g, const Node& n, double real, const st
                           " is not representable as mult/2^shift with shift in [1, 62]; check the tensor scales");
   }
   return m;
+}
+
+/// An add's two multipliers on one grid (one shift): the larger as derive()
+/// gives it, the smaller rounded to the nearest integer on the larger's
+/// shift, so that requantize_sum forms the sum exactly and rounds it once.
+Expected<std::pair<Multiplier, Multiplier>> derive_pair(const Graph& g, const Node& n, double ra, double rb) {
+  auto ma = derive(g, n, ra, "a_scale/y_scale");
+  if (!ma) return ma.error();
+  auto mb = derive(g, n, rb, "b_scale/y_scale");
+  if (!mb) return mb.error();
+  const bool a_big = ra >= rb;
+  const int shift = a_big ? ma->shift : mb->shift;
+  Multiplier& small = a_big ? *mb : *ma;
+  small = Multiplier{int32_t(std::llround(std::ldexp(a_big ? rb : ra, shift))), shift};
+  return std::make_pair(*ma, *mb);
 }
 
 Status clamp_range(const Graph& g, const Node& n, int32_t lo, int32_t hi, int32_t* out_lo, int32_t* out_hi) {
@@ -159,19 +176,22 @@ Expected<EltQuant> elt_quant(const Graph& g, const Node& n) {
     LOOM_TRY(clamp_range(g, n, lo, hi, &q.lo, &q.hi));
     return q;
   }
-  auto ma = derive(g, n, (*a)->q.scale[0] / ys, n.op == OpKind::Add ? "a_scale/y_scale" : "x_scale/y_scale");
-  if (!ma) return ma.error();
-  q.a = *ma;
-  q.b = Multiplier{0, 1};
   if (n.op == OpKind::Add) {
     auto b = operand(g, n, false, 1);
     if (!b) return b.error();
     LOOM_TRY(per_tensor_q(g, n, **b));
     q.b_zp = (*b)->q.zero_point;
-    auto mb = derive(g, n, (*b)->q.scale[0] / ys, "b_scale/y_scale");
-    if (!mb) return mb.error();
-    q.b = *mb;
-  } else if (n.op == OpKind::Relu) {
+    auto m = derive_pair(g, n, (*a)->q.scale[0] / ys, (*b)->q.scale[0] / ys);
+    if (!m) return m.error();
+    std::tie(q.a, q.b) = *m;
+    LOOM_TRY(clamp_range(g, n, lo, hi, &q.lo, &q.hi));
+    return q;
+  }
+  auto ma = derive(g, n, (*a)->q.scale[0] / ys, "x_scale/y_scale");
+  if (!ma) return ma.error();
+  q.a = *ma;
+  q.b = Multiplier{0, ma->shift};
+  if (n.op == OpKind::Relu) {
     lo = q.y_zp;  // real 0 in the output domain
   } else {
     if (n.attrs.clip_min > n.attrs.clip_max || std::isnan(n.attrs.clip_min) || std::isnan(n.attrs.clip_max)) {

@@ -22,7 +22,8 @@ struct MacQuant {
 };
 
 /// add (two inputs) and the unary relu/clip (b absent: b.mult == 0):
-/// y = clamp(rq(a-a_zp, ma) + rq(b-b_zp, mb) + y_zp, lo, hi);
+/// y = clamp(rqs(a-a_zp, ma, b-b_zp, mb) + y_zp, lo, hi), the sum rounded
+/// once (requantize_sum): ma and mb share one shift (a.shift == b.shift);
 /// mul: y = clamp(rq((a-a_zp)(b-b_zp), ma) + y_zp, lo, hi), ma from
 /// a_scale*b_scale/y_scale.
 struct EltQuant {

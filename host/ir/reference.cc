@@ -100,9 +100,9 @@ void eltwise(const EltQuant& q, const Tensor& a, const Tensor* b, Tensor* y) {
     int64_t v = 0;
     if (q.mul) {
       v = requantize(int64_t(a.i8()[i] - q.a_zp) * (b->i8()[i % b->numel()] - q.b_zp), q.a.mult, q.a.shift);
-    } else {
-      v = requantize(a.i8()[i] - q.a_zp, q.a.mult, q.a.shift);
-      if (b) v += requantize(b->i8()[i % b->numel()] - q.b_zp, q.b.mult, q.b.shift);
+    } else {  // one rounding of the sum, on the grid of a's shift (q.b.shift == q.a.shift)
+      const int64_t bv = b ? int64_t(b->i8()[i % b->numel()]) - q.b_zp : 0;
+      v = requantize_sum(a.i8()[i] - q.a_zp, q.a.mult, bv, b ? q.b.mult : 0, q.a.shift);
     }
     y->i8()[i] = int8_t(out_q(v + q.y_zp, q.lo, q.hi));
   }

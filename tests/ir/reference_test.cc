@@ -140,9 +140,11 @@ TEST(Reference, ClipRoundsBoundsHalfAwayFromZero) {
   EXPECT_EQ(run1(b, ends), values(ends));
 }
 
-TEST(Reference, AddRoundsEachSideThenAddsZeroPoint) {
-  // a: 0.5/2, b: 0.25/-1, y: 1/3. a - zp = 1, -1, 125, -130 -> rq 1, -1, 63, -65;
-  // b - zp = 2, -2, 128, -127 -> rq 1, -1, 32, -32; sums + 3 = 5, 1, 98, -94.
+TEST(Reference, AddRoundsTheSumOnceThenAddsZeroPoint) {
+  // a: 0.5/2, b: 0.25/-1, y: 1/3. a - zp = 1, -1, 125, -130 -> 0.5, -0.5, 62.5, -65;
+  // b - zp = 2, -2, 128, -127 -> 0.5, -0.5, 32, -31.75; the sums 1, -1, 94.5,
+  // -96.75 round once to 1, -1, 95, -97; + 3 = 4, 2, 98, -94. (Rounding each
+  // side first, as ONNX's QLinearAdd does not, would give 5, 1, 98, -94.)
   GraphBuilder b;
   b.act("x", {4}, 0.5, 2, true).act("b", {4}, 0.25, -1, true).act("y", {}, 1.0, 3).out("y");
   b.node("add", "add", {"x", "b"}, "y");
@@ -152,12 +154,12 @@ TEST(Reference, AddRoundsEachSideThenAddsZeroPoint) {
                                             {"b", i8_tensor({4}, {1, -3, 127, -128})}};
   auto r = run_reference(*g, in);
   ASSERT_TRUE(r.is_ok()) << r.error().str();
-  EXPECT_EQ(values(r->at("y")), (std::vector<int>{5, 1, 98, -94}));
+  EXPECT_EQ(values(r->at("y")), (std::vector<int>{4, 2, 98, -94}));
 
   b.j["nodes"][0]["attrs"]["activation"] = "relu";  // floor at y_zp = 3
   auto g2 = b.parse();
   ASSERT_TRUE(g2.is_ok()) << g2.error().str();
-  EXPECT_EQ(values(run_reference(*g2, in)->at("y")), (std::vector<int>{5, 3, 98, 3}));
+  EXPECT_EQ(values(run_reference(*g2, in)->at("y")), (std::vector<int>{4, 3, 98, 3}));
 }
 
 TEST(Reference, MaxPoolIgnoresPadding) {

@@ -8,8 +8,8 @@
 namespace loom::ref::test {
 
 /// round_half_away_from_zero(v * mult / 2^shift), saturated to int32.
-inline int64_t naive_rq(int64_t v, int64_t mult, int shift) {
-  const __int128 p = __int128(v) * mult;
+/// round_half_away_from_zero(p / 2^shift) saturated to int32, in 128 bits.
+inline int64_t naive_round_shift(__int128 p, int shift) {
   const __int128 d = __int128(1) << shift;
   __int128 q = p / d;  // truncates toward zero
   const __int128 r = p - q * d;
@@ -18,6 +18,13 @@ inline int64_t naive_rq(int64_t v, int64_t mult, int shift) {
   if (q > INT32_MAX) return INT32_MAX;
   if (q < INT32_MIN) return INT32_MIN;
   return int64_t(q);
+}
+
+inline int64_t naive_rq(int64_t v, int64_t mult, int shift) { return naive_round_shift(__int128(v) * mult, shift); }
+
+/// The requantizing add, rounded once: (a * ma + b * mb) / 2^shift.
+inline int64_t naive_rqs(int64_t a, int64_t ma, int64_t b, int64_t mb, int shift) {
+  return naive_round_shift(__int128(a) * ma + __int128(b) * mb, shift);
 }
 
 inline int8_t naive_clamp(int64_t y, int64_t lo, int64_t hi) { return int8_t(std::min(std::max(y, lo), hi)); }

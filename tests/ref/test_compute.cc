@@ -174,11 +174,11 @@ TEST(RefPostop, RandomPerChannelParamsResidualReluAndRescale) {
       for (unsigned j = 0; j < n; ++j) {
         const int64_t v = wrap32(int64_t(accv[i * n + j]) + params[3 * j]);
         int64_t y = naive_rq(v, params[3 * j + 1], params[3 * j + 2]) + p.out_zp;
-        const int64_t r =
-            p.residual ? naive_rq(int64_t(s8(res[i * n + j])) - p.res_zp, p.res_mult, int(p.res_shift)) : 0;
-        if (p.rescale) {
+        const int64_t rv = int64_t(s8(res[i * n + j])) - p.res_zp;
+        const int64_t r = p.residual ? naive_rq(rv, p.res_mult, int(p.res_shift)) : 0;
+        if (p.rescale) {  // one rounding of the sum at a_shift (res_shift is not used)
           const int64_t x = naive_clamp(y, p.clip_lo, p.clip_hi);
-          y = naive_rq(x - p.a_zp, a_mult, a_shift) + r + p.add_zp;
+          y = naive_rqs(x - p.a_zp, a_mult, rv, p.res_mult, a_shift) + p.add_zp;
           ASSERT_EQ(s8(got[i * n + j]), naive_clamp(y, p.add_lo, p.add_hi)) << "rescale i=" << i << " j=" << j;
         } else {
           ASSERT_EQ(s8(got[i * n + j]), naive_clamp(y + r, p.clip_lo, p.clip_hi)) << "i=" << i << " j=" << j;
@@ -329,8 +329,10 @@ TEST(RefEltwise, RandomQuantizedAdd) {
     ASSERT_EQ(h.err(0), 0u);
     const auto got = h.get(dy, e.count);
     for (uint64_t i = 0; i < e.count; ++i) {
-      const int64_t y = naive_rq(int64_t(s8(a[i])) - e.a_zp, e.a_mult, int(e.a_shift)) +
-                        naive_rq(int64_t(s8(b[i])) - e.b_zp, e.b_mult, int(e.b_shift)) + e.out_zp;
+      // One rounding of the sum at a_shift; b_shift is checked but not used.
+      const int64_t y =
+          naive_rqs(int64_t(s8(a[i])) - e.a_zp, e.a_mult, int64_t(s8(b[i])) - e.b_zp, e.b_mult, int(e.a_shift)) +
+          e.out_zp;
       ASSERT_EQ(s8(got[i]), naive_clamp(y, e.clip_lo, e.clip_hi)) << "element " << i;
     }
   }

@@ -68,8 +68,9 @@ TEST(RefQuantVectors, Postop) {
 }
 
 // POSTOP rescale: x = clamp(rq(acc, mult, shift) + out_zp, clip_lo, clip_hi),
-// y = rq(x - a_zp, a_mult, a_shift) + rq(res - res_zp, res_mult, res_shift) + add_zp,
-// out = clamp(y, add_lo, add_hi). Bias is 0 throughout.
+// y = rqs(x - a_zp, a_mult, res - res_zp, res_mult, a_shift) + add_zp (the sum
+// rounded once; res_shift is not used), out = clamp(y, add_lo, add_hi). Bias
+// is 0 throughout.
 struct RescaleVec {
   const char* what;
   int32_t acc, mult, shift;
@@ -91,8 +92,12 @@ const RescaleVec kRescaleVecs[] = {
     {"x is clamped to int8 before the add", 1000, 1, 1, 0, -128, 127, 0, 1, 1, 0, 0, 0, 1, 0, -128, 127, 64},
     // 20/2 + 5 = 15 = x; (15 - 5)/2 = 5.
     {"out_zp before the clamp, a_zp after it", 20, 1, 1, 5, -128, 127, 5, 1, 1, 0, 0, 0, 1, 0, -128, 127, 5},
-    // x = 3: 3/2 = +1.5 -> 2; residual -3/2 = -1.5 -> -2; 2 - 2 = 0.
-    {"each term of the add rounds on its own", 6, 1, 1, 0, -128, 127, 0, 1, 1, -3, 0, 1, 1, 0, -128, 127, 0},
+    // x = 3: (3 + 1)/2 = 2 (rounding each term, 1.5 -> 2 and 0.5 -> 1, would give 3).
+    {"the sum rounds once", 6, 1, 1, 0, -128, 127, 0, 1, 1, 1, 0, 1, 1, 0, -128, 127, 2},
+    // x = 3: (3 - 3)/2 = 0.
+    {"opposite terms cancel before the rounding", 6, 1, 1, 0, -128, 127, 0, 1, 1, -3, 0, 1, 1, 0, -128, 127, 0},
+    // x = 3, residual 1 with res_shift 62: the sum still rounds at a_shift, (3 + 1)/2 = 2.
+    {"res_shift is not used", 6, 1, 1, 0, -128, 127, 0, 1, 1, 1, 0, 1, 62, 0, -128, 127, 2},
     // x = -3: -3/2 = -1.5 -> -2.
     {"-1.5 rounds away to -2 in the add", -6, 1, 1, 0, -128, 127, 0, 1, 1, 0, 0, 0, 1, 0, -128, 127, -2},
     // x = 100; (100 + 28) * 2^30 / 2^30 = 128; + 10 = 138 -> add_hi 120.
@@ -107,11 +112,11 @@ const RescaleVec kRescaleVecs[] = {
      7},
     // x = 10; -2^30 * 10 / 2^31 = -5.
     {"negative a_mult", 20, 1, 1, 0, -128, 127, 0, -(1 << 30), 31, 0, 0, 0, 1, 0, -128, 127, -5},
-    // x = 127, 255 * kMax / 2 saturates to kMax; residual (-128 - 127) * kMax / 2 to kMin; kMax + kMin = -1.
-    {"the terms saturate to int32 and the sum does not wrap", kMax, kMax, 1, 0, -128, 127, -128, kMax, 1, -128, 127,
-     kMax, 1, 0, -128, 127, -1},
-    // x = -128, (-128 - 127) * kMax / 2 saturates to kMin; twice that clamps to -128.
-    {"two negative saturated terms clamp at -128", kMin, kMax, 1, 0, -128, 127, 127, kMax, 1, -128, 127, kMax, 1,
+    // x = 127: 255 * kMax and (-128 - 127) * kMax cancel exactly in the sum.
+    {"full-range opposite terms cancel in the exact sum", kMax, kMax, 1, 0, -128, 127, -128, kMax, 1, -128, 127,
+     kMax, 1, 0, -128, 127, 0},
+    // x = -128: (-255 - 255) * kMax / 2 saturates to kMin and clamps to -128.
+    {"the sum saturates to int32 and clamps at -128", kMin, kMax, 1, 0, -128, 127, 127, kMax, 1, -128, 127, kMax, 1,
      0, -128, 127, -128},
     // x = 127, (127 - 0) * 2^30 / 2^62 = 2^-25 rounds to 0; + add_zp -3.
     {"shift 62 in the add rounds x away", 254, 1, 1, 0, -128, 127, 0, 1 << 30, 62, 0, 0, 0, 1, -3, -128, 127, -3},
@@ -166,10 +171,12 @@ const EltVec kEltVecs[] = {
     {"-1.5 rounds to -2", -3, 0, 1, 1, 0, 0, 0, 1, 0, -128, 127, -2},
     {"+2.5 rounds to +3", 5, 0, 1, 1, 0, 0, 0, 1, 0, -128, 127, 3},
     {"-2.5 rounds to -3", -5, 0, 1, 1, 0, 0, 0, 1, 0, -128, 127, -3},
-    {"each term rounds on its own", 1, 0, 1, 1, 1, 0, 1, 1, 0, -128, 127, 2},
+    {"the sum rounds once (0.5 + 0.5 = 1, not 1 + 1)", 1, 0, 1, 1, 1, 0, 1, 1, 0, -128, 127, 1},
+    {"b_shift is not used: (1 + 3) / 2^a_shift", 1, 0, 1, 1, 3, 0, 1, 62, 0, -128, 127, 2},
     {"opposite ties cancel", 1, 0, 1, 1, -1, 0, 1, 1, 0, -128, 127, 0},
     {"zero point is subtracted before scaling", 0, -3, 1, 1, 0, 0, 0, 1, 0, -128, 127, 2},
-    {"both terms saturate to int32", 127, -128, kMax, 1, -128, 127, kMax, 1, 0, -128, 127, -1},
+    {"full-range opposite terms cancel in the exact sum", 127, -128, kMax, 1, -128, 127, kMax, 1, 0, -128, 127, 0},
+    {"the sum saturates to int32", 127, -128, kMax, 1, 127, -128, kMax, 1, 0, -128, 127, 127},
     {"clamp at 127 with a zero point", 127, -128, 1 << 30, 30, 0, 0, 0, 1, -10, -128, 127, 127},
     {"clamp at -128 with a zero point", -128, 127, 1 << 30, 30, 0, 0, 0, 1, 5, -128, 127, -128},
     {"unary ReLU through clip_lo = out_zp", -50, 0, 1 << 30, 30, 0, 0, 0, 1, 3, 3, 127, 3},
