@@ -30,6 +30,7 @@ NAME is a variant key as printed by --list (e.g. resnet50/stem, bert/32).
 """
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -372,6 +373,21 @@ def loom_requantize(v, mult, shift):
     return np.where(p < 0, -q, q).astype(np.int64), tie
 
 
+def loom_requantize_sum(a, ma, b, mb, shift):
+    """host/common/quant.h requantize_sum: exact (a * ma + b * mb) / 2^shift, ties away from zero."""
+    import numpy as np
+
+    return loom_requantize(a.astype(object) * ma + b.astype(object) * mb, 1, shift)[0]
+
+
+def loom_add_multipliers(ra, rb):
+    """host/ir/op_quant.cc derive_pair: the larger real as quantize_multiplier
+    gives it, the smaller rounded onto its shift (one grid)."""
+    big, shift = loom_quantize_multiplier(max(ra, rb))
+    small = int(math.floor(min(ra, rb) * (1 << shift) + 0.5))  # llround of a positive value
+    return (big, small, shift) if ra >= rb else (small, big, shift)
+
+
 def rounding_study(key, work, seed):
     """Runs the model's first Conv alone as ONNX Runtime's QLinearConv (int8
     output made a graph output) and recomputes it: the exact int32
@@ -487,8 +503,8 @@ def study_table(rows):
 def add_study(key, work, seed, loom, config=None):
     """The model's last quantized Add (its output is the graph output): ONNX
     Runtime runs it as DequantizeLinear, float Add, QuantizeLinear (one
-    rounding, ties to even); loom requantizes each operand to the output scale
-    and adds (two roundings, ties away from zero). Replays both rules on the
+    rounding, ties to even); loom puts both operands on one fixed-point grid
+    and rounds the exact sum once, ties away from zero. Replays both rules on the
     Add's int8 operands as ONNX Runtime computed them and compares with ONNX
     Runtime's and loom's actual outputs."""
     import numpy as np
@@ -528,10 +544,9 @@ def add_study(key, work, seed, loom, config=None):
     # ONNX Runtime: float32 (DQ(a) + DQ(b)) / y_scale, ties to even (MlasQuantizeLinear).
     fsum = (np.float32(sa) * (qa - za).astype(np.float32)) + (np.float32(sb) * (qb - zb).astype(np.float32))
     ort_rule = np.clip(np.rint(fsum.astype(np.float32) / sy) + zy, -128, 127).astype(np.int64)
-    # loom (host/ir/reference.cc eltwise): rq(a - za, a_scale/y_scale) + rq(b - zb, b_scale/y_scale) + zy.
-    ma, sha = loom_quantize_multiplier(float(sa) / float(sy))
-    mb, shb = loom_quantize_multiplier(float(sb) / float(sy))
-    loom_rule = np.clip(loom_requantize(qa - za, ma, sha)[0] + loom_requantize(qb - zb, mb, shb)[0] + zy, -128, 127)
+    # loom (host/ir/reference.cc eltwise): rqs(a - za, ma, b - zb, mb, shift) + zy, one rounding.
+    ma, mb, shift = loom_add_multipliers(float(sa) / float(sy), float(sb) / float(sy))
+    loom_rule = np.clip(loom_requantize_sum(qa - za, ma, qb - zb, mb, shift) + zy, -128, 127)
     row = {"model": key, "layer": add.name, "elements": int(qy.size),
            "ort_outputs_unchanged": bool(np.array_equal(qy, ref)),
            "ort_rule_reproduces_ort": int((ort_rule == qy).sum()) == qy.size,
