@@ -62,21 +62,6 @@ void print_explain(const onnxfe::Program& p) {
   for (const auto& h : p.host_ops) std::cout << "[onnx] host: " << h.node << " (" << h.op << "): " << h.why << "\n";
 }
 
-Expected<std::map<std::string, onnxfe::Value>> read_inputs(const onnxfe::Model& m,
-                                                           const std::vector<std::string>& files) {
-  if (files.size() != m.inputs.size()) {
-    return make_error("--inputs", std::to_string(files.size()) + " files given; " + m.path + " has " +
-                                      std::to_string(m.inputs.size()) + " graph inputs");
-  }
-  std::map<std::string, onnxfe::Value> in;
-  for (size_t k = 0; k < files.size(); ++k) {
-    auto v = onnxfe::read_value(files[k]);
-    if (!v) return v.error();
-    in[m.inputs[k]] = std::move(*v);
-  }
-  return in;
-}
-
 // --check of a program plan: the segment graphs (the reference) are rebuilt
 // from the .onnx the plan was compiled from, which must be unchanged, for
 // exactly the plan's segments; nothing is compiled again.
@@ -157,7 +142,7 @@ int run_program_kind(const RunArgs& a) {
     if (!in) return fail(in.error());
     inputs = std::move(*in);
   } else {
-    auto in = read_inputs(prog.model, input_files);
+    auto in = onnxfe::read_inputs(prog.model, input_files);
     if (!in) return fail(in.error());
     inputs = std::move(*in);
   }

@@ -319,6 +319,19 @@ Expected<std::map<std::string, Value>> random_inputs(const Model& m, uint64_t se
   return in;
 }
 
+Expected<std::map<std::string, Value>> read_inputs(const Model& m, const std::vector<std::string>& files) {
+  if (files.size() != m.inputs.size())
+    return make_error("--inputs", std::to_string(files.size()) + " files given; " + m.path + " has " +
+                                      std::to_string(m.inputs.size()) + " graph inputs");
+  std::map<std::string, Value> in;
+  for (size_t k = 0; k < files.size(); ++k) {
+    auto v = read_value(files[k]);
+    if (!v) return v.error();
+    in[m.inputs[k]] = std::move(*v);
+  }
+  return in;
+}
+
 Expected<std::unique_ptr<ProgramValues>> ProgramValues::bind(const Program& p,
                                                              const std::map<std::string, Value>& inputs, bool check) {
   const Model& m = p.model;

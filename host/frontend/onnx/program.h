@@ -132,5 +132,8 @@ Expected<ProgramRun> run_program(const Program& p, const std::string& backend, c
 /// non-negative integers for int32/int64 inputs. An input without a known
 /// type and fixed shape is an error naming it (give it with --inputs).
 Expected<std::map<std::string, Value>> random_inputs(const Model& m, uint64_t seed);
+/// The values in `files` (.pb or .npy, read_value), one for each graph input
+/// of `m` in order; a count that differs is an error naming --inputs.
+Expected<std::map<std::string, Value>> read_inputs(const Model& m, const std::vector<std::string>& files);
 
 }  // namespace loom::onnxfe
