@@ -195,14 +195,6 @@ std::vector<std::string> serve_args(const ordered_json& params, const fs::path& 
   return a;
 }
 
-std::string self_exe() {
-  char self[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return {};
-  self[n] = '\0';
-  return self;
-}
-
 /// A sweep folder's JSON file: at most 256 MiB, nested at most
 /// limits::kMaxJsonDepth levels.
 Expected<ordered_json> read_json(const fs::path& p) { return read_json_file(p.string(), uint64_t(256) << 20); }

@@ -6,13 +6,9 @@
 //
 // LOOM_PYTHON overrides the interpreter (default python3 on PATH) and
 // LOOM_ZOO_SCRIPT the script (default: the source tree's scripts/zoo.py).
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdlib>
-#include <filesystem>
-#include <iostream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/cli_common.h"
 #include "cli/process.h"
@@ -28,20 +24,10 @@ struct ZooOpts {
   bool json = false;
 };
 
-int run_zoo(std::vector<std::string> script_args) {
-  const std::string python = env_or("LOOM_PYTHON", "python3");
-  const std::string script = env_or("LOOM_ZOO_SCRIPT", LOOM_ZOO_SCRIPT);
-  if (!std::filesystem::is_regular_file(script))
-    return fail("zoo: script " + script + " not found (set LOOM_ZOO_SCRIPT to scripts/zoo.py of a loom checkout)");
-  const int probe = run_process({python, "-c", "import numpy, onnx, onnxruntime.quantization"}, true);
-  if (probe == -1) return fail("zoo: cannot run '" + python + "' (install Python 3 or set LOOM_PYTHON)");
-  if (probe != 0) return fail("zoo: " + python + " lacks numpy, onnx or onnxruntime (run scripts/setup.sh)");
-  std::vector<std::string> args{python, script};
-  args.insert(args.end(), script_args.begin(), script_args.end());
-  const int rc = run_process(args, false);
-  if (rc == -1) return fail("zoo: cannot run '" + python + "'");
-  if (rc > 128) return fail("zoo: " + script + " was killed by signal " + std::to_string(rc - 128));
-  return rc;  // the script printed its own one-line error
+int run_zoo(const std::vector<std::string>& script_args) {
+  return run_python_script({"zoo", "LOOM_ZOO_SCRIPT", LOOM_ZOO_SCRIPT, "numpy, onnx, onnxruntime.quantization",
+                            "numpy, onnx or onnxruntime"},
+                           script_args);
 }
 
 }  // namespace

@@ -4,9 +4,13 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
+
+#include "cli/cli_common.h"
 
 extern char** environ;
 
@@ -40,9 +44,35 @@ int run_process(const std::vector<std::string>& args, bool quiet) {
   return pid < 0 ? -1 : wait_process(pid);
 }
 
+std::string self_exe() {
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return {};
+  self[n] = '\0';
+  return self;
+}
+
 std::string env_or(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return v && *v ? std::string(v) : fallback;
+}
+
+int run_python_script(const PythonScript& s, const std::vector<std::string>& args) {
+  const std::string python = env_or("LOOM_PYTHON", "python3");
+  const std::string script = env_or(s.script_env, s.script);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(script, ec))
+    return fail(s.what + ": script " + script + " not found (set " + s.script_env + " to scripts/" +
+                std::filesystem::path(s.script).filename().string() + " of a loom checkout)");
+  const int probe = run_process({python, "-c", "import " + s.imports}, true);
+  if (probe == -1) return fail(s.what + ": cannot run '" + python + "' (install Python 3 or set LOOM_PYTHON)");
+  if (probe != 0) return fail(s.what + ": " + python + " lacks " + s.packages + " (run scripts/setup.sh)");
+  std::vector<std::string> argv{python, script};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const int rc = run_process(argv, false);
+  if (rc == -1) return fail(s.what + ": cannot run '" + python + "'");
+  if (rc > 128) return fail(s.what + ": " + script + " was killed by signal " + std::to_string(rc - 128));
+  return rc;
 }
 
 }  // namespace loom::cli
