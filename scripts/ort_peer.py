@@ -55,14 +55,20 @@ ALL = ["resnet50/stem", "resnet50/stage1", "resnet50", "mobilenetv2/block", "mob
     ["bert/%d" % L for L in zoo.BERT_SEQS]
 
 
-def ort_run(model_path, feeds, level):
+def ort_run(model, feeds, level, optimized=None):
+    """ONNX Runtime's outputs on `model` (a path or the serialized model): CPU
+    execution provider, one thread, optimization `level`; `optimized`: a path
+    where ONNX Runtime writes the graph it optimized."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     so.inter_op_num_threads = 1
     so.graph_optimization_level = level
-    s = ort.InferenceSession(model_path, so, providers=["CPUExecutionProvider"])
+    so.log_severity_level = 3
+    if optimized:
+        so.optimized_model_filepath = optimized
+    s = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
     return s.run(None, feeds)
 
 
@@ -149,22 +155,32 @@ def to_q(y, scale, zp):
 
 def compare(qa, qb, zp=0):
     """Element agreement in output LSB, the mean error, and the cosine
-    similarity of the real values (the codes less the zero point)."""
+    similarity of the real values (the codes less the zero point, which
+    broadcasts as numpy does). Two all-zero tensors have cosine 1, one
+    all-zero tensor against another tensor cosine 0."""
     import numpy as np
 
     d = np.abs(qa.astype(np.int64) - qb.astype(np.int64))
     n = d.size
-    a = qa.astype(np.float64).ravel() - zp
-    b = qb.astype(np.float64).ravel() - zp
-    norm = float(np.linalg.norm(a) * np.linalg.norm(b))
-    return {"elements": int(n), "identical": float((d == 0).sum()) / n, "within_1": float((d <= 1).sum()) / n,
-            "differ": int((d != 0).sum()), "beyond_1": int((d > 1).sum()), "max_lsb": int(d.max()) if n else 0,
-            "mean_lsb": float(d.mean()) if n else 0.0, "cosine": float(np.dot(a, b) / norm) if norm > 0 else 1.0}
+    a = (qa.astype(np.float64) - zp).ravel()
+    b = (qb.astype(np.float64) - zp).ravel()
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    if not d.any():
+        cos = 1.0  # not 1 - 1e-16 from the float sums
+    else:
+        cos = float(np.dot(a, b) / (na * nb)) if na > 0 and nb > 0 else 0.0
+    return {"elements": int(n), "identical": float((d == 0).sum()) / n if n else 1.0,
+            "within_1": float((d <= 1).sum()) / n if n else 1.0, "differ": int((d != 0).sum()),
+            "beyond_1": int((d > 1).sum()), "max_lsb": int(d.max()) if n else 0,
+            "mean_lsb": float(d.mean()) if n else 0.0, "cosine": min(1.0, max(-1.0, cos))}
 
 
-def run_loom(loom, backend, model_path, input_pb, out_dir, timeout, config=None, check=False):
+def run_loom(loom, backend, model_path, inputs, out_dir, timeout, config=None, check=False):
+    """`loom run MODEL --backend B --inputs INPUTS... --outputs OUT_DIR`:
+    (path of output_0.pb, None, seconds), or (None, its last error line,
+    seconds)."""
     os.makedirs(out_dir, exist_ok=True)
-    cmd = [loom, "run", model_path, "--backend", backend, "--inputs", input_pb, "--outputs", out_dir]
+    cmd = [loom, "run", model_path, "--backend", backend, "--inputs", *inputs, "--outputs", out_dir]
     if config:
         cmd += ["--config", config]
     if check:
@@ -283,7 +299,7 @@ def peer(key, work, seed, loom, backends, timeout, config=None, check=False, cpu
         c["cpu_class"] = cpu_class(feat)
         row["ort_on_cpu"][cpu] = c
     for b in backends:
-        out_pb, err, secs = run_loom(loom, b, model_path, input_pb, os.path.join(d, "loom_" + b), timeout,
+        out_pb, err, secs = run_loom(loom, b, model_path, [input_pb], os.path.join(d, "loom_" + b), timeout,
                                      config, check)
         if err:
             row["loom"][b] = {"error": err, "seconds": round(secs, 1)}
@@ -551,9 +567,9 @@ def add_study(key, work, seed, loom, config=None):
            "ort_outputs_unchanged": bool(np.array_equal(qy, ref)),
            "ort_rule_reproduces_ort": int((ort_rule == qy).sum()) == qy.size,
            "loom_rule_vs_ort": compare(loom_rule, qy)}
-    out_pb, err, _ = run_loom(loom, "ref", os.path.join(d, "model.onnx"), os.path.join(d, "test_data_set_0",
-                                                                                      "input_0.pb"),
-                              os.path.join(d, "loom_add_study"), 1800, config)
+    out_pb, err, _ = run_loom(loom, "ref", os.path.join(d, "model.onnx"),
+                              [os.path.join(d, "test_data_set_0", "input_0.pb")], os.path.join(d, "loom_add_study"),
+                              1800, config)
     if err:
         row["loom_error"] = err
     else:
