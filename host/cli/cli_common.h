@@ -173,6 +173,7 @@ void register_run(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_bringup(CLI::App& app);
 void register_zoo(CLI::App& app);
+void register_compare(CLI::App& app);
 void register_serve(CLI::App& app);
 /// Exit code of a subcommand that failed after running SystemC (tlm): set
 /// instead of throwing, since unwinding past SystemC's coroutine stacks trips

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
     register_bench(app);
     register_bringup(app);
     register_zoo(app);
+    register_compare(app);
     register_serve(app);
     register_tune(app);
     register_report(app);

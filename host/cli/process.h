@@ -1,6 +1,6 @@
 // Child processes and environment defaults for the subcommands that drive
-// other programs (report and zoo run Python scripts, experiment runs
-// `loom serve`).
+// other programs (report, zoo and compare run Python scripts, experiment
+// runs `loom serve`).
 #pragma once
 
 #include <sys/types.h>
@@ -27,7 +27,7 @@ std::string self_exe();
 /// The environment variable `name`, or `fallback` when unset or empty.
 std::string env_or(const char* name, const std::string& fallback);
 
-/// A Python script of the source tree behind a subcommand (zoo).
+/// A Python script of the source tree behind a subcommand (zoo, compare).
 struct PythonScript {
   std::string what;        // the subcommand, first word of its error lines
   const char* script_env;  // variable naming another script

@@ -86,6 +86,12 @@ class Schemas(unittest.TestCase):
                 self.assertTrue(j["bit_exact"])
                 self.assertEqual(j["has_time"], backend == "tlm")
 
+    def test_compare(self):
+        # loom against ONNX Runtime on the QLinear model (scripts/compare.py
+        # writes the document, loom prints it as the "compare" result).
+        j = self.result("compare", self.onnx, "--json")
+        self.assertEqual([r["op"] for r in j["layers"]], ["graph input", "QLinearConv", "Softmax", "QLinearConv"])
+
     def test_bench_serve_tune(self):
         self.result("bench", "gemm", "--config", "tiny", "--json")
         self.result("bench", "fusion", "--config", "tiny", "--json")

@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""cli.compare.*: `loom compare MODEL.onnx` against ONNX Runtime, layer by
+layer, on the small CNN of tests/onnx/qdq_test.py (conv, relu, max pool,
+residual add, flatten, matmul; quantized by ONNX Runtime's quantize_static,
+QDQ) and on the QOperator model of tests/onnx/program_plan_test.py (two
+QLinearConvs around a host Softmax):
+
+  - one row per quantized tensor, in node order, with the node before it;
+  - identical rows where loom and ONNX Runtime must agree (the input's
+    quantization, the first convolution, the max pool; every tensor of the
+    QLinear model) and ORT's floor on them;
+  - marking every quantized tensor as an output changes nothing: the final
+    row agrees with `loom run` on the unmarked model;
+  - --json validates against docs/schema/compare.schema.json;
+  - --min-cosine above 1 exits 1 naming a layer in one line;
+  - every bad input is one line, a non-zero exit, nothing left behind.
+
+Usage: compare_test.py LOOM ROOT [unittest args]
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+LOOM = sys.argv[1]
+ROOT = sys.argv[2]
+sys.path.insert(0, os.path.join(ROOT, "tests", "onnx"))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="loom_compare_test_")
+        # The command's scratch folder goes here, to see that none stays behind.
+        self.tmp = os.path.join(self.dir, "tmp")
+        os.mkdir(self.tmp)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def left_behind(self):
+        # (onnxruntime itself leaves a file .ses in TMPDIR on import.)
+        return [f for f in os.listdir(self.tmp) if f.startswith("loom_compare")]
+
+    def loom(self, *args, env=None):
+        e = dict(os.environ, TMPDIR=self.tmp, **(env or {}))
+        return subprocess.run([LOOM, *[str(a) for a in args]], capture_output=True, text=True, timeout=300, env=e)
+
+    def compare_json(self, *args):
+        r = self.loom("compare", *args, "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.left_behind(), [], "scratch files left behind")
+        return json.loads(r.stdout)
+
+    def cnn(self):
+        """The QDQ CNN of qdq_test.py (int8 activations) and its input file."""
+        import qdq_test
+
+        q, _, xp = qdq_test.build(self.dir, "s8", "cnn")
+        return q, xp
+
+    def qlinear(self):
+        from program_plan_test import two_segment_model
+
+        m, _ = two_segment_model()
+        p = self.path("two.onnx")
+        with open(p, "wb") as f:
+            f.write(m.SerializeToString())
+        return p
+
+
+class Layers(Base):
+    def test_rows_json_and_marking(self):
+        import jsonschema
+        import numpy as np
+        import onnx
+        import onnxruntime as ort
+        import ort_peer
+
+        model, x = self.cnn()
+        j = self.compare_json(model, "--inputs", x)
+        with open(os.path.join(ROOT, "docs", "schema", "compare.schema.json")) as f:
+            jsonschema.validate(j, json.load(f))
+        self.assertEqual((j["schema_version"], j["result"], j["inputs"]), (1, "compare", {"files": [x]}))
+        m = onnx.load(model)
+        qs = [n for n in m.graph.node if n.op_type == "QuantizeLinear"]
+        self.assertEqual([r["tensor"] for r in j["layers"]], [n.output[0] for n in qs])
+        self.assertEqual([(r["node"], r["op"]) for r in j["layers"][:3]],
+                         [("x", "graph input"), ("conv1", "Conv"), ("pool1", "MaxPool")])
+        self.assertEqual([r["final"] for r in j["layers"]], [False] * (len(qs) - 1) + [True])
+        # Where loom and ONNX Runtime must agree: the input's quantization,
+        # one convolution, a max pool; ONNX Runtime agrees with itself there.
+        for r in j["layers"][:3]:
+            self.assertEqual((r["loom"]["identical"], r["loom"]["cosine"]), (1.0, 1.0), r)
+            self.assertEqual(r["ort_floor"]["identical"], 1.0, r)
+        # The residual Add rounds twice in loom, once in ONNX Runtime
+        # (docs/zoo.md): the first layer that drops, by its identical share.
+        add = next(r for r in j["layers"] if r["op"] == "Add")
+        self.assertLess(add["loom"]["identical"], 0.95)
+        self.assertEqual(j["first_drop"]["index"], add["index"])
+        self.assertEqual((j["min_cosine"], j["below_min_cosine"]), (None, []))
+        # Marking every quantized tensor as an output changes nothing: the
+        # final row agrees with `loom run` on the model as given, compared
+        # here with ONNX Runtime directly.
+        out = self.path("out")
+        r = self.loom("run", model, "--backend", "ref", "--inputs", x, "--outputs", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        scale, zp = ort_peer.output_quant(m, m.graph.output[0].name)
+        want = ort_peer.ort_run(model, {"x": ort_peer.load_pb(x)}, ort.GraphOptimizationLevel.ORT_DISABLE_ALL)[0]
+        got = ort_peer.load_pb(os.path.join(out, "output_0.pb"))
+        c = ort_peer.compare(ort_peer.to_q(got, scale, zp), ort_peer.to_q(want, scale, zp), zp)
+        self.assertEqual(c["differ"], j["layers"][-1]["loom"]["differ"])
+        self.assertTrue(np.isclose(c["cosine"], j["layers"][-1]["loom"]["cosine"], rtol=0, atol=1e-12))
+
+    def test_text_and_min_cosine(self):
+        model, x = self.cnn()
+        r = self.loom("compare", model, "--inputs", x, "--layers", "--min-cosine", "1.01")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        errors = [l for l in r.stderr.splitlines() if l.strip()]
+        self.assertEqual(len(errors), 1, r.stderr)
+        self.assertTrue(errors[0].startswith("loom: error: compare: layer #0 x_QuantizeLinear_Output"), errors[0])
+        self.assertIn("--min-cosine 1.01", errors[0])
+        lines = r.stdout.splitlines()
+        rows = [l for l in lines if l.split()[0].isdigit()]
+        self.assertEqual(len(rows), 8, r.stdout)
+        self.assertIn("conv1 (Conv)", rows[1])
+        self.assertTrue(lines[-1].startswith("first layer below the threshold (cosine < 1.01"), r.stdout)
+        # With --json the document is still printed, naming every layer below.
+        r = self.loom("compare", model, "--inputs", x, "--min-cosine", "1.01", "--json")
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(json.loads(r.stdout)["below_min_cosine"], list(range(8)))
+        # Without --layers: the summary alone, the table's tail.
+        short = self.loom("compare", model, "--inputs", x, "--min-cosine", "0.99")
+        self.assertEqual(short.returncode, 0, short.stderr)
+        summary = short.stdout.splitlines()
+        self.assertEqual(summary[:-1], lines[len(rows) + 1:-1])
+        self.assertTrue(summary[-1].startswith("first layer below the threshold (cosine < 0.99") and
+                        "(add1, Add)" in summary[-1], short.stdout)
+
+    def test_qlinear_model_and_seeds(self):
+        model = self.qlinear()
+        j = self.compare_json(model, "--seed", "3")
+        self.assertEqual([(r["tensor"], r["op"]) for r in j["layers"]],
+                         [("xq", "graph input"), ("c1", "QLinearConv"), ("sq", "Softmax"), ("c2", "QLinearConv")])
+        self.assertEqual(j["inputs"], {"seed": 3})
+        for r in j["layers"]:
+            self.assertEqual(r["loom"]["identical"], 1.0, r)
+        self.assertIsNone(j["first_drop"])
+
+
+class BadInput(Base):
+    def bad(self, args, needle, env=None):
+        r = self.loom("compare", *args, env=env)
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        lines = [l for l in r.stderr.splitlines() if l.strip()]
+        self.assertEqual(len(lines), 1, "expected one error line: %r" % r.stderr)
+        self.assertTrue(lines[0].startswith("loom: error:"), lines[0])
+        self.assertIn(needle, lines[0])
+        self.assertEqual(r.stdout, "")
+        self.assertEqual(self.left_behind(), [], "scratch files left behind")
+
+    def test_bad_inputs_are_one_line(self):
+        import onnx
+        from onnx import TensorProto, helper
+
+        model = self.qlinear()
+        junk = self.path("junk.onnx")
+        with open(junk, "w") as f:
+            f.write("not a model\n")
+        g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "f",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 8
+        plain = self.path("float.onnx")
+        onnx.save(m, plain)
+        self.bad([self.path("missing.onnx")], "no such file")
+        self.bad([self.dir], "is a folder")
+        self.bad([junk], "not a valid ONNX model")
+        self.bad([plain], "nothing to compare")
+        self.bad([model, "--seed", "-1"], "--seed")
+        self.bad([model, "--min-cosine", "nan"], "--min-cosine")
+        self.bad([model, "--min-cosine", "high"], "--min-cosine")
+        self.bad([model, "--against", "tensorrt"], "--against")
+        self.bad([model, "--inputs", self.path("x.pb")], "x.pb")
+        self.bad([model, "--inputs", junk, junk], "2 files given")
+        self.bad([model], "cannot run '/nonexistent/python3'", env={"LOOM_PYTHON": "/nonexistent/python3"})
+        fake = self.path("python_without_packages")
+        with open(fake, "w") as f:
+            f.write("#!/bin/sh\nexec %s -S -I \"$@\"\n" % sys.executable)
+        os.chmod(fake, 0o755)
+        self.bad([model], "lacks numpy, onnx or onnxruntime", env={"LOOM_PYTHON": fake})
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0]] + sys.argv[3:])
