@@ -459,8 +459,8 @@ def compare(a):
     notes = [note] if note else []
     missing = sum(r["ort_floor"] is None for r in rows)
     if missing and not note:
-        notes.append("%d of %d tensors have no floor: ORT_ENABLE_ALL's optimized graph holds no such tensor "
-                     "(fused into a kernel or removed)" % (missing, len(rows)))
+        notes.append("%d of %d tensors %s no floor: ORT_ENABLE_ALL's optimized graph holds no such tensor "
+                     "(fused into a kernel or removed)" % (missing, len(rows), "has" if missing == 1 else "have"))
     return {
         "model": a.model, "against": "onnxruntime", "onnxruntime_version": onnxruntime.__version__,
         "loom_backend": "ref", "reference": "ORT_DISABLE_ALL", "floor": "ORT_ENABLE_ALL",
@@ -493,6 +493,8 @@ def main():
         raise RuntimeError("compare: %s: %s" % (e.filename or a.work, e.strerror))
     except RuntimeError as e:
         raise RuntimeError("compare: %s" % e)
+    except Exception as e:  # a model this script does not expect: one line, as loom's "internal error"
+        raise RuntimeError("compare: internal error: %s: %s" % (type(e).__name__, first_line(e)))
     if a.json_out:
         with open(a.json_out, "w") as f:
             json.dump(doc, f)
