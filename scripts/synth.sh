@@ -115,7 +115,9 @@ module loom_synth_postop (
   input  logic clk_i, input logic rst_ni,
   input  logic cfg_residual_i, input logic [7:0] cfg_out_zp_i, input logic [7:0] cfg_clip_lo_i,
   input  logic [7:0] cfg_clip_hi_i, input logic [7:0] cfg_res_zp_i, input logic [31:0] cfg_res_mult_i,
-  input  logic [5:0] cfg_res_shift_i,
+  input  logic [5:0] cfg_res_shift_i, input logic cfg_sum_i, input logic cfg_rescale_i,
+  input  logic [7:0] cfg_a_zp_i, input logic [31:0] cfg_a_mult_i, input logic [5:0] cfg_a_shift_i,
+  input  logic [7:0] cfg_add_zp_i, input logic [7:0] cfg_add_lo_i, input logic [7:0] cfg_add_hi_i,
   input  logic in_valid_i, output logic in_ready_o,
   input  logic [${plane}*32-1:0] acc_i, input logic [${plane}*32-1:0] bias_i,
   input  logic [${plane}*32-1:0] mult_i, input logic [${plane}*6-1:0] shift_i,
@@ -126,7 +128,10 @@ module loom_synth_postop (
   loom_postop #(.Lanes(${plane})) u_postop (
     .clk_i(clk_i), .rst_ni(rst_ni), .cfg_residual_i(cfg_residual_i), .cfg_out_zp_i(cfg_out_zp_i),
     .cfg_clip_lo_i(cfg_clip_lo_i), .cfg_clip_hi_i(cfg_clip_hi_i), .cfg_res_zp_i(cfg_res_zp_i),
-    .cfg_res_mult_i(cfg_res_mult_i), .cfg_res_shift_i(cfg_res_shift_i), .in_valid_i(in_valid_i),
+    .cfg_res_mult_i(cfg_res_mult_i), .cfg_res_shift_i(cfg_res_shift_i), .cfg_sum_i(cfg_sum_i),
+    .cfg_rescale_i(cfg_rescale_i), .cfg_a_zp_i(cfg_a_zp_i), .cfg_a_mult_i(cfg_a_mult_i),
+    .cfg_a_shift_i(cfg_a_shift_i), .cfg_add_zp_i(cfg_add_zp_i), .cfg_add_lo_i(cfg_add_lo_i),
+    .cfg_add_hi_i(cfg_add_hi_i), .in_valid_i(in_valid_i),
     .in_ready_o(in_ready_o), .acc_i(acc_i), .bias_i(bias_i), .mult_i(mult_i), .shift_i(shift_i),
     .res_i(res_i), .out_valid_o(out_valid_o), .out_ready_i(out_ready_i), .out_o(out_o), .busy_o(busy_o));
 endmodule

@@ -1,7 +1,8 @@
 // The kernel-side requantization (hls/include/loom_hls_quant.h) equals the
 // golden model's (host/common/quant.h): every shift 1..62 crossed with edge
-// and random multipliers and values, plus the int8 output clamp over its
-// whole input range.
+// and random multipliers and values, the requantizing add (requantize_sum)
+// on int8 differences with edge and random multiplier pairs and exact ties of
+// the sum, plus the int8 output clamp over its whole input range.
 #include <climits>
 #include <cstdint>
 #include <cstdio>
@@ -38,6 +39,38 @@ int main() {
     // Exact ties: v * mult = (2q + 1) * 2^(shift-1) must round away from zero.
     for (int64_t q = -40; q <= 40; ++q) {
       if (s <= 31) check((2 * q + 1) * (int64_t(1) << (s - 1)), 1, s);  // ties, both signs
+    }
+  }
+  // requantize_sum: operands as the kernels pass them (int8 values minus zero
+  // points, within 255; the precondition allows up to 2^16), any multipliers.
+  std::vector<int64_t> diffs = {0, 1, -1, 2, -2, 127, -127, 128, -128, 254, -254, 255, -255, 65535, -65535};
+  for (int i = 0; i < 30; ++i) diffs.push_back(rng.range(-255, 255));
+  auto check_sum = [&](int64_t a, int32_t ma, int64_t b, int32_t mb, int s) {
+    ++compared;
+    const int32_t want = loom::requantize_sum(a, ma, b, mb, s), got = loom_hls::requantize_sum(a, ma, b, mb, s);
+    if (want != got && failures++ < 5)
+      std::fprintf(stderr, "MISMATCH requantize_sum(%lld, %d, %lld, %d, %d): kernel %d, golden %d\n", (long long)a,
+                   ma, (long long)b, mb, s, got, want);
+  };
+  for (int s = 1; s <= 62; ++s) {
+    for (int i = 0; i < 4000; ++i) {
+      const int64_t a = diffs[size_t(rng.range(0, int64_t(diffs.size()) - 1))];
+      const int64_t b = diffs[size_t(rng.range(0, int64_t(diffs.size()) - 1))];
+      check_sum(a, mults[size_t(rng.range(0, int64_t(mults.size()) - 1))], b,
+                mults[size_t(rng.range(0, int64_t(mults.size()) - 1))], s);
+    }
+    // Exact ties of the sum: (a + b) * m = (2q + 1) * 2^(s-1) with m a power of two (INT32_MIN
+    // past 2^30), a + b odd times the rest, both signs.
+    const int e = s - 1 < 31 ? s - 1 : 31;
+    const int t = s - 1 - e;
+    if (t <= 15) {
+      const int32_t m = e == 31 ? INT32_MIN : int32_t(1) << e;
+      for (int64_t q = -20; q <= 20; ++q) {
+        const int64_t sum = (2 * q + 1) * (int64_t(1) << t);
+        const int64_t a = sum / 2 + rng.range(-100, 100);
+        if (a > 65535 || a < -65535 || sum - a > 65535 || sum - a < -65535) continue;
+        check_sum(a, m, sum - a, m, s);
+      }
     }
   }
   for (int64_t v = -70000; v <= 70000; ++v) {

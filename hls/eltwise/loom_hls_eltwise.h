@@ -1,10 +1,13 @@
-// loom_hls_eltwise: requantized elementwise add of two int8 tensors, or the
-// unary form (has_b = 0: relu / clip / requantize of a alone):
+// loom_hls_eltwise: requantized elementwise add of two int8 tensors, rounded
+// once, or the unary form (has_b = 0: relu / clip / requantize of a alone):
 //
-//   y[i] = clamp(rq(a[i] - a_zp, a_mult, a_shift)
-//                + (has_b ? rq(b[i] - b_zp, b_mult, b_shift) : 0) + y_zp, clip_lo, clip_hi)
+//   y[i] = clamp(rqs(a[i] - a_zp, a_mult, has_b ? b[i] - b_zp : 0, b_mult, a_shift) + y_zp, clip_lo, clip_hi)
 //
-// as the golden model's ELTWISE and the reference's add / relu / clip.
+// with rqs(a, ma, b, mb, s) = sat32(round_half_away((a * ma + b * mb) / 2^s)):
+// both terms on one grid (one shift, a_shift), summed exactly and rounded
+// once, as the golden model's ELTWISE and the reference's add / relu / clip.
+// b_shift is checked (1..62) but not used; the unary form is rq(a[i] - a_zp,
+// a_mult, a_shift).
 #pragma once
 
 #include <stdint.h>

@@ -1,8 +1,9 @@
 // C-simulation testbench of loom_hls_eltwise: bit-exact against the golden
-// model's ELTWISE instruction (exec_eltwise) with raw integer parameters
-// (edge multipliers and shifts, saturation), and against the direct
-// reference (ir::run_reference) on one-node add / relu / clip graphs. Also
-// checks the status codes: a rejected call writes nothing.
+// model's ELTWISE instruction (exec_eltwise: the add rounds once, at a_shift)
+// with raw integer parameters (edge multipliers and shifts, saturation,
+// multiplier pairs on one grid with exact ties, b_shift not used), and
+// against the direct reference (ir::run_reference) on one-node add / relu /
+// clip graphs. Also checks the status codes: a rejected call writes nothing.
 #include <climits>
 #include <cstring>
 
@@ -154,6 +155,37 @@ int main() {
     check_golden(t, random_case(rng, count, true), "sizes+edges");
   }
   for (int i = 0; i < 80; ++i) check_golden(t, random_case(rng, int(rng.range(1, 500)), i % 2 == 1), "random");
+  // Multipliers on one grid (the larger in [2^30, 2^31), the other below it, one
+  // shift), as the compiler gives an add; round ones (powers of two) make exact
+  // ties of the sum, which one rounding resolves differently from two.
+  for (int i = 0; i < 30; ++i) {
+    Case c = random_case(rng, int(rng.range(1, 300)), false);
+    const int32_t big = int32_t(rng.range(1 << 30, INT32_MAX));
+    const int32_t other = int32_t(rng.range(0, big));
+    const bool a_big = rng.range(0, 1) == 1;
+    c.a_mult = a_big ? big : other, c.b_mult = a_big ? other : big;
+    c.a_shift = int(rng.range(26, 40));
+    if (i % 3 == 2) {
+      c.a_mult = int32_t(1) << rng.range(0, 30);
+      c.b_mult = int32_t(1) << rng.range(0, 30);
+      c.a_shift = int(rng.range(1, 32));
+    }
+    c.b_shift = int(rng.range(1, 62));  // checked, not used
+    check_golden(t, c, i % 3 == 2 ? "grid-round" : "grid");
+  }
+  // b_shift does not change the output of an add.
+  for (int i = 0; i < 5; ++i) {
+    Case c = random_case(rng, int(rng.range(1, 100)), false);
+    std::vector<int8_t> y1(size_t(c.count), int8_t(0x5A)), y2(size_t(c.count), int8_t(0x5A));
+    c.b_shift = 1;
+    const int st1 = run(c, 1, y1);
+    c.b_shift = 62;
+    const int st2 = run(c, 1, y2);
+    if (st1 != loom_hls::kOk || st2 != loom_hls::kOk)
+      t.fail(describe(c, "b-shift-unused") + ": kernel status " + std::to_string(st1) + ", " + std::to_string(st2));
+    else
+      t.check(describe(c, "b-shift-unused"), y2.data(), y1.data(), y1.size());
+  }
   // Unary form with a non-zero b multiplier: b is not read and its term is 0,
   // as in the golden model with b_mult = 0.
   for (int i = 0; i < 10; ++i) {

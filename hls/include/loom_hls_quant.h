@@ -1,9 +1,11 @@
 // Kernel-side requantization for the loom HLS kernels: the same integer
 // arithmetic as host/common/quant.h (requantize: round half away from zero of
-// v * mult / 2^shift, saturated to int32; the int8 output clamp), written in
-// the C++ subset Vitis HLS synthesizes (no std::clamp, no C++17 inline
-// variables). hls/common/tb_quant.cc checks it equals loom::requantize over
-// every shift and edge and random operands.
+// v * mult / 2^shift, saturated to int32; requantize_sum: a requantizing add,
+// both products summed exactly and rounded once; the int8 output clamp),
+// written in the C++ subset Vitis HLS synthesizes (no std::clamp, no C++17
+// inline variables). hls/common/tb_quant.cc checks they equal
+// loom::requantize and loom::requantize_sum over every shift and edge and
+// random operands.
 #pragma once
 
 #include <stdint.h>
@@ -15,15 +17,25 @@ inline int32_t sat_i32(int64_t v) {
   return v < int64_t(INT32_MIN) ? INT32_MIN : (v > int64_t(INT32_MAX) ? INT32_MAX : int32_t(v));
 }
 
-/// round_half_away_from_zero(v * mult / 2^shift) saturated to int32.
-/// Preconditions (as in loom::requantize): v fits int32, 1 <= shift <= 62.
-inline int32_t requantize(int64_t v, int32_t mult, int shift) {
-  const int64_t p = v * int64_t(mult);
-  // |p| as unsigned without negating INT64_MIN (|p| < 2^62 anyway).
+/// round_half_away_from_zero(p / 2^shift) saturated to int32, 1 <= shift <= 62.
+inline int32_t round_shift(int64_t p, int shift) {
+  // |p| as unsigned without negating INT64_MIN (|p| < 2^63 - 2^61 for the callers).
   const uint64_t mag = p < 0 ? uint64_t(-(p + 1)) + 1 : uint64_t(p);
   const uint64_t half = uint64_t(1) << (shift - 1);
   const uint64_t q = (mag + half) >> shift;
   return sat_i32(p < 0 ? -int64_t(q) : int64_t(q));
+}
+
+/// round_half_away_from_zero(v * mult / 2^shift) saturated to int32.
+/// Preconditions (as in loom::requantize): v fits int32, 1 <= shift <= 62.
+inline int32_t requantize(int64_t v, int32_t mult, int shift) { return round_shift(v * int64_t(mult), shift); }
+
+/// A requantizing add, rounded once: round_half_away_from_zero((a * ma + b *
+/// mb) / 2^shift) saturated to int32, the sum exact in 64 bits.
+/// Preconditions (as in loom::requantize_sum): |a|, |b| < 2^16 (int8 values
+/// minus zero points), 1 <= shift <= 62.
+inline int32_t requantize_sum(int64_t a, int32_t ma, int64_t b, int32_t mb, int shift) {
+  return round_shift(a * int64_t(ma) + b * int64_t(mb), shift);
 }
 
 /// Clamps to [lo, hi] (lo <= hi, both within int8) and narrows to int8.

@@ -1,16 +1,20 @@
 // Element controller of the compute unit: POSTOP, POOL, ELTWISE and ROWNORM through one loom_postop datapath into OUT.
 //
-// All of them produce int8 outputs written densely from out_addr, and all three
-// fit loom_postop's element function
-//   clamp(rq(acc + bias, mult, shift) + out_zp [+ rq(res - res_zp, res_mult, res_shift)], lo, hi):
+// All of them produce int8 outputs written densely from out_addr, and all of
+// them fit loom_postop's element function
+//   clamp(rq(acc + bias, mult, shift) + out_zp [+ rq(res - res_zp, res_mult, res_shift)], lo, hi)
+// or, for a requantizing add (rounded once), its sum form
+//   clamp(rqs(acc + bias, mult, res - res_zp, res_mult, shift) + out_zp, lo, hi):
 //   POSTOP   acc = ACC word, (bias, mult, shift) = PARAM triple, res = IN byte
-//   ELTWISE  acc = A, bias = -a_zp, (a_mult, a_shift); residual = B with (b_zp, b_mult, b_shift)
+//            (with rescale the datapath's stage A adds the residual, see loom_postop)
+//   ELTWISE add (sum form): acc = A, bias = -a_zp, (a_mult, a_shift); res = B with (b_zp, b_mult);
+//            b_shift is checked (loom_compute_check) but not used
 //   ELTWISE mul: acc = (A - a_zp) * (B - b_zp) (a 9 x 9-bit product a lane), bias 0, (a_mult, a_shift)
 //   POOL avg acc = sum(x - in_zp) over the window, bias 0, (mult, shift)
 //   POOL max acc = max(x), bias 0, mult 2, shift 1 (rq(v, 2, 1) = v exactly), out_zp 0
 //   ROWNORM softmax   acc = p = floor(e * r / 2^16), bias 0, (mult, shift)
 //   ROWNORM layernorm acc = t (computed beside the datapath), bias 0, mult 2, shift 1
-// so one datapath (two requantizers a lane) serves every post-op instruction.
+// so one datapath serves every post-op instruction.
 //
 // The datapath is Lanes = SpW / 4 elements wide: one ACC read (SpW bytes,
 // Lanes int32 words) a cycle, as wide as an accumulator row of the array.
@@ -183,14 +187,13 @@ module loom_elem_ctrl #(
   assign o_c32   = 32'(o_c);
   // ELTWISE.
   logic               e_mul, e_lut;
-  logic [5:0]         e_ash, e_bsh;
+  logic [5:0]         e_ash;  // b_shift is checked (loom_compute_check), not used
   logic [31:0]        e_a, e_b, e_out, e_cnt;
   logic signed [7:0]  e_azp, e_bzp;
   logic signed [31:0] e_amult, e_bmult;
   assign e_mul   = insn_i[loom_pkg::ELTWISE_MUL_LSB];
   assign e_lut   = insn_i[loom_pkg::ELTWISE_LUT_LSB];
   assign e_ash   = insn_i[loom_pkg::ELTWISE_A_SHIFT_LSB +: loom_pkg::ELTWISE_A_SHIFT_W];
-  assign e_bsh   = insn_i[loom_pkg::ELTWISE_B_SHIFT_LSB +: loom_pkg::ELTWISE_B_SHIFT_W];
   assign e_a     = 32'(insn_i[loom_pkg::ELTWISE_A_ADDR_LSB +: loom_pkg::ELTWISE_A_ADDR_W]);
   assign e_b     = 32'(insn_i[loom_pkg::ELTWISE_B_ADDR_LSB +: loom_pkg::ELTWISE_B_ADDR_W]);
   assign e_out   = 32'(insn_i[loom_pkg::ELTWISE_OUT_ADDR_LSB +: loom_pkg::ELTWISE_OUT_ADDR_W]);
@@ -216,12 +219,13 @@ module loom_elem_ctrl #(
   // ---------------------------------------------------------------------------
   // Datapath configuration per opcode (stable for the whole instruction).
   // ---------------------------------------------------------------------------
-  logic              cfg_res, cfg_rescale;
+  logic              cfg_res, cfg_sum, cfg_rescale;
   logic signed [7:0] cfg_out_zp, cfg_lo, cfg_hi, cfg_res_zp;
   logic signed [31:0] cfg_res_mult;
   logic [5:0]        cfg_res_shift;
   always_comb begin
     cfg_res       = 1'b0;
+    cfg_sum       = 1'b0;
     cfg_rescale   = 1'b0;
     cfg_out_zp    = '0;
     cfg_lo        = insn_i[loom_pkg::POSTOP_CLIP_LO_LSB +: 8];
@@ -241,13 +245,14 @@ module loom_elem_ctrl #(
       cfg_lo     = insn_i[loom_pkg::POOL_CLIP_LO_LSB +: loom_pkg::POOL_CLIP_LO_W];
       cfg_hi     = insn_i[loom_pkg::POOL_CLIP_HI_LSB +: loom_pkg::POOL_CLIP_HI_W];
     end else if (is_elt) begin
+      // The add is one requantizing add at a_shift; b_shift is not used.
       cfg_res       = !e_mul && !e_lut;
+      cfg_sum       = !e_mul && !e_lut;
       cfg_out_zp    = e_lut ? 8'sd0 : insn_i[loom_pkg::ELTWISE_OUT_ZP_LSB +: loom_pkg::ELTWISE_OUT_ZP_W];
       cfg_lo        = insn_i[loom_pkg::ELTWISE_CLIP_LO_LSB +: loom_pkg::ELTWISE_CLIP_LO_W];
       cfg_hi        = insn_i[loom_pkg::ELTWISE_CLIP_HI_LSB +: loom_pkg::ELTWISE_CLIP_HI_W];
       cfg_res_zp    = e_bzp;
       cfg_res_mult  = e_bmult;
-      cfg_res_shift = e_bsh;
     end else if (is_rn) begin
       cfg_out_zp = insn_i[loom_pkg::ROWNORM_OUT_ZP_LSB +: loom_pkg::ROWNORM_OUT_ZP_W];
       cfg_lo     = insn_i[loom_pkg::ROWNORM_CLIP_LO_LSB +: loom_pkg::ROWNORM_CLIP_LO_W];
@@ -1133,6 +1138,7 @@ module loom_elem_ctrl #(
     .cfg_res_zp_i    (cfg_res_zp),
     .cfg_res_mult_i  (cfg_res_mult),
     .cfg_res_shift_i (cfg_res_shift),
+    .cfg_sum_i       (cfg_sum),
     .cfg_rescale_i   (cfg_rescale),
     .cfg_a_zp_i      (p_a_zp),
     .cfg_a_mult_i    (amult_q),

@@ -1,26 +1,35 @@
-// Pipelined requantization rq(v, mult, shift) = sat32(round_half_away(v * mult / 2^shift)).
+// Pipelined requantization rq(v, mult, shift) = sat32(round_half_away(v * mult / 2^shift)), or with Dual the
+// requantizing add rqs(v, mult, v2, mult2, shift) = sat32(round_half_away((v * mult + v2 * mult2) / 2^shift)).
 //
-// Bit-exact with loom::requantize (host/common/quant.h) for 1 <= shift <= 62.
-// Rounding without taking absolute values: for p = v * mult,
+// Bit-exact with loom::requantize (host/common/quant.h) for 1 <= shift <= 62,
+// and with Dual with loom::requantize_sum: both products are summed exactly
+// and rounded once. Rounding without taking absolute values: for the product
+// (or sum of products) p,
 //   p >= 0: (p + 2^(s-1))     >>> s   == floor((|p| + half) / 2^s)
 //   p <  0: (p + 2^(s-1) - 1) >>> s   == -floor((|p| + half) / 2^s)
-// so one 64-bit adder and one arithmetic shifter suffice. |p| < 2^62, so
-// neither the sum nor the shift can overflow 64 bits.
+// so one 64-bit adder and one arithmetic shifter suffice. |v * mult| <= 2^62
+// and |v2 * mult2| <= 2^9 * 2^31 = 2^40 (v2 is 10 bits), so |p| <= 2^62 +
+// 2^40 and p + half < 2^63: neither the sum nor the shift can overflow 64
+// bits.
 //
-// Stages (Latency = 5): 1 operand registers (DSP A/B), 2 product (DSP M/P),
-// 3 rounding add, 4 arithmetic shift, 5 saturation. The pipeline stalls as a
-// whole: a stage advances when the stage after it is empty or advancing, so
-// valid/ready bubbles collapse. Datapath registers have no reset (FPGA
-// reset-free datapath); only the valid bits are reset.
+// Stages (Latency = 5): 1 operand registers (DSP A/B), 2 product, or the sum
+// of both products with Dual (DSP M/P), 3 rounding add, 4 arithmetic shift,
+// 5 saturation. The pipeline stalls as a whole: a stage advances when the
+// stage after it is empty or advancing, so valid/ready bubbles collapse.
+// Datapath registers have no reset (FPGA reset-free datapath); only the valid
+// bits are reset.
 //
 // VW narrows the operand v (sign-extended to the 64-bit product) where its
-// range is known, so synthesis maps a narrower multiplier. side_i is an
-// optional SideW-bit sideband that travels with its operand through the same
-// stage enables and leaves as side_o beside y_o.
+// range is known, so synthesis maps a narrower multiplier. Dual adds the
+// second product (a 10 x 32-bit multiplier and a 64-bit adder); without it
+// v2_i and mult2_i are ignored and the instance is the plain requantizer.
+// side_i is an optional SideW-bit sideband that travels with its operand
+// through the same stage enables and leaves as side_o beside y_o.
 `include "loom_assert.svh"
 
 module loom_requant #(
   parameter int unsigned VW    = 32,
+  parameter bit          Dual  = 1'b0,
   parameter int unsigned SideW = 1
 ) (
   input  logic               clk_i,
@@ -31,6 +40,8 @@ module loom_requant #(
   input  logic signed [VW-1:0] v_i,
   input  logic signed [31:0] mult_i,
   input  logic        [5:0]  shift_i,
+  input  logic signed [9:0]  v2_i,     // Dual only
+  input  logic signed [31:0] mult2_i,  // Dual only
   input  logic [SideW-1:0]   side_i,
 
   output logic               out_valid_o,
@@ -84,6 +95,24 @@ module loom_requant #(
   logic signed [63:0] shr_d, shr_q;
   logic signed [31:0] y_d, y_q;
   logic signed [63:0] rnd;
+  // Stage 2's input: v * mult, plus v2 * mult2 with Dual.
+  logic signed [63:0] prod_full;
+
+  if (Dual) begin : g_dual
+    logic signed [9:0]  v2_d, v2_q;
+    logic signed [31:0] mult2_d, mult2_q;
+    assign v2_d    = en[0] ? v2_i    : v2_q;
+    assign mult2_d = en[0] ? mult2_i : mult2_q;
+    always_ff @(posedge clk_i) begin
+      v2_q    <= v2_d;
+      mult2_q <= mult2_d;
+    end
+    assign prod_full = 64'(v_q) * 64'(mult_q) + 64'(v2_q) * 64'(mult2_q);
+  end else begin : g_single
+    assign prod_full = 64'(v_q) * 64'(mult_q);
+    logic unused_dual;
+    assign unused_dual = ^{v2_i, mult2_i};
+  end
 
   always_comb begin
     // Stage 1: operand registers.
@@ -95,11 +124,11 @@ module loom_requant #(
       sd_d[s*SideW +: SideW] = en[s] ? sd_q[(s-1)*SideW +: SideW] : sd_q[s*SideW +: SideW];
     end
 
-    // Stage 2: full 64-bit signed product.
-    prod_d = en[1] ? 64'(v_q) * 64'(mult_q) : prod_q;
+    // Stage 2: full 64-bit signed product (with Dual, the exact sum of both).
+    prod_d = en[1] ? prod_full : prod_q;
     sh2_d  = en[1] ? sh1_q : sh2_q;
 
-    // Stage 3: add half an LSB of the result, minus one for negative products.
+    // Stage 3: add half an LSB of the result, minus one for a negative product (or sum).
     // shift 0 is outside the contract; it degrades to no rounding.
     rnd = '0;
     if (sh2_q != 6'd0) begin

@@ -506,6 +506,12 @@ void Generator::eltwise(Job& job, Shadow& s) {
   e.a_mult = am, e.a_shift = uint64_t(as), e.b_mult = bm, e.b_shift = uint64_t(bs);
   e.mul = rng_.chance(0.3);  // the product of A and B, requantized by (a_mult, a_shift)
   if (e.mul && as + 16 <= 62 && rng_.chance(0.7)) e.a_shift = uint64_t(as + 16);
+  // An add rounds once, at a_shift: powers of two on one grid make exact ties
+  // of the sum (b_shift stays random: checked, not used).
+  if (!e.mul && rng_.chance(0.25)) {
+    e.a_mult = int64_t(1) << rng_.range(0, 30), e.b_mult = int64_t(1) << rng_.range(0, 30);
+    e.a_shift = uint64_t(rng_.range(1, 32));
+  }
   e.a_zp = rng_.i8(), e.b_zp = rng_.i8(), e.out_zp = rng_.i8();
   const auto [lo, hi] = rng_.clip(e.out_zp);
   e.clip_lo = lo, e.clip_hi = hi;
