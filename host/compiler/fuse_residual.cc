@@ -77,8 +77,7 @@ class FuseResidualPass final : public Pass {
     auto eq = ir::elt_quant(g, a);
     if (!eq) return "no integer parameters: " + eq.error().str();
     const Multiplier& mm = i == 0 ? eq->a : eq->b;
-    const Multiplier& rm = i == 0 ? eq->b : eq->a;
-    if (mm.shift < kMinShift || mm.shift > kMaxShift) return "rescale shift out of range";
+    const Multiplier& rm = i == 0 ? eq->b : eq->a;  // on mm's grid: one shift for the sum
     p.res.a_zp = i == 0 ? eq->a_zp : eq->b_zp;
     p.res.a_mult = mm.mult;
     p.res.a_shift = mm.shift;
@@ -89,7 +88,6 @@ class FuseResidualPass final : public Pass {
     p.res.out = a.outputs[0];
     p.res.zp = i == 0 ? eq->b_zp : eq->a_zp;
     p.res.mult = rm.mult;
-    p.res.shift = rm.shift;
     p.res.out_zp = eq->y_zp;
     p.res.lo = eq->lo;
     p.res.hi = eq->hi;

@@ -453,7 +453,7 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
       ls.load(lw);
       if (last) {
         load_params(ls, l, t, pa);
-        if (l.res.on) {  // the add's (a_mult, a_shift) after the tile's triples
+        if (l.res.on) {  // the add's (a_mult, a_shift) after the tile's triples, then the residual tile
           spec::LoadInsn la;
           la.buf = uint64_t(spec::Buffer::PARAM);
           la.rows = 1;
@@ -461,8 +461,6 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
           la.dram_addr = l.param_offset + uint64_t(12 * m.Cout);
           la.cols = la.dram_stride = la.sp_stride = 8;
           ls.load(la);
-        }
-        if (l.res.on) {
           spec::LoadInsn lr;
           lr.buf = uint64_t(spec::Buffer::IN);
           lr.sp_addr = in + res_off;
@@ -521,8 +519,8 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
         po.res_addr = in + res_off;
         po.res_zp = l.res.zp;
         po.res_mult = l.res.mult;
-        po.res_shift = uint64_t(l.res.shift);
-        po.rescale = 1;  // the conv keeps its zero point and clamp; the add's follow
+        po.res_shift = uint64_t(l.res.a_shift);  // checked, not used: the sum rounds once at a_shift
+        po.rescale = 1;                          // the conv keeps its zero point and clamp; the add's follow
         po.a_zp = l.res.a_zp;
         po.add_zp = l.res.out_zp;
         po.add_lo = l.res.lo;

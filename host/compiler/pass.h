@@ -250,8 +250,7 @@ struct Layer {
     std::string tensor;   // the other add operand, read into IN per output tile
     std::string out;      // the add's output
     int32_t zp = 0, out_zp = 0, lo = -128, hi = 127;
-    int32_t mult = 0;
-    int shift = 1;
+    int32_t mult = 0;  // the other operand's multiplier, on a_shift's grid
     // POSTOP rescale: the conv keeps its own zero point and clamp, and the
     // add sums (x - a_zp) * a_mult and the residual's (r - zp) * mult on one
     // grid (a_shift == shift) and rounds once; out_zp, lo and hi above are
