@@ -5,6 +5,7 @@
 
 #include "cli/cli_common.h"
 #include "compiler/compiler.h"
+#include "driver/compile.h"
 #include "ir/builder.h"
 #include "runtime/device.h"
 #include "runtime/executor.h"
@@ -81,8 +82,9 @@ int bench_graph(ir::Graph& g, const Common& c, uint64_t macs, uint64_t bytes, or
   auto fusion = compiler::parse_fusion(c.fusion);
   if (!fusion) return fail(fusion.error());
   opt.fusion = *fusion;
-  auto comp = compiler::compile(g, **cfg, opt);
-  if (!comp) return fail(comp.error());
+  auto prog = driver::compile_program(driver::Source::graph_of(g), **cfg, opt);
+  if (!prog) return fail(prog.error());
+  const plan::Segment* comp = &prog->segments.at(0);
   const auto inputs = ir::random_inputs(g, c.seed);
   auto dev = open_backend(c.backend, **cfg, c.device);
   if (!dev) return fail(dev.error());

@@ -11,6 +11,7 @@
 
 #include "cli/cli_common.h"
 #include "compiler/compiler.h"
+#include "driver/compile.h"
 #include "frontend/onnx/model.h"
 #include "frontend/onnx/program.h"
 #include "ir/builder.h"
@@ -158,8 +159,9 @@ Expected<RunOut> run_policy(const ir::Graph& g, const spec::HwConfig& cfg, const
   compiler::CompileOptions opt;
   opt.num_cores = o.cores;
   opt.fusion = f;
-  auto comp = compiler::compile(g, cfg, opt);
-  if (!comp) return comp.error();
+  auto prog = driver::compile_program(driver::Source::graph_of(g), cfg, opt);
+  if (!prog) return prog.error();
+  const plan::Segment* comp = &prog->segments.at(0);
   auto dev = open_backend(o.backend, cfg, o.device);
   if (!dev) return dev.error();
   auto res = runtime::execute(**dev, comp->plan, inputs);
@@ -205,11 +207,9 @@ Expected<std::vector<Workload>> workloads(const Opts& o, const spec::HwConfig& c
     if (!g) return g.error();
     work.push_back({o.model, std::move(*g)});
   } else if (input_kind(o.model) == InputKind::Onnx) {
-    auto m = onnxfe::load_model(o.model);
-    if (!m) return m.error();
-    onnxfe::ProgramOptions po;
-    po.compile.num_cores = o.cores;
-    auto prog = onnxfe::build_program(std::move(*m), {}, cfg, po);
+    compiler::CompileOptions co;
+    co.num_cores = o.cores;
+    auto prog = driver::compile_program(driver::Source::onnx_file(o.model), cfg, co);
     if (!prog) return prog.error();
     if (prog->segments.empty())
       return make_error("--model " + o.model, "has no device segment (every op runs on the host)");

@@ -4,20 +4,9 @@
 #include "cli/cli_common.h"
 #include "compiler/compiler.h"
 #include "compiler/options.h"
+#include "driver/compile.h"
 
 namespace loom::cli {
-
-/// Compiles `path` for `cfg` with `opt`.
-Expected<compiler::CompileResult> compile_graph(const std::string& path, const spec::HwConfig& cfg,
-                                                const compiler::CompileOptions& opt) {
-  auto g = load_graph(path);
-  if (!g) return g.error();
-  auto r = compiler::compile(*g, cfg, opt);
-  if (!r) return r.error();
-  r->plan.graph_source = path;
-  r->plan.graph_hash = file_hash(path);
-  return r;
-}
 
 void register_compile(CLI::App& app) {
   struct Opts {
@@ -45,8 +34,9 @@ void register_compile(CLI::App& app) {
       if (rc != 0) throw CLI::RuntimeError(rc);
       return;
     }
-    auto r = compile_graph(o->graph, **cfg, opt);
-    if (!r) throw CLI::RuntimeError(fail(r.error()));
+    auto prog = driver::compile_program(driver::Source::graph_file(o->graph), **cfg, opt);
+    if (!prog) throw CLI::RuntimeError(fail(prog.error()));
+    const plan::Segment* r = &prog->segments.at(0);
     Status s = plan::write_plan(r->plan, o->out);
     if (!s) throw CLI::RuntimeError(fail(s.error()));
     const auto& p = r->plan;

@@ -10,6 +10,7 @@
 #include "common/json_read.h"
 #include "common/tensor_io.h"
 #include "compiler/options.h"
+#include "driver/compile.h"
 #include "frontend/onnx/model.h"
 #include "frontend/onnx/program.h"
 #include "frontend/onnx/program_file.h"
@@ -19,18 +20,16 @@ namespace loom::cli {
 
 namespace {
 
-void add_program_json(ordered_json& j, const onnxfe::Program& p) {
-  j["onnx_nodes"] = p.onnx_nodes;
-  j["folded_qdq"] = p.folded_qdq;
+void add_program_json(ordered_json& j, const plan::Program& p, const onnxfe::HostModel& h) {
+  j["onnx_nodes"] = h.onnx_nodes;
+  j["folded_qdq"] = h.folded_qdq;
   ordered_json segs = ordered_json::array();
   size_t dev_ops = 0;
-  for (size_t k = 0; k < p.segments.size(); ++k) {
-    const auto& s = p.segments[k];
-    const plan::Segment& ps = p.program.segments.at(k);
+  for (const plan::Segment& ps : p.segments) {
     size_t insns = 0;
     for (const auto& c : ps.plan.cores) insns += c.size();
-    dev_ops += s.nodes.size();
-    segs.push_back(ordered_json{{"nodes", s.nodes},
+    dev_ops += ps.ops.size();
+    segs.push_back(ordered_json{{"nodes", ps.ops},
                                 {"inputs", ps.inputs},
                                 {"outputs", ps.outputs},
                                 {"layers", ps.plan.layers.size()},
@@ -41,23 +40,23 @@ void add_program_json(ordered_json& j, const onnxfe::Program& p) {
   }
   j["device_ops"] = dev_ops;
   j["segments"] = segs;
-  j["fallback_op_count"] = p.fallback_ops.size();
-  j["fallback_ops"] = p.fallback_ops;
+  j["fallback_op_count"] = p.host_ops.size();
+  j["fallback_ops"] = p.fallback_ops();
   ordered_json host = ordered_json::array();
   for (const auto& h : p.host_ops) host.push_back(ordered_json{{"node", h.node}, {"op", h.op}, {"why", h.why}});
   j["host_ops"] = host;
   j["notes"] = p.notes;
 }
 
-void print_explain(const onnxfe::Program& p) {
+void print_explain(const plan::Program& p) {
   for (size_t k = 0; k < p.segments.size(); ++k) {
     const auto& s = p.segments[k];
-    std::cout << "[onnx] segment " << k << " on the fabric: " << s.nodes.size() << " ops\n";
+    std::cout << "[onnx] segment " << k << " on the fabric: " << s.ops.size() << " ops\n";
     for (const auto& d : s.decisions) std::cout << "[" << d.pass << "] " << d.node << ": " << d.text << "\n";
   }
   for (const auto& n : p.notes) std::cout << "[onnx] " << n << "\n";
-  std::cout << "[onnx] fallback_ops (" << p.fallback_ops.size() << "):";
-  for (const auto& f : p.fallback_ops) std::cout << " " << f;
+  std::cout << "[onnx] fallback_ops (" << p.host_ops.size() << "):";
+  for (const auto& f : p.fallback_ops()) std::cout << " " << f;
   std::cout << "\n";
   for (const auto& h : p.host_ops) std::cout << "[onnx] host: " << h.node << " (" << h.op << "): " << h.why << "\n";
 }
@@ -74,9 +73,9 @@ Status attach_reference_graphs(onnxfe::ProgramPlan& pp, const std::string& plan_
   auto m = onnxfe::load_model(info.source);
   if (!m) return m.error();
   auto& segs = pp.program.segments;
-  const auto& plans = pp.program.program.segments;
+  const auto& plans = segs;
   std::vector<std::vector<std::string>> nodes;
-  for (const auto& s : segs) nodes.push_back(s.nodes);
+  for (const auto& s : segs) nodes.push_back(s.ops);
   bool exact_host = false;
   if (!plans.empty()) {
     // From the plan's metadata (a file): read through field().
@@ -104,7 +103,9 @@ int run_program_kind(const RunArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
   const bool from_plan = input_kind(a.model) == InputKind::ProgramPlan;
   const spec::HwConfig* cfgp = nullptr;
-  onnxfe::Program prog;
+  plan::Program prog;
+  onnxfe::Model source;                  // the model to compile (not from a plan)
+  const onnxfe::Model* model = &source;  // its inputs and outputs
   compiler::CompileOptions options;
   const std::string exp_dir = expected_dir(a);
   std::vector<std::string> input_files = a.inputs;
@@ -121,6 +122,9 @@ int run_program_kind(const RunArgs& a) {
     if (a.check)
       if (Status s = attach_reference_graphs(*pp, a.model); !s) return fail(s.error());
     prog = std::move(pp->program);
+    auto h = onnxfe::host_model(prog, a.model);
+    if (!h) return fail(h.error());
+    model = &(*h)->model;
   } else {
     auto cfg = find_config(a.config.empty() ? "default" : a.config);
     if (!cfg) return fail(cfg.error());
@@ -130,33 +134,33 @@ int run_program_kind(const RunArgs& a) {
     options = *copt;
     auto m = onnxfe::load_model(a.model);
     if (!m) return fail(m.error());
-    prog.model = std::move(*m);
+    source = std::move(*m);
   }
   // Inputs: --inputs, else the test data beside the model, else seeded.
   if (input_files.empty() && has_reference_inputs(exp_dir))
-    for (size_t k = 0; k < prog.model.inputs.size(); ++k)
+    for (size_t k = 0; k < model->inputs.size(); ++k)
       input_files.push_back(exp_dir + "/input_" + std::to_string(k) + ".pb");
   std::map<std::string, onnxfe::Value> inputs;
   if (input_files.empty()) {
-    auto in = onnxfe::random_inputs(prog.model, a.seed);
+    auto in = onnxfe::random_inputs(*model, a.seed);
     if (!in) return fail(in.error());
     inputs = std::move(*in);
   } else {
-    auto in = onnxfe::read_inputs(prog.model, input_files);
+    auto in = onnxfe::read_inputs(*model, input_files);
     if (!in) return fail(in.error());
     inputs = std::move(*in);
   }
   if (!from_plan) {
-    onnxfe::ProgramOptions po;
-    po.compile = options;
-    auto built = onnxfe::build_program(std::move(prog.model), inputs, *cfgp, po);
+    auto built = driver::compile_program(driver::Source::onnx_model(std::move(source)), *cfgp, options, inputs);
     if (!built) return fail(built.error());
     prog = std::move(*built);
   }
+  auto hm = onnxfe::host_model(prog, a.model);
+  if (!hm) return fail(hm.error());
 
   auto host = onnxfe::ProgramValues::bind(prog, inputs, a.check);
   if (!host) return fail(host.error());
-  auto res = run_on_device(a, *cfgp, prog.program, **host, /*name_segments=*/true);
+  auto res = run_on_device(a, *cfgp, prog, **host, /*name_segments=*/true);
   if (!res) return fail(res.error());
   auto outputs = (*host)->outputs();
   if (!outputs) return fail(outputs.error());
@@ -169,7 +173,7 @@ int run_program_kind(const RunArgs& a) {
   j["config"] = cfgp->name;
   j["compile_options"] = compiler::options_to_json(options);
   if (input_files.empty()) j["seed"] = a.seed;
-  add_program_json(j, prog);
+  add_program_json(j, prog, **hm);
   for (const auto& sr : res->segments) {
     auto& sj = j["segments"][size_t(sr.segment)];
     sj["cycles"] = sr.result.has_time ? ordered_json(sr.result.cycles) : ordered_json(nullptr);
@@ -183,8 +187,7 @@ int run_program_kind(const RunArgs& a) {
     rep.check = true;
     j["bit_exact"] = nullptr;
     j["checked_segments"] = 0;
-    rep.check_line = "check: nothing ran on the device (0 device segments, " +
-                     std::to_string(prog.fallback_ops.size()) +
+    rep.check_line = "check: nothing ran on the device (0 device segments, " + std::to_string(prog.host_ops.size()) +
                      " host ops; see --explain), so nothing was compared against the direct reference";
   } else if (a.check) {
     j["checked_segments"] = prog.segments.size();
@@ -214,10 +217,10 @@ int run_program_kind(const RunArgs& a) {
   }
   rep.summary = "ran " + a.model + " on " + a.backend + " (config " + std::string(cfgp->name) +
                 "): " + std::to_string(j["device_ops"].get<size_t>()) + " ops in " +
-                std::to_string(prog.segments.size()) + " device segments, " + std::to_string(prog.fallback_ops.size()) +
+                std::to_string(prog.segments.size()) + " device segments, " + std::to_string(prog.host_ops.size()) +
                 " host fallback ops" +
                 (res->has_time ? ", " + std::to_string(res->cycles) + " device cycles" : std::string());
-  return finish_run(a, rep, prog.program, *res, *cfgp, /*name_segments=*/true, exp_dir, t0);
+  return finish_run(a, rep, prog, *res, *cfgp, /*name_segments=*/true, exp_dir, t0);
 }
 
 int compile_program_kind(const std::string& model, const spec::HwConfig& cfg, const compiler::CompileOptions& opt,
@@ -229,11 +232,7 @@ int compile_program_kind(const std::string& model, const spec::HwConfig& cfg, co
     if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
       return fail("-o " + out + ": not a regular file; a plan is written to a new or regular file");
   }
-  auto m = onnxfe::load_model(model);
-  if (!m) return fail(m.error());
-  onnxfe::ProgramOptions po;
-  po.compile = opt;
-  auto prog = onnxfe::build_program(*m, {}, cfg, po);
+  auto prog = driver::compile_program(driver::Source::onnx_file(model), cfg, opt);
   if (!prog) return fail(prog.error());
   ordered_json j{{"model", model},
                  {"config", cfg.name},
@@ -241,7 +240,7 @@ int compile_program_kind(const std::string& model, const spec::HwConfig& cfg, co
                  {"placement", compiler::placement_name(opt.placement)},
                  {"hls", compiler::hls_name(opt.hls)},
                  {"fusion", compiler::fusion_name(opt.fusion)}};
-  add_program_json(j, *prog);
+  add_program_json(j, *prog, **onnxfe::host_model(*prog, model));
   if (explain && !json) print_explain(*prog);
   // The whole model goes into one program plan (docs/plan-format.md):
   // segment plans, host steps and their order.
@@ -257,7 +256,7 @@ int compile_program_kind(const std::string& model, const spec::HwConfig& cfg, co
   if (!s) return fail(s.error());
   j["plan"] = out;
   j["format_version"] = plan::kProgramFormatVersion;
-  j["steps"] = prog->program.steps.size();
+  j["steps"] = prog->steps.size();
   if (json) {
     if (explain) {
       j["decisions"] = ordered_json::array();
@@ -272,7 +271,7 @@ int compile_program_kind(const std::string& model, const spec::HwConfig& cfg, co
     return 0;
   }
   std::cout << "wrote " << out << ": " << prog->segments.size() << " device segments (" << j["device_ops"].get<size_t>()
-            << " ops) and " << prog->fallback_ops.size() << " host fallback ops in " << prog->program.steps.size()
+            << " ops) and " << prog->host_ops.size() << " host fallback ops in " << prog->steps.size()
             << " steps (config " << cfg.name << ")\n";
   return 0;
 }

@@ -17,15 +17,13 @@
 #include "common/tensor_io.h"
 #include "compiler/compiler.h"
 #include "compiler/options.h"
+#include "driver/compile.h"
 #include "frontend/onnx/value.h"
 #include "runtime/device.h"
 #include "runtime/executor.h"
 #include "runtime/trace.h"
 
 namespace loom::cli {
-
-Expected<compiler::CompileResult> compile_graph(const std::string& path, const spec::HwConfig& cfg,
-                                                const compiler::CompileOptions& opt);
 
 namespace {
 
@@ -132,9 +130,9 @@ int run(const Opts& o) {
     if (!cfg) return fail(cfg.error());
     auto copt = compile_options(o.compile, **cfg);
     if (!copt) return fail(copt.error());
-    auto r = compile_graph(o.model, **cfg, *copt);
+    auto r = driver::compile_program(driver::Source::graph_file(o.model), **cfg, *copt);
     if (!r) return fail(r.error());
-    p = std::move(r->plan);
+    p = std::move(r->segments.at(0).plan);
     graph_path = o.model;
   }
   const auto* cfg = spec::find_config(p.config);

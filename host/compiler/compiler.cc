@@ -75,6 +75,19 @@ Expected<CompileState> make_state(const ir::Graph& g, const spec::HwConfig& cfg,
   return s;
 }
 
+plan::Segment segment_of(CompileResult r, ir::Graph g) {
+  plan::Segment s;
+  for (const auto& b : r.plan.inputs) s.inputs.push_back(b.name);
+  for (const auto& b : r.plan.outputs) s.outputs.push_back(b.name);
+  s.plan = std::move(r.plan);
+  s.graph = std::move(g);
+  s.predicted = std::move(r.predicted);
+  s.predicted_cycles = r.predicted_cycles;
+  s.decisions = std::move(r.decisions);
+  s.stats = std::move(r.stats);
+  return s;
+}
+
 Expected<CompileResult> compile(const ir::Graph& g, const spec::HwConfig& cfg, const CompileOptions& opt) {
   auto st = make_state(g, cfg, opt);
   if (!st) return st.error();

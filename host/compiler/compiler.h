@@ -13,6 +13,7 @@
 #include "ir/graph.h"
 #include "loom/spec_gen.h"
 #include "plan/plan.h"
+#include "plan/program.h"
 
 namespace loom::compiler {
 
@@ -74,32 +75,11 @@ struct CompileOptions {
   CostParams cost(const spec::HwConfig& cfg) const { return cost_params ? *cost_params : CostParams::from(cfg); }
 };
 
-/// One explained choice, printed by `loom compile --explain`.
-/// An option a pass weighed and did not choose, with the cost model's
-/// prediction for it where it made one.
-struct Alternative {
-  std::string choice;
-  std::optional<uint64_t> predicted_cycles;
-};
-
-/// A decision of a pass, as a record: what it chose for which node, the
-/// prediction the choice rests on and the options it weighed. `--explain`
-/// prints `text`; tools (`loom tune`, `loom bench fusion`) compare `choice`.
-struct Decision {
-  std::string node;    // layer name ('+'-joined when fused)
-  std::string pass;    // pass that took the decision
-  std::string choice;  // what was chosen, without the numbers that justify it ("kept separate", a tile)
-  std::string text;    // the explanation: the choice, then why
-  std::optional<uint64_t> predicted_cycles;  // of the choice, when the pass predicted it
-  std::vector<Alternative> alternatives;     // weighed and not chosen
-};
-
-/// The cost model's prediction for one emitted layer (fused group).
-struct LayerPrediction {
-  std::string name;
-  uint64_t cycles = 0, dram_read = 0, dram_written = 0, insns = 0;
-  uint64_t core_insns = 0;  // the busiest core's instructions (CostParams::correction's argument)
-};
+/// A pass's decisions and the cost model's layer predictions are part of the
+/// compiled program (plan/program.h), where every tool reads them.
+using Alternative = plan::Alternative;
+using Decision = plan::Decision;
+using LayerPrediction = plan::LayerPrediction;
 
 struct CompileResult {
   plan::Plan plan;
@@ -108,6 +88,10 @@ struct CompileResult {
   std::vector<Decision> decisions;
   std::vector<std::pair<std::string, int64_t>> stats;  // "<pass>.<statistic>", in pipeline order
 };
+
+/// The program segment of a compiled graph: `r`'s plan (bound by its
+/// tensors' names), predictions and decisions, with `g`, the graph compiled.
+plan::Segment segment_of(CompileResult r, ir::Graph g);
 
 /// Compiles `g` (already validated by ir::validate) for `cfg`. Errors name the
 /// node and, when an instruction field overflows, the field.

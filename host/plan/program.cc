@@ -23,6 +23,25 @@ Program single_segment(Plan p) {
   return prog;
 }
 
+std::vector<std::string> Program::fallback_ops() const {
+  std::vector<std::string> out;
+  for (const auto& h : host_ops) out.push_back(h.node + " (" + h.op + ")");
+  return out;
+}
+
+uint64_t Program::predicted_cycles() const {
+  uint64_t sum = 0;
+  for (const auto& st : steps)
+    if (st.on_device() && size_t(st.segment) < segments.size()) sum += segments[size_t(st.segment)].predicted_cycles;
+  return sum;
+}
+
+std::vector<Decision> Program::decisions() const {
+  std::vector<Decision> out;
+  for (const auto& s : segments) out.insert(out.end(), s.decisions.begin(), s.decisions.end());
+  return out;
+}
+
 Status validate(const Program& p, const std::string& where) {
   std::vector<bool> ran(p.segments.size(), false);
   for (size_t k = 0; k < p.steps.size(); ++k) {

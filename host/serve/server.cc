@@ -264,12 +264,12 @@ Expected<json> stream_json(const Stream& s, const StreamTally& t, double makespa
   if (s.model.kind == ModelSpec::Kind::Onnx) {
     // A bucketed model: its longest bucket's program (the segments and host
     // ops are the same at every length; the host time is the longest's).
-    auto oi = sm.onnx_info(s.model, *std::max_element(s.shapes.values.begin(), s.shapes.values.end()));
-    if (!oi) return oi.error();
-    sj["segments"] = (*oi)->segments;
-    sj["fallback_ops"] = (*oi)->fallback_ops.size();
-    sj["fallback_op_names"] = (*oi)->fallback_ops;
-    sj["host_us_per_request"] = (*oi)->host_us;
+    auto prog = sm.onnx_program(s.model, *std::max_element(s.shapes.values.begin(), s.shapes.values.end()));
+    if (!prog) return prog.error();
+    sj["segments"] = (*prog)->segments.size();
+    sj["fallback_ops"] = (*prog)->host_ops.size();
+    sj["fallback_op_names"] = (*prog)->fallback_ops();
+    sj["host_us_per_request"] = sm.host_cost(**prog).host_us;
   }
   sj["priority"] = s.priority;
   sj["slo_ms"] = s.slo_ms;

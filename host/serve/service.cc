@@ -77,32 +77,28 @@ void write_cached(const std::string& dir, const std::string& file, const std::ve
 
 }  // namespace
 
-/// An ONNX stream's program: its segments' plans and inputs, and the host ops.
-struct ServiceModel::Onnx {
-  OnnxInfo info;
-  std::vector<std::pair<plan::Plan, std::map<std::string, Tensor>>> parts;
-  uint64_t host_cycles = 0;
-  int64_t bucket = 0;  // a bucketed model: the length this program runs at
-  // Live mode: the program's device steps in order (segment, host cycles
-  // before it), the host cycles after the last, and each segment's golden
-  // outputs (computed on first use).
-  std::vector<std::pair<size_t, uint64_t>> order;
-  uint64_t host_after = 0;
-  std::vector<std::vector<std::pair<std::string, Tensor>>> expected;
-  bool checked = false, golden_done = false;
-};
+driver::GemmChain gemm_chain(const ModelSpec& m, int64_t rows) { return {m.hidden, m.ffn, m.layers, rows}; }
 
-ir::Graph gemm_chain(const ModelSpec& m, int64_t rows) {
-  ir::GraphBuilder b("gemm_chain", 7);
-  std::string x = b.input("x", {rows, m.hidden});
-  for (int64_t l = 0; l < m.layers; ++l) {
-    const std::string p = std::string("l").append(std::to_string(l));
-    x = b.gemm(p + ".up", x, m.ffn);
-    x = b.unary(p + ".relu", ir::OpKind::Relu, x);
-    x = b.gemm(p + ".down", x, m.hidden);
+HostCost host_cost(const plan::Program& p, const spec::HwConfig& cfg) {
+  HostCost c;
+  double host_ns = 0, since = 0;  // since: host ns since the last device step
+  const auto to_cycles = [&](double ns) { return uint64_t(std::llround(ns * double(cfg.clock_mhz) / 1000.0)); };
+  size_t host_op = 0;
+  for (const auto& st : p.steps) {
+    if (st.on_device()) {
+      c.order.emplace_back(size_t(st.segment), to_cycles(since));
+      since = 0;
+      continue;
+    }
+    const double before = host_ns;
+    host_ns += kHostOpNs;
+    if (host_op < p.host_ops.size()) host_ns += kHostElemNs * double(p.host_ops[host_op++].elements);
+    since += host_ns - before;
   }
-  b.output(x);
-  return b.graph();
+  c.host_after = to_cycles(since);
+  c.host_us = host_ns / 1000.0;
+  c.host_cycles = to_cycles(host_ns);
+  return c;
 }
 
 std::string model_key(const ModelSpec& m) {
@@ -185,18 +181,15 @@ Expected<uint64_t> ServiceModel::cycles(const ModelSpec& m, int64_t seq, int bat
   return fixed ? c * uint64_t(batch) : c;
 }
 
-Expected<ServiceModel::Onnx*> ServiceModel::onnx(const ModelSpec& mm, int64_t seq) {
-  ModelSpec m = mm;
-  compiler::CompileOptions co;
-  std::string key = model_key(m);
-  if (mm.bucketed()) {
-    auto b = bucket(mm, seq);
-    if (!b) return b.error();
-    m = b->model;
-    co = b->options;
-    key = model_key(m) + "|" + b->tag;
+Expected<driver::Source> ServiceModel::source(const ModelSpec& m, int64_t rows) {
+  switch (m.kind) {
+    case ModelSpec::Kind::Graph:
+      return driver::Source::graph_file(m.name);
+    case ModelSpec::Kind::GemmChain:
+      return driver::Source::gemm_chain(gemm_chain(m, rows));
+    case ModelSpec::Kind::Onnx:
+      break;
   }
-  if (auto it = onnx_.find(key); it != onnx_.end()) return it->second.get();
   std::string path = m.path;
   if (path.empty()) {
     if (!zoo_builder_) return make_error(m.name, "zoo models are built by the loom command line (loom zoo build)");
@@ -204,55 +197,66 @@ Expected<ServiceModel::Onnx*> ServiceModel::onnx(const ModelSpec& mm, int64_t se
     if (!p) return p.error();
     path = *p;
   }
-  auto model = onnxfe::load_model(path);
-  if (!model) return model.error();
-  onnxfe::ProgramOptions po;
-  po.compile = co;
-  po.compile.num_cores = std::max(1, co.num_cores);  // one core unless a mapping places it on more
-  auto prog = onnxfe::build_program(std::move(*model), {}, cfg_, po);
-  if (!prog) return prog.error();
-  auto o = std::make_unique<Onnx>();
-  o->bucket = m.zoo_seq;
-  o->info.path = path;
-  o->info.segments = prog->segments.size();
-  o->info.fallback_ops = prog->fallback_ops;
-  double host_ns = 0, since = 0;  // since: host ns since the last device step
-  const auto to_cycles = [&](double ns) { return uint64_t(std::llround(ns * double(cfg_.clock_mhz) / 1000.0)); };
-  for (const auto& st : prog->program.steps) {
-    if (st.on_device()) {
-      o->order.emplace_back(size_t(st.segment), to_cycles(since));
-      since = 0;
-      continue;
-    }
-    const double before = host_ns;
-    host_ns += kHostOpNs;
-    for (const auto& out : prog->model.nodes[st.host].outputs) {
-      auto t = prog->model.types.find(out);
-      if (t == prog->model.types.end() || !t->second.has_shape) continue;
-      double n = 1;
-      for (int64_t d : t->second.shape) n *= double(std::max<int64_t>(d, 1));
-      host_ns += kHostElemNs * n;
-    }
-    since += host_ns - before;
+  return driver::Source::onnx_file(path);
+}
+
+Expected<plan::Program> ServiceModel::compile_program(const ModelSpec& m, int64_t rows,
+                                                      const compiler::CompileOptions& opt) {
+  auto src = source(m, rows);
+  if (!src) return src.error();
+  if (src->kind != driver::Source::Kind::Onnx) return driver::compile_program(std::move(*src), cfg_, opt);
+  // Loaded and partitioned once: every choice, mapping and bucket compiles
+  // the same model with other options.
+  const std::string path = src->path;
+  auto it = reusable_.find(path);
+  if (it == reusable_.end()) {
+    auto r = driver::Reusable::prepare(std::move(*src), cfg_);
+    if (!r) return r.error();
+    it = reusable_.emplace(path, std::move(*r)).first;
   }
-  o->host_after = to_cycles(since);
-  o->info.host_us = host_ns / 1000.0;
-  o->host_cycles = uint64_t(std::llround(host_ns * double(cfg_.clock_mhz) / 1000.0));
-  o->info.host_cycles = o->host_cycles;
-  o->info.order = o->order;
-  o->info.host_after = o->host_after;
-  for (const auto& seg : prog->segments) o->info.graphs.push_back(seg.graph);
-  for (size_t k = 0; k < prog->segments.size(); ++k)
-    o->parts.emplace_back(std::move(prog->program.segments[k].plan), ir::random_inputs(prog->segments[k].graph, 1));
-  Onnx* raw = o.get();
-  onnx_[key] = std::move(o);
+  return it->second.compile(opt);
+}
+
+Expected<std::unique_ptr<ServiceModel::Loaded>> ServiceModel::compile(const ModelSpec& m, int64_t rows,
+                                                                      const compiler::CompileOptions& opts) {
+  compiler::CompileOptions co = opts;
+  co.num_cores = std::max(1, co.num_cores);  // one core unless a mapping places it on more
+  auto prog = compile_program(m, rows, co);
+  if (!prog) return prog.error();
+  auto l = std::make_unique<Loaded>();
+  l->bucket = m.zoo_seq;
+  l->host = serve::host_cost(*prog, cfg_);
+  for (const auto& seg : prog->segments) l->inputs.push_back(ir::random_inputs(seg.graph, 1));
+  l->program = std::move(*prog);
+  return l;
+}
+
+ServiceModel::LoadKey ServiceModel::load_key(const ModelSpec& m, int64_t rows, const std::string& tag) {
+  return {model_key(m), m.kind == ModelSpec::Kind::GemmChain ? rows : 0, tag};
+}
+
+Expected<ServiceModel::Loaded*> ServiceModel::load(const ModelSpec& m, int64_t rows,
+                                                   const compiler::CompileOptions& opts, const std::string& tag) {
+  const LoadKey key = load_key(m, rows, tag);
+  if (auto it = loaded_.find(key); it != loaded_.end()) return it->second.get();
+  auto l = compile(m, rows, opts);
+  if (!l) return l.error();
+  Loaded* raw = l->get();
+  loaded_[key] = std::move(*l);
   return raw;
 }
 
-Expected<const OnnxInfo*> ServiceModel::onnx_info(const ModelSpec& m, int64_t seq) {
+Expected<ServiceModel::Loaded*> ServiceModel::onnx(const ModelSpec& mm, int64_t seq) {
+  if (!mm.bucketed()) return load(mm, 0, {}, {});
+  auto b = bucket(mm, seq);
+  if (!b) return b.error();
+  return load(b->model, 0, b->options, b->tag);
+}
+
+Expected<const plan::Program*> ServiceModel::onnx_program(const ModelSpec& m, int64_t seq) {
   auto o = onnx(m, seq);
   if (!o) return o.error();
-  return &(*o)->info;
+  return &(*o)->program;
 }
 
 Expected<runtime::Device*> ServiceModel::device() {
@@ -268,46 +272,33 @@ Expected<runtime::Device*> ServiceModel::device() {
   return dev_.get();
 }
 
-Expected<std::pair<ir::Graph, plan::Plan>> ServiceModel::batch_plan(const ModelSpec& m, int64_t rows,
-                                                                    const compiler::CompileOptions& opts) const {
-  ir::Graph g;
-  if (m.kind == ModelSpec::Kind::Graph) {
-    auto r = ir::parse_graph_json(m.name);
-    if (!r) return r.error();
-    g = std::move(*r);
-  } else {
-    g = gemm_chain(m, rows);
-  }
-  if (Status s = ir::validate(g); !s) return s.error();
-  compiler::CompileOptions co = opts;
-  co.num_cores = std::max(1, co.num_cores);  // one core unless a mapping places it on more
-  auto cr = compiler::compile(g, cfg_, co);
-  if (!cr) return cr.error();
-  return std::pair<ir::Graph, plan::Plan>{std::move(g), std::move(cr->plan)};
-}
-
 Expected<uint64_t> ServiceModel::measure(const ModelSpec& m, int64_t rows, const std::string& key, int64_t seq,
                                          int batch, const compiler::CompileOptions& opts, const std::string& tag) {
-  uint64_t total = 0;
-  bool disk = true;
+  // A gemm_chain shape is measured once: compiled for it alone, unless
+  // live mode holds it already.
+  std::unique_ptr<Loaded> own;
+  Expected<Loaded*> l = nullptr;
   if (m.kind == ModelSpec::Kind::Onnx) {
-    auto o = onnx(m, seq);
-    if (!o) return o.error();
-    if (m.bucketed()) seq = (*o)->bucket;  // the table lists the length that ran
-    total = (*o)->host_cycles;             // the host ops run on the CPU: no port contention
-    for (const auto& [p, in] : (*o)->parts) {
-      bool d = false;
-      auto c = time_plan(p, in, key, d);
-      if (!c) return c;
-      total += *c;
-      disk = disk && d;
-    }
+    l = onnx(m, seq);
+  } else if (m.kind == ModelSpec::Kind::Graph || loaded_.count(load_key(m, rows, tag))) {
+    l = load(m, rows, opts, tag);
   } else {
-    auto op = batch_plan(m, rows, opts);
-    if (!op) return op.error();
-    auto c = time_plan(op->second, ir::random_inputs(op->first, 1), key, disk);
+    auto c = compile(m, rows, opts);
+    if (!c) return c.error();
+    own = std::move(*c);
+    l = own.get();
+  }
+  if (!l) return l.error();
+  if (m.bucketed()) seq = (*l)->bucket;     // the table lists the length that ran
+  uint64_t total = (*l)->host.host_cycles;  // the host ops run on the CPU: no port contention
+  bool disk = true;
+  const plan::Program& prog = (*l)->program;
+  for (size_t k = 0; k < prog.segments.size(); ++k) {
+    bool d = false;
+    auto c = time_plan(prog.segments[k].plan, (*l)->inputs[k], key, d);
     if (!c) return c;
-    total = *c;
+    total += *c;
+    disk = disk && d;
   }
   if (total == 0) return make_error("--backend " + backend_, "the backend reported 0 cycles for " + key);
   table_.push_back({key, seq, batch, total, disk, tag});
@@ -544,21 +535,18 @@ Status ServiceModel::golden(const plan::Plan& p, const std::map<std::string, Ten
   return Status::ok();
 }
 
-Expected<const ServiceModel::LivePlan*> ServiceModel::live_plan(const ModelSpec& m, int64_t rows,
-                                                                const compiler::CompileOptions& opts,
-                                                                const std::string& tag) {
-  const std::string key = model_key(m);
-  const int64_t r = m.kind == ModelSpec::Kind::GemmChain ? rows : 0;
-  if (auto it = live_.find({key, r, tag}); it != live_.end()) return it->second.get();
-  auto op = batch_plan(m, rows, opts);
-  if (!op) return op.error();
-  auto lp = std::make_unique<LivePlan>();
-  lp->plan = std::move(op->second);
-  lp->inputs = ir::random_inputs(op->first, 1);
-  LOOM_TRY(golden(lp->plan, lp->inputs, lp->expected, lp->checked));
-  const LivePlan* raw = lp.get();
-  live_[{key, r, tag}] = std::move(lp);
-  return raw;
+Status ServiceModel::golden_all(Loaded& l) {
+  if (l.golden_done) return Status::ok();
+  l.expected.resize(l.program.segments.size());
+  bool all = true;
+  for (size_t k = 0; k < l.program.segments.size(); ++k) {
+    bool c = false;
+    LOOM_TRY(golden(l.program.segments[k].plan, l.inputs[k], l.expected[k], c));
+    all = all && c;
+  }
+  l.checked = all;
+  l.golden_done = true;
+  return Status::ok();
 }
 
 int ServiceModel::width(const ModelSpec& m, int64_t seq, int batch) const {
@@ -573,57 +561,38 @@ Expected<LiveWork> ServiceModel::live_work(const ModelSpec& m, int64_t seq, int 
     return make_error("loom serve --mode live", "a batch of " + m.name + " is mapped onto " + std::to_string(k) +
                                                     " cores; live serving runs one-core plans (a gang of cores is "
                                                     "simulated only)");
-  if (m.kind == ModelSpec::Kind::Onnx) {
-    auto o = onnx(m, seq);
-    if (!o) return o.error();
-    Onnx& x = **o;
-    if (!x.golden_done) {
-      x.expected.resize(x.parts.size());
-      bool all = true;
-      for (size_t k = 0; k < x.parts.size(); ++k) {
-        bool c = false;
-        LOOM_TRY(golden(x.parts[k].first, x.parts[k].second, x.expected[k], c));
-        all = all && c;
-      }
-      x.checked = all;
-      x.golden_done = true;
-    }
-    // One shape: a batch runs the program `batch` times, each request's host
-    // work after its last device step coming before the next request's first.
-    for (int b = 0; b < batch; ++b)
-      for (size_t k = 0; k < x.order.size(); ++k) {
-        const auto [seg, host] = x.order[k];
-        w.parts.push_back({&x.parts[seg].first, &x.parts[seg].second, x.checked ? &x.expected[seg] : nullptr,
-                           host + (k == 0 && b > 0 ? x.host_after : 0)});
-      }
-    w.host_cycles_after = x.host_after;
-    return w;
-  }
-  if (m.kind == ModelSpec::Kind::Graph) {
-    auto lp = live_plan(m, 0, {}, {});
-    if (!lp) return lp.error();
-    for (int b = 0; b < batch; ++b)
-      w.parts.push_back({&(*lp)->plan, &(*lp)->inputs, (*lp)->checked ? &(*lp)->expected : nullptr, 0});
-    return w;
-  }
-  // gemm_chain: one plan of seq x batch rows, or the mapping's chunks.
-  const Mapper* mapper = this->mapper();
-  int64_t rows = seq * batch;
-  uint64_t chunks = 1;
+  // gemm_chain: one plan of seq x batch rows, or the mapping's chunks; the
+  // others have one shape: a batch runs the program `batch` times.
+  int64_t rows = 0;
+  uint64_t runs = uint64_t(batch);
   compiler::CompileOptions co;
   std::string tag;
-  if (mapper) {
-    const MappedRun mr = (*mapper)(m, seq, batch);
-    const int64_t total = seq * batch;
-    rows = mr.rows > 0 ? mr.rows : total;
-    chunks = uint64_t((total + rows - 1) / rows);
-    co = mr.options;
-    tag = mr.tag;
+  if (m.kind == ModelSpec::Kind::GemmChain) {
+    rows = seq * batch;
+    runs = 1;
+    if (const Mapper* mapper = this->mapper()) {
+      const MappedRun mr = (*mapper)(m, seq, batch);
+      const int64_t total = seq * batch;
+      rows = mr.rows > 0 ? mr.rows : total;
+      runs = uint64_t((total + rows - 1) / rows);
+      co = mr.options;
+      tag = mr.tag;
+    }
   }
-  auto lp = live_plan(m, rows, co, tag);
-  if (!lp) return lp.error();
-  for (uint64_t k = 0; k < chunks; ++k)
-    w.parts.push_back({&(*lp)->plan, &(*lp)->inputs, (*lp)->checked ? &(*lp)->expected : nullptr, 0});
+  auto l = m.kind == ModelSpec::Kind::Onnx ? onnx(m, seq) : load(m, rows, co, tag);
+  if (!l) return l.error();
+  Loaded& x = **l;
+  LOOM_TRY(golden_all(x));
+  // Each run's host work after its last device step comes before the next
+  // run's first.
+  const auto& order = x.host.order;
+  for (uint64_t b = 0; b < runs; ++b)
+    for (size_t k = 0; k < order.size(); ++k) {
+      const auto [seg, host] = order[k];
+      w.parts.push_back({&x.program.segments[seg].plan, &x.inputs[seg], x.checked ? &x.expected[seg] : nullptr,
+                         host + (k == 0 && b > 0 ? x.host.host_after : 0)});
+    }
+  w.host_cycles_after = x.host.host_after;
   return w;
 }
 

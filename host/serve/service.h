@@ -11,10 +11,9 @@
 // over its time alone, averaged over the phases, is its stretch while they
 // run (stretch()).
 //
-// ONNX models (a .onnx file or a zoo model) compile through the ONNX
-// frontend's program (device segments and host fallback ops): the segments
-// are timed on the backend, the host ops by a stated model (kHostOpNs,
-// kHostElemNs).
+// Every model compiles through the one compile driver (driver/compile.h)
+// into a program: its device segments are timed on the backend, an ONNX
+// model's host fallback ops by a stated model (kHostOpNs, kHostElemNs).
 #pragma once
 
 #include <cstdint>
@@ -28,9 +27,11 @@
 #include "common/status.h"
 #include "common/tensor.h"
 #include "compiler/compiler.h"
+#include "driver/compile.h"
 #include "ir/graph.h"
 #include "loom/spec_gen.h"
 #include "plan/plan.h"
+#include "plan/program.h"
 #include "runtime/device.h"
 #include "serve/workload.h"
 
@@ -72,19 +73,16 @@ struct StretchMeasurement {
 inline constexpr double kHostOpNs = 5000.0;
 inline constexpr double kHostElemNs = 33.0;
 
-/// What the ONNX frontend made of an ONNX stream's model.
-struct OnnxInfo {
-  std::string path;                       // the .onnx file compiled
-  size_t segments = 0;                    // device segments
-  std::vector<std::string> fallback_ops;  // "node (Op)" of every host op, in order
-  double host_us = 0;                     // the host ops' time per request (stated model)
-  uint64_t host_cycles = 0;               // the same in device cycles
-  std::vector<ir::Graph> graphs;          // the device segments' graphs (what their plans compile from)
-  /// One request's device steps in order: (segment, host cycles before it);
-  /// and the host cycles after the last.
+/// A program's host steps by the stated model (kHostOpNs, kHostElemNs): one
+/// request's device steps in order, each with the host cycles before it,
+/// and the host cycles after the last.
+struct HostCost {
+  double host_us = 0;        // the host ops' time per request
+  uint64_t host_cycles = 0;  // the same in device cycles
   std::vector<std::pair<size_t, uint64_t>> order;
   uint64_t host_after = 0;
 };
+HostCost host_cost(const plan::Program& p, const spec::HwConfig& cfg);
 
 /// Builds a zoo model (ModelSpec::zoo_name, zoo_seq, zoo_slice) and returns
 /// the path of its model.onnx; set by the command line (`loom zoo build`).
@@ -140,9 +138,15 @@ class ServiceModel {
   const std::vector<StretchMeasurement>& stretches() const { return stretch_table_; }
   /// Cores that share memory port 0 (the most any port has).
   int cores_per_port() const;
-  /// ONNX streams: the program's segments and host ops (compiled on first
-  /// use); a bucketed model's at the bucket a batch padded to `seq` runs in.
-  Expected<const OnnxInfo*> onnx_info(const ModelSpec& m, int64_t seq = 1);
+  /// ONNX streams: the program (compiled on first use); a bucketed model's
+  /// at the bucket a batch padded to `seq` runs in.
+  Expected<const plan::Program*> onnx_program(const ModelSpec& m, int64_t seq = 1);
+  /// The stated host cost of a program on this configuration.
+  HostCost host_cost(const plan::Program& p) const { return serve::host_cost(p, cfg_); }
+  /// `m` (gemm_chain: with `rows` rows) compiled by the compile driver with
+  /// `opt`, as `loom run` compiles it; an ONNX model is loaded and
+  /// partitioned once (driver::Reusable).
+  Expected<plan::Program> compile_program(const ModelSpec& m, int64_t rows, const compiler::CompileOptions& opt);
   /// A bucketed model (ModelSpec::bucketed) at the bucket a batch padded to
   /// `seq` runs in under the mapping in force: the zoo model of that length
   /// and the options its plans compile with.
@@ -187,7 +191,27 @@ class ServiceModel {
   void allow_wall_clock(bool on) { wall_clock_ = on; }
 
  private:
-  struct Onnx;
+  /// A model compiled by the driver and ready to run: its program, every
+  /// segment's inputs and the stated host cost; in live mode also every
+  /// segment's golden outputs (computed on first use).
+  struct Loaded {
+    plan::Program program;
+    HostCost host;
+    std::vector<std::map<std::string, Tensor>> inputs;  // per segment
+    std::vector<std::vector<std::pair<std::string, Tensor>>> expected;
+    bool checked = false, golden_done = false;
+    int64_t bucket = 0;  // a bucketed model: the length this program runs at
+  };
+  /// `m` with `rows` rows (gemm_chain; 0 for the others) compiled with
+  /// `opts` (one core unless they place it on more), cached by `tag`.
+  Expected<Loaded*> load(const ModelSpec& m, int64_t rows, const compiler::CompileOptions& opts,
+                         const std::string& tag);
+  /// The same, not cached.
+  Expected<std::unique_ptr<Loaded>> compile(const ModelSpec& m, int64_t rows, const compiler::CompileOptions& opts);
+  using LoadKey = std::tuple<std::string, int64_t, std::string>;  // (model, rows, tag)
+  static LoadKey load_key(const ModelSpec& m, int64_t rows, const std::string& tag);
+  /// The golden outputs of every segment of `l` (live mode).
+  Status golden_all(Loaded& l);
   Expected<uint64_t> measure(const ModelSpec& m, int64_t rows, const std::string& key, int64_t seq, int batch,
                              const compiler::CompileOptions& co = {}, const std::string& tag = {});
   /// Device cycles of `p` (one core).
@@ -196,7 +220,7 @@ class ServiceModel {
   /// The stretch's runs: `a` on port 0's first core, `with` looping on the others.
   Expected<StretchMeasurement> measure_stretch(const BatchShape& a, const std::vector<BatchShape>& with);
   std::string cache_file(uint64_t hash, const char* ext) const;
-  Expected<Onnx*> onnx(const ModelSpec& m, int64_t seq);
+  Expected<Loaded*> onnx(const ModelSpec& m, int64_t seq);
   const Mapper* mapper() const;
   const spec::HwConfig& cfg_;
   std::string backend_, cache_dir_;
@@ -207,32 +231,24 @@ class ServiceModel {
   std::map<std::string, double> stretch_;                                     // by the batches' keys
   std::map<std::string, double> live_alone_us_;  // a batch alone through the live path (stretch's denominator)
   std::vector<StretchMeasurement> stretch_table_;
-  std::map<std::string, std::unique_ptr<Onnx>> onnx_;
+  std::map<LoadKey, std::unique_ptr<Loaded>> loaded_;
+  /// What the compile driver compiles for `m`: a zoo model built (its
+  /// model.onnx), an ONNX or graph file, or gemm_chain with `rows` rows.
+  Expected<driver::Source> source(const ModelSpec& m, int64_t rows);
+  std::map<std::string, driver::Reusable> reusable_;  // ONNX models, by path
   ZooBuilder zoo_builder_;
   std::vector<std::pair<double, Mapper>> epochs_;
   double now_us_ = 0;
   std::vector<Measurement> table_;
   uint64_t runs_ = 0, disk_hits_ = 0;
   bool frozen_ = false, wall_clock_ = false;
-  struct LivePlan {
-    plan::Plan plan;
-    std::map<std::string, Tensor> inputs;
-    std::vector<std::pair<std::string, Tensor>> expected;
-    bool checked = false;
-  };
-  /// A graph model or gemm_chain of `rows` rows, compiled for `opts`'s cores (one when unset).
-  Expected<std::pair<ir::Graph, plan::Plan>> batch_plan(const ModelSpec& m, int64_t rows,
-                                                        const compiler::CompileOptions& opts) const;
-  Expected<const LivePlan*> live_plan(const ModelSpec& m, int64_t rows, const compiler::CompileOptions& co,
-                                      const std::string& tag);
   Status golden(const plan::Plan& p, const std::map<std::string, Tensor>& in,
                 std::vector<std::pair<std::string, Tensor>>& out, bool& checked);
-  std::map<std::tuple<std::string, int64_t, std::string>, std::unique_ptr<LivePlan>> live_;
   std::unique_ptr<runtime::Device> ref_;
 };
 
 std::string model_key(const ModelSpec& m);
-/// The built-in gemm_chain model with `rows` input rows.
-ir::Graph gemm_chain(const ModelSpec& m, int64_t rows);
+/// The built-in gemm_chain model of `m` with `rows` input rows.
+driver::GemmChain gemm_chain(const ModelSpec& m, int64_t rows);
 
 }  // namespace loom::serve

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "driver/compile.h"
 #include "ir/graph.h"
 #include "runtime/executor.h"
 #include "tune/report.h"
@@ -12,65 +13,46 @@
 
 namespace loom::tune {
 
-uint64_t Compiled::predicted_cycles() const {
-  uint64_t sum = host_cycles;
-  for (const auto& p : parts) sum += p.predicted_cycles;
-  return sum;
-}
-
-std::vector<compiler::Decision> Compiled::decisions() const {
-  std::vector<compiler::Decision> out;
-  for (const auto& p : parts) out.insert(out.end(), p.decisions.begin(), p.decisions.end());
-  return out;
-}
-
-Expected<const Compiled*> Lab::compiled(const serve::ModelSpec& m, const Choice& c) {
+Expected<const plan::Program*> Lab::compiled(const serve::ModelSpec& m, const Choice& c) {
   const std::string key = key_of(m, c);
   auto it = compiled_.find(key);
   if (it != compiled_.end()) return &it->second;
+  const auto t0 = std::chrono::steady_clock::now();
   auto out = build(m, c);
   if (!out) return out.error();
+  compile_ms_[key] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   // Kept for its predictions, decisions and layer names only: the
-  // instruction streams, constants and inputs of every choice of every
-  // round would not fit in memory (measure() compiles again to run).
-  for (auto& part : out->parts) {
-    std::vector<uint8_t>().swap(part.plan.constants);
-    std::vector<std::vector<spec::Insn>>().swap(part.plan.cores);
-    std::vector<plan::Task>().swap(part.plan.tasks);
+  // instruction streams and constants of every choice of every round would
+  // not fit in memory (measure() compiles again to run).
+  for (auto& seg : out->segments) {
+    std::vector<uint8_t>().swap(seg.plan.constants);
+    std::vector<std::vector<spec::Insn>>().swap(seg.plan.cores);
+    std::vector<plan::Task>().swap(seg.plan.tasks);
   }
-  std::vector<std::map<std::string, Tensor>>().swap(out->inputs);
   return &compiled_.emplace(key, std::move(*out)).first->second;
 }
 
-Expected<Compiled> Lab::build(const serve::ModelSpec& m, const Choice& c) {
-  std::vector<ir::Graph> graphs;
-  Compiled out;
+double Lab::compile_ms(const serve::ModelSpec& m, const Choice& c) const {
+  auto it = compile_ms_.find(key_of(m, c));
+  return it == compile_ms_.end() ? 0.0 : it->second;
+}
+
+Expected<uint64_t> Lab::predicted_cycles(const serve::ModelSpec& m, const Choice& c) {
+  auto p = compiled(m, c);
+  if (!p) return p.error();
+  return (*p)->predicted_cycles() + host_cycles(**p);
+}
+
+Expected<plan::Program> Lab::build(const serve::ModelSpec& m, const Choice& c) {
+  // A bucketed model: the program of the bucket's length, its segments
+  // compiled with the choice's options, as ServiceModel compiles it when it
+  // serves; a gemm_chain of the choice's rows.
+  serve::ModelSpec spec = m;
   if (m.bucketed()) {
-    // The program of the bucket's length: its segments compile with the
-    // choice's options, as ServiceModel compiles them when it serves.
-    serve::ModelSpec len = m;
-    len.zoo_seq = c.rows;
-    len.name = m.name + ":seq=" + std::to_string(c.rows);
-    auto info = sm_.onnx_info(len);
-    if (!info) return info.error();
-    graphs = (*info)->graphs;
-    out.host_cycles = (*info)->host_cycles;
-    out.order = (*info)->order;
-    out.host_after = (*info)->host_after;
-  } else {
-    graphs.push_back(serve::gemm_chain(m, c.rows));
-    out.order = {{0, 0}};
+    spec.zoo_seq = c.rows;
+    spec.name = m.name + ":seq=" + std::to_string(c.rows);
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  for (auto& g : graphs) {
-    if (Status s = ir::validate(g); !s) return s.error();
-    auto cr = compiler::compile(g, cfg_, options_of(c));
-    if (!cr) return cr.error();
-    out.parts.push_back(std::move(*cr));
-    out.inputs.push_back(ir::random_inputs(g, 1));
-  }
-  out.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  return out;
+  return sm_.compile_program(spec, c.rows, options_of(c));
 }
 
 Expected<const PlanTelemetry*> Lab::measure(const serve::ModelSpec& m, const Choice& c) {
@@ -79,7 +61,7 @@ Expected<const PlanTelemetry*> Lab::measure(const serve::ModelSpec& m, const Cho
   if (it != measured_.end()) return &it->second;
   auto full = build(m, c);  // runnable (compiled() keeps no streams); compiling is deterministic
   if (!full) return full.error();
-  const Compiled* cr = &*full;
+  const plan::Program& prog = *full;
   auto dev = sm_.device();
   if (!dev) return dev.error();
   PlanTelemetry t;
@@ -88,15 +70,16 @@ Expected<const PlanTelemetry*> Lab::measure(const serve::ModelSpec& m, const Cho
   t.rows = c.rows;
   runtime::RunOptions ro;
   ro.layer_cycles = true;
-  for (size_t k = 0; k < cr->parts.size(); ++k) {
-    const compiler::CompileResult& part = cr->parts[k];
+  for (size_t k = 0; k < prog.segments.size(); ++k) {
+    const plan::Segment& part = prog.segments[k];
     const plan::Plan& p = part.plan;
+    const auto inputs = ir::random_inputs(part.graph, 1);
     // The whole part as it serves, then layer by layer (released one layer
     // at a time, so the layers do not overlap: their sum can exceed the
     // whole; the difference is the plan overhead the refit sees). Pipeline
     // and dynamic plans overlap their layers: measured whole only.
     const bool per_layer = p.placement == "static" && p.tasks.empty() && p.unit_calls.empty();
-    auto whole = runtime::execute(**dev, p, cr->inputs[k]);
+    auto whole = runtime::execute(**dev, p, inputs);
     if (!whole) return whole.error();
     ++runs_;
     t.measured += whole->cycles;
@@ -118,7 +101,7 @@ Expected<const PlanTelemetry*> Lab::measure(const serve::ModelSpec& m, const Cho
       t.predicted += t.part_predicted.back();
       continue;
     }
-    auto r = runtime::execute(**dev, p, cr->inputs[k], ro);
+    auto r = runtime::execute(**dev, p, inputs, ro);
     if (!r) return r.error();
     ++runs_;
     if (r->layer_cycles.size() != p.layers.size())
@@ -156,10 +139,11 @@ Expected<std::vector<std::pair<std::string, double>>> Lab::run_layers(const serv
   std::vector<size_t> first(1, 0);  // each part's first layer in the telemetry
   for (size_t n : (*t)->part_layers) first.push_back(first.back() + n);
   std::vector<std::pair<std::string, double>> out;
-  for (const auto& [part, host] : (*cr)->order) {
+  const serve::HostCost hc = sm_.host_cost(**cr);
+  for (const auto& [part, host] : hc.order) {
     if (host > 0) out.push_back({"host ops", double(host)});
-    if (part >= (*cr)->parts.size()) continue;
-    const auto& layers = (*cr)->parts[part].plan.layers;
+    if (part >= (*cr)->segments.size()) continue;
+    const auto& layers = (*cr)->segments[part].plan.layers;
     if ((*t)->part_layers[part] == 0) {  // measured whole: one stretch
       out.push_back({whole_part_name(**cr, part) + " (" + c.placement_tag() + ")", double((*t)->part_cycles[part])});
       continue;
@@ -167,15 +151,15 @@ Expected<std::vector<std::pair<std::string, double>>> Lab::run_layers(const serv
     for (size_t li = 0; li < layers.size(); ++li)
       out.push_back({layers[li].name, double((*t)->layers[first[part] + li].measured)});
   }
-  if ((*cr)->host_after > 0) out.push_back({"host ops", double((*cr)->host_after)});
+  if (hc.host_after > 0) out.push_back({"host ops", double(hc.host_after)});
   return out;
 }
 
 Expected<double> Lab::predict(const serve::ModelSpec& m, const Choice& c, const Calibration& cal) {
   auto cr = compiled(m, c);
   if (!cr) return cr.error();
-  double sum = cal.overhead + double((*cr)->host_cycles);
-  for (const auto& part : (*cr)->parts) {
+  double sum = cal.overhead + double(host_cycles(**cr));
+  for (const auto& part : (*cr)->segments) {
     const plan::Plan& p = part.plan;
     for (size_t li = 0; li < p.layers.size() && li < part.predicted.size(); ++li) {
       const double x = double(part.predicted[li].cycles);
@@ -187,9 +171,9 @@ Expected<double> Lab::predict(const serve::ModelSpec& m, const Choice& c, const 
 }
 
 Expected<double> Lab::predict_compiled(const serve::ModelSpec& m, const Choice& c, double overhead) {
-  auto cr = compiled(m, c);
-  if (!cr) return cr.error();
-  return double((*cr)->predicted_cycles()) + overhead;
+  auto pc = predicted_cycles(m, c);
+  if (!pc) return pc.error();
+  return double(*pc) + overhead;
 }
 
 }  // namespace loom::tune

@@ -243,7 +243,7 @@ Expected<json> Loop::bucket_json(const serve::ModelSpec& spec, const BucketPick&
   for (const auto& c : bp.map.buckets) {
     auto cr = lab_.compiled(spec, c);
     if (!cr) return cr.error();
-    compile_ms += (*cr)->compile_ms;
+    compile_ms += lab_.compile_ms(spec, c);
     bs.push_back({{"seq", c.rows}, {"choice", c.tag()}});
   }
   return json{{"buckets", bs},
@@ -331,7 +331,7 @@ Expected<double> Loop::measured_cost(const serve::ModelSpec& spec, const Choice&
   if (!t) return t.error();
   auto cr = lab_.compiled(spec, c);
   if (!cr) return cr.error();
-  return double((*t)->measured + (*cr)->host_cycles);
+  return double((*t)->measured + lab_.host_cycles(**cr));
 }
 
 Status Loop::decide(const MixOf& mix_of, const SeqsOf& seqs_of, const Cost& cost, Mapping& out, json& buckets) {

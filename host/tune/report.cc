@@ -105,8 +105,8 @@ json counters_json(const std::vector<PlanTelemetry>& tel) {
   return a;
 }
 
-std::string whole_part_name(const Compiled& cr, size_t k) {
-  const auto& layers = cr.parts[k].plan.layers;
+std::string whole_part_name(const plan::Program& p, size_t k) {
+  const auto& layers = p.segments[k].plan.layers;
   std::string name = layers.empty() ? "segment " + std::to_string(k) : layers.front().name;
   if (layers.size() > 1) name += " .. " + layers.back().name;
   return name;

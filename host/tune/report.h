@@ -59,6 +59,6 @@ nlohmann::ordered_json counters_json(const std::vector<PlanTelemetry>& tel);
 
 /// The name of part `k` of a compiled choice when it is measured whole (a
 /// pipeline or dynamic plan overlaps its layers): its first and last layer.
-std::string whole_part_name(const Compiled& cr, size_t k);
+std::string whole_part_name(const plan::Program& p, size_t k);
 
 }  // namespace loom::tune

@@ -150,36 +150,27 @@ struct DecisionChange {
 std::vector<DecisionChange> diff_decisions(const std::vector<compiler::Decision>& a,
                                            const std::vector<compiler::Decision>& b);
 
-/// A choice compiled: the plans one run of it executes in order (a
-/// gemm_chain: one; a bucketed model: one per device segment of its program)
-/// and the host ops' cycles between them (the stated host model).
-struct Compiled {
-  std::vector<compiler::CompileResult> parts;
-  std::vector<std::map<std::string, Tensor>> inputs;  // per part
-  uint64_t host_cycles = 0;
-  double compile_ms = 0;  // wall time of the parts' compiles
-  /// One run's steps: (part, host cycles before it), in order, and the host
-  /// cycles after the last (a gemm_chain: its one part, no host work).
-  std::vector<std::pair<size_t, uint64_t>> order;
-  uint64_t host_after = 0;
-  /// The compiler's prediction of the device parts plus the host cycles.
-  uint64_t predicted_cycles() const;
-  /// Every part's decisions, in order.
-  std::vector<compiler::Decision> decisions() const;
-};
-
 /// Compiles and measures plans for each choice, with a cache.
 class Lab {
  public:
   /// Measures on `sm`'s device (one tlm platform per process); zoo models
   /// come from `sm`'s zoo builder.
   Lab(const spec::HwConfig& cfg, serve::ServiceModel& sm) : cfg_(cfg), sm_(sm) {}
-  /// The compiler's prediction (no run): predictions, decisions and the
-  /// plans' layers; the plans keep no instruction streams, constants or
-  /// inputs (memory), so they are not runnable.
-  Expected<const Compiled*> compiled(const serve::ModelSpec& m, const Choice& c);
-  /// Runs every part whole (`measured`: the device parts' cycles, without
-  /// the host ops, which Compiled::host_cycles gives) and once more with
+  /// The choice's program as the compile driver makes it (what `loom run`
+  /// runs), kept for the compiler's predictions, decisions and the plans'
+  /// layers: its plans keep no instruction streams or constants (memory),
+  /// so it is not runnable. A gemm_chain: one segment; a bucketed model:
+  /// the program of the bucket's length.
+  Expected<const plan::Program*> compiled(const serve::ModelSpec& m, const Choice& c);
+  /// Wall time of the choice's compile (ms).
+  double compile_ms(const serve::ModelSpec& m, const Choice& c) const;
+  /// The host ops' cycles of one run of `p` (the stated host model).
+  uint64_t host_cycles(const plan::Program& p) const { return sm_.host_cost(p).host_cycles; }
+  /// The compiler's prediction of one run of the choice: its device
+  /// segments plus the host cycles.
+  Expected<uint64_t> predicted_cycles(const serve::ModelSpec& m, const Choice& c);
+  /// Runs every segment whole (`measured`: the device segments' cycles,
+  /// without the host ops, which host_cycles gives) and once more with
   /// per-layer cycles (runtime::RunOptions::layer_cycles) for the layers.
   Expected<const PlanTelemetry*> measure(const serve::ModelSpec& m, const Choice& c);
   /// One run of the choice as named stretches of measured cycles, in order:
@@ -193,11 +184,12 @@ class Lab {
   uint64_t backend_runs() const { return runs_; }
 
  private:
-  /// The choice compiled in full (runnable plans and their inputs).
-  Expected<Compiled> build(const serve::ModelSpec& m, const Choice& c);
+  /// The choice compiled in full (runnable plans) by the compile driver.
+  Expected<plan::Program> build(const serve::ModelSpec& m, const Choice& c);
   const spec::HwConfig& cfg_;
   serve::ServiceModel& sm_;
-  std::map<std::string, Compiled> compiled_;
+  std::map<std::string, plan::Program> compiled_;
+  std::map<std::string, double> compile_ms_;
   std::map<std::string, PlanTelemetry> measured_;
   uint64_t runs_ = 0;
 };

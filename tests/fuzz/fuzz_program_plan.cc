@@ -14,15 +14,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto pp = onnxfe::decode_program_plan(fuzz::bytes(data, size), "fuzz.plan");
   if (!pp) return fuzz::check_error(pp.error()), 0;
   const auto& prog = pp->program;
+  const onnxfe::Model& model = (*onnxfe::host_model(prog, "fuzz.plan"))->model;  // a decoded plan has one
   std::vector<std::vector<spec::Insn>> streams;
-  for (const auto& s : prog.program.segments)
+  for (const auto& s : prog.segments)
     for (const auto& c : s.plan.cores) streams.push_back(c);
   if (fuzz::plan_work(streams) > fuzz::kRunWork) return 0;
   std::map<std::string, onnxfe::Value> in;
   std::vector<std::vector<int64_t>> shapes;
-  for (const auto& name : prog.model.inputs) {
-    auto t = prog.model.types.find(name);
-    if (t == prog.model.types.end() || !t->second.has_shape) return 0;
+  for (const auto& name : model.inputs) {
+    auto t = model.types.find(name);
+    if (t == model.types.end() || !t->second.has_shape) return 0;
     shapes.push_back(t->second.shape);
     if (fuzz::total_elems(shapes) > fuzz::kRunElems) return 0;
     in[name] = onnxfe::Value::make(t->second.type, t->second.shape);

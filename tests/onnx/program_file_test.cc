@@ -117,12 +117,14 @@ class ProgramFile : public ::testing::Test {
     auto p = build_program(*m, {}, *cfg, {});
     ASSERT_TRUE(p) << p.error().str();
     prog = std::move(*p);
+    host = *host_model(prog, "test");
     path = (std::filesystem::temp_directory_path() / ("loom_progfile_" + std::to_string(::getpid()) + ".plan")).string();
   }
   void TearDown() override { std::filesystem::remove(path); }
 
   const spec::HwConfig* cfg = nullptr;
-  Program prog;
+  plan::Program prog;
+  const HostModel* host = nullptr;  // prog's
   std::string path;
 };
 
@@ -140,24 +142,27 @@ TEST_F(ProgramFile, RoundTripKeepsEverything) {
   EXPECT_EQ(r->info.options.num_cores, 2);
   EXPECT_EQ(r->info.options.placement, compiler::Placement::Pipeline);
   EXPECT_TRUE(compiler::options_diff(r->info.options, info.options).empty());
-  const Program& q = r->program;
-  EXPECT_EQ(q.fallback_ops, prog.fallback_ops);
+  const plan::Program& q = r->program;
+  auto qh = host_model(q, "test");
+  ASSERT_TRUE(qh) << qh.error().str();
+  const HostModel& qm = **qh;
+  EXPECT_EQ(q.fallback_ops(), prog.fallback_ops());
   EXPECT_EQ(q.notes, prog.notes);
-  EXPECT_EQ(q.onnx_nodes, prog.onnx_nodes);
-  EXPECT_EQ(q.model.inputs, prog.model.inputs);
-  EXPECT_EQ(q.model.outputs, prog.model.outputs);
-  EXPECT_EQ(q.model.opset, 17);
-  EXPECT_EQ(q.model.types.at("x").shape, (std::vector<int64_t>{4, 8}));
-  EXPECT_EQ(q.model.types.at("x").type, int32_t(kFloat));
+  EXPECT_EQ(qm.onnx_nodes, host->onnx_nodes);
+  EXPECT_EQ(qm.model.inputs, host->model.inputs);
+  EXPECT_EQ(qm.model.outputs, host->model.outputs);
+  EXPECT_EQ(qm.model.opset, 17);
+  EXPECT_EQ(qm.model.types.at("x").shape, (std::vector<int64_t>{4, 8}));
+  EXPECT_EQ(qm.model.types.at("x").type, int32_t(kFloat));
   // The same steps: segment k, or a host node equal in every field.
-  const auto& qs = q.program.steps;
-  const auto& ps = prog.program.steps;
+  const auto& qs = q.steps;
+  const auto& ps = prog.steps;
   ASSERT_EQ(qs.size(), ps.size());
   for (size_t k = 0; k < qs.size(); ++k) {
     ASSERT_EQ(qs[k].segment, ps[k].segment) << "step " << k;
     if (qs[k].on_device()) continue;
-    const Node& a = prog.model.nodes[ps[k].host];
-    const Node& b = q.model.nodes[qs[k].host];
+    const Node& a = host->model.nodes[ps[k].host];
+    const Node& b = qm.model.nodes[qs[k].host];
     EXPECT_EQ(a.name, b.name);
     EXPECT_EQ(a.op, b.op);
     EXPECT_EQ(a.domain, b.domain);
@@ -174,24 +179,24 @@ TEST_F(ProgramFile, RoundTripKeepsEverything) {
       EXPECT_EQ(x.floats, y.floats);
     }
     for (const auto& i : a.inputs) {
-      auto c = prog.model.consts.find(i);
-      if (c == prog.model.consts.end()) continue;
-      const Value& v = q.model.consts.at(i);
+      auto c = host->model.consts.find(i);
+      if (c == host->model.consts.end()) continue;
+      const Value& v = qm.model.consts.at(i);
       EXPECT_EQ(v.type, c->second.type) << i;
       EXPECT_EQ(v.shape, c->second.shape) << i;
       EXPECT_EQ(v.f, c->second.f) << i;
       EXPECT_EQ(v.i, c->second.i) << i;
     }
   }
-  EXPECT_EQ(q.model.consts.count("b1"), 0u) << "segment weights belong in the segment plans";
+  EXPECT_EQ(qm.model.consts.count("b1"), 0u) << "segment weights belong in the segment plans";
   ASSERT_EQ(q.segments.size(), prog.segments.size());
-  ASSERT_EQ(q.program.segments.size(), prog.program.segments.size());
+  ASSERT_EQ(qm.layouts.size(), host->layouts.size());
   for (size_t k = 0; k < q.segments.size(); ++k) {
-    const Segment& a = prog.segments[k];
-    const Segment& b = q.segments[k];
-    const plan::Segment& pa = prog.program.segments[k];
-    const plan::Segment& pb = q.program.segments[k];
-    EXPECT_EQ(a.nodes, b.nodes);
+    const SegmentLayout& a = host->layouts[k];
+    const SegmentLayout& b = qm.layouts[k];
+    const plan::Segment& pa = prog.segments[k];
+    const plan::Segment& pb = q.segments[k];
+    EXPECT_EQ(pa.ops, pb.ops);
     EXPECT_EQ(pa.inputs, pb.inputs);
     EXPECT_EQ(pa.outputs, pb.outputs);
     EXPECT_EQ(a.nhwc, b.nhwc);
@@ -228,7 +233,7 @@ TEST_F(ProgramFile, SegmentGraphsRebuildThePlansSegmentsWithoutCompiling) {
   auto m = load_model_bytes(two_segment_model(), "lib.onnx", ".");
   ASSERT_TRUE(m) << m.error().str();
   std::vector<std::vector<std::string>> nodes;
-  for (const auto& s : prog.segments) nodes.push_back(s.nodes);
+  for (const auto& s : prog.segments) nodes.push_back(s.ops);
   auto g = segment_graphs(*m, nodes);
   ASSERT_TRUE(g) << g.error().str();
   ASSERT_EQ(g->size(), prog.segments.size());
@@ -239,8 +244,8 @@ TEST_F(ProgramFile, SegmentGraphsRebuildThePlansSegmentsWithoutCompiling) {
     EXPECT_EQ(a.outputs, b.outputs) << k;
     ASSERT_EQ(a.nodes.size(), b.nodes.size()) << k;
     for (size_t n = 0; n < a.nodes.size(); ++n) EXPECT_EQ(a.nodes[n].name, b.nodes[n].name);
-    EXPECT_EQ(prog.segments[k].nhwc, (*g)[k].nhwc);
-    EXPECT_EQ(prog.segments[k].u8, (*g)[k].u8);
+    EXPECT_EQ(host->layouts[k].nhwc, (*g)[k].layout.nhwc);
+    EXPECT_EQ(host->layouts[k].u8, (*g)[k].layout.u8);
     // The same reference outputs on the same inputs.
     const auto in = ir::random_inputs(a, 3);
     auto ra = ir::run_reference(a, in);
@@ -265,7 +270,7 @@ TEST_F(ProgramFile, SingleGraphReaderRefusesAProgramPlan) {
 }
 
 TEST_F(ProgramFile, ProgramReaderRefusesASingleGraphPlan) {
-  ASSERT_TRUE(plan::write_plan(prog.program.segments[0].plan, path).is_ok());
+  ASSERT_TRUE(plan::write_plan(prog.segments[0].plan, path).is_ok());
   auto r = read_program_plan(path);
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().str().find(path), std::string::npos);
@@ -375,14 +380,28 @@ TEST_F(ProgramFile, ReaderRefusesAHostStepThatBroadcastsPastTheTensorLimit) {
         node(g, "blow_up", "Add", {"c1", "c2"}, {"big"});
         nodes = size_t(g->node_size());
       },
-      [&](nlohmann::json& meta) { meta["steps"].push_back({{"node", nodes - 1}}); });
+      [&](nlohmann::json& meta) {
+        meta["steps"].push_back({{"node", nodes - 1}});
+        meta["fallback_ops"].push_back("blow_up (Add)");
+      });
   expect_refused(read_program_plan(path), "tensor 'big'");
+}
+
+TEST_F(ProgramFile, ReaderRefusesFallbackOpsThatAreNotTheHostSteps) {
+  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}}, path).is_ok());
+  edit_host(
+      path, [](onnx::ModelProto&) {},
+      [](nlohmann::json& meta) {
+        ASSERT_FALSE(meta["fallback_ops"].empty());
+        meta["fallback_ops"][0] = "elsewhere (Relu)";
+      });
+  expect_refused(read_program_plan(path), "field 'fallback_ops': not the ops of the host steps");
 }
 
 TEST_F(ProgramFile, PlanReaderRefusesABindingScaleOrZeroPointOutOfRange) {
   for (const auto& [field, value, needle] :
        {std::tuple{"scale", -1.0, "field 'scale'"}, std::tuple{"zero_point", 1000.0, "field 'zero_point'"}}) {
-    ASSERT_TRUE(plan::write_plan(prog.program.segments[0].plan, path).is_ok());
+    ASSERT_TRUE(plan::write_plan(prog.segments[0].plan, path).is_ok());
     tamper(path, [&, f = field, v = value](nlohmann::json& m) {
       if (std::string(f) == "scale") m["inputs"][0][f] = v;
       else m["inputs"][0][f] = int(v);

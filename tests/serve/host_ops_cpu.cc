@@ -36,20 +36,22 @@ int main(int argc, char** argv) {
   host_only.use_device = false;
   auto hp = onnxfe::build_program(*m, {}, *cfg, host_only);
   if (!hp) return fail(hp.error());
-  std::map<std::string, onnxfe::Value> env = hp->model.consts;
-  env[hp->model.inputs.at(0)] = *in;
-  for (const auto& st : hp->program.steps)
-    if (Status s = onnxfe::run_host(hp->model, hp->model.nodes[st.host], env); !s) return fail(s.error());
+  const onnxfe::Model& hm = (*onnxfe::host_model(*hp, argv[1]))->model;
+  std::map<std::string, onnxfe::Value> env = hm.consts;
+  env[hm.inputs.at(0)] = *in;
+  for (const auto& st : hp->steps)
+    if (Status s = onnxfe::run_host(hm, hm.nodes[st.host], env); !s) return fail(s.error());
   onnxfe::ProgramOptions dev;
   dev.compile.num_cores = 1;
   auto dp = onnxfe::build_program(*m, {}, *cfg, dev);
   if (!dp) return fail(dp.error());
-  for (const auto& [k, v] : dp->model.consts) env[k] = v;
+  const onnxfe::Model& dm = (*onnxfe::host_model(*dp, argv[1]))->model;
+  for (const auto& [k, v] : dm.consts) env[k] = v;
   double measured = 0, stated = 0;
   int timed = 0, skipped = 0;
-  for (const auto& st : dp->program.steps) {
+  for (const auto& st : dp->steps) {
     if (st.on_device()) continue;
-    const auto& n = dp->model.nodes[st.host];
+    const auto& n = dm.nodes[st.host];
     bool ok = true;
     for (const auto& i : n.inputs) ok = ok && (i.empty() || env.count(i));
     if (!ok) {
@@ -60,7 +62,7 @@ int main(int argc, char** argv) {
     for (int r = 0; r < reps; ++r) {
       auto e = env;
       const auto t0 = std::chrono::steady_clock::now();
-      Status s = onnxfe::run_host(dp->model, n, e);
+      Status s = onnxfe::run_host(dm, n, e);
       const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
       if (!s) return fail(s.error());
       best = std::min(best, us);

@@ -170,7 +170,7 @@ const spec::HwConfig& config(const char* name) { return *spec::find_config(name)
 ir::Graph chain(int64_t rows) {
   serve::ModelSpec m;
   m.hidden = 64, m.ffn = 256, m.layers = 2;
-  ir::Graph g = serve::gemm_chain(m, rows);
+  ir::Graph g = driver::gemm_chain_graph(serve::gemm_chain(m, rows));
   EXPECT_TRUE(ir::validate(g).is_ok());
   return g;
 }

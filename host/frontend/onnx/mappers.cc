@@ -917,7 +917,7 @@ const std::map<std::pair<std::string, std::string>, Mapper>& mappers() {
 Refusal map_device(SegBuilder& b, const Node& n) {
   const auto it = mappers().find({n.domain, n.op});
   if (it == mappers().end()) return "";
-  const Segment saved_seg = b.seg;
+  const SegmentDraft saved_seg = b.seg;
   const auto saved_shape = b.onnx_shape;
   const auto saved_type = b.onnx_type;
   const auto saved_layout = b.layout;
@@ -929,7 +929,6 @@ Refusal map_device(SegBuilder& b, const Node& n) {
     b.layout = saved_layout;
     return why;
   }
-  b.seg.nodes.push_back(n.name);
   return kMapped;
 }
 

@@ -29,9 +29,9 @@ namespace {
 /// The segment `b` built from model nodes `nodes`: its boundary outputs
 /// (produced here, read by other nodes or the graph), boundary layouts and
 /// name. Not yet validated or compiled.
-Segment finish_segment(SegBuilder& b, const std::vector<size_t>& nodes, size_t index) {
+SegmentDraft finish_segment(SegBuilder& b, const std::vector<size_t>& nodes, size_t index) {
   const Model& m = b.m;
-  Segment seg = std::move(b.seg);
+  SegmentDraft seg = std::move(b.seg);
   // Boundary outputs: produced here, needed by later nodes or the graph.
   std::set<std::string> needed(m.outputs.begin(), m.outputs.end());
   for (size_t k = 0; k < m.nodes.size(); ++k) {
@@ -54,14 +54,11 @@ Segment finish_segment(SegBuilder& b, const std::vector<size_t>& nodes, size_t i
     }
   }
   const Perm nhwc = default_layout(4);
-  for (const auto& t : seg.graph.inputs) {
-    seg.nhwc[t] = b.layout[t] == nhwc;
-    seg.u8[t] = b.onnx_type[t] == kUint8;
-  }
-  for (const auto& t : seg.graph.outputs) {
-    seg.nhwc[t] = b.layout[t] == nhwc;
-    seg.u8[t] = b.onnx_type[t] == kUint8;
-  }
+  for (const auto* ts : {&seg.graph.inputs, &seg.graph.outputs})
+    for (const auto& t : *ts) {
+      seg.layout.nhwc[t] = b.layout[t] == nhwc;
+      seg.layout.u8[t] = b.onnx_type[t] == kUint8;
+    }
   seg.graph.name = m.name.empty() ? "onnx" : m.name;
   seg.graph.name += "/segment" + std::to_string(index);
   seg.graph.source = m.path;
@@ -70,11 +67,12 @@ Segment finish_segment(SegBuilder& b, const std::vector<size_t>& nodes, size_t i
 
 }  // namespace
 
-Expected<Program> build_program(Model model, const std::map<std::string, Value>& bound, const spec::HwConfig& cfg,
-                                const ProgramOptions& opt) {
-  Program p;
-  p.model = std::move(model);
-  Model& m = p.model;
+Expected<plan::Program> build_program(Model model, const std::map<std::string, Value>& bound, const spec::HwConfig& cfg,
+                                      const ProgramOptions& opt) {
+  plan::Program p;
+  auto host = std::make_shared<HostModel>();
+  host->model = std::move(model);
+  Model& m = host->model;
   Known known = [&](const std::string& t) -> const Value* {
     if (auto it = m.consts.find(t); it != m.consts.end()) return &it->second;
     if (auto it = bound.find(t); it != bound.end()) return &it->second;
@@ -82,7 +80,7 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
   };
   if (!m.import_note.empty()) p.notes.push_back(m.import_note);
   std::map<std::string, std::string> unfolded;
-  if (opt.use_device) p.folded_qdq = fold_qdq(m, known, opt.compile.exact_host, &unfolded);
+  if (opt.use_device) host->folded_qdq = fold_qdq(m, known, opt.compile.exact_host, &unfolded);
   {
     int rows = 0, exact = 0;
     for (const auto& n : m.nodes) {
@@ -123,7 +121,7 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
         cur_nodes.clear();
         return {};
       }
-      Segment seg = finish_segment(*cur, cur_nodes, p.segments.size());
+      SegmentDraft seg = finish_segment(*cur, cur_nodes, p.segments.size());
       std::string why;
       Status s = ir::validate(seg.graph);
       if (s) {
@@ -145,16 +143,12 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
                     ": " + r.error().str());
         }
         if (r) {
-          plan::Segment ps;
-          ps.plan = std::move(r->plan);
+          plan::Segment ps = compiler::segment_of(std::move(*r), std::move(seg.graph));
           ps.plan.graph_source = m.path;
-          for (const auto& b : ps.plan.inputs) ps.inputs.push_back(b.name);
-          for (const auto& b : ps.plan.outputs) ps.outputs.push_back(b.name);
-          seg.decisions = std::move(r->decisions);
           const int idx = int(p.segments.size());
-          for (size_t k : cur_nodes) on_device[k] = true, seg_of[k] = idx;
-          p.program.segments.push_back(std::move(ps));
-          p.segments.push_back(std::move(seg));
+          for (size_t k : cur_nodes) on_device[k] = true, seg_of[k] = idx, ps.ops.push_back(m.nodes[k].name);
+          p.segments.push_back(std::move(ps));
+          host->layouts.push_back(std::move(seg.layout));
         } else {
           why = r.error().str();
         }
@@ -162,6 +156,7 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
         why = s.str();
       }
       if (!why.empty()) {
+        ++host->segments_on_host;
         p.notes.push_back("segment of " + std::to_string(cur_nodes.size()) + " ops from '" +
                           m.nodes[cur_nodes[0]].name + "' runs on the host: " + why);
         for (size_t k : cur_nodes) host_why[k] = "its segment did not compile for the fabric: " + why;
@@ -188,24 +183,24 @@ Expected<Program> build_program(Model model, const std::map<std::string, Value>&
     }
     LOOM_TRY(close());
   }
-  p.onnx_nodes = m.nodes.size();
+  host->onnx_nodes = m.nodes.size();
   int last_seg = -1;
   for (size_t k = 0; k < m.nodes.size(); ++k) {
     if (on_device[k]) {
-      if (seg_of[k] != last_seg) p.program.steps.push_back(plan::Step{seg_of[k], 0});
+      if (seg_of[k] != last_seg) p.steps.push_back(plan::Step{seg_of[k], 0});
       last_seg = seg_of[k];
     } else {
-      p.program.steps.push_back(plan::Step{-1, k});
-      p.fallback_ops.push_back(m.nodes[k].name + " (" + m.nodes[k].op + ")");
-      p.host_ops.push_back(HostOp{m.nodes[k].name, m.nodes[k].op, host_why[k]});
+      p.steps.push_back(plan::Step{-1, k});
+      p.host_ops.push_back(plan::HostOp{m.nodes[k].name, m.nodes[k].op, host_why[k], output_elements(m, m.nodes[k])});
       last_seg = -1;
     }
   }
+  p.host = std::move(host);
   return p;
 }
 
-Expected<std::vector<Segment>> segment_graphs(Model model, const std::vector<std::vector<std::string>>& nodes,
-                                              bool exact_host) {
+Expected<std::vector<SegmentDraft>> segment_graphs(Model model, const std::vector<std::vector<std::string>>& nodes,
+                                                   bool exact_host) {
   Model& m = model;
   Known known = [&](const std::string& name) -> const Value* {
     auto it = m.consts.find(name);
@@ -213,7 +208,7 @@ Expected<std::vector<Segment>> segment_graphs(Model model, const std::vector<std
   };
   std::map<std::string, std::string> unfolded;
   fold_qdq(m, known, exact_host, &unfolded);
-  std::vector<Segment> out;
+  std::vector<SegmentDraft> out;
   size_t at = 0;  // segments are runs of consecutive nodes, in model order
   for (size_t s = 0; s < nodes.size(); ++s) {
     const std::string where = m.path + ": segment " + std::to_string(s);
@@ -228,7 +223,7 @@ Expected<std::vector<Segment>> segment_graphs(Model model, const std::vector<std
                           "node '" + name + "' no longer maps to the fabric" + (why->empty() ? "" : ": " + *why));
       ks.push_back(at++);
     }
-    Segment seg = finish_segment(b, ks, s);
+    SegmentDraft seg = finish_segment(b, ks, s);
     if (Status v = ir::validate(seg.graph); !v) return Status(v).context(where).error();
     out.push_back(std::move(seg));
   }
@@ -275,7 +270,7 @@ Value from_device(const Tensor& t, bool nhwc, bool u8) {
 
 }  // namespace
 
-Expected<ProgramRun> run_program(const Program& p, const std::string& backend, const spec::HwConfig& cfg,
+Expected<ProgramRun> run_program(const plan::Program& p, const std::string& backend, const spec::HwConfig& cfg,
                                  const std::map<std::string, Value>& inputs, bool check) {
   auto dev = runtime::make_device(backend, cfg);
   if (!dev) return dev.error();
@@ -332,13 +327,33 @@ Expected<std::map<std::string, Value>> read_inputs(const Model& m, const std::ve
   return in;
 }
 
-Expected<std::unique_ptr<ProgramValues>> ProgramValues::bind(const Program& p,
+uint64_t output_elements(const Model& m, const Node& n) {
+  double sum = 0;
+  for (const auto& out : n.outputs) {
+    auto t = m.types.find(out);
+    if (t == m.types.end() || !t->second.has_shape) continue;
+    double e = 1;
+    for (int64_t d : t->second.shape) e *= double(std::max<int64_t>(d, 1));
+    sum += e;
+  }
+  return uint64_t(std::min(sum, 0x1p62));
+}
+
+Expected<const HostModel*> host_model(const plan::Program& p, const std::string& where) {
+  const auto* h = dynamic_cast<const HostModel*>(p.host.get());
+  if (!h) return make_error(where, "the program has no ONNX model for its host steps");
+  if (h->layouts.size() != p.segments.size())
+    return make_error(h->model.path, "the program has " + std::to_string(p.segments.size()) + " device segments but " +
+                                         std::to_string(h->layouts.size()) + " segment layouts");
+  return h;
+}
+
+Expected<std::unique_ptr<ProgramValues>> ProgramValues::bind(const plan::Program& p,
                                                              const std::map<std::string, Value>& inputs, bool check) {
-  const Model& m = p.model;
-  if (p.segments.size() != p.program.segments.size())
-    return make_error(m.path, "the program has " + std::to_string(p.program.segments.size()) + " device segments but " +
-                                  std::to_string(p.segments.size()) + " segment layouts");
-  LOOM_TRY(plan::validate(p.program, m.path));
+  auto h = host_model(p, "the program");
+  if (!h) return h.error();
+  const Model& m = (*h)->model;
+  LOOM_TRY(plan::validate(p, m.path));
   std::map<std::string, Value> env = m.consts;
   for (const auto& name : m.inputs) {
     auto it = inputs.find(name);
@@ -355,25 +370,25 @@ Expected<std::unique_ptr<ProgramValues>> ProgramValues::bind(const Program& p,
     }
     env[name] = v;
   }
-  return std::unique_ptr<ProgramValues>(new ProgramValues(p, std::move(env), check));
+  return std::unique_ptr<ProgramValues>(new ProgramValues(p, **h, std::move(env), check));
 }
 
 Status ProgramValues::run_host(size_t index) {
-  const Model& m = p_.model;
+  const Model& m = h_.model;
   if (index >= m.nodes.size())
     return make_error(m.path + ": host step " + std::to_string(index), "names no node of the model");
   return onnxfe::run_host(m, m.nodes[index], env_);
 }
 
-TensorType Segment::host_type(const plan::TensorBinding& b) const {
+TensorType SegmentLayout::host_type(const plan::TensorBinding& b) const {
   TensorType t{u8.at(b.name) ? kUint8 : kInt8, b.shape, true};
   if (nhwc.at(b.name)) t.shape = {b.shape[0], b.shape[3], b.shape[1], b.shape[2]};
   return t;
 }
 
 Expected<Tensor> ProgramValues::to_device(int segment, const plan::TensorBinding& b) {
-  const Model& m = p_.model;
-  const Segment& seg = p_.segments.at(size_t(segment));
+  const Model& m = h_.model;
+  const SegmentLayout& seg = h_.layouts.at(size_t(segment));
   auto vit = env_.find(b.name);
   if (vit == env_.end() || !seg.nhwc.count(b.name) || !seg.u8.count(b.name))
     return make_error(m.path + ": segment " + std::to_string(segment) + " input '" + b.name + "'", "has no value");
@@ -389,9 +404,9 @@ Expected<Tensor> ProgramValues::to_device(int segment, const plan::TensorBinding
 }
 
 Status ProgramValues::from_device(int segment, const plan::TensorBinding& b, Tensor t) {
-  const Segment& seg = p_.segments.at(size_t(segment));
+  const SegmentLayout& seg = h_.layouts.at(size_t(segment));
   if (!seg.nhwc.count(b.name) || !seg.u8.count(b.name))
-    return make_error(p_.model.path + ": segment " + std::to_string(segment) + " output '" + b.name + "'",
+    return make_error(h_.model.path + ": segment " + std::to_string(segment) + " output '" + b.name + "'",
                       "is no boundary tensor of the segment");
   env_[b.name] = onnxfe::from_device(t, seg.nhwc.at(b.name), seg.u8.at(b.name));
   return {};
@@ -399,7 +414,7 @@ Status ProgramValues::from_device(int segment, const plan::TensorBinding& b, Ten
 
 Status ProgramValues::segment_ran(int segment, const std::map<std::string, Tensor>& in, const runtime::RunResult& r) {
   if (!check_) return {};
-  const Segment& seg = p_.segments.at(size_t(segment));
+  const plan::Segment& seg = p_.segments.at(size_t(segment));
   if (seg.graph.nodes.empty()) return make_error("segment " + std::to_string(segment), "has no graph to check against");
   // The device against loom's direct reference of the same segment.
   auto ref = ir::run_reference(seg.graph, in);
@@ -419,19 +434,20 @@ Status ProgramValues::segment_ran(int segment, const std::map<std::string, Tenso
 
 Expected<std::vector<std::pair<std::string, Value>>> ProgramValues::outputs() const {
   std::vector<std::pair<std::string, Value>> out;
-  for (const auto& o : p_.model.outputs) {
+  for (const auto& o : h_.model.outputs) {
     auto it = env_.find(o);
-    if (it == env_.end()) return make_error(p_.model.path + ": graph output '" + o + "'", "was not computed");
+    if (it == env_.end()) return make_error(h_.model.path + ": graph output '" + o + "'", "was not computed");
     out.emplace_back(o, it->second);
   }
   return out;
 }
 
-Expected<ProgramRun> run_program(const Program& p, runtime::Device& dev, const std::map<std::string, Value>& inputs,
-                                 bool check, const runtime::RunOptions& ro) {
+Expected<ProgramRun> run_program(const plan::Program& p, runtime::Device& dev,
+                                 const std::map<std::string, Value>& inputs, bool check,
+                                 const runtime::RunOptions& ro) {
   auto host = ProgramValues::bind(p, inputs, check);
   if (!host) return host.error();
-  auto dr = runtime::run_program(dev, p.program, **host, ro);
+  auto dr = runtime::run_program(dev, p, **host, ro);
   if (!dr) return dr.error();
   auto outs = (*host)->outputs();
   if (!outs) return outs.error();

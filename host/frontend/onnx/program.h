@@ -31,15 +31,12 @@ struct ProgramOptions {
   compiler::CompileOptions compile;
 };
 
-/// The frontend's side of a device segment: a maximal run of consecutive
-/// device ops (topological order) as one loom graph in NHWC int8. Its plan
-/// and boundary tensors (ONNX tensor names) are program.segments[k].
-struct Segment {
-  ir::Graph graph;
-  std::vector<std::string> nodes;    // ONNX node names
-  std::map<std::string, bool> nhwc;  // boundary tensor stored NHWC on the device (ONNX side NCHW)
-  std::map<std::string, bool> u8;    // boundary tensor is uint8 on the ONNX side (device holds x - 128)
-  std::vector<compiler::Decision> decisions;
+/// How a device segment's boundary tensors look on the ONNX side: stored
+/// NHWC on the device (NCHW on the ONNX side), uint8 on the ONNX side (the
+/// device holds x - 128).
+struct SegmentLayout {
+  std::map<std::string, bool> nhwc;
+  std::map<std::string, bool> u8;
 
   /// The ONNX-side type and shape of boundary tensor `b` (uint8 where
   /// flagged u8, NCHW where the device holds it NHWC): what the host steps
@@ -47,30 +44,39 @@ struct Segment {
   TensorType host_type(const plan::TensorBinding& b) const;
 };
 
-/// An op that runs on the host, and why (`--explain`, `host_ops` in `--json`).
-struct HostOp {
-  std::string node, op, why;
+/// The ONNX frontend's side of a plan::Program: the model whose nodes its
+/// host steps are (a host step's index is the node's index in model.nodes),
+/// and the layout of every segment's boundary tensors.
+class HostModel final : public plan::HostModel {
+ public:
+  const char* kind() const override { return "onnx"; }
+  Model model;
+  std::vector<SegmentLayout> layouts;  // one per program segment
+  int folded_qdq = 0;                  // QDQ groups folded into quantized ops, DequantizeLinear of constants folded
+  size_t onnx_nodes = 0;               // nodes of the model after folding
+  int segments_on_host = 0;            // segments that did not compile for the fabric (their ops on the host)
 };
 
-struct Program {
-  Model model;
-  /// The device segments' plans and the step order; a host step's index is
-  /// the node's index in model.nodes.
-  plan::Program program;
-  std::vector<Segment> segments;          // one per program.segments
-  std::vector<std::string> fallback_ops;  // "node (Op)" of every host op, in order
-  std::vector<HostOp> host_ops;           // the same with the reason (empty for a program read from a file)
-  std::vector<std::string> notes;         // why an op that could be a device op is not
-  int folded_qdq = 0;                     // QDQ groups folded into quantized ops, DequantizeLinear of constants folded
-  size_t onnx_nodes = 0;                  // nodes of the model after folding
+/// The ONNX host model of `p`, or an error naming `where` when `p` has none
+/// (a program of a JSON graph) or its layouts do not match its segments.
+Expected<const HostModel*> host_model(const plan::Program& p, const std::string& where);
+
+/// The elements of `n`'s outputs whose shapes are known (a dynamic dim
+/// counts as 1): what the serving model charges a host op for.
+uint64_t output_elements(const Model& m, const Node& n);
+
+/// A device segment while it is built: its loom graph and boundary layouts.
+struct SegmentDraft {
+  ir::Graph graph;
+  SegmentLayout layout;
 };
 
 /// Folds QDQ patterns, partitions and compiles. `known` are values bound at
 /// run time (graph inputs): they count as constants for weights and
 /// quantization parameters. An op neither the fabric nor the host can run is
 /// an error naming the op, node and file.
-Expected<Program> build_program(Model m, const std::map<std::string, Value>& known, const spec::HwConfig& cfg,
-                                const ProgramOptions& opt);
+Expected<plan::Program> build_program(Model m, const std::map<std::string, Value>& known, const spec::HwConfig& cfg,
+                                      const ProgramOptions& opt);
 
 /// The segment graphs of a model whose partition is known: `nodes` lists
 /// each segment's node names (after QDQ folding, in model order), as a
@@ -78,8 +84,8 @@ Expected<Program> build_program(Model m, const std::map<std::string, Value>& kno
 /// no longer maps to the fabric is an error naming it. `loom run PLAN
 /// --check` gets its reference this way. `exact_host`: the compile option
 /// the plan was compiled with (Softmax/LayerNormalization left unfolded).
-Expected<std::vector<Segment>> segment_graphs(Model m, const std::vector<std::vector<std::string>>& nodes,
-                                              bool exact_host = false);
+Expected<std::vector<SegmentDraft>> segment_graphs(Model m, const std::vector<std::vector<std::string>>& nodes,
+                                                   bool exact_host = false);
 
 /// The values of one run of a program: the graph inputs (checked against
 /// the model's types), host ops run on them by the CPU fallback, device
@@ -90,8 +96,8 @@ class ProgramValues final : public runtime::HostSteps {
  public:
   /// Binds `inputs` to `p`'s graph inputs; a missing input, or one of
   /// another type or shape than the model declares, is an error naming it.
-  static Expected<std::unique_ptr<ProgramValues>> bind(const Program& p, const std::map<std::string, Value>& inputs,
-                                                       bool check);
+  static Expected<std::unique_ptr<ProgramValues>> bind(const plan::Program& p,
+                                                       const std::map<std::string, Value>& inputs, bool check);
   Status run_host(size_t index) override;
   Expected<Tensor> to_device(int segment, const plan::TensorBinding& b) override;
   Status from_device(int segment, const plan::TensorBinding& b, Tensor t) override;
@@ -102,9 +108,10 @@ class ProgramValues final : public runtime::HostSteps {
   const std::vector<std::pair<std::string, int64_t>>& mismatches() const { return mismatches_; }
 
  private:
-  ProgramValues(const Program& p, std::map<std::string, Value> env, bool check)
-      : p_(p), env_(std::move(env)), check_(check) {}
-  const Program& p_;
+  ProgramValues(const plan::Program& p, const HostModel& h, std::map<std::string, Value> env, bool check)
+      : p_(p), h_(h), env_(std::move(env)), check_(check) {}
+  const plan::Program& p_;
+  const HostModel& h_;
   std::map<std::string, Value> env_;
   bool check_;
   std::vector<std::pair<std::string, int64_t>> mismatches_;
@@ -121,10 +128,11 @@ struct ProgramRun {
 /// outputs are also compared, bit for bit, with loom's direct reference
 /// (ir::run_reference) on the same inputs; the segments then need their
 /// graphs.
-Expected<ProgramRun> run_program(const Program& p, runtime::Device& dev, const std::map<std::string, Value>& inputs,
-                                 bool check = false, const runtime::RunOptions& ro = {});
+Expected<ProgramRun> run_program(const plan::Program& p, runtime::Device& dev,
+                                 const std::map<std::string, Value>& inputs, bool check = false,
+                                 const runtime::RunOptions& ro = {});
 /// The same on a new device of `backend`.
-Expected<ProgramRun> run_program(const Program& p, const std::string& backend, const spec::HwConfig& cfg,
+Expected<ProgramRun> run_program(const plan::Program& p, const std::string& backend, const spec::HwConfig& cfg,
                                  const std::map<std::string, Value>& inputs, bool check = false);
 
 /// Seeded random values for every graph input of `m` (deterministic): int8

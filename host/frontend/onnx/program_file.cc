@@ -60,8 +60,7 @@ void put_value_info(const std::string& name, const Model& m, onnx::ValueInfoProt
 
 // The host steps as an ONNX model: nodes in step order, the constants the
 // host nodes and the segments read, graph inputs with their types.
-std::string host_model_bytes(const Program& p, std::vector<size_t>* host_index) {
-  const Model& m = p.model;
+std::string host_model_bytes(const plan::Program& p, const Model& m, std::vector<size_t>* host_index) {
   onnx::ModelProto mp;
   mp.set_ir_version(m.ir_version ? m.ir_version : 8);
   mp.set_producer_name("loom");
@@ -71,9 +70,9 @@ std::string host_model_bytes(const Program& p, std::vector<size_t>* host_index) 
   std::set<std::string> needed(m.outputs.begin(), m.outputs.end()), domains;
   host_index->assign(m.nodes.size(), 0);
   size_t count = 0;
-  for (const auto& st : p.program.steps) {
+  for (const auto& st : p.steps) {
     if (st.on_device()) {
-      for (const auto& t : p.program.segments[size_t(st.segment)].inputs) needed.insert(t);
+      for (const auto& t : p.segments[size_t(st.segment)].inputs) needed.insert(t);
       continue;
     }
     const Node& n = m.nodes[st.host];
@@ -240,16 +239,17 @@ std::string type_str(const TensorType& t) { return elem_name(t.type) + " " + sha
 /// as declared, every tensor a segment reads as its plan reads it (a host
 /// constant that broadcasts a [1,4,8,8] activation to [3,4,8,8], or to
 /// gigabytes, is refused here, not run).
-Status check_host_shapes(const std::string& host_bytes, const Program& p, const std::string& path) {
+Status check_host_shapes(const std::string& host_bytes, const plan::Program& p, const HostModel& h,
+                         const std::string& path) {
   const std::string where = path + ": field 'host_model'";
   onnx::ModelProto mp;
   if (!mp.ParseFromString(host_bytes)) return make_error(where, "is not an ONNX ModelProto");
   std::map<std::string, TensorType> known;
-  for (const auto& [name, t] : p.model.types) known[name] = t;
-  for (const auto& [name, v] : p.model.consts) known[name] = TensorType{v.type, v.shape, true};
+  for (const auto& [name, t] : h.model.types) known[name] = t;
+  for (const auto& [name, v] : h.model.consts) known[name] = TensorType{v.type, v.shape, true};
   for (size_t k = 0; k < p.segments.size(); ++k)
-    for (const auto& b : p.program.segments[k].plan.outputs) {
-      const TensorType t = p.segments[k].host_type(b);
+    for (const auto& b : p.segments[k].plan.outputs) {
+      const TensorType t = h.layouts[k].host_type(b);
       known[b.name] = t;
       auto* vi = mp.mutable_graph()->add_input();
       vi->set_name(b.name);
@@ -269,8 +269,8 @@ Status check_host_shapes(const std::string& host_bytes, const Program& p, const 
     return it->second.type != want.type || it->second.shape != want.shape ? &it->second : nullptr;
   };
   for (size_t k = 0; k < p.segments.size(); ++k)
-    for (const auto& b : p.program.segments[k].plan.inputs) {
-      const TensorType want = p.segments[k].host_type(b);
+    for (const auto& b : p.segments[k].plan.inputs) {
+      const TensorType want = h.layouts[k].host_type(b);
       if (const TensorType* got = differs(b.name, want))
         return make_error(path + ": segments[" + std::to_string(k) + "]: input '" + b.name + "'",
                           "the host steps give " + type_str(*got) + ", the segment's plan reads " + type_str(want));
@@ -283,29 +283,29 @@ Status check_host_shapes(const std::string& host_bytes, const Program& p, const 
 }
 }  // namespace
 
-Status write_program_plan(const Program& p, const ProgramPlanInfo& info, const std::string& path) {
-  if (p.segments.size() != p.program.segments.size())
-    return make_error(path, "the program has " + std::to_string(p.program.segments.size()) + " device segments but " +
-                                std::to_string(p.segments.size()) + " segment layouts; nothing written");
-  LOOM_TRY(plan::validate(p.program, path));
+Status write_program_plan(const plan::Program& p, const ProgramPlanInfo& info, const std::string& path) {
+  auto hm = host_model(p, path);
+  if (!hm) return Status(hm.error()).context("nothing written");
+  const HostModel& h = **hm;
+  LOOM_TRY(plan::validate(p, path));
   std::vector<size_t> host_index;
-  const std::string host = host_model_bytes(p, &host_index);
+  const std::string host = host_model_bytes(p, h.model, &host_index);
   std::string payload = host;
   json meta;
   meta["kind"] = "onnx_program";
   meta["config"] = info.config;
   meta["compiler"] = info.compiler;
-  meta["model"] = p.model.name;
+  meta["model"] = h.model.name;
   meta["graph_source"] = info.source;
   meta["graph_hash"] = info.source_hash;
   meta["compile_options"] = compiler::options_to_json(info.options);
-  meta["onnx_nodes"] = p.onnx_nodes;
-  meta["folded_qdq"] = p.folded_qdq;
+  meta["onnx_nodes"] = h.onnx_nodes;
+  meta["folded_qdq"] = h.folded_qdq;
   meta["host_model_bytes"] = host.size();
   meta["segments"] = json::array();
   for (size_t k = 0; k < p.segments.size(); ++k) {
-    const Segment& s = p.segments[k];
-    const plan::Segment& ps = p.program.segments[k];
+    const SegmentLayout& s = h.layouts[k];
+    const plan::Segment& ps = p.segments[k];
     const std::string b = plan::encode_plan(ps.plan);
     payload += b;
     json nhwc = json::array(), u8 = json::array();
@@ -314,16 +314,16 @@ Status write_program_plan(const Program& p, const ProgramPlanInfo& info, const s
     for (const auto& [t, on] : s.u8)
       if (on) u8.push_back(t);
     meta["segments"].push_back(json{{"plan_bytes", b.size()},
-                                    {"nodes", s.nodes},
+                                    {"nodes", ps.ops},
                                     {"inputs", ps.inputs},
                                     {"outputs", ps.outputs},
                                     {"nhwc", nhwc},
                                     {"u8", u8}});
   }
   meta["steps"] = json::array();
-  for (const auto& st : p.program.steps)
+  for (const auto& st : p.steps)
     meta["steps"].push_back(st.on_device() ? json{{"segment", st.segment}} : json{{"node", host_index[st.host]}});
-  meta["fallback_ops"] = p.fallback_ops;
+  meta["fallback_ops"] = p.fallback_ops();
   meta["notes"] = p.notes;
   const std::string text = meta.dump(-1, ' ', false, json::error_handler_t::replace);  // never throws
   return write_file_atomic(path, plan::encode_container(plan::kProgramFormatVersion, text, payload));
@@ -360,7 +360,7 @@ std::map<std::string, int32_t> eight_bit_types(const Model& m) {
 /// uint8 tensor is q - 128 on the int8 fabric, converted at the boundary
 /// only where the flag says so) and with the other segments' flags for the
 /// same tensor.
-Status check_boundary_types(const std::map<std::string, int32_t>& types, const Segment& s,
+Status check_boundary_types(const std::map<std::string, int32_t>& types, const SegmentLayout& s,
                             std::map<std::string, bool>& u8_of, const std::string& where) {
   for (const auto& [t, u8] : s.u8) {
     if (auto it = types.find(t); it != types.end() && u8 != (it->second == kUint8))
@@ -386,7 +386,10 @@ Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::str
   const json& meta = *parsed;
   ProgramPlan pp;
   ProgramPlanInfo& info = pp.info;
-  Program& p = pp.program;
+  plan::Program& p = pp.program;
+  auto hp = std::make_shared<HostModel>();
+  HostModel& h = *hp;
+  std::vector<std::string> fallback_ops;
   Meta r{path, {}};
   std::string kind;
   uint64_t host_bytes = 0;
@@ -396,10 +399,10 @@ Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::str
   r.get(meta, "metadata", "compiler", &info.compiler);
   r.get(meta, "metadata", "graph_source", &info.source);
   r.get(meta, "metadata", "graph_hash", &info.source_hash);
-  r.get(meta, "metadata", "onnx_nodes", &p.onnx_nodes);
-  r.get(meta, "metadata", "folded_qdq", &p.folded_qdq);
+  r.get(meta, "metadata", "onnx_nodes", &h.onnx_nodes);
+  r.get(meta, "metadata", "folded_qdq", &h.folded_qdq);
   r.get(meta, "metadata", "host_model_bytes", &host_bytes);
-  r.get(meta, "metadata", "fallback_ops", &p.fallback_ops);
+  r.get(meta, "metadata", "fallback_ops", &fallback_ops);
   r.get(meta, "metadata", "notes", &p.notes);
   r.get(meta, "metadata", "segments", &segs);
   r.get(meta, "metadata", "steps", &steps);
@@ -422,20 +425,20 @@ Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::str
                               std::to_string(c->payload.size()) + " bytes)");
   auto model = read_host_model(c->payload.substr(0, host_bytes), path);
   if (!model) return model.error();
-  p.model = std::move(*model);
+  h.model = std::move(*model);
 
   size_t at = host_bytes;
   std::map<std::string, bool> u8_of;  // every boundary tensor's u8 flag, across segments
-  const std::map<std::string, int32_t> types = eight_bit_types(p.model);
+  const std::map<std::string, int32_t> types = eight_bit_types(h.model);
   for (size_t k = 0; k < segs.size(); ++k) {
     const std::string ctx = "segments[" + std::to_string(k) + "]";
     const std::string w = path + ": " + ctx;
     uint64_t n = 0;
-    Segment s;
+    SegmentLayout s;
     plan::Segment ps;
     std::vector<std::string> nhwc, u8;
     r.get(segs[k], ctx, "plan_bytes", &n);
-    r.get(segs[k], ctx, "nodes", &s.nodes);
+    r.get(segs[k], ctx, "nodes", &ps.ops);
     r.get(segs[k], ctx, "inputs", &ps.inputs);
     r.get(segs[k], ctx, "outputs", &ps.outputs);
     r.get(segs[k], ctx, "nhwc", &nhwc);
@@ -479,8 +482,8 @@ Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::str
       s.nhwc[t] = true;
     }
     LOOM_TRY(check_boundary_types(types, s, u8_of, w));
-    p.segments.push_back(std::move(s));
-    p.program.segments.push_back(std::move(ps));
+    h.layouts.push_back(std::move(s));
+    p.segments.push_back(std::move(ps));
   }
   if (at != c->payload.size())
     return make_error(md, "payload size " + std::to_string(c->payload.size()) +
@@ -488,9 +491,10 @@ Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::str
 
   // Steps: every segment and host node exactly once, every tensor produced
   // before it is read.
-  std::set<std::string> avail(p.model.inputs.begin(), p.model.inputs.end());
-  for (const auto& [name, v] : p.model.consts) avail.insert(name);
-  std::vector<int> seen_seg(p.segments.size(), 0), seen_node(p.model.nodes.size(), 0);
+  const Model& m = h.model;
+  std::set<std::string> avail(m.inputs.begin(), m.inputs.end());
+  for (const auto& [name, v] : m.consts) avail.insert(name);
+  std::vector<int> seen_seg(p.segments.size(), 0), seen_node(m.nodes.size(), 0);
   for (size_t k = 0; k < steps.size(); ++k) {
     const std::string ctx = "steps[" + std::to_string(k) + "]";
     const std::string w = path + ": " + ctx;
@@ -505,35 +509,41 @@ Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::str
                                  std::to_string(p.segments.size()) + " segments)");
       if (seen_seg[size_t(i)]++) return make_error(w, "field 'segment': segment " + std::to_string(i) + " runs twice");
       st.segment = int(i);
-      reads = p.program.segments[size_t(i)].inputs;
-      writes = p.program.segments[size_t(i)].outputs;
+      reads = p.segments[size_t(i)].inputs;
+      writes = p.segments[size_t(i)].outputs;
       what = "segment " + std::to_string(i);
     } else {
       int64_t i = -1;
       if (!r.get(steps[k], ctx, "node", &i)) return *r.err;
-      if (i < 0 || i >= int64_t(p.model.nodes.size()))
+      if (i < 0 || i >= int64_t(m.nodes.size()))
         return make_error(w, "field 'node': " + std::to_string(i) + " is out of range (the host model has " +
-                                 std::to_string(p.model.nodes.size()) + " nodes)");
+                                 std::to_string(m.nodes.size()) + " nodes)");
       if (seen_node[size_t(i)]++) return make_error(w, "field 'node': node " + std::to_string(i) + " runs twice");
       st.host = size_t(i);
-      reads = p.model.nodes[size_t(i)].inputs;
-      writes = p.model.nodes[size_t(i)].outputs;
-      what = "node '" + p.model.nodes[size_t(i)].name + "'";
+      const Node& n = m.nodes[size_t(i)];
+      reads = n.inputs;
+      writes = n.outputs;
+      what = "node '" + n.name + "'";
+      // The file keeps no reasons: only what runs on the host.
+      p.host_ops.push_back(plan::HostOp{n.name, n.op, "", output_elements(m, n)});
     }
     for (const auto& t : reads)
       if (!t.empty() && !avail.count(t))
         return make_error(w, what + " reads '" + t + "', which no earlier step, input or constant provides");
     for (const auto& t : writes)
       if (!t.empty()) avail.insert(t);
-    p.program.steps.push_back(st);
+    p.steps.push_back(st);
   }
   for (size_t k = 0; k < seen_seg.size(); ++k)
     if (!seen_seg[k]) return make_error(md, "field 'steps': segment " + std::to_string(k) + " never runs");
   for (size_t k = 0; k < seen_node.size(); ++k)
-    if (!seen_node[k]) return make_error(md, "field 'steps': host node '" + p.model.nodes[k].name + "' never runs");
-  for (const auto& o : p.model.outputs)
+    if (!seen_node[k]) return make_error(md, "field 'steps': host node '" + m.nodes[k].name + "' never runs");
+  if (fallback_ops != p.fallback_ops())
+    return make_error(md, "field 'fallback_ops': not the ops of the host steps, in step order");
+  for (const auto& o : m.outputs)
     if (!avail.count(o)) return make_error(path + ": field 'host_model'", "graph output '" + o + "' is never computed");
-  LOOM_TRY(check_host_shapes(c->payload.substr(0, host_bytes), p, path));
+  LOOM_TRY(check_host_shapes(c->payload.substr(0, host_bytes), p, h, path));
+  p.host = std::move(hp);
   return pp;
 }
 

@@ -23,15 +23,16 @@ struct ProgramPlanInfo {
 
 /// Writes `p` atomically (temporary file + rename, with the checksum): on
 /// error nothing is left.
-Status write_program_plan(const Program& p, const ProgramPlanInfo& info, const std::string& path);
+Status write_program_plan(const plan::Program& p, const ProgramPlanInfo& info, const std::string& path);
 
 struct ProgramPlan {
   ProgramPlanInfo info;
-  /// Ready for run_program: `model` holds the host nodes (steps index them),
-  /// the constants they and the segments read, the graph inputs with their
-  /// types and the graph outputs; segments hold their plans and boundary
-  /// layouts but no graph (the reference for --check comes from `source`).
-  Program program;
+  /// Ready for run_program: its HostModel holds the host nodes (steps index
+  /// them), the constants they and the segments read, the graph inputs with
+  /// their types, the graph outputs and the boundary layouts; segments hold
+  /// their plans but no graph (the reference for --check comes from
+  /// `source`) and no compile record.
+  plan::Program program;
 };
 
 /// Reads a program plan and checks it: container (magic, version, lengths,

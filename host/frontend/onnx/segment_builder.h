@@ -38,7 +38,7 @@ bool keeps_order(const std::vector<int64_t>& s, const Perm& p);
 struct SegBuilder {
   const Model& m;
   const Known& known;
-  Segment seg;
+  SegmentDraft seg;
   std::map<std::string, std::vector<int64_t>> onnx_shape;  // ONNX-side shape of every segment tensor
   std::map<std::string, int32_t> onnx_type;
   /// The device layout of every ONNX-named segment tensor: device dim i is
