@@ -14,6 +14,8 @@
 
 #include "backends/ref/ref_device.h"
 #include "compiler/options.h"
+#include "driver/compile.h"
+#include "driver/fingerprint.h"
 #include "frontend/onnx/program_file.h"
 #include "plan/plan.h"
 #include "runtime/device.h"
@@ -203,6 +205,30 @@ TEST_F(ProgramFile, RoundTripKeepsEverything) {
     EXPECT_EQ(a.u8, b.u8);
     EXPECT_EQ(plan::encode_plan(pa.plan), plan::encode_plan(pb.plan));
   }
+}
+
+TEST_F(ProgramFile, ReusableDriverCompilesWhatAFirstCompileGivesUnderEveryOptionSet) {
+  // Host steps between two device segments: partitioned once, compiled
+  // under each option set, equal to a compile from the start.
+  auto m = load_model_bytes(two_segment_model(), "lib.onnx", ".");
+  ASSERT_TRUE(m) << m.error().str();
+  const auto src = driver::Source::onnx_model(*m);
+  auto r = driver::Reusable::prepare(src, *cfg);
+  ASSERT_TRUE(r) << r.error().str();
+  std::set<std::string> distinct;
+  for (const auto& opt : driver::option_sets()) {
+    auto want = driver::compile_program(src, *cfg, opt);
+    auto got = r->compile(opt);
+    ASSERT_EQ(bool(want), bool(got));
+    if (!want) {
+      EXPECT_EQ(want.error().str(), got.error().str());
+      continue;
+    }
+    EXPECT_EQ(want->segments.size(), 2u);
+    EXPECT_EQ(driver::fingerprint(*want), driver::fingerprint(*got)) << compiler::options_to_json(opt).dump();
+    distinct.insert(driver::fingerprint(*got));
+  }
+  EXPECT_GE(distinct.size(), 3u) << "the option sets change the program";
 }
 
 TEST_F(ProgramFile, ReadBackRunsToTheSameOutputs) {
