@@ -934,6 +934,13 @@ class BadInput(Base):
         w = self.workload()
         for args, needles in ((["--max-batch", "0"], ("--max-batch", "0")), (["--max-batch", "-3"], ("--max-batch", "-3")),
                               (["--max-queue-delay-ms", "-1"], ("--max-queue-delay-ms",)),
+                              # Values that once stood for "not given": now checked as any other.
+                              (["--max-queue-delay-ms", "-1e300"], ("--max-queue-delay-ms",)),
+                              (["--slack-margin", "-1e300"], ("--slack-margin", "[0, 1)")),
+                              (["--seed", "-9223372036854775808"], ("--seed: must be >= 0",)),
+                              (["--max-batch", "-9223372036854775808"], ("--max-batch", "must be in 1..4096")),
+                              (["--load-scale", "inf"], ("--load-scale: expected a finite number",)),
+                              (["--load-scale", "0x10"], ("--load-scale: expected a finite number",)),
                               (["-o", "/missing/dir/x.json"], ("-o /missing/dir/x.json", "does not exist")),
                               (["-o", self.dir], ("is a directory",)),
                               (["--cache", "/proc/loom-cache"], ("--cache /proc/loom-cache", "cannot")),
