@@ -964,6 +964,11 @@ class BadInput(Base):
             with open(bad, "w") as f:
                 f.write(text)
             self.assert_one_line_error(loom("report", bad, "-o", out), needle)
+        # A --timeline-ms window given is checked before the result is read; an empty one is not "not given".
+        for window in ("", "nan:2", "1_0:20", " 1:2", "0x1:2", "-0:2", "2", "2:", "1:inf", "5:2"):
+            with self.subTest(window=window):
+                self.assert_one_line_error(loom("report", bad, "-o", out, "--timeline-ms", window),
+                                           "--timeline-ms %s: expected START:END" % window)
         self.assertFalse(os.path.exists(out))
         self.assertEqual([n for n in os.listdir(self.dir) if n.startswith(".loom-report")], [])
 
