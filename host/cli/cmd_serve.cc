@@ -94,6 +94,11 @@ int serve(const ServeOpts& o) {
   }
   auto cfg = find_config(w->config);
   if (!cfg) return fail(cfg.error());
+  for (const auto& f : faults)  // a fault aimed at a core the configuration lacks would never apply
+    if (unsigned(f.core) >= (*cfg)->cores)
+      return fail("--fault " + excerpt(f.text) + ": core " + std::to_string(f.core) +
+                  (f.text.find('/') == std::string::npos ? " (the default CORE)" : "") + " is not in configuration '" +
+                  w->config + "' (" + std::to_string((*cfg)->cores) + " cores)");
   auto dev = device_options(o.device, o.backend);
   if (!dev) return fail(dev.error());
   serve::ServiceModel sm(**cfg, o.backend, o.cache, *dev);

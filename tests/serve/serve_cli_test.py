@@ -785,15 +785,33 @@ class Live(Base):
                              (["--mode", "live", "--fault", "meteor@1"], "unknown fault kind"),
                              (["--mode", "live", "--fault", "window@soon"], "AT_MS"),
                              (["--mode", "live", "--fault", "window"], "KIND@AT_MS"),
-                             (["--mode", "live", "--fault", "window@1/99"], "CORE"),
-                             (["--mode", "live", "--fault", "slverr-read@1+"], "FOR_MS '' is not a number"),
-                             (["--mode", "live", "--fault", "slverr-read@1/"], "CORE '' is not a number"),
+                             (["--mode", "live", "--fault", "window@1/99"], "CORE '99' is not a core index"),
+                             # Every field of the grammar: empty, not plain decimal, out of range, out of order.
+                             (["--mode", "live", "--fault", "slverr-read@1+"], "--fault slverr-read@1+: FOR_MS is empty"),
+                             (["--mode", "live", "--fault", "slverr-read@1/"], "--fault slverr-read@1/: CORE is empty"),
+                             (["--mode", "live", "--fault", "slverr-read@"], "AT_MS is empty"),
+                             (["--mode", "live", "--fault", "@5"], "KIND is empty"),
+                             (["--mode", "live", "--fault", "slverr-read@1+/0"], "FOR_MS is empty"),
+                             (["--mode", "live", "--fault", "slverr-read@ 1"], "AT_MS ' 1' is not a number"),
+                             (["--mode", "live", "--fault", "slverr-read@0x10"], "AT_MS '0x10' is not a number"),
+                             (["--mode", "live", "--fault", "slverr-read@1e-400"], "AT_MS '1e-400'"),
+                             (["--mode", "live", "--fault", "slverr-read@-0"], "AT_MS '-0'"),
+                             (["--mode", "live", "--fault", "slverr-read@1e7"], "AT_MS '1e7'"),
+                             (["--mode", "live", "--fault", "slverr-read@1+0"], "FOR_MS '0' is not a number of ms in (0, 1e6]"),
+                             (["--mode", "live", "--fault", "slverr-read@1+2+3"], "FOR_MS '2+3'"),
+                             (["--mode", "live", "--fault", "slverr-read@1/0+2"], "CORE '0+2' is not a core index"),
+                             (["--mode", "live", "--fault", "slverr-read@1/0/1"], "CORE '0/1'"),
+                             (["--mode", "live", "--fault", "slverr-read@1/1.0"], "CORE '1.0'"),
+                             (["--mode", "live", "--fault", "slverr-read@1/-0"], "CORE '-0'"),
+                             (["--mode", "live", "--fault", "watchdog@1+5/0"], "FOR_MS given, but a watchdog fault does not last"),
+                             (["--mode", "live", "--fault", "window@1/7"], "core 7 is not in configuration"),
                              (["--mode", "fast"], "--mode"),
                              (["--mode", "live", "--completion", "psychic"], "--completion"),
                              (["--mode", "live", "--max-retries", "-1"], "--max-retries"),
                              (["--mode", "live", "--max-batch", "4096"], "lower max_batch")):
-            r = loom("serve", w, "--backend", "tlm", *args)
-            self.assert_one_line_error(r, needle)
+            with self.subTest(args=args):
+                r = loom("serve", w, "--backend", "tlm", *args)
+                self.assert_one_line_error(r, needle)
 
 
 class Report(Base):
