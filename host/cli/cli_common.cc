@@ -39,7 +39,7 @@ std::string probe_dir(const std::filesystem::path& dir) {
 namespace {
 constexpr const char* kNumberCheck = "loom-number";
 
-/// The strict check of one number option's text (check_number_options).
+/// The strict check of one number option's text (check_option_values).
 CLI::Validator number_check(bool integer, bool non_negative, bool time, std::string description) {
   CLI::Validator v(
       [=](std::string& text) -> std::string {
@@ -74,10 +74,16 @@ bool has_number_check(CLI::Option* o) {
 
 CLI::Validator non_negative_number() { return number_check(false, true, false, "NONNEGATIVE"); }
 
-void check_number_options(CLI::App& app) {
+void check_option_values(CLI::App& app) {
   for (CLI::Option* o : app.get_options()) {
-    if (has_number_check(o)) continue;
     const std::string type = o->get_type_name();
+    if (type.empty()) continue;  // a flag: it takes no value
+    o->check(CLI::Validator(
+        [](std::string& text) {
+          return text.empty() ? std::string("an empty value (leave the option out for its default)") : std::string();
+        },
+        "", "loom-non-empty"));
+    if (has_number_check(o)) continue;
     const auto is = [&](const char* t) {
       return type.rfind(t, 0) == 0 &&
              (type.size() == std::strlen(t) || type[std::strlen(t)] == ':' || type[std::strlen(t)] == ' ');
@@ -91,7 +97,7 @@ void check_number_options(CLI::App& app) {
       o->check(number_check(true, is("UINT"), false, ""));
     }
   }
-  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) check_number_options(*sub);
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) check_option_values(*sub);
 }
 
 Status check_output_file(const std::string& flag, const std::string& path) {

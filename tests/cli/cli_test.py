@@ -291,9 +291,10 @@ class Hostile(Base):
         self.assertFalse(os.path.exists(out))
 
     def test_number_options_are_validated_never_defaulted(self):
-        # Every number option of every command, found in `loom --cli-reference`:
-        # a value that is not a plain finite number (a time: also < 0) is one
-        # line naming the flag, before anything runs; never "not given".
+        # Every option of every command, found in `loom --cli-reference`: an
+        # empty value, or for a number option a value that is not a plain
+        # finite number (a time: also < 0), is one line naming the flag,
+        # before anything runs; never "not given".
         ref = loom("--cli-reference")
         self.assertEqual(ref.returncode, 0, ref.stderr)
         checked = {}
@@ -308,6 +309,10 @@ class Hostile(Base):
             if cmd is None or len(cells) != 4 or not cells[0].startswith("`-"):
                 continue
             flag, kind = cells[0].strip("`").split(", ")[-1], cells[1].split(":")[0].split(" ")[0]
+            if kind != "flag":  # an empty value is refused, never taken as "not given"
+                with self.subTest(cmd=cmd, flag=flag, value=""):
+                    self.assert_one_line_error(loom(*cmd, *positionals, flag, ""), flag + ": ")
+                checked[" ".join(cmd) + " " + flag] = kind
             bad = {"FLOAT": ["nan", "inf", "-inf", "1e400", "0x10", " 1", "1,5"],
                    "INT": ["0x10", "1e3", " 1", "1.5"], "UINT": ["0x10", "-1", "1.5"]}.get(kind)
             if bad is None:
@@ -321,7 +326,8 @@ class Hostile(Base):
             checked[" ".join(cmd) + " " + flag] = kind
         # The options of the issue and a few more are among those checked.
         for name in ("tune --swap-at-ms", "serve --max-queue-delay-ms", "serve --load-scale", "serve --slack-margin",
-                     "run --atol", "compare --min-cosine", "serve --seed", "bench gemm --m"):
+                     "run --atol", "compare --min-cosine", "serve --seed", "bench gemm --m", "serve --config",
+                     "run --mem-stall", "report --timeline-ms"):
             self.assertIn(name, checked)
 
     def test_special_files_are_refused_without_blocking(self):

@@ -986,7 +986,8 @@ class BadInput(Base):
         for window in ("", "nan:2", "1_0:20", " 1:2", "0x1:2", "-0:2", "2", "2:", "1:inf", "5:2"):
             with self.subTest(window=window):
                 self.assert_one_line_error(loom("report", bad, "-o", out, "--timeline-ms", window),
-                                           "--timeline-ms %s: expected START:END" % window)
+                                           "--timeline-ms %s: expected START:END" % window if window
+                                           else "--timeline-ms: an empty value")
         self.assertFalse(os.path.exists(out))
         self.assertEqual([n for n in os.listdir(self.dir) if n.startswith(".loom-report")], [])
 
