@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -13,6 +14,7 @@
 #include "common/hash.h"
 #include "common/json_read.h"
 #include "common/limits.h"
+#include "common/parse.h"
 #include "common/tensor_io.h"
 #include "compiler/options.h"
 #include "frontend/onnx/model.h"
@@ -33,6 +35,70 @@ std::string probe_dir(const std::filesystem::path& dir) {
   return "";
 }
 }  // namespace
+
+namespace {
+constexpr const char* kNumberCheck = "loom-number";
+
+/// The strict check of one number option's text (check_option_values).
+CLI::Validator number_check(bool integer, bool non_negative, bool time, std::string description) {
+  CLI::Validator v(
+      [=](std::string& text) -> std::string {
+        const std::string got = "got '" + excerpt(text) + "'";
+        if (integer) {
+          const auto n = parse_int64(text);
+          if (!n || (non_negative && *n < 0))
+            return std::string(non_negative ? "expected a whole number >= 0, " : "expected a whole number, ") + got;
+          return "";
+        }
+        const auto d = parse_double(text);
+        if (!d || (non_negative && std::signbit(*d)))  // "-0" is not >= 0 as text
+          return std::string(time           ? "expected a time in ms >= 0, "
+                             : non_negative ? "expected a finite number >= 0, "
+                                            : "expected a finite number, ") +
+                 got;
+        return "";
+      },
+      std::move(description), kNumberCheck);
+  return v;
+}
+
+bool has_number_check(CLI::Option* o) {
+  try {
+    (void)o->get_validator(kNumberCheck);
+    return true;
+  } catch (const CLI::OptionNotFound&) {
+    return false;
+  }
+}
+}  // namespace
+
+CLI::Validator non_negative_number() { return number_check(false, true, false, "NONNEGATIVE"); }
+
+void check_option_values(CLI::App& app) {
+  for (CLI::Option* o : app.get_options()) {
+    const std::string type = o->get_type_name();
+    if (type.empty()) continue;  // a flag: it takes no value
+    o->check(CLI::Validator(
+        [](std::string& text) {
+          return text.empty() ? std::string("an empty value (leave the option out for its default)") : std::string();
+        },
+        "", "loom-non-empty"));
+    if (has_number_check(o)) continue;
+    const auto is = [&](const char* t) {
+      return type.rfind(t, 0) == 0 &&
+             (type.size() == std::strlen(t) || type[std::strlen(t)] == ':' || type[std::strlen(t)] == ' ');
+    };
+    if (is("FLOAT")) {
+      bool time = false;  // --...-ms
+      for (const std::string& n : o->get_lnames())
+        time = time || (n.size() > 3 && n.compare(n.size() - 3, 3, "-ms") == 0);
+      o->check(number_check(false, time, time, time ? "NONNEGATIVE" : ""));
+    } else if (is("INT") || is("UINT")) {
+      o->check(number_check(true, is("UINT"), false, ""));
+    }
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) check_option_values(*sub);
+}
 
 Status check_output_file(const std::string& flag, const std::string& path) {
   namespace fs = std::filesystem;

@@ -94,6 +94,20 @@ Expected<runtime::DeviceOptions> device_options(const DeviceFlags& f, std::strin
 Expected<std::unique_ptr<runtime::Device>> open_backend(const std::string& backend, const spec::HwConfig& cfg,
                                                         const DeviceFlags& f);
 
+/// Option values are validated, never defaulted: after every subcommand is
+/// registered, each option of `app` and of its subcommands that takes a value
+/// gets more checks of its text, whatever CLI11 itself would accept. No value
+/// may be empty (an empty --config or --mem-stall is not "not given"). A FLOAT
+/// option must be a finite number in plain decimal (common/parse.h: no "nan",
+/// "inf", hex or blanks), and a time (a FLOAT option named --...-ms) must
+/// also be >= 0; an INT or UINT option must be a whole decimal number (UINT:
+/// >= 0). The error names the flag: "--swap-at-ms: expected a time in ms >=
+/// 0, got 'nan'".
+void check_option_values(CLI::App& app);
+/// The check of a FLOAT option that must be >= 0 (a tolerance, a time),
+/// described as NONNEGATIVE in the help.
+CLI::Validator non_negative_number();
+
 /// What `loom run` and `loom compile` are given (by content, then extension).
 enum class InputKind { Graph, Plan, Onnx, ProgramPlan };
 InputKind input_kind(const std::string& path);

@@ -5,13 +5,16 @@
 // LOOM_PYTHON overrides the interpreter (default python3 on PATH) and
 // LOOM_REPORT_SCRIPT the script (default: the source tree's scripts/report.py).
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "cli/cli_common.h"
 #include "cli/process.h"
 #include "common/json_read.h"
+#include "common/parse.h"
 #include "serve/result_check.h"
 
 namespace loom::cli {
@@ -19,10 +22,24 @@ namespace loom::cli {
 namespace {
 
 struct ReportOpts {
-  std::string result, output, timeline_ms;
+  std::string result, output;
+  std::optional<std::string> timeline_ms;  // not given: the script's default window
 };
 
+/// --timeline-ms START:END, checked before anything runs: two plain finite
+/// numbers of ms, 0 <= START < END < 1e12 (the script's own bound).
+Status check_window(const std::string& w) {
+  const size_t colon = w.find(':');
+  const auto lo = parse_double(w.substr(0, colon));
+  const auto hi = colon == std::string::npos ? std::nullopt : parse_double(w.substr(colon + 1));
+  if (!lo || !hi || std::signbit(*lo) || !(*lo < *hi && *hi < 1e12))
+    return make_error("--timeline-ms " + excerpt(w), "expected START:END in ms with 0 <= START < END");
+  return Status::ok();
+}
+
 int report(const ReportOpts& o) {
+  if (o.timeline_ms)
+    if (Status s = check_window(*o.timeline_ms); !s) return fail(s.error());
   std::error_code ec;
   if (std::filesystem::is_directory(o.result, ec))
     return fail(o.result + ": is a directory, not a result file (loom serve -o FILE, or a sweep's results.json)");
@@ -42,7 +59,7 @@ int report(const ReportOpts& o) {
                     ? py + ": python3 not found; loom report needs python3 with matplotlib"
                     : py + ": matplotlib is not installed; loom report needs it (pip install matplotlib)");
   std::vector<std::string> args{py, script, o.result, o.output};
-  if (!o.timeline_ms.empty()) args.push_back(o.timeline_ms);
+  if (o.timeline_ms) args.push_back(*o.timeline_ms);
   const pid_t pid = spawn_process(args, "", "");
   if (pid < 0) return fail(py + ": cannot start " + script);
   const int rc = wait_process(pid);

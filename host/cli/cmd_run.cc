@@ -499,10 +499,10 @@ void register_run(CLI::App& app) {
                   "Folder of reference outputs (output_K.pb or .npy) to compare with; default: test_data_set_0 "
                   "beside the model when --inputs is not given");
   cmd->add_option("--atol", o->atol, "Absolute tolerance of --expected")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_number())
       ->capture_default_str();
   cmd->add_option("--rtol", o->rtol, "Relative tolerance of --expected")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_number())
       ->capture_default_str();
   cmd->add_option("--graph", o->graph, "Graph to check a plan against (default: the one it was compiled from)");
   cmd->add_option("--seed", o->seed, "Seed for random inputs when neither --inputs nor test data are given")

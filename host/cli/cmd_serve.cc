@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "cli/cli_common.h"
 #include "cli/process.h"
@@ -23,17 +24,16 @@ namespace loom::cli {
 
 namespace {
 
-constexpr double kUnset = -1e300;
-
 struct ServeOpts {
   std::string workload, backend = "tlm", config, batching, scheduling, output, cache, trace, mode = "sim",
                         completion = "interrupt";
   int64_t max_retries = 1;
   std::vector<std::string> faults;
   DeviceFlags device;
-  int64_t seed = INT64_MIN;       // not given
-  int64_t max_batch = INT64_MIN;  // not given
-  double load_scale = 1.0, max_delay_ms = kUnset, slack_margin = kUnset;
+  // Not given: the workload's. A value given is checked, whatever it is.
+  std::optional<int64_t> seed, max_batch;
+  std::optional<double> max_delay_ms, slack_margin;
+  double load_scale = 1.0;
   bool json = false, progress = false, admission = false, no_admission = false, no_grouping = false;
 };
 
@@ -47,9 +47,9 @@ int serve(const ServeOpts& o) {
     if (Status s = check_output_dir("--cache", o.cache); !s) return fail(s.error());
   auto w = serve::load_workload(o.workload);
   if (!w) return fail(w.error());
-  if (o.seed != INT64_MIN) {
-    if (o.seed < 0) return fail("--seed: must be >= 0");
-    w->seed = uint64_t(o.seed);
+  if (o.seed) {
+    if (*o.seed < 0) return fail("--seed: must be >= 0, got " + std::to_string(*o.seed));
+    w->seed = uint64_t(*o.seed);
   }
   if (!o.config.empty()) w->config = o.config;
   if (!o.batching.empty()) {
@@ -62,19 +62,19 @@ int serve(const ServeOpts& o) {
       return fail("--scheduling: unknown scheduling policy '" + o.scheduling + "' (static, dynamic, auto)");
     w->scheduling = o.scheduling;
   }
-  if (o.max_batch != INT64_MIN) {
-    if (o.max_batch < 1 || o.max_batch > 4096)
-      return fail("--max-batch: must be in 1..4096, got " + std::to_string(o.max_batch));
-    w->max_batch = int(o.max_batch);
+  if (o.max_batch) {
+    if (*o.max_batch < 1 || *o.max_batch > 4096)
+      return fail("--max-batch: must be in 1..4096, got " + std::to_string(*o.max_batch));
+    w->max_batch = int(*o.max_batch);
   }
-  if (o.max_delay_ms != kUnset) {
-    if (!(o.max_delay_ms >= 0 && o.max_delay_ms <= 1e6))
+  if (o.max_delay_ms) {
+    if (!(*o.max_delay_ms >= 0 && *o.max_delay_ms <= 1e6))
       return fail("--max-queue-delay-ms: must be in [0, 1e6] milliseconds");
-    w->max_queue_delay_ms = o.max_delay_ms;
+    w->max_queue_delay_ms = *o.max_delay_ms;
   }
-  if (o.slack_margin != kUnset) {
-    if (!(o.slack_margin >= 0 && o.slack_margin < 1)) return fail("--slack-margin: must be in [0, 1)");
-    w->slack_margin = o.slack_margin;
+  if (o.slack_margin) {
+    if (!(*o.slack_margin >= 0 && *o.slack_margin < 1)) return fail("--slack-margin: must be in [0, 1)");
+    w->slack_margin = *o.slack_margin;
   }
   if (o.no_grouping) w->shape_grouping = false;
   if (o.admission && o.no_admission) return fail("--admission and --no-admission: choose one");
@@ -94,6 +94,11 @@ int serve(const ServeOpts& o) {
   }
   auto cfg = find_config(w->config);
   if (!cfg) return fail(cfg.error());
+  for (const auto& f : faults)  // a fault aimed at a core the configuration lacks would never apply
+    if (unsigned(f.core) >= (*cfg)->cores)
+      return fail("--fault " + excerpt(f.text) + ": core " + std::to_string(f.core) +
+                  (f.text.find('/') == std::string::npos ? " (the default CORE)" : "") + " is not in configuration '" +
+                  w->config + "' (" + std::to_string((*cfg)->cores) + " cores)");
   auto dev = device_options(o.device, o.backend);
   if (!dev) return fail(dev.error());
   serve::ServiceModel sm(**cfg, o.backend, o.cache, *dev);

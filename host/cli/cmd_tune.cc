@@ -24,10 +24,10 @@ namespace {
 struct TuneOpts {
   std::string workload, backend = "tlm", output, cost_params_out, cache;
   int max_buckets = 3;
-  int max_cores_per_batch = -1;
+  std::optional<int> max_cores_per_batch;  // not given: the configuration's cores
   std::vector<int64_t> bucket_lengths;
   DeviceFlags device;
-  int64_t seed = -1;
+  std::optional<int64_t> seed;  // not given: the workload's
   int rounds = 3;
   std::optional<double> swap_at_ms;  // not given: the first drift
   bool json = false, progress = false;
@@ -74,7 +74,12 @@ int tune(const TuneOpts& o) {
     return fail("--swap-at-ms: expected a time in ms >= 0, got " + std::to_string(*o.swap_at_ms));
   auto w = serve::load_workload(o.workload);
   if (!w) return fail(w.error());
-  if (o.seed >= 0) w->seed = uint64_t(o.seed);
+  if (o.seed) {
+    if (*o.seed < 0) return fail("--seed: must be >= 0, got " + std::to_string(*o.seed));
+    w->seed = uint64_t(*o.seed);
+  }
+  if (o.max_cores_per_batch && *o.max_cores_per_batch < 1)
+    return fail("--max-cores-per-batch: must be >= 1, got " + std::to_string(*o.max_cores_per_batch));
   // Output folders are checked before the (long) loop runs, so a bad path
   // fails at once and leaves neither file half of a pair.
   for (const auto& [flag, path] : {std::pair{"-o", &o.output}, std::pair{"--cost-params-out", &o.cost_params_out}}) {
@@ -87,7 +92,7 @@ int tune(const TuneOpts& o) {
   to.backend = o.backend;
   to.cache_dir = o.cache;
   to.max_buckets = o.max_buckets;
-  to.max_cores_per_batch = o.max_cores_per_batch;
+  to.max_cores_per_batch = o.max_cores_per_batch.value_or(-1);
   to.bucket_lengths = o.bucket_lengths;
   ZooModels zoo{o.cache, {}};
   to.zoo_builder = [&zoo](const serve::ModelSpec& m) { return zoo.build(m); };

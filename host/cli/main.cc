@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
     register_tune(app);
     register_report(app);
     register_experiment(app);
+    check_option_values(app);  // every option's text checked (not empty; numbers strictly), after CLI11
     // docs/cli.md, from the definitions above (cli.reference_fresh compares).
     if (argc == 2 && std::string(argv[1]) == "--cli-reference") {
       std::cout << cli_reference(app);

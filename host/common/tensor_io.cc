@@ -454,7 +454,8 @@ Expected<Tensor> decode_onnx_tensor(std::string_view b, const std::string& src, 
   if (p.data_location() == onnx::TensorProto::EXTERNAL || p.external_data_size() > 0) {
     return make_error(src, "tensors with external data are not supported");
   }
-  if (p.has_segment()) return make_error(src, "segmented tensors are not supported");
+  if (p.has_segment())  // one part of a tensor split across several protos: not the whole value
+    return make_error(src + ": field 'segment'", "segmented tensors are not supported");
   t.shape.assign(p.dims().begin(), p.dims().end());
   auto n = checked_numel(t.shape);
   if (!n) return make_error(src, "field 'dims': " + n.error().what);

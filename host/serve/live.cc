@@ -8,6 +8,8 @@
 #include <limits>
 #include <thread>
 
+#include "common/parse.h"
+
 namespace loom::serve {
 
 namespace {
@@ -56,13 +58,21 @@ const std::vector<std::pair<std::string, std::string>>& fault_kinds() {
   return k;
 }
 
+bool fault_lasts(const std::string& kind) {
+  return kind.find("err-") != std::string::npos || kind == "mem-stall" || kind == "lost-irq";
+}
+
+// KIND@AT_MS[+FOR_MS][/CORE], read left to right: each field given is
+// checked (never an empty one, a second separator, a number that is not
+// plain decimal), and FOR_MS only where the fault lasts.
 Expected<FaultEvent> parse_fault(const std::string& text) {
-  const std::string where = "--fault " + excerpt(text);
+  const std::string where = "--fault " + excerpt(text), grammar = " (expected KIND@AT_MS[+FOR_MS][/CORE])";
   FaultEvent f;
   f.text = text;
   const size_t at = text.find('@');
-  if (at == std::string::npos) return make_error(where, "expected KIND@AT_MS[+FOR_MS][/CORE]");
+  if (at == std::string::npos) return make_error(where, "no '@'" + grammar);
   f.kind = text.substr(0, at);
+  if (f.kind.empty()) return make_error(where, "KIND is empty" + grammar);
   bool known = false;
   std::string names;
   for (const auto& [k, what] : fault_kinds()) {
@@ -70,26 +80,37 @@ Expected<FaultEvent> parse_fault(const std::string& text) {
     names += (names.empty() ? "" : ", ") + k;
   }
   if (!known) return make_error(where, "unknown fault kind '" + excerpt(f.kind) + "' (" + names + ")");
-  std::string rest = text.substr(at + 1), core;
-  const bool has_core = rest.find('/') != std::string::npos, has_dur = rest.find('+') != std::string::npos;
-  if (size_t sl = rest.find('/'); sl != std::string::npos) core = rest.substr(sl + 1), rest = rest.substr(0, sl);
-  std::string dur;
-  if (size_t pl = rest.find('+'); pl != std::string::npos) dur = rest.substr(pl + 1), rest = rest.substr(0, pl);
-  const auto num = [&](const std::string& t, const char* what, double& out) -> Status {
-    char* end = nullptr;
-    const double v = std::strtod(t.c_str(), &end);
-    if (t.empty() || end == nullptr || *end != '\0' || !(v >= 0) || v > 1e6)
-      return make_error(where, std::string(what) + " '" + excerpt(t) + "' is not a number in [0, 1e6]");
-    out = v;
+  // The fields after '@', each up to the next separator.
+  const std::string rest = text.substr(at + 1);
+  const size_t plus = rest.find_first_of("+/");
+  const size_t slash = rest.find('/', plus == std::string::npos ? rest.size() : plus);
+  const std::string at_ms = rest.substr(0, plus);
+  const bool has_dur = plus != std::string::npos && rest[plus] == '+', has_core = slash != std::string::npos;
+  const std::string dur = has_dur ? rest.substr(plus + 1, (has_core ? slash : rest.size()) - plus - 1) : "";
+  const std::string core = has_core ? rest.substr(slash + 1) : "";
+  const auto ms = [&](const std::string& t, const char* what, bool zero, double& out) -> Status {
+    if (t.empty()) return make_error(where, std::string(what) + " is empty" + grammar);
+    const auto v = parse_double(t);
+    if (!v || std::signbit(*v) || !(zero || *v > 0) || *v > 1e6)
+      return make_error(where, std::string(what) + " '" + excerpt(t) + "' is not a number of ms in " +
+                                   (zero ? "[0, 1e6]" : "(0, 1e6]"));
+    out = *v;
     return Status::ok();
   };
-  LOOM_TRY(num(rest, "AT_MS", f.at_ms));
-  if (has_dur) LOOM_TRY(num(dur, "FOR_MS", f.for_ms));  // '+' given: FOR_MS is required
+  LOOM_TRY(ms(at_ms, "AT_MS", true, f.at_ms));
+  if (has_dur) {
+    if (!fault_lasts(f.kind))
+      return make_error(where, "FOR_MS given, but a " + f.kind +
+                                   " fault does not last (only slverr-/decerr- faults, mem-stall and lost-irq do)");
+    LOOM_TRY(ms(dur, "FOR_MS", false, f.for_ms));
+  }
   if (has_core) {
-    double c = 0;
-    LOOM_TRY(num(core, "CORE", c));
-    if (c != std::floor(c) || c >= spec::kMaxCores) return make_error(where, "CORE must be a core index");
-    f.core = int(c);
+    if (core.empty()) return make_error(where, "CORE is empty" + grammar);
+    const auto c = parse_int64(core);  // digits only: no sign, not even "-0"
+    if (!c || core.find_first_not_of("0123456789") != std::string::npos || *c >= spec::kMaxCores)
+      return make_error(
+          where, "CORE '" + excerpt(core) + "' is not a core index in 0.." + std::to_string(spec::kMaxCores - 1));
+    f.core = int(*c);
   }
   return f;
 }
@@ -265,8 +286,7 @@ Expected<uint64_t> LiveEngine::inject(uint64_t now) {
       f.applied_ms = to_us(now) / 1000.0;
     }
     // Lifting what lasts.
-    const bool lasting = e.kind.find("err-") != std::string::npos || e.kind == "mem-stall" || e.kind == "lost-irq";
-    if (!lasting || f.ended_ms >= 0) continue;
+    if (!fault_lasts(e.kind) || f.ended_ms >= 0) continue;
     if (now < until) {
       next = std::min(next, until);
       continue;

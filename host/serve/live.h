@@ -30,7 +30,13 @@ struct FaultEvent {
 };
 /// The fault kinds, with what each does.
 const std::vector<std::pair<std::string, std::string>>& fault_kinds();
-/// "KIND@AT_MS[+FOR_MS][/CORE]", e.g. "slverr-read@10+5/1".
+/// Whether a fault of `kind` lasts (FOR_MS): memory faults, stalls, masked
+/// interrupts. The others act once.
+bool fault_lasts(const std::string& kind);
+/// "KIND@AT_MS[+FOR_MS][/CORE]", e.g. "slverr-read@10+5/1". Every field
+/// given is checked: none empty, numbers in plain decimal, AT_MS in [0, 1e6]
+/// ms, FOR_MS in (0, 1e6] ms and only on a kind that lasts, CORE a whole
+/// number below spec::kMaxCores (serve checks it against the configuration).
 Expected<FaultEvent> parse_fault(const std::string& text);
 
 struct LiveOptions {

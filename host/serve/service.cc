@@ -51,15 +51,23 @@ std::vector<int> port0_cores(const spec::HwConfig& cfg) {
   return v;
 }
 
+// One cycle count of a cache entry: a whole number in 1..kMaxCachedCycles
+// (2^40, limits.h). Anything else is no measurement loom made.
+std::optional<uint64_t> cached_cycles(std::string_view text) {
+  const auto x = parse_int64(text);
+  if (!x || *x <= 0 || *x > limits::kMaxCachedCycles) return std::nullopt;
+  return uint64_t(*x);
+}
+
 // A cache entry is decimal numbers separated by spaces and a newline;
-// anything else (a special file, a huge or a garbled one) is ignored and
-// re-measured.
-std::optional<int64_t> read_cached(const std::string& file) {
+// anything else (a special file, a huge or a garbled one, a count out of
+// bounds) is ignored and re-measured.
+std::optional<uint64_t> read_cached(const std::string& file) {
   if (file.empty()) return std::nullopt;
   auto text = read_file_bytes(file, 64);  // a missing entry is an error too
   if (!text || text->empty() || text->back() != '\n') return std::nullopt;
   text->pop_back();
-  return parse_int64(*text);
+  return cached_cycles(*text);
 }
 
 void write_cached(const std::string& dir, const std::string& file, const std::vector<uint64_t>& values) {
@@ -310,10 +318,10 @@ Expected<uint64_t> ServiceModel::time_plan(const plan::Plan& p, const std::map<s
   const std::string dk = dev_opts_.key();
   const std::string file = cache_file(plan_hash(p, dk.empty() ? backend_ : backend_ + "|" + dk), "cycles");
   from_disk = false;
-  if (auto c = read_cached(file); c && *c > 0 && *c <= limits::kMaxCachedCycles) {
+  if (auto c = read_cached(file)) {
     ++disk_hits_;
     from_disk = true;
-    return uint64_t(*c);
+    return *c;
   }
   if (frozen_)
     return make_error("loom serve --mode live",
@@ -408,9 +416,9 @@ Expected<StretchMeasurement> ServiceModel::measure_stretch(const BatchShape& a, 
     while (i < text->size()) {
       size_t j = text->find_first_of(" \n", i);
       if (j == std::string::npos) break;
-      const auto x = parse_int64(text->substr(i, j - i));
-      if (!x || *x <= 0 || *x > limits::kMaxCachedCycles) break;
-      v.push_back(uint64_t(*x));
+      const auto x = cached_cycles(std::string_view(*text).substr(i, j - i));
+      if (!x) break;
+      v.push_back(*x);
       i = j + 1;
     }
     if (v.size() == kPhases + 1 && i == text->size()) {

@@ -3,24 +3,25 @@
 #include "memory/mem_channel.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdlib>
+#include <charconv>
 #include <cstring>
 #include <span>
 
+#include "common/parse.h"
 #include "hw/axi_types.h"
 
 namespace loom::tlm {
 namespace {
 
+// A whole number in decimal or (with 0x) hex, nothing else: no sign, no
+// blanks, no octal (a leading 0 of a decimal), nothing past 2^64 - 1.
 bool parse_u64(const std::string& s, uint64_t& out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(s.c_str(), &end, 0);
-  if (errno != 0 || end == s.c_str() || *end != '\0' || s[0] == '-') return false;
-  out = v;
-  return true;
+  const bool hex = s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+  const char* b = s.data() + (hex ? 2 : 0);
+  const char* e = s.data() + s.size();
+  if (b == e || (!hex && s.size() > 1 && s[0] == '0')) return false;
+  const auto r = std::from_chars(b, e, out, hex ? 16 : 10);
+  return r.ec == std::errc() && r.ptr == e;
 }
 
 bool parse_kind(const std::string& s, hw::FaultKind& k) {
@@ -52,6 +53,9 @@ Expected<FaultPlan> FaultPlan::from_options(const runtime::DeviceOptions& o) {
     if (comma == std::string::npos) comma = fault.size();
     const std::string item = fault.substr(pos, comma - pos);
     pos = comma + 1;
+    const std::string shown = excerpt(fault), shown_item = excerpt(item);
+    if (item.empty() || (comma + 1 == fault.size()))  // "a,,b", ",a" or "a,"
+      return make_error(fault_label, "'" + shown + "': an empty item (items are separated by one comma)");
     const std::string bad = "'" + item + "' is not KIND@ADDR+LEN or KIND#N (KIND slverr or decerr)";
     const size_t at = item.find('@'), hash = item.find('#');
     hw::FaultKind kind{};
@@ -62,6 +66,8 @@ Expected<FaultPlan> FaultPlan::from_options(const runtime::DeviceOptions& o) {
           !parse_u64(item.substr(at + 1, plus - at - 1), r.addr) || !parse_u64(item.substr(plus + 1), r.len) ||
           r.len == 0)
         return make_error(fault_label, bad);
+      if (r.addr + (r.len - 1) < r.addr)
+        return make_error(fault_label, "'" + shown_item + "': ADDR+LEN runs past the end of the 64-bit address space");
       r.kind = kind;
       p.ranges.push_back(r);
     } else if (hash != std::string::npos) {
@@ -82,12 +88,10 @@ Expected<FaultPlan> FaultPlan::from_options(const runtime::DeviceOptions& o) {
       return make_error(stall_label, "'" + stall + "' is not CYCLES or CYCLES:PROB (CYCLES <= 1000000)");
     p.stall_cycles = uint32_t(cycles);
     if (colon != std::string::npos) {
-      const std::string ps = stall.substr(colon + 1);
-      char* end = nullptr;
-      const double v = std::strtod(ps.c_str(), &end);
-      if (ps.empty() || *end != '\0' || !(v >= 0.0 && v <= 1.0))
+      const auto v = parse_double(stall.substr(colon + 1));
+      if (!v || !(*v >= 0.0 && *v <= 1.0))
         return make_error(stall_label, "'" + stall + "': PROB must be a number in [0, 1]");
-      p.stall_prob = v;
+      p.stall_prob = *v;
     }
   }
   if (o.seed) p.seed = *o.seed;

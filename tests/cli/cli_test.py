@@ -290,6 +290,46 @@ class Hostile(Base):
         self.assert_one_line_error(r, "differ", "nothing written")
         self.assertFalse(os.path.exists(out))
 
+    def test_number_options_are_validated_never_defaulted(self):
+        # Every option of every command, found in `loom --cli-reference`: an
+        # empty value, or for a number option a value that is not a plain
+        # finite number (a time: also < 0), is one line naming the flag,
+        # before anything runs; never "not given".
+        ref = loom("--cli-reference")
+        self.assertEqual(ref.returncode, 0, ref.stderr)
+        checked = {}
+        cmd, positionals = None, []
+        for line in ref.stdout.splitlines():
+            if line.startswith("loom ") and "[OPTIONS]" in line:
+                words = line.split()[1:]
+                cmd = [w for w in words if w.islower()]
+                positionals = ["x" for w in words if w.isupper()]
+                continue
+            cells = [c.strip() for c in line.split("|")[1:-1]]
+            if cmd is None or len(cells) != 4 or not cells[0].startswith("`-"):
+                continue
+            flag, kind = cells[0].strip("`").split(", ")[-1], cells[1].split(":")[0].split(" ")[0]
+            if kind != "flag":  # an empty value is refused, never taken as "not given"
+                with self.subTest(cmd=cmd, flag=flag, value=""):
+                    self.assert_one_line_error(loom(*cmd, *positionals, flag, ""), flag + ": ")
+                checked[" ".join(cmd) + " " + flag] = kind
+            bad = {"FLOAT": ["nan", "inf", "-inf", "1e400", "0x10", " 1", "1,5"],
+                   "INT": ["0x10", "1e3", " 1", "1.5"], "UINT": ["0x10", "-1", "1.5"]}.get(kind)
+            if bad is None:
+                continue
+            if kind == "FLOAT" and flag.endswith("-ms"):
+                bad = bad + ["-5", "-1e300", "-0.001"]
+            for v in bad:
+                with self.subTest(cmd=cmd, flag=flag, value=v):
+                    r = loom(*cmd, *positionals, flag, v)
+                    self.assert_one_line_error(r, flag)
+            checked[" ".join(cmd) + " " + flag] = kind
+        # The options of the issue and a few more are among those checked.
+        for name in ("tune --swap-at-ms", "serve --max-queue-delay-ms", "serve --load-scale", "serve --slack-margin",
+                     "run --atol", "compare --min-cosine", "serve --seed", "bench gemm --m", "serve --config",
+                     "run --mem-stall", "report --timeline-ms"):
+            self.assertIn(name, checked)
+
     def test_special_files_are_refused_without_blocking(self):
         fifo = self.path("x.npy")
         os.mkfifo(fifo)

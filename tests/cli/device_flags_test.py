@@ -94,6 +94,8 @@ class Device(unittest.TestCase):
             (["--backend", "rtl", "--axi-stall", "1.5"], {}, "--axi-stall: expected a probability in [0, 1)"),
             (["--backend", "rtl"], {"LOOM_RTL_STALL": "2"}, "LOOM_RTL_STALL: expected a probability"),
             (["--backend", "tlm"], {"LOOM_SIM_STALL": "lots"}, "LOOM_SIM_STALL: 'lots' is not CYCLES"),
+            # An empty flag is an error, not "not given" (which would read the variable).
+            (["--backend", "tlm", "--mem-stall", ""], {"LOOM_SIM_STALL": "300"}, "--mem-stall: an empty value"),
             (["--backend", "tlm", "--mem-faults", "oops@1+2"], {}, "--mem-faults: 'oops@1+2' is not KIND@ADDR+LEN"),
             (["--backend", "tlm", "--mem-faults", "slverr#3"], {}, "--mem-faults: KIND#N (the n-th burst) is supported by cosim only"),
             (["--backend", "xrt-emu"], {"LOOM_XRT_TIMEOUT_MS": "abc"}, "LOOM_XRT_TIMEOUT_MS: expected a whole number"),

@@ -223,10 +223,19 @@ TEST_F(TensorIo, PbRejectsBadFiles) {
 
   put("junk.pb", "\xff\xff\xff\xff\xff");
 
+  // One part of a tensor split across several protos: never read as the whole.
+  onnx::TensorProto seg;
+  seg.set_data_type(onnx::TensorProto::INT8);
+  seg.add_dims(2);
+  seg.set_raw_data(std::string(2, '\0'));
+  seg.mutable_segment()->set_begin(0);
+  seg.mutable_segment()->set_end(2);
+  put("seg.pb", seg.SerializeAsString());
+
   const std::pair<const char*, const char*> cases[] = {
       {"i64.pb", "unsupported ONNX data_type 7"},  {"short.pb", "'raw_data' holds 12 bytes"},
       {"range.pb", "outside the uint8 range"},     {"count.pb", "'int32_data' holds 1 values"},
-      {"junk.pb", "not a valid ONNX TensorProto"},
+      {"junk.pb", "not a valid ONNX TensorProto"}, {"seg.pb", "field 'segment': segmented tensors are not supported"},
   };
   for (const auto& [file, what] : cases) {
     auto t = read_tensor(path(file));

@@ -142,6 +142,10 @@ TEST(FaultPlanParse, AcceptsRangesBurstsAndStalls) {
   EXPECT_EQ(p->stall_cycles, 30u);
   EXPECT_DOUBLE_EQ(p->stall_prob, 0.5);
   EXPECT_EQ(p->seed, 9u);
+  // The last byte of the address space is a range of its own.
+  auto last = FaultPlan::from_options(mem_options("slverr@0xffffffffffffffff+1", ""));
+  ASSERT_TRUE(last) << last.error().str();
+  EXPECT_EQ(last->ranges.at(0).addr, ~uint64_t(0));
   auto none = FaultPlan::from_options({});
   ASSERT_TRUE(none);
   EXPECT_FALSE(none->any());
@@ -156,6 +160,12 @@ TEST(FaultPlanParse, RejectsMalformedValuesWithOneLine) {
       {"decerr#0", "", "mem_faults"},   {"decerr#x", "", "mem_faults"},          {"slverr#1,decerr#2", "", "mem_faults"},
       {"slverr@-1+4", "", "mem_faults"}, {"", "ten", "mem_stall"},               {"", "10:2", "mem_stall"},
       {"", "10:", "mem_stall"},
+      // Empty items and trailing separators, numbers that are not plain, ranges past 2^64.
+      {"slverr@0x100+16,", "", "mem_faults"}, {",slverr@1+2", "", "mem_faults"},
+      {"slverr@1+2,,decerr@3+4", "", "mem_faults"}, {"slverr@0xffffffffffffffff+16", "", "mem_faults"},
+      {"slverr@ 5+1", "", "mem_faults"},      {"slverr@010+1", "", "mem_faults"},
+      {"slverr@+5+1", "", "mem_faults"},      {"slverr@0x+1", "", "mem_faults"},
+      {"", "10: 0.5", "mem_stall"},           {"", "10:1e-400", "mem_stall"},
   };
   for (const Bad& b : bad) {
     auto p = FaultPlan::from_options(mem_options(b.fault, b.stall));

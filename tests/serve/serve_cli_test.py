@@ -785,15 +785,33 @@ class Live(Base):
                              (["--mode", "live", "--fault", "meteor@1"], "unknown fault kind"),
                              (["--mode", "live", "--fault", "window@soon"], "AT_MS"),
                              (["--mode", "live", "--fault", "window"], "KIND@AT_MS"),
-                             (["--mode", "live", "--fault", "window@1/99"], "CORE"),
-                             (["--mode", "live", "--fault", "slverr-read@1+"], "FOR_MS '' is not a number"),
-                             (["--mode", "live", "--fault", "slverr-read@1/"], "CORE '' is not a number"),
+                             (["--mode", "live", "--fault", "window@1/99"], "CORE '99' is not a core index"),
+                             # Every field of the grammar: empty, not plain decimal, out of range, out of order.
+                             (["--mode", "live", "--fault", "slverr-read@1+"], "--fault slverr-read@1+: FOR_MS is empty"),
+                             (["--mode", "live", "--fault", "slverr-read@1/"], "--fault slverr-read@1/: CORE is empty"),
+                             (["--mode", "live", "--fault", "slverr-read@"], "AT_MS is empty"),
+                             (["--mode", "live", "--fault", "@5"], "KIND is empty"),
+                             (["--mode", "live", "--fault", "slverr-read@1+/0"], "FOR_MS is empty"),
+                             (["--mode", "live", "--fault", "slverr-read@ 1"], "AT_MS ' 1' is not a number"),
+                             (["--mode", "live", "--fault", "slverr-read@0x10"], "AT_MS '0x10' is not a number"),
+                             (["--mode", "live", "--fault", "slverr-read@1e-400"], "AT_MS '1e-400'"),
+                             (["--mode", "live", "--fault", "slverr-read@-0"], "AT_MS '-0'"),
+                             (["--mode", "live", "--fault", "slverr-read@1e7"], "AT_MS '1e7'"),
+                             (["--mode", "live", "--fault", "slverr-read@1+0"], "FOR_MS '0' is not a number of ms in (0, 1e6]"),
+                             (["--mode", "live", "--fault", "slverr-read@1+2+3"], "FOR_MS '2+3'"),
+                             (["--mode", "live", "--fault", "slverr-read@1/0+2"], "CORE '0+2' is not a core index"),
+                             (["--mode", "live", "--fault", "slverr-read@1/0/1"], "CORE '0/1'"),
+                             (["--mode", "live", "--fault", "slverr-read@1/1.0"], "CORE '1.0'"),
+                             (["--mode", "live", "--fault", "slverr-read@1/-0"], "CORE '-0'"),
+                             (["--mode", "live", "--fault", "watchdog@1+5/0"], "FOR_MS given, but a watchdog fault does not last"),
+                             (["--mode", "live", "--fault", "window@1/7"], "core 7 is not in configuration"),
                              (["--mode", "fast"], "--mode"),
                              (["--mode", "live", "--completion", "psychic"], "--completion"),
                              (["--mode", "live", "--max-retries", "-1"], "--max-retries"),
                              (["--mode", "live", "--max-batch", "4096"], "lower max_batch")):
-            r = loom("serve", w, "--backend", "tlm", *args)
-            self.assert_one_line_error(r, needle)
+            with self.subTest(args=args):
+                r = loom("serve", w, "--backend", "tlm", *args)
+                self.assert_one_line_error(r, needle)
 
 
 class Report(Base):
@@ -934,6 +952,13 @@ class BadInput(Base):
         w = self.workload()
         for args, needles in ((["--max-batch", "0"], ("--max-batch", "0")), (["--max-batch", "-3"], ("--max-batch", "-3")),
                               (["--max-queue-delay-ms", "-1"], ("--max-queue-delay-ms",)),
+                              # Values that once stood for "not given": now checked as any other.
+                              (["--max-queue-delay-ms", "-1e300"], ("--max-queue-delay-ms",)),
+                              (["--slack-margin", "-1e300"], ("--slack-margin", "[0, 1)")),
+                              (["--seed", "-9223372036854775808"], ("--seed: must be >= 0",)),
+                              (["--max-batch", "-9223372036854775808"], ("--max-batch", "must be in 1..4096")),
+                              (["--load-scale", "inf"], ("--load-scale: expected a finite number",)),
+                              (["--load-scale", "0x10"], ("--load-scale: expected a finite number",)),
                               (["-o", "/missing/dir/x.json"], ("-o /missing/dir/x.json", "does not exist")),
                               (["-o", self.dir], ("is a directory",)),
                               (["--cache", "/proc/loom-cache"], ("--cache /proc/loom-cache", "cannot")),
@@ -957,6 +982,12 @@ class BadInput(Base):
             with open(bad, "w") as f:
                 f.write(text)
             self.assert_one_line_error(loom("report", bad, "-o", out), needle)
+        # A --timeline-ms window given is checked before the result is read; an empty one is not "not given".
+        for window in ("", "nan:2", "1_0:20", " 1:2", "0x1:2", "-0:2", "2", "2:", "1:inf", "5:2"):
+            with self.subTest(window=window):
+                self.assert_one_line_error(loom("report", bad, "-o", out, "--timeline-ms", window),
+                                           "--timeline-ms %s: expected START:END" % window if window
+                                           else "--timeline-ms: an empty value")
         self.assertFalse(os.path.exists(out))
         self.assertEqual([n for n in os.listdir(self.dir) if n.startswith(".loom-report")], [])
 

@@ -472,6 +472,11 @@ class Tune(unittest.TestCase):
             (["tune", self.wl, "--swap-at-ms", "500"], "--swap-at-ms"),
             (["tune", self.wl, "--swap-at-ms", "-5"], "--swap-at-ms: expected a time in ms >= 0"),
             (["tune", self.wl, "--swap-at-ms", "nan"], "--swap-at-ms: expected a time in ms >= 0"),
+            (["tune", self.wl, "--swap-at-ms", "inf"], "--swap-at-ms: expected a time in ms >= 0"),
+            (["tune", self.wl, "--swap-at-ms", "-1e300"], "--swap-at-ms: expected a time in ms >= 0"),
+            # Values that once stood for "not given": now checked as any other.
+            (["tune", self.wl, "--seed", "-5"], "--seed: must be >= 0, got -5"),
+            (["tune", self.wl, "--max-cores-per-batch", "-1"], "--max-cores-per-batch: must be >= 1, got -1"),
             (["tune", graph], "gemm_chain"),
             (["tune", self.wl, "--backend", "nosuch"], "nosuch"),
             (["tune", self.wl, "--cost-params-out", os.path.join(self.dir, "no", "cp.json")], "--cost-params-out"),
