@@ -34,7 +34,8 @@ mkdir -p "$out/dat"
 export LOOM_COVERAGE_DIR="$out/dat"
 failed=""
 echo "coverage: rtl tests (log: $out/ctest.log)"
-ctest --test-dir "$build" -L rtl -LE slow -E '^rtl_(lint|synth)' -j "$jobs" --output-on-failure \
+# The e2e entries are the regression list, run below through regress.sh.
+ctest --test-dir "$build" -L rtl -LE 'slow|e2e' -E '^rtl_(lint|synth)' -j "$jobs" --output-on-failure \
   >"$out/ctest.log" 2>&1 || failed="rtl tests (see $out/ctest.log)"
 grep -E '^[0-9]+% tests passed' "$out/ctest.log" || true
 echo "coverage: regression list on rtl (log: $out/regress.log)"
