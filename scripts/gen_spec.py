@@ -4,6 +4,7 @@
 Outputs (never edit them by hand):
   rtl/generated/loom_pkg.sv        SystemVerilog package
   rtl/generated/loom_csr.sv        AXI4-Lite control slave (scripts/spec_csr.py)
+  rtl/include/loom_cover.svh       cover-point macros over every opcode and error cause
   host/spec/loom/spec_gen.h        C++ header
   docs/spec/isa.md, regs.md, configs.md   Markdown tables
 
@@ -506,9 +507,48 @@ def gen_md_configs(spec):
     return "\n".join(o) + "\n"
 
 
+def gen_cover_svh(spec):
+    isa, regs = spec["isa"], spec["regs"]
+    o = []
+    w = o.append
+    w("// " + BANNER)
+    w("// Cover points over the contract's lists, one per opcode and one per error")
+    w("// cause, each with its own name (points that share a name and a line are")
+    w("// added up into one, so a generate loop would count them as one). Simulation-only,")
+    w("// like LOOM_COVER (rtl/include/loom_assert.svh).")
+    w("//")
+    w("// LOOM_COVER_OPCODES(name, cond, op): name_<opcode> when cond && op == Op<Opcode>.")
+    w("// LOOM_COVER_ERR_CAUSES(name, cond, causes): name_<cause> when cond && causes[ERR_<CAUSE>].")
+    w("`ifndef LOOM_COVER_SVH")
+    w("`define LOOM_COVER_SVH")
+    w("")
+    w('`include "loom_assert.svh"')
+    w("")
+    w("`ifndef SYNTHESIS")
+    lines = ["  `LOOM_COVER(name``_%s, (cond) && (op) == loom_pkg::Op%s)" % (op["name"].lower(), camel(op["name"]))
+             for op in isa["opcodes"]]
+    w("`define LOOM_COVER_OPCODES(name, cond, op) \\")
+    for i, l in enumerate(lines):
+        w(l + (" \\" if i + 1 < len(lines) else ""))
+    causes = sorted(regs["error_causes"], key=lambda e: e["bit"])
+    lines = ["  `LOOM_COVER(name``_%s, (cond) && causes[loom_pkg::ERR_%s])" % (e["name"].lower(), e["name"])
+             for e in causes]
+    w("`define LOOM_COVER_ERR_CAUSES(name, cond, causes) \\")
+    for i, l in enumerate(lines):
+        w(l + (" \\" if i + 1 < len(lines) else ""))
+    w("`else")
+    w("`define LOOM_COVER_OPCODES(name, cond, op)")
+    w("`define LOOM_COVER_ERR_CAUSES(name, cond, causes)")
+    w("`endif")
+    w("")
+    w("`endif  // LOOM_COVER_SVH")
+    return "\n".join(o) + "\n"
+
+
 OUTPUTS = {
     "rtl/generated/loom_pkg.sv": gen_sv,
     "rtl/generated/loom_csr.sv": gen_csr_sv,
+    "rtl/include/loom_cover.svh": gen_cover_svh,
     "host/spec/loom/spec_gen.h": gen_cpp,
     "docs/spec/isa.md": gen_md_isa,
     "docs/spec/regs.md": gen_md_regs,

@@ -5,7 +5,7 @@ set -euo pipefail
 
 APT_PACKAGES=(
   build-essential cmake ninja-build ccache git
-  verilator libsystemc-dev yosys
+  verilator libsystemc-dev yosys lcov
   libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
   libxrt-dev uuid-dev libyaml-dev

@@ -19,7 +19,7 @@
 // those two carry a grant. The ACC write port is the unit's alone. The three
 // controllers never run at once, so their requests are simply ORed and the
 // busy one's address and data go out.
-`include "loom_assert.svh"
+`include "loom_cover.svh"
 
 module loom_compute_unit #(
   parameter int unsigned Rows       = 4,
@@ -415,5 +415,10 @@ module loom_compute_unit #(
   `LOOM_ASSERT(PopNextWhenAvail_A, tok_next_pop_o |-> tok_next_avail_i)
   `LOOM_ASSERT(NoRetireAndErr_A, !(retire_o && err_o))
   `LOOM_ASSERT(ErrCauseOneHot_A, err_o |-> $onehot(err_cause_o))
+
+
+  // Cover points (coverage build only): states and the opcode each instruction carries.
+  `LOOM_COVER_STATES(c_state, state_q, 7)
+  `LOOM_COVER_OPCODES(c_op, insn_valid_i && insn_ready_o, insn_i[loom_pkg::INSN_OPCODE_LSB +: loom_pkg::INSN_OPCODE_W])
 
 endmodule

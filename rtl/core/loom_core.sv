@@ -4,7 +4,7 @@
 // owner table of docs/rtl-core.md), the AXI read mux between fetch (ID 0)
 // and the load unit (ID 1), the first-error latch that halts every unit, the
 // watchdog and the 64-bit performance counters in loom_pkg::CTR_* order.
-`include "loom_assert.svh"
+`include "loom_cover.svh"
 
 module loom_core #(
   parameter int unsigned AddrW      = 48,
@@ -876,5 +876,21 @@ module loom_core #(
   `LOOM_ASSERT(a_ar_stable, !$past(m_axi_arvalid && !m_axi_arready) ||
                             (m_axi_arvalid && $stable(m_axi_arid) && $stable(m_axi_araddr)))
   `LOOM_ASSERT(a_one_acc_reader, !(cu_acc_rd_req && st_acc_rd_gnt))
+
+
+  // Cover points (coverage build only): every error cause latched, watchdog,
+  // soft reset, error clear, AXI backpressure per channel, AR arbitration.
+  `LOOM_COVER_ERR_CAUSES(c_err, new_err, new_cause)
+  `LOOM_COVER(c_watchdog, new_err && !ld_err && !cu_err && !st_err && !d_err && !f_ring_err && wd_fire)
+  `LOOM_COVER(c_soft_reset_idle, flush_i && !busy_q && !halt_q)
+  `LOOM_COVER(c_soft_reset_busy, flush_i && busy_q && !halt_q)
+  `LOOM_COVER(c_soft_reset_halted, flush_i && halt_q)
+  `LOOM_COVER(c_err_clear, |(err_clear_i & cause_q))
+  `LOOM_COVER(c_aw_stall, m_axi_awvalid && !m_axi_awready)
+  `LOOM_COVER(c_w_stall, m_axi_wvalid && !m_axi_wready)
+  `LOOM_COVER(c_b_stall, m_axi_bvalid && !m_axi_bready)
+  `LOOM_COVER(c_ar_stall, m_axi_arvalid && !m_axi_arready)
+  `LOOM_COVER(c_r_stall, m_axi_rvalid && !m_axi_rready)
+  `LOOM_COVER(c_ar_contend, f_arvalid && ld_arvalid)
 
 endmodule : loom_core

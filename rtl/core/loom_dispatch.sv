@@ -6,7 +6,7 @@
 // instruction (window, AXI response, ...) is reported before this one, as the
 // golden model's program order requires. The four dependency-token counters
 // live here, between the units' pop/push pulses.
-`include "loom_assert.svh"
+`include "loom_cover.svh"
 
 module loom_dispatch #(
   parameter int unsigned NumSems = 8,
@@ -249,5 +249,19 @@ module loom_dispatch #(
                                   !(cu_tok_next_push_i && !st_tok_prev_pop_i && c2s_q == '1) &&
                                   !(st_tok_prev_push_i && !cu_tok_next_pop_i && s2c_q == '1))
   `LOOM_ASSERT(a_one_issue, $onehot0({ld_valid_o, cu_valid_o, st_valid_o}))
+
+
+  // Cover points (coverage build only): every opcode issued or retired, bad
+  // instructions, semaphore waits, unit backpressure.
+  `LOOM_COVER_OPCODES(c_op, insn_valid_i && insn_ready_o, op)
+  `LOOM_COVER(c_op_unknown, insn_valid_i && !op_known)
+  `LOOM_COVER(c_flags_bad, insn_valid_i && op_known && flags_bad)
+  `LOOM_COVER(c_sem_bad, insn_valid_i && sem_bad)
+  `LOOM_COVER(c_sem_wait_blocked, blocked_o)
+  `LOOM_COVER(c_sem_wait_released, !blocked_o && $past(blocked_o) && insn_ready_o)
+  `LOOM_COVER(c_ld_stall, ld_valid_o && !ld_ready_i)
+  `LOOM_COVER(c_cu_stall, cu_valid_o && !cu_ready_i)
+  `LOOM_COVER(c_st_stall, st_valid_o && !st_ready_i)
+  `LOOM_COVER(c_ctrl_drain_wait, insn_valid_i && !halt_i && !flush_i && op_ctrl && !insn_bad && !drained)
 
 endmodule : loom_dispatch

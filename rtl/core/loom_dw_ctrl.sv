@@ -382,4 +382,8 @@ module loom_dw_ctrl #(
   `LOOM_ASSERT(WriterFree_A, p1_q && p1_last_q |-> wb_q <= WbW'(SpW))
   `LOOM_ASSERT(NoReadOutsideRun_A, (in_rd_req_o || wgt_rd_req_o) |-> st_q == DRun)
 
+
+  // Cover points (coverage build only).
+  `LOOM_COVER_STATES(c_state, st_q, 4)
+
 endmodule

@@ -1246,4 +1246,8 @@ module loom_elem_ctrl #(
   `LOOM_ASSERT(TagPerBeat_A, dp_out_valid |-> !tag_empty)
   `LOOM_ASSERT(LiveLanes_A, dp_in_valid |-> dp_lanes >= 17'd1 && dp_lanes <= 17'(Lanes))
 
+
+  // Cover points (coverage build only).
+  `LOOM_COVER_STATES(c_state, es_q, 26)
+
 endmodule

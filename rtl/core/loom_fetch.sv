@@ -388,4 +388,16 @@ module loom_fetch #(
   `LOOM_ASSERT(a_ar_stable, !$past(m_axi_arvalid && !m_axi_arready) ||
                             (m_axi_arvalid && $stable(m_axi_araddr) && $stable(m_axi_arlen)))
 
+
+  // Cover points (coverage build only): states, burst lengths, stalls, flushes.
+  `LOOM_COVER_STATES(c_state, state_q, 3)
+  `LOOM_COVER_BURST(c_ar, m_axi_arvalid && m_axi_arready, m_axi_arlen)
+  `LOOM_COVER(c_ar_stall, m_axi_arvalid && !m_axi_arready)
+  `LOOM_COVER(c_r_stall, m_axi_rvalid && !m_axi_rready)
+  `LOOM_COVER(c_insn_stall, insn_valid_o && !insn_ready_i)
+  `LOOM_COVER(c_fifo_full, fifo_full)
+  `LOOM_COVER(c_ring_err, ring_err_o)
+  `LOOM_COVER(c_flush_in_burst, flush_i && state_q != StIdle)
+  `LOOM_COVER(c_restart_in_burst, restart_i && state_q != StIdle)
+
 endmodule : loom_fetch

@@ -578,4 +578,8 @@ module loom_gemm_ctrl #(
   // The stager never writes the buffer being streamed.
   `LOOM_ASSERT(StageIntoFree_A, st_pend_q |-> !full_q[st_buf_q])
 
+
+  // Cover points (coverage build only).
+  `LOOM_COVER_STATES(c_state, fs_q, 5)
+
 endmodule

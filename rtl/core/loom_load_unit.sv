@@ -528,4 +528,13 @@ module loom_load_unit #(
                            sp_wr_req_o && $stable({sp_wr_addr_o, sp_wr_data_o, sp_wr_mask_o}))
   `LOOM_ASSERT(ArOnlyWhenChecked_A, m_axi_arvalid |-> state_q inside {StRun, StErr, StDrain})
 
+
+  // Cover points (coverage build only): states, burst lengths, bursts in flight, stalls.
+  `LOOM_COVER_STATES(c_state, state_q, 6)
+  `LOOM_COVER_BURST(c_ar, ar_fire, m_axi_arlen)
+  `LOOM_COVER_LEVEL(c_outst, outst_q, MaxOutstanding)
+  `LOOM_COVER(c_ar_stall, m_axi_arvalid && !m_axi_arready)
+  `LOOM_COVER(c_r_stall, m_axi_rvalid && !m_axi_rready)
+  `LOOM_COVER(c_sp_wr_stall, sp_wr_req_o && !sp_wr_gnt_i)
+
 endmodule

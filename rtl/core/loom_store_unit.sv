@@ -518,4 +518,13 @@ module loom_store_unit #(
   `LOOM_ASSERT(BExpected_A, m_axi_bvalid |-> outst_q != '0)
   `LOOM_ASSERT(AwOnlyWhenChecked_A, m_axi_awvalid |-> state_q inside {StRun, StErr, StDrain})
 
+
+  // Cover points (coverage build only): states, burst lengths, bursts in flight, stalls.
+  `LOOM_COVER_STATES(c_state, state_q, 6)
+  `LOOM_COVER_BURST(c_aw, aw_fire, m_axi_awlen)
+  `LOOM_COVER_LEVEL(c_outst, outst_q, MaxOutstanding)
+  `LOOM_COVER(c_aw_stall, m_axi_awvalid && !m_axi_awready)
+  `LOOM_COVER(c_w_stall, m_axi_wvalid && !m_axi_wready)
+  `LOOM_COVER(c_b_stall, m_axi_bvalid && !m_axi_bready)
+
 endmodule

@@ -3,7 +3,8 @@
 `loom experiment` (local processes here; Slurm in
 serve.cli.Experiment.test_slurm_job_array_matches_local_run): every entry of
 the backend passes, results.json/csv list them, a second run resumes (runs
-nothing that passed; retries what failed), bad arguments are one line.
+nothing that passed; retries what failed), bad arguments (also --coverage's)
+are one line.
 
 usage: regress_launcher_test.py LOOM ROOT
 """
@@ -59,7 +60,10 @@ def main():
             assert len(err) == 1 and err[0].startswith("loom: error: %s failed on %s; reproduce: " % (entry, backend)), r.stderr
         # Bad arguments: one line, non-zero.
         for args, needle in ((["--tag", "weekly"], "--tag"), (["--launcher", "pbs"], "launcher"),
-                             (["--frobnicate"], "unknown argument")):
+                             (["--frobnicate"], "unknown argument"), (["-j", "0"], "-j"),
+                             (["--check"], "go with --coverage"),
+                             (["--coverage", "--launcher", "slurm"], "locally"),
+                             (["--coverage"], "leave out --loom")):
             r = subprocess.run(["bash", script, "--loom", loom, "-o", os.path.join(d, "bad")] + args,
                                capture_output=True, text=True, timeout=120)
             lines = [l for l in r.stderr.splitlines() if l.strip()]

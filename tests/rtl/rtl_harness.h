@@ -12,6 +12,8 @@
 #include <random>
 #include <string>
 
+#include "hw/verilated/coverage.h"
+
 namespace loom::rtltest {
 
 /// Options every testbench accepts: --seed N, --trace FILE.fst.
@@ -41,6 +43,8 @@ class Sim {
  public:
   Sim(int argc, char** argv, const Options& opt) : ctx_(std::make_unique<VerilatedContext>()) {
     ctx_->commandArgs(argc, argv);
+    const char* slash = std::strrchr(argv[0], '/');
+    name_ = slash != nullptr ? slash + 1 : argv[0];
     ctx_->traceEverOn(!opt.trace.empty());
     model_ = std::make_unique<Model>(ctx_.get());
     if (!opt.trace.empty()) {
@@ -56,6 +60,7 @@ class Sim {
 
   ~Sim() {
     model_->final();
+    hw::write_coverage<LOOM_VM_COVERAGE>(ctx_.get(), name_);
     if (trace_) trace_->close();
   }
 
@@ -101,6 +106,7 @@ class Sim {
   std::unique_ptr<VerilatedContext> ctx_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<VerilatedFstC> trace_;
+  std::string name_;  // the binary's name, for its coverage file
   uint64_t cycles_ = 0;
 };
 

@@ -8,7 +8,9 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 
+#include "hw/verilated/coverage.h"
 #include "hw/verilated/fabric_sim.h"
 #include "hw/verilated/pins.h"
 
@@ -19,7 +21,9 @@ class VerilatedFabric final : public FabricSim {
  public:
   /// `tracing` must be decided before the model exists (Verilator compiles
   /// the trace hooks in but only arms them when asked up front).
-  VerilatedFabric(const FabricShape& shape, bool tracing) : shape_(shape), ctx_(std::make_unique<VerilatedContext>()) {
+  /// `cov_tag` names the coverage file of a coverage build (coverage.h).
+  VerilatedFabric(const FabricShape& shape, bool tracing, std::string cov_tag = "fabric")
+      : shape_(shape), ctx_(std::make_unique<VerilatedContext>()), cov_tag_(std::move(cov_tag)) {
     // commandArgs must precede the model; no plusargs are passed through a
     // library, but an empty vector still initialises the context.
     const char* argv[] = {"loom_rtl"};
@@ -131,6 +135,7 @@ class VerilatedFabric final : public FabricSim {
     if (finished_) return;
     finished_ = true;
     model_->final();
+    write_coverage<LOOM_VM_COVERAGE>(ctx_.get(), cov_tag_);
     if (trace_) trace_->close();
   }
 
@@ -139,6 +144,7 @@ class VerilatedFabric final : public FabricSim {
   std::unique_ptr<VerilatedContext> ctx_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<VerilatedFstC> trace_;
+  std::string cov_tag_;
   bool tracing_ = false;
   bool finished_ = false;
 };
