@@ -111,7 +111,7 @@ Loop::Loop(Setup s, const TuneOptions& o)
     : s_(std::move(s)),
       o_(o),
       sm_(*s_.cfg, o.backend, o.cache_dir, o.device),
-      lab_(*s_.cfg, sm_),
+      lab_(sm_),
       stages_(4.0 + double(o.rounds)),
       base_cp_(compiler::CostParams::from(*s_.cfg)) {
   if (o_.zoo_builder) sm_.set_zoo_builder(o_.zoo_builder);

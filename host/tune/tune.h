@@ -155,7 +155,7 @@ class Lab {
  public:
   /// Measures on `sm`'s device (one tlm platform per process); zoo models
   /// come from `sm`'s zoo builder.
-  Lab(const spec::HwConfig& cfg, serve::ServiceModel& sm) : cfg_(cfg), sm_(sm) {}
+  explicit Lab(serve::ServiceModel& sm) : sm_(sm) {}
   /// The choice's program as the compile driver makes it (what `loom run`
   /// runs), kept for the compiler's predictions, decisions and the plans'
   /// layers: its plans keep no instruction streams or constants (memory),
@@ -186,7 +186,6 @@ class Lab {
  private:
   /// The choice compiled in full (runnable plans) by the compile driver.
   Expected<plan::Program> build(const serve::ModelSpec& m, const Choice& c);
-  const spec::HwConfig& cfg_;
   serve::ServiceModel& sm_;
   std::map<std::string, plan::Program> compiled_;
   std::map<std::string, double> compile_ms_;
