@@ -246,6 +246,36 @@ void add_compile_flags(CLI::App* cmd, CompileFlags& f) {
                        cmd->add_flag("--exact-host", f.exact_host,
                                      "ONNX: keep Softmax and LayerNormalization on the host in float, exact against "
                                      "ONNX Runtime, instead of the fabric's integer row normalizations (ROWNORM)"));
+  cmd->add_option("--input-shape", f.input_shapes,
+                  "ONNX: bind graph input NAME to shape D0,D1,... (repeatable; symbolic and fixed dimensions alike)")
+      ->type_name("NAME=D0,D1,...")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->expected(1);
+  cmd->add_option("--dim", f.dims, "ONNX: bind symbolic dimension SYMBOL of the graph inputs to N (repeatable)")
+      ->type_name("SYMBOL=N")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->expected(1);
+  cmd->add_option("--batch", f.batch,
+                  "ONNX: dimension 0 of every graph input is N, also where the model fixes it (re-batching a "
+                  "batch-1 export)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+}
+
+Expected<onnxfe::ShapeBinding> shape_binding(const CompileFlags& f) {
+  onnxfe::ShapeBinding b;
+  for (const auto& s : f.input_shapes) LOOM_TRY(onnxfe::parse_input_shape(s, b));
+  for (const auto& s : f.dims) LOOM_TRY(onnxfe::parse_dim(s, b));
+  b.batch = f.batch;
+  return b;
+}
+
+Status refuse_shape_flags(const CompileFlags& f, const std::string& what) {
+  const char* flag = !f.input_shapes.empty() ? "--input-shape"
+                     : !f.dims.empty()       ? "--dim"
+                     : f.batch               ? "--batch"
+                                             : nullptr;
+  if (!flag) return {};
+  return make_error(flag, "binds the shapes of an ONNX model; " + what + " has fixed shapes");
 }
 
 Expected<compiler::CompileOptions> compile_options(const CompileFlags& f, const spec::HwConfig& cfg) {

@@ -14,6 +14,7 @@
 #include "common/status.h"
 #include "common/tensor.h"
 #include "compiler/compiler.h"
+#include "frontend/onnx/shapes.h"
 #include "ir/graph.h"
 #include "plan/plan.h"
 #include "plan/program.h"
@@ -65,10 +66,18 @@ struct CompileFlags {
   std::string fusion = "cost", placement = "static", hls = "off", depthwise = "auto", cost_params;
   bool exact_host = false;
   std::vector<std::pair<std::string, CLI::Option*>> given;  // flag -> option, to tell which were given
+  // ONNX models: --input-shape, --dim, --batch (onnxfe::ShapeBinding).
+  std::vector<std::string> input_shapes, dims;
+  int64_t batch = 0;
 };
 /// Adds --cores, --fusion, --placement, --tasks-per-core, --hls,
-/// --cost-params and --exact-host to `cmd`.
+/// --cost-params, --exact-host, --input-shape, --dim and --batch to `cmd`.
 void add_compile_flags(CLI::App* cmd, CompileFlags& f);
+/// The shapes --input-shape, --dim and --batch bind on an ONNX model.
+Expected<onnxfe::ShapeBinding> shape_binding(const CompileFlags& f);
+/// On an input that is not an ONNX model (`what`: "a JSON graph", "plan
+/// P"), whose shapes are fixed: a shape flag given is an error naming it.
+Status refuse_shape_flags(const CompileFlags& f, const std::string& what);
 /// The options the flags name, for `cfg` (--cost-params read and checked).
 Expected<compiler::CompileOptions> compile_options(const CompileFlags& f, const spec::HwConfig& cfg);
 /// On a plan that records `recorded` (JSON text of compile_options; empty:
@@ -167,8 +176,8 @@ bool has_reference_inputs(const std::string& dir);
 /// The reference folder of a model: --expected, else test_data_set_0 beside
 /// it when no --inputs are given (empty: none).
 std::string expected_dir(const RunArgs& a);
-int compile_program_kind(const std::string& model, const spec::HwConfig& cfg, const compiler::CompileOptions& opt,
-                         const std::string& out, bool explain, bool json);
+int compile_program_kind(const std::string& model, const onnxfe::ShapeBinding& shapes, const spec::HwConfig& cfg,
+                         const compiler::CompileOptions& opt, const std::string& out, bool explain, bool json);
 
 /// Version of the JSON results (docs/schema/*.schema.json); raise it when a
 /// field changes meaning or goes away.

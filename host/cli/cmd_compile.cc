@@ -30,10 +30,14 @@ void register_compile(CLI::App& app) {
     if (!copt) throw CLI::RuntimeError(fail(copt.error()));
     const compiler::CompileOptions& opt = *copt;
     if (input_kind(o->graph) == InputKind::Onnx) {
-      const int rc = compile_program_kind(o->graph, **cfg, opt, o->out, o->explain, o->json);
+      auto shapes = shape_binding(o->compile);
+      if (!shapes) throw CLI::RuntimeError(fail(shapes.error()));
+      const int rc = compile_program_kind(o->graph, *shapes, **cfg, opt, o->out, o->explain, o->json);
       if (rc != 0) throw CLI::RuntimeError(rc);
       return;
     }
+    if (Status s = refuse_shape_flags(o->compile, o->graph + ", a JSON graph,"); !s)
+      throw CLI::RuntimeError(fail(s.error()));
     auto prog = driver::compile_program(driver::Source::graph_file(o->graph), **cfg, opt);
     if (!prog) throw CLI::RuntimeError(fail(prog.error()));
     const plan::Segment* r = &prog->segments.at(0);

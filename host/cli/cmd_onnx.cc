@@ -70,7 +70,7 @@ Status attach_reference_graphs(onnxfe::ProgramPlan& pp, const std::string& plan_
     return make_error("--check", "the model " + (info.source.empty() ? std::string("of the plan") : info.source) +
                                      " that " + plan_path +
                                      " was compiled from is missing or changed since compilation");
-  auto m = onnxfe::load_model(info.source);
+  auto m = onnxfe::load_model(info.source, info.shapes);
   if (!m) return m.error();
   auto& segs = pp.program.segments;
   const auto& plans = segs;
@@ -97,6 +97,39 @@ Status attach_reference_graphs(onnxfe::ProgramPlan& pp, const std::string& plan_
   return {};
 }
 
+// The shapes of `files` bound on the graph inputs of `m` whose dimensions
+// the flags left open: the model loaded again with them.
+Expected<onnxfe::Model> bind_to_inputs(onnxfe::Model m, const std::vector<std::string>& files) {
+  auto in = onnxfe::read_inputs(m, files);
+  if (!in) return in.error();
+  onnxfe::ShapeBinding b = m.bound;
+  for (const auto& name : m.inputs) {
+    auto t = m.types.find(name);
+    if (t != m.types.end() && t->second.has_shape) continue;  // bound already
+    std::string text = name + "=";
+    for (int64_t d : in->at(name).shape) text += std::to_string(d) + ",";
+    text.pop_back();
+    b.inputs.erase(name);
+    if (Status s = onnxfe::parse_input_shape(text, b); !s) return Status(s.error()).context("--inputs");
+  }
+  return onnxfe::load_model(m.path, b);
+}
+
+// On a program plan, --input-shape, --dim and --batch must be what it was
+// compiled with.
+Status check_plan_shapes(const CompileFlags& f, const onnxfe::ShapeBinding& recorded, const std::string& plan) {
+  if (f.input_shapes.empty() && f.dims.empty() && f.batch == 0) return {};
+  auto asked = shape_binding(f);
+  if (!asked) return asked.error();
+  if (*asked == recorded) return {};
+  const std::string was = recorded.empty() ? std::string("no shapes bound") : "'" + recorded.text() + "'";
+  return make_error(!f.input_shapes.empty() ? "--input-shape"
+                    : !f.dims.empty()       ? "--dim"
+                                            : "--batch",
+                    "plan " + plan + " was compiled with " + was + ", not '" + asked->text() +
+                        "'; recompile it, or leave the flags out");
+}
+
 }  // namespace
 
 int run_program_kind(const RunArgs& a) {
@@ -118,6 +151,7 @@ int run_program_kind(const RunArgs& a) {
     if (!cfg) return fail(cfg.error());
     cfgp = *cfg;
     if (Status s = check_plan_flags(a.compile, *cfgp, &pp->info.options, a.model); !s) return fail(s.error());
+    if (Status s = check_plan_shapes(a.compile, pp->info.shapes, a.model); !s) return fail(s.error());
     options = pp->info.options;
     if (a.check)
       if (Status s = attach_reference_graphs(*pp, a.model); !s) return fail(s.error());
@@ -132,7 +166,9 @@ int run_program_kind(const RunArgs& a) {
     auto copt = compile_options(a.compile, *cfgp);
     if (!copt) return fail(copt.error());
     options = *copt;
-    auto m = onnxfe::load_model(a.model);
+    auto shapes = shape_binding(a.compile);
+    if (!shapes) return fail(shapes.error());
+    auto m = onnxfe::load_model(a.model, *shapes);
     if (!m) return fail(m.error());
     source = std::move(*m);
   }
@@ -140,6 +176,14 @@ int run_program_kind(const RunArgs& a) {
   if (input_files.empty() && has_reference_inputs(exp_dir))
     for (size_t k = 0; k < model->inputs.size(); ++k)
       input_files.push_back(exp_dir + "/input_" + std::to_string(k) + ".pb");
+  if (!from_plan && !source.unbound.empty() && !input_files.empty()) {
+    // Symbolic dimensions the flags left open take the input files' shapes.
+    auto bound = bind_to_inputs(std::move(source), input_files);
+    if (!bound) return fail(bound.error());
+    source = std::move(*bound);
+  }
+  if (!from_plan)
+    if (Status s = onnxfe::check_bound(source); !s) return fail(s.error());
   std::map<std::string, onnxfe::Value> inputs;
   if (input_files.empty()) {
     auto in = onnxfe::random_inputs(*model, a.seed);
@@ -223,8 +267,8 @@ int run_program_kind(const RunArgs& a) {
   return finish_run(a, rep, prog, *res, *cfgp, /*name_segments=*/true, exp_dir, t0);
 }
 
-int compile_program_kind(const std::string& model, const spec::HwConfig& cfg, const compiler::CompileOptions& opt,
-                         const std::string& out, bool explain, bool json) {
+int compile_program_kind(const std::string& model, const onnxfe::ShapeBinding& shapes, const spec::HwConfig& cfg,
+                         const compiler::CompileOptions& opt, const std::string& out, bool explain, bool json) {
   {
     // The plan is renamed into place: a device or directory there would be replaced.
     std::error_code ec;
@@ -232,7 +276,7 @@ int compile_program_kind(const std::string& model, const spec::HwConfig& cfg, co
     if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
       return fail("-o " + out + ": not a regular file; a plan is written to a new or regular file");
   }
-  auto prog = driver::compile_program(driver::Source::onnx_file(model), cfg, opt);
+  auto prog = driver::compile_program(driver::Source::onnx_file(model, shapes), cfg, opt);
   if (!prog) return fail(prog.error());
   ordered_json j{{"model", model},
                  {"config", cfg.name},
@@ -252,6 +296,7 @@ int compile_program_kind(const std::string& model, const spec::HwConfig& cfg, co
   info.source = ec ? model : abs.lexically_normal().string();
   info.source_hash = file_hash(model);
   info.options = opt;
+  info.shapes = shapes;
   Status s = onnxfe::write_program_plan(*prog, info, out);
   if (!s) return fail(s.error());
   j["plan"] = out;

@@ -99,6 +99,9 @@ int run(const Opts& o) {
   }
   const auto t0 = std::chrono::steady_clock::now();
   const bool is_plan = kind == InputKind::Plan;
+  if (Status s = refuse_shape_flags(o.compile, (is_plan ? "plan " : "") + o.model + (is_plan ? "" : ", a JSON graph,"));
+      !s)
+    return fail(s.error());
   plan::Plan p;
   std::string graph_path = o.graph;
   if (is_plan) {

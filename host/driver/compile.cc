@@ -37,10 +37,11 @@ Source Source::graph_of(ir::Graph g) {
   return s;
 }
 
-Source Source::onnx_file(std::string path) {
+Source Source::onnx_file(std::string path, onnxfe::ShapeBinding shapes) {
   Source s;
   s.kind = Kind::Onnx;
   s.path = std::move(path);
+  s.shapes = std::move(shapes);
   return s;
 }
 
@@ -96,7 +97,7 @@ Expected<plan::Program> compile_program(Source src, const spec::HwConfig& cfg, c
       return compile_graph(gemm_chain_graph(src.chain), cfg, opt, "");
     case Source::Kind::Onnx: {
       if (!src.model) {
-        auto m = onnxfe::load_model(src.path);
+        auto m = onnxfe::load_model(src.path, src.shapes);
         if (!m) return m.error();
         src.model = std::move(*m);
       }
@@ -110,7 +111,7 @@ Expected<plan::Program> compile_program(Source src, const spec::HwConfig& cfg, c
 
 Expected<Reusable> Reusable::prepare(Source src, const spec::HwConfig& cfg) {
   if (src.kind == Source::Kind::Onnx && !src.model) {
-    auto m = onnxfe::load_model(src.path);
+    auto m = onnxfe::load_model(src.path, src.shapes);
     if (!m) return m.error();
     src.model = std::move(*m);
   }

@@ -36,11 +36,15 @@ struct Source {
   /// Onnx: the model, when the caller loaded it already (to read its
   /// inputs); else it is loaded from `path`.
   std::optional<onnxfe::Model> model;
+  /// Onnx: shapes bound when the model is loaded from `path` (a model given
+  /// loaded was bound by its caller). A model with a graph input dimension
+  /// left unbound is refused.
+  onnxfe::ShapeBinding shapes;
   GemmChain chain;
 
   static Source graph_file(std::string path);
   static Source graph_of(ir::Graph g);
-  static Source onnx_file(std::string path);
+  static Source onnx_file(std::string path, onnxfe::ShapeBinding shapes = {});
   static Source onnx_model(onnxfe::Model m);
   static Source gemm_chain(const GemmChain& c);
 };

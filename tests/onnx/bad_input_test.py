@@ -178,9 +178,9 @@ def case_opset_too_old(d):
 
 
 def case_unsupported_op(d):
-    g = helper.make_graph([helper.make_node("Einsum", ["x", "x"], ["y"], name="ein", equation="i,i->i")], "g",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    g = helper.make_graph([helper.make_node("Einsum", ["x", "x"], ["y"], name="ein", equation="bi,bi->bi")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
     p = os.path.join(d, "einsum.onnx")

@@ -132,7 +132,7 @@ class ProgramFile : public ::testing::Test {
 
 TEST_F(ProgramFile, RoundTripKeepsEverything) {
   ASSERT_EQ(prog.segments.size(), 2u);
-  ProgramPlanInfo info{"tiny", "loom test", "/src/lib.onnx", 0x1234abcdu, {}};
+  ProgramPlanInfo info{"tiny", "loom test", "/src/lib.onnx", 0x1234abcdu, {}, {}};
   info.options.num_cores = 2;
   info.options.placement = compiler::Placement::Pipeline;
   ASSERT_TRUE(write_program_plan(prog, info, path).is_ok());
@@ -232,7 +232,7 @@ TEST_F(ProgramFile, ReusableDriverCompilesWhatAFirstCompileGivesUnderEveryOption
 }
 
 TEST_F(ProgramFile, ReadBackRunsToTheSameOutputs) {
-  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}}, path).is_ok());
+  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}, {}}, path).is_ok());
   auto r = read_program_plan(path);
   ASSERT_TRUE(r) << r.error().str();
   Value x = Value::make(kFloat, {4, 8});
@@ -287,7 +287,7 @@ TEST_F(ProgramFile, SegmentGraphsRebuildThePlansSegmentsWithoutCompiling) {
 }
 
 TEST_F(ProgramFile, SingleGraphReaderRefusesAProgramPlan) {
-  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}}, path).is_ok());
+  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}, {}}, path).is_ok());
   EXPECT_EQ(plan::plan_format_version(path), plan::kProgramFormatVersion);
   auto r = plan::read_plan(path);
   ASSERT_FALSE(r);
@@ -324,7 +324,7 @@ void expect_refused(Expected<ProgramPlan> r, const std::string& needle) {
 }
 
 TEST_F(ProgramFile, ReaderRefusesFlagsAndU8FlagsThatDisagreeWithTheModel) {
-  const ProgramPlanInfo info{"tiny", "loom test", "", 0, {}};
+  const ProgramPlanInfo info{"tiny", "loom test", "", 0, {}, {}};
   ASSERT_TRUE(write_program_plan(prog, info, path).is_ok());
   ASSERT_TRUE(read_program_plan(path)) << "the untampered plan reads back";
   tamper(path, [](nlohmann::json&) {}, 0xdeadbeef);
@@ -363,7 +363,7 @@ onnx::NodeProto* host_node(onnx::ModelProto& host, const std::string& op) {
 }
 
 TEST_F(ProgramFile, ReaderRefusesAHostNodeWithMoreOperandsThanItsSchema) {
-  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}}, path).is_ok());
+  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}, {}}, path).is_ok());
   edit_host(path, [](onnx::ModelProto& host) {
     onnx::NodeProto* n = host_node(host, "Transpose");
     ASSERT_NE(n, nullptr);
@@ -375,7 +375,7 @@ TEST_F(ProgramFile, ReaderRefusesAHostNodeWithMoreOperandsThanItsSchema) {
 TEST_F(ProgramFile, ReaderRefusesHostStepsWhoseShapesDisagreeWithASegment) {
   // The second Transpose made an identity: softmax and its QuantizeLinear
   // then give segment 1 a [6, 4] tensor where its plan reads [4, 6].
-  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}}, path).is_ok());
+  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}, {}}, path).is_ok());
   edit_host(path, [](onnx::ModelProto& host) {
     for (auto& n : *host.mutable_graph()->mutable_node())
       if (n.op_type() == "Transpose" && n.input(0) == "l") {
@@ -389,7 +389,7 @@ TEST_F(ProgramFile, ReaderRefusesHostStepsWhoseShapesDisagreeWithASegment) {
 TEST_F(ProgramFile, ReaderRefusesAHostStepThatBroadcastsPastTheTensorLimit) {
   // Two 32,768-element constants added with numpy broadcasting: 2^30
   // elements (4 GiB of float), refused at load instead of run.
-  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}}, path).is_ok());
+  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}, {}}, path).is_ok());
   size_t nodes = 0;
   edit_host(
       path,
@@ -414,7 +414,7 @@ TEST_F(ProgramFile, ReaderRefusesAHostStepThatBroadcastsPastTheTensorLimit) {
 }
 
 TEST_F(ProgramFile, ReaderRefusesFallbackOpsThatAreNotTheHostSteps) {
-  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}}, path).is_ok());
+  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}, {}}, path).is_ok());
   edit_host(
       path, [](onnx::ModelProto&) {},
       [](nlohmann::json& meta) {

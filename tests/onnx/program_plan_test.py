@@ -156,12 +156,39 @@ class ProgramPlan(unittest.TestCase):
         self.assertEqual(y.shape, (1, 4, 6, 6))
         self.assertGreater(len(np.unique(y)), 4, "degenerate output")
 
-    def test_check_with_nothing_on_the_device_claims_nothing(self):
-        # A symbolic batch dimension keeps every op on the host: --check has
-        # nothing to compare and says so, instead of "bit-exact".
+    def test_symbolic_batch_is_bound_from_the_inputs_or_refused(self):
+        # A symbolic batch dimension is bound to the --inputs' shape and runs
+        # on the device as the fixed model does; with nothing to bind it from
+        # the model is refused in one line naming the dimension, never run
+        # wholly on the host.
         m, _ = two_segment_model()
         m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "N"
         sym = os.path.join(self.dir, "sym.onnx")
+        write(sym, m.SerializeToString())
+        r = self.loom("run", sym, "--config", "tiny", "--backend", BACKEND, "--inputs", self.x, "--check", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        j = json.loads(r.stdout)
+        self.assertEqual([s["nodes"] for s in j["segments"]], [["conv1"], ["conv2"]])
+        self.assertTrue(j["bit_exact"])
+        for cmd in (["run", sym], ["compile", sym, "-o", os.path.join(self.dir, "sym.plan")]):
+            r = self.loom(*cmd, "--config", "tiny")
+            self.assertEqual(r.returncode, 1)
+            self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+            self.assertIn("input 'x' dimension 0 ('N')", r.stderr)
+            self.assertIn("--dim SYMBOL=N", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "sym.plan")))
+        r = self.loom("compile", sym, "--config", "tiny", "--dim", "N=1", "-o", os.path.join(self.dir, "sym.plan"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_check_with_nothing_on_the_device_claims_nothing(self):
+        # A float model (nothing quantized) keeps nothing on the device:
+        # --check has nothing to compare and says so, instead of "bit-exact".
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 6])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 6, 6])
+        g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "float_only", [x], [y])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 8
+        sym = os.path.join(self.dir, "float_only.onnx")
         write(sym, m.SerializeToString())
         r = self.loom("run", sym, "--config", "tiny", "--backend", BACKEND, "--inputs", self.x, "--check", "--json")
         self.assertEqual(r.returncode, 0, r.stderr)

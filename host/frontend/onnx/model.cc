@@ -320,10 +320,18 @@ Status check_quant(const Model& m, const Node& n) {
 
 }  // namespace
 
-Expected<Model> load_model(const std::string& path) {
+Expected<Model> load_model(const std::string& path, const ShapeBinding& shapes) {
   auto bytes = read_file_bytes(path);
   if (!bytes) return bytes.error();
-  return load_model_bytes(*bytes, path, fs::path(path).parent_path().string());
+  return load_model_bytes(*bytes, path, fs::path(path).parent_path().string(), shapes);
+}
+
+Status check_bound(const Model& m) {
+  if (m.unbound.empty()) return {};
+  std::string dims;
+  for (const auto& d : m.unbound) dims += (dims.empty() ? "" : ", ") + d;
+  return make_error(m.path, "graph input dimensions have no value: " + dims +
+                                "; bind them with --dim SYMBOL=N, --input-shape NAME=D0,D1,... or --batch N");
 }
 
 namespace {
@@ -593,7 +601,8 @@ Expected<std::map<std::string, TensorType>> infer_shapes(onnx::ModelProto& mp, c
   return out;
 }
 
-Expected<Model> load_model_bytes(const std::string& bytes, const std::string& path, const std::string& dir) {
+Expected<Model> load_model_bytes(const std::string& bytes, const std::string& path, const std::string& dir,
+                                 const ShapeBinding& shapes) {
   onnx::ModelProto mp;
   if (bytes.empty()) return make_error(path, "empty file; not an ONNX model");
   if (!mp.ParseFromString(bytes)) {
@@ -604,6 +613,9 @@ Expected<Model> load_model_bytes(const std::string& bytes, const std::string& pa
   }
   Model m;
   LOOM_TRY(read_header(mp, path, &m));
+  if (Status s = bind_shapes(mp, shapes, path); !s) return Status(s.error()).context(path);
+  m.bound = shapes;
+  m.unbound = unbound_dims(mp);
   onnx::GraphProto* g = mp.mutable_graph();
   m.name = g->name();
   std::set<std::string> defined;

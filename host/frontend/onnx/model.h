@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "frontend/onnx/shapes.h"
 #include "frontend/onnx/value.h"
 
 namespace onnx {
@@ -67,14 +68,24 @@ struct Model {
   std::vector<std::string> inputs;          // graph inputs that are not initializers
   std::vector<std::string> outputs;
   std::string import_note;  // what import rewrote (canonicalize.h), for the compile notes
+  ShapeBinding bound;       // the shapes bound at import (shapes.h)
+  /// Graph input dimensions left without a value (symbolic or unknown), as
+  /// "input 'x' dimension 0 ('N')": such a model does not compile.
+  std::vector<std::string> unbound;
 
   std::string where(const Node& n) const { return path + ": node '" + n.name + "' (" + n.op + ")"; }
 };
 
-/// Reads and checks `path`. Errors are one line naming the file, node and field.
-Expected<Model> load_model(const std::string& path);
+/// Reads and checks `path`, with `shapes` bound on its graph inputs first
+/// (shapes.h). Errors are one line naming the file, node and field.
+Expected<Model> load_model(const std::string& path, const ShapeBinding& shapes = {});
 /// The same from bytes; `dir` is the folder external data is resolved in.
-Expected<Model> load_model_bytes(const std::string& bytes, const std::string& path, const std::string& dir);
+Expected<Model> load_model_bytes(const std::string& bytes, const std::string& path, const std::string& dir,
+                                 const ShapeBinding& shapes = {});
+/// The one-line refusal of a model whose graph inputs keep symbolic or
+/// unknown dimensions, naming them and the flags that bind them; nothing
+/// when every dimension has a value.
+Status check_bound(const Model& m);
 
 /// A tensor type as ONNX writes it; has_shape only when every dim is known.
 TensorType type_of(const onnx::TypeProto& tp);

@@ -69,6 +69,9 @@ SegmentDraft finish_segment(SegBuilder& b, const std::vector<size_t>& nodes, siz
 
 Expected<plan::Program> build_program(Model model, const std::map<std::string, Value>& bound, const spec::HwConfig& cfg,
                                       const ProgramOptions& opt) {
+  // A symbolic dimension left unbound would put every op after it on the
+  // host (no static shape): refused, naming the dimensions and the flags.
+  if (opt.use_device) LOOM_TRY(check_bound(model));
   plan::Program p;
   auto host = std::make_shared<HostModel>();
   host->model = std::move(model);
@@ -322,6 +325,10 @@ Expected<std::map<std::string, Value>> read_inputs(const Model& m, const std::ve
   for (size_t k = 0; k < files.size(); ++k) {
     auto v = read_value(files[k]);
     if (!v) return v.error();
+    // A model's stated (or bound) shape is what its program was compiled for.
+    if (auto t = m.types.find(m.inputs[k]); t != m.types.end() && t->second.has_shape && t->second.shape != v->shape)
+      return make_error("--inputs " + files[k], "shape " + shape_str(v->shape) + ", but graph input '" + m.inputs[k] +
+                                                    "' of " + m.path + " is " + shape_str(t->second.shape));
     in[m.inputs[k]] = std::move(*v);
   }
   return in;

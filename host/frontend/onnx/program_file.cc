@@ -101,6 +101,45 @@ std::string host_model_bytes(const plan::Program& p, const Model& m, std::vector
 }
 
 // Typed access to the metadata that names the field on error.
+json shapes_to_json(const ShapeBinding& b) {
+  json j = json::object();
+  if (!b.inputs.empty()) j["inputs"] = b.inputs;
+  if (!b.dims.empty()) j["dims"] = b.dims;
+  if (b.batch) j["batch"] = b.batch;
+  return j;
+}
+
+/// Read back through the flags' own parsers, so a plan binds nothing a
+/// command line could not.
+Expected<ShapeBinding> shapes_from_json(const json& j, const std::string& where) {
+  ShapeBinding b;
+  const auto bad = [&](const std::string& what) { return make_error(where, what); };
+  if (!j.is_object()) return bad("is not an object");
+  for (const auto& [key, v] : j.items()) {
+    if (key == "batch") {
+      if (!v.is_number_unsigned() || v.get<uint64_t>() < 1 || v.get<uint64_t>() > (uint64_t(1) << 20))
+        return bad("'batch' is not a whole number from 1 to 1048576");
+      b.batch = v.get<int64_t>();
+    } else if (key == "inputs" || key == "dims") {
+      if (!v.is_object()) return bad("'" + key + "' is not an object");
+      for (const auto& [name, x] : v.items()) {
+        if (key == "inputs" && (!x.is_array() || x.empty())) return bad("'inputs." + name + "' is not a shape");
+        std::string text = name + "=";
+        for (const auto& d : key == "inputs" ? x : json::array({x})) {
+          if (!d.is_number_unsigned()) return bad("'" + key + "." + name + "' is not whole numbers >= 1");
+          text += std::to_string(d.get<uint64_t>()) + ",";
+        }
+        text.pop_back();
+        Status s = key == "inputs" ? parse_input_shape(text, b) : parse_dim(text, b);
+        if (!s) return Status(s.error()).context(where);
+      }
+    } else {
+      return bad("unknown key '" + key + "'");
+    }
+  }
+  return b;
+}
+
 struct Meta {
   const std::string& path;
   std::optional<Error> err;
@@ -299,6 +338,7 @@ Status write_program_plan(const plan::Program& p, const ProgramPlanInfo& info, c
   meta["graph_source"] = info.source;
   meta["graph_hash"] = info.source_hash;
   meta["compile_options"] = compiler::options_to_json(info.options);
+  if (!info.shapes.empty()) meta["input_shapes"] = shapes_to_json(info.shapes);
   meta["onnx_nodes"] = h.onnx_nodes;
   meta["folded_qdq"] = h.folded_qdq;
   meta["host_model_bytes"] = host.size();
@@ -415,6 +455,11 @@ Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::str
   auto options = compiler::options_from_json(opts, *spec::find_config(info.config), md);
   if (!options) return options.error();
   info.options = std::move(*options);
+  if (meta.contains("input_shapes")) {
+    auto shapes = shapes_from_json(meta["input_shapes"], md + ": field 'input_shapes'");
+    if (!shapes) return shapes.error();
+    info.shapes = std::move(*shapes);
+  }
   if (kind != "onnx_program") return make_error(md, "field 'kind': '" + kind + "' is not 'onnx_program'");
   if (!spec::find_config(info.config))
     return make_error(md, "field 'config': unknown configuration '" + info.config + "'");

@@ -19,6 +19,7 @@ struct ProgramPlanInfo {
   std::string source;                // the .onnx it was compiled from (for `loom run --check`)
   uint64_t source_hash = 0;          // FNV-1a-64 of that file's bytes
   compiler::CompileOptions options;  // how every segment was compiled (metadata "compile_options")
+  ShapeBinding shapes;               // bound on the source at import (metadata "input_shapes")
 };
 
 /// Writes `p` atomically (temporary file + rename, with the checksum): on

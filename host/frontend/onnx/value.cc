@@ -4,6 +4,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <stdexcept>
 
@@ -254,7 +255,40 @@ std::string to_proto_bytes(const Value& v, const std::string& name) {
   return t.SerializeAsString();
 }
 
+namespace {
+
+Value from_tensor(const Tensor& t) {
+  static constexpr int32_t kTypes[] = {kInt8, kUint8, kInt32, kFloat};
+  Value v = Value::make(kTypes[int(t.dtype)], t.shape);
+  for (int64_t k = 0; k < v.numel(); ++k) {
+    const size_t i = size_t(k);
+    switch (t.dtype) {
+      case DType::I8:
+        v.i[i] = t.i8()[k];
+        break;
+      case DType::U8:
+        v.i[i] = t.data[i];
+        break;
+      case DType::I32:
+        v.i[i] = t.i32()[k];
+        break;
+      case DType::F32:
+        std::memcpy(&v.f[i], t.data.data() + 4 * i, 4);
+        break;
+    }
+  }
+  return v;
+}
+
+}  // namespace
+
 Expected<Value> read_value(const std::string& path, std::string* name) {
+  if (std::filesystem::path(path).extension() == ".npy") {
+    auto t = read_npy(path);
+    if (!t) return t.error();
+    if (name) name->clear();
+    return from_tensor(*t);
+  }
   auto bytes = read_file_bytes(path);
   if (!bytes) return bytes.error();
   onnx::TensorProto t;

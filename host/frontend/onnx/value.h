@@ -51,7 +51,8 @@ std::string to_proto_bytes(const Value& v, const std::string& name);
 /// The value as a loom tensor (int8, uint8, int32 or float32; other
 /// element types are an error naming the type), e.g. for .npy files.
 Expected<Tensor> to_tensor(const Value& v);
-/// Reads a TensorProto file (.pb).
+/// A tensor file: an ONNX TensorProto (.pb), or a NumPy array (.npy:
+/// int8, uint8, int32, float32; no name).
 Expected<Value> read_value(const std::string& path, std::string* name = nullptr);
 
 }  // namespace loom::onnxfe

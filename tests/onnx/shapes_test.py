@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Shape binding on ONNX models (docs/onnx.md "Shapes"): --input-shape,
+--dim and --batch on compile and run, symbolic dimensions bound from the
+--inputs, re-batching a batch-1 export, and the one-line refusals.
+
+Usage: shapes_test.py LOOM BACKEND
+"""
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
+import zoo  # noqa: E402
+
+LOOM = BACKEND = None
+
+
+def quantized(fmodel, in_name, calib_shape, path):
+    """quantize_static in the zoo's QDQ form, calibrated at `calib_shape`."""
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+
+    logging.getLogger().setLevel(logging.ERROR)
+    fpath = path + ".float.onnx"
+    onnx.save(fmodel, fpath)
+    quantize_static(fpath, path, zoo._Reader(in_name, calib_shape, 1), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8, per_channel=True,
+                    reduce_range=True, calibrate_method=CalibrationMethod.MinMax,
+                    extra_options={"ActivationSymmetric": False, "WeightSymmetric": True})
+    q = onnx.load(path)
+    for o in q.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            o.version = 17
+    q.ir_version = 8
+    onnx.save(q, path)
+
+
+def cnn(in_shape, out_shape, reshape_batch=None):
+    """conv-relu, strided conv-relu, global pool, then Flatten or a
+    Reshape to [reshape_batch, -1] (a batch-1 export's form), then a Linear."""
+    n = zoo.Net(5)
+    x = n.relu(n.conv("input", 3, 8, 3))
+    x = n.relu(n.conv(x, 8, 16, 3, stride=2))
+    x = n.node("GlobalAveragePool", [x])
+    if reshape_batch is None:
+        x = n.node("Flatten", [x], axis=1)
+    else:
+        x = n.node("Reshape", [x, n.const("shape", np.array([reshape_batch, -1], np.int64))])
+    x = n.node("Add", [n.node("MatMul", [x, n.weight("fc", (16, 10), 16)]), n.bias("fb", 10)])
+    return n.model("cnn", "input", in_shape, x, out_shape)
+
+
+def block(in_shape):
+    """A residual MLP block over [batch, seq, 32]."""
+    n = zoo.Net(6)
+    h = n.relu(n.linear("input", 32, 64))
+    y = n.node("Add", ["input", n.linear(h, 64, 32)])
+    return n.model("block", "input", in_shape, y, in_shape)
+
+
+def save_pb(path, a):
+    with open(path, "wb") as f:
+        f.write(numpy_helper.from_array(a, "input").SerializeToString())
+
+
+def load_pb(path):
+    with open(path, "rb") as f:
+        return numpy_helper.to_array(onnx.load_tensor_from_string(f.read()))
+
+
+class Shapes(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="loom_shapes_")
+        cls.cnn_n = os.path.join(cls.dir, "cnn_n.onnx")
+        quantized(cnn(["N", 3, 16, 16], ["N", 10]), "input", [1, 3, 16, 16], cls.cnn_n)
+        cls.cnn_1 = os.path.join(cls.dir, "cnn_1.onnx")
+        quantized(cnn([1, 3, 16, 16], [1, 10], reshape_batch=1), "input", [1, 3, 16, 16], cls.cnn_1)
+        cls.block = os.path.join(cls.dir, "block.onnx")
+        quantized(block(["batch", "seq", 32]), "input", [1, 8, 32], cls.block)
+        rng = np.random.default_rng(7)
+        cls.x3 = rng.standard_normal((3, 3, 16, 16)).astype(np.float32)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def loom(self, *args):
+        return subprocess.run([LOOM, *args], capture_output=True, text=True, timeout=300)
+
+    def run_ok(self, *args):
+        r = self.loom(*args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r
+
+    def refused(self, args, *needles):
+        r = self.loom(*args)
+        self.assertIn(r.returncode, (1, 2), r.stdout + r.stderr)  # 2: the command line itself
+        self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+        self.assertTrue(r.stderr.startswith("loom: error: "), r.stderr)
+        for n in needles:
+            self.assertIn(n, r.stderr)
+
+    def run_outputs(self, model, x, *flags, backend="ref"):
+        d = tempfile.mkdtemp(dir=self.dir)
+        xin = os.path.join(d, "x.pb")
+        save_pb(xin, x)
+        r = self.run_ok("run", model, "--backend", backend, "--inputs", xin, "--outputs", d, "--check", "--json",
+                        *flags)
+        j = json.loads(r.stdout)
+        return load_pb(os.path.join(d, "output_0.pb")), j
+
+    def per_image(self, model, x, *flags):
+        return np.concatenate([self.run_outputs(model, x[i:i + 1], *flags)[0] for i in range(len(x))])
+
+    def test_unbound_symbolic_dimension_is_refused_naming_it(self):
+        for cmd in (["compile", self.cnn_n, "-o", os.path.join(self.dir, "never.plan")], ["run", self.cnn_n]):
+            self.refused(cmd, "input 'input' dimension 0 ('N')", "--dim SYMBOL=N", "--batch N")
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "never.plan")))
+        self.refused(["run", self.block, "--dim", "seq=8"], "dimension 0 ('batch')")
+
+    def test_symbolic_batch_bound_by_flag_or_inputs_runs_on_the_device(self):
+        per = self.per_image(self.cnn_n, self.x3, "--batch", "1")
+        for flags in ([], ["--batch", "3"], ["--dim", "N=3"], ["--input-shape", "input=3,3,16,16"]):
+            y, j = self.run_outputs(self.cnn_n, self.x3, *flags, backend=BACKEND)
+            self.assertTrue(j["bit_exact"], flags)
+            self.assertGreaterEqual(len(j["segments"]), 1, flags)
+            self.assertEqual(sorted(h["op"] for h in j["host_ops"]), ["DequantizeLinear", "QuantizeLinear"], flags)
+            self.assertEqual(y.shape, (3, 10))
+            np.testing.assert_array_equal(y, per, "batch of 3 differs from its images run one by one: %s" % flags)
+
+    def test_batch_one_export_is_rebatched(self):
+        # Reshape(x, [1, -1]) of a batch-1 export reshapes each image of the batch.
+        per = self.per_image(self.cnn_1, self.x3)
+        y, j = self.run_outputs(self.cnn_1, self.x3, "--batch", "3", backend=BACKEND)
+        self.assertTrue(j["bit_exact"])
+        self.assertEqual(len(j["host_ops"]), 2, j["host_ops"])
+        np.testing.assert_array_equal(y, per)
+        # The batch-1 model itself refuses a batch it was not bound to.
+        d = tempfile.mkdtemp(dir=self.dir)
+        save_pb(os.path.join(d, "x.pb"), self.x3)
+        self.refused(["run", self.cnn_1, "--inputs", os.path.join(d, "x.pb")], "shape [3,3,16,16]", "[1,3,16,16]")
+
+    def test_sequence_binding_forms_agree_and_the_plan_records_them(self):
+        plans = {}
+        for name, flags in (("dim", ["--dim", "seq=12", "--dim", "batch=2"]),
+                            ("shape", ["--input-shape", "input=2,12,32"]),
+                            ("mixed", ["--batch", "2", "--dim", "seq=12"])):
+            plans[name] = os.path.join(self.dir, "block_%s.plan" % name)
+            r = self.run_ok("compile", self.block, "-o", plans[name], "--json", *flags)
+            j = json.loads(r.stdout)
+            self.assertEqual(j["fallback_op_count"], 2, j["host_ops"])
+            plans[name + "_insns"] = sum(s["instructions"] for s in j["segments"])
+        self.assertEqual(plans["dim_insns"], plans["shape_insns"])
+        self.assertEqual(plans["dim_insns"], plans["mixed_insns"])
+        # --check of a plan rebuilds its reference from the model with the recorded shapes.
+        r = self.run_ok("run", plans["dim"], "--backend", BACKEND, "--check", "--json")
+        self.assertTrue(json.loads(r.stdout)["bit_exact"])
+        self.run_ok("run", plans["dim"], "--dim", "seq=12", "--dim", "batch=2")
+        self.refused(["run", plans["dim"], "--dim", "seq=16"], "--dim", "was compiled with 'batch=2 seq=12'")
+
+    def test_bad_bindings_are_one_line(self):
+        out = os.path.join(self.dir, "bad.plan")
+        cases = [
+            (["--dim", "N=0"], "--dim", "whole number from 1"),
+            (["--dim", "N"], "--dim", "SYMBOL=N"),
+            (["--dim", "nope=2"], "--dim nope", "no graph input has a symbolic dimension 'nope'", "'N'"),
+            (["--dim", "N=2", "--dim", "N=3"], "given twice"),
+            (["--input-shape", "other=1,3,16,16"], "no graph input 'other'", "'input'"),
+            (["--input-shape", "input=1,3,16"], "rank 4, not 3"),
+            (["--input-shape", "input=2,3,16,x"], "got 'x'"),
+            (["--input-shape", "input=2,3,16,16", "--dim", "N=3"], "'N' is 3 by --dim N, not 2"),
+            (["--batch", "2", "--input-shape", "input=3,3,16,16"], "--batch", "differs"),
+            (["--batch", "0"], "--batch"),
+        ]
+        for flags, *needles in cases:
+            with self.subTest(flags=flags):
+                self.refused(["compile", self.cnn_n, "-o", out, *flags], *needles)
+                self.assertFalse(os.path.exists(out))
+        graph = os.path.join(HERE, "..", "..", "examples", "demo_cnn.json")
+        self.refused(["compile", graph, "-o", out, "--batch", "2"], "--batch", "JSON graph")
+        self.refused(["run", graph, "--dim", "N=2"], "--dim", "JSON graph")
+
+
+if __name__ == "__main__":
+    LOOM, BACKEND = sys.argv[1], sys.argv[2]
+    unittest.main(argv=sys.argv[:1])
