@@ -85,7 +85,9 @@ Expected<std::vector<double>> weights(const json& v, const std::string& where, s
   return w;
 }
 
-Status parse_trace(Arrival& a, const std::string& path) {
+/// A trace's sequence lengths must fit the model: 1..`max_seq`, or none at
+/// all when `max_seq` is 0 (a fixed-shape model); `bound` says whose bound.
+Status parse_trace(Arrival& a, const std::string& path, int64_t max_seq, const std::string& bound) {
   auto text = read_file_bytes(path, limits::kMaxTextBytes);
   if (!text) return text.error();
   std::istringstream f(*text);
@@ -107,6 +109,11 @@ Status parse_trace(Arrival& a, const std::string& path) {
     const double t = *t_or;
     const int64_t seq = *q_or;
     if (!qs.empty() && seq <= 0) return make_error(path + ":" + std::to_string(ln), "seq_len must be > 0");
+    if (!qs.empty() && max_seq == 0)
+      return make_error(path + ":" + std::to_string(ln), "seq_len " + qs + " given, but " + bound);
+    if (seq > max_seq)
+      return make_error(path + ":" + std::to_string(ln),
+                        "seq_len " + qs + " is outside 1.." + std::to_string(max_seq) + " (" + bound + ")");
     if (!std::isfinite(t) || t < 0 || t < last)
       return make_error(path + ":" + std::to_string(ln), "times must be >= 0 and non-decreasing");
     last = t;
@@ -289,7 +296,14 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
     std::error_code ec;
     if (p.is_relative() && !std::filesystem::exists(p, ec)) p = std::filesystem::path(dir) / p;
     out.arrival.trace_file = p.string();
-    LOOM_TRY(parse_trace(out.arrival, out.arrival.trace_file));
+    const int64_t longest_bert = kZooBertSeqs[std::size(kZooBertSeqs) - 1];
+    if (out.model.bucketed())
+      LOOM_TRY(parse_trace(out.arrival, out.arrival.trace_file, longest_bert, "the longest zoo BERT"));
+    else if (out.model.kind == ModelSpec::Kind::GemmChain)
+      LOOM_TRY(parse_trace(out.arrival, out.arrival.trace_file, 4096, "gemm_chain's sequence lengths"));
+    else
+      LOOM_TRY(parse_trace(out.arrival, out.arrival.trace_file, 0,
+                           "model " + excerpt(out.model.name) + " has a fixed shape"));
   } else {
     return make_error(aw, "unknown arrival process '" + kind + "' (poisson, bursty, trace)");
   }
@@ -350,12 +364,6 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
     out.model.zoo_seq = 32;  // zoo:bert without seq_len: one fixed length, bert's default
     zoo_canonical_name(out.model);
   }
-  if (out.model.bucketed())
-    for (int64_t q : out.arrival.trace_seq)
-      if (q > kZooBertSeqs[std::size(kZooBertSeqs) - 1])
-        return make_error(out.arrival.trace_file, "sequence length " + std::to_string(q) +
-                                                      " is longer than the longest zoo BERT (" +
-                                                      std::to_string(kZooBertSeqs[std::size(kZooBertSeqs) - 1]) + ")");
   return {};
 }
 

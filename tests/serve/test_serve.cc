@@ -3,6 +3,10 @@
 // workload-file errors, and the result reader's checks and merge rows.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include "serve/metrics.h"
@@ -290,6 +294,29 @@ TEST(Workload, BertWithALengthDistributionIsBucketed) {
   EXPECT_EQ(zoo_bert_bucket(257), 384);
   EXPECT_EQ(zoo_bert_bucket(512), 512);
   EXPECT_EQ(zoo_bert_bucket(513), 0);
+}
+
+TEST(Workload, TraceSequenceLengthsOutsideEveryBoundAreRefusedAtLoad) {
+  // A length no plan can hold fails at load naming the line, before any
+  // compile or allocation (a length of 10^9 once took 48 s and 2.2 GB).
+  const auto dir = std::filesystem::temp_directory_path() / ("loom_trace_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string trace = (dir / "t.trace").string();
+  const auto with_trace = [&](const std::string& model, const std::string& lines) {
+    std::ofstream(trace) << lines;
+    std::string y = with_model(model);
+    return err_of(y.replace(y.find("{poisson: {rate: 100}}"), 22, "{trace: {file: \"" + trace + "\"}}"));
+  };
+  EXPECT_EQ(with_trace("gemm_chain", "0 16\n1 4096\n"), "ok");
+  std::string e = with_trace("gemm_chain", "0 16\n# comment\n1 1000000000\n");
+  EXPECT_NE(e.find(trace + ":3"), std::string::npos) << e;
+  EXPECT_NE(e.find("seq_len 1000000000 is outside 1..4096"), std::string::npos) << e;
+  e = with_trace("\"zoo:bert\"", "0 600\n");
+  EXPECT_NE(e.find("outside 1..512 (the longest zoo BERT)"), std::string::npos) << e;
+  e = with_trace("\"zoo:bert:seq=64\"", "0 64\n");
+  EXPECT_NE(e.find("has a fixed shape"), std::string::npos) << e;
+  EXPECT_EQ(with_trace("\"zoo:bert:seq=64\"", "0\n2.5\n"), "ok");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Workload, ModelErrors) {
