@@ -151,20 +151,20 @@ Expected<ServiceModel::Bucket> ServiceModel::bucket(const ModelSpec& m, int64_t 
 
 Expected<uint64_t> ServiceModel::cycles(const ModelSpec& m, int64_t seq, int batch) {
   const std::string key = model_key(m);
-  const bool fixed = m.kind != ModelSpec::Kind::GemmChain;  // one shape: a batch runs the plan batch times
+  const bool fixed = m.kind == ModelSpec::Kind::Graph;  // one shape: a batch runs the plan batch times
   const Mapper* mapper = this->mapper();
   if (m.bucketed()) {
-    // One run of the bucket's program per request.
+    // One run of the bucket's program compiled for the batch.
     auto b = bucket(m, seq);
     if (!b) return b.error();
-    auto mit = mapped_.find({key, b->model.zoo_seq, b->tag});
-    if (mit != mapped_.end()) return uint64_t(batch) * mit->second;
-    auto r = measure(m, 0, key, seq, 1, b->options, b->tag);
+    const auto mk = std::make_tuple(key + "|batch " + std::to_string(batch), b->model.zoo_seq, b->tag);
+    if (auto mit = mapped_.find(mk); mit != mapped_.end()) return mit->second;
+    auto r = measure(m, 0, key, seq, batch, b->options, b->tag);
     if (!r) return r;
-    mapped_[{key, b->model.zoo_seq, b->tag}] = *r;
-    return uint64_t(batch) * *r;
+    mapped_[mk] = *r;
+    return *r;
   }
-  if (mapper && !fixed) {
+  if (mapper && m.kind == ModelSpec::Kind::GemmChain) {
     const MappedRun mr = (*mapper)(m, seq, batch);
     const int64_t total = seq * batch, rows = mr.rows > 0 ? mr.rows : total;
     const uint64_t chunks = uint64_t((total + rows - 1) / rows);
@@ -205,7 +205,10 @@ Expected<driver::Source> ServiceModel::source(const ModelSpec& m, int64_t rows) 
     if (!p) return p.error();
     path = *p;
   }
-  return driver::Source::onnx_file(path);
+  // A batch of `rows` requests runs the model re-batched (--batch).
+  onnxfe::ShapeBinding shapes;
+  if (rows > 1) shapes.batch = rows;
+  return driver::Source::onnx_file(path, shapes);
 }
 
 Expected<plan::Program> ServiceModel::compile_program(const ModelSpec& m, int64_t rows,
@@ -215,11 +218,11 @@ Expected<plan::Program> ServiceModel::compile_program(const ModelSpec& m, int64_
   if (src->kind != driver::Source::Kind::Onnx) return driver::compile_program(std::move(*src), cfg_, opt);
   // Loaded and partitioned once: every choice, mapping and bucket compiles
   // the same model with other options.
-  const std::string path = src->path;
+  const std::string path = src->path + "|batch " + std::to_string(std::max<int64_t>(rows, 1));
   auto it = reusable_.find(path);
   if (it == reusable_.end()) {
     auto r = driver::Reusable::prepare(std::move(*src), cfg_);
-    if (!r) return r.error();
+    if (!r) return Status(r.error()).context(model_key(m) + " at batch " + std::to_string(std::max<int64_t>(rows, 1)));
     it = reusable_.emplace(path, std::move(*r)).first;
   }
   return it->second.compile(opt);
@@ -240,7 +243,7 @@ Expected<std::unique_ptr<ServiceModel::Loaded>> ServiceModel::compile(const Mode
 }
 
 ServiceModel::LoadKey ServiceModel::load_key(const ModelSpec& m, int64_t rows, const std::string& tag) {
-  return {model_key(m), m.kind == ModelSpec::Kind::GemmChain ? rows : 0, tag};
+  return {model_key(m), m.kind == ModelSpec::Kind::Graph ? 0 : rows, tag};
 }
 
 Expected<ServiceModel::Loaded*> ServiceModel::load(const ModelSpec& m, int64_t rows,
@@ -254,11 +257,11 @@ Expected<ServiceModel::Loaded*> ServiceModel::load(const ModelSpec& m, int64_t r
   return raw;
 }
 
-Expected<ServiceModel::Loaded*> ServiceModel::onnx(const ModelSpec& mm, int64_t seq) {
-  if (!mm.bucketed()) return load(mm, 0, {}, {});
+Expected<ServiceModel::Loaded*> ServiceModel::onnx(const ModelSpec& mm, int64_t seq, int batch) {
+  if (!mm.bucketed()) return load(mm, batch, {}, {});
   auto b = bucket(mm, seq);
   if (!b) return b.error();
-  return load(b->model, 0, b->options, b->tag);
+  return load(b->model, batch, b->options, b->tag);
 }
 
 Expected<const plan::Program*> ServiceModel::onnx_program(const ModelSpec& m, int64_t seq) {
@@ -287,7 +290,7 @@ Expected<uint64_t> ServiceModel::measure(const ModelSpec& m, int64_t rows, const
   std::unique_ptr<Loaded> own;
   Expected<Loaded*> l = nullptr;
   if (m.kind == ModelSpec::Kind::Onnx) {
-    l = onnx(m, seq);
+    l = onnx(m, seq, batch);
   } else if (m.kind == ModelSpec::Kind::Graph || loaded_.count(load_key(m, rows, tag))) {
     l = load(m, rows, opts, tag);
   } else {
@@ -569,10 +572,11 @@ Expected<LiveWork> ServiceModel::live_work(const ModelSpec& m, int64_t seq, int 
     return make_error("loom serve --mode live", "a batch of " + m.name + " is mapped onto " + std::to_string(k) +
                                                     " cores; live serving runs one-core plans (a gang of cores is "
                                                     "simulated only)");
-  // gemm_chain: one plan of seq x batch rows, or the mapping's chunks; the
-  // others have one shape: a batch runs the program `batch` times.
+  // gemm_chain: one plan of seq x batch rows, or the mapping's chunks; an
+  // ONNX model: its program compiled for the batch; a .json graph has one
+  // shape: a batch runs its plan `batch` times.
   int64_t rows = 0;
-  uint64_t runs = uint64_t(batch);
+  uint64_t runs = m.kind == ModelSpec::Kind::Graph ? uint64_t(batch) : 1;
   compiler::CompileOptions co;
   std::string tag;
   if (m.kind == ModelSpec::Kind::GemmChain) {
@@ -587,7 +591,7 @@ Expected<LiveWork> ServiceModel::live_work(const ModelSpec& m, int64_t seq, int 
       tag = mr.tag;
     }
   }
-  auto l = m.kind == ModelSpec::Kind::Onnx ? onnx(m, seq) : load(m, rows, co, tag);
+  auto l = m.kind == ModelSpec::Kind::Onnx ? onnx(m, seq, batch) : load(m, rows, co, tag);
   if (!l) return l.error();
   Loaded& x = **l;
   LOOM_TRY(golden_all(x));

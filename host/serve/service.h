@@ -126,9 +126,10 @@ class ServiceModel {
   ~ServiceModel();
 
   /// Device cycles of one batch of `batch` requests padded to `seq` rows,
-  /// alone on its memory port. A .json graph or ONNX model has a fixed
-  /// shape: a batch runs its plan `batch` times back to back (no batching
-  /// gain), measured once.
+  /// alone on its memory port. An ONNX model runs its program compiled for
+  /// the batch (--batch: a batch-1 export re-batched), measured per batch
+  /// size; a .json graph has a fixed shape: a batch runs its plan `batch`
+  /// times back to back (no batching gain), measured once.
   Expected<uint64_t> cycles(const ModelSpec& m, int64_t seq, int batch);
   /// How much longer batch `a` runs while the batches `with` run on the other
   /// cores of its memory port (stretch >= 1; `with` beyond the port's other
@@ -202,8 +203,9 @@ class ServiceModel {
     bool checked = false, golden_done = false;
     int64_t bucket = 0;  // a bucketed model: the length this program runs at
   };
-  /// `m` with `rows` rows (gemm_chain; 0 for the others) compiled with
-  /// `opts` (one core unless they place it on more), cached by `tag`.
+  /// `m` with `rows` rows (gemm_chain; an ONNX model's batch, 0 or 1 as
+  /// exported; 0 for a graph) compiled with `opts` (one core unless they
+  /// place it on more), cached by `tag`.
   Expected<Loaded*> load(const ModelSpec& m, int64_t rows, const compiler::CompileOptions& opts,
                          const std::string& tag);
   /// The same, not cached.
@@ -220,7 +222,7 @@ class ServiceModel {
   /// The stretch's runs: `a` on port 0's first core, `with` looping on the others.
   Expected<StretchMeasurement> measure_stretch(const BatchShape& a, const std::vector<BatchShape>& with);
   std::string cache_file(uint64_t hash, const char* ext) const;
-  Expected<Loaded*> onnx(const ModelSpec& m, int64_t seq);
+  Expected<Loaded*> onnx(const ModelSpec& m, int64_t seq, int batch = 1);
   const Mapper* mapper() const;
   const spec::HwConfig& cfg_;
   std::string backend_, cache_dir_;
@@ -233,9 +235,10 @@ class ServiceModel {
   std::vector<StretchMeasurement> stretch_table_;
   std::map<LoadKey, std::unique_ptr<Loaded>> loaded_;
   /// What the compile driver compiles for `m`: a zoo model built (its
-  /// model.onnx), an ONNX or graph file, or gemm_chain with `rows` rows.
+  /// model.onnx; re-batched to `rows` > 1), an ONNX or graph file, or
+  /// gemm_chain with `rows` rows.
   Expected<driver::Source> source(const ModelSpec& m, int64_t rows);
-  std::map<std::string, driver::Reusable> reusable_;  // ONNX models, by path
+  std::map<std::string, driver::Reusable> reusable_;  // ONNX models, by path and batch
   ZooBuilder zoo_builder_;
   std::vector<std::pair<double, Mapper>> epochs_;
   double now_us_ = 0;
