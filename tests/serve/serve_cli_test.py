@@ -604,6 +604,25 @@ class PortContention(Base):
         self.assertEqual(res2["streams"][0]["model"], os.path.join(self.dir, "stem.onnx"))
         self.assertEqual(res2["streams"][0]["fallback_ops"], vision["fallback_ops"])
         self.assertEqual(res2["streams"][0]["latency"], vision["latency"])
+        # A batch of two runs the program compiled for batch 2, measured as
+        # its own entry, not twice the batch-1 time.
+        trace = self.path("pair.trace")
+        with open(trace, "w") as f:
+            f.write("0\n0\n")
+        with open(p, "w") as f:
+            f.write("config: small\nduration_ms: 1\nbatching: fixed\nmax_batch: 2\nmax_queue_delay_ms: 0.5\n"
+                    "streams:\n  - {name: v, model: stem.onnx, slo_ms: 500, arrival: {trace: {file: %s}}}\n" % trace)
+        res3 = json.loads(self.serve(p, "--cache", self.path("cache2")))
+        self.assertEqual(res3["completed"], 2)
+        us = {x["batch"]: x["us"] for x in res3["service_times"]["table"] if x["model"].endswith("stem.onnx")}
+        self.assertIn(2, us, res3["service_times"]["table"])
+        self.assertNotAlmostEqual(us[2], 2 * us.get(1, vision_batch1_us(res2)), delta=1e-6 * us[2])
+
+
+def vision_batch1_us(res):
+    """The batch-1 service time of the first stream's model in `res`."""
+    m = res["streams"][0]["model"]
+    return [x["us"] for x in res["service_times"]["table"] if x["model"] == m and x["batch"] == 1][0]
 
 
 class Live(Base):
