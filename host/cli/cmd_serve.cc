@@ -158,8 +158,8 @@ int serve(const ServeOpts& o) {
       return std::string(b);
     };
     for (const auto& f : l["faults_injected"]) {
-      // Every fault asked for, applied or not (past the run's end, or on a core that got no batch).
-      std::string when = f["applied_ms"].is_null() ? "never applied (past the run's end, or its core ran no batch)"
+      // Every fault asked for, applied or not, and why not.
+      std::string when = f["applied_ms"].is_null() ? "never applied: " + f["not_applied"].get<std::string>()
                                                    : "applied at " + ms(f["applied_ms"]);
       if (!f["lifted_ms"].is_null()) when += ", lifted at " + ms(f["lifted_ms"]);
       std::printf("    fault %s (core %d): %s\n", f["fault"].get<std::string>().c_str(), f["core"].get<int>(),

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <sstream>
 #include <thread>
 
 #include "common/parse.h"
@@ -234,6 +235,20 @@ Status LiveEngine::set_memory_faults() {
   return dev_.set_memory_faults(text, active_stall_);
 }
 
+namespace {
+
+std::string ms_text(double ms) {
+  std::ostringstream o;
+  o << ms << " ms";
+  return o.str();
+}
+
+}  // namespace
+
+std::string FaultApplied::not_applied() const {
+  return waiting.empty() ? "the run ended before " + ms_text(event.at_ms) : waiting;
+}
+
 Expected<uint64_t> LiveEngine::inject(uint64_t now) {
   uint64_t next = std::numeric_limits<uint64_t>::max();
   bool mem_changed = false;
@@ -257,6 +272,8 @@ Expected<uint64_t> LiveEngine::inject(uint64_t now) {
                                     read ? runtime::CoreJobs::Region::Constants : runtime::CoreJobs::Region::Outputs);
         if (ranges.empty()) {
           applied = false;  // nothing loaded on the core yet: at its first run
+          f.waiting = "core " + std::to_string(c) + " had no " + (read ? "constants" : "outputs") +
+                      " in device memory before the run ended";
         } else {
           for (const auto& [a, n] : ranges) active_mem_.push_back(k.substr(0, 6) + "@" + hex(a) + "+" + hex(n));
           mem_changed = true;
@@ -273,7 +290,8 @@ Expected<uint64_t> LiveEngine::inject(uint64_t now) {
         if (jobs_.busy(uint32_t(c)))
           dev_.write_reg(spec::reg::SOFT_RESET, 1u << c);
         else
-          applied = false;  // idle: when it runs next
+          applied = false, f.waiting = "core " + std::to_string(c) + " ran no batch after " +
+                                       ms_text(e.at_ms);  // idle: when it runs next
       } else if (k == "lost-irq") {
         jobs_.mask_irq(uint32_t(c), true);
       } else if (k == "corrupt-output") {

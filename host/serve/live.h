@@ -60,8 +60,12 @@ struct LiveEnd {
 /// When an injected fault took effect.
 struct FaultApplied {
   FaultEvent event;
-  double applied_ms = -1;  // -1: never (its core had nothing to aim at)
-  double ended_ms = -1;    // memory faults, stalls, masked interrupts: when they were lifted
+  double applied_ms = -1;    // -1: never (its core had nothing to aim at)
+  double ended_ms = -1;      // memory faults, stalls, masked interrupts: when they were lifted
+  std::string waiting = {};  // while not applied: what it waits for (empty: its time)
+  /// Why a fault never applied, for the report: what it was still waiting
+  /// for, or its time, which the run did not reach.
+  std::string not_applied() const;
 };
 
 struct LiveStats {

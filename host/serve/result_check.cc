@@ -162,6 +162,7 @@ Status serve_live(const ordered_json& l, const Loc& at) {
     LOOM_TRY(need(f, fa, "fault", kStr));
     LOOM_TRY(need(f, fa, "core", kNum));
     LOOM_TRY(need(f, fa, "applied_ms", kNum | kNull));
+    LOOM_TRY(need(f, fa, "not_applied", kStr | kNull));
     return opt(f, fa, "lifted_ms", kNum | kNull);
   }));
   LOOM_TRY(objects(l, at, "failures", [](const ordered_json& f, const Loc& fa) -> Status {

@@ -381,6 +381,7 @@ json live_json(const SimOut& r, const ServeOptions& o) {
                       {"at_ms", f.event.at_ms},
                       {"for_ms", f.event.for_ms},
                       {"applied_ms", f.applied_ms >= 0 ? json(f.applied_ms) : json(nullptr)},
+                      {"not_applied", f.applied_ms >= 0 ? json(nullptr) : json(f.not_applied())},
                       {"lifted_ms", f.ended_ms >= 0 ? json(f.ended_ms) : json(nullptr)}});
   json rss = json::array();
   for (const auto& [n, mib] : r.rss) rss.push_back({{"requests", n}, {"mib", mib}});

@@ -699,7 +699,12 @@ class Live(Base):
         r = loom("serve", w, "--backend", "tlm", "--mode", "live", "--fault", "window@6/1", "--fault", "window@900/0")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertRegex(r.stdout, r"fault window@6/1 \(core 1\): applied at [0-9.]+ ms")
-        self.assertIn("fault window@900/0 (core 0): never applied", r.stdout)
+        self.assertIn("fault window@900/0 (core 0): never applied: the run ended before 900", r.stdout)
+        # The result says why, for every fault not applied, and nothing for one applied.
+        j = self.live(w, "--fault", "window@6/1", "--fault", "window@900/0")
+        f = {x["fault"]: x for x in j["live"]["faults_injected"]}
+        self.assertIsNone(f["window@6/1"]["not_applied"])
+        self.assertIn("the run ended before 900", f["window@900/0"]["not_applied"])
         # Retries disabled: the failed batches' requests fail, with their reason.
         no = self.live(w, "--fault", "window@6/1", "--max-retries", "0")
         self.assertGreater(no["failed"], 0)
