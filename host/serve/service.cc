@@ -111,7 +111,11 @@ HostCost host_cost(const plan::Program& p, const spec::HwConfig& cfg) {
 
 std::string model_key(const ModelSpec& m) {
   if (m.kind == ModelSpec::Kind::Graph) return m.name;
-  if (m.kind == ModelSpec::Kind::Onnx) return m.zoo_name.empty() ? m.path : m.name;
+  if (m.kind == ModelSpec::Kind::Onnx) {
+    std::string k = m.zoo_name.empty() ? m.path : m.name, sep = "|";
+    for (const auto& [sym, v] : m.dims) k += std::exchange(sep, ",") + sym + "=" + std::to_string(v);
+    return k;
+  }
   return "gemm_chain(h=" + std::to_string(m.hidden) + ",f=" + std::to_string(m.ffn) + ",l=" + std::to_string(m.layers) +
          ")";
 }
@@ -151,7 +155,11 @@ Expected<ServiceModel::Bucket> ServiceModel::bucket(const ModelSpec& m, int64_t 
 
 Expected<uint64_t> ServiceModel::cycles(const ModelSpec& m, int64_t seq, int batch) {
   const std::string key = model_key(m);
-  const bool fixed = m.kind == ModelSpec::Kind::Graph;  // one shape: a batch runs the plan batch times
+  // One shape (a .json graph, an ONNX model whose dimension 0 is no batch):
+  // a batch runs the plan `batch` times.
+  auto can_batch = batchable(m);
+  if (!can_batch) return can_batch.error();
+  const bool fixed = !*can_batch;
   const Mapper* mapper = this->mapper();
   if (m.bucketed()) {
     // One run of the bucket's program compiled for the batch.
@@ -175,7 +183,7 @@ Expected<uint64_t> ServiceModel::cycles(const ModelSpec& m, int64_t seq, int bat
     mapped_[{key, rows, mr.tag}] = *r;
     return chunks * *r;
   }
-  const int run_batch = fixed ? 1 : batch;
+  const int run_batch = fixed ? 1 : batch;  // gemm_chain or a re-batched ONNX model: one plan for the batch
   auto it = mem_.find({key, seq, run_batch});
   uint64_t c = 0;
   if (it != mem_.end()) {
@@ -198,17 +206,35 @@ Expected<driver::Source> ServiceModel::source(const ModelSpec& m, int64_t rows) 
     case ModelSpec::Kind::Onnx:
       break;
   }
-  std::string path = m.path;
-  if (path.empty()) {
-    if (!zoo_builder_) return make_error(m.name, "zoo models are built by the loom command line (loom zoo build)");
-    auto p = zoo_builder_(m);
-    if (!p) return p.error();
-    path = *p;
-  }
-  // A batch of `rows` requests runs the model re-batched (--batch).
+  auto path = onnx_path(m);
+  if (!path) return path.error();
+  // A batch of `rows` requests runs the model re-batched (--batch), where
+  // dimension 0 is a batch dimension; a stream's `dims` bind the rest.
   onnxfe::ShapeBinding shapes;
-  if (rows > 1) shapes.batch = rows;
-  return driver::Source::onnx_file(path, shapes);
+  shapes.dims = m.dims;
+  auto batchable = this->batchable(m);
+  if (!batchable) return batchable.error();
+  if (*batchable) shapes.batch = std::max<int64_t>(rows, 1);
+  return driver::Source::onnx_file(*path, shapes);
+}
+
+Expected<std::string> ServiceModel::onnx_path(const ModelSpec& m) {
+  if (!m.path.empty()) return m.path;
+  if (!zoo_builder_) return make_error(m.name, "zoo models are built by the loom command line (loom zoo build)");
+  return zoo_builder_(m);
+}
+
+Expected<bool> ServiceModel::batchable(const ModelSpec& m) {
+  if (m.kind != ModelSpec::Kind::Onnx) return m.kind == ModelSpec::Kind::GemmChain;
+  if (m.bucketed()) return true;  // the zoo BERT: [1, seq, hidden]
+  const std::string key = model_key(m);
+  if (auto it = batchable_.find(key); it != batchable_.end()) return it->second;
+  auto path = onnx_path(m);
+  if (!path) return path.error();
+  auto b = onnxfe::has_batch_dim(*path);
+  if (!b) return b.error();
+  batchable_[key] = *b;
+  return *b;
 }
 
 Expected<plan::Program> ServiceModel::compile_program(const ModelSpec& m, int64_t rows,
@@ -573,10 +599,12 @@ Expected<LiveWork> ServiceModel::live_work(const ModelSpec& m, int64_t seq, int 
                                                     " cores; live serving runs one-core plans (a gang of cores is "
                                                     "simulated only)");
   // gemm_chain: one plan of seq x batch rows, or the mapping's chunks; an
-  // ONNX model: its program compiled for the batch; a .json graph has one
-  // shape: a batch runs its plan `batch` times.
+  // ONNX model with a batch dimension: its program compiled for the batch;
+  // otherwise one shape: a batch runs its plan `batch` times.
+  auto can_batch = batchable(m);
+  if (!can_batch) return can_batch.error();
   int64_t rows = 0;
-  uint64_t runs = m.kind == ModelSpec::Kind::Graph ? uint64_t(batch) : 1;
+  uint64_t runs = *can_batch ? 1 : uint64_t(batch);
   compiler::CompileOptions co;
   std::string tag;
   if (m.kind == ModelSpec::Kind::GemmChain) {
@@ -591,7 +619,7 @@ Expected<LiveWork> ServiceModel::live_work(const ModelSpec& m, int64_t seq, int 
       tag = mr.tag;
     }
   }
-  auto l = m.kind == ModelSpec::Kind::Onnx ? onnx(m, seq, batch) : load(m, rows, co, tag);
+  auto l = m.kind == ModelSpec::Kind::Onnx ? onnx(m, seq, runs == 1 ? batch : 1) : load(m, rows, co, tag);
   if (!l) return l.error();
   Loaded& x = **l;
   LOOM_TRY(golden_all(x));

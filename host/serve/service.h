@@ -239,6 +239,13 @@ class ServiceModel {
   /// gemm_chain with `rows` rows.
   Expected<driver::Source> source(const ModelSpec& m, int64_t rows);
   std::map<std::string, driver::Reusable> reusable_;  // ONNX models, by path and batch
+  /// An ONNX model file (a zoo model built on first use).
+  Expected<std::string> onnx_path(const ModelSpec& m);
+  /// Whether a batch of `m` runs as one program compiled for it: gemm_chain,
+  /// and an ONNX model whose graph inputs lead with a batch dimension
+  /// (onnxfe::has_batch_dim); else it runs its plan once per request.
+  Expected<bool> batchable(const ModelSpec& m);
+  std::map<std::string, bool> batchable_;  // by model_key
   ZooBuilder zoo_builder_;
   std::vector<std::pair<double, Mapper>> epochs_;
   double now_us_ = 0;

@@ -194,12 +194,27 @@ Status parse_zoo(const std::string& spec, const std::string& where, ModelSpec& m
   return {};
 }
 
+// An ONNX stream's `dims: {SYMBOL: N}`, as `loom compile --dim SYMBOL=N`.
+Status parse_dims(const json& d, const std::string& where, ModelSpec& m) {
+  if (m.kind != ModelSpec::Kind::Onnx || !m.zoo_name.empty())
+    return make_error(where,
+                      "binds symbolic dimensions of an ONNX model file; model '" + excerpt(m.name) + "' has none");
+  if (!d.is_object() || d.empty()) return make_error(where, "expected a mapping {SYMBOL: N, ...}");
+  for (const auto& [sym, v] : d.items()) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > limits::kMaxTensorElems)
+      return make_error(where + ": '" + excerpt(sym) + "'",
+                        "expected an integer in 1.." + std::to_string(limits::kMaxTensorElems));
+    m.dims[sym] = v.get<int64_t>();
+  }
+  return {};
+}
+
 Status parse_stream(const json& s, size_t idx, const std::string& src, const std::string& dir, Stream& out) {
   std::string where = src + ": streams[" + std::to_string(idx) + "]";
   if (!s.is_object()) return make_error(where, "expected a mapping");
-  LOOM_TRY(check_keys(
-      s, where,
-      {"name", "model", "hidden", "ffn", "layers", "priority", "slo_ms", "arrival", "seq_len", "cores", "requests"}));
+  LOOM_TRY(check_keys(s, where,
+                      {"name", "model", "hidden", "ffn", "layers", "priority", "slo_ms", "arrival", "seq_len", "cores",
+                       "requests", "dims"}));
   auto name = str(s, where, "name", "stream" + std::to_string(idx), false);
   if (!name) return name.error();
   out.name = *name;
@@ -247,6 +262,7 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
                                                      "' (built-in: gemm_chain; a .json graph or .onnx model path; "
                                                      "or zoo:NAME[:seq=L][:slice=S])");
   }
+  if (s.contains("dims")) LOOM_TRY(parse_dims(field(s, "dims"), where + ": field 'dims'", out.model));
   auto pr = integer(s, where, "priority", 0, -1000, 1000);
   if (!pr) return pr.error();
   out.priority = int(*pr);

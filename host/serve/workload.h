@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,10 @@ struct ModelSpec {
   int64_t hidden = 64;    // gemm_chain: width of the residual stream
   int64_t ffn = 128;      // gemm_chain: inner width
   int64_t layers = 1;     // gemm_chain: number of (hidden->ffn->hidden) blocks
+  /// onnx: symbolic dimensions of the graph inputs bound to values (the
+  /// stream's `dims`, as `loom compile --dim`); the batch dimension is the
+  /// batch's size.
+  std::map<std::string, int64_t> dims;
   /// zoo:bert without :seq= and with a seq_len distribution: each batch is
   /// padded to a bucket, one of kZooBertSeqs (the mapping picks which; by
   /// default the smallest that holds the batch), and runs that length's plan.

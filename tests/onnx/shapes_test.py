@@ -168,6 +168,34 @@ class Shapes(unittest.TestCase):
         self.run_ok("run", plans["dim"], "--dim", "seq=12", "--dim", "batch=2")
         self.refused(["run", plans["dim"], "--dim", "seq=16"], "--dim", "was compiled with 'batch=2 seq=12'")
 
+    def test_serve_binds_a_streams_dims_and_batches_on_the_batch_dimension(self):
+        trace = os.path.join(self.dir, "four.trace")
+        with open(trace, "w") as f:
+            f.write("0\n0\n0\n0\n")
+        w = os.path.join(self.dir, "w.yaml")
+
+        def serve(stream):
+            with open(w, "w") as f:
+                f.write("config: tiny\nduration_ms: 1\nbatching: fixed\nmax_batch: 4\nmax_queue_delay_ms: 0.5\n"
+                        "streams:\n  - {name: s, %s, slo_ms: 500, arrival: {trace: {file: %s}}}\n" % (stream, trace))
+            return self.loom("serve", w, "--backend", "tlm", "--json")
+
+        r = serve("model: %s" % self.block)
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+        self.assertIn("dimension 1 ('seq')", r.stderr)
+        self.assertIn("dims: {SYMBOL: N}", r.stderr)
+        r = serve("model: %s, dims: {seq: 12}" % self.block)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        j = json.loads(r.stdout)
+        self.assertEqual(j["completed"], 4)
+        batches = sorted(x["batch"] for x in j["service_times"]["table"])
+        self.assertIn(4, batches, "the four requests ran as one batch-4 program")
+        self.refused(["serve", w.replace("w.yaml", "bad.yaml")], "bad.yaml")
+        with open(w, "w") as f:
+            f.write("duration_ms: 1\nstreams:\n  - {name: s, model: gemm_chain, dims: {seq: 2}, slo_ms: 5, arrival: {poisson: {rate: 1}}}\n")
+        self.refused(["serve", w, "--backend", "tlm"], "field 'dims'", "has none")
+
     def test_bad_bindings_are_one_line(self):
         out = os.path.join(self.dir, "bad.plan")
         cases = [

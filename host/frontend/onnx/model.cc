@@ -330,8 +330,10 @@ Status check_bound(const Model& m) {
   if (m.unbound.empty()) return {};
   std::string dims;
   for (const auto& d : m.unbound) dims += (dims.empty() ? "" : ", ") + d;
-  return make_error(m.path, "graph input dimensions have no value: " + dims +
-                                "; bind them with --dim SYMBOL=N, --input-shape NAME=D0,D1,... or --batch N");
+  return make_error(m.path,
+                    "graph input dimensions have no value: " + dims +
+                        "; bind them with --dim SYMBOL=N, --input-shape NAME=D0,D1,... or --batch N (a workload "
+                        "stream: dims: {SYMBOL: N})");
 }
 
 namespace {

@@ -6,6 +6,7 @@
 
 #include "common/limits.h"
 #include "common/parse.h"
+#include "common/tensor_io.h"
 #include "frontend/onnx/model.h"
 #include "frontend/onnx/value.h"
 
@@ -258,6 +259,19 @@ Status bind_shapes(onnx::ModelProto& mp, const ShapeBinding& b, const std::strin
   for (const auto* in : graph_inputs(orig)) lead->emplace(in->name(), type_of(in->type()));
   rebatch_reshapes(mp, r.old_batch, *lead);
   return {};
+}
+
+Expected<bool> has_batch_dim(const std::string& path) {
+  auto bytes = read_file_bytes(path);
+  if (!bytes) return bytes.error();
+  onnx::ModelProto mp;
+  if (!mp.ParseFromString(*bytes)) return make_error(path, "not a valid ONNX model: protobuf parsing failed");
+  for (const auto* in : graph_inputs(mp)) {
+    if (!has_shape(*in) || in->type().tensor_type().shape().dim_size() == 0) return false;
+    const auto& d = in->type().tensor_type().shape().dim(0);
+    if (d.has_dim_value() && d.dim_value() != 1) return false;
+  }
+  return true;
 }
 
 std::vector<std::string> unbound_dims(const onnx::ModelProto& mp) {

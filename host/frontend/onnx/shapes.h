@@ -45,6 +45,11 @@ Status parse_dim(const std::string& text, ShapeBinding& b);
 /// instead (Reshape's 0). Errors name the flag and the input.
 Status bind_shapes(onnx::ModelProto& mp, const ShapeBinding& b, const std::string& path);
 
+/// Whether dimension 0 of every graph input of the model at `path` is a
+/// batch dimension, 1 or symbolic (a batch-1 or dynamic-batch export), so
+/// `--batch N` stacks N requests; read from the model's own input types.
+Expected<bool> has_batch_dim(const std::string& path);
+
 /// The graph inputs' dimensions that have no value after binding, as
 /// "input 'x' dimension 0 ('N')", in input order.
 std::vector<std::string> unbound_dims(const onnx::ModelProto& mp);
