@@ -168,7 +168,7 @@ std::string encode_plan(const Plan& p) {
   std::string payload(p.constants.begin(), p.constants.end());
   for (const auto& c : p.cores)
     for (const auto& insn : c) payload.append(reinterpret_cast<const char*>(insn.w.data()), spec::kInsnBytes);
-  return encode_container(kFormatVersion, m, payload);
+  return encode_container(kPlanFormatVersion, m, payload);
 }
 
 Status write_plan(const Plan& p, const std::string& path) { return write_file_atomic(path, encode_plan(p)); }
@@ -199,9 +199,10 @@ Expected<Container> decode_container(std::string_view bytes, const std::string& 
   const uint32_t version = get_u32(b, 8);
   if (const uint32_t flags = get_u32(b, 12); flags != 0)
     return make_error(path, "field 'flags': " + std::to_string(flags) + " (no flags are defined; a plan has 0)");
-  if (version != kFormatVersion && version != kProgramFormatVersion)
+  if (version != kPlanFormatVersion && version != kOnnxProgramFormatVersion && version != kProgramFormatVersion)
     return make_error(path, "field 'format_version': unsupported plan format version " + std::to_string(version) +
-                                " (this loom reads " + std::to_string(kFormatVersion) + " and " +
+                                " (this loom reads " + std::to_string(kPlanFormatVersion) + ", " +
+                                std::to_string(kOnnxProgramFormatVersion) + " and " +
                                 std::to_string(kProgramFormatVersion) + ")");
   const uint64_t meta_len = get_u64(b, 16), payload_len = get_u64(b, 24);
   if (meta_len > bytes.size() || payload_len > bytes.size() || kHeaderBytes + meta_len + payload_len != bytes.size())
@@ -227,12 +228,16 @@ Expected<Plan> read_plan(const std::string& path) {
 Expected<Plan> decode_plan(std::string_view bytes, const std::string& path) {
   auto c = decode_container(bytes, path);
   if (!c) return c.error();
-  if (c->version != kFormatVersion)
-    return make_error(path, "field 'format_version': a program plan (format " + std::to_string(c->version) +
-                                ": the device segments and host steps of an ONNX model); only `loom run` runs it");
-  const uint64_t payload_len = c->payload.size();
+  return decode_plan(*c, path);
+}
+
+Expected<Plan> decode_plan(const Container& c, const std::string& path) {
+  if (c.version != kPlanFormatVersion)
+    return make_error(path, "field 'format_version': a program plan (format " + std::to_string(c.version) +
+                                ": device segments and host steps), not one plan; `loom run` runs it");
+  const uint64_t payload_len = c.payload.size();
   // Nesting bounded while parsing: a deep value would recurse when dumped.
-  auto parsed = parse_json_sorted(c->meta, path + ": metadata");
+  auto parsed = parse_json_sorted(c.meta, path + ": metadata");
   if (!parsed) return parsed.error();
   const json& meta = *parsed;
   if (!meta.is_object()) return make_error(path, "metadata is not a JSON object");
@@ -389,7 +394,7 @@ Expected<Plan> decode_plan(std::string_view bytes, const std::string& path) {
   if (p.placement == "dynamic" && p.semaphores_used < counts.size())
     return make_error(path + ": metadata", "field 'semaphores_used': a dynamic plan needs one semaphore per core");
 
-  const std::string& b = c->payload;
+  const std::string& b = c.payload;
   p.constants.assign(b.begin(), b.begin() + std::ptrdiff_t(const_bytes));
   size_t at = const_bytes;
   for (size_t k = 0; k < counts.size(); ++k) {

@@ -1,23 +1,22 @@
-// Program plans: the device segments' plans, the host steps (an ONNX graph of
-// the host nodes and the constants the steps read) and the step order, in the
-// versioned plan container. The host graph is plain ONNX protobuf so any ONNX
-// tool can read it; it is not a model the importer checks (its nodes read
-// tensors the segments produce), so the reader checks it here.
-#include "frontend/onnx/program_file.h"
+// The ONNX frontend's codec for a program file's host steps (plan::HostCodec,
+// docs/plan-format.md): the host nodes in step order and the constants the
+// steps read as an ONNX ModelProto, so any ONNX tool can read them, with
+// each segment's boundary layouts in the metadata. The host graph is not a
+// model the importer checks (its nodes read tensors the segments produce),
+// so the reader checks it here.
+#include "frontend/onnx/host_codec.h"
 
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
 #include <map>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <set>
 
 #include "common/json_read.h"
-#include "common/tensor_io.h"
-#include "compiler/options.h"
 #include "frontend/onnx/host_ops.h"
 #include "frontend/onnx/model.h"
+#include "frontend/onnx/program.h"
 #include "plan/json_read.h"
 
 namespace loom::onnxfe {
@@ -25,7 +24,8 @@ namespace loom::onnxfe {
 namespace {
 
 using nlohmann::json;
-using plan::read_strict;
+
+// ---- encoding --------------------------------------------------------------
 
 void put_node(const Node& n, onnx::NodeProto* np) {
   np->set_name(n.name);
@@ -100,31 +100,25 @@ std::string host_model_bytes(const plan::Program& p, const Model& m, std::vector
   return mp.SerializeAsString();
 }
 
-// Typed access to the metadata that names the field on error.
-struct Meta {
-  const std::string& path;
-  std::optional<Error> err;
-
-  template <class T>
-  bool get(const json& j, const std::string& ctx, const char* key, T* out) {
-    if (err) return false;
-    const std::string where = path + ": " + ctx;
-    if (!j.is_object()) {
-      err = make_error(where, "expected an object");
-      return false;
-    }
-    auto it = j.find(key);
-    if (it == j.end()) {
-      err = make_error(where, std::string("missing field '") + key + "'");
-      return false;
-    }
-    if (!read_strict(*it, out)) {
-      err = make_error(where, std::string("field '") + key + "' has the wrong type or is out of range");
-      return false;
-    }
-    return true;
+/// The codec's metadata: the report counters and each segment's layouts.
+std::string host_meta(const HostModel& h) {
+  json layouts = json::array();
+  for (const SegmentLayout& s : h.layouts) {
+    json nhwc = json::array(), u8 = json::array();
+    for (const auto& [t, on] : s.nhwc)
+      if (on) nhwc.push_back(t);
+    for (const auto& [t, on] : s.u8)
+      if (on) u8.push_back(t);
+    layouts.push_back(json{{"nhwc", nhwc}, {"u8", u8}});
   }
-};
+  const json meta{{"model", h.model.name},
+                  {"onnx_nodes", h.onnx_nodes},
+                  {"folded_qdq", h.folded_qdq},
+                  {"layouts", std::move(layouts)}};
+  return meta.dump(-1, ' ', false, json::error_handler_t::replace);  // never throws
+}
+
+// ---- decoding --------------------------------------------------------------
 
 /// A default-domain node's input and output counts within its ONNX schema's
 /// (the host kernels index operands by position).
@@ -281,61 +275,6 @@ Status check_host_shapes(const std::string& host_bytes, const plan::Program& p, 
                         "declared " + type_str(want) + ", computed " + type_str(*got));
   return Status::ok();
 }
-}  // namespace
-
-Status write_program_plan(const plan::Program& p, const ProgramPlanInfo& info, const std::string& path) {
-  auto hm = host_model(p, path);
-  if (!hm) return Status(hm.error()).context("nothing written");
-  const HostModel& h = **hm;
-  LOOM_TRY(plan::validate(p, path));
-  std::vector<size_t> host_index;
-  const std::string host = host_model_bytes(p, h.model, &host_index);
-  std::string payload = host;
-  json meta;
-  meta["kind"] = "onnx_program";
-  meta["config"] = info.config;
-  meta["compiler"] = info.compiler;
-  meta["model"] = h.model.name;
-  meta["graph_source"] = info.source;
-  meta["graph_hash"] = info.source_hash;
-  meta["compile_options"] = compiler::options_to_json(info.options);
-  meta["onnx_nodes"] = h.onnx_nodes;
-  meta["folded_qdq"] = h.folded_qdq;
-  meta["host_model_bytes"] = host.size();
-  meta["segments"] = json::array();
-  for (size_t k = 0; k < p.segments.size(); ++k) {
-    const SegmentLayout& s = h.layouts[k];
-    const plan::Segment& ps = p.segments[k];
-    const std::string b = plan::encode_plan(ps.plan);
-    payload += b;
-    json nhwc = json::array(), u8 = json::array();
-    for (const auto& [t, on] : s.nhwc)
-      if (on) nhwc.push_back(t);
-    for (const auto& [t, on] : s.u8)
-      if (on) u8.push_back(t);
-    meta["segments"].push_back(json{{"plan_bytes", b.size()},
-                                    {"nodes", ps.ops},
-                                    {"inputs", ps.inputs},
-                                    {"outputs", ps.outputs},
-                                    {"nhwc", nhwc},
-                                    {"u8", u8}});
-  }
-  meta["steps"] = json::array();
-  for (const auto& st : p.steps)
-    meta["steps"].push_back(st.on_device() ? json{{"segment", st.segment}} : json{{"node", host_index[st.host]}});
-  meta["fallback_ops"] = p.fallback_ops();
-  meta["notes"] = p.notes;
-  const std::string text = meta.dump(-1, ' ', false, json::error_handler_t::replace);  // never throws
-  return write_file_atomic(path, plan::encode_container(plan::kProgramFormatVersion, text, payload));
-}
-
-Expected<ProgramPlan> read_program_plan(const std::string& path) {
-  auto bytes = read_file_bytes(path);
-  if (!bytes) return bytes.error();
-  return decode_program_plan(*bytes, path);
-}
-
-namespace {
 
 /// The int8/uint8 type of the tensors the host model pins down: its graph
 /// inputs, and what its QuantizeLinear nodes write and DequantizeLinear
@@ -372,179 +311,144 @@ Status check_boundary_types(const std::map<std::string, int32_t>& types, const S
   return Status::ok();
 }
 
-}  // namespace
-
-Expected<ProgramPlan> decode_program_plan(std::string_view bytes, const std::string& path) {
-  auto c = plan::decode_container(bytes, path);
-  if (!c) return c.error();
-  if (c->version != plan::kProgramFormatVersion)
-    return make_error(path, "field 'format_version': " + std::to_string(c->version) +
-                                " is a single-segment plan, not a program plan");
-  // Nesting bounded while parsing: a deep value would recurse when dumped.
-  auto parsed = parse_json_sorted(c->meta, path + ": metadata");
-  if (!parsed) return parsed.error();
-  const json& meta = *parsed;
-  ProgramPlan pp;
-  ProgramPlanInfo& info = pp.info;
-  plan::Program& p = pp.program;
-  auto hp = std::make_shared<HostModel>();
-  HostModel& h = *hp;
-  std::vector<std::string> fallback_ops;
-  Meta r{path, {}};
-  std::string kind;
-  uint64_t host_bytes = 0;
-  json segs, steps;
-  r.get(meta, "metadata", "kind", &kind);
-  r.get(meta, "metadata", "config", &info.config);
-  r.get(meta, "metadata", "compiler", &info.compiler);
-  r.get(meta, "metadata", "graph_source", &info.source);
-  r.get(meta, "metadata", "graph_hash", &info.source_hash);
-  r.get(meta, "metadata", "onnx_nodes", &h.onnx_nodes);
-  r.get(meta, "metadata", "folded_qdq", &h.folded_qdq);
-  r.get(meta, "metadata", "host_model_bytes", &host_bytes);
-  r.get(meta, "metadata", "fallback_ops", &fallback_ops);
-  r.get(meta, "metadata", "notes", &p.notes);
-  r.get(meta, "metadata", "segments", &segs);
-  r.get(meta, "metadata", "steps", &steps);
-  json opts;
-  r.get(meta, "metadata", "compile_options", &opts);
+/// Segment `k`'s layout (`j`: its `host.layouts` entry): `nhwc` and `u8`
+/// name boundary tensors of the segment, `nhwc` only of rank 4, `u8` as the
+/// host model and the other segments have it.
+Expected<SegmentLayout> read_layout(const json& j, size_t k, const plan::Segment& ps,
+                                    const std::map<std::string, int32_t>& types, std::map<std::string, bool>& u8_of,
+                                    const std::string& path) {
+  const std::string ctx = "host.layouts[" + std::to_string(k) + "]";
+  const std::string w = path + ": " + ctx;
+  plan::Fields r{path, {}};
+  std::vector<std::string> nhwc, u8;
+  r.get(j, ctx, "nhwc", &nhwc);
+  r.get(j, ctx, "u8", &u8);
   if (r.err) return *r.err;
-  const std::string md = path + ": metadata";
-  if (!spec::find_config(info.config))
-    return make_error(md, "field 'config': unknown configuration '" + info.config + "'");
-  auto options = compiler::options_from_json(opts, *spec::find_config(info.config), md);
-  if (!options) return options.error();
-  info.options = std::move(*options);
-  if (kind != "onnx_program") return make_error(md, "field 'kind': '" + kind + "' is not 'onnx_program'");
-  if (!spec::find_config(info.config))
-    return make_error(md, "field 'config': unknown configuration '" + info.config + "'");
-  if (!segs.is_array()) return make_error(md, "field 'segments' is not an array");
-  if (!steps.is_array()) return make_error(md, "field 'steps' is not an array");
-  if (host_bytes > c->payload.size())
-    return make_error(md, "field 'host_model_bytes': " + std::to_string(host_bytes) + " exceeds the payload (" +
-                              std::to_string(c->payload.size()) + " bytes)");
-  auto model = read_host_model(c->payload.substr(0, host_bytes), path);
-  if (!model) return model.error();
-  h.model = std::move(*model);
+  SegmentLayout s;
+  for (const auto& t : ps.inputs) s.nhwc[t] = false, s.u8[t] = false;
+  for (const auto& t : ps.outputs) s.nhwc[t] = false, s.u8[t] = false;
+  const std::string seg = " is no boundary tensor of segment " + std::to_string(k);
+  for (const auto& t : u8) {
+    if (!s.u8.count(t)) return make_error(w, "field 'u8': '" + t + "'" + seg);
+    s.u8[t] = true;
+  }
+  for (const auto& t : nhwc) {
+    if (!s.nhwc.count(t)) return make_error(w, "field 'nhwc': '" + t + "'" + seg);
+    for (const auto* bs : {&ps.plan.inputs, &ps.plan.outputs})
+      for (const auto& b : *bs)
+        if (b.name == t && b.shape.size() != 4) return make_error(w, "field 'nhwc': '" + t + "' is not of rank 4");
+    s.nhwc[t] = true;
+  }
+  LOOM_TRY(check_boundary_types(types, s, u8_of, w));
+  return s;
+}
 
-  size_t at = host_bytes;
+/// One layout per segment, in segment order.
+Status read_layouts(const json& layouts, const plan::Program& p, HostModel& h, const std::string& path) {
+  if (!layouts.is_array() || layouts.size() != p.segments.size())
+    return make_error(path + ": host",
+                      "field 'layouts': expected one entry per segment (" + std::to_string(p.segments.size()) + ")");
   std::map<std::string, bool> u8_of;  // every boundary tensor's u8 flag, across segments
   const std::map<std::string, int32_t> types = eight_bit_types(h.model);
-  for (size_t k = 0; k < segs.size(); ++k) {
-    const std::string ctx = "segments[" + std::to_string(k) + "]";
-    const std::string w = path + ": " + ctx;
-    uint64_t n = 0;
-    SegmentLayout s;
-    plan::Segment ps;
-    std::vector<std::string> nhwc, u8;
-    r.get(segs[k], ctx, "plan_bytes", &n);
-    r.get(segs[k], ctx, "nodes", &ps.ops);
-    r.get(segs[k], ctx, "inputs", &ps.inputs);
-    r.get(segs[k], ctx, "outputs", &ps.outputs);
-    r.get(segs[k], ctx, "nhwc", &nhwc);
-    r.get(segs[k], ctx, "u8", &u8);
-    if (r.err) return *r.err;
-    if (n > c->payload.size() - at)
-      return make_error(w, "field 'plan_bytes': " + std::to_string(n) + " bytes run past the end of the payload");
-    auto sp = plan::decode_plan(std::string_view(c->payload).substr(at, n), w);
-    if (!sp) return sp.error();
-    at += n;
-    ps.plan = std::move(*sp);
-    if (ps.plan.config != info.config)
-      return make_error(w, "field 'config': the segment was compiled for '" + ps.plan.config + "', the program for '" +
-                               info.config + "'");
-    // The boundary tensors are the plan's bindings, by name.
-    auto same = [](const std::vector<std::string>& names, const std::vector<plan::TensorBinding>& b) {
-      std::set<std::string> x(names.begin(), names.end()), y;
-      for (const auto& t : b) y.insert(t.name);
-      return x == y && x.size() == names.size();
-    };
-    if (!same(ps.inputs, ps.plan.inputs)) return make_error(w, "field 'inputs': not the inputs of the segment's plan");
-    if (!same(ps.outputs, ps.plan.outputs))
-      return make_error(w, "field 'outputs': not the outputs of the segment's plan");
-    if (ps.outputs.empty()) return make_error(w, "field 'outputs': a segment with no outputs");
-    // Held in the plan's binding order, whatever order the file lists them in.
-    ps.inputs.clear();
-    ps.outputs.clear();
-    for (const auto& b : ps.plan.inputs) ps.inputs.push_back(b.name);
-    for (const auto& b : ps.plan.outputs) ps.outputs.push_back(b.name);
-    for (const auto& t : ps.inputs) s.nhwc[t] = false, s.u8[t] = false;
-    for (const auto& t : ps.outputs) s.nhwc[t] = false, s.u8[t] = false;
-    for (const auto& t : u8) {
-      if (!s.u8.count(t)) return make_error(w, "field 'u8': '" + t + "' is no boundary tensor of the segment");
-      s.u8[t] = true;
-    }
-    for (const auto& t : nhwc) {
-      if (!s.nhwc.count(t)) return make_error(w, "field 'nhwc': '" + t + "' is no boundary tensor of the segment");
-      for (const auto* bs : {&ps.plan.inputs, &ps.plan.outputs})
-        for (const auto& b : *bs)
-          if (b.name == t && b.shape.size() != 4) return make_error(w, "field 'nhwc': '" + t + "' is not of rank 4");
-      s.nhwc[t] = true;
-    }
-    LOOM_TRY(check_boundary_types(types, s, u8_of, w));
-    h.layouts.push_back(std::move(s));
-    p.segments.push_back(std::move(ps));
+  for (size_t k = 0; k < p.segments.size(); ++k) {
+    auto s = read_layout(layouts[k], k, p.segments[k], types, u8_of, path);
+    if (!s) return s.error();
+    h.layouts.push_back(std::move(*s));
   }
-  if (at != c->payload.size())
-    return make_error(md, "payload size " + std::to_string(c->payload.size()) +
-                              " does not match the host model and segment plans (" + std::to_string(at) + ")");
+  return {};
+}
 
-  // Steps: every segment and host node exactly once, every tensor produced
-  // before it is read.
-  const Model& m = h.model;
+/// Host step `k` (node `st.host` of the host model): in range, run once.
+Expected<const Node*> host_node(const plan::Step& st, size_t k, const Model& m, std::vector<int>& seen,
+                                const std::string& path) {
+  const std::string w = path + ": steps[" + std::to_string(k) + "]";
+  if (st.host >= m.nodes.size())
+    return make_error(w, "field 'host': " + std::to_string(st.host) + " is out of range (the host model has " +
+                             std::to_string(m.nodes.size()) + " nodes)");
+  if (seen[st.host]++) return make_error(w, "field 'host': node " + std::to_string(st.host) + " runs twice");
+  return &m.nodes[st.host];
+}
+
+/// The steps with the host model: every host node runs exactly once, every
+/// tensor is produced (graph input, constant or an earlier step) before a
+/// step reads it, every graph output is computed. Fills `p.host_ops`.
+Status check_steps(plan::Program& p, const Model& m, const std::string& path) {
   std::set<std::string> avail(m.inputs.begin(), m.inputs.end());
   for (const auto& [name, v] : m.consts) avail.insert(name);
-  std::vector<int> seen_seg(p.segments.size(), 0), seen_node(m.nodes.size(), 0);
-  for (size_t k = 0; k < steps.size(); ++k) {
-    const std::string ctx = "steps[" + std::to_string(k) + "]";
-    const std::string w = path + ": " + ctx;
-    plan::Step st;
-    std::vector<std::string> reads, writes;
+  std::vector<int> seen(m.nodes.size(), 0);
+  for (size_t k = 0; k < p.steps.size(); ++k) {
+    const plan::Step& st = p.steps[k];
+    const std::vector<std::string>*reads = nullptr, *writes = nullptr;
     std::string what;
-    if (steps[k].is_object() && steps[k].contains("segment")) {
-      int64_t i = -1;
-      if (!r.get(steps[k], ctx, "segment", &i)) return *r.err;
-      if (i < 0 || i >= int64_t(p.segments.size()))
-        return make_error(w, "field 'segment': " + std::to_string(i) + " is out of range (the plan has " +
-                                 std::to_string(p.segments.size()) + " segments)");
-      if (seen_seg[size_t(i)]++) return make_error(w, "field 'segment': segment " + std::to_string(i) + " runs twice");
-      st.segment = int(i);
-      reads = p.segments[size_t(i)].inputs;
-      writes = p.segments[size_t(i)].outputs;
-      what = "segment " + std::to_string(i);
+    if (st.on_device()) {
+      const plan::Segment& s = p.segments[size_t(st.segment)];
+      reads = &s.inputs, writes = &s.outputs;
+      what = "segment " + std::to_string(st.segment);
     } else {
-      int64_t i = -1;
-      if (!r.get(steps[k], ctx, "node", &i)) return *r.err;
-      if (i < 0 || i >= int64_t(m.nodes.size()))
-        return make_error(w, "field 'node': " + std::to_string(i) + " is out of range (the host model has " +
-                                 std::to_string(m.nodes.size()) + " nodes)");
-      if (seen_node[size_t(i)]++) return make_error(w, "field 'node': node " + std::to_string(i) + " runs twice");
-      st.host = size_t(i);
-      const Node& n = m.nodes[size_t(i)];
-      reads = n.inputs;
-      writes = n.outputs;
-      what = "node '" + n.name + "'";
+      auto n = host_node(st, k, m, seen, path);
+      if (!n) return n.error();
+      reads = &(*n)->inputs, writes = &(*n)->outputs;
+      what = "node '" + (*n)->name + "'";
       // The file keeps no reasons: only what runs on the host.
-      p.host_ops.push_back(plan::HostOp{n.name, n.op, "", output_elements(m, n)});
+      p.host_ops.push_back(plan::HostOp{(*n)->name, (*n)->op, "", output_elements(m, **n)});
     }
-    for (const auto& t : reads)
+    for (const auto& t : *reads)
       if (!t.empty() && !avail.count(t))
-        return make_error(w, what + " reads '" + t + "', which no earlier step, input or constant provides");
-    for (const auto& t : writes)
+        return make_error(path + ": steps[" + std::to_string(k) + "]",
+                          what + " reads '" + t + "', which no earlier step, input or constant provides");
+    for (const auto& t : *writes)
       if (!t.empty()) avail.insert(t);
-    p.steps.push_back(st);
   }
-  for (size_t k = 0; k < seen_seg.size(); ++k)
-    if (!seen_seg[k]) return make_error(md, "field 'steps': segment " + std::to_string(k) + " never runs");
-  for (size_t k = 0; k < seen_node.size(); ++k)
-    if (!seen_node[k]) return make_error(md, "field 'steps': host node '" + m.nodes[k].name + "' never runs");
-  if (fallback_ops != p.fallback_ops())
-    return make_error(md, "field 'fallback_ops': not the ops of the host steps, in step order");
+  for (size_t k = 0; k < seen.size(); ++k)
+    if (!seen[k])
+      return make_error(path + ": metadata", "field 'steps': host node '" + m.nodes[k].name + "' never runs");
   for (const auto& o : m.outputs)
     if (!avail.count(o)) return make_error(path + ": field 'host_model'", "graph output '" + o + "' is never computed");
-  LOOM_TRY(check_host_shapes(c->payload.substr(0, host_bytes), p, h, path));
-  p.host = std::move(hp);
-  return pp;
+  return {};
+}
+
+class OnnxCodec final : public plan::HostCodec {
+ public:
+  const char* kind() const override { return "onnx"; }
+
+  Expected<plan::HostBytes> encode(const plan::Program& p, const std::string& where) const override {
+    auto hm = host_model(p, where);
+    if (!hm) return hm.error();
+    const HostModel& h = **hm;
+    plan::HostBytes out;
+    std::vector<size_t> host_index;
+    out.bytes = host_model_bytes(p, h.model, &host_index);
+    for (const auto& st : p.steps) out.index.push_back(st.on_device() ? 0 : host_index[st.host]);
+    out.meta = host_meta(h);
+    return out;
+  }
+
+  Status decode(const plan::HostBytes& in, plan::Program& p, const std::string& path) const override {
+    auto meta = parse_json_sorted(in.meta, path + ": host");
+    if (!meta) return meta.error();
+    auto hp = std::make_shared<HostModel>();
+    plan::Fields r{path, {}};
+    json layouts;
+    r.get(*meta, "host", "onnx_nodes", &hp->onnx_nodes);
+    r.get(*meta, "host", "folded_qdq", &hp->folded_qdq);
+    r.get(*meta, "host", "layouts", &layouts);
+    if (r.err) return *r.err;
+    auto model = read_host_model(in.bytes, path);
+    if (!model) return model.error();
+    hp->model = std::move(*model);
+    LOOM_TRY(read_layouts(layouts, p, *hp, path));
+    LOOM_TRY(check_steps(p, hp->model, path));
+    LOOM_TRY(check_host_shapes(in.bytes, p, *hp, path));
+    p.host = std::move(hp);
+    return {};
+  }
+};
+
+}  // namespace
+
+const plan::HostCodec& host_codec() {
+  static const OnnxCodec codec;
+  return codec;
 }
 
 }  // namespace loom::onnxfe
