@@ -80,6 +80,10 @@ Expected<std::string> encode_program(const Program& p, const ProgramInfo& info, 
     auto h = codec->encode(p, where);
     if (!h) return h.error();
     host = std::move(*h);
+    if (host.index.size() != p.steps.size())
+      return make_error(where, std::string("the ") + codec->kind() + " codec indexed " +
+                                   std::to_string(host.index.size()) + " of " + std::to_string(p.steps.size()) +
+                                   " steps");
     auto hm = host_meta(host, codec->kind(), where);
     if (!hm) return hm.error();
     meta["host"] = std::move(*hm);
@@ -95,7 +99,7 @@ Expected<std::string> encode_program(const Program& p, const ProgramInfo& info, 
   meta["steps"] = json::array();
   for (size_t k = 0; k < p.steps.size(); ++k) {
     const Step& st = p.steps[k];
-    meta["steps"].push_back(st.on_device() ? json{{"segment", st.segment}} : json{{"host", host.index.at(k)}});
+    meta["steps"].push_back(st.on_device() ? json{{"segment", st.segment}} : json{{"host", host.index[k]}});
   }
   meta["fallback_ops"] = p.fallback_ops();
   meta["notes"] = p.notes;
