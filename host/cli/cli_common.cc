@@ -18,6 +18,7 @@
 #include "common/tensor_io.h"
 #include "compiler/options.h"
 #include "frontend/onnx/model.h"
+#include "plan/program_file.h"
 
 namespace loom::cli {
 
@@ -332,9 +333,8 @@ Status check_plan_flags(const CompileFlags& f, const spec::HwConfig& cfg, const 
 }
 
 InputKind input_kind(const std::string& path) {
-  const uint32_t v = plan::plan_format_version(path);
-  if (v == plan::kProgramFormatVersion) return InputKind::ProgramPlan;
-  if (plan::looks_like_plan(path)) return InputKind::Plan;
+  // A program file with host steps runs with its frontend's values.
+  if (plan::looks_like_plan(path)) return plan::host_codec_of(path).empty() ? InputKind::Plan : InputKind::ProgramPlan;
   if (onnxfe::is_onnx_path(path)) return InputKind::Onnx;
   return InputKind::Graph;
 }

@@ -117,7 +117,9 @@ void check_option_values(CLI::App& app);
 /// described as NONNEGATIVE in the help.
 CLI::Validator non_negative_number();
 
-/// What `loom run` and `loom compile` are given (by content, then extension).
+/// What `loom run` and `loom compile` are given (by content, then extension):
+/// a plan file is a Plan when it has no host steps (a JSON graph's), a
+/// ProgramPlan when it has (an ONNX model's).
 enum class InputKind { Graph, Plan, Onnx, ProgramPlan };
 InputKind input_kind(const std::string& path);
 

@@ -5,6 +5,7 @@
 #include "compiler/compiler.h"
 #include "compiler/options.h"
 #include "driver/compile.h"
+#include "plan/program_file.h"
 
 namespace loom::cli {
 
@@ -40,8 +41,9 @@ void register_compile(CLI::App& app) {
       throw CLI::RuntimeError(fail(s.error()));
     auto prog = driver::compile_program(driver::Source::graph_file(o->graph), **cfg, opt);
     if (!prog) throw CLI::RuntimeError(fail(prog.error()));
+    // A program of one segment and no host steps, in the one file format.
     const plan::Segment* r = &prog->segments.at(0);
-    Status s = plan::write_plan(r->plan, o->out);
+    Status s = plan::write_program(*prog, plan::info_of(r->plan), o->out);
     if (!s) throw CLI::RuntimeError(fail(s.error()));
     const auto& p = r->plan;
     size_t insns = 0;

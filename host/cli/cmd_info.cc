@@ -14,7 +14,7 @@ void register_info(CLI::App& app) {
     ordered_json j;
     j["version"] = LOOM_VERSION;
     j["spec_version"] = std::to_string(spec::kVersionMajor) + "." + std::to_string(spec::kVersionMinor);
-    j["plan_format_version"] = plan::kFormatVersion;
+    j["plan_format_version"] = plan::kProgramFormatVersion;  // the format written (1 and 2 are read too)
     j["configs"] = ordered_json::array();
     for (const auto& c : spec::kConfigs) {
       j["configs"].push_back(ordered_json{{"name", c.name},
@@ -43,7 +43,7 @@ void register_info(CLI::App& app) {
       return;
     }
     std::cout << "loom " << LOOM_VERSION << " (spec " << j["spec_version"].get<std::string>() << ", plan format "
-              << plan::kFormatVersion << ")\n\nconfigurations:\n";
+              << plan::kProgramFormatVersion << ")\n\nconfigurations:\n";
     for (const auto& c : spec::kConfigs)
       std::cout << "  " << c.name << ": " << c.cores << " cores of " << c.array_rows << "x" << c.array_cols
                 << ", scratchpads in/wgt/acc/out " << c.in_kib << "/" << c.wgt_kib << "/" << c.acc_kib << "/"

@@ -11,9 +11,9 @@
 #include "common/tensor_io.h"
 #include "compiler/options.h"
 #include "driver/compile.h"
+#include "frontend/onnx/host_codec.h"
 #include "frontend/onnx/model.h"
 #include "frontend/onnx/program.h"
-#include "frontend/onnx/program_file.h"
 #include "frontend/onnx/value.h"
 
 namespace loom::cli {
@@ -61,16 +61,24 @@ void print_explain(const plan::Program& p) {
   for (const auto& h : p.host_ops) std::cout << "[onnx] host: " << h.node << " (" << h.op << "): " << h.why << "\n";
 }
 
+/// The shapes a program file records as bound on its source.
+Expected<onnxfe::ShapeBinding> recorded_shapes(const plan::ProgramInfo& info, const std::string& path) {
+  if (info.input_shapes.empty()) return onnxfe::ShapeBinding{};
+  return onnxfe::shapes_from_json(info.input_shapes, path + ": metadata: field 'input_shapes'");
+}
+
 // --check of a program plan: the segment graphs (the reference) are rebuilt
 // from the .onnx the plan was compiled from, which must be unchanged, for
 // exactly the plan's segments; nothing is compiled again.
-Status attach_reference_graphs(onnxfe::ProgramPlan& pp, const std::string& plan_path) {
+Status attach_reference_graphs(plan::ProgramFile& pp, const std::string& plan_path) {
   const auto& info = pp.info;
   if (info.source.empty() || file_hash(info.source) != info.source_hash)
     return make_error("--check", "the model " + (info.source.empty() ? std::string("of the plan") : info.source) +
                                      " that " + plan_path +
                                      " was compiled from is missing or changed since compilation");
-  auto m = onnxfe::load_model(info.source, info.shapes);
+  auto shapes = recorded_shapes(info, plan_path);
+  if (!shapes) return shapes.error();
+  auto m = onnxfe::load_model(info.source, *shapes);
   if (!m) return m.error();
   auto& segs = pp.program.segments;
   const auto& plans = segs;
@@ -130,6 +138,14 @@ Status check_plan_shapes(const CompileFlags& f, const onnxfe::ShapeBinding& reco
                         "'; recompile it, or leave the flags out");
 }
 
+/// The options a program file records, checked field by field for `cfg`.
+Expected<compiler::CompileOptions> recorded_options(const plan::ProgramInfo& info, const spec::HwConfig& cfg,
+                                                    const std::string& path) {
+  if (info.compile_options.empty()) return make_error(path + ": metadata", "missing field 'compile_options'");
+  return compiler::options_from_json(nlohmann::json::parse(info.compile_options, nullptr, false), cfg,
+                                     path + ": metadata");
+}
+
 }  // namespace
 
 int run_program_kind(const RunArgs& a) {
@@ -143,16 +159,20 @@ int run_program_kind(const RunArgs& a) {
   const std::string exp_dir = expected_dir(a);
   std::vector<std::string> input_files = a.inputs;
   if (from_plan) {
-    auto pp = onnxfe::read_program_plan(a.model);
+    auto pp = plan::read_program(a.model, &onnxfe::host_codec());
     if (!pp) return fail(pp.error());
     if (!a.config.empty() && a.config != pp->info.config)
       return fail("--config: plan " + a.model + " was compiled for '" + pp->info.config + "', not '" + a.config + "'");
     auto cfg = find_config(pp->info.config);
     if (!cfg) return fail(cfg.error());
     cfgp = *cfg;
-    if (Status s = check_plan_flags(a.compile, *cfgp, &pp->info.options, a.model); !s) return fail(s.error());
-    if (Status s = check_plan_shapes(a.compile, pp->info.shapes, a.model); !s) return fail(s.error());
-    options = pp->info.options;
+    auto recorded = recorded_options(pp->info, *cfgp, a.model);
+    if (!recorded) return fail(recorded.error());
+    if (Status s = check_plan_flags(a.compile, *cfgp, &*recorded, a.model); !s) return fail(s.error());
+    auto shapes = recorded_shapes(pp->info, a.model);
+    if (!shapes) return fail(shapes.error());
+    if (Status s = check_plan_shapes(a.compile, *shapes, a.model); !s) return fail(s.error());
+    options = *recorded;
     if (a.check)
       if (Status s = attach_reference_graphs(*pp, a.model); !s) return fail(s.error());
     prog = std::move(pp->program);
@@ -286,18 +306,18 @@ int compile_program_kind(const std::string& model, const onnxfe::ShapeBinding& s
                  {"fusion", compiler::fusion_name(opt.fusion)}};
   add_program_json(j, *prog, **onnxfe::host_model(*prog, model));
   if (explain && !json) print_explain(*prog);
-  // The whole model goes into one program plan (docs/plan-format.md):
-  // segment plans, host steps and their order.
-  onnxfe::ProgramPlanInfo info;
+  // The whole model goes into one program file (docs/plan-format.md):
+  // segment plans, host steps (through the ONNX codec) and their order.
+  plan::ProgramInfo info;
   info.config = cfg.name;
   info.compiler = std::string("loom ") + LOOM_VERSION;
   std::error_code ec;  // absolute, so --check finds it from any working directory
   const auto abs = std::filesystem::absolute(model, ec);
   info.source = ec ? model : abs.lexically_normal().string();
   info.source_hash = file_hash(model);
-  info.options = opt;
-  info.shapes = shapes;
-  Status s = onnxfe::write_program_plan(*prog, info, out);
+  info.compile_options = compiler::options_to_json(opt).dump();
+  info.input_shapes = onnxfe::shapes_json(shapes);
+  Status s = plan::write_program(*prog, info, out, &onnxfe::host_codec());
   if (!s) return fail(s.error());
   j["plan"] = out;
   j["format_version"] = plan::kProgramFormatVersion;

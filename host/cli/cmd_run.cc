@@ -19,6 +19,7 @@
 #include "compiler/options.h"
 #include "driver/compile.h"
 #include "frontend/onnx/value.h"
+#include "plan/program_file.h"
 #include "runtime/device.h"
 #include "runtime/executor.h"
 #include "runtime/trace.h"
@@ -103,18 +104,23 @@ int run(const Opts& o) {
       !s)
     return fail(s.error());
   plan::Plan p;
+  plan::ProgramInfo info;  // the file's (a plan's own fields for a graph)
   std::string graph_path = o.graph;
   if (is_plan) {
-    auto r = plan::read_plan(o.model);
+    auto r = plan::read_program(o.model);  // any format; one segment, no host steps
     if (!r) return fail(r.error());
-    p = std::move(*r);
-    if (!o.config.empty() && o.config != p.config)
-      return fail("--config: plan " + o.model + " was compiled for '" + p.config + "', not '" + o.config + "'");
-    const auto* pc = spec::find_config(p.config);
-    if (!pc) return fail(o.model + ": metadata: field 'config': unknown configuration '" + p.config + "'");
+    if (r->program.segments.size() != 1 || r->program.steps.size() != 1)
+      return fail(o.model + ": metadata: field 'segments': " + std::to_string(r->program.segments.size()) +
+                  " segments without host steps; a plan without host steps runs one segment");
+    p = std::move(r->program.segments[0].plan);
+    info = std::move(r->info);
+    if (!o.config.empty() && o.config != info.config)
+      return fail("--config: plan " + o.model + " was compiled for '" + info.config + "', not '" + o.config + "'");
+    const auto* pc = spec::find_config(info.config);
+    if (!pc) return fail(o.model + ": metadata: field 'config': unknown configuration '" + info.config + "'");
     std::optional<compiler::CompileOptions> recorded;
-    if (!p.compile_options.empty()) {
-      auto ro = compiler::options_from_json(nlohmann::json::parse(p.compile_options, nullptr, false), *pc,
+    if (!info.compile_options.empty()) {
+      auto ro = compiler::options_from_json(nlohmann::json::parse(info.compile_options, nullptr, false), *pc,
                                             o.model + ": metadata");
       if (!ro) return fail(ro.error());
       recorded = *ro;
@@ -122,10 +128,10 @@ int run(const Opts& o) {
     if (Status s = check_plan_flags(o.compile, *pc, recorded ? &*recorded : nullptr, o.model); !s)
       return fail(s.error());
     if (graph_path.empty() && o.check) {
-      if (p.graph_source.empty() || file_hash(p.graph_source) != p.graph_hash)
-        return fail("--check: the graph " + (p.graph_source.empty() ? std::string("of the plan") : p.graph_source) +
+      if (info.source.empty() || file_hash(info.source) != info.source_hash)
+        return fail("--check: the graph " + (info.source.empty() ? std::string("of the plan") : info.source) +
                     " is missing or changed since compilation; pass --graph FILE");
-      graph_path = p.graph_source;
+      graph_path = info.source;
     }
   } else {
     if (!o.graph.empty()) return fail("--graph: only a plan is checked against another graph; " + o.model + " is one");
@@ -136,6 +142,7 @@ int run(const Opts& o) {
     auto r = driver::compile_program(driver::Source::graph_file(o.model), **cfg, *copt);
     if (!r) return fail(r.error());
     p = std::move(r->segments.at(0).plan);
+    info = plan::info_of(p);
     graph_path = o.model;
   }
   const auto* cfg = spec::find_config(p.config);
@@ -162,7 +169,8 @@ int run(const Opts& o) {
   j["kind"] = is_plan ? "plan" : "graph";
   j["backend"] = o.backend;
   j["config"] = pl.config;
-  j["compile_options"] = pl.compile_options.empty() ? ordered_json(nullptr) : ordered_json::parse(pl.compile_options);
+  j["compile_options"] =
+      info.compile_options.empty() ? ordered_json(nullptr) : ordered_json::parse(info.compile_options);
   if (input_files.empty()) j["seed"] = o.seed;
 
   std::vector<std::pair<std::string, const Tensor*>> outs;

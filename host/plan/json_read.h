@@ -8,9 +8,12 @@
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#include "common/status.h"
 
 namespace loom::plan {
 
@@ -63,5 +66,33 @@ bool read_strict(const Json& j, T* out) {
   }
   return true;
 }
+
+/// Required metadata fields read strictly, naming the one that is wrong
+/// ("PATH: CTX: missing field 'KEY'"). The first error is kept and later
+/// gets do nothing, so a run of gets is checked once at its end.
+struct Fields {
+  const std::string& path;
+  std::optional<Error> err;
+
+  template <class T, class Json>
+  bool get(const Json& j, const std::string& ctx, const char* key, T* out) {
+    if (err) return false;
+    const std::string where = path + ": " + ctx;
+    if (!j.is_object()) {
+      err = make_error(where, "expected an object");
+      return false;
+    }
+    auto it = j.find(key);
+    if (it == j.end()) {
+      err = make_error(where, std::string("missing field '") + key + "'");
+      return false;
+    }
+    if (!read_strict(*it, out)) {
+      err = make_error(where, std::string("field '") + key + "' has the wrong type or is out of range");
+      return false;
+    }
+    return true;
+  }
+};
 
 }  // namespace loom::plan

@@ -15,10 +15,14 @@
 
 namespace loom::plan {
 
-inline constexpr uint32_t kFormatVersion = 1;
-/// A program plan: the same container holding the device segments and host
-/// steps of an ONNX model (onnxfe::read_program_plan, docs/plan-format.md).
-inline constexpr uint32_t kProgramFormatVersion = 2;
+/// One graph's plan: the bytes of each segment in a program file, and what
+/// loom wrote for a JSON graph before program files (read_program reads it).
+inline constexpr uint32_t kPlanFormatVersion = 1;
+/// An ONNX model's program plan as loom wrote it before program files
+/// (format 3, plan/program_file.h): read, never written.
+inline constexpr uint32_t kOnnxProgramFormatVersion = 2;
+/// A program file (plan/program_file.h): what loom writes for every input.
+inline constexpr uint32_t kProgramFormatVersion = 3;
 inline constexpr char kMagic[8] = {'L', 'O', 'O', 'M', 'P', 'L', 'A', 'N'};
 
 /// A graph input or output: where it lives in device memory (relative to the
@@ -97,18 +101,20 @@ struct Plan {
   std::string compile_options;
 };
 
-/// Writes atomically (temporary file + rename): on error nothing is left.
+/// One plan on its own as a format-1 file, written atomically (temporary
+/// file + rename): on error nothing is left. loom's commands write programs
+/// (plan::write_program); this is the segment format, for tests and tools.
 Status write_plan(const Plan& p, const std::string& path);
-/// Reads and verifies magic, version, lengths and checksum; errors name the
-/// file and the field.
+/// Reads a format-1 file and verifies magic, version, lengths and checksum;
+/// errors name the file and the field. plan::read_program reads every format.
 Expected<Plan> read_plan(const std::string& path);
 /// True when the file starts with the plan magic.
 bool looks_like_plan(const std::string& path);
 /// The header's format version (0 when the file is no plan).
 uint32_t plan_format_version(const std::string& path);
 
-/// The container around a plan or a program plan, its header checked (magic,
-/// a known format version, lengths, checksum).
+/// The container around a plan or a program, its header checked (magic, a
+/// known format version, lengths, checksum).
 struct Container {
   uint32_t version = 0;
   std::string meta;  // JSON metadata
@@ -121,5 +127,7 @@ Expected<Container> decode_container(std::string_view bytes, const std::string& 
 /// A plan as bytes and back (write_plan and read_plan without the file).
 std::string encode_plan(const Plan& p);
 Expected<Plan> decode_plan(std::string_view bytes, const std::string& where);
+/// The plan in a container decode_container checked already.
+Expected<Plan> decode_plan(const Container& c, const std::string& where);
 
 }  // namespace loom::plan

@@ -9,8 +9,9 @@
 
 #include "frontend/onnx/model.h"
 #include "frontend/onnx/program.h"
-#include "frontend/onnx/program_file.h"
+#include "frontend/onnx/host_codec.h"
 #include "fuzz_util.h"
+#include "plan/program_file.h"
 
 using namespace loom;
 
@@ -24,11 +25,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto p = onnxfe::build_program(std::move(*m), {}, fuzz::tiny(), {});
   if (!p) return fuzz::check_error(p.error()), 0;
   static const std::string file = "/tmp/loom-fuzz-onnx-" + std::to_string(::getpid()) + ".plan";
-  onnxfe::ProgramPlanInfo info;
+  plan::ProgramInfo info;
   info.config = "tiny";
   info.compiler = "loom fuzz";
-  if (Status s = onnxfe::write_program_plan(*p, info, file); !s) return fuzz::check_error(s.error()), 0;
-  auto back = onnxfe::read_program_plan(file);
+  if (Status s = plan::write_program(*p, info, file, &onnxfe::host_codec()); !s)
+    return fuzz::check_error(s.error()), 0;
+  auto back = plan::read_program(file, &onnxfe::host_codec());
   std::remove(file.c_str());
   if (!back) {
     std::fprintf(stderr, "compiled, but run refuses the program plan: %s\n", back.error().str().c_str());

@@ -1,6 +1,8 @@
-// Program plans in the library: write_program_plan / read_program_plan keep
-// every step, host node (attributes included), constant, graph input type and
-// boundary layout, and the program read back runs to the same outputs.
+// Program files with ONNX host steps in the library: plan::write_program /
+// plan::read_program with the ONNX codec keep every step, host node
+// (attributes included), constant, graph input type and boundary layout, and
+// the program read back runs to the same outputs; a format-2 program plan
+// that loom wrote before program files reads and runs as the model does.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
@@ -16,8 +18,10 @@
 #include "compiler/options.h"
 #include "driver/compile.h"
 #include "driver/fingerprint.h"
-#include "frontend/onnx/program_file.h"
+#include "frontend/onnx/host_codec.h"
+#include "frontend/onnx/program.h"
 #include "plan/plan.h"
+#include "plan/program_file.h"
 #include "runtime/device.h"
 
 using namespace loom;
@@ -108,6 +112,17 @@ std::string two_segment_model() {
   return m.SerializeAsString();
 }
 
+/// The info of a program file compiled for tiny with `opt`.
+plan::ProgramInfo tiny_info(const compiler::CompileOptions& opt = {}, std::string source = "", uint64_t hash = 0) {
+  return plan::ProgramInfo{"tiny", "loom test", std::move(source), hash, compiler::options_to_json(opt).dump()};
+}
+
+Status write(const plan::Program& p, const plan::ProgramInfo& info, const std::string& path) {
+  return plan::write_program(p, info, path, &host_codec());
+}
+
+Expected<plan::ProgramFile> read(const std::string& path) { return plan::read_program(path, &host_codec()); }
+
 class ProgramFile : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -132,18 +147,21 @@ class ProgramFile : public ::testing::Test {
 
 TEST_F(ProgramFile, RoundTripKeepsEverything) {
   ASSERT_EQ(prog.segments.size(), 2u);
-  ProgramPlanInfo info{"tiny", "loom test", "/src/lib.onnx", 0x1234abcdu, {}, {}};
-  info.options.num_cores = 2;
-  info.options.placement = compiler::Placement::Pipeline;
-  ASSERT_TRUE(write_program_plan(prog, info, path).is_ok());
-  auto r = read_program_plan(path);
+  compiler::CompileOptions opt;
+  opt.num_cores = 2;
+  opt.placement = compiler::Placement::Pipeline;
+  ASSERT_TRUE(write(prog, tiny_info(opt, "/src/lib.onnx", 0x1234abcdu), path).is_ok());
+  auto r = read(path);
   ASSERT_TRUE(r) << r.error().str();
+  EXPECT_EQ(r->version, plan::kProgramFormatVersion);
   EXPECT_EQ(r->info.config, "tiny");
   EXPECT_EQ(r->info.source, "/src/lib.onnx");
   EXPECT_EQ(r->info.source_hash, 0x1234abcdu);
-  EXPECT_EQ(r->info.options.num_cores, 2);
-  EXPECT_EQ(r->info.options.placement, compiler::Placement::Pipeline);
-  EXPECT_TRUE(compiler::options_diff(r->info.options, info.options).empty());
+  auto back = compiler::options_from_json(nlohmann::json::parse(r->info.compile_options), *cfg, "test");
+  ASSERT_TRUE(back) << back.error().str();
+  EXPECT_EQ(back->num_cores, 2);
+  EXPECT_EQ(back->placement, compiler::Placement::Pipeline);
+  EXPECT_TRUE(compiler::options_diff(*back, opt).empty());
   const plan::Program& q = r->program;
   auto qh = host_model(q, "test");
   ASSERT_TRUE(qh) << qh.error().str();
@@ -232,8 +250,8 @@ TEST_F(ProgramFile, ReusableDriverCompilesWhatAFirstCompileGivesUnderEveryOption
 }
 
 TEST_F(ProgramFile, ReadBackRunsToTheSameOutputs) {
-  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}, {}}, path).is_ok());
-  auto r = read_program_plan(path);
+  ASSERT_TRUE(write(prog, tiny_info(), path).is_ok());
+  auto r = read(path);
   ASSERT_TRUE(r) << r.error().str();
   Value x = Value::make(kFloat, {4, 8});
   for (int64_t k = 0; k < x.numel(); ++k) x.f[size_t(k)] = float((k * 37) % 23 - 11) / 9.0f;
@@ -287,7 +305,7 @@ TEST_F(ProgramFile, SegmentGraphsRebuildThePlansSegmentsWithoutCompiling) {
 }
 
 TEST_F(ProgramFile, SingleGraphReaderRefusesAProgramPlan) {
-  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}, {}}, path).is_ok());
+  ASSERT_TRUE(write(prog, tiny_info(), path).is_ok());
   EXPECT_EQ(plan::plan_format_version(path), plan::kProgramFormatVersion);
   auto r = plan::read_plan(path);
   ASSERT_FALSE(r);
@@ -295,12 +313,74 @@ TEST_F(ProgramFile, SingleGraphReaderRefusesAProgramPlan) {
   EXPECT_NE(r.error().str().find("program plan"), std::string::npos) << r.error().str();
 }
 
-TEST_F(ProgramFile, ProgramReaderRefusesASingleGraphPlan) {
+TEST_F(ProgramFile, ProgramReaderReadsASingleGraphPlanAsOneSegment) {
   ASSERT_TRUE(plan::write_plan(prog.segments[0].plan, path).is_ok());
-  auto r = read_program_plan(path);
+  auto r = read(path);
+  ASSERT_TRUE(r) << r.error().str();
+  EXPECT_EQ(r->version, plan::kPlanFormatVersion);
+  ASSERT_EQ(r->program.segments.size(), 1u);
+  ASSERT_EQ(r->program.steps.size(), 1u);
+  EXPECT_EQ(r->program.host, nullptr);
+  EXPECT_EQ(plan::encode_plan(r->program.segments[0].plan), plan::encode_plan(prog.segments[0].plan));
+}
+
+TEST_F(ProgramFile, HostStepsNeedTheirCodec) {
+  // Written without a codec: nothing written, one line.
+  Status s = plan::write_program(prog, tiny_info(), path);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().str().find("'onnx' need their codec"), std::string::npos) << s.error().str();
+  EXPECT_FALSE(std::filesystem::exists(path));
+  // Read without one: refused, naming the codec the file needs.
+  ASSERT_TRUE(write(prog, tiny_info(), path).is_ok());
+  EXPECT_EQ(plan::host_codec_of(path), "onnx");
+  auto r = plan::read_program(path);
   ASSERT_FALSE(r);
-  EXPECT_NE(r.error().str().find(path), std::string::npos);
-  EXPECT_NE(r.error().str().find("format_version"), std::string::npos) << r.error().str();
+  EXPECT_NE(r.error().str().find("host: field 'codec': host steps of 'onnx'"), std::string::npos) << r.error().str();
+}
+
+std::string fixture(const std::string& name) { return std::string(LOOM_SOURCE_DIR) + "/tests/plan/fixtures/" + name; }
+
+TEST_F(ProgramFile, FormatTwoProgramPlanReadsAndRunsAsTheModel) {
+  // Written by loom before program files (format 2): read through the same
+  // checks, run to the outputs of the model compiled now, and written again
+  // as a program file (format 3) that reads back to the same program.
+  auto old = read(fixture("two_segments.tiny.v2.plan"));
+  ASSERT_TRUE(old) << old.error().str();
+  EXPECT_EQ(old->version, plan::kOnnxProgramFormatVersion);
+  EXPECT_EQ(old->info.config, "tiny");
+  const plan::Program& q = old->program;
+  EXPECT_EQ(q.segments.size(), 2u);
+  EXPECT_EQ(q.steps.size(), 7u);
+  EXPECT_EQ(q.fallback_ops(), (std::vector<std::string>{"quant_x (QuantizeLinear)", "deq_c1 (DequantizeLinear)",
+                                                        "softmax (Softmax)", "quant_s (QuantizeLinear)",
+                                                        "deq_y (DequantizeLinear)"}));
+  auto m = load_model(fixture("two_segments.onnx"));
+  ASSERT_TRUE(m) << m.error().str();
+  auto now = build_program(*m, {}, *cfg, {});
+  ASSERT_TRUE(now) << now.error().str();
+  Value x = Value::make(kFloat, {1, 3, 6, 6});
+  for (int64_t k = 0; k < x.numel(); ++k) x.f[size_t(k)] = float((k * 29) % 31 - 15) / 7.0f;
+  const std::map<std::string, Value> in{{"x", x}};
+  auto a = run_program(*now, "ref", *cfg, in);
+  auto b = run_program(q, "ref", *cfg, in);
+  ASSERT_TRUE(a && b) << (a ? b.error().str() : a.error().str());
+  ASSERT_EQ(b->outputs.size(), 1u);
+  EXPECT_EQ(a->outputs[0].second.f, b->outputs[0].second.f);
+  EXPECT_EQ(a->device.instructions, b->device.instructions);
+
+  ASSERT_TRUE(write(q, old->info, path).is_ok());
+  auto again = read(path);
+  ASSERT_TRUE(again) << again.error().str();
+  EXPECT_EQ(again->version, plan::kProgramFormatVersion);
+  EXPECT_EQ(again->info.compile_options, old->info.compile_options);
+  EXPECT_EQ(again->program.fallback_ops(), q.fallback_ops());
+  ASSERT_EQ(again->program.steps.size(), q.steps.size());
+  for (size_t k = 0; k < q.steps.size(); ++k) {
+    EXPECT_EQ(again->program.steps[k].segment, q.steps[k].segment);
+    EXPECT_EQ(again->program.steps[k].host, q.steps[k].host);
+  }
+  for (size_t k = 0; k < q.segments.size(); ++k)
+    EXPECT_EQ(plan::encode_plan(again->program.segments[k].plan), plan::encode_plan(q.segments[k].plan));
 }
 
 /// The file at `path` with its container's metadata edited by `edit` and, if
@@ -318,21 +398,21 @@ void tamper(const std::string& path, const std::function<void(nlohmann::json&)>&
   std::ofstream(path, std::ios::binary | std::ios::trunc) << out;
 }
 
-void expect_refused(Expected<ProgramPlan> r, const std::string& needle) {
+void expect_refused(Expected<plan::ProgramFile> r, const std::string& needle) {
   ASSERT_FALSE(r) << "accepted; expected an error with: " << needle;
   EXPECT_NE(r.error().str().find(needle), std::string::npos) << r.error().str();
 }
 
 TEST_F(ProgramFile, ReaderRefusesFlagsAndU8FlagsThatDisagreeWithTheModel) {
-  const ProgramPlanInfo info{"tiny", "loom test", "", 0, {}, {}};
-  ASSERT_TRUE(write_program_plan(prog, info, path).is_ok());
-  ASSERT_TRUE(read_program_plan(path)) << "the untampered plan reads back";
+  const plan::ProgramInfo info = tiny_info();
+  ASSERT_TRUE(write(prog, info, path).is_ok());
+  ASSERT_TRUE(read(path)) << "the untampered plan reads back";
   tamper(path, [](nlohmann::json&) {}, 0xdeadbeef);
-  expect_refused(read_program_plan(path), "field 'flags'");
+  expect_refused(read(path), "field 'flags'");
   // Segment 0 reads 'xq', which the host model's QuantizeLinear writes as int8.
-  ASSERT_TRUE(write_program_plan(prog, info, path).is_ok());
-  tamper(path, [](nlohmann::json& m) { m["segments"][0]["u8"] = {"xq"}; });
-  expect_refused(read_program_plan(path), "'xq' is int8 in the host model, flagged u8");
+  ASSERT_TRUE(write(prog, info, path).is_ok());
+  tamper(path, [](nlohmann::json& m) { m["host"]["layouts"][0]["u8"] = {"xq"}; });
+  expect_refused(read(path), "'xq' is int8 in the host model, flagged u8");
 }
 
 // Rewrites the host model inside the program plan at `path` (and, through
@@ -345,13 +425,13 @@ void edit_host(const std::string& path, const std::function<void(onnx::ModelProt
   auto c = plan::decode_container(bytes, path);
   ASSERT_TRUE(c) << c.error().str();
   nlohmann::json meta = nlohmann::json::parse(c->meta);
-  const size_t host_bytes = meta["host_model_bytes"].get<size_t>();
+  const size_t host_bytes = meta["host"]["bytes"].get<size_t>();
   onnx::ModelProto host;
   ASSERT_TRUE(host.ParseFromString(c->payload.substr(0, host_bytes)));
   edit_model(host);
   edit_meta(meta);
   const std::string h = host.SerializeAsString();
-  meta["host_model_bytes"] = h.size();
+  meta["host"]["bytes"] = h.size();
   std::ofstream(path, std::ios::binary | std::ios::trunc)
       << plan::encode_container(c->version, meta.dump(), h + c->payload.substr(host_bytes));
 }
@@ -363,19 +443,19 @@ onnx::NodeProto* host_node(onnx::ModelProto& host, const std::string& op) {
 }
 
 TEST_F(ProgramFile, ReaderRefusesAHostNodeWithMoreOperandsThanItsSchema) {
-  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}, {}}, path).is_ok());
+  ASSERT_TRUE(write(prog, tiny_info(), path).is_ok());
   edit_host(path, [](onnx::ModelProto& host) {
     onnx::NodeProto* n = host_node(host, "Transpose");
     ASSERT_NE(n, nullptr);
     for (int k = 0; k < 4; ++k) n->add_input(n->input(0));  // a Transpose with 5 inputs
   });
-  expect_refused(read_program_plan(path), "5 inputs; Transpose takes 1 to 1");
+  expect_refused(read(path), "5 inputs; Transpose takes 1 to 1");
 }
 
 TEST_F(ProgramFile, ReaderRefusesHostStepsWhoseShapesDisagreeWithASegment) {
   // The second Transpose made an identity: softmax and its QuantizeLinear
   // then give segment 1 a [6, 4] tensor where its plan reads [4, 6].
-  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}, {}}, path).is_ok());
+  ASSERT_TRUE(write(prog, tiny_info(), path).is_ok());
   edit_host(path, [](onnx::ModelProto& host) {
     for (auto& n : *host.mutable_graph()->mutable_node())
       if (n.op_type() == "Transpose" && n.input(0) == "l") {
@@ -383,13 +463,13 @@ TEST_F(ProgramFile, ReaderRefusesHostStepsWhoseShapesDisagreeWithASegment) {
         n.mutable_attribute(0)->add_ints(0), n.mutable_attribute(0)->add_ints(1);
       }
   });
-  expect_refused(read_program_plan(path), "input 'sq': the host steps give int8 [6,4], the segment's plan reads int8 [4,6]");
+  expect_refused(read(path), "input 'sq': the host steps give int8 [6,4], the segment's plan reads int8 [4,6]");
 }
 
 TEST_F(ProgramFile, ReaderRefusesAHostStepThatBroadcastsPastTheTensorLimit) {
   // Two 32,768-element constants added with numpy broadcasting: 2^30
   // elements (4 GiB of float), refused at load instead of run.
-  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}, {}}, path).is_ok());
+  ASSERT_TRUE(write(prog, tiny_info(), path).is_ok());
   size_t nodes = 0;
   edit_host(
       path,
@@ -407,21 +487,21 @@ TEST_F(ProgramFile, ReaderRefusesAHostStepThatBroadcastsPastTheTensorLimit) {
         nodes = size_t(g->node_size());
       },
       [&](nlohmann::json& meta) {
-        meta["steps"].push_back({{"node", nodes - 1}});
+        meta["steps"].push_back({{"host", nodes - 1}});
         meta["fallback_ops"].push_back("blow_up (Add)");
       });
-  expect_refused(read_program_plan(path), "tensor 'big'");
+  expect_refused(read(path), "tensor 'big'");
 }
 
 TEST_F(ProgramFile, ReaderRefusesFallbackOpsThatAreNotTheHostSteps) {
-  ASSERT_TRUE(write_program_plan(prog, ProgramPlanInfo{"tiny", "loom test", "", 0, {}, {}}, path).is_ok());
+  ASSERT_TRUE(write(prog, tiny_info(), path).is_ok());
   edit_host(
       path, [](onnx::ModelProto&) {},
       [](nlohmann::json& meta) {
         ASSERT_FALSE(meta["fallback_ops"].empty());
         meta["fallback_ops"][0] = "elsewhere (Relu)";
       });
-  expect_refused(read_program_plan(path), "field 'fallback_ops': not the ops of the host steps");
+  expect_refused(read(path), "field 'fallback_ops': not the ops of the host steps");
 }
 
 TEST_F(ProgramFile, PlanReaderRefusesABindingScaleOrZeroPointOutOfRange) {

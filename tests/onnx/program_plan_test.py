@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Program plans (docs/plan-format.md, format version 2): an ONNX model with
-two device segments and host ops between them, through `loom compile` and
-`loom run PLAN`, and broken program plans.
+"""Program files with host steps (docs/plan-format.md, format version 3): an
+ONNX model with two device segments and host ops between them, through `loom
+compile` and `loom run PLAN`, and broken program files.
 
 A QOperator model (uint8 input quantization, NCHW convolutions, so both
 boundary conversions run): Q -> QLinearConv (segment 0) -> DQ -> Softmax -> Q
@@ -131,11 +131,12 @@ class ProgramPlan(unittest.TestCase):
     def test_runs_like_the_model(self):
         c = self.compiled
         self.assertEqual(len(c["segments"]), 2, c)
-        self.assertEqual(c["format_version"], 2)
+        self.assertEqual(c["format_version"], 3)
         self.assertEqual(sorted(f.split(" ")[0] for f in c["fallback_ops"]), ["deq_c1", "deq_y", "quant_s", "quant_x", "softmax"])
         ver, meta, _ = split(self.plan)
-        self.assertEqual(ver, 2)
-        self.assertEqual(meta["kind"], "onnx_program")
+        self.assertEqual(ver, 3)
+        self.assertEqual(meta["kind"], "program")
+        self.assertEqual(meta["host"]["codec"], "onnx")
         self.assertEqual(meta["graph_source"], self.model)
         r = self.run_plan(self.plan, "--check", "--json", out="from_plan")
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -209,14 +210,14 @@ class ProgramPlan(unittest.TestCase):
     def test_host_steps_are_plain_onnx(self):
         # The payload starts with the host steps as an ONNX model any ONNX tool reads.
         _, meta, payload = split(self.plan)
-        hm = onnx.load_from_string(payload[:meta["host_model_bytes"]])
+        hm = onnx.load_from_string(payload[:meta["host"]["bytes"]])
         self.assertEqual([n.name for n in hm.graph.node], ["quant_x", "deq_c1", "softmax", "quant_s", "deq_y"])
         self.assertEqual([i.name for i in hm.graph.input], ["x"])
         self.assertEqual([o.name for o in hm.graph.output], ["y"])
         self.assertIn("hs", [t.name for t in hm.graph.initializer])
         self.assertNotIn("w1", [t.name for t in hm.graph.initializer], "segment weights belong in the segment plan")
-        self.assertEqual(meta["steps"], [{"node": 0}, {"segment": 0}, {"node": 1}, {"node": 2}, {"node": 3},
-                                         {"segment": 1}, {"node": 4}])
+        self.assertEqual(meta["steps"], [{"host": 0}, {"segment": 0}, {"host": 1}, {"host": 2}, {"host": 3},
+                                         {"segment": 1}, {"host": 4}])
 
     # -- broken plans ---------------------------------------------------------
 
@@ -238,7 +239,7 @@ class ProgramPlan(unittest.TestCase):
         # A segment's own container is checked too, even under a valid outer checksum.
         ver, meta, payload = split(self.plan)
         p = bytearray(payload)
-        at = meta["host_model_bytes"] + meta["segments"][0]["plan_bytes"] - 5
+        at = meta["host"]["bytes"] + meta["segments"][0]["plan_bytes"] - 5
         p[at] ^= 0x01
         bad = os.path.join(self.dir, "seg.plan")
         seal(bad, ver, meta, bytes(p))
@@ -246,29 +247,29 @@ class ProgramPlan(unittest.TestCase):
 
     def test_unknown_host_op(self):
         ver, meta, payload = split(self.plan)
-        n = meta["host_model_bytes"]
+        n = meta["host"]["bytes"]
         hm = onnx.load_from_string(payload[:n])
         hm.graph.node[2].op_type = "Softmaxal"
         h = hm.SerializeToString()
-        meta["host_model_bytes"] = len(h)
+        meta["host"]["bytes"] = len(h)
         bad = os.path.join(self.dir, "op.plan")
         seal(bad, ver, meta, h + payload[n:])
         self.assert_one_line_error(self.run_plan(bad), "op.plan", "host_model", "'softmax'", "Softmaxal", "op_type")
 
     def test_constant_dims_beyond_its_data(self):
         ver, meta, payload = split(self.plan)
-        n = meta["host_model_bytes"]
+        n = meta["host"]["bytes"]
         hm = onnx.load_from_string(payload[:n])
         t = [t for t in hm.graph.initializer if t.name == "hs"][0]
         t.dims.extend([4096, 32])  # within the element limit, beyond the data
         h = hm.SerializeToString()
-        meta["host_model_bytes"] = len(h)
+        meta["host"]["bytes"] = len(h)
         bad = os.path.join(self.dir, "dims.plan")
         seal(bad, ver, meta, h + payload[n:])
         self.assert_one_line_error(self.run_plan(bad), "dims.plan", "initializer 'hs'", "raw_data")
         t.dims.extend([65536, 32768])  # above the element limit: refused before its data is looked at
         h = hm.SerializeToString()
-        meta["host_model_bytes"] = len(h)
+        meta["host"]["bytes"] = len(h)
         seal(bad, ver, meta, h + payload[n:])
         self.assert_one_line_error(self.run_plan(bad), "dims.plan", "initializer 'hs'", "exceeds the limit")
 

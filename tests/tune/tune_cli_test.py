@@ -372,11 +372,21 @@ class Tune(unittest.TestCase):
 
         def without_options(b):
             # The plan container (docs/plan-format.md): 40-byte header, then
-            # the metadata JSON, then the payload.
+            # the metadata JSON, then the payload. A program file's payload
+            # holds its segments' plans, each recording the options too.
             meta_len = struct.unpack_from("<Q", b, 16)[0]
             meta = json.loads(b[40:40 + meta_len])
             del meta["compile_options"]
-            return meta, b[40 + meta_len:]
+            payload = b[40 + meta_len:]
+            if "segments" not in meta:
+                return meta, payload
+            at = meta.get("host", {}).get("bytes", 0)
+            segments = []
+            for s in meta["segments"]:
+                n = s.pop("plan_bytes")  # the options' length is in it
+                segments.append(without_options(payload[at:at + n]))
+                at += n
+            return meta, segments
 
         def compile_plan(name, *extra, cfg="default"):
             out = os.path.join(self.dir, name)

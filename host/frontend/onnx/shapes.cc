@@ -2,6 +2,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "common/limits.h"
@@ -259,6 +260,45 @@ Status bind_shapes(onnx::ModelProto& mp, const ShapeBinding& b, const std::strin
   for (const auto* in : graph_inputs(orig)) lead->emplace(in->name(), type_of(in->type()));
   rebatch_reshapes(mp, r.old_batch, *lead);
   return {};
+}
+
+std::string shapes_json(const ShapeBinding& b) {
+  if (b.empty()) return "";
+  nlohmann::json j = nlohmann::json::object();
+  if (!b.inputs.empty()) j["inputs"] = b.inputs;
+  if (!b.dims.empty()) j["dims"] = b.dims;
+  if (b.batch) j["batch"] = b.batch;
+  return j.dump();
+}
+
+Expected<ShapeBinding> shapes_from_json(const std::string& text, const std::string& where) {
+  using nlohmann::json;
+  ShapeBinding b;
+  const auto bad = [&](const std::string& what) { return make_error(where, what); };
+  const json j = json::parse(text, nullptr, false);
+  if (!j.is_object()) return bad("is not an object");
+  for (const auto& [key, v] : j.items()) {
+    if (key == "batch") {
+      if (!v.is_number_unsigned() || v.get<uint64_t>() < 1 || v.get<uint64_t>() > (uint64_t(1) << 20))
+        return bad("'batch' is not a whole number from 1 to 1048576");
+      b.batch = v.get<int64_t>();
+      continue;
+    }
+    if (key != "inputs" && key != "dims") return bad("unknown key '" + key + "'");
+    if (!v.is_object()) return bad("'" + key + "' is not an object");
+    for (const auto& [name, x] : v.items()) {
+      if (key == "inputs" && (!x.is_array() || x.empty())) return bad("'inputs." + name + "' is not a shape");
+      std::string assignment = name + "=";
+      for (const auto& d : key == "inputs" ? x : json::array({x})) {
+        if (!d.is_number_unsigned()) return bad("'" + key + "." + name + "' is not whole numbers >= 1");
+        assignment += std::to_string(d.get<uint64_t>()) + ",";
+      }
+      assignment.pop_back();
+      Status s = key == "inputs" ? parse_input_shape(assignment, b) : parse_dim(assignment, b);
+      if (!s) return Status(s.error()).context(where);
+    }
+  }
+  return b;
 }
 
 Expected<bool> has_batch_dim(const std::string& path) {

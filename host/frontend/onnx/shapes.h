@@ -45,6 +45,14 @@ Status parse_dim(const std::string& text, ShapeBinding& b);
 /// instead (Reshape's 0). Errors name the flag and the input.
 Status bind_shapes(onnx::ModelProto& mp, const ShapeBinding& b, const std::string& path);
 
+/// `b` as a JSON object's text, `{"inputs": {NAME: [D0, ...]}, "dims":
+/// {SYMBOL: N}, "batch": N}` with only the keys given ("" when `b` binds
+/// nothing): what a program file records (metadata "input_shapes").
+std::string shapes_json(const ShapeBinding& b);
+/// Reads it back through the flags' own parsers, so a file binds nothing a
+/// command line could not; errors name `where`.
+Expected<ShapeBinding> shapes_from_json(const std::string& text, const std::string& where);
+
 /// Whether dimension 0 of every graph input of the model at `path` is a
 /// batch dimension, 1 or symbolic (a batch-1 or dynamic-batch export), so
 /// `--batch N` stacks N requests; read from the model's own input types.
