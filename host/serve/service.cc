@@ -197,7 +197,7 @@ Expected<uint64_t> ServiceModel::cycles(const ModelSpec& m, int64_t seq, int bat
   return fixed ? c * uint64_t(batch) : c;
 }
 
-Expected<driver::Source> ServiceModel::source(const ModelSpec& m, int64_t rows) {
+Expected<driver::Source> ServiceModel::source(const ModelSpec& m, int64_t rows, int batch) {
   switch (m.kind) {
     case ModelSpec::Kind::Graph:
       return driver::Source::graph_file(m.name);
@@ -214,7 +214,7 @@ Expected<driver::Source> ServiceModel::source(const ModelSpec& m, int64_t rows) 
   shapes.dims = m.dims;
   auto batchable = this->batchable(m);
   if (!batchable) return batchable.error();
-  if (*batchable) shapes.batch = std::max<int64_t>(rows, 1);
+  if (*batchable) shapes.batch = std::max(batch, 1);
   return driver::Source::onnx_file(*path, shapes);
 }
 
@@ -237,28 +237,28 @@ Expected<bool> ServiceModel::batchable(const ModelSpec& m) {
   return *b;
 }
 
-Expected<plan::Program> ServiceModel::compile_program(const ModelSpec& m, int64_t rows,
+Expected<plan::Program> ServiceModel::compile_program(const ModelSpec& m, int64_t rows, int batch,
                                                       const compiler::CompileOptions& opt) {
-  auto src = source(m, rows);
+  auto src = source(m, rows, batch);
   if (!src) return src.error();
   if (src->kind != driver::Source::Kind::Onnx) return driver::compile_program(std::move(*src), cfg_, opt);
   // Loaded and partitioned once: every choice, mapping and bucket compiles
   // the same model with other options.
-  const std::string path = src->path + "|batch " + std::to_string(std::max<int64_t>(rows, 1));
+  const std::string path = src->path + "|batch " + std::to_string(std::max(batch, 1));
   auto it = reusable_.find(path);
   if (it == reusable_.end()) {
     auto r = driver::Reusable::prepare(std::move(*src), cfg_);
-    if (!r) return Status(r.error()).context(model_key(m) + " at batch " + std::to_string(std::max<int64_t>(rows, 1)));
+    if (!r) return Status(r.error()).context(model_key(m) + " at batch " + std::to_string(std::max(batch, 1)));
     it = reusable_.emplace(path, std::move(*r)).first;
   }
   return it->second.compile(opt);
 }
 
 Expected<std::unique_ptr<ServiceModel::Loaded>> ServiceModel::compile(const ModelSpec& m, int64_t rows,
-                                                                      const compiler::CompileOptions& opts) {
+                                                                      const compiler::CompileOptions& opts, int batch) {
   compiler::CompileOptions co = opts;
   co.num_cores = std::max(1, co.num_cores);  // one core unless a mapping places it on more
-  auto prog = compile_program(m, rows, co);
+  auto prog = compile_program(m, rows, batch, co);
   if (!prog) return prog.error();
   auto l = std::make_unique<Loaded>();
   l->bucket = m.zoo_seq;
@@ -268,15 +268,18 @@ Expected<std::unique_ptr<ServiceModel::Loaded>> ServiceModel::compile(const Mode
   return l;
 }
 
-ServiceModel::LoadKey ServiceModel::load_key(const ModelSpec& m, int64_t rows, const std::string& tag) {
-  return {model_key(m), m.kind == ModelSpec::Kind::Graph ? 0 : rows, tag};
+ServiceModel::LoadKey ServiceModel::load_key(const ModelSpec& m, int64_t rows, const std::string& tag, int batch) {
+  // gemm_chain by its rows, an ONNX model by its batch (one shape otherwise).
+  const int64_t shape = m.kind == ModelSpec::Kind::GemmChain ? rows : m.kind == ModelSpec::Kind::Onnx ? batch : 0;
+  return {model_key(m), shape, tag};
 }
 
 Expected<ServiceModel::Loaded*> ServiceModel::load(const ModelSpec& m, int64_t rows,
-                                                   const compiler::CompileOptions& opts, const std::string& tag) {
-  const LoadKey key = load_key(m, rows, tag);
+                                                   const compiler::CompileOptions& opts, const std::string& tag,
+                                                   int batch) {
+  const LoadKey key = load_key(m, rows, tag, batch);
   if (auto it = loaded_.find(key); it != loaded_.end()) return it->second.get();
-  auto l = compile(m, rows, opts);
+  auto l = compile(m, rows, opts, batch);
   if (!l) return l.error();
   Loaded* raw = l->get();
   loaded_[key] = std::move(*l);
@@ -284,10 +287,10 @@ Expected<ServiceModel::Loaded*> ServiceModel::load(const ModelSpec& m, int64_t r
 }
 
 Expected<ServiceModel::Loaded*> ServiceModel::onnx(const ModelSpec& mm, int64_t seq, int batch) {
-  if (!mm.bucketed()) return load(mm, batch, {}, {});
+  if (!mm.bucketed()) return load(mm, 0, {}, {}, batch);
   auto b = bucket(mm, seq);
   if (!b) return b.error();
-  return load(b->model, batch, b->options, b->tag);
+  return load(b->model, 0, b->options, b->tag, batch);
 }
 
 Expected<const plan::Program*> ServiceModel::onnx_program(const ModelSpec& m, int64_t seq) {

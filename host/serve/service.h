@@ -147,7 +147,12 @@ class ServiceModel {
   /// `m` (gemm_chain: with `rows` rows) compiled by the compile driver with
   /// `opt`, as `loom run` compiles it; an ONNX model is loaded and
   /// partitioned once (driver::Reusable).
-  Expected<plan::Program> compile_program(const ModelSpec& m, int64_t rows, const compiler::CompileOptions& opt);
+  /// An ONNX model with a batch dimension is compiled for `batch` requests.
+  Expected<plan::Program> compile_program(const ModelSpec& m, int64_t rows, const compiler::CompileOptions& opt) {
+    return compile_program(m, rows, 1, opt);
+  }
+  Expected<plan::Program> compile_program(const ModelSpec& m, int64_t rows, int batch,
+                                          const compiler::CompileOptions& opt);
   /// A bucketed model (ModelSpec::bucketed) at the bucket a batch padded to
   /// `seq` runs in under the mapping in force: the zoo model of that length
   /// and the options its plans compile with.
@@ -203,15 +208,16 @@ class ServiceModel {
     bool checked = false, golden_done = false;
     int64_t bucket = 0;  // a bucketed model: the length this program runs at
   };
-  /// `m` with `rows` rows (gemm_chain; an ONNX model's batch, 0 or 1 as
-  /// exported; 0 for a graph) compiled with `opts` (one core unless they
-  /// place it on more), cached by `tag`.
-  Expected<Loaded*> load(const ModelSpec& m, int64_t rows, const compiler::CompileOptions& opts,
-                         const std::string& tag);
+  /// `m` with `rows` rows (gemm_chain; 0 for the others; an ONNX model
+  /// with a batch dimension for `batch` requests) compiled with `opts` (one
+  /// core unless they place it on more), cached by `tag`.
+  Expected<Loaded*> load(const ModelSpec& m, int64_t rows, const compiler::CompileOptions& opts, const std::string& tag,
+                         int batch = 1);
   /// The same, not cached.
-  Expected<std::unique_ptr<Loaded>> compile(const ModelSpec& m, int64_t rows, const compiler::CompileOptions& opts);
+  Expected<std::unique_ptr<Loaded>> compile(const ModelSpec& m, int64_t rows, const compiler::CompileOptions& opts,
+                                            int batch = 1);
   using LoadKey = std::tuple<std::string, int64_t, std::string>;  // (model, rows, tag)
-  static LoadKey load_key(const ModelSpec& m, int64_t rows, const std::string& tag);
+  static LoadKey load_key(const ModelSpec& m, int64_t rows, const std::string& tag, int batch = 1);
   /// The golden outputs of every segment of `l` (live mode).
   Status golden_all(Loaded& l);
   Expected<uint64_t> measure(const ModelSpec& m, int64_t rows, const std::string& key, int64_t seq, int batch,
@@ -235,9 +241,9 @@ class ServiceModel {
   std::vector<StretchMeasurement> stretch_table_;
   std::map<LoadKey, std::unique_ptr<Loaded>> loaded_;
   /// What the compile driver compiles for `m`: a zoo model built (its
-  /// model.onnx; re-batched to `rows` > 1), an ONNX or graph file, or
-  /// gemm_chain with `rows` rows.
-  Expected<driver::Source> source(const ModelSpec& m, int64_t rows);
+  /// model.onnx; with a batch dimension, bound to `batch`), an ONNX or graph
+  /// file, or gemm_chain with `rows` rows.
+  Expected<driver::Source> source(const ModelSpec& m, int64_t rows, int batch = 1);
   std::map<std::string, driver::Reusable> reusable_;  // ONNX models, by path and batch
   /// An ONNX model file (a zoo model built on first use).
   Expected<std::string> onnx_path(const ModelSpec& m);
