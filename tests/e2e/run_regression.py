@@ -32,6 +32,12 @@ def cases(entries, tag, backend):
 
 
 def command(loom, root, e, cfg, backend):
+    """The entry's command; on rtl with the checked model (tracing and
+    assertions), which the regression keeps whatever the build's default."""
+    return base_command(loom, root, e, cfg, backend) + (["--rtl-model", "checked"] if backend == "rtl" else [])
+
+
+def base_command(loom, root, e, cfg, backend):
     k = e["kind"]
     if k == "graph":
         return [loom, "run", os.path.join(root, e["graph"]), "--config", cfg, "--backend", backend, "--check", "--json"] + (
