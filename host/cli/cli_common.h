@@ -85,7 +85,7 @@ struct DeviceFlags {
 };
 /// Adds --mem-faults, --mem-stall, --axi-stall, --rtl-model, --device-seed, --xclbin,
 /// --device, --device-timeout-ms and --arena-mib to `cmd` (`run` adds --wave
-/// itself: it writes the file only when the run succeeds).
+/// itself: it writes the file when the run ends, never when interrupted).
 void add_device_flags(CLI::App* cmd, DeviceFlags& f);
 /// The options for `backend`: the flags given, then the environment
 /// variables of that backend for the rest. Errors name the flag or variable.
