@@ -90,11 +90,11 @@ Status check_plan_flags(const CompileFlags& f, const spec::HwConfig& cfg, const 
 /// environment variable that stands for it on the chosen backend. Kept as the
 /// text given, parsed strictly by device_options().
 struct DeviceFlags {
-  std::string wave, mem_faults, mem_stall, axi_stall, seed, xclbin, device_index, timeout_ms, arena_mib;
+  std::string wave, mem_faults, mem_stall, axi_stall, rtl_model, seed, xclbin, device_index, timeout_ms, arena_mib;
 };
-/// Adds --mem-faults, --mem-stall, --axi-stall, --device-seed, --xclbin,
+/// Adds --mem-faults, --mem-stall, --axi-stall, --rtl-model, --device-seed, --xclbin,
 /// --device, --device-timeout-ms and --arena-mib to `cmd` (`run` adds --wave
-/// itself: it writes the file only when the run succeeds).
+/// itself: it writes the file when the run ends, never when interrupted).
 void add_device_flags(CLI::App* cmd, DeviceFlags& f);
 /// The options for `backend`: the flags given, then the environment
 /// variables of that backend for the rest. Errors name the flag or variable.

@@ -78,7 +78,9 @@ int run_with_wave(const Opts& o) {
   ::sigaction(SIGTERM, &sa, nullptr);
   const int rc = run(o);  // the rtl device, and with it the FST writer, is closed on return
   std::error_code ec;
-  if (rc == 0 && std::filesystem::exists(g_wave_tmp, ec)) {
+  // A run that fails once the device ran (an assertion, a timeout, a device
+  // error) keeps its waves too: they are what the failure is debugged from.
+  if (std::filesystem::exists(g_wave_tmp, ec)) {
     std::filesystem::rename(g_wave_tmp, w, ec);
     if (ec) {
       std::filesystem::remove(g_wave_tmp, ec);
@@ -367,7 +369,7 @@ Status write_trace(runtime::TraceRecorder& trace, const RunArgs& a, const runtim
 Expected<std::unique_ptr<runtime::Device>> open_device(const RunArgs& a, const spec::HwConfig& cfg,
                                                        runtime::TraceRecorder* trace) {
   DeviceFlags flags = a.device;
-  if (!flags.wave.empty()) flags.wave = g_wave_tmp;  // renamed to --wave when the run succeeds
+  if (!flags.wave.empty()) flags.wave = g_wave_tmp;  // renamed to --wave when the run ends
   auto dev = open_backend(a.backend, cfg, flags);
   if (!dev) return dev.error();
   if (trace && !(*dev)->set_trace(trace))

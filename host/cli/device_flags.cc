@@ -83,6 +83,14 @@ const Knob kKnobs[] = {
        o.axi_stall = *p;
        return Status::ok();
      }},
+    {"rtl_model",
+     "--rtl-model",
+     &DeviceFlags::rtl_model,
+     {{"rtl", "LOOM_RTL_MODEL"}},
+     [](DeviceOptions& o, const std::string&, const std::string& v) {
+       o.rtl_model = v;
+       return Status::ok();
+     }},
     {"seed",
      "--device-seed",
      &DeviceFlags::seed,
@@ -129,6 +137,10 @@ void add_device_flags(CLI::App* cmd, DeviceFlags& f) {
       ->group(g);
   cmd->add_option("--axi-stall", f.axi_stall,
                   "AXI stall (rtl): chance in [0, 1) that a memory port stalls a handshake in a cycle")
+      ->group(g);
+  cmd->add_option("--rtl-model", f.rtl_model,
+                  "Build of the fabric model (rtl): auto (default: fast unless --wave), checked (tracing and "
+                  "assertions) or fast (neither)")
       ->group(g);
   cmd->add_option("--device-seed", f.seed,
                   "Seed of the memory stalls (rtl, tlm, cosim; rtl: and of out-of-order answers)")

@@ -124,6 +124,10 @@ struct DeviceOptions {
   /// rtl: the chance in [0, 1) that a memory port withholds a ready or a new
   /// valid in a cycle.
   std::optional<double> axi_stall;
+  /// rtl: which build of the Verilated fabric runs: "auto" (empty: the fast
+  /// one unless `wave` is set or the build has none), "checked" (tracing and
+  /// assertions) or "fast" (neither).
+  std::string rtl_model;
   /// tlm, cosim: seed of the stall draws (default 1). rtl: seed of the
   /// memory ports' stalls, and bursts of different IDs answered out of order.
   std::optional<uint64_t> seed;
@@ -164,6 +168,7 @@ inline std::vector<std::pair<std::string, std::string>> DeviceOptions::values() 
   add("mem_faults", !mem_faults.empty(), mem_faults);
   add("mem_stall", !mem_stall.empty(), mem_stall);
   add("axi_stall", axi_stall.has_value(), axi_stall ? std::to_string(*axi_stall) : "");
+  add("rtl_model", !rtl_model.empty(), rtl_model);
   add("seed", seed.has_value(), seed ? std::to_string(*seed) : "");
   add("xclbin", !xclbin.empty(), xclbin);
   add("device_index", device_index.has_value(), device_index ? std::to_string(*device_index) : "");

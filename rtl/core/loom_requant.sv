@@ -84,6 +84,14 @@ module loom_requant #(
   end
 
   // Datapath.
+  // A stage's data registers load only when valid data moves in (its enable
+  // and a valid beat upstream); with `en` alone an empty pipeline would
+  // recompute every stage from stale operands on every idle cycle, which
+  // costs simulation time and toggles for nothing. Data of an empty stage is
+  // never used: outputs are read with out_valid_o.
+  logic [Latency-1:0] ld;
+  assign ld = en & {valid_q[Latency-2:0], in_valid_i};
+
   logic signed [VW-1:0] v_d, v_q;
   logic signed [31:0] mult_d, mult_q;
   // Sideband of stage s in bits [s*SideW +: SideW] (one flat vector: Yosys
@@ -101,8 +109,8 @@ module loom_requant #(
   if (Dual) begin : g_dual
     logic signed [9:0]  v2_d, v2_q;
     logic signed [31:0] mult2_d, mult2_q;
-    assign v2_d    = en[0] ? v2_i    : v2_q;
-    assign mult2_d = en[0] ? mult2_i : mult2_q;
+    assign v2_d    = ld[0] ? v2_i    : v2_q;
+    assign mult2_d = ld[0] ? mult2_i : mult2_q;
     always_ff @(posedge clk_i) begin
       v2_q    <= v2_d;
       mult2_q <= mult2_d;
@@ -116,33 +124,33 @@ module loom_requant #(
 
   always_comb begin
     // Stage 1: operand registers.
-    v_d    = en[0] ? v_i     : v_q;
-    mult_d = en[0] ? mult_i  : mult_q;
-    sh1_d  = en[0] ? shift_i : sh1_q;
-    sd_d[0 +: SideW] = en[0] ? side_i : sd_q[0 +: SideW];
+    v_d    = ld[0] ? v_i     : v_q;
+    mult_d = ld[0] ? mult_i  : mult_q;
+    sh1_d  = ld[0] ? shift_i : sh1_q;
+    sd_d[0 +: SideW] = ld[0] ? side_i : sd_q[0 +: SideW];
     for (int unsigned s = 1; s < Latency; s++) begin
-      sd_d[s*SideW +: SideW] = en[s] ? sd_q[(s-1)*SideW +: SideW] : sd_q[s*SideW +: SideW];
+      sd_d[s*SideW +: SideW] = ld[s] ? sd_q[(s-1)*SideW +: SideW] : sd_q[s*SideW +: SideW];
     end
 
     // Stage 2: full 64-bit signed product (with Dual, the exact sum of both).
-    prod_d = en[1] ? prod_full : prod_q;
-    sh2_d  = en[1] ? sh1_q : sh2_q;
+    prod_d = ld[1] ? prod_full : prod_q;
+    sh2_d  = ld[1] ? sh1_q : sh2_q;
 
     // Stage 3: add half an LSB of the result, minus one for a negative product (or sum).
     // shift 0 is outside the contract; it degrades to no rounding.
     rnd = '0;
-    if (sh2_q != 6'd0) begin
+    if (ld[2] && sh2_q != 6'd0) begin
       rnd = (64'sd1 <<< (sh2_q - 6'd1)) - (prod_q[63] ? 64'sd1 : 64'sd0);
     end
-    sum_d = en[2] ? prod_q + rnd : sum_q;
-    sh3_d = en[2] ? sh2_q : sh3_q;
+    sum_d = ld[2] ? prod_q + rnd : sum_q;
+    sh3_d = ld[2] ? sh2_q : sh3_q;
 
     // Stage 4: arithmetic shift (floor division by 2^shift).
-    shr_d = en[3] ? (sum_q >>> sh3_q) : shr_q;
+    shr_d = ld[3] ? (sum_q >>> sh3_q) : shr_q;
 
     // Stage 5: saturate to int32.
     y_d = y_q;
-    if (en[4]) begin
+    if (ld[4]) begin
       if (shr_q[63:31] == {33{shr_q[63]}}) begin
         y_d = shr_q[31:0];
       end else begin

@@ -251,6 +251,22 @@ class BadInput(Base):
         with open(fst, "rb") as f:
             self.assertGreater(len(f.read()), 100)
         self.assertEqual(sorted(os.listdir(self.dir)), ["w.fst"])
+        # A run that fails after the fabric ran (outputs differ from the
+        # expected ones) keeps its waves: the failure is debugged from them.
+        os.remove(fst)
+        outs = self.path("outs")
+        r = loom("run", DEMO, "--backend", "rtl", "--config", "tiny", "--outputs", outs, "--output-format", "npy")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(outs, "output_0.npy"), "r+b") as f:
+            f.seek(-1, os.SEEK_END)
+            last = f.read(1)[0]
+            f.seek(-1, os.SEEK_END)
+            f.write(bytes([last ^ 0x55]))
+        r = loom("run", DEMO, "--backend", "rtl", "--config", "tiny", "--expected", outs, "--wave", fst)
+        self.assert_one_line_error(r, "outputs differ")
+        with open(fst, "rb") as f:
+            self.assertGreater(len(f.read()), 100)
+        shutil.rmtree(outs)
         # Interrupted: either the run finished first (a whole file) or nothing is left.
         os.remove(fst)
         p = subprocess.Popen([LOOM, "run", DEMO, "--backend", "rtl", "--config", "small", "--wave", fst],

@@ -15,6 +15,7 @@ import unittest
 
 LOOM = ROOT = None
 VARS = ("LOOM_SIM_FAULT", "LOOM_SIM_STALL", "LOOM_SIM_SEED", "LOOM_RTL_SEED", "LOOM_RTL_STALL", "LOOM_RTL_TRACE",
+        "LOOM_RTL_MODEL",
         "LOOM_XCLBIN", "LOOM_XRT_DEVICE", "LOOM_XRT_TIMEOUT_MS", "LOOM_XRT_ARENA_MIB")
 
 
@@ -70,6 +71,37 @@ class Device(unittest.TestCase):
         b = self.cycles(["--backend", "rtl"], {"LOOM_RTL_STALL": "0.2", "LOOM_RTL_SEED": "5"})
         self.assertGreater(a, plain)
         self.assertEqual(a, b)
+
+    def test_rtl_model_builds_agree_and_refusals(self):
+        # The builds of the tiny fabric in this build (LOOM_TEST_RTL_FAST names
+        # the configurations with a fast model): same cycles, bit-exact; auto
+        # is the fast one when it exists. --wave needs the checked model.
+        fast_built = "tiny" in os.environ.get("LOOM_TEST_RTL_FAST", "").split(",")
+        def run(args, env=None):
+            r = loom(["run", self.graph(), "--config", "tiny", "--backend", "rtl", "--check", "--json"] + args, env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            j = json.loads(r.stdout)
+            self.assertTrue(j["bit_exact"], r.stdout)
+            return j["cycles"]
+        checked = run(["--rtl-model", "checked"])
+        self.assertEqual(run([]), checked)
+        self.assertEqual(run(["--rtl-model", "auto"]), checked)
+        self.assertEqual(run([], {"LOOM_RTL_MODEL": "checked"}), checked)
+        fst = os.path.join(self.tmp, "w.fst")
+        self.one_line(loom(["run", self.graph(), "--config", "tiny", "--backend", "rtl", "--rtl-model", "fast",
+                            "--wave", fst]), "--rtl-model: the fast model writes no waveform")
+        self.assertFalse(os.listdir(self.tmp))
+        if fast_built:
+            self.assertEqual(run(["--rtl-model", "fast"]), checked)
+        else:
+            self.one_line(loom(["run", self.graph(), "--config", "tiny", "--backend", "rtl", "--rtl-model", "fast"]),
+                          "--rtl-model: config 'tiny' has no fast model in this build")
+        self.one_line(loom(["run", self.graph(), "--config", "tiny", "--backend", "rtl", "--rtl-model", "quick"]),
+                      "--rtl-model: expected auto, checked or fast, got 'quick'")
+        self.one_line(loom(["run", self.graph(), "--config", "tiny", "--backend", "rtl"], {"LOOM_RTL_MODEL": "quick"}),
+                      "LOOM_RTL_MODEL: expected auto, checked or fast")
+        self.one_line(loom(["run", self.graph(), "--config", "tiny", "--backend", "tlm", "--rtl-model", "fast"]),
+                      "--rtl-model: the tlm backend does not take this option")
 
     def test_a_backend_refuses_an_option_it_does_not_take(self):
         g = self.graph()

@@ -8,6 +8,7 @@ requires bit-exact outputs against the direct reference.
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -32,6 +33,12 @@ def cases(entries, tag, backend):
 
 
 def command(loom, root, e, cfg, backend):
+    """The entry's command; on rtl with the checked model (tracing and
+    assertions), which the regression keeps whatever the build's default."""
+    return base_command(loom, root, e, cfg, backend) + (["--rtl-model", "checked"] if backend == "rtl" else [])
+
+
+def base_command(loom, root, e, cfg, backend):
     k = e["kind"]
     if k == "graph":
         return [loom, "run", os.path.join(root, e["graph"]), "--config", cfg, "--backend", backend, "--check", "--json"] + (
@@ -49,14 +56,39 @@ def command(loom, root, e, cfg, backend):
 
 
 def reproduce(cmd, e, name, backend):
-    """`cmd` with its seed explicit and, for a graph run on a backend that has
-    the fabric's signals, an FST waveform named after the entry."""
+    """`cmd` as one shell line with its seed explicit and, on a backend that
+    has the fabric's signals, an FST waveform named after the entry: `--wave`
+    for `loom run`, the variable standing for it for `loom bench`."""
     out = list(cmd)
     if "--seed" not in out:
         out += ["--seed", "1"]  # every kind's default: weights and inputs
-    if e["kind"] == "graph" and backend in ("rtl", "cosim"):
-        out += ["--wave", name.replace("@", "_") + ".fst"]
-    return out
+    wave = name.replace("@", "_") + ".fst"
+    env = ""
+    if backend in ("rtl", "cosim"):
+        if e["kind"] == "graph":
+            out += ["--wave", wave]
+        else:
+            env = "LOOM_RTL_TRACE=%s " % wave
+    return env + " ".join(shlex.quote(x) for x in out)
+
+
+def first_problem(stdout, stderr):
+    """The first assertion, error or output mismatch of a failed run: the line
+    to read first in a long log (later assertions often follow from it)."""
+    for line in stderr.splitlines():
+        if "assertion failed" in line or "%Error" in line:
+            return line.strip()
+    try:
+        j = json.loads(stdout[stdout.index("{"):])
+        for m in j.get("mismatches", []):
+            return "output %s: %s elements differ from the direct reference, max |diff| %s" % (
+                m.get("output"), m.get("mismatched_elements"), m.get("max_abs_diff"))
+    except ValueError:
+        pass
+    for line in stderr.splitlines():
+        if line.strip():
+            return line.strip()
+    return "exit code %s and no message" % "?"
 
 
 def main():
@@ -88,15 +120,20 @@ def main():
         ok = r.returncode == 0
         info = ""
         if ok:
-            j = json.loads(r.stdout[r.stdout.index("{"):])  # SystemC may print a warning line first
+            try:
+                j = json.loads(r.stdout[r.stdout.index("{"):])  # SystemC may print a warning line first
+            except ValueError:
+                j = {}
             ok = j.get("bit_exact") is True
             info = "instructions=%s cycles=%s" % (j.get("instructions"), j.get("cycles"))
         print("%s %s on %s: %s %s" % ("PASS" if ok else "FAIL", name, a.backend, info, r.stderr.strip()))
         if not ok:
-            # The command with its seed, and the fabric's waves where the
-            # command can write them (loom run on rtl and cosim); also on
-            # stderr, where `loom experiment --merge` takes a point's error.
-            line = "reproduce: " + " ".join(reproduce(cmd, e, name, a.backend or "ref"))
+            # The first assertion or mismatch, then the command with its seed
+            # and the fabric's waves; also on stderr, where `loom experiment
+            # --merge` takes a point's error.
+            first = first_problem(r.stdout, r.stderr).replace("exit code ?", "exit code %d" % r.returncode)
+            print("first: " + first)
+            line = "reproduce: " + reproduce(cmd, e, name, a.backend or "ref")
             print(line)
             print("loom: error: %s failed on %s; %s" % (name, a.backend or "ref", line), file=sys.stderr)
         passed += ok

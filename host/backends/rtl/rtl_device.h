@@ -21,7 +21,15 @@
 
 namespace loom::rtl {
 
+/// The two builds of each verilated configuration (docs/rtl.md "Model builds").
+enum class ModelBuild {
+  Checked,  // FST tracing compiled in, SystemVerilog assertions on
+  Fast,     // neither, for long runs
+};
+
 struct RtlOptions {
+  /// Which build runs; Fast needs an empty trace_path and a build that has it.
+  ModelBuild model = ModelBuild::Checked;
   /// Memory-port behaviour; port p uses seed `mem.seed + p`.
   hw::AxiMemoryOptions mem;
   /// FST trace file; empty: none.
@@ -140,9 +148,14 @@ std::vector<std::string_view> rtl_configs();
 /// The backend registry's factory: fails with a one-line message for a
 /// configuration that was not verilated into this build. Device options:
 /// wave (FST file), seed (memory stalls and out-of-order answers), axi_stall
-/// (stall probability).
+/// (stall probability), rtl_model (auto, checked, fast: choose_model()).
 Expected<std::unique_ptr<runtime::Device>> make_rtl_device(const spec::HwConfig& cfg,
                                                            const runtime::DeviceOptions& opt = {});
+/// The one place that decides which build an rtl run uses: `rtl_model`
+/// "checked" or "fast" as asked (fast refuses `wave`, and a configuration
+/// built without a fast model); "auto" or unset: fast when no waveform is
+/// asked for and this build has a fast model of `cfg`, else checked.
+Expected<ModelBuild> choose_model(const spec::HwConfig& cfg, const runtime::DeviceOptions& opt);
 /// The same with the memory ports' options spelled out (tests, xrt-emu).
 Expected<std::unique_ptr<RtlDevice>> make_rtl_device(const spec::HwConfig& cfg, const RtlOptions& opt);
 

@@ -15,7 +15,11 @@ struct FabricModel {
   // The -G parameters the model was verilated with, to reject a HwConfig that
   // shares the name but not the shape.
   unsigned cores, rows, cols, mem_ports, mem_bytes;
+  /// The checked model: FST tracing compiled in, assertions on (--assert).
   std::unique_ptr<FabricSim> (*make)(bool tracing);
+  /// The fast model, without tracing or assertions (its argument must be
+  /// false); nullptr when LOOM_RTL_FAST_CONFIGS left it out of this build.
+  std::unique_ptr<FabricSim> (*make_fast)(bool tracing);
 };
 
 const std::vector<FabricModel>& fabric_models();

@@ -31,8 +31,11 @@ class VerilatedFabric final : public FabricSim {
     // An assertion failure is reported as an error value by the device
     // rather than aborting the process that hosts the backend.
     ctx_->fatalOnError(false);
-    ctx_->traceEverOn(tracing);
-    tracing_ = tracing;
+    // Every model is verilated single-threaded: no thread pool (by default
+    // a context makes one of a thread per host CPU, which would sit idle).
+    ctx_->threads(1);
+    tracing_ = tracing && kTraced;
+    ctx_->traceEverOn(tracing_);
     model_ = std::make_unique<Model>(ctx_.get());
   }
   ~VerilatedFabric() override {
@@ -123,12 +126,17 @@ class VerilatedFabric final : public FabricSim {
   bool assertion_failed() const override { return ctx_->gotError(); }
 
   bool open_trace(const std::string& path) override {
-    if (trace_) return true;
-    if (!tracing_) return false;
-    trace_ = std::make_unique<VerilatedFstC>();
-    model_->trace(trace_.get(), 99);
-    trace_->open(path.c_str());
-    return trace_->isOpen();
+    if constexpr (kTraced) {
+      if (trace_) return true;
+      if (!tracing_) return false;
+      trace_ = std::make_unique<VerilatedFstC>();
+      model_->trace(trace_.get(), 99);
+      trace_->open(path.c_str());
+      return trace_->isOpen();
+    } else {
+      (void)path;
+      return false;
+    }
   }
 
   void finish() override {
@@ -140,6 +148,9 @@ class VerilatedFabric final : public FabricSim {
   }
 
  private:
+  /// Whether the model was verilated with --trace-fst (the fast build is not).
+  static constexpr bool kTraced = requires(Model & m, VerilatedFstC* t) { m.trace(t, 99); };
+
   FabricShape shape_;
   std::unique_ptr<VerilatedContext> ctx_;
   std::unique_ptr<Model> model_;
