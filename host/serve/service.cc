@@ -231,7 +231,7 @@ Expected<bool> ServiceModel::batchable(const ModelSpec& m) {
   if (auto it = batchable_.find(key); it != batchable_.end()) return it->second;
   auto path = onnx_path(m);
   if (!path) return path.error();
-  auto b = onnxfe::has_batch_dim(*path);
+  auto b = onnxfe::has_batch_dim(*path, m.dims);  // a symbol the stream binds is no batch
   if (!b) return b.error();
   batchable_[key] = *b;
   return *b;

@@ -87,6 +87,8 @@ class Shapes(unittest.TestCase):
         quantized(cnn([1, 3, 16, 16], [1, 10], reshape_batch=1), "input", [1, 3, 16, 16], cls.cnn_1)
         cls.block = os.path.join(cls.dir, "block.onnx")
         quantized(block(["batch", "seq", 32]), "input", [1, 8, 32], cls.block)
+        cls.rows = os.path.join(cls.dir, "rows.onnx")
+        quantized(block(["seq", 32]), "input", [8, 32], cls.rows)
         rng = np.random.default_rng(7)
         cls.x3 = rng.standard_normal((3, 3, 16, 16)).astype(np.float32)
 
@@ -191,6 +193,12 @@ class Shapes(unittest.TestCase):
         self.assertEqual(j["completed"], 4)
         batches = sorted(x["batch"] for x in j["service_times"]["table"])
         self.assertIn(4, batches, "the four requests ran as one batch-4 program")
+        # A leading dimension the stream binds is no batch: each request runs the program alone.
+        r = serve("model: %s, dims: {seq: 12}" % self.rows)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        j = json.loads(r.stdout)
+        self.assertEqual(j["completed"], 4)
+        self.assertEqual(sorted({x["batch"] for x in j["service_times"]["table"]}), [1])
         self.refused(["serve", w.replace("w.yaml", "bad.yaml")], "bad.yaml")
         with open(w, "w") as f:
             f.write("duration_ms: 1\nstreams:\n  - {name: s, model: gemm_chain, dims: {seq: 2}, slo_ms: 5, arrival: {poisson: {rate: 1}}}\n")

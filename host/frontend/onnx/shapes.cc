@@ -69,7 +69,7 @@ Status bind_symbol(Resolved& r, const std::string& sym, int64_t v, const std::st
   return {};
 }
 
-/// Dimension `j` of `in` is `v`: binds its symbol or replaces its value.
+/// Dimension `d` is `v`: binds its symbol or replaces its value.
 Status bind_dim(Resolved& r, onnx::TensorShapeProto_Dimension* d, int64_t v, const std::string& from) {
   if (d->has_dim_value()) {
     if (d->dim_value() != v) r.fixed_changed = true;
@@ -85,7 +85,8 @@ Status bind_inputs(std::vector<onnx::ValueInfoProto*>& ins, const ShapeBinding& 
   for (auto* in : ins) names.push_back("'" + in->name() + "'");
   for (const auto& [name, dims] : b.inputs) {
     const std::string from = "--input-shape " + name;
-    auto it = std::find_if(ins.begin(), ins.end(), [&](auto* in) { return in->name() == name; });
+    const std::string& wanted = name;  // clang 14 captures no structured binding
+    auto it = std::find_if(ins.begin(), ins.end(), [&](auto* in) { return in->name() == wanted; });
     if (it == ins.end())
       return make_error("--input-shape",
                         "the model has no graph input '" + name + "' (its inputs: " + join(names) + ")");
@@ -301,7 +302,7 @@ Expected<ShapeBinding> shapes_from_json(const std::string& text, const std::stri
   return b;
 }
 
-Expected<bool> has_batch_dim(const std::string& path) {
+Expected<bool> has_batch_dim(const std::string& path, const std::map<std::string, int64_t>& bound) {
   auto bytes = read_file_bytes(path);
   if (!bytes) return bytes.error();
   onnx::ModelProto mp;
@@ -309,7 +310,7 @@ Expected<bool> has_batch_dim(const std::string& path) {
   for (const auto* in : graph_inputs(mp)) {
     if (!has_shape(*in) || in->type().tensor_type().shape().dim_size() == 0) return false;
     const auto& d = in->type().tensor_type().shape().dim(0);
-    if (d.has_dim_value() && d.dim_value() != 1) return false;
+    if (d.has_dim_value() ? d.dim_value() != 1 : bound.count(d.dim_param()) > 0) return false;
   }
   return true;
 }

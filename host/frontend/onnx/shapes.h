@@ -55,8 +55,9 @@ Expected<ShapeBinding> shapes_from_json(const std::string& text, const std::stri
 
 /// Whether dimension 0 of every graph input of the model at `path` is a
 /// batch dimension, 1 or symbolic (a batch-1 or dynamic-batch export), so
-/// `--batch N` stacks N requests; read from the model's own input types.
-Expected<bool> has_batch_dim(const std::string& path);
+/// `--batch N` stacks N requests; read from the model's own input types. A
+/// symbol in `bound` (bound to a value elsewhere) is no batch dimension.
+Expected<bool> has_batch_dim(const std::string& path, const std::map<std::string, int64_t>& bound = {});
 
 /// The graph inputs' dimensions that have no value after binding, as
 /// "input 'x' dimension 0 ('N')", in input order.
