@@ -117,10 +117,13 @@ inline uint64_t pool_cycles(const TimingParams& t, const spec::PoolInsn& p) {
   return kIssueCycles + kPipeCycles + p.p * (ceil_div(p.c, t.spw) * (p.win + 2) + ceil_div(p.c, t.lanes));
 }
 /// ELTWISE: three read cycles per SpW-byte chunk, then `lanes` elements a
-/// beat; with lut the chunk's table reads follow its A read, one element a
-/// cycle (one read port), before it is fed.
+/// beat. With lut the 256-byte table is first loaded into the element
+/// unit's table register (256 / SpW reads and a cycle for the last to
+/// arrive), then A streams as a beat pass: `lanes` lookups a cycle, each
+/// chunk read with the last beat of the one before.
 inline uint64_t eltwise_cycles(const TimingParams& t, const spec::EltwiseInsn& e) {
-  return kIssueCycles + kPipeCycles + ceil_div(e.count, t.spw) * 3 + ceil_div(e.count, t.lanes) + (e.lut ? e.count : 0);
+  if (e.lut && e.count > 0) return kIssueCycles + kPipeCycles + ceil_div(256, t.spw) + 1 + ceil_div(e.count, t.lanes);
+  return kIssueCycles + kPipeCycles + ceil_div(e.count, t.spw) * 3 + ceil_div(e.count, t.lanes);
 }
 
 /// ROWNORM (loom_elem_ctrl). Softmax loads its 512-byte table once (one

@@ -38,10 +38,11 @@
 // window rows of that chunk (one read each) into per-lane max and sum
 // registers, then feeds the chunk Lanes channels a beat. ELTWISE reads an
 // SpW-byte chunk of A and of B (both in IN, one read port) and feeds it
-// Lanes elements a beat. Reads and feeding do not overlap. ELTWISE lut reads
-// the A chunk, then one table byte per element (IN[b + (A + 128) mod 256],
-// a request a cycle, each arriving the next), and feeds the bytes through
-// the datapath unchanged (rq(v, 2, 1) = v, no zero point) into the clamp.
+// Lanes elements a beat. Reads and feeding do not overlap. ELTWISE lut first
+// loads the 256-byte table at b into the table register (256 / SpW IN reads,
+// shifted in from the top, byte k in entry k), then walks A as a beat pass
+// (below): Lanes lookups a beat (entry (A + 128) mod 256), fed through the
+// datapath unchanged (rq(v, 2, 1) = v, no zero point) into the clamp.
 //
 // ROWNORM walks its m rows one after another, each in passes over IN:
 //   softmax: the 512-byte exponent table is loaded once per instruction into
@@ -123,7 +124,8 @@ module loom_elem_ctrl #(
     EEltB,     // ELTWISE: capture A, read the B chunk
     EEltCap,   // ELTWISE: capture B
     EEltFeed,  // ELTWISE: feed the chunk
-    ELut,      // ELTWISE lut: read the chunk's table bytes
+    ELTab,     // ELTWISE lut: load the 256-byte table into the table register
+    ELutOut,   // ELTWISE lut: feed A's lookups, Lanes a beat
     RTab,      // ROWNORM softmax: load the 256-entry exponent table
     RScan,     // ROWNORM: a row's max (softmax) or sum and sum of squares (layernorm), SpW bytes a read
     RSum,      // ROWNORM softmax: the row's sum of table entries, Lanes lookups a cycle
@@ -281,8 +283,6 @@ module loom_elem_ctrl #(
   logic [SpW*8-1:0]  lmax_d, lmax_q, ea_d, ea_q, eb_d, eb_q;
   logic [SpW*32-1:0] lsum_d, lsum_q;
   logic [31:0]  e_i_d, e_i_q;               // ELTWISE chunk base
-  logic [16:0]  lreq_d, lreq_q, lcap_d, lcap_q;  // ELTWISE lut: next lane to look up, lane arriving
-  logic         lpend_d, lpend_q;           // ELTWISE lut: a table byte arrives this cycle
   logic [31:0]  fed_d, fed_q, written_d, written_q;
   logic signed [31:0] amult_d, amult_q, ashift_d, ashift_q;  // POSTOP rescale: the add's pair
 
@@ -330,8 +330,9 @@ module loom_elem_ctrl #(
   // ---------------------------------------------------------------------------
   localparam int unsigned TabW = 4096;  // 256 16-bit table entries
   localparam int unsigned TabReads = TabW / (SpW * 8);
+  localparam int unsigned LutReads = 256 / SpW;  // ELTWISE lut: SpW one-byte entries a read
 
-  logic [TabW-1:0]    tab_d, tab_q;                 // softmax table, entry d in bits [16d +: 16]
+  logic [TabW-1:0]    tab_d, tab_q;                 // table, entry d in bits [16d +: 16] (lut: a byte)
   logic [8:0]         tk_d, tk_q;                   // table windows requested
   logic [31:0]        rin_d, rin_q;                 // IN address of the current row
   logic [16:0]        roff_d, roff_q, rcap_d, rcap_q;  // scan: next offset to read, offset arriving
@@ -363,6 +364,14 @@ module loom_elem_ctrl #(
   // The chunk a beat pass reads from: straight off the IN port the cycle it arrives.
   logic [SpW*8-1:0] xsrc;
   assign xsrc = xpend_q ? in_rd_data_i : xb_q;
+
+  // ELTWISE lut: an arriving table window as SpW entries, and the live lanes of the beat at e_i.
+  logic [SpW*16-1:0] lut_win;
+  for (genvar l = 0; l < SpW; l++) begin : g_lut_entry
+    assign lut_win[16*l +: 16] = {8'd0, in_rd_data_i[8*l +: 8]};
+  end
+  logic [16:0] lut_ln;
+  assign lut_ln = (e_cnt - e_i_q < 32'(Lanes)) ? 17'(e_cnt - e_i_q) : 17'(Lanes);
 
   // Scan of an arriving chunk: max, sum of d and sum of d^2 over its live bytes.
   logic [SpW*8-1:0]  sc_x;    // live bytes, -128 elsewhere
@@ -446,7 +455,7 @@ module loom_elem_ctrl #(
     logic signed [31:0] b, g, t;
     logic [5:0]         sh;
     assign x   = xsrc[8*l +: 8];
-    assign idx = 8'(mx_q) - x;
+    assign idx = is_elt ? {~x[7], x[6:0]} : 8'(mx_q) - x;
     assign d   = 9'($signed(x)) - 9'(r_in_zp);
     assign lane_e[16*l +: 16] = tab_q[16*idx +: 16];
     assign la  = r_ln ? 17'(d) : $signed({1'b0, lane_e[16*l +: 16]});
@@ -493,8 +502,8 @@ module loom_elem_ctrl #(
         acc   = o_avg ? $signed(lsum_q[32*l +: 32]) : 32'($signed(lmax_q[8*l +: 8]));
         mult  = o_avg ? o_mult : 32'sd2;
         shift = o_avg ? o_shift : 6'd1;
-      end else if (es_q == EEltFeed && e_lut) begin
-        acc   = 32'($signed(eb_q[8*l +: 8]));
+      end else if (es_q == ELutOut) begin
+        acc   = 32'($signed(lane_e[16*l +: 8]));
         mult  = 32'sd2;
         shift = 6'd1;
       end else if (es_q == ROut) begin
@@ -562,9 +571,6 @@ module loom_elem_ctrl #(
     ea_d       = ea_q;
     eb_d       = eb_q;
     e_i_d      = e_i_q;
-    lreq_d     = lreq_q;
-    lcap_d     = lcap_q;
-    lpend_d    = 1'b0;
     amult_d    = amult_q;
     ashift_d   = ashift_q;
     tab_d      = tab_q;
@@ -634,7 +640,8 @@ module loom_elem_ctrl #(
           end else begin
             c_out_d = e_out;
             e_i_d   = '0;
-            es_d    = EEltA;
+            bic_d   = '0;
+            es_d    = e_lut ? ELTab : EEltA;
           end
         end
       end
@@ -788,30 +795,48 @@ module loom_elem_ctrl #(
       end
 
       EEltB: begin
-        ea_d = in_rd_data_i;
-        if (e_lut) begin
-          lane_d  = '0;
-          lanes_d = (e_cnt - e_i_q < 32'(SpW)) ? 17'(e_cnt - e_i_q) : 17'(SpW);
-          lreq_d  = '0;
-          es_d    = ELut;
-        end else begin
-          in_rd_req_o  = 1'b1;
-          in_rd_addr_o = InAw'(e_b + e_i_q);
-          es_d         = EEltCap;
+        ea_d         = in_rd_data_i;
+        in_rd_req_o  = 1'b1;
+        in_rd_addr_o = InAw'(e_b + e_i_q);
+        es_d         = EEltCap;
+      end
+
+      // ELTWISE lut: 256 / SpW table reads, each window shifting in from the
+      // top; the last one's arrival sends A's first chunk read.
+      ELTab: begin
+        in_rd_addr_o = InAw'(e_b + 32'(tk_q) * 32'(SpW));
+        if (tk_q < 9'(LutReads)) begin
+          in_rd_req_o = 1'b1;
+          pend_d      = 1'b1;
+          tk_d        = tk_q + 9'd1;
+        end
+        if (pend_q) begin
+          tab_d = {lut_win, tab_q[TabW-1:SpW*16]};
+          if (tk_q == 9'(LutReads)) begin
+            in_rd_req_o  = 1'b1;
+            in_rd_addr_o = InAw'(e_a);
+            xpend_d      = 1'b1;
+            es_d         = ELutOut;
+          end
         end
       end
 
-      // One table read a cycle; the byte of the read before lands in eb.
-      ELut: begin
-        if (lpend_q) eb_d[8*lcap_q +: 8] = in_rd_data_i[7:0];
-        if (lreq_q < lanes_q) begin
-          in_rd_req_o  = 1'b1;
-          in_rd_addr_o = InAw'(e_b + 32'({~ea_q[8*lreq_q + 7], ea_q[8*lreq_q +: 7]}));
-          lcap_d       = lreq_q;
-          lreq_d       = lreq_q + 17'd1;
-          lpend_d      = 1'b1;
-        end else begin
-          es_d = EEltFeed;
+      // A beat pass over A: the next chunk is read with the last beat of the one before.
+      ELutOut: begin
+        dp_in_valid = 1'b1;
+        dp_lanes    = lut_ln;
+        if (dp_fire) begin
+          x_consume = 1'b1;
+          c_out_d   = c_out_q + 32'(lut_ln);
+          e_i_d     = e_i_q + 32'(Lanes);
+          bic_d     = bic_q + 2'd1;
+          if (e_i_q + 32'(Lanes) >= e_cnt) begin
+            es_d = EWait;
+          end else if (bic_q == 2'd3) begin
+            in_rd_req_o  = 1'b1;
+            in_rd_addr_o = InAw'(e_a + e_i_q + 32'(Lanes));
+            xpend_d      = 1'b1;
+          end
         end
       end
 
@@ -1166,12 +1191,10 @@ module loom_elem_ctrl #(
     if (!rst_ni) begin
       es_q    <= EIdle;
       pend_q  <= 1'b0;
-      lpend_q <= 1'b0;
       xpend_q <= 1'b0;
     end else begin
       es_q    <= es_d;
       pend_q  <= pend_d;
-      lpend_q <= lpend_d;
       xpend_q <= xpend_d;
     end
   end
@@ -1198,8 +1221,6 @@ module loom_elem_ctrl #(
     ea_q       <= ea_d;
     eb_q       <= eb_d;
     e_i_q      <= e_i_d;
-    lreq_q     <= lreq_d;
-    lcap_q     <= lcap_d;
     fed_q      <= fed_d;
     written_q  <= written_d;
     amult_q    <= amult_d;
@@ -1240,6 +1261,7 @@ module loom_elem_ctrl #(
   // Assertions.
   // ---------------------------------------------------------------------------
   `LOOM_ASSERT_INIT(ParamTripleFits_A, SpW >= 16 && SpW % 4 == 0)
+  `LOOM_ASSERT_INIT(LutTableFits_A, 256 % SpW == 0)
   `LOOM_ASSERT(NoStartWhileBusy_A, start_i |-> es_q == EIdle)
   `LOOM_ASSERT(NoExtraOutput_A, es_q != EDrain && out_wr_req_o |-> written_q < fed_q)
   `LOOM_ASSERT(TagsKeepUp_A, !(dp_fire && tag_full))
@@ -1248,6 +1270,6 @@ module loom_elem_ctrl #(
 
 
   // Cover points (coverage build only).
-  `LOOM_COVER_STATES(c_state, es_q, 26)
+  `LOOM_COVER_STATES(c_state, es_q, 27)
 
 endmodule

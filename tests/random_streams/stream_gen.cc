@@ -489,16 +489,19 @@ void Generator::eltwise(Job& job, Shadow& s) {
   spec::EltwiseInsn e;
   e.count = rng_.chance(0.05) ? 0 : rng_.chance(0.1) ? uint64_t(rng_.range(161, 600)) : uint64_t(rng_.range(1, 160));
   e.a_addr = place(Buffer::IN, e.count, false);
+  // A lookup of A in the 256-byte table at b_addr (`mul` is then ignored).
+  e.lut = rng_.chance(0.2);
+  const uint64_t b_len = e.lut ? 256 : e.count;
   const int64_t alias = rng_.range(0, 9);
-  if (alias == 0)
+  if (alias == 0 && !e.lut)
     e.b_addr = e.a_addr;
-  else if (alias == 1 && e.a_addr + e.count + 16 <= size(Buffer::IN))
+  else if (alias == 1 && e.a_addr + b_len + 16 <= size(Buffer::IN))
     e.b_addr = e.a_addr + uint64_t(rng_.range(1, 16));
   else
-    e.b_addr = place(Buffer::IN, e.count, false);
+    e.b_addr = place(Buffer::IN, b_len, false);
   e.out_addr = place(Buffer::OUT, e.count, false);
   feed_2d(job, s, Buffer::IN, e.a_addr, 1, e.count, 0);
-  feed_2d(job, s, Buffer::IN, e.b_addr, 1, e.count, 0);
+  feed_2d(job, s, Buffer::IN, e.b_addr, 1, b_len, 0);
   auto [am, as] = rng_.mult_shift();
   auto [bm, bs] = rng_.mult_shift();
   if (rng_.chance(0.15)) am = 0;
