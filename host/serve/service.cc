@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -68,6 +69,39 @@ std::optional<uint64_t> read_cached(const std::string& file) {
   if (!text || text->empty() || text->back() != '\n') return std::nullopt;
   text->pop_back();
   return cached_cycles(*text);
+}
+
+// A cache entry of `n` counts ("A B C ...\n", each as cached_cycles reads
+// it), or nothing.
+std::optional<std::vector<uint64_t>> read_cached_list(const std::string& file, size_t n) {
+  if (file.empty()) return std::nullopt;
+  auto text = read_file_bytes(file, 256);
+  if (!text) return std::nullopt;
+  std::vector<uint64_t> v;
+  size_t i = 0;
+  while (i < text->size()) {
+    const size_t j = text->find_first_of(" \n", i);
+    if (j == std::string::npos) break;
+    const auto x = cached_cycles(std::string_view(*text).substr(i, j - i));
+    if (!x) break;
+    v.push_back(*x);
+    i = j + 1;
+  }
+  if (v.size() != n || i != text->size()) return std::nullopt;
+  return v;
+}
+
+// A port-stretch entry loom could have measured: the batch alone on the port
+// takes its service time (the live path adds at most a few cycles), and with
+// k co-runners each phase takes at least that and at most k + 1 times it
+// (the port is shared round-robin, so a batch gets at least 1 / (k + 1) of
+// it). Counts in bounds but not consistent with each other are measured again.
+bool stretch_consistent(uint64_t alone, const std::vector<uint64_t>& phases, uint64_t service, size_t co_runners) {
+  const double slack = std::max(16.0, double(service) / 64.0);
+  if (std::abs(double(alone) - double(service)) > slack) return false;
+  for (uint64_t p : phases)
+    if (double(p) + slack < double(alone) || double(p) > double(alone) * double(co_runners + 1) + slack) return false;
+  return true;
 }
 
 void write_cached(const std::string& dir, const std::string& file, const std::vector<uint64_t>& values) {
@@ -440,23 +474,14 @@ Expected<StretchMeasurement> ServiceModel::measure_stretch(const BatchShape& a, 
   for (const auto& w : wb) mix(w);
   constexpr int kPhases = 4;
   const std::string file = cache_file(h, "stretch");
-  auto text = read_file_bytes(file.empty() ? std::string("/nonexistent") : file, 256);
-  if (!file.empty() && text) {
-    // "ALONE P0 P1 P2 P3\n", all positive.
-    std::vector<uint64_t> v;
-    size_t i = 0;
-    while (i < text->size()) {
-      size_t j = text->find_first_of(" \n", i);
-      if (j == std::string::npos) break;
-      const auto x = cached_cycles(std::string_view(*text).substr(i, j - i));
-      if (!x) break;
-      v.push_back(*x);
-      i = j + 1;
-    }
-    if (v.size() == kPhases + 1 && i == text->size()) {
+  if (auto v = read_cached_list(file, kPhases + 1)) {
+    auto service = cycles(*a.model, a.seq, a.batch);
+    if (!service) return service.error();
+    const std::vector<uint64_t> phases(v->begin() + 1, v->end());
+    if (stretch_consistent((*v)[0], phases, *service, with.size())) {
       ++disk_hits_;
-      sm.alone = v[0];
-      sm.phases.assign(v.begin() + 1, v.end());
+      sm.alone = (*v)[0];
+      sm.phases = phases;
       double sum = 0;
       for (uint64_t d : sm.phases) sum += double(d);
       sm.stretch = std::max(1.0, sum / kPhases / double(sm.alone));

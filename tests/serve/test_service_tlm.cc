@@ -102,6 +102,56 @@ TEST(PortContention, StretchIsCachedOnDisk) {
   std::filesystem::remove_all(dir);
 }
 
+// Cached counts each in bounds but impossible together (the batch alone not
+// taking its service time, a phase faster than alone or slower than the
+// batch and its co-runner one after the other) are measured again.
+TEST(PortContention, InconsistentStretchEntriesAreMeasuredAgain) {
+  register_tlm();
+  const spec::HwConfig& cfg = *spec::find_config("tiny");
+  char dir[] = "/tmp/loom_stretch_XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const ModelSpec m = chain(64, 256);
+  double first = 0;
+  uint64_t alone = 0;
+  {
+    ServiceModel sm(cfg, "tlm", dir);
+    auto s = sm.stretch({&m, 16, 2}, {{&m, 32, 1}});
+    ASSERT_TRUE(s) << s.error().str();
+    first = *s;
+    alone = sm.stretches()[0].alone;
+  }
+  std::string entry;
+  for (const auto& f : std::filesystem::directory_iterator(dir))
+    if (f.path().extension() == ".stretch") entry = f.path().string();
+  ASSERT_FALSE(entry.empty());
+  const auto a = [&](double k) { return std::to_string(uint64_t(double(alone) * k)); };
+  const std::vector<std::string> spoiled = {
+      "1 1 1 1 1\n",                                                 // alone is not the service time
+      a(1) + " " + a(1) + " " + a(1) + " " + a(1) + " " + a(40) + "\n",  // 40x with one co-runner
+      a(1) + " " + a(0.5) + " " + a(1) + " " + a(1) + " " + a(1) + "\n",  // faster than alone
+      a(3) + " " + a(3) + " " + a(3) + " " + a(3) + " " + a(3) + "\n",  // alone 3x the service time
+  };
+  for (const auto& text : spoiled) {
+    {
+      FILE* f = std::fopen(entry.c_str(), "w");
+      ASSERT_NE(f, nullptr);
+      std::fputs(text.c_str(), f);
+      std::fclose(f);
+    }
+    ServiceModel sm(cfg, "tlm", dir);
+    auto s = sm.stretch({&m, 16, 2}, {{&m, 32, 1}});
+    ASSERT_TRUE(s) << s.error().str();
+    EXPECT_FALSE(sm.stretches()[0].from_disk) << text;
+    EXPECT_EQ(*s, first) << text;
+  }
+  // The entry written back is used again.
+  ServiceModel sm(cfg, "tlm", dir);
+  auto s = sm.stretch({&m, 16, 2}, {{&m, 32, 1}});
+  ASSERT_TRUE(s) << s.error().str();
+  EXPECT_TRUE(sm.stretches()[0].from_disk);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(PortContention, OneCorePerPortHasNoStretch) {
   register_tlm();
   const spec::HwConfig& cfg = *spec::find_config("default");  // 4 cores, 4 ports
