@@ -38,6 +38,7 @@ import logging
 import math
 import os
 import shutil
+import signal
 import sys
 import tempfile
 
@@ -696,5 +697,12 @@ def main(argv=None):
     return 0
 
 
+def _terminated(*_):
+    # SIGTERM (loom passes an interrupt on, a batch system's time limit) ends
+    # a build as Ctrl-C does: the staging folder removed, nothing written.
+    raise KeyboardInterrupt
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _terminated)
     sys.exit(main())

@@ -12,6 +12,7 @@
 
 #include "common/limits.h"
 #include "common/parse.h"
+#include "common/temp_files.h"
 #include "common/tensor_io.h"
 #include "compiler/compiler.h"
 #include "frontend/onnx/model.h"
@@ -75,12 +76,14 @@ void write_cached(const std::string& dir, const std::string& file, const std::ve
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   const auto tmp = file + ".tmp" + std::to_string(::getpid());
+  const TempPath in_flight(tmp);  // an interrupt removes it
   {
     std::ofstream f(tmp);
     for (size_t i = 0; i < values.size(); ++i) f << (i ? " " : "") << values[i];
     f << "\n";
   }
   std::filesystem::rename(tmp, file, ec);  // atomic; a failed cache write only costs a re-measurement
+  if (ec) std::filesystem::remove(tmp, ec);
 }
 
 }  // namespace

@@ -9,9 +9,11 @@ Usage: serve_cli_test.py LOOM_BINARY ROOT [unittest args...]
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 LOOM = None
@@ -139,6 +141,67 @@ class Serve(Base):
         r = loom("serve", w, "--backend", "tlm", "--json", env=dict(os.environ, LOOM_PROGRESS_INTERVAL=""))
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stderr, "")
+
+    def zoo_workload(self):
+        p = self.path("z_workload.yaml")
+        with open(p, "w") as f:
+            f.write("config: tiny\nduration_ms: 5\nstreams:\n"
+                    "  - {name: v, model: 'zoo:mobilenetv2:slice=stem', slo_ms: 500, arrival: {poisson: {rate: 100}}}\n")
+        return p
+
+    def interrupt_zoo_build(self, sig):
+        """Interrupts `loom serve --cache DIR` while its zoo model is being
+        built (a stand-in script that writes into its -o folder, then waits):
+        nothing of the build is left in DIR, and the script is stopped too."""
+        script, pidfile = self.path("hang_zoo.py"), self.path("zoo.pid")
+        with open(script, "w") as f:
+            f.write("import os, sys, time\n"
+                    "out = sys.argv[sys.argv.index('-o') + 1]\n"
+                    "os.makedirs(os.path.join(out, 'test_data_set_0'))\n"
+                    "open(os.path.join(out, 'model.onnx'), 'w').write('half')\n"
+                    "print('building', file=sys.stderr, flush=True)\n"
+                    "open(%r, 'w').write(str(os.getpid()))\n"
+                    "time.sleep(60)\n" % pidfile)
+        cache = self.path("cache")
+        env = dict(os.environ, LOOM_ZOO_SCRIPT=script)
+        p = subprocess.Popen([LOOM, "serve", self.zoo_workload(), "--backend", "tlm", "--cache", cache],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            for _ in range(600):
+                if os.path.exists(pidfile) and os.path.getsize(pidfile) > 0:
+                    break
+                time.sleep(0.05)
+            else:
+                self.fail("the zoo build never started")
+            zoo = os.path.join(cache, "zoo")
+            self.assertTrue(any(".tmp" in n for n in os.listdir(zoo)), os.listdir(zoo))
+            self.assertTrue(any(".err" in n for n in os.listdir(zoo)), os.listdir(zoo))
+            p.send_signal(sig)
+            _, err = p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.assertEqual(p.returncode, -sig, err)
+        self.assertIn("loom: error: interrupted", err)
+        self.assertEqual(os.listdir(os.path.join(cache, "zoo")), [])
+        with open(pidfile) as f:
+            child = int(f.read())
+        for _ in range(100):  # the script got the signal too (and ended)
+            try:
+                os.kill(child, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(child, signal.SIGKILL)
+            self.fail("the zoo build script was left running")
+
+    def test_sigint_during_a_zoo_build_leaves_nothing(self):
+        self.interrupt_zoo_build(signal.SIGINT)
+
+    def test_sigterm_during_a_zoo_build_leaves_nothing(self):
+        self.interrupt_zoo_build(signal.SIGTERM)
 
     def test_cache_entries_that_are_not_numbers_are_measured_again(self):
         # A service-time cache entry is one number. A garbled one, a huge one,
