@@ -3,6 +3,7 @@
 // throughput, batching, per-core utilization, fairness, accounting).
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
@@ -112,7 +113,21 @@ int serve(const ServeOpts& o) {
   so.max_retries = int(o.max_retries);
   so.live.faults = faults;
   Progress progress("serve " + o.workload + " on " + o.backend, true, o.progress);
-  so.on_progress = [&](double f) { progress.update(f); };
+  double done = 0;  // the fraction of the run so far: measuring happens inside it
+  so.on_progress = [&](double f) { progress.update(done = f); };
+  // A service time is measured when the run first needs it: each may be a
+  // long simulation (rtl), so each is shown, out of the most the run can ask
+  // for (every stream's shapes times every batch size).
+  size_t most = 0, measured = 0, stretches = 0;
+  for (const auto& s : w->streams) most += s.shapes.values.size();
+  most *= size_t(std::max(1, w->max_batch));
+  sm.set_on_measure([&](const std::string& what, bool stretch) {
+    const std::string n = stretch
+                              ? "port stretch " + std::to_string(++stretches)
+                              : "service time " + std::to_string(++measured) + " of at most " + std::to_string(most);
+    progress.update(done,
+                    "measuring on " + o.backend + ": " + n + ", " + (stretch ? what.substr(what.find(':') + 2) : what));
+  });
   std::vector<serve::BatchSpan> spans;
   if (!o.trace.empty()) so.spans = &spans;
   auto r = serve::run_serve(*w, so, sm);

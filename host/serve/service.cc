@@ -332,7 +332,9 @@ Expected<uint64_t> ServiceModel::measure(const ModelSpec& m, int64_t rows, const
     l = own.get();
   }
   if (!l) return l.error();
-  if (m.bucketed()) seq = (*l)->bucket;     // the table lists the length that ran
+  if (m.bucketed()) seq = (*l)->bucket;  // the table lists the length that ran
+  measuring_ = key + " seq " + std::to_string(seq) + " batch " + std::to_string(batch) +
+               (m.kind == ModelSpec::Kind::GemmChain && rows != seq ? " (" + std::to_string(rows) + " rows)" : "");
   uint64_t total = (*l)->host.host_cycles;  // the host ops run on the CPU: no port contention
   bool disk = true;
   const plan::Program& prog = (*l)->program;
@@ -361,6 +363,8 @@ Expected<uint64_t> ServiceModel::time_plan(const plan::Plan& p, const std::map<s
   if (frozen_)
     return make_error("loom serve --mode live",
                       "service time of " + key + " was not measured before the live run (the device is serving)");
+  if (on_measure_ && !measuring_.empty()) on_measure_(measuring_, false);
+  measuring_.clear();  // one announcement for the segments of one program
   auto dev = device();
   if (!dev) return dev.error();
   auto res = runtime::execute(**dev, p, in);
@@ -468,6 +472,13 @@ Expected<StretchMeasurement> ServiceModel::measure_stretch(const BatchShape& a, 
     }
   }
   if (frozen_) return make_error("loom serve --mode live", "port stretch measured during the live run");
+  if (on_measure_) {
+    std::string what =
+        "port stretch: " + sm.model + " seq " + std::to_string(sm.seq) + " batch " + std::to_string(sm.batch) + " with";
+    for (const auto& [wm, ws, wb] : sm.with)
+      what += " " + wm + " seq " + std::to_string(ws) + " batch " + std::to_string(wb);
+    on_measure_(what, true);
+  }
   auto dev = device();
   if (!dev) return dev.error();
   std::vector<int> cores = port0_cores(cfg_);

@@ -142,6 +142,37 @@ class Serve(Base):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stderr, "")
 
+    def test_measuring_shows_progress(self):
+        # Each service time measured on the backend is a progress line naming
+        # it, n of at most N (the workload's 3 + 2 shapes times max_batch 4:
+        # 20); a cached one is not measured again.
+        w = self.workload()
+        cache = self.path("cache")
+        env = dict(os.environ, LOOM_PROGRESS_INTERVAL="0")
+        r = loom("serve", w, "--backend", "tlm", "--json", "--progress", "--cache", cache, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        json.loads(r.stdout)
+        measuring = [l for l in r.stderr.splitlines() if "measuring on tlm: service time " in l]
+        self.assertTrue(measuring, r.stderr[:2000])
+        self.assertIn("(measuring on tlm: service time 1 of at most 20, gemm_chain", measuring[0])
+        self.assertRegex(measuring[0], r"seq \d+ batch \d+")
+        r = loom("serve", w, "--backend", "tlm", "--json", "--progress", "--cache", cache, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("measuring on tlm: service time", r.stderr)
+
+    def test_a_long_phase_without_updates_still_shows_progress(self):
+        # A zoo model built (here a stand-in script that takes 3 s) calls no
+        # progress update: the last state is shown again while it runs.
+        script = self.path("slow_zoo.py")
+        with open(script, "w") as f:
+            f.write("import sys, time\ntime.sleep(3)\nprint('no model', file=sys.stderr)\nsys.exit(1)\n")
+        w = self.zoo_workload()
+        env = dict(os.environ, LOOM_PROGRESS_INTERVAL="0", LOOM_ZOO_SCRIPT=script)
+        r = loom("serve", w, "--backend", "tlm", "--progress", env=env)
+        self.assertNotEqual(r.returncode, 0)
+        lines = [l for l in r.stderr.splitlines() if l.startswith("loom: serve ") and "left" in l]
+        self.assertGreaterEqual(len(lines), 2, r.stderr)
+
     def zoo_workload(self):
         p = self.path("z_workload.yaml")
         with open(p, "w") as f:
