@@ -684,6 +684,7 @@ def main(argv=None):
                 args.name + ("" if args.slice_ is None else " --slice " + args.slice_) +
                 ("" if args.seq is None else " --seq %d" % args.seq), args.output, meta["macs"], meta["params"],
                 " ".join(meta["ops"])))
+            print("loom zoo: wrote %s" % args.output, file=sys.stderr)
     except ZooError as e:
         print("loom: error: zoo: %s" % e, file=sys.stderr)
         return 1

@@ -74,6 +74,7 @@ int run_with_wave(const Opts& o) {
       std::filesystem::remove(g_wave_tmp, ec);
       return fail("--wave " + w + ": cannot write the file: " + ec.message());
     }
+    announce_written("run", w);
   } else {
     std::filesystem::remove(g_wave_tmp, ec);
   }
@@ -351,7 +352,9 @@ Status write_trace(runtime::TraceRecorder& trace, const RunArgs& a, const runtim
                    const std::vector<runtime::TraceRecorder::LayerSpan>& spans) {
   const auto& cfg = dev.config();
   trace.label_layers(spans, cfg.cores);
-  return trace.write_json(a.trace, a.backend, cfg.name, cfg.clock_mhz, cfg.cores, cycles);
+  LOOM_TRY(trace.write_json(a.trace, a.backend, cfg.name, cfg.clock_mhz, cfg.cores, cycles));
+  announce_written("run", a.trace);
+  return Status::ok();
 }
 
 Expected<std::unique_ptr<runtime::Device>> open_device(const RunArgs& a, const spec::HwConfig& cfg,
@@ -449,7 +452,10 @@ int finish_run(const RunArgs& a, RunReport& r, const plan::Program& prog, const 
   if (!a.outputs.empty()) {
     auto written = write_output_files(a.outputs, files);
     if (!written) return fail(written.error());
-    for (size_t k = 0; k < written->size(); ++k) outs[k]["file"] = (*written)[k];
+    for (size_t k = 0; k < written->size(); ++k) {
+      outs[k]["file"] = (*written)[k];
+      announce_written("run", (*written)[k]);
+    }
   }
   j["outputs"] = outs;
   std::vector<const runtime::RunResult*> runs;

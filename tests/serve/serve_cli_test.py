@@ -107,15 +107,19 @@ class Serve(Base):
     def test_accounting_and_determinism(self):
         w = self.workload()
         out = self.path("r.json")
-        summary = self.serve(w, "--seed", 5, "-o", out)
+        r = loom("serve", w, "--backend", "tlm", "--seed", 5, "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        summary = r.stdout
         a = self.serve(w, "--seed", 5)
         c = self.serve(w, "--seed", 6)
         self.assertNotEqual(a, c, "a different seed gave the same result")
         with open(out) as f:
             self.assertEqual(f.read(), a, "same seed gave different results")
-        # With -o the file gets the result and stdout a short summary.
-        self.assertTrue(summary.startswith("wrote " + out + "\n"), summary[:200])
+        # Without --json, -o gets the result and stdout a short summary; the
+        # file is named on stderr.
+        self.assertTrue(summary.startswith(w + " on tlm/tiny"), summary[:200])
         self.assertLess(len(summary.splitlines()), 20, summary[:500])
+        self.assertEqual(r.stderr, "loom serve: wrote %s\n" % out)
         res = json.loads(a)
         self.check_accounting(res)
         self.assertEqual(res["dropped"], 0)  # admission control off: nothing is dropped
@@ -141,6 +145,21 @@ class Serve(Base):
         r = loom("serve", w, "--backend", "tlm", "--json", env=dict(os.environ, LOOM_PROGRESS_INTERVAL=""))
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stderr, "")
+
+    def test_json_with_output_prints_json_and_names_files(self):
+        # --json -o F: the result on stdout (what --json's help says) and in
+        # F, byte for byte; every file written named on stderr, one line each.
+        w = self.workload()
+        out, tr = self.path("r.json"), self.path("t.json")
+        r = loom("serve", w, "--backend", "tlm", "--seed", 5, "--json", "-o", out, "--trace", tr,
+                 env=dict(os.environ, LOOM_PROGRESS_INTERVAL=""))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        res = json.loads(r.stdout)
+        self.assertEqual(res["kind"], "serve")
+        with open(out) as f:
+            self.assertEqual(f.read(), r.stdout)
+        self.assertEqual(r.stderr.splitlines(), ["loom serve: wrote " + tr, "loom serve: wrote " + out])
+        self.assertTrue(os.path.isfile(tr))
 
     def test_measuring_shows_progress(self):
         # Each service time measured on the backend is a progress line naming
