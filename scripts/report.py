@@ -696,7 +696,7 @@ def main():
     except OSError as e:
         die("%s: cannot write the report: %s" % (final, e.strerror))
     STAGING = None
-    print("loom report: %s" % os.path.join(final, "index.html"))
+    print("loom report: wrote %s" % os.path.join(final, "index.html"), file=sys.stderr)
 
 
 if __name__ == "__main__":

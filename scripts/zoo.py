@@ -38,6 +38,7 @@ import logging
 import math
 import os
 import shutil
+import signal
 import sys
 import tempfile
 
@@ -683,6 +684,7 @@ def main(argv=None):
                 args.name + ("" if args.slice_ is None else " --slice " + args.slice_) +
                 ("" if args.seq is None else " --seq %d" % args.seq), args.output, meta["macs"], meta["params"],
                 " ".join(meta["ops"])))
+            print("loom zoo: wrote %s" % args.output, file=sys.stderr)
     except ZooError as e:
         print("loom: error: zoo: %s" % e, file=sys.stderr)
         return 1
@@ -696,5 +698,12 @@ def main(argv=None):
     return 0
 
 
+def _terminated(*_):
+    # SIGTERM (loom passes an interrupt on, a batch system's time limit) ends
+    # a build as Ctrl-C does: the staging folder removed, nothing written.
+    raise KeyboardInterrupt
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _terminated)
     sys.exit(main())

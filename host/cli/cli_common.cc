@@ -149,6 +149,10 @@ Expected<std::vector<std::string>> write_output_files(const std::string& dir,
   return written;
 }
 
+void announce_written(const std::string& command, const std::string& path) {
+  std::cerr << "loom " << command << ": wrote " << one_line(path, limits::kMaxErrorBytes) << "\n";
+}
+
 int fail(const std::string& msg) {
   std::cerr << "loom: error: " << one_line(msg, limits::kMaxErrorBytes) << "\n";
   return 1;

@@ -31,6 +31,10 @@ using ordered_json = nlohmann::ordered_json;
 int fail(const Error& e);
 int fail(const std::string& msg);
 
+/// Names a file a command wrote, one line on stderr ("loom serve: wrote
+/// r.json"), so stdout stays the result.
+void announce_written(const std::string& command, const std::string& path);
+
 /// Checks, before any long work, that `path` (given with `flag`) can be
 /// written: not a directory, in a folder that exists and is writable. So a
 /// bad -o fails at once instead of after a simulation.

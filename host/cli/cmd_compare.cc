@@ -21,6 +21,7 @@
 #include "cli/cli_common.h"
 #include "cli/process.h"
 #include "common/json_read.h"
+#include "common/temp_files.h"
 #include "frontend/onnx/model.h"
 #include "frontend/onnx/program.h"
 #include "frontend/onnx/value.h"
@@ -47,7 +48,10 @@ class ScratchDir {
   ScratchDir() {
     std::error_code ec;
     std::string t = (fs::temp_directory_path(ec) / "loom_compare_XXXXXX").string();
-    if (!ec && ::mkdtemp(t.data())) path_ = t;
+    if (!ec && ::mkdtemp(t.data())) {
+      path_ = t;
+      in_flight_ = TempPath(t, TempPath::Folder);  // an interrupt removes it too
+    }
   }
   ~ScratchDir() {
     std::error_code ec;
@@ -59,6 +63,7 @@ class ScratchDir {
 
  private:
   std::string path_;
+  TempPath in_flight_;
 };
 
 Status check_opts(const CompareOpts& o) {

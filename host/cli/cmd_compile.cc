@@ -45,6 +45,7 @@ void register_compile(CLI::App& app) {
     const plan::Segment* r = &prog->segments.at(0);
     Status s = plan::write_program(*prog, plan::info_of(r->plan), o->out);
     if (!s) throw CLI::RuntimeError(fail(s.error()));
+    announce_written("compile", o->out);
     const auto& p = r->plan;
     size_t insns = 0;
     for (const auto& c : p.cores) insns += c.size();

@@ -34,6 +34,7 @@
 #include "cli/process.h"
 #include "cli/progress.h"
 #include "common/json_read.h"
+#include "common/temp_files.h"
 #include "common/tensor_io.h"
 #include "serve/result_check.h"
 #include "serve/workload.h"
@@ -451,6 +452,7 @@ int run_local(const ExpOpts& o, const ordered_json& man, const std::vector<size_
       if (errno == EINTR) continue;
       return fail("loom experiment: waitpid failed");
     }
+    unregister_child(pid);
     auto it = live.find(pid);
     if (it == live.end()) continue;
     const size_t i = it->second;

@@ -319,6 +319,7 @@ int compile_program_kind(const std::string& model, const onnxfe::ShapeBinding& s
   info.input_shapes = onnxfe::shapes_json(shapes);
   Status s = plan::write_program(*prog, info, out, &onnxfe::host_codec());
   if (!s) return fail(s.error());
+  announce_written("compile", out);
   j["plan"] = out;
   j["format_version"] = plan::kProgramFormatVersion;
   j["steps"] = prog->steps.size();

@@ -1,6 +1,5 @@
 // `loom run`: execute a plan (or a graph, compiled on the fly) on a backend,
 // optionally checking every output bit for bit against the direct reference.
-#include <signal.h>
 #include <unistd.h>
 
 #include <array>
@@ -14,6 +13,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/progress.h"
+#include "common/temp_files.h"
 #include "common/tensor_io.h"
 #include "compiler/compiler.h"
 #include "compiler/options.h"
@@ -48,17 +48,9 @@ double tensor_at(const Tensor& t, int64_t k) {
 }
 
 // The waveform is written to a temporary file beside --wave and renamed when
-// the run succeeds; SIGINT or SIGTERM remove it (unlink is async-signal-safe).
-// The FST writer also keeps its hierarchy in FILE.hier until it closes.
-std::string g_wave_tmp, g_wave_hier;
-
-extern "C" void remove_wave_and_exit(int sig) {
-  if (!g_wave_tmp.empty()) ::unlink(g_wave_tmp.c_str());
-  if (!g_wave_hier.empty()) ::unlink(g_wave_hier.c_str());
-  static const char msg[] = "loom: error: interrupted; no waveform written\n";
-  (void)!::write(2, msg, sizeof msg - 1);
-  ::_exit(128 + sig);
-}
+// the run succeeds; an interrupt removes it (common/temp_files.h). The FST
+// writer also keeps its hierarchy in FILE.hier until it closes.
+std::string g_wave_tmp;
 
 int run(const Opts& o);
 
@@ -70,12 +62,8 @@ int run_with_wave(const Opts& o) {
     return fail("--wave " + w + ": waveforms are written as FST; name the file *.fst");
   if (Status s = check_output_file("--wave", w); !s) return fail(s.error());
   g_wave_tmp = w + ".tmp." + std::to_string(::getpid());
-  g_wave_hier = g_wave_tmp + ".hier";
-  struct sigaction sa {};
-  sa.sa_handler = remove_wave_and_exit;
-  sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
+  const std::string hier = g_wave_tmp + ".hier";
+  const TempPath wave_in_flight(g_wave_tmp), hier_in_flight(hier);
   const int rc = run(o);  // the rtl device, and with it the FST writer, is closed on return
   std::error_code ec;
   // A run that fails once the device ran (an assertion, a timeout, a device
@@ -86,10 +74,11 @@ int run_with_wave(const Opts& o) {
       std::filesystem::remove(g_wave_tmp, ec);
       return fail("--wave " + w + ": cannot write the file: " + ec.message());
     }
+    announce_written("run", w);
   } else {
     std::filesystem::remove(g_wave_tmp, ec);
   }
-  std::filesystem::remove(g_wave_hier, ec);
+  std::filesystem::remove(hier, ec);
   return rc;
 }
 
@@ -363,7 +352,9 @@ Status write_trace(runtime::TraceRecorder& trace, const RunArgs& a, const runtim
                    const std::vector<runtime::TraceRecorder::LayerSpan>& spans) {
   const auto& cfg = dev.config();
   trace.label_layers(spans, cfg.cores);
-  return trace.write_json(a.trace, a.backend, cfg.name, cfg.clock_mhz, cfg.cores, cycles);
+  LOOM_TRY(trace.write_json(a.trace, a.backend, cfg.name, cfg.clock_mhz, cfg.cores, cycles));
+  announce_written("run", a.trace);
+  return Status::ok();
 }
 
 Expected<std::unique_ptr<runtime::Device>> open_device(const RunArgs& a, const spec::HwConfig& cfg,
@@ -461,7 +452,10 @@ int finish_run(const RunArgs& a, RunReport& r, const plan::Program& prog, const 
   if (!a.outputs.empty()) {
     auto written = write_output_files(a.outputs, files);
     if (!written) return fail(written.error());
-    for (size_t k = 0; k < written->size(); ++k) outs[k]["file"] = (*written)[k];
+    for (size_t k = 0; k < written->size(); ++k) {
+      outs[k]["file"] = (*written)[k];
+      announce_written("run", (*written)[k]);
+    }
   }
   j["outputs"] = outs;
   std::vector<const runtime::RunResult*> runs;

@@ -3,6 +3,7 @@
 // throughput, batching, per-core utilization, fairness, accounting).
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
@@ -112,7 +113,21 @@ int serve(const ServeOpts& o) {
   so.max_retries = int(o.max_retries);
   so.live.faults = faults;
   Progress progress("serve " + o.workload + " on " + o.backend, true, o.progress);
-  so.on_progress = [&](double f) { progress.update(f); };
+  double done = 0;  // the fraction of the run so far: measuring happens inside it
+  so.on_progress = [&](double f) { progress.update(done = f); };
+  // A service time is measured when the run first needs it: each may be a
+  // long simulation (rtl), so each is shown, out of the most the run can ask
+  // for (every stream's shapes times every batch size).
+  size_t most = 0, measured = 0, stretches = 0;
+  for (const auto& s : w->streams) most += s.shapes.values.size();
+  most *= size_t(std::max(1, w->max_batch));
+  sm.set_on_measure([&](const std::string& what, bool stretch) {
+    const std::string n = stretch
+                              ? "port stretch " + std::to_string(++stretches)
+                              : "service time " + std::to_string(++measured) + " of at most " + std::to_string(most);
+    progress.update(done,
+                    "measuring on " + o.backend + ": " + n + ", " + (stretch ? what.substr(what.find(':') + 2) : what));
+  });
   std::vector<serve::BatchSpan> spans;
   if (!o.trace.empty()) so.spans = &spans;
   auto r = serve::run_serve(*w, so, sm);
@@ -120,22 +135,24 @@ int serve(const ServeOpts& o) {
   if (!r) return fail(r.error());
   if (!o.trace.empty()) {
     if (Status s = write_file_atomic(o.trace, serve::batches_trace_json(*w, spans)); !s) return fail(s.error());
+    announce_written("serve", o.trace);
     (*r)["trace"] = std::filesystem::absolute(o.trace).string();  // loom report copies it beside the page
   }
   const std::string text = versioned("serve", *r).dump(2) + "\n";
-  if (!o.output.empty())
+  if (!o.output.empty()) {
     if (Status s = write_file_atomic(o.output, text); !s) return fail(s.error());
+    announce_written("serve", o.output);
+  }
   if (o.progress)
     std::cerr << "loom serve: " << sm.backend_runs() << " service times measured on " << o.backend << ", "
               << sm.disk_hits() << " from the cache\n";
-  // With -o the file gets the result and stdout the short summary below;
-  // --json alone prints the result.
-  if (o.json && o.output.empty()) {
+  // --json prints the result (with -o too: the file is a copy); without it
+  // stdout gets the short summary below.
+  if (o.json) {
     std::cout << text;
     return 0;
   }
   const auto& j = *r;
-  if (!o.output.empty()) std::printf("wrote %s\n", o.output.c_str());
   std::printf("%s on %s/%s (%s): batching %s, scheduling %s\n", o.workload.c_str(), o.backend.c_str(),
               w->config.c_str(), o.mode == "live" ? "live" : "simulated", w->batching.c_str(),
               j["scheduling"]["used"].get<std::string>().c_str());
@@ -214,7 +231,8 @@ void register_serve(CLI::App& app) {
   c->add_flag("--no-admission", o->no_admission, "Turn admission control off (whatever the workload says)");
   c->add_option("--cache", o->cache, "Folder caching measured service times by plan hash");
   c->add_flag("--json", o->json, "Print the result as JSON");
-  c->add_option("-o,--output", o->output, "Also write the JSON result to this file");
+  c->add_option("-o,--output", o->output,
+                "Also write the JSON result to this file (stdout: the summary, or the JSON with --json)");
   c->add_flag("--progress", o->progress,
               "Progress on stderr from the start (without it: after 2 s), and the service times measured");
   c->add_option("--trace", o->trace, "Write the batches per core as Chrome trace JSON (opens in Perfetto)");

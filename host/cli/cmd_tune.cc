@@ -107,16 +107,20 @@ int tune(const TuneOpts& o) {
   progress.finish();
   if (!r) return fail(r.error());
   const std::string text = versioned("tune", *r).dump(2) + "\n";
-  if (!o.output.empty())
+  if (!o.output.empty()) {
     if (Status s = write_file_atomic(o.output, text); !s) return fail(s.error());
-  if (!o.cost_params_out.empty())
+    announce_written("tune", o.output);
+  }
+  if (!o.cost_params_out.empty()) {
     if (Status s = write_file_atomic(o.cost_params_out, (*r)["cost_params"].dump(2) + "\n"); !s) return fail(s.error());
-  // With -o the file gets the result and stdout the short summary below.
-  if (o.json && o.output.empty()) {
+    announce_written("tune", o.cost_params_out);
+  }
+  // --json prints the report (with -o too: the file is a copy); without it
+  // stdout gets the short summary.
+  if (o.json) {
     std::cout << text;
     return 0;
   }
-  if (!o.output.empty()) std::printf("wrote %s\n", o.output.c_str());
   print_summary(*r, o.workload, o.backend);
   return 0;
 }
@@ -144,7 +148,8 @@ void register_tune(CLI::App& app) {
   c->add_option("--cache", o->cache, "Folder caching measured service times by plan hash, and the zoo models built");
   c->add_option("--swap-at-ms", o->swap_at_ms, "When the new mapping is swapped in (default: the first drift)");
   c->add_flag("--json", o->json, "Print the report as JSON");
-  c->add_option("-o,--output", o->output, "Also write the JSON report to this file");
+  c->add_option("-o,--output", o->output,
+                "Also write the JSON report to this file (stdout: the summary, or the JSON with --json)");
   c->add_option("--cost-params-out", o->cost_params_out,
                 "Write the last round's refitted cost parameters (for `loom compile --cost-params`)");
   c->add_flag("--progress", o->progress, "Progress on stderr from the start (without it: after 2 s)");

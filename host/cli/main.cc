@@ -6,9 +6,12 @@
 #include <string>
 
 #include "cli/cli_common.h"
+#include "common/temp_files.h"
 
 int main(int argc, char** argv) {
   using namespace loom::cli;
+  // SIGINT and SIGTERM remove whatever file loom is writing (common/temp_files.h).
+  loom::install_interrupt_cleanup();
   try {
     register_builtin_backends();
     CLI::App app{"loom: FPGA accelerator co-design stack (compiler, runtime, simulators)", "loom"};

@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "cli/cli_common.h"
+#include "common/temp_files.h"
 
 extern char** environ;
 
@@ -27,13 +28,19 @@ pid_t spawn_process(const std::vector<std::string>& args, const std::string& out
   pid_t pid = 0;
   const int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
-  return rc == 0 ? pid : -1;
+  if (rc != 0) return -1;
+  register_child(pid);  // an interrupt is passed on to it (common/temp_files.h)
+  return pid;
 }
 
 int wait_process(pid_t pid) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return -1;
+    if (errno != EINTR) {
+      unregister_child(pid);
+      return -1;
+    }
+  unregister_child(pid);
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return -1;

@@ -12,6 +12,8 @@ namespace loom::cli {
 
 /// Starts `args` (looked up on PATH) with stdout and stderr sent to the given
 /// files ("" keeps them); returns the pid, or -1 when it could not start.
+/// The child is registered (common/temp_files.h): an interrupt sent to loom
+/// is passed on to it; whoever reaps it other than wait_process unregisters it.
 pid_t spawn_process(const std::vector<std::string>& args, const std::string& out, const std::string& err);
 
 /// Exit code of `pid`, 128+signal when killed, -1 on a wait error.

@@ -1,9 +1,11 @@
 #include "cli/progress.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 
@@ -45,19 +47,51 @@ Progress::Progress(std::string what, bool enabled, bool at_once)
       at_once_(at_once),
       tty_(::isatty(2) == 1),
       start_(Clock::now()),
-      last_(start_) {}
+      last_(start_) {
+  if (!enabled_) return;
+  // The heartbeat thread never takes SIGINT or SIGTERM: the main thread does
+  // (common/temp_files.h), as it would without this thread.
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &block, &old);
+  heartbeat_ = std::thread([this] { beat(); });
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
 
 Progress::~Progress() { finish(); }
 
 void Progress::update(double f, const std::string& phase) {
-  if (!enabled_ || finished_) return;
-  const auto now = Clock::now();
+  if (!enabled_) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (finished_) return;
+  fraction_ = std::clamp(std::isfinite(f) ? f : 0.0, 0.0, 1.0);
+  phase_ = phase;
+  show(Clock::now(), false);
+}
+
+void Progress::beat() {
+  // At least a second apart (LOOM_PROGRESS_INTERVAL=0 shows every update,
+  // not a line every instant).
+  const double period = tty_ ? 1.0 : std::max(1.0, interval(kLineSeconds));
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!finished_) {
+    wake_.wait_for(lock, std::chrono::duration<double>(period / 4));
+    if (finished_) break;
+    const auto now = Clock::now();
+    if (std::chrono::duration<double>(now - last_).count() >= period) show(now, true);
+  }
+}
+
+void Progress::show(Clock::time_point now, bool heartbeat) {
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   const double since = std::chrono::duration<double>(now - last_).count();
   if (!at_once_ && elapsed < interval(kQuietSeconds)) return;
-  if (shown_ && since < interval(tty_ ? kBarSeconds : kLineSeconds)) return;
+  if (!heartbeat && shown_ && since < interval(tty_ ? kBarSeconds : kLineSeconds)) return;
   if (!at_once_ && !tty_ && !shown_ && elapsed < interval(kLineSeconds)) return;
-  f = std::clamp(std::isfinite(f) ? f : 0.0, 0.0, 1.0);
+  const double f = fraction_;
+  const std::string& phase = phase_;
   const std::string eta = f > 0.01 ? duration_text(elapsed * (1 - f) / f) : "?";
   if (tty_) {
     const int fill = int(std::lround(f * kBarWidth));
@@ -75,8 +109,14 @@ void Progress::update(double f, const std::string& phase) {
 }
 
 void Progress::finish() {
-  if (!enabled_ || finished_) return;
-  finished_ = true;
+  if (!enabled_) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_) return;
+    finished_ = true;
+  }
+  wake_.notify_all();
+  if (heartbeat_.joinable()) heartbeat_.join();
   if (!shown_) return;
   const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
   if (tty_)

@@ -1,11 +1,16 @@
 // Progress of a long command on stderr, never on stdout (so --json output
 // stays clean): after 2 s a bar with the fraction, elapsed time and ETA on
 // a terminal, or one line every 5 s otherwise (logs, CI). Short commands
-// print nothing.
+// print nothing. A phase that calls no update for a while (one long
+// simulation) still shows: the last state is shown again, with the time
+// elapsed, every 5 s (a terminal: every second).
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <string>
+#include <thread>
 
 namespace loom::cli {
 
@@ -26,9 +31,18 @@ class Progress {
 
  private:
   using Clock = std::chrono::steady_clock;
+  /// Shows (fraction_, phase_) when it is due; `heartbeat`: shown again
+  /// without an update. Called with mu_ held.
+  void show(Clock::time_point now, bool heartbeat);
+  void beat();  // the heartbeat thread's loop
   std::string what_;
   bool enabled_, at_once_, tty_, shown_ = false, finished_ = false;
   Clock::time_point start_, last_;
+  double fraction_ = 0;
+  std::string phase_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::thread heartbeat_;
 };
 
 /// "12 s", "3 min 05 s", "1 h 02 min".

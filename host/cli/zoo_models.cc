@@ -26,6 +26,7 @@ Expected<std::string> ZooModels::build(const serve::ModelSpec& m) {
       std::string t = (fs::temp_directory_path() / "loom_serve_zoo_XXXXXX").string();
       if (!::mkdtemp(t.data())) return make_error(m.name, "cannot create a temporary folder for the zoo model");
       tmp = t;
+      tmp_in_flight = TempPath(t, TempPath::Folder);
     }
     root = tmp;
   }
@@ -41,6 +42,7 @@ Expected<std::string> ZooModels::build(const serve::ModelSpec& m) {
   fs::create_directories(root, ec);
   const std::string pid = std::to_string(::getpid());
   const fs::path out = root / (sub + ".tmp" + pid), err = root / (sub + ".err" + pid);
+  const TempPath out_in_flight(out.string(), TempPath::Folder), err_in_flight(err.string());
   std::vector<std::string> args{
       env_or("LOOM_PYTHON", "python3"), script, "build", m.zoo_name, "-o", out.string(), "--seed", "1"};
   if (m.zoo_seq) args.insert(args.end(), {"--seq", std::to_string(m.zoo_seq)});

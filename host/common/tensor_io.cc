@@ -17,6 +17,8 @@
 #include <sstream>
 #include <utility>
 
+#include "common/temp_files.h"
+
 namespace loom {
 
 static_assert(std::endian::native == std::endian::little, "tensor data is stored little-endian");
@@ -274,6 +276,7 @@ Status write_file_atomic(const std::string& path, std::string_view bytes) {
   }
   static std::atomic<unsigned> counter{0};
   const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  const TempPath in_flight(tmp);  // an interrupt removes it
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return make_error(path, std::string("cannot create temporary file: ") + std::strerror(errno));
   auto fail = [&](const char* what) {

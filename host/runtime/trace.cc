@@ -11,6 +11,8 @@
 #include <limits>
 #include <tuple>
 
+#include "common/temp_files.h"
+
 namespace loom::runtime {
 namespace {
 
@@ -159,6 +161,7 @@ Status TraceRecorder::write_json(const std::string& path, std::string_view backe
   // A temporary file next to the target, renamed into place: readers never
   // see a half-written trace, and a failure leaves no file behind.
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const TempPath in_flight(tmp);  // an interrupt removes it
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) return make_error(path, std::string("cannot write the trace: ") + std::strerror(errno));
   const bool wrote = std::fwrite(json.data(), 1, json.size(), f) == json.size();

@@ -13,6 +13,7 @@
 
 #include "common/limits.h"
 #include "common/parse.h"
+#include "common/temp_files.h"
 #include "common/tensor_io.h"
 #include "compiler/compiler.h"
 #include "frontend/onnx/model.h"
@@ -109,12 +110,14 @@ void write_cached(const std::string& dir, const std::string& file, const std::ve
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   const auto tmp = file + ".tmp" + std::to_string(::getpid());
+  const TempPath in_flight(tmp);  // an interrupt removes it
   {
     std::ofstream f(tmp);
     for (size_t i = 0; i < values.size(); ++i) f << (i ? " " : "") << values[i];
     f << "\n";
   }
   std::filesystem::rename(tmp, file, ec);  // atomic; a failed cache write only costs a re-measurement
+  if (ec) std::filesystem::remove(tmp, ec);
 }
 
 }  // namespace
@@ -363,7 +366,9 @@ Expected<uint64_t> ServiceModel::measure(const ModelSpec& m, int64_t rows, const
     l = own.get();
   }
   if (!l) return l.error();
-  if (m.bucketed()) seq = (*l)->bucket;     // the table lists the length that ran
+  if (m.bucketed()) seq = (*l)->bucket;  // the table lists the length that ran
+  measuring_ = key + " seq " + std::to_string(seq) + " batch " + std::to_string(batch) +
+               (m.kind == ModelSpec::Kind::GemmChain && rows != seq ? " (" + std::to_string(rows) + " rows)" : "");
   uint64_t total = (*l)->host.host_cycles;  // the host ops run on the CPU: no port contention
   bool disk = true;
   const plan::Program& prog = (*l)->program;
@@ -392,6 +397,8 @@ Expected<uint64_t> ServiceModel::time_plan(const plan::Plan& p, const std::map<s
   if (frozen_)
     return make_error("loom serve --mode live",
                       "service time of " + key + " was not measured before the live run (the device is serving)");
+  if (on_measure_ && !measuring_.empty()) on_measure_(measuring_, false);
+  measuring_.clear();  // one announcement for the segments of one program
   auto dev = device();
   if (!dev) return dev.error();
   auto res = runtime::execute(**dev, p, in);
@@ -490,6 +497,13 @@ Expected<StretchMeasurement> ServiceModel::measure_stretch(const BatchShape& a, 
     }
   }
   if (frozen_) return make_error("loom serve --mode live", "port stretch measured during the live run");
+  if (on_measure_) {
+    std::string what =
+        "port stretch: " + sm.model + " seq " + std::to_string(sm.seq) + " batch " + std::to_string(sm.batch) + " with";
+    for (const auto& [wm, ws, wb] : sm.with)
+      what += " " + wm + " seq " + std::to_string(ws) + " batch " + std::to_string(wb);
+    on_measure_(what, true);
+  }
   auto dev = device();
   if (!dev) return dev.error();
   std::vector<int> cores = port0_cores(cfg_);

@@ -167,6 +167,11 @@ class ServiceModel {
   /// simulator starts a batch when that many cores are free.
   int width(const ModelSpec& m, int64_t seq, int batch) const;
   void set_zoo_builder(ZooBuilder b) { zoo_builder_ = std::move(b); }
+  /// Called before each run on the backend (never for a cached service
+  /// time): what is measured, "MODEL seq S batch B" or, for a port stretch,
+  /// "port stretch: MODEL seq S batch B with ..."; `stretch` tells which.
+  using MeasureHook = std::function<void(const std::string& what, bool stretch)>;
+  void set_on_measure(MeasureHook f) { on_measure_ = std::move(f); }
   double cycles_to_us(uint64_t c) const { return double(c) / double(cfg_.clock_mhz); }
 
   const std::vector<Measurement>& measurements() const { return table_; }
@@ -234,6 +239,8 @@ class ServiceModel {
   std::string backend_, cache_dir_;
   runtime::DeviceOptions dev_opts_;
   std::unique_ptr<runtime::Device> dev_;
+  MeasureHook on_measure_;
+  std::string measuring_;  // what measure() times, told to on_measure_ once before its first backend run
   std::map<std::tuple<std::string, int64_t, int>, uint64_t> mem_;             // (model, seq, batch)
   std::map<std::tuple<std::string, int64_t, std::string>, uint64_t> mapped_;  // (model, rows, tag)
   std::map<std::string, double> stretch_;                                     // by the batches' keys

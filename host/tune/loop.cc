@@ -115,6 +115,12 @@ Loop::Loop(Setup s, const TuneOptions& o)
       stages_(4.0 + double(o.rounds)),
       base_cp_(compiler::CostParams::from(*s_.cfg)) {
   if (o_.zoo_builder) sm_.set_zoo_builder(o_.zoo_builder);
+  // Each service time measured on the backend (a long simulation on rtl) is
+  // shown within the phase that needs it.
+  if (o_.on_progress)
+    sm_.set_on_measure([this](const std::string& what, bool) {
+      o_.on_progress(at_, phase_ + "; measuring on " + o_.backend + ": " + what);
+    });
   for (const auto& [key, spec] : s_.models) spaces_[key] = decision_space(spec, s_.lens, s_.max_cores);
   cfit_.params = base_cp_;
   runs_.reserve(size_t(o.rounds));
@@ -148,7 +154,7 @@ json Loop::header() const {
 void Loop::progress(const std::string& phase) {
   ++stage_;
   phase_ = phase;
-  if (o_.on_progress) o_.on_progress(stage_ / stages_, phase_);
+  if (o_.on_progress) o_.on_progress(at_ = stage_ / stages_, phase_);
 }
 
 Expected<Served> Loop::serve_with(const Epochs& epochs) {
@@ -159,7 +165,7 @@ Expected<Served> Loop::serve_with(const Epochs& epochs) {
   so.backend = o_.backend;
   so.requests = &s.reqs;
   so.spans = &s.spans;
-  if (o_.on_progress) so.on_progress = [&](double f) { o_.on_progress((stage_ + f) / stages_, phase_); };
+  if (o_.on_progress) so.on_progress = [&](double f) { o_.on_progress(at_ = (stage_ + f) / stages_, phase_); };
   auto r = serve::run_serve(s_.w, so, sm_);
   if (!r) return r.error();
   s.result = std::move(*r);

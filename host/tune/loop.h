@@ -160,6 +160,7 @@ class Loop {
   // Progress: the serve runs (baseline, best per shape, one per round) and
   // the exhaustive search are equal stages.
   double stages_ = 0, stage_ = -1;
+  double at_ = 0;  // the fraction last reported (a measurement is shown at it)
   std::string phase_;
 
   Mapping m0_;         // the initial mapping

@@ -248,6 +248,7 @@ class BadInput(Base):
         fst = self.path("w.fst")
         r = loom("run", DEMO, "--backend", "rtl", "--config", "tiny", "--wave", fst)
         self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "loom run: wrote %s\n" % fst)  # the file named, stdout the result
         with open(fst, "rb") as f:
             self.assertGreater(len(f.read()), 100)
         self.assertEqual(sorted(os.listdir(self.dir)), ["w.fst"])
@@ -263,7 +264,11 @@ class BadInput(Base):
             f.seek(-1, os.SEEK_END)
             f.write(bytes([last ^ 0x55]))
         r = loom("run", DEMO, "--backend", "rtl", "--config", "tiny", "--expected", outs, "--wave", fst)
-        self.assert_one_line_error(r, "outputs differ")
+        self.assertNotEqual(r.returncode, 0)
+        lines = r.stderr.splitlines()
+        self.assertEqual(len(lines), 2, r.stderr)  # the error, and where the waves to debug it are
+        self.assertTrue(lines[0].startswith("loom: error:") and "outputs differ" in lines[0], r.stderr)
+        self.assertEqual(lines[1], "loom run: wrote " + fst)
         with open(fst, "rb") as f:
             self.assertGreater(len(f.read()), 100)
         shutil.rmtree(outs)
@@ -279,6 +284,26 @@ class BadInput(Base):
         else:
             self.assertIn(p.returncode, (130, -signal.SIGINT), err)
             self.assertEqual(os.listdir(self.dir), [], err)
+
+    def test_written_files_are_named_on_stderr(self):
+        # Every file a command writes is named on stderr, one line each;
+        # stdout stays the result (here JSON that must parse alone).
+        env = dict(os.environ, LOOM_PROGRESS_INTERVAL="")
+        plan = self.path("p.plan")
+        r = subprocess.run([LOOM, "compile", DEMO, "--config", "tiny", "-o", plan, "--json"], capture_output=True,
+                           text=True, timeout=300, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        json.loads(r.stdout)
+        self.assertEqual(r.stderr, "loom compile: wrote %s\n" % plan)
+        trace, outs = self.path("t.json"), self.path("outs")
+        r = subprocess.run([LOOM, "run", plan, "--backend", "tlm", "--trace", trace, "--outputs", outs, "--json"],
+                           capture_output=True, text=True, timeout=300, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        j = json.loads(r.stdout)
+        files = [o["file"] for o in j["outputs"]]
+        self.assertTrue(files)
+        self.assertEqual(r.stderr.splitlines(), ["loom run: wrote " + trace] + ["loom run: wrote " + f for f in files])
+        self.assertTrue(os.path.isfile(trace))
 
     def test_input_shape_mismatch(self):
         # Write a wrongly shaped .npy by hand (header + data).

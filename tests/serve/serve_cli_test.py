@@ -9,9 +9,11 @@ Usage: serve_cli_test.py LOOM_BINARY ROOT [unittest args...]
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 LOOM = None
@@ -105,15 +107,19 @@ class Serve(Base):
     def test_accounting_and_determinism(self):
         w = self.workload()
         out = self.path("r.json")
-        summary = self.serve(w, "--seed", 5, "-o", out)
+        r = loom("serve", w, "--backend", "tlm", "--seed", 5, "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        summary = r.stdout
         a = self.serve(w, "--seed", 5)
         c = self.serve(w, "--seed", 6)
         self.assertNotEqual(a, c, "a different seed gave the same result")
         with open(out) as f:
             self.assertEqual(f.read(), a, "same seed gave different results")
-        # With -o the file gets the result and stdout a short summary.
-        self.assertTrue(summary.startswith("wrote " + out + "\n"), summary[:200])
+        # Without --json, -o gets the result and stdout a short summary; the
+        # file is named on stderr.
+        self.assertTrue(summary.startswith(w + " on tlm/tiny"), summary[:200])
         self.assertLess(len(summary.splitlines()), 20, summary[:500])
+        self.assertEqual(r.stderr, "loom serve: wrote %s\n" % out)
         res = json.loads(a)
         self.check_accounting(res)
         self.assertEqual(res["dropped"], 0)  # admission control off: nothing is dropped
@@ -139,6 +145,113 @@ class Serve(Base):
         r = loom("serve", w, "--backend", "tlm", "--json", env=dict(os.environ, LOOM_PROGRESS_INTERVAL=""))
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stderr, "")
+
+    def test_json_with_output_prints_json_and_names_files(self):
+        # --json -o F: the result on stdout (what --json's help says) and in
+        # F, byte for byte; every file written named on stderr, one line each.
+        w = self.workload()
+        out, tr = self.path("r.json"), self.path("t.json")
+        r = loom("serve", w, "--backend", "tlm", "--seed", 5, "--json", "-o", out, "--trace", tr,
+                 env=dict(os.environ, LOOM_PROGRESS_INTERVAL=""))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        res = json.loads(r.stdout)
+        self.assertEqual(res["kind"], "serve")
+        with open(out) as f:
+            self.assertEqual(f.read(), r.stdout)
+        self.assertEqual(r.stderr.splitlines(), ["loom serve: wrote " + tr, "loom serve: wrote " + out])
+        self.assertTrue(os.path.isfile(tr))
+
+    def test_measuring_shows_progress(self):
+        # Each service time measured on the backend is a progress line naming
+        # it, n of at most N (the workload's 3 + 2 shapes times max_batch 4:
+        # 20); a cached one is not measured again.
+        w = self.workload()
+        cache = self.path("cache")
+        env = dict(os.environ, LOOM_PROGRESS_INTERVAL="0")
+        r = loom("serve", w, "--backend", "tlm", "--json", "--progress", "--cache", cache, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        json.loads(r.stdout)
+        measuring = [l for l in r.stderr.splitlines() if "measuring on tlm: service time " in l]
+        self.assertTrue(measuring, r.stderr[:2000])
+        self.assertIn("(measuring on tlm: service time 1 of at most 20, gemm_chain", measuring[0])
+        self.assertRegex(measuring[0], r"seq \d+ batch \d+")
+        r = loom("serve", w, "--backend", "tlm", "--json", "--progress", "--cache", cache, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("measuring on tlm: service time", r.stderr)
+
+    def test_a_long_phase_without_updates_still_shows_progress(self):
+        # A zoo model built (here a stand-in script that takes 3 s) calls no
+        # progress update: the last state is shown again while it runs.
+        script = self.path("slow_zoo.py")
+        with open(script, "w") as f:
+            f.write("import sys, time\ntime.sleep(3)\nprint('no model', file=sys.stderr)\nsys.exit(1)\n")
+        w = self.zoo_workload()
+        env = dict(os.environ, LOOM_PROGRESS_INTERVAL="0", LOOM_ZOO_SCRIPT=script)
+        r = loom("serve", w, "--backend", "tlm", "--progress", env=env)
+        self.assertNotEqual(r.returncode, 0)
+        lines = [l for l in r.stderr.splitlines() if l.startswith("loom: serve ") and "left" in l]
+        self.assertGreaterEqual(len(lines), 2, r.stderr)
+
+    def zoo_workload(self):
+        p = self.path("z_workload.yaml")
+        with open(p, "w") as f:
+            f.write("config: tiny\nduration_ms: 5\nstreams:\n"
+                    "  - {name: v, model: 'zoo:mobilenetv2:slice=stem', slo_ms: 500, arrival: {poisson: {rate: 100}}}\n")
+        return p
+
+    def interrupt_zoo_build(self, sig):
+        """Interrupts `loom serve --cache DIR` while its zoo model is being
+        built (a stand-in script that writes into its -o folder, then waits):
+        nothing of the build is left in DIR, and the script is stopped too."""
+        script, pidfile = self.path("hang_zoo.py"), self.path("zoo.pid")
+        with open(script, "w") as f:
+            f.write("import os, sys, time\n"
+                    "out = sys.argv[sys.argv.index('-o') + 1]\n"
+                    "os.makedirs(os.path.join(out, 'test_data_set_0'))\n"
+                    "open(os.path.join(out, 'model.onnx'), 'w').write('half')\n"
+                    "print('building', file=sys.stderr, flush=True)\n"
+                    "open(%r, 'w').write(str(os.getpid()))\n"
+                    "time.sleep(60)\n" % pidfile)
+        cache = self.path("cache")
+        env = dict(os.environ, LOOM_ZOO_SCRIPT=script)
+        p = subprocess.Popen([LOOM, "serve", self.zoo_workload(), "--backend", "tlm", "--cache", cache],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            for _ in range(600):
+                if os.path.exists(pidfile) and os.path.getsize(pidfile) > 0:
+                    break
+                time.sleep(0.05)
+            else:
+                self.fail("the zoo build never started")
+            zoo = os.path.join(cache, "zoo")
+            self.assertTrue(any(".tmp" in n for n in os.listdir(zoo)), os.listdir(zoo))
+            self.assertTrue(any(".err" in n for n in os.listdir(zoo)), os.listdir(zoo))
+            p.send_signal(sig)
+            _, err = p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.assertEqual(p.returncode, -sig, err)
+        self.assertIn("loom: error: interrupted", err)
+        self.assertEqual(os.listdir(os.path.join(cache, "zoo")), [])
+        with open(pidfile) as f:
+            child = int(f.read())
+        for _ in range(100):  # the script got the signal too (and ended)
+            try:
+                os.kill(child, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(child, signal.SIGKILL)
+            self.fail("the zoo build script was left running")
+
+    def test_sigint_during_a_zoo_build_leaves_nothing(self):
+        self.interrupt_zoo_build(signal.SIGINT)
+
+    def test_sigterm_during_a_zoo_build_leaves_nothing(self):
+        self.interrupt_zoo_build(signal.SIGTERM)
 
     def test_cache_entries_that_are_not_numbers_are_measured_again(self):
         # A service-time cache entry is one number. A garbled one, a huge one,

@@ -83,9 +83,11 @@ class Tune(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         with open(out) as f:
             text = f.read()
-        # With -o the file gets the result, stdout a short summary.
-        self.assertTrue(r.stdout.startswith("wrote " + out + "\n"), r.stdout[:200])
-        self.assertLess(len(r.stdout.splitlines()), 20, r.stdout[:500])
+        # --json -o: the report on stdout and in the file, byte for byte; the
+        # file named on stderr.
+        self.assertEqual(r.stdout, text)
+        self.assertIn("loom tune: wrote " + out + "\n", r.stderr)
+        self.stderr = r.stderr
         return text, json.loads(text)
 
     def test_swap_accounting(self):
@@ -353,6 +355,7 @@ class Tune(unittest.TestCase):
         # parameters that correct nothing) the plan is byte-identical.
         params = os.path.join(self.dir, "cost_params.json")
         _, j = self.tune("--rounds", "1", "--cost-params-out", params)
+        self.assertIn("loom tune: wrote " + params + "\n", self.stderr)
         with open(params) as f:
             cp = json.load(f)
         self.assertEqual(cp, j["cost_params"])
