@@ -116,14 +116,16 @@ inline uint64_t postop_cycles(const TimingParams& t, const spec::PostopInsn& p) 
 inline uint64_t pool_cycles(const TimingParams& t, const spec::PoolInsn& p) {
   return kIssueCycles + kPipeCycles + p.p * (ceil_div(p.c, t.spw) * (p.win + 2) + ceil_div(p.c, t.lanes));
 }
-/// ELTWISE: three read cycles per SpW-byte chunk, then `lanes` elements a
-/// beat. With lut the 256-byte table is first loaded into the element
-/// unit's table register (256 / SpW reads and a cycle for the last to
-/// arrive), then A streams as a beat pass: `lanes` lookups a cycle, each
-/// chunk read with the last beat of the one before.
+/// ELTWISE: three read cycles for the first SpW-byte chunk of A and B,
+/// then `lanes` elements a beat, back to back (each later chunk is read
+/// while the one before is fed). With lut the 256-byte table is first
+/// loaded into the element unit's table register (256 / SpW reads and a
+/// cycle for the last to arrive), then A streams as a beat pass: `lanes`
+/// lookups a cycle, each chunk read with the last beat of the one before.
 inline uint64_t eltwise_cycles(const TimingParams& t, const spec::EltwiseInsn& e) {
-  if (e.lut && e.count > 0) return kIssueCycles + kPipeCycles + ceil_div(256, t.spw) + 1 + ceil_div(e.count, t.lanes);
-  return kIssueCycles + kPipeCycles + ceil_div(e.count, t.spw) * 3 + ceil_div(e.count, t.lanes);
+  if (e.count == 0) return kIssueCycles + kPipeCycles;
+  if (e.lut) return kIssueCycles + kPipeCycles + ceil_div(256, t.spw) + 1 + ceil_div(e.count, t.lanes);
+  return kIssueCycles + kPipeCycles + 3 + ceil_div(e.count, t.lanes);
 }
 
 /// ROWNORM (loom_elem_ctrl). Softmax loads its 512-byte table once (one

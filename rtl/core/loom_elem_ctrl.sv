@@ -38,7 +38,9 @@
 // window rows of that chunk (one read each) into per-lane max and sum
 // registers, then feeds the chunk Lanes channels a beat. ELTWISE reads an
 // SpW-byte chunk of A and of B (both in IN, one read port) and feeds it
-// Lanes elements a beat. Reads and feeding do not overlap. ELTWISE lut first
+// Lanes elements a beat; while a chunk is fed (four beats) the next chunk's
+// A and B are read into a second pair of registers, so after the first
+// chunk's three read cycles the beats run back to back. ELTWISE lut first
 // loads the 256-byte table at b into the table register (256 / SpW IN reads,
 // shifted in from the top, byte k in entry k), then walks A as a beat pass
 // (below): Lanes lookups a beat (entry (A + 128) mod 256), fed through the
@@ -123,7 +125,7 @@ module loom_elem_ctrl #(
     EEltA,     // ELTWISE: read the A chunk
     EEltB,     // ELTWISE: capture A, read the B chunk
     EEltCap,   // ELTWISE: capture B
-    EEltFeed,  // ELTWISE: feed the chunk
+    EEltFeed,  // ELTWISE: feed the chunk, reading the next one
     ELTab,     // ELTWISE lut: load the 256-byte table into the table register
     ELutOut,   // ELTWISE lut: feed A's lookups, Lanes a beat
     RTab,      // ROWNORM softmax: load the 256-entry exponent table
@@ -281,6 +283,8 @@ module loom_elem_ctrl #(
   logic         w_first_d, w_first_q;       // POOL: the arriving row is the window's first
   logic [16:0]  lane_d, lane_q, lanes_d, lanes_q;
   logic [SpW*8-1:0]  lmax_d, lmax_q, ea_d, ea_q, eb_d, eb_q;
+  logic [SpW*8-1:0]  na_d, na_q, nb_d, nb_q;   // ELTWISE: the next chunk's A and B
+  logic [1:0]        rp_d, rp_q;               // ELTWISE: next chunk reads (0 none, 1 A sent, 2 B sent, 3 both held)
   logic [SpW*32-1:0] lsum_d, lsum_q;
   logic [31:0]  e_i_d, e_i_q;               // ELTWISE chunk base
   logic [31:0]  fed_d, fed_q, written_d, written_q;
@@ -570,6 +574,9 @@ module loom_elem_ctrl #(
     lsum_d     = lsum_q;
     ea_d       = ea_q;
     eb_d       = eb_q;
+    na_d       = na_q;
+    nb_d       = nb_q;
+    rp_d       = rp_q;
     e_i_d      = e_i_q;
     amult_d    = amult_q;
     ashift_d   = ashift_q;
@@ -844,20 +851,39 @@ module loom_elem_ctrl #(
         eb_d    = in_rd_data_i;
         lane_d  = '0;
         lanes_d = (e_cnt - e_i_q < 32'(SpW)) ? 17'(e_cnt - e_i_q) : 17'(SpW);
+        rp_d    = '0;
         es_d    = EEltFeed;
       end
 
+      // The next chunk's A and B are read in the chunk's first three cycles
+      // (each arrives the cycle after its request) and taken over with its
+      // last beat: a chunk that is not the last has four beats.
       EEltFeed: begin
+        if (e_i_q + 32'(SpW) < e_cnt) begin
+          in_rd_req_o  = (rp_q == 2'd0) || (rp_q == 2'd1);
+          in_rd_addr_o = InAw'((rp_q == 2'd0 ? e_a : e_b) + e_i_q + 32'(SpW));
+          if (rp_q == 2'd1) na_d = in_rd_data_i;
+          if (rp_q == 2'd2) nb_d = in_rd_data_i;
+          if (rp_q != 2'd3) rp_d = rp_q + 2'd1;
+        end
         dp_in_valid = 1'b1;
         dp_lanes    = feed_ln;
-        if (dp_fire) begin
+        if (dp_in_ready) begin  // dp_in_valid is 1: the beat is fed
           ea_d    = ea_q >> (8 * Lanes);
           eb_d    = eb_q >> (8 * Lanes);
           lane_d  = lane_q + 17'(Lanes);
           c_out_d = c_out_q + 32'(feed_ln);
           if (lane_q + 17'(Lanes) >= lanes_q) begin
             e_i_d = e_i_q + 32'(SpW);
-            es_d  = (e_i_q + 32'(SpW) < e_cnt) ? EEltA : EWait;
+            if (e_i_q + 32'(SpW) < e_cnt) begin
+              ea_d    = na_q;
+              eb_d    = nb_q;
+              lane_d  = '0;
+              lanes_d = (e_cnt - e_i_q - 32'(SpW) < 32'(SpW)) ? 17'(e_cnt - e_i_q - 32'(SpW)) : 17'(SpW);
+              rp_d    = '0;
+            end else begin
+              es_d = EWait;
+            end
           end
         end
       end
@@ -1220,6 +1246,9 @@ module loom_elem_ctrl #(
     lsum_q     <= lsum_d;
     ea_q       <= ea_d;
     eb_q       <= eb_d;
+    na_q       <= na_d;
+    nb_q       <= nb_d;
+    rp_q       <= rp_d;
     e_i_q      <= e_i_d;
     fed_q      <= fed_d;
     written_q  <= written_d;
@@ -1267,6 +1296,9 @@ module loom_elem_ctrl #(
   `LOOM_ASSERT(TagsKeepUp_A, !(dp_fire && tag_full))
   `LOOM_ASSERT(TagPerBeat_A, dp_out_valid |-> !tag_empty)
   `LOOM_ASSERT(LiveLanes_A, dp_in_valid |-> dp_lanes >= 17'd1 && dp_lanes <= 17'(Lanes))
+  // A chunk's last beat takes over the next chunk's A and B only once both are held.
+  `LOOM_ASSERT(NextChunkHeld_A, es_q == EEltFeed && dp_in_ready && lane_q + 17'(Lanes) >= lanes_q && e_i_q + 32'(SpW) < e_cnt |-> rp_q == 2'd3)
+  // A chunk's last beat takes over the next chunk's A and B only once both are held.
 
 
   // Cover points (coverage build only).
