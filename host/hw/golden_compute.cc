@@ -57,7 +57,10 @@ uint32_t exec_gemm(CoreState& s, const spec::GemmInsn& g) {
   // result is the empty sum (0), so an overwriting GEMM clears the tile.
   const uint64_t m = g.m, n = g.n, k = g.k_len;
   if (!in_scratchpad(a.size(), g.in_addr, n == 0 ? 0 : span_2d(m, g.lda, k)) ||
-      !in_scratchpad(b.size(), g.wgt_addr, m == 0 ? 0 : span_2d(k, g.ldb, n)) ||
+      !in_scratchpad(b.size(), g.wgt_addr,
+                     m == 0      ? 0
+                     : g.b_trans ? span_2d(n, g.ldb, k)
+                                 : span_2d(k, g.ldb, n)) ||
       !in_scratchpad(acc.size(), g.acc_addr, span_2d(m, g.ldc, 4 * n)))
     return spec::err::SCRATCHPAD_OOB;
   s.counter(spec::Counter::MACS) += m * n * k;
@@ -81,8 +84,7 @@ uint32_t exec_gemm(CoreState& s, const spec::GemmInsn& g) {
   if (k != 0 && az != 0) {
     std::vector<int32_t> colsum(n, 0);
     for (uint64_t kk = 0; kk < k; ++kk) {
-      const int8_t* w = pb + kk * g.ldb;
-      for (uint64_t j = 0; j < n; ++j) colsum[j] += w[j];
+      for (uint64_t j = 0; j < n; ++j) colsum[j] += g.b_trans ? pb[j * g.ldb + kk] : pb[kk * g.ldb + j];
     }
     for (uint64_t j = 0; j < n; ++j) col_corr[j] -= az * uint32_t(colsum[j]);
   }
@@ -93,6 +95,21 @@ uint32_t exec_gemm(CoreState& s, const spec::GemmInsn& g) {
   constexpr uint64_t kRows = 4;
   constexpr uint64_t kCols = 512;  // column block: kRows * kCols int32 stay in L1
   std::vector<int32_t> sums(kRows * std::min<uint64_t>(n, kCols));
+  // Columns [j0, j0 + cols) of B as rows of `ld` bytes: WGT itself, or with
+  // b_trans gathered from B's transpose into a block of k x cols bytes
+  // (kept while j0 stays: one gather when n fits one column block).
+  std::vector<int8_t> bt;
+  uint64_t bt_j0 = ~uint64_t(0);
+  auto b_block = [&](uint64_t j0, uint64_t cols) -> std::pair<const int8_t*, uint64_t> {
+    if (!g.b_trans) return {pb + j0, g.ldb};
+    if (bt_j0 != j0) {
+      bt.resize(k * cols);
+      for (uint64_t j = 0; j < cols; ++j)
+        for (uint64_t kk = 0; kk < k; ++kk) bt[kk * cols + j] = pb[(j0 + j) * g.ldb + kk];
+      bt_j0 = j0;
+    }
+    return {bt.data(), cols};
+  };
   uint8_t* const pc = acc.data() + g.acc_addr;
   for (uint64_t i0 = 0; i0 < m; i0 += kRows) {
     const uint64_t rows = std::min(kRows, m - i0);
@@ -111,13 +128,14 @@ uint32_t exec_gemm(CoreState& s, const spec::GemmInsn& g) {
       int32_t* const s1 = s0 + cols;
       int32_t* const s2 = s1 + cols;
       int32_t* const s3 = s2 + cols;
+      const auto [pw, ldw] = k != 0 ? b_block(j0, cols) : std::pair<const int8_t*, uint64_t>{nullptr, 0};
       if (k != 0 && rows == kRows) {
         const int8_t* a0 = pa + i0 * g.lda;
         const int8_t* a1 = a0 + g.lda;
         const int8_t* a2 = a1 + g.lda;
         const int8_t* a3 = a2 + g.lda;
         for (uint64_t kk = 0; kk < k; ++kk) {
-          const int8_t* w = pb + kk * g.ldb + j0;
+          const int8_t* w = pw + kk * ldw;
           const int16_t x0 = a0[kk], x1 = a1[kk], x2 = a2[kk], x3 = a3[kk];
           for (uint64_t j = 0; j < cols; ++j) {
             const int16_t wj = w[j];
@@ -132,7 +150,7 @@ uint32_t exec_gemm(CoreState& s, const spec::GemmInsn& g) {
           const int8_t* ar = pa + (i0 + r) * g.lda;
           int32_t* sr = s0 + r * cols;
           for (uint64_t kk = 0; kk < k; ++kk) {
-            const int8_t* w = pb + kk * g.ldb + j0;
+            const int8_t* w = pw + kk * ldw;
             const int16_t x = ar[kk];
             for (uint64_t j = 0; j < cols; ++j) sr[j] += int16_t(x * int16_t(w[j]));
           }

@@ -85,7 +85,8 @@ constexpr uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 /// The last block's rows drain through the array (Cols + 2) and are written
 /// back one row a cycle (two with accumulate, which also delays every later
 /// block by its rows). When rows of C alias
-/// (ldc < 4n) the RTL runs one-row blocks.
+/// (ldc < 4n) the RTL runs one-row blocks. With b_trans B is staged beside A
+/// (a column of B a read), so the first chunk stages in max(Rows, Cols).
 inline uint64_t gemm_cycles(const TimingParams& t, const spec::GemmInsn& g) {
   if (g.m == 0 || g.n == 0) return kIssueCycles;
   const uint64_t block_rows = (g.m > 1 && g.ldc < 4 * g.n) ? 1 : t.rows;
@@ -96,7 +97,8 @@ inline uint64_t gemm_cycles(const TimingParams& t, const spec::GemmInsn& g) {
   // next cycle) hold the ACC port, so every block after the first waits
   // block_rows cycles for the previous block's write-back.
   const uint64_t acc_wait = g.accumulate ? (blocks - 1) * block_rows : 0;
-  return kIssueCycles + kGemmFixedCycles + t.rows + blocks * per_block + acc_wait + t.cols + 2 + writeback;
+  const uint64_t stage = g.b_trans ? std::max(t.rows, t.cols) : t.rows;
+  return kIssueCycles + kGemmFixedCycles + stage + blocks * per_block + acc_wait + t.cols + 2 + writeback;
 }
 
 /// POSTOP (loom_elem_ctrl): the tile is walked in chunks of `lanes`

@@ -46,10 +46,11 @@ module loom_compute_check #(
   assign opcode = insn_i[loom_pkg::INSN_OPCODE_LSB +: loom_pkg::INSN_OPCODE_W];
 
   // GEMM fields.
-  logic        g_acc;
+  logic        g_acc, g_bt;
   logic [23:0] g_in, g_wgt, g_c;
   logic [15:0] g_m, g_n, g_k, g_lda, g_ldb, g_ldc;
   assign g_acc = insn_i[loom_pkg::GEMM_ACCUMULATE_LSB];
+  assign g_bt  = insn_i[loom_pkg::GEMM_B_TRANS_LSB];
   assign g_in  = insn_i[loom_pkg::GEMM_IN_ADDR_LSB +: loom_pkg::GEMM_IN_ADDR_W];
   assign g_wgt = insn_i[loom_pkg::GEMM_WGT_ADDR_LSB +: loom_pkg::GEMM_WGT_ADDR_W];
   assign g_c   = insn_i[loom_pkg::GEMM_ACC_ADDR_LSB +: loom_pkg::GEMM_ACC_ADDR_W];
@@ -160,7 +161,8 @@ module loom_compute_check #(
   // Products shared by the bounds checks.
   logic [63:0] g_a_len, g_b_len, g_c_len, p_mn, o_pc, o_pwc, r_mn;
   assign g_a_len = (g_n == 16'd0 || g_k == 16'd0) ? 64'd0 : span2d(g_m, g_lda, 18'(g_k));
-  assign g_b_len = (g_m == 16'd0) ? 64'd0 : span2d(g_k, g_ldb, 18'(g_n));
+  assign g_b_len = (g_m == 16'd0) ? 64'd0 :
+                   g_bt ? span2d(g_n, g_ldb, 18'(g_k)) : span2d(g_k, g_ldb, 18'(g_n));
   assign g_c_len = span2d(g_m, g_ldc, {g_n, 2'b00});
   assign p_mn    = 64'(32'(p_m) * 32'(p_n));
   assign o_pc    = 64'(32'(o_p) * 32'(o_c));

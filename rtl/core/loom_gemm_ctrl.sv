@@ -15,6 +15,13 @@
 // before; a beat the array refuses (or that waits for its A chunk) is read
 // again, so no skid buffer is needed and the stream runs at one beat a cycle.
 //
+// With b_trans, B is stored as its transpose (row j of WGT holds B[.][j]), so
+// B needs the same treatment as A: the stager also reads SpW bytes of each
+// of the block's cb columns (WGT[wgt + (j0+c)*ldb + kc], one read per column,
+// on the WGT port the stream then leaves idle) into a Cols x SpW staging
+// buffer beside A's, and the stream takes byte 0 of each staged column. A
+// chunk then stages in max(rb, cb) cycles.
+//
 // Write-back side runs concurrently and walks the same block order on its
 // own counters (the array delivers tiles in order), so the feed of the next
 // block overlaps the write-back of the previous one. Each valid row is one
@@ -88,12 +95,13 @@ module loom_gemm_ctrl #(
   // ---------------------------------------------------------------------------
   // Instruction fields.
   // ---------------------------------------------------------------------------
-  logic        f_acc;
+  logic        f_acc, f_bt;
   logic [31:0] f_in, f_wgt, f_c;
   logic [16:0] f_m, f_n, f_k;
   logic [31:0] f_lda, f_ldb, f_ldc;
   logic [7:0]  f_azp, f_bzp;
   assign f_acc = insn_i[loom_pkg::GEMM_ACCUMULATE_LSB];
+  assign f_bt  = insn_i[loom_pkg::GEMM_B_TRANS_LSB];
   assign f_in  = 32'(insn_i[loom_pkg::GEMM_IN_ADDR_LSB +: loom_pkg::GEMM_IN_ADDR_W]);
   assign f_wgt = 32'(insn_i[loom_pkg::GEMM_WGT_ADDR_LSB +: loom_pkg::GEMM_WGT_ADDR_W]);
   assign f_c   = 32'(insn_i[loom_pkg::GEMM_ACC_ADDR_LSB +: loom_pkg::GEMM_ACC_ADDR_W]);
@@ -107,12 +115,13 @@ module loom_gemm_ctrl #(
   assign f_ldc = 32'(insn_i[loom_pkg::GEMM_LDC_LSB +: loom_pkg::GEMM_LDC_W]);
 
   logic unused_insn;
-  assign unused_insn = ^{insn_i[255:240], insn_i[31:11], insn_i[9:0]};
+  assign unused_insn = ^{insn_i[255:240], insn_i[31:12], insn_i[9:0]};
 
   // ---------------------------------------------------------------------------
   // State.
   // ---------------------------------------------------------------------------
-  localparam int unsigned StW = Rows * SpW * 8;  // one staging buffer
+  localparam int unsigned StW  = Rows * SpW * 8;  // one A staging buffer
+  localparam int unsigned BStW = Cols * SpW * 8;  // one B staging buffer (b_trans)
 
   feed_e              fs_d, fs_q;
   logic [16:0]        band_d, band_q;          // rows per block: Rows, or 1 when C rows overlap
@@ -129,14 +138,18 @@ module loom_gemm_ctrl #(
   // Stager: the chunk it fills, the next row to read and its IN address.
   logic [16:0]        s_i0_d, s_i0_q, s_j0_d, s_j0_q, s_kc_d, s_kc_q, s_row_d, s_row_q;
   logic [31:0]        s_abase_d, s_abase_q, s_ptr_d, s_ptr_q;
+  logic [31:0]        s_bbase_d, s_bbase_q, s_bptr_d, s_bptr_q;  // b_trans: WGT row of column j0, of column j0 + row
   logic               s_buf_d, s_buf_q;        // buffer being filled
   logic               s_done_d, s_done_q;      // every chunk of the instruction is staged
   logic               st_pend_d, st_pend_q;    // IN data for row st_row_q arrives this cycle
   logic               st_fin_d, st_fin_q;      // ... and it is the chunk's last row
+  logic               st_a_d, st_a_q;          // ... carries a row of A (row < rb)
+  logic               st_b_d, st_b_q;          // ... carries a column of B (b_trans, row < cb)
   logic               st_buf_d, st_buf_q;
   logic [16:0]        st_row_d, st_row_q;
   logic [1:0]         full_d, full_q;          // buffer holds a complete staged chunk
   logic [2*StW-1:0]   stage_d, stage_q;
+  logic [2*BStW-1:0]  bstage_d, bstage_q;
   // Zero fill.
   logic [16:0]        z_i_d, z_i_q, z_j0_d, z_j0_q;
   logic [31:0]        z_base_d, z_base_q;
@@ -148,6 +161,7 @@ module loom_gemm_ctrl #(
   // Array interface.
   logic                arr_in_valid, arr_in_ready, arr_in_first, arr_in_last, arr_fire;
   logic [Rows*8-1:0]   arr_a;
+  logic [Cols*8-1:0]   arr_b, arr_bt;
   logic                arr_out_valid, arr_out_ready, arr_out_last, arr_busy, arr_take;
   logic [RowIdxW-1:0]  arr_out_row;
   logic [Cols*32-1:0]  arr_out_c;
@@ -157,11 +171,13 @@ module loom_gemm_ctrl #(
     min17 = (a < b) ? a : b;
   endfunction
 
-  logic [16:0] wb_rb, wb_cb, z_cb, s_rb;
+  logic [16:0] wb_rb, wb_cb, z_cb, s_rb, s_cb, s_nr;
   assign wb_rb = min17(band_q, f_m - wb_i0_q);
   assign wb_cb = min17(17'(Cols), f_n - wb_j0_q);
   assign z_cb  = min17(17'(Cols), f_n - z_j0_q);
   assign s_rb  = min17(band_q, f_m - s_i0_q);
+  assign s_cb  = min17(17'(Cols), f_n - s_j0_q);
+  assign s_nr  = (f_bt && s_cb > s_rb) ? s_cb : s_rb;  // rows a chunk stages
 
   function automatic logic [SpW-1:0] byte_mask(input logic [16:0] words);
     for (int unsigned b = 0; b < SpW; b++) begin
@@ -175,6 +191,10 @@ module loom_gemm_ctrl #(
   for (genvar r = 0; r < Rows; r++) begin : g_a_col
     assign arr_a[8*r +: 8] = cur_q ? stage_q[StW + r*SpW*8 +: 8] : stage_q[r*SpW*8 +: 8];
   end
+  for (genvar c = 0; c < Cols; c++) begin : g_b_row
+    assign arr_bt[8*c +: 8] = cur_q ? bstage_q[BStW + c*SpW*8 +: 8] : bstage_q[c*SpW*8 +: 8];
+  end
+  assign arr_b = f_bt ? arr_bt : wgt_rd_data_i[Cols*8-1:0];
 
   // Draining closes an open tile, and keeps offering a refused beat (the
   // array requires valid to stay up) as the last beat of a throw-away tile.
@@ -215,14 +235,19 @@ module loom_gemm_ctrl #(
     s_row_d    = s_row_q;
     s_abase_d  = s_abase_q;
     s_ptr_d    = s_ptr_q;
+    s_bbase_d  = s_bbase_q;
+    s_bptr_d   = s_bptr_q;
     s_buf_d    = s_buf_q;
     s_done_d   = s_done_q;
     st_pend_d  = 1'b0;
     st_fin_d   = 1'b0;
+    st_a_d     = 1'b0;
+    st_b_d     = 1'b0;
     st_buf_d   = st_buf_q;
     st_row_d   = st_row_q;
     full_d     = full_q;
     stage_d    = stage_q;
+    bstage_d   = bstage_q;
     z_i_d      = z_i_q;
     z_j0_d     = z_j0_q;
     z_base_d   = z_base_q;
@@ -230,7 +255,7 @@ module loom_gemm_ctrl #(
     in_rd_req_o   = 1'b0;
     in_rd_addr_o  = InAw'(s_ptr_q);
     wgt_rd_req_o  = 1'b0;
-    wgt_rd_addr_o = WgtAw'(b_addr_q);
+    wgt_rd_addr_o = f_bt ? WgtAw'(s_bptr_q) : WgtAw'(b_addr_q);
     done_o        = 1'b0;
     macs_inc_o    = '0;
 
@@ -243,11 +268,19 @@ module loom_gemm_ctrl #(
     // makes the buffer full.
     if (st_pend_q) begin
       for (int unsigned r = 0; r < Rows; r++) begin
-        if (st_row_q == 17'(r) && st_buf_q) begin
+        if (st_a_q && st_row_q == 17'(r) && st_buf_q) begin
           stage_d[StW + r*SpW*8 +: SpW*8] = in_rd_data_i;
         end
-        if (st_row_q == 17'(r) && !st_buf_q) begin
+        if (st_a_q && st_row_q == 17'(r) && !st_buf_q) begin
           stage_d[r*SpW*8 +: SpW*8] = in_rd_data_i;
+        end
+      end
+      for (int unsigned c = 0; c < Cols; c++) begin
+        if (st_b_q && st_row_q == 17'(c) && st_buf_q) begin
+          bstage_d[BStW + c*SpW*8 +: SpW*8] = wgt_rd_data_i;
+        end
+        if (st_b_q && st_row_q == 17'(c) && !st_buf_q) begin
+          bstage_d[c*SpW*8 +: SpW*8] = wgt_rd_data_i;
         end
       end
       if (st_fin_q) begin
@@ -255,32 +288,42 @@ module loom_gemm_ctrl #(
       end
     end
 
-    // Stager: one row read per cycle into the free buffer, in stream order.
+    // Stager: one row read per cycle into the free buffer, in stream order
+    // (with b_trans, a column of B beside it on the WGT port).
     if (fs_q == FRun && !s_done_q && !full_q[s_buf_q]) begin
-      in_rd_req_o = 1'b1;
-      st_pend_d   = 1'b1;
-      st_row_d    = s_row_q;
-      st_buf_d    = s_buf_q;
-      st_fin_d    = (s_row_q + 17'd1 >= s_rb);
-      if (s_row_q + 17'd1 < s_rb) begin
-        s_row_d = s_row_q + 17'd1;
-        s_ptr_d = s_ptr_q + f_lda;
+      in_rd_req_o  = (s_row_q < s_rb);
+      wgt_rd_req_o = f_bt && (s_row_q < s_cb);
+      st_a_d       = (s_row_q < s_rb);
+      st_b_d       = f_bt && (s_row_q < s_cb);
+      st_pend_d    = 1'b1;
+      st_row_d     = s_row_q;
+      st_buf_d     = s_buf_q;
+      st_fin_d     = (s_row_q + 17'd1 >= s_nr);
+      if (s_row_q + 17'd1 < s_nr) begin
+        s_row_d  = s_row_q + 17'd1;
+        s_ptr_d  = s_ptr_q + f_lda;
+        s_bptr_d = s_bptr_q + f_ldb;
       end else begin
         s_row_d = '0;
         s_buf_d = !s_buf_q;
         if (s_kc_q + 17'(SpW) < f_k) begin
-          s_kc_d  = s_kc_q + 17'(SpW);
-          s_ptr_d = s_abase_q + 32'(s_kc_d);
+          s_kc_d   = s_kc_q + 17'(SpW);
+          s_ptr_d  = s_abase_q + 32'(s_kc_d);
+          s_bptr_d = s_bbase_q + 32'(s_kc_d);
         end else begin
           s_kc_d = '0;
           if (s_j0_q + 17'(Cols) < f_n) begin
-            s_j0_d  = s_j0_q + 17'(Cols);
-            s_ptr_d = s_abase_q;
+            s_j0_d    = s_j0_q + 17'(Cols);
+            s_ptr_d   = s_abase_q;
+            s_bbase_d = s_bbase_q + f_ldb * 32'(Cols);
+            s_bptr_d  = s_bbase_d;
           end else begin
             s_j0_d    = '0;
             s_i0_d    = s_i0_q + band_q;
             s_abase_d = s_abase_q + band_lda_q;
             s_ptr_d   = s_abase_d;
+            s_bbase_d = f_wgt;
+            s_bptr_d  = f_wgt;
             s_done_d  = (s_i0_d >= f_m);
           end
         end
@@ -307,6 +350,8 @@ module loom_gemm_ctrl #(
           s_row_d    = '0;
           s_abase_d  = f_in;
           s_ptr_d    = f_in;
+          s_bbase_d  = f_wgt;
+          s_bptr_d   = f_wgt;
           s_buf_d    = 1'b0;
           s_done_d   = 1'b0;
           full_d     = '0;
@@ -336,6 +381,16 @@ module loom_gemm_ctrl #(
               stage_d[r*SpW*8 +: SpW*8] = stage_q[r*SpW*8 +: SpW*8] >> 8;
             end
           end
+          if (f_bt && cur_q) begin
+            for (int unsigned c = 0; c < Cols; c++) begin
+              bstage_d[BStW + c*SpW*8 +: SpW*8] = bstage_q[BStW + c*SpW*8 +: SpW*8] >> 8;
+            end
+          end
+          if (f_bt && !cur_q) begin
+            for (int unsigned c = 0; c < Cols; c++) begin
+              bstage_d[c*SpW*8 +: SpW*8] = bstage_q[c*SpW*8 +: SpW*8] >> 8;
+            end
+          end
           k_d      = k_q + 17'd1;
           b_addr_d = b_addr_q + f_ldb;
           if (arr_in_last || k_q + 17'd1 == kc_q + 17'(SpW)) begin
@@ -357,15 +412,20 @@ module loom_gemm_ctrl #(
             end
           end
           if (!(arr_in_last && nb_end)) begin
-            wgt_rd_req_o  = 1'b1;
-            wgt_rd_addr_o = WgtAw'(b_addr_d);
-            pend_d        = 1'b1;
+            if (!f_bt) begin
+              wgt_rd_req_o  = 1'b1;
+              wgt_rd_addr_o = WgtAw'(b_addr_d);
+            end
+            pend_d = 1'b1;
           end
         end else begin
           // First beat, a refused beat, or a beat waiting for its chunk:
-          // read the same B row (again) so it is on the bus next cycle.
-          wgt_rd_req_o = 1'b1;
-          pend_d       = 1'b1;
+          // read the same B row (again) so it is on the bus next cycle
+          // (b_trans: B is staged, the port is the stager's).
+          if (!f_bt) begin
+            wgt_rd_req_o = 1'b1;
+          end
+          pend_d = 1'b1;
         end
       end
 
@@ -520,12 +580,17 @@ module loom_gemm_ctrl #(
     s_row_q    <= s_row_d;
     s_abase_q  <= s_abase_d;
     s_ptr_q    <= s_ptr_d;
+    s_bbase_q  <= s_bbase_d;
+    s_bptr_q   <= s_bptr_d;
     s_buf_q    <= s_buf_d;
     s_done_q   <= s_done_d;
     st_fin_q   <= st_fin_d;
+    st_a_q     <= st_a_d;
+    st_b_q     <= st_b_d;
     st_buf_q   <= st_buf_d;
     st_row_q   <= st_row_d;
     stage_q    <= stage_d;
+    bstage_q   <= bstage_d;
     z_i_q      <= z_i_d;
     z_j0_q     <= z_j0_d;
     z_base_q   <= z_base_d;
@@ -551,7 +616,7 @@ module loom_gemm_ctrl #(
     .a_zp_i      (f_azp),
     .b_zp_i      (f_bzp),
     .a_i         (arr_a),
-    .b_i         (wgt_rd_data_i[Cols*8-1:0]),
+    .b_i         (arr_b),
     .out_valid_o (arr_out_valid),
     .out_ready_i (arr_out_ready),
     .out_row_o   (arr_out_row),
@@ -581,5 +646,8 @@ module loom_gemm_ctrl #(
 
   // Cover points (coverage build only).
   `LOOM_COVER_STATES(c_state, fs_q, 5)
+  `LOOM_COVER(c_b_trans, fs_q == FIdle && start_i && f_bt && f_k != 17'd0)
+  // A b_trans chunk whose B columns outnumber its A rows (stages in cb cycles).
+  `LOOM_COVER(c_b_trans_wide, st_pend_q && st_b_q && !st_a_q)
 
 endmodule

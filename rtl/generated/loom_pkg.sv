@@ -77,6 +77,8 @@ package loom_pkg;
   localparam int unsigned STORE_SP_STRIDE_W = 24;
   localparam int unsigned GEMM_ACCUMULATE_LSB = 10;
   localparam int unsigned GEMM_ACCUMULATE_W = 1;
+  localparam int unsigned GEMM_B_TRANS_LSB = 11;
+  localparam int unsigned GEMM_B_TRANS_W = 1;
   localparam int unsigned GEMM_IN_ADDR_LSB = 32;
   localparam int unsigned GEMM_IN_ADDR_W = 24;
   localparam int unsigned GEMM_WGT_ADDR_LSB = 64;

@@ -371,15 +371,18 @@ std::array<uint64_t, 3> Generator::gemm_group(Job& job, Shadow& s, bool dense) {
     gi.a_zp = rng_.chance(0.3) ? 0 : rng_.i8();
     gi.b_zp = rng_.chance(0.5) ? 0 : rng_.i8();
     gi.lda = rng_.chance(0.1) ? rng_.below(k + 1) : k + uint64_t(rng_.range(0, 8));
-    gi.ldb = rng_.chance(0.1) ? rng_.below(n + 1) : n + uint64_t(rng_.range(0, 8));
+    // B as it lies (k rows of n bytes), or transposed (n rows of k bytes).
+    gi.b_trans = rng_.chance(0.3);
+    const uint64_t b_rows = gi.b_trans ? n : k, b_cols = gi.b_trans ? k : n;
+    gi.ldb = rng_.chance(0.1) ? rng_.below(b_cols + 1) : b_cols + uint64_t(rng_.range(0, 8));
     const uint64_t span_a = n == 0 ? 0 : span_2d(m, gi.lda, k);
-    const uint64_t span_b = m == 0 ? 0 : span_2d(k, gi.ldb, n);
+    const uint64_t span_b = m == 0 ? 0 : span_2d(b_rows, gi.ldb, b_cols);
     if (span_a > size(Buffer::IN)) gi.lda = k;
-    if (span_b > size(Buffer::WGT)) gi.ldb = n;
+    if (span_b > size(Buffer::WGT)) gi.ldb = b_cols;
     gi.in_addr = place(Buffer::IN, n == 0 ? 0 : span_2d(m, gi.lda, k), false);
-    gi.wgt_addr = place(Buffer::WGT, m == 0 ? 0 : span_2d(k, gi.ldb, n), false);
+    gi.wgt_addr = place(Buffer::WGT, m == 0 ? 0 : span_2d(b_rows, gi.ldb, b_cols), false);
     if (n > 0) feed_2d(job, s, Buffer::IN, gi.in_addr, m, k, gi.lda);
-    if (m > 0) feed_2d(job, s, Buffer::WGT, gi.wgt_addr, k, n, gi.ldb);
+    if (m > 0) feed_2d(job, s, Buffer::WGT, gi.wgt_addr, b_rows, b_cols, gi.ldb);
     job.computes.push_back(gi.encode());
     s.mark(Buffer::ACC, acc, m, 4 * n, ldc);
     accumulate = true;

@@ -32,7 +32,8 @@ uint32_t plain_gemm(hw::CoreState& s, const spec::GemmInsn& g) {
     return addr + len <= size;
   };
   if ((g.n != 0 && !fits(a.size(), g.in_addr, g.m, g.lda, g.k_len)) ||
-      (g.m != 0 && !fits(b.size(), g.wgt_addr, g.k_len, g.ldb, g.n)) || !fits(c.size(), g.acc_addr, g.m, g.ldc, 4 * g.n))
+      (g.m != 0 && !(g.b_trans ? fits(b.size(), g.wgt_addr, g.n, g.ldb, g.k_len)
+                                : fits(b.size(), g.wgt_addr, g.k_len, g.ldb, g.n))) || !fits(c.size(), g.acc_addr, g.m, g.ldc, 4 * g.n))
     return spec::err::SCRATCHPAD_OOB;
   for (uint64_t i = 0; i < g.m; ++i)
     for (uint64_t j = 0; j < g.n; ++j) {
@@ -43,7 +44,7 @@ uint32_t plain_gemm(hw::CoreState& s, const spec::GemmInsn& g) {
                       uint32_t(c[at + 3]) << 24);
       for (uint64_t k = 0; k < g.k_len; ++k)
         sum += (int64_t(int8_t(a[g.in_addr + i * g.lda + k])) - g.a_zp) *
-               (int64_t(int8_t(b[g.wgt_addr + k * g.ldb + j])) - g.b_zp);
+               (int64_t(int8_t(b[g.wgt_addr + (g.b_trans ? j * g.ldb + k : k * g.ldb + j)])) - g.b_zp);
       const uint32_t v = uint32_t(wrap32(sum));
       for (int q = 0; q < 4; ++q) c[at + q] = uint8_t(v >> (8 * q));
     }
@@ -90,6 +91,7 @@ int64_t random_zp(std::mt19937& rng) {
 spec::GemmInsn random_insn(std::mt19937& rng, size_t in, size_t wgt, size_t acc, unsigned max_mn, unsigned max_k) {
   spec::GemmInsn g;
   g.accumulate = pick(rng, 0, 1);
+  g.b_trans = pick(rng, 0, 2) == 0;
   g.m = pick(rng, 0, 9) == 0 ? 0 : pick(rng, 1, max_mn);
   g.n = pick(rng, 0, 9) == 0 ? 0 : pick(rng, 1, max_mn);
   g.k_len = pick(rng, 0, 9) == 0 ? 0 : pick(rng, 1, max_k);
@@ -107,14 +109,14 @@ spec::GemmInsn random_insn(std::mt19937& rng, size_t in, size_t wgt, size_t acc,
     }
   };
   g.lda = stride(g.k_len, 1);
-  g.ldb = stride(g.n, 1);
+  g.ldb = stride(g.b_trans ? g.k_len : g.n, 1);
   g.ldc = stride(4 * g.n, 4);
   const auto place = [&](uint64_t size, uint64_t span, uint64_t unit) -> uint64_t {
     if (pick(rng, 0, 49) == 0) return unit * pick(rng, 0, unsigned((size + 64) / unit));  // anywhere
     return span >= size ? 0 : unit * pick(rng, 0, unsigned((size - span) / unit));
   };
   g.in_addr = place(in, hw::span_2d(g.m, g.lda, g.k_len), 1);
-  g.wgt_addr = place(wgt, hw::span_2d(g.k_len, g.ldb, g.n), 1);
+  g.wgt_addr = place(wgt, g.b_trans ? hw::span_2d(g.n, g.ldb, g.k_len) : hw::span_2d(g.k_len, g.ldb, g.n), 1);
   g.acc_addr = place(acc, hw::span_2d(g.m, g.ldc, 4 * g.n), 4);
   if (pick(rng, 0, 99) == 0) g.acc_addr += 2;
   if (pick(rng, 0, 99) == 0) g.ldc += 2;
@@ -127,7 +129,8 @@ std::string describe(const spec::GemmInsn& g) {
          " lda=" + std::to_string(g.lda) + " ldb=" + std::to_string(g.ldb) + " ldc=" + std::to_string(g.ldc) +
          " in=" + std::to_string(g.in_addr) + " wgt=" + std::to_string(g.wgt_addr) +
          " acc=" + std::to_string(g.acc_addr) + " azp=" + std::to_string(g.a_zp) +
-         " bzp=" + std::to_string(g.b_zp) + " accumulate=" + std::to_string(g.accumulate);
+         " bzp=" + std::to_string(g.b_zp) + " accumulate=" + std::to_string(g.accumulate) +
+         " b_trans=" + std::to_string(g.b_trans);
 }
 
 // Runs g on two copies of one random core; returns the plain evaluation's code.
@@ -168,16 +171,18 @@ TEST(RefGemmFast, MatchesPlainEvaluationOnWideAndDeepTiles) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     spec::GemmInsn g;
     g.accumulate = trial % 2;
+    g.b_trans = trial % 3 == 0;
     g.m = pick(rng, 1, 11);
     g.n = pick(rng, 500, 1100);
     g.k_len = pick(rng, 1, 300);
     g.a_zp = random_zp(rng);
     g.b_zp = random_zp(rng);
     g.lda = g.k_len + pick(rng, 0, 3);
-    g.ldb = g.n + pick(rng, 0, 3);
+    g.ldb = (g.b_trans ? g.k_len : g.n) + pick(rng, 0, 3);
     g.ldc = 4 * g.n + 4 * pick(rng, 0, 3);
     g = spec::GemmInsn::decode(g.encode());
-    expect_same(rng, hw::span_2d(g.m, g.lda, g.k_len), hw::span_2d(g.k_len, g.ldb, g.n), hw::span_2d(g.m, g.ldc, 4 * g.n), g);
+    const uint64_t wgt = g.b_trans ? hw::span_2d(g.n, g.ldb, g.k_len) : hw::span_2d(g.k_len, g.ldb, g.n);
+    expect_same(rng, hw::span_2d(g.m, g.lda, g.k_len), wgt, hw::span_2d(g.m, g.ldc, 4 * g.n), g);
   }
 }
 

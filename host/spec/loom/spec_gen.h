@@ -331,13 +331,14 @@ struct StoreInsn {
   }
 };
 
-/// GEMM: int8 x int8 -> int32 tile product on the systolic array: ACC[c + i*ldc + 4j] (+)= sum_k (IN[a + i*lda + k] - a_zp) * (WGT[b + k*ldb + j] - b_zp) for i < m, j < n, k < k_len; accumulates when `accumulate` is set, overwrites otherwise. Wraps modulo 2^32.
+/// GEMM: int8 x int8 -> int32 tile product on the systolic array: ACC[c + i*ldc + 4j] (+)= sum_k (IN[a + i*lda + k] - a_zp) * (B[k][j] - b_zp) for i < m, j < n, k < k_len, with B[k][j] = WGT[b + k*ldb + j], or WGT[b + j*ldb + k] with `b_trans` (B stored as its transpose, n rows of k_len bytes: attention's keys as they lie); accumulates when `accumulate` is set, overwrites otherwise. Wraps modulo 2^32.
 struct GemmInsn {
   uint64_t pop_prev = 0;  // Wait for and consume a token from the previous unit (load<-compute<-store) before starting.
   uint64_t pop_next = 0;  // Wait for and consume a token from the next unit before starting.
   uint64_t push_prev = 0;  // Give a token to the previous unit when done.
   uint64_t push_next = 0;  // Give a token to the next unit when done.
   uint64_t accumulate = 0;  // Add to the accumulator instead of overwriting it.
+  uint64_t b_trans = 0;  // B is stored transposed: B[k][j] = WGT[b + j*ldb + k].
   uint64_t in_addr = 0;  // IN byte address of A[0][0].
   uint64_t wgt_addr = 0;  // WGT byte address of B[0][0].
   uint64_t acc_addr = 0;  // ACC byte address of C[0][0].
@@ -347,17 +348,18 @@ struct GemmInsn {
   int64_t a_zp = 0;  // Zero point subtracted from A.
   int64_t b_zp = 0;  // Zero point subtracted from B.
   uint64_t lda = 0;  // Bytes between rows of A.
-  uint64_t ldb = 0;  // Bytes between rows of B.
+  uint64_t ldb = 0;  // Bytes between rows of B (of B's transpose with b_trans).
   uint64_t ldc = 0;  // Bytes between rows of C.
 
   static constexpr Opcode kOpcode = Opcode::GEMM;
-  static constexpr std::array<FieldInfo, 17> kFields{{
+  static constexpr std::array<FieldInfo, 18> kFields{{
       {"opcode", 0, 6, false},
       {"pop_prev", 6, 1, false},
       {"pop_next", 7, 1, false},
       {"push_prev", 8, 1, false},
       {"push_next", 9, 1, false},
       {"accumulate", 10, 1, false},
+      {"b_trans", 11, 1, false},
       {"in_addr", 32, 24, false},
       {"wgt_addr", 64, 24, false},
       {"acc_addr", 96, 24, false},
@@ -380,6 +382,7 @@ struct GemmInsn {
     set_bits(in, 8, 1, uint64_t(push_prev));
     set_bits(in, 9, 1, uint64_t(push_next));
     set_bits(in, 10, 1, uint64_t(accumulate));
+    set_bits(in, 11, 1, uint64_t(b_trans));
     set_bits(in, 32, 24, uint64_t(in_addr));
     set_bits(in, 64, 24, uint64_t(wgt_addr));
     set_bits(in, 96, 24, uint64_t(acc_addr));
@@ -400,6 +403,7 @@ struct GemmInsn {
     d.push_prev = get_bits(in, 8, 1);
     d.push_next = get_bits(in, 9, 1);
     d.accumulate = get_bits(in, 10, 1);
+    d.b_trans = get_bits(in, 11, 1);
     d.in_addr = get_bits(in, 32, 24);
     d.wgt_addr = get_bits(in, 64, 24);
     d.acc_addr = get_bits(in, 96, 24);
@@ -420,6 +424,7 @@ struct GemmInsn {
     if (!fits(int64_t(push_prev), 1, false)) return "push_prev";
     if (!fits(int64_t(push_next), 1, false)) return "push_next";
     if (!fits(int64_t(accumulate), 1, false)) return "accumulate";
+    if (!fits(int64_t(b_trans), 1, false)) return "b_trans";
     if (!fits(int64_t(in_addr), 24, false)) return "in_addr";
     if (!fits(int64_t(wgt_addr), 24, false)) return "wgt_addr";
     if (!fits(int64_t(acc_addr), 24, false)) return "acc_addr";

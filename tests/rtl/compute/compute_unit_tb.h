@@ -417,12 +417,14 @@ spec::Insn Bench<Model>::gen_gemm(bool* long_running) {
   g.a_zp = int8_t(rng_());
   g.b_zp = int8_t(rng_());
   g.lda = chance(0.1) ? rnd(0, g.k_len) : g.k_len + rnd(0, 7);
-  g.ldb = chance(0.1) ? rnd(0, g.n) : g.n + rnd(0, 7);
+  g.b_trans = chance(0.3);  // B stored as its transpose: n rows of k_len bytes
+  const uint64_t b_row = g.b_trans ? g.k_len : g.n;
+  g.ldb = chance(0.1) ? rnd(0, unsigned(b_row)) : b_row + rnd(0, 7);
   g.ldc = chance(0.1) ? 4 * rnd(0, g.n) : 4 * (g.n + rnd(0, 3));  // ldc < 4n: overlapping C rows
   const int bad = chance(0.12) ? int(rnd(0, 4)) : -1;
   if (bad == 3) g.ldc |= rnd(1, 3);
   const uint64_t a_len = g.n == 0 ? 0 : span_2d(g.m, g.lda, g.k_len);
-  const uint64_t b_len = g.m == 0 ? 0 : span_2d(g.k_len, g.ldb, g.n);
+  const uint64_t b_len = g.m == 0 ? 0 : g.b_trans ? span_2d(g.n, g.ldb, g.k_len) : span_2d(g.k_len, g.ldb, g.n);
   const uint64_t c_len = span_2d(g.m, g.ldc & ~3ull, 4 * g.n);
   g.in_addr = place(Buffer::IN, a_len, 1, bad == 0);
   g.wgt_addr = place(Buffer::WGT, b_len, 1, bad == 1);
