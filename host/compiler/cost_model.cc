@@ -36,9 +36,9 @@ hw::TimingParams timing(const CostParams& p) {
   return t;
 }
 
-uint64_t gemm(const CostParams& p, uint64_t m, uint64_t n, uint64_t k, bool acc) {
+uint64_t gemm(const CostParams& p, uint64_t m, uint64_t n, uint64_t k, bool acc, bool b_trans = false) {
   spec::GemmInsn g;
-  g.m = m, g.n = n, g.k_len = k, g.ldc = 4 * n, g.accumulate = acc;
+  g.m = m, g.n = n, g.k_len = k, g.ldc = 4 * n, g.accumulate = acc, g.b_trans = b_trans;
   return hw::gemm_cycles(timing(p), g);
 }
 uint64_t postop(const CostParams& p, uint64_t m, uint64_t n, bool rescale) {
@@ -361,9 +361,12 @@ TileCost mac_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n,
       t.ld.dma(p, false, rows - pad_rows, cc, uint64_t(g.sw * g.C), times);
       t.ld.cycles += times * pad_rows * (cdiv(cc, p.mem_bytes) + kRowGapCycles);
     }
-    t.ld.dma(p, false, uint64_t(ks[k].len()), n, uint64_t(g.Ng));  // B tile
-    if (last) t.ld.dma(p, false, 1, 12 * n, 12 * n);               // PARAM slice
-    if (last && rescale) t.ld.dma(p, false, 1, 8, 8);              // the add's (a_mult, a_shift)
+    if (g.b_trans)
+      t.ld.dma(p, false, n, uint64_t(ks[k].len()), uint64_t(g.K()));  // B tile: n rows of its transpose
+    else
+      t.ld.dma(p, false, uint64_t(ks[k].len()), n, uint64_t(g.Ng));  // B tile
+    if (last) t.ld.dma(p, false, 1, 12 * n, 12 * n);                 // PARAM slice
+    if (last && rescale) t.ld.dma(p, false, 1, 8, 8);                // the add's (a_mult, a_shift)
     if (last && residual) t.ld.dma(p, false, m, n, uint64_t(g.Cout));
     if (window) {
       // One GEMM per run, its A rows overlapping in the loaded input row:
@@ -373,7 +376,7 @@ TileCost mac_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n,
       if (rem > 0) t.cp.cycles += gemm(p, rem, n, tk, k > 0);
       t.cp.insns += full + (rem > 0);
     } else {
-      t.cp.cycles += gemm(p, m, n, uint64_t(ks[k].len()), k > 0);
+      t.cp.cycles += gemm(p, m, n, uint64_t(ks[k].len()), k > 0, g.b_trans);
       ++t.cp.insns;
     }
     if (last) t.cp.cycles += postop(p, m, n, rescale), ++t.cp.insns;
@@ -405,6 +408,14 @@ TileCost pool_tile(const CostParams& p, const PoolGeom& g, uint64_t m, uint64_t 
   return t;
 }
 
+/// lower.cc gather_permuted: rows of one run, a LOAD per stretch along the row dim.
+void gather(const CostParams& p, const Permute& pm, uint64_t count, Acc& ld) {
+  const uint64_t run = std::min<uint64_t>(uint64_t(pm.run()), count);
+  const uint64_t rows = cdiv(count, run);
+  const uint64_t loads = cdiv(rows, std::min<uint64_t>(uint64_t(pm.row_count()), 65535));
+  ld.dma(p, false, cdiv(rows, loads), run, uint64_t(pm.row_stride()), loads);
+}
+
 TileCost eltwise_tile(const CostParams& p, uint64_t count, int operands, int slots, const Permute& pm, bool lut,
                       const Layer::ConcatPart& part) {
   TileCost t;
@@ -413,11 +424,7 @@ TileCost eltwise_tile(const CostParams& p, uint64_t count, int operands, int slo
     t.ld.dma(p, false, 1, count, count);
     t.ld.dma(p, false, 1, 256, 256);
   } else if (pm.on()) {
-    // lower.cc gather_permuted: rows of one run, a LOAD per stretch along the row dim.
-    const uint64_t run = std::min<uint64_t>(uint64_t(pm.run()), count);
-    const uint64_t rows = cdiv(count, run);
-    const uint64_t loads = cdiv(rows, std::min<uint64_t>(uint64_t(pm.row_count()), 65535));
-    t.ld.dma(p, false, cdiv(rows, loads), run, uint64_t(pm.row_stride()), loads);
+    gather(p, pm, count, t.ld);
   } else {
     t.ld.dma(p, false, 1, count, count, uint64_t(operands));
   }
@@ -543,6 +550,12 @@ std::string Cost::summary() const {
                 (unsigned long long)dram_read, (unsigned long long)dram_written, (unsigned long long)insns,
                 (unsigned long long)bursts, beats_per_burst());
   return buf;
+}
+
+uint64_t gather_cycles(const CostParams& p, const Permute& pm, uint64_t count) {
+  Acc ld;
+  gather(p, pm, count, ld);
+  return ld.cycles;
 }
 
 CostParams CostParams::from(const spec::HwConfig& cfg) {

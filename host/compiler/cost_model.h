@@ -15,6 +15,7 @@
 namespace loom::compiler {
 
 struct Layer;
+struct Permute;
 struct Budget;
 
 /// Predicted numbers of one layer (or fused group) under one tiling.
@@ -78,6 +79,11 @@ std::string cost_params_text(const CostParams& p, const spec::HwConfig& cfg, con
 /// `stride` bytes apart, uncontended; also counts its bursts and beats.
 uint64_t dma_cycles(const CostParams& p, bool write, uint64_t rows, uint64_t cols, uint64_t stride,
                     uint64_t* bursts = nullptr, uint64_t* beats = nullptr);
+
+/// Load cycles of gathering `count` elements through `pm` (lower.cc
+/// gather_permuted: rows of one run, a LOAD per stretch along the row dim),
+/// uncontended.
+uint64_t gather_cycles(const CostParams& p, const Permute& pm, uint64_t count);
 
 /// Cost of `l` with the tiling in l.tiling (tm, tn, ksteps) spread over
 /// `cores` cores, with `slots` scratchpad slots (2: double buffering).

@@ -132,27 +132,6 @@ class LegalizePass final : public Pass {
     return p;
   }
 
-  /// Output dims with their input strides; dims of size 1 dropped, and
-  /// neighbours merged where the input holds them contiguously as well.
-  static Permute permute_of(const std::vector<int64_t>& x, const std::vector<int64_t>& perm) {
-    std::vector<int64_t> xs(x.size(), 1);
-    for (size_t d = x.size(); d-- > 1;) xs[d - 1] = xs[d] * x[d];
-    Permute p;
-    for (size_t d = 0; d < perm.size(); ++d) {
-      const int64_t size = x[size_t(perm[d])], st = xs[size_t(perm[d])];
-      if (size == 1) continue;
-      if (!p.dims.empty() && p.stride.back() == st * size) {
-        p.dims.back() *= size;
-        p.stride.back() = st;
-      } else {
-        p.dims.push_back(size);
-        p.stride.push_back(st);
-      }
-    }
-    if (p.dims.empty() || p.stride.back() != 1) p.dims.push_back(1), p.stride.push_back(1);
-    return p;
-  }
-
   static int64_t numel(const std::vector<int64_t>& s) {
     int64_t v = 1;
     for (auto d : s) v *= d;
@@ -185,25 +164,30 @@ class LegalizePass final : public Pass {
       if (m.KH != a.kernel_h || m.KW != a.kernel_w)
         return node_error(n, "kernel attributes do not match the weight shape");
     } else if (n.attrs.groups != 1) {
-      // Grouped: a [M, G*K] times b [G, K, N], one group a GEMM group.
+      // Grouped: a [M, G*K] times b [G, K, N] (or [G, N, K] with trans_b),
+      // one group a GEMM group.
       if (x.shape.size() != 2 || w.shape.size() != 3 || y.shape.size() != 2)
         return node_error(n, "grouped gemm expects a [M,G*K], b [G,K,N]");
+      const bool tb = n.attrs.trans_b;
       m.W = m.OW = x.shape[0];
       m.groups = w.shape[0];
       m.C = x.shape[1];
-      m.Cg = w.shape[1];
-      m.Ng = w.shape[2];
+      m.Cg = w.shape[tb ? 2 : 1];
+      m.Ng = w.shape[tb ? 1 : 2];
       m.Cout = m.groups * m.Ng;
       m.b_const = w.is_const;
+      m.b_trans = tb && !w.is_const;  // a constant is packed untransposed (memory_plan)
       if (m.groups * m.Cg != m.C || y.shape[1] != m.Cout) return node_error(n, "grouped gemm shapes disagree");
     } else {
       if (x.shape.size() != 2 || w.shape.size() != 2 || y.shape.size() != 2)
         return node_error(n, "gemm expects 2-D tensors");
+      const bool tb = n.attrs.trans_b;
       m.W = m.OW = x.shape[0];
       m.C = m.Cg = x.shape[1];
-      m.Cout = m.Ng = w.shape[1];
+      m.Cout = m.Ng = w.shape[tb ? 0 : 1];
       m.b_const = w.is_const;
-      if (w.shape[0] != m.C) return node_error(n, "gemm inner dimensions differ");
+      m.b_trans = tb && !w.is_const;
+      if (w.shape[tb ? 1 : 0] != m.C) return node_error(n, "gemm inner dimensions differ");
     }
     l.macs = uint64_t(m.batch * m.groups * m.M() * m.K() * m.Ng);
     return Status::ok();

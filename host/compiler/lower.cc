@@ -445,11 +445,19 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
       spec::LoadInsn lw;
       lw.buf = uint64_t(spec::Buffer::WGT);
       lw.sp_addr = wg;
-      lw.dram_addr = w + uint64_t((t.group * m.K() + st.pos0 * m.Cg + st.c0) * m.Ng + t.n0);
-      lw.rows = uint64_t(tk);
-      lw.cols = uint64_t(t.n);
-      lw.dram_stride = uint64_t(m.Ng);
-      lw.sp_stride = uint64_t(t.n);
+      if (m.b_trans) {  // b as its transpose [group][Ng][K]: t.n rows of the step's K slice
+        lw.dram_addr = w + uint64_t((t.group * m.Ng + t.n0) * m.K() + st.c0);
+        lw.rows = uint64_t(t.n);
+        lw.cols = uint64_t(tk);
+        lw.dram_stride = uint64_t(m.K());
+        lw.sp_stride = uint64_t(tk);
+      } else {
+        lw.dram_addr = w + uint64_t((t.group * m.K() + st.pos0 * m.Cg + st.c0) * m.Ng + t.n0);
+        lw.rows = uint64_t(tk);
+        lw.cols = uint64_t(t.n);
+        lw.dram_stride = uint64_t(m.Ng);
+        lw.sp_stride = uint64_t(t.n);
+      }
       ls.load(lw);
       if (last) {
         load_params(ls, l, t, pa);
@@ -483,7 +491,8 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
       gm.a_zp = q->x_zp;
       gm.b_zp = q->w_zp;
       gm.lda = uint64_t(tk);
-      gm.ldb = uint64_t(t.n);
+      gm.ldb = uint64_t(m.b_trans ? tk : t.n);
+      gm.b_trans = m.b_trans;
       gm.ldc = uint64_t(4 * t.n);
       if (window) {
         // One GEMM per run: pixel ow's window starts at byte ow * sw * Cg of

@@ -216,6 +216,7 @@ class MemoryPlanPass final : public Pass {
       // of a packed group belong to graph groups ci / cg and j / ng; only
       // the diagonal blocks hold weights, the rest the zero point.
       const bool gemm_groups = n.op == ir::OpKind::Gemm && w.shape.size() == 3;  // b [G,K,N]: already the layout
+      const bool gemm_t = n.op == ir::OpKind::Gemm && n.attrs.trans_b;           // b [G,N,K] or [N,K]: transposed here
       // Depthwise mode: the graph's [KH][KW][1][C] is DWCONV's taps x channels.
       if (l.tiling.depthwise)
         for (int64_t i = 0; i < m.KH * m.KW * m.Cout; ++i) c.push_back(uint8_t(wd[i]));
@@ -223,7 +224,8 @@ class MemoryPlanPass final : public Pass {
         for (int64_t k = 0; k < m.K(); ++k) {
           const int64_t pos = k / m.Cg, ci = k % m.Cg;
           for (int64_t j = 0; j < m.Ng; ++j)
-            c.push_back(gemm_groups         ? uint8_t(wd[(g * m.K() + k) * m.Ng + j])
+            c.push_back(gemm_t              ? uint8_t(wd[(g * m.Ng + j) * m.K() + k])
+                        : gemm_groups       ? uint8_t(wd[(g * m.K() + k) * m.Ng + j])
                         : ci / cg == j / ng ? uint8_t(wd[(pos * cg + ci % cg) * m.Cout + g * m.Ng + j])
                                             : uint8_t(int8_t(q->w_zp)));
         }

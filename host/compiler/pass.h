@@ -32,7 +32,8 @@ struct MacGeom {
   /// array's columns with channels and gathers rows of `pack` channels
   /// instead of single bytes. `groups`, `Cg` and `Ng` are the packed ones.
   int64_t pack = 1;
-  bool b_const = true;  // gemm may multiply two activations
+  bool b_const = true;   // gemm may multiply two activations
+  bool b_trans = false;  // gemm: an activation b read as its transpose, [group][Ng][K] (GEMM b_trans)
   int64_t M() const { return OH * OW; }
   int64_t K() const { return KH * KW * Cg; }
   int64_t graph_groups() const { return groups * pack; }
@@ -199,6 +200,28 @@ struct Permute {
   int64_t row_stride() const { return dims.size() > 1 ? stride[stride.size() - 2] : run(); }
 };
 
+/// The gather of transpose `perm` of an input of shape `x`: output dims
+/// with their input strides; dims of size 1 dropped, and neighbours merged
+/// where the input holds them contiguously as well.
+inline Permute permute_of(const std::vector<int64_t>& x, const std::vector<int64_t>& perm) {
+  std::vector<int64_t> xs(x.size(), 1);
+  for (size_t d = x.size(); d-- > 1;) xs[d - 1] = xs[d] * x[d];
+  Permute p;
+  for (size_t d = 0; d < perm.size(); ++d) {
+    const int64_t size = x[size_t(perm[d])], st = xs[size_t(perm[d])];
+    if (size == 1) continue;
+    if (!p.dims.empty() && p.stride.back() == st * size) {
+      p.dims.back() *= size;
+      p.stride.back() = st;
+    } else {
+      p.dims.push_back(size);
+      p.stride.push_back(st);
+    }
+  }
+  if (p.dims.empty() || p.stride.back() != 1) p.dims.push_back(1), p.stride.push_back(1);
+  return p;
+}
+
 struct Layer {
   std::string name;  // node name(s), '+'-joined when fused
   size_t node = 0;   // index into CompileState::graph.nodes
@@ -332,6 +355,9 @@ class Pass {
 };
 
 // The passes, in pipeline order.
+std::unique_ptr<Pass> make_fold_layout_pass();     // before legalize: rewrites the graph (fold_layout.cc)
+std::unique_ptr<Pass> make_fold_pointwise_pass();  // before legalize: rewrites the graph (fold_pointwise.cc)
+std::unique_ptr<Pass> make_fold_transpose_pass();  // before legalize: rewrites the graph (fold_transpose.cc)
 std::unique_ptr<Pass> make_legalize_pass();
 std::unique_ptr<Pass> make_fuse_activation_pass();
 std::unique_ptr<Pass> make_fuse_residual_pass();

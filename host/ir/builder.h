@@ -93,8 +93,10 @@ class GraphBuilder {
     return finish(n, {as[0], groups * n_out}, out_scale(a, 0.015, double(as[1] / groups)));
   }
 
-  /// A product of two activations, a [M, groups*K] and b [groups, K, N] (b [K, N] when groups is 1).
-  std::string matmul(const std::string& name, const std::string& a, const std::string& b, int64_t groups = 1) {
+  /// A product of two activations, a [M, groups*K] and b [groups, K, N] (b [K, N] when groups is 1;
+  /// with trans_b b is given as its transpose, [groups, N, K] or [N, K]).
+  std::string matmul(const std::string& name, const std::string& a, const std::string& b, int64_t groups = 1,
+                     bool trans_b = false) {
     const auto as = g_.tensor(a).shape;
     const auto bs = g_.tensor(b).shape;
     Node n;
@@ -102,8 +104,9 @@ class GraphBuilder {
     n.op = OpKind::Gemm;
     n.inputs = {a, b};
     n.attrs.groups = groups;
+    n.attrs.trans_b = trans_b;
     const double k = double(as[1] / groups);
-    return finish(n, {as[0], groups * bs.back()},
+    return finish(n, {as[0], groups * (trans_b ? bs[bs.size() - 2] : bs.back())},
                   g_.tensor(a).q.scale[0] * g_.tensor(b).q.scale[0] * std::sqrt(k) * 40.0, 3);
   }
 
@@ -266,6 +269,22 @@ class GraphBuilder {
     n.op = OpKind::Flatten;
     n.inputs = {x};
     return finish(n, {t.shape[0], inner}, t.q.scale[0], t.q.zero_point);
+  }
+
+  /// A random int8 constant.
+  std::string constant(const std::string& name, std::vector<int64_t> shape, double scale = 0.02, int32_t zp = 1) {
+    fill_i8(add_tensor(name, DType::I8, std::move(shape), scale, zp));
+    return name;
+  }
+
+  /// An int8 constant holding one value (a scalar spread over `shape`).
+  std::string splat(const std::string& name, std::vector<int64_t> shape, int8_t v, double scale = 0.02,
+                    int32_t zp = 0) {
+    auto& t = add_tensor(name, DType::I8, std::move(shape), scale, zp);
+    t.is_const = true;
+    t.data = Tensor(DType::I8, t.shape);
+    std::fill(t.data.i8(), t.data.i8() + t.data.numel(), v);
+    return name;
   }
 
   void output(const std::string& t) { g_.outputs.push_back(t); }

@@ -67,6 +67,7 @@ struct Attrs {
   int64_t stride_h = 1, stride_w = 1;
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   int64_t groups = 1;
+  bool trans_b = false;                   // gemm: b given as its transpose, [N,K] or [G,N,K]
   bool count_include_pad = true;          // avgpool
   double clip_min = 0.0, clip_max = 0.0;  // clip (real values)
   std::vector<int64_t> shape;             // reshape

@@ -115,8 +115,9 @@ Expected<MacQuant> mac_quant(const Graph& g, const Node& n) {
         field_where(node_where(g, n), "inputs"),
         "weight '" + wt.name + "' has shape " + shape_str(wt.shape) + ", expected rank " + std::to_string(rank));
   }
-  // A grouped gemm's output channels are G*N (b [G,K,N]).
-  const int64_t channels = grouped_gemm ? wt.shape[0] * wt.shape[2] : wt.shape[rank - 1];
+  // Output channels: N of b [K,N] / [G,K,N], or of its transpose [N,K] / [G,N,K] (trans_b).
+  const size_t n_dim = n.attrs.trans_b ? rank - 2 : rank - 1;
+  const int64_t channels = grouped_gemm ? wt.shape[0] * wt.shape[n_dim] : wt.shape[n_dim];
   const std::string wwhere = node_where(g, n) + ": tensor '" + wt.name + "'";
   if (wt.q.scale.size() != 1 && int64_t(wt.q.scale.size()) != channels) {
     return make_error(field_where(wwhere, "scale"), "has " + std::to_string(wt.q.scale.size()) +

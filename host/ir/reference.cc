@@ -58,10 +58,11 @@ void conv2d(const Node& nd, const MacQuant& q, const Tensor& x, const Tensor& w,
 
 // Grouped (b [G,K,N]): group g multiplies columns [g*K, (g+1)*K) of a by
 // b[g] into columns [g*N, (g+1)*N) of y.
-void gemm(const MacQuant& q, const Tensor& a, const Tensor& b, const Tensor* bias, Tensor* y) {
+void gemm(const MacQuant& q, const Tensor& a, const Tensor& b, bool trans_b, const Tensor* bias, Tensor* y) {
   const bool grouped = b.shape.size() == 3;
   const int64_t groups = grouped ? b.shape[0] : 1;
-  const int64_t rows = a.shape[0], k_len = grouped ? b.shape[1] : b.shape[0], cols = grouped ? b.shape[2] : b.shape[1];
+  const size_t d0 = grouped ? 1 : 0;  // b's last two dims: [K, N], or [N, K] with trans_b
+  const int64_t rows = a.shape[0], k_len = b.shape[d0 + (trans_b ? 1 : 0)], cols = b.shape[d0 + (trans_b ? 0 : 1)];
   const int64_t a_row = groups * k_len, y_row = groups * cols;
   for (int64_t g = 0; g < groups; ++g)
     for (int64_t i = 0; i < rows; ++i)
@@ -69,7 +70,8 @@ void gemm(const MacQuant& q, const Tensor& a, const Tensor& b, const Tensor* bia
         uint32_t acc = 0;
         for (int64_t k = 0; k < k_len; ++k) {
           const int32_t av = a.i8()[i * a_row + g * k_len + k] - q.x_zp;
-          const int32_t bv = b.i8()[(g * k_len + k) * cols + j] - q.w_zp;
+          const int64_t at = trans_b ? (g * cols + j) * k_len + k : (g * k_len + k) * cols + j;
+          const int32_t bv = b.i8()[at] - q.w_zp;
           acc += uint32_t(av * bv);
         }
         const int64_t c = g * cols + j;
@@ -185,7 +187,7 @@ Status run_node(const Graph& g, const Node& n, std::map<std::string, Tensor>& va
       if (n.op == OpKind::Conv2d) {
         conv2d(n, *q, *val(0), *val(1), val(2), y);
       } else {
-        gemm(*q, *val(0), *val(1), val(2), y);
+        gemm(*q, *val(0), *val(1), n.attrs.trans_b, val(2), y);
       }
       return {};
     }

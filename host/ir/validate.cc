@@ -229,41 +229,45 @@ Status infer_conv(const ShapeCtx& c, std::vector<int64_t>* out) {
   return {};
 }
 
-/// A GEMM, plain [M,K] x [K,N] or grouped [M,G*K] x [G,K,N].
+/// A GEMM, plain [M,K] x [K,N] or grouped [M,G*K] x [G,K,N]; with trans_b
+/// b is given as its transpose, [N,K] or [G,N,K].
 Status infer_gemm(const ShapeCtx& c, std::vector<int64_t>* out) {
   const Attrs& a = c.n.attrs;
+  const size_t kd = a.trans_b ? 1 : 0;  // b's K and N dims, counted from its last two
   if (a.groups != 1) {
     // Grouped: a [M, G*K], b [G, K, N] -> [M, G*N].
     if (a.groups < 1) return make_error(c.where("groups"), std::to_string(a.groups) + " must be >= 1");
     LOOM_TRY(c.rank(0, 2, "[M,G*K]"));
-    LOOM_TRY(c.rank(1, 3, "[G,K,N]"));
+    LOOM_TRY(c.rank(1, 3, a.trans_b ? "[G,N,K]" : "[G,K,N]"));
     const auto& x = c.in(0).shape;
     const auto& w = c.in(1).shape;
-    if (w[0] != a.groups || x[1] != a.groups * w[1]) {
+    const int64_t K = w[1 + kd], N = w[2 - kd];
+    if (w[0] != a.groups || x[1] != a.groups * K) {
       return make_error(c.where("inputs"), "'" + c.in(0).name + "' " + shape_str(x) + " and '" + c.in(1).name + "' " +
                                                shape_str(w) + " do not make " + std::to_string(a.groups) +
                                                " groups of [M,K] x [K,N]");
     }
     if (c.has(2)) return make_error(c.where("inputs"), "a grouped gemm takes no bias");
-    *out = {x[0], a.groups * w[2]};
+    *out = {x[0], a.groups * N};
     return {};
   }
   LOOM_TRY(c.rank(0, 2, "[M,K]"));
-  LOOM_TRY(c.rank(1, 2, "[K,N]"));
+  LOOM_TRY(c.rank(1, 2, a.trans_b ? "[N,K]" : "[K,N]"));
   const auto& x = c.in(0).shape;
   const auto& w = c.in(1).shape;
-  if (x[1] != w[0]) {
+  const int64_t K = w[kd], N = w[1 - kd];
+  if (x[1] != K) {
     return make_error(c.where("inputs"), "'" + c.in(0).name + "' " + shape_str(x) + " and '" + c.in(1).name + "' " +
                                              shape_str(w) + " disagree on K");
   }
   if (c.has(2)) {
     LOOM_TRY(c.rank(2, 1, "[N]"));
-    if (c.in(2).shape[0] != w[1]) {
+    if (c.in(2).shape[0] != N) {
       return make_error(c.where("inputs"), "bias '" + c.in(2).name + "' " + shape_str(c.in(2).shape) +
-                                               " does not match N = " + std::to_string(w[1]));
+                                               " does not match N = " + std::to_string(N));
     }
   }
-  *out = {x[0], w[1]};
+  *out = {x[0], N};
   return {};
 }
 

@@ -491,6 +491,61 @@ TEST_P(E2E, AttentionLayoutsMatchReference) {
          const auto vh = b.transpose("vh", b.reshape("vr", v, {S, H, D}), {1, 0, 2});
          b.output(b.matmul("context", b.unary("p", OpKind::Relu, scores), vh, H));
        }},
+      {"attention_kt_scaled",  // K^T scaled by a constant: the GEMM reads K as it lies (fold-transpose)
+       [](GraphBuilder& b) {
+         constexpr int64_t S = 21, H = 3, D = 20;
+         const auto q = b.input("q", {S, H * D});
+         const auto kt = b.transpose("kt", b.input("k", {H, S, D}, 0.04, 2), {0, 2, 1});
+         const auto ks = b.mul("ks", kt, b.constant("s", {H, D, S}));
+         b.output(b.unary("r", OpKind::Relu, b.matmul("scores", q, ks, H)));
+       }},
+      {"matmul_bt",  // a plain [M,K] x [N,K]^T, b through a relu and a reshape
+       [](GraphBuilder& b) {
+         const auto t = b.transpose("t", b.input("x", {1, 9, 40}), {0, 2, 1});
+         const auto r = b.reshape("tr", b.unary("r", OpKind::Relu, t), {40, 9});
+         b.output(b.matmul("mm", b.input("a", {17, 40}), r));
+       }},
+      {"kt_read_twice",  // the transpose is also an output: kept, and the GEMM reads it
+       [](GraphBuilder& b) {
+         const auto kt = b.transpose("kt", b.input("k", {2, 11, 16}), {0, 2, 1});
+         b.output(kt);
+         b.output(b.matmul("scores", b.input("q", {11, 2 * 16}), kt, 2));
+       }},
+      {"trans_b_attr",  // trans_b written in the graph, b an input [G, N, K]
+       [](GraphBuilder& b) { b.output(b.matmul("mm", b.input("a", {13, 2 * 24}), b.input("bt", {2, 35, 24}), 2, true)); }},
+      {"tokens_from_nhwc",  // NHWC -> NCHW -> [C, HW] -> [HW, C]: moves nothing (fold-layout)
+       [](GraphBuilder& b) {
+         const auto t = b.transpose("nchw", b.input("x", {1, 4, 5, 24}), {0, 3, 1, 2});
+         const auto tok = b.transpose("tok", b.reshape("flat", t, {1, 24, 20}), {0, 2, 1});
+         b.output(b.gemm("fc", b.reshape("rows", tok, {20, 24}), 16));
+       }},
+      {"channel_shuffle",  // NHWC -> NCHW, [2, C/2] -> [C/2, 2], back to NHWC: one gather
+       [](GraphBuilder& b) {
+         const auto t = b.transpose("nchw", b.input("x", {1, 3, 4, 10}), {0, 3, 1, 2});
+         const auto sh = b.transpose("shuffle", b.reshape("split", t, {1, 2, 5, 3, 4}), {0, 2, 1, 3, 4});
+         b.output(b.transpose("nhwc", b.reshape("merge", sh, {1, 10, 3, 4}), {0, 2, 3, 1}));
+       }},
+      {"chain_observed",  // the middle of a chain is an output: two chains
+       [](GraphBuilder& b) {
+         const auto t = b.transpose("a", b.input("x", {2, 3, 7}), {2, 0, 1});
+         const auto u = b.transpose("b", t, {1, 2, 0});
+         b.output(u);
+         b.output(b.transpose("d", b.transpose("c", u, {0, 2, 1}), {2, 0, 1}));
+       }},
+      {"gelu_chain",  // x * (1 + erf(x)) * 0.5 as exporters write GELU: one lookup (fold-pointwise)
+       [](GraphBuilder& b) {
+         const auto x = b.gemm("fc", b.input("a", {23, 40}), 48);
+         const auto e = b.add("e1", b.lut("erf", x), b.splat("one", {23, 48}, 50, 0.02, 0), 0.04, -3);
+         const auto h = b.mul("h", x, e, 0.06, 2);
+         b.output(b.mul("gelu", h, b.splat("half", {23, 48}, 64, 0.0078125, 0), 0.05, -1));
+       }},
+      {"pointwise_shared",  // an inner step is also an output: both become lookups of x
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {5, 300});
+         const auto r = b.unary("r", OpKind::Relu, b.add("s", x, b.splat("c", {5, 300}, -20), 0.05, 4));
+         b.output(r);
+         b.output(b.mul("sq", r, r, 0.3, -7));
+       }},
       {"lut",  // chunks of several sizes, the table beside each
        [](GraphBuilder& b) { b.output(b.lut("l", b.input("x", {3, 1000}))); }},
       {"lut_after_gemm",

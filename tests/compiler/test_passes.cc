@@ -214,7 +214,8 @@ TEST(FuseActivation, KeepsReluWithTwoConsumersOrOtherQuantization) {
   const auto x = b.input("x", {1, 4, 4, 4});
   const auto c = b.conv("conv1", x, {4, 1, 1, 1, 0, 1});
   const auto r1 = b.unary("relu1", OpKind::Relu, c);
-  b.output(b.add("add1", r1, c));
+  b.output(b.conv("conv2", c, {4, 1, 1, 1, 0, 1}));
+  b.output(b.add("add1", r1, b.input("x2", {1, 4, 4, 4})));
   auto r = compile_ok(b.graph());
   EXPECT_EQ(decisions(r, "fuse-activation")[0], "relu1: kept separate: 'conv1.y' has 2 consumers");
 
@@ -301,6 +302,110 @@ TEST(FuseResidual, FoldsEveryAddAsARescale) {
   auto r3 = compile_ok(b2.graph(), "tiny", policy(Fusion::None));
   EXPECT_EQ(decisions(r3, "fuse-residual")[0], "add: kept separate: fusion policy none");
   EXPECT_EQ(r3.plan.layers.size(), 2u);
+}
+
+// Attention's K^T: the transpose of the last two dims goes into the GEMM
+// (b_trans) through the scale; a head split before it keeps whole rows.
+TEST(FoldTranspose, GemmReadsKAsItLies) {
+  for (const bool split : {false, true}) {
+    SCOPED_TRACE(split ? "head split" : "last two dims");
+    GraphBuilder b("kt");
+    const auto q = b.input("q", {10, 2 * 8});
+    const auto kt = split ? b.transpose("kt", b.input("k", {10, 2, 8}), {1, 2, 0})
+                          : b.transpose("kt", b.input("k", {2, 10, 8}), {0, 2, 1});
+    b.output(b.matmul("scores", q, b.mul("ks", kt, b.constant("c", {2, 8, 10})), 2));
+    ir::Graph& g = b.graph();
+    auto r = compile_ok(g);
+    EXPECT_EQ(stat(r, "fold-transpose.folded"), 1);
+    const auto d = decisions(r, "fold-transpose");
+    ASSERT_EQ(d.size(), 1u);
+    EXPECT_EQ(d[0], std::string("scores: reads b as its transpose (GEMM b_trans): the transpose 'kt' ") +
+                        (split ? "keeps whole rows" : "is dropped"));
+    bool has_kt = false;
+    for (const auto& l : r.plan.layers) has_kt = has_kt || l.name == "kt";
+    EXPECT_EQ(has_kt, split);
+  }
+}
+
+// ViT's patch embedding: NHWC -> NCHW -> flatten -> tokens moves nothing.
+TEST(FoldLayout, TokensFromNhwcAreOneReshape) {
+  GraphBuilder b("tokens");
+  const auto t = b.transpose("nchw", b.input("x", {1, 4, 5, 24}), {0, 3, 1, 2});
+  const auto tok = b.transpose("tok", b.reshape("flat", t, {1, 24, 20}), {0, 2, 1});
+  b.output(b.gemm("fc", b.reshape("rows", tok, {20, 24}), 16));
+  ir::Graph& g = b.graph();
+  auto r = compile_ok(g);
+  EXPECT_EQ(stat(r, "fold-layout.chains"), 1);
+  EXPECT_EQ(stat(r, "fold-layout.transposes_removed"), 2);
+  const auto d = decisions(r, "fold-layout");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].substr(0, d[0].find(": predicted")), "nchw+flat+tok+rows: one reshape: the chain moves no data");
+  EXPECT_NE(d[0].find(" -> 0"), std::string::npos) << d[0];
+  EXPECT_EQ(stat(r, "legalize.ops.transpose"), -1);
+}
+
+// Two one-byte gathers in a row compose into one.
+TEST(FoldLayout, TwoGathersBecomeOne) {
+  GraphBuilder b("two");
+  const auto t = b.transpose("t1", b.input("x", {2, 6, 10}), {0, 2, 1});
+  b.output(b.transpose("t2", t, {1, 0, 2}));
+  ir::Graph& g = b.graph();
+  auto r = compile_ok(g);
+  EXPECT_EQ(stat(r, "fold-layout.transposes_removed"), 1);
+  EXPECT_EQ(stat(r, "legalize.ops.transpose"), 1);
+}
+
+// ShuffleNet's channel shuffle between NHWC views composes into a one-byte
+// gather of two-row LOADs, predicted slower than the chain: kept.
+TEST(FoldLayout, KeepsAChainThatComposesIntoASlowerGather) {
+  GraphBuilder b("shuffle");
+  const auto t = b.transpose("nchw", b.input("x", {1, 3, 4, 10}), {0, 3, 1, 2});
+  const auto sh = b.transpose("shuffle", b.reshape("split", t, {1, 2, 5, 3, 4}), {0, 2, 1, 3, 4});
+  b.output(b.transpose("nhwc", b.reshape("merge", sh, {1, 10, 3, 4}), {0, 2, 3, 1}));
+  ir::Graph& g = b.graph();
+  auto r = compile_ok(g);
+  EXPECT_EQ(stat(r, "fold-layout.kept_chains"), 1);
+  EXPECT_EQ(stat(r, "legalize.ops.transpose"), 3);
+}
+
+// GELU as exporters write it: four element-wise ops of x become one lookup.
+TEST(FoldPointwise, GeluChainIsOneLookup) {
+  GraphBuilder b("gelu");
+  const auto x = b.input("x", {4, 64});
+  const auto e = b.add("e1", b.lut("erf", x), b.splat("one", {4, 64}, 50), 0.04, -3);
+  const auto h = b.mul("h", x, e, 0.06, 2);
+  b.output(b.gemm("fc", b.mul("gelu", h, b.splat("half", {4, 64}, 64), 0.05, -1), 16));
+  ir::Graph& g = b.graph();
+  auto r = compile_ok(g);
+  EXPECT_EQ(stat(r, "fold-pointwise.lookups"), 1);
+  EXPECT_EQ(stat(r, "fold-pointwise.folded_ops"), 4);
+  const auto d = decisions(r, "fold-pointwise");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0], "erf+e1+h+gelu: one lookup of 'x': 4 element-wise ops of one input, evaluated on its 256 values");
+  ASSERT_EQ(r.plan.layers.size(), 2u);
+  EXPECT_EQ(r.plan.layers[0].name, "erf+e1+h+gelu");
+}
+
+TEST(FoldPointwise, LeavesOpsOfTwoInputsAndSingleOps) {
+  GraphBuilder b("two");
+  const auto x = b.input("x", {4, 64});
+  const auto y = b.input("y", {4, 64});
+  b.output(b.mul("m", b.unary("r", OpKind::Relu, x), y));  // two activations
+  b.output(b.lut("l", y));                                  // one op
+  ir::Graph& g = b.graph();
+  auto r = compile_ok(g);
+  EXPECT_EQ(stat(r, "fold-pointwise.lookups"), -1);
+}
+
+TEST(FoldTranspose, LeavesATransposeReadTwice) {
+  GraphBuilder b("kt2");
+  const auto kt = b.transpose("kt", b.input("k", {2, 10, 8}), {0, 2, 1});
+  b.output(b.matmul("scores", b.input("q", {10, 2 * 8}), kt, 2));
+  b.output(b.unary("r", OpKind::Relu, kt));
+  ir::Graph& g = b.graph();
+  auto r = compile_ok(g);
+  EXPECT_EQ(stat(r, "fold-transpose.folded"), -1);
+  EXPECT_TRUE(decisions(r, "fold-transpose").empty());
 }
 
 TEST(Tiling, ConvOnTinyFitsHalvedScratchpads) {
