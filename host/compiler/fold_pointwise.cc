@@ -9,7 +9,8 @@
 // hold one value, and replaces t's producer by lut(x, table) where
 // table[v + 128] is t for x = v, evaluated by the direct reference on the
 // 256 values: bit-exact with running the ops one by one. Ops left without
-// readers are dropped. One op alone is left as it is.
+// readers are dropped. One op alone is left as it is, and so is every op
+// under the fusion policy `none` (each runs as written).
 #include <algorithm>
 #include <map>
 #include <set>
@@ -40,6 +41,7 @@ class FoldPointwisePass final : public Pass {
   std::string_view name() const override { return "fold-pointwise"; }
 
   Status run(CompileState& s) override {
+    if (s.opt.fusion == Fusion::None) return Status::ok();
     ir::Graph& g = s.graph;
     std::map<std::string, size_t> producer;
     for (size_t i = 0; i < g.nodes.size(); ++i) producer[g.nodes[i].outputs[0]] = i;

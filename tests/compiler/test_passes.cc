@@ -384,6 +384,12 @@ TEST(FoldPointwise, GeluChainIsOneLookup) {
   EXPECT_EQ(d[0], "erf+e1+h+gelu: one lookup of 'x': 4 element-wise ops of one input, evaluated on its 256 values");
   ASSERT_EQ(r.plan.layers.size(), 2u);
   EXPECT_EQ(r.plan.layers[0].name, "erf+e1+h+gelu");
+  // The fusion policy none runs every op as written.
+  CompileOptions none;
+  none.fusion = Fusion::None;
+  auto rn = compile_ok(g, "tiny", none);
+  EXPECT_EQ(stat(rn, "fold-pointwise.lookups"), -1);
+  EXPECT_EQ(rn.plan.layers.size(), 5u);
 }
 
 TEST(FoldPointwise, LeavesOpsOfTwoInputsAndSingleOps) {
