@@ -81,9 +81,10 @@ class FoldPointwisePass final : public Pass {
       bool escapes = outs.count(t) > 0;
       for (size_t r : readers[t]) escapes = escapes || source(g.nodes[r].outputs[0]) != x;
       if (!escapes) continue;
-      auto table = evaluate(g, producer, t, x);
+      const std::vector<size_t> nodes = region(g, producer, t, x);
+      auto table = evaluate(g, nodes, t, x);
       if (!table) return table.error();
-      lookups.emplace_back(producer.at(t), lookup(s, producer, t, x, std::move(*table)));
+      lookups.emplace_back(producer.at(t), lookup(s, nodes, t, x, std::move(*table)));
     }
     for (auto& [i, n] : lookups) g.nodes[i] = std::move(n);
     drop_unread(g);
@@ -107,8 +108,8 @@ class FoldPointwisePass final : public Pass {
   }
 
   /// t for x = -128..127, by the direct reference on a copy of the region.
-  static Expected<Tensor> evaluate(const ir::Graph& g, const std::map<std::string, size_t>& producer,
-                                   const std::string& t, const std::string& x) {
+  static Expected<Tensor> evaluate(const ir::Graph& g, const std::vector<size_t>& nodes, const std::string& t,
+                                   const std::string& x) {
     ir::Graph m;
     m.name = "pointwise";
     // Tensors over the 256 values of x; a one-valued constant spread over
@@ -129,7 +130,7 @@ class FoldPointwisePass final : public Pass {
     };
     add(x, false);
     m.inputs = {x};
-    for (size_t i : region(g, producer, t, x)) {
+    for (size_t i : nodes) {
       const Node& n = g.nodes[i];
       for (size_t k = 0; k < n.inputs.size(); ++k)
         if (!m.tensors.count(n.inputs[k])) add(n.inputs[k], n.op == OpKind::Lut && k == 1);
@@ -144,11 +145,10 @@ class FoldPointwisePass final : public Pass {
     return r->at(t);
   }
 
-  Node lookup(CompileState& s, const std::map<std::string, size_t>& producer, const std::string& t,
-              const std::string& x, Tensor table) {
+  Node lookup(CompileState& s, const std::vector<size_t>& nodes, const std::string& t, const std::string& x,
+              Tensor table) {
     ir::Graph& g = s.graph;
     std::string name;
-    const auto nodes = region(g, producer, t, x);
     for (size_t i : nodes) name += (name.empty() ? "" : "+") + g.nodes[i].name;
     ir::TensorInfo ti;
     ti.name = t + "/table";

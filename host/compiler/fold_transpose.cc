@@ -4,9 +4,9 @@
 // The gather that swaps a tensor's last two dims moves one byte a DMA row
 // (attention's Kᵀ: 4.4 cycles a byte on tlm `default`); the GEMM reads B's
 // transpose as fast as B itself. The pass walks back from every gemm's
-// activation b through single-use element-wise ops with per-tensor
-// quantization (relu, clip, lut, and add/mul with a constant or a
-// per-tensor operand of b's shape) and reshapes that keep the last two dims,
+// activation b through single-use element-wise ops (relu, clip, lut, and
+// add/mul with a constant of b's shape) and reshapes that keep the last
+// two dims,
 // to a transpose T. The last two dims of every tensor on that chain are
 // swapped (constants transposed with them), T's perm loses its last swap
 // (T disappears when that leaves the identity), and the gemm gets trans_b.

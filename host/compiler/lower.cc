@@ -388,6 +388,29 @@ Status lower_dw(const CompileState& s, const Layer& l, const ir::MacQuant& q, in
   return Status::ok();
 }
 
+/// The K step's B tile of tile `t` into WGT at `wg`: tk rows of t.n bytes
+/// from b [group][K][Ng] at `w`, or with b_trans t.n rows of tk bytes from
+/// its transpose [group][Ng][K].
+void load_b_tile(LayerStream& ls, const MacGeom& m, const Tile& t, const KStep& st, uint64_t w, uint64_t wg) {
+  const int64_t tk = st.len();
+  spec::LoadInsn lw;
+  lw.buf = uint64_t(spec::Buffer::WGT);
+  lw.sp_addr = wg;
+  if (m.b_trans) {
+    lw.dram_addr = w + uint64_t((t.group * m.Ng + t.n0) * m.K() + st.c0);
+    lw.rows = uint64_t(t.n);
+    lw.cols = uint64_t(tk);
+    lw.dram_stride = uint64_t(m.K());
+  } else {
+    lw.dram_addr = w + uint64_t((t.group * m.K() + st.pos0 * m.Cg + st.c0) * m.Ng + t.n0);
+    lw.rows = uint64_t(tk);
+    lw.cols = uint64_t(t.n);
+    lw.dram_stride = uint64_t(m.Ng);
+  }
+  lw.sp_stride = lw.cols;
+  ls.load(lw);
+}
+
 Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& ls) {
   const ir::Node& n = s.node(l);
   auto q = ir::mac_quant(s.graph, n);
@@ -442,23 +465,7 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
           gather(ls, gg, x, t.img, t.m0, t.m, pos / m.KW, pos % m.KW, t.group * m.Cg + st.c0, st.cc,
                  in + uint64_t((pos - st.pos0) * st.cc), tk, q->x_zp);
       }
-      spec::LoadInsn lw;
-      lw.buf = uint64_t(spec::Buffer::WGT);
-      lw.sp_addr = wg;
-      if (m.b_trans) {  // b as its transpose [group][Ng][K]: t.n rows of the step's K slice
-        lw.dram_addr = w + uint64_t((t.group * m.Ng + t.n0) * m.K() + st.c0);
-        lw.rows = uint64_t(t.n);
-        lw.cols = uint64_t(tk);
-        lw.dram_stride = uint64_t(m.K());
-        lw.sp_stride = uint64_t(tk);
-      } else {
-        lw.dram_addr = w + uint64_t((t.group * m.K() + st.pos0 * m.Cg + st.c0) * m.Ng + t.n0);
-        lw.rows = uint64_t(tk);
-        lw.cols = uint64_t(t.n);
-        lw.dram_stride = uint64_t(m.Ng);
-        lw.sp_stride = uint64_t(t.n);
-      }
-      ls.load(lw);
+      load_b_tile(ls, m, t, st, w, wg);
       if (last) {
         load_params(ls, l, t, pa);
         if (l.res.on) {  // the add's (a_mult, a_shift) after the tile's triples, then the residual tile
