@@ -197,7 +197,7 @@ void row_gather_cost(const CostParams& p, const MacGeom& g, const KStep& st, uin
     const int64_t nkw = std::min(g.KW - kw0, st.pos0 + st.npos - pos), kw1 = kw0 + nkw - 1;
     pos += nkw;
     const uint64_t real = uint64_t(double(r) * double(valid_outputs(g.OH, g.H, kh, g.sh, g.pt)) / double(g.OH) + 0.5);
-    const uint64_t cols = uint64_t(nkw * g.C), stride = uint64_t(g.sw * g.C);
+    const uint64_t cols = uint64_t(nkw * g.C), stride = uint64_t(g.sw * g.in_pitch());
     // Runs of padding rows: written a beat a cycle plus the row gap.
     if (r > real) ld.dma(p, false, 0, cols, stride, r - real);
     ld.cycles += (r - real) * rows * (cdiv(cols, p.mem_bytes) + kRowGapCycles);
@@ -243,10 +243,10 @@ void row_window_cost(const CostParams& p, const MacGeom& g, int64_t kh, uint64_t
 void input_rows_cost(const CostParams& p, const MacGeom& g, uint64_t real, uint64_t padding, Acc& ld) {
   const int64_t wp = window_pitch(g) / g.Cg;
   const int64_t wr = std::max<int64_t>(0, std::min(g.W, wp - g.pl));
-  const bool whole = g.Cg == g.C;  // else wr rows of Cg bytes, a pixel apart
+  const bool whole = g.Cg == g.C && g.in_pitch() == g.C;  // else wr rows of Cg bytes, a pixel apart
   const uint64_t cols = uint64_t(whole ? wr * g.C : g.Cg);
   const auto pad = [&](uint64_t bytes, uint64_t count) { pad_rows_cost(p, bytes, count, ld); };
-  if (wr > 0) ld.dma(p, false, whole ? 1 : uint64_t(wr), cols, whole ? cols : uint64_t(g.C), real);
+  if (wr > 0) ld.dma(p, false, whole ? 1 : uint64_t(wr), cols, whole ? cols : uint64_t(g.in_pitch()), real);
   pad(uint64_t(std::min(g.pl, wp) * g.Cg), real);
   pad(uint64_t(std::max<int64_t>(0, wp - g.pl - wr) * g.Cg), real);
   pad(uint64_t(window_pitch(g)), padding);
@@ -278,7 +278,7 @@ TileCost band_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n
     // padding LOADs around them; rows outside the image one padding LOAD.
     const auto pad = [&](uint64_t bytes, uint64_t count) { pad_rows_cost(p, bytes, count, t.ld); };
     const uint64_t cg = uint64_t(g.Cg), px = cdiv(uint64_t(g.W), st);
-    t.ld.dma(p, false, px, cg, st * uint64_t(g.C), real * st);
+    t.ld.dma(p, false, px, cg, st * uint64_t(g.in_pitch()), real * st);
     const uint64_t edge = wq > px ? wq - px : 0;
     pad(cg * cdiv(edge, 2), real * st);
     pad(cg * (edge / 2), real * st);
@@ -296,7 +296,7 @@ TileCost band_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n
   const uint64_t full = m / uint64_t(g.OW), rem = m % uint64_t(g.OW);  // output rows of the tile
   t.cp.cycles += full * postop(p, uint64_t(g.OW), n, false) + (rem ? postop(p, rem, n, false) : 0);
   t.cp.insns += full + (rem > 0);
-  t.st.dma(p, true, m, n, uint64_t(g.Cout));
+  t.st.dma(p, true, m, n, uint64_t(g.out_pitch()));
   finish_tile(t, {{t.ld.cycles, t.cp.cycles}}, slots);
   return t;
 }
@@ -319,7 +319,7 @@ TileCost dw_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n, 
   d.c = n, d.ow = uint64_t(g.OW), d.oh = rows;
   t.cp.cycles = hw::dwconv_cycles(timing(p), d) + postop(p, m, n, false);
   t.cp.insns = 2;
-  t.st.dma(p, true, m, n, uint64_t(g.Cout));
+  t.st.dma(p, true, m, n, uint64_t(g.out_pitch()));
   finish_tile(t, {{t.ld.cycles, t.cp.cycles}}, slots);
   return t;
 }
@@ -358,7 +358,7 @@ TileCost mac_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n,
       row_gather_cost(p, g, ks[k], r, rows, t.ld);
     } else {
       const uint64_t pad_rows = uint64_t(double(rows) * pad_share + 0.5);
-      t.ld.dma(p, false, rows - pad_rows, cc, uint64_t(g.sw * g.C), times);
+      t.ld.dma(p, false, rows - pad_rows, cc, uint64_t(g.sw * g.in_pitch()), times);
       t.ld.cycles += times * pad_rows * (cdiv(cc, p.mem_bytes) + kRowGapCycles);
     }
     if (g.b_trans)
@@ -387,7 +387,7 @@ TileCost mac_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n,
     }
     prev_npos = ks[k].npos, prev_cc = ks[k].cc, prev_acc = k > 0;
   }
-  t.st.dma(p, true, m, n, uint64_t(g.Cout));
+  t.st.dma(p, true, m, n, uint64_t(g.out_pitch()));
   finish_tile(t, steps, slots);
   return t;
 }
@@ -395,15 +395,15 @@ TileCost mac_tile(const CostParams& p, const MacGeom& g, uint64_t m, uint64_t n,
 TileCost pool_tile(const CostParams& p, const PoolGeom& g, uint64_t m, uint64_t c, int slots) {
   TileCost t;
   if (g.global) {
-    t.ld.dma(p, false, uint64_t(g.H * g.W), c, uint64_t(g.C));
+    t.ld.dma(p, false, uint64_t(g.H * g.W), c, uint64_t(g.in_pitch()));
   } else {
     const uint64_t r = runs(m, uint64_t(g.OW));
-    t.ld.dma(p, false, cdiv(m, r), c, uint64_t(g.sw * g.C), uint64_t(g.win()) * r);
+    t.ld.dma(p, false, cdiv(m, r), c, uint64_t(g.sw * g.in_pitch()), uint64_t(g.win()) * r);
   }
   spec::PoolInsn pi;
   pi.p = m, pi.win = g.global ? uint64_t(g.H * g.W) : uint64_t(g.win()), pi.c = c;
   t.cp.cycles = hw::pool_cycles(timing(p), pi), t.cp.insns = 1;
-  t.st.dma(p, true, m, c, uint64_t(g.C));
+  t.st.dma(p, true, m, c, uint64_t(g.out_pitch()));
   finish_tile(t, {{t.ld.cycles, t.cp.cycles}}, slots);
   return t;
 }
@@ -425,6 +425,8 @@ TileCost eltwise_tile(const CostParams& p, uint64_t count, int operands, int slo
     t.ld.dma(p, false, 1, 256, 256);
   } else if (pm.on()) {
     gather(p, pm, count, t.ld);
+  } else if (part.on && part.in_pitch && uint64_t(part.width) <= count) {  // lower.cc: whole rows, in_pitch apart
+    t.ld.dma(p, false, count / uint64_t(part.width), uint64_t(part.width), uint64_t(part.in_pitch));
   } else {
     t.ld.dma(p, false, 1, count, count, uint64_t(operands));
   }

@@ -189,6 +189,8 @@ bool place_whole(CompileState& s, Layer& l, std::string_view pass) {
   const uint32_t units = pool ? s.cfg->hls_pool_units : s.cfg->hls_eltwise_units;
   std::string why;
   if (units == 0) why = std::string("configuration has no ") + (pool ? "pool" : "eltwise") + " unit";
+  if (why.empty() && (l.pool.xp || l.pool.yp || l.part.in_pitch))
+    why = "input or output inside a concat's buffer (the units read and write dense tensors)";
   auto call = unit_call_for_node(s.graph, n, UnitOperands{});
   if (why.empty() && !call) why = call.error().what;
   for (const auto& in : n.inputs)
@@ -254,6 +256,8 @@ class HlsPlacementPass final : public Pass {
         why = "grouped gemm (the gemm unit takes one group)";
       else if (l.res.on)
         why = "residual add folded into its post-op";
+      else if (m.xp || m.yp)
+        why = "input or output inside a concat's buffer (the units read and write dense tensors)";
       else if (!conv && m.K() > kGemmMaxK)
         why = "K " + std::to_string(m.K()) + " over the gemm unit's 4096";
       else if (conv && m.K() > kConvMaxR)

@@ -9,9 +9,11 @@
 namespace loom::compiler {
 namespace {
 
-/// Where an NHWC image lives and how output pixels map onto it.
+/// Where an NHWC image lives and how output pixels map onto it: C channels
+/// a pixel, the pixels P elements apart in memory (P > C inside a concat's
+/// buffer).
 struct GatherGeom {
-  int64_t H, W, C, OW, sh, sw, pt, pl;
+  int64_t H, W, C, OW, sh, sw, pt, pl, P;
 };
 
 /// im2col gather of kernel position (kh, kw) for output pixels [p0, p0+np)
@@ -29,7 +31,7 @@ void gather(LayerStream& ls, const GatherGeom& g, uint64_t x_base, int64_t img, 
     ld.sp_addr = sp0 + uint64_t((p - p0) * sp_stride);
     ld.sp_stride = uint64_t(sp_stride);
     ld.cols = uint64_t(cols);
-    ld.dram_stride = uint64_t(g.sw * g.C);
+    ld.dram_stride = uint64_t(g.sw * g.P);
     ld.dram_addr = x_base;  // a valid address even when nothing is read
     const int64_t ih = oh * g.sh - g.pt + kh;
     // Output columns whose input column iw = ow*sw - pl + kw is inside [0, W).
@@ -44,7 +46,7 @@ void gather(LayerStream& ls, const GatherGeom& g, uint64_t x_base, int64_t img, 
       ld.pad_lo = uint64_t(a - ow0);
       ld.rows = uint64_t(b - a);
       ld.pad_hi = uint64_t(ow0 + run - b);
-      ld.dram_addr = x_base + uint64_t(((img * g.H + ih) * g.W + (a * g.sw - g.pl + kw)) * g.C + ch0);
+      ld.dram_addr = x_base + uint64_t(((img * g.H + ih) * g.W + (a * g.sw - g.pl + kw)) * g.P + ch0);
     }
     ls.load(ld);
     p += run;
@@ -86,7 +88,7 @@ void gather_row(LayerStream& ls, const GatherGeom& g, uint64_t x_base, int64_t i
         ld.sp_addr = sp;
         ld.sp_stride = uint64_t(sp_stride);
         ld.cols = uint64_t(nkw * g.C);
-        ld.dram_stride = uint64_t(g.sw * g.C);
+        ld.dram_stride = uint64_t(g.sw * g.P);
         ld.dram_addr = x_base;
         ld.pad_lo = uint64_t(run);
         ls.load(ld);
@@ -106,9 +108,9 @@ void gather_row(LayerStream& ls, const GatherGeom& g, uint64_t x_base, int64_t i
     ld.sp_addr = sp + uint64_t((a - ow0) * sp_stride);
     ld.sp_stride = uint64_t(sp_stride);
     ld.cols = uint64_t(nkw * g.C);
-    ld.dram_stride = uint64_t(g.sw * g.C);
+    ld.dram_stride = uint64_t(g.sw * g.P);
     ld.rows = uint64_t(b - a);
-    ld.dram_addr = x_base + uint64_t(((img * g.H + ih) * g.W + (a * g.sw - g.pl + kw0)) * g.C);
+    ld.dram_addr = x_base + uint64_t(((img * g.H + ih) * g.W + (a * g.sw - g.pl + kw0)) * g.P);
     ls.load(ld);
     for (int64_t kw = kw0; kw <= kw1 && b < ow0 + run; ++kw)
       gather(ls, g, x_base, img, p + (b - ow0), ow0 + run - b, kh, kw, 0, g.C,
@@ -151,10 +153,10 @@ void store_tile(LayerStream& ls, const MacGeom& m, const Tile& t, uint64_t y, ui
   spec::StoreInsn sto;
   sto.buf = uint64_t(spec::Buffer::OUT);
   sto.sp_addr = out;
-  sto.dram_addr = y + uint64_t((t.img * m.M() + t.m0) * m.Cout + t.group * m.Ng + t.n0);
+  sto.dram_addr = y + uint64_t((t.img * m.M() + t.m0) * m.out_pitch() + t.group * m.Ng + t.n0);
   sto.rows = uint64_t(t.m);
   sto.cols = uint64_t(t.n);
-  sto.dram_stride = uint64_t(m.Cout);
+  sto.dram_stride = uint64_t(m.out_pitch());
   sto.sp_stride = uint64_t(t.n);
   ls.store(sto, true);
 }
@@ -193,11 +195,11 @@ void load_input_row(LayerStream& ls, const MacGeom& m, uint64_t x, int64_t img, 
   spec::LoadInsn ld;
   ld.buf = uint64_t(spec::Buffer::IN);
   ld.sp_addr = row + uint64_t(m.pl * m.Cg);
-  ld.dram_addr = x + uint64_t(((img * m.H + ih) * m.W) * m.C + c0);
-  const bool whole = m.Cg == m.C;
+  ld.dram_addr = x + uint64_t(((img * m.H + ih) * m.W) * m.in_pitch() + c0);
+  const bool whole = m.Cg == m.C && m.in_pitch() == m.C;
   ld.rows = whole ? 1 : uint64_t(wr);
   ld.cols = uint64_t(whole ? wr * m.C : m.Cg);
-  ld.dram_stride = whole ? ld.cols : uint64_t(m.C);
+  ld.dram_stride = whole ? ld.cols : uint64_t(m.in_pitch());
   ld.sp_stride = ld.cols;
   ls.load(ld);
   pad_row(row + uint64_t((m.pl + wr) * m.Cg), (wp - m.pl - wr) * m.Cg);
@@ -226,11 +228,11 @@ void load_band_row(LayerStream& ls, const MacGeom& m, uint64_t x, int64_t img, i
     spec::LoadInsn ld;
     ld.buf = uint64_t(spec::Buffer::IN);
     ld.sp_addr = row[size_t(kappa)] + uint64_t(u0 * m.Cg);
-    ld.dram_addr = x + uint64_t(((img * m.H + ih) * m.W + kappa + sw * u0 - m.pl) * m.C + group * m.Cg);
-    const bool whole = sw == 1 && m.Cg == m.C;
+    ld.dram_addr = x + uint64_t(((img * m.H + ih) * m.W + kappa + sw * u0 - m.pl) * m.in_pitch() + group * m.Cg);
+    const bool whole = sw == 1 && m.Cg == m.C && m.in_pitch() == m.C;
     ld.rows = whole ? 1 : uint64_t(u1 - u0);
     ld.cols = uint64_t(whole ? (u1 - u0) * m.C : m.Cg);
-    ld.dram_stride = whole ? ld.cols : uint64_t(sw * m.C);
+    ld.dram_stride = whole ? ld.cols : uint64_t(sw * m.in_pitch());
     ld.sp_stride = ld.cols;
     ls.load(ld);
     pad_row(row[size_t(kappa)] + uint64_t(u1 * m.Cg), (wq - u1) * m.Cg);
@@ -417,7 +419,7 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
   if (!q) return Status(q.error()).context("node '" + l.name + "'");
   const MacGeom& m = l.mac;
   const Budget& b = s.budget;
-  const GatherGeom gg{m.H, m.W, m.C, m.OW, m.sh, m.sw, m.pt, m.pl};
+  const GatherGeom gg{m.H, m.W, m.C, m.OW, m.sh, m.sw, m.pt, m.pl, m.in_pitch()};
   const uint64_t x = s.tensor_offset.at(n.inputs[0]);
   const uint64_t y = s.tensor_offset.at(l.out_tensor(s.graph));
   // A folded residual add: the m x n residual tile sits in IN after the
@@ -559,7 +561,7 @@ Status lower_pool(const CompileState& s, const Layer& l, int core, LayerStream& 
   const PoolGeom& g = l.pool;
   const Budget& b = s.budget;
   const bool avg = l.props->pool_avg;
-  const GatherGeom gg{g.H, g.W, g.C, g.OW, g.sh, g.sw, g.pt, g.pl};
+  const GatherGeom gg{g.H, g.W, g.C, g.OW, g.sh, g.sw, g.pt, g.pl, g.in_pitch()};
   const uint64_t x = s.tensor_offset.at(n.inputs[0]);
   const uint64_t y = s.tensor_offset.at(n.outputs[0]);
   const int64_t win = g.win();
@@ -575,10 +577,10 @@ Status lower_pool(const CompileState& s, const Layer& l, int core, LayerStream& 
       spec::LoadInsn ld;
       ld.buf = uint64_t(spec::Buffer::IN);
       ld.sp_addr = in;
-      ld.dram_addr = x + uint64_t(t.img * g.H * g.W * g.C + t.n0);
+      ld.dram_addr = x + uint64_t(t.img * g.H * g.W * g.in_pitch() + t.n0);
       ld.rows = uint64_t(g.H * g.W);
       ld.cols = uint64_t(t.n);
-      ld.dram_stride = uint64_t(g.C);
+      ld.dram_stride = uint64_t(g.in_pitch());
       ld.sp_stride = uint64_t(t.n);
       ls.load(ld);
     } else {
@@ -607,10 +609,10 @@ Status lower_pool(const CompileState& s, const Layer& l, int core, LayerStream& 
     spec::StoreInsn st;
     st.buf = uint64_t(spec::Buffer::OUT);
     st.sp_addr = out;
-    st.dram_addr = y + uint64_t((t.img * g.OH * g.OW + t.m0) * g.C + t.n0);
+    st.dram_addr = y + uint64_t((t.img * g.OH * g.OW + t.m0) * g.out_pitch() + t.n0);
     st.rows = uint64_t(t.m);
     st.cols = uint64_t(t.n);
-    st.dram_stride = uint64_t(g.C);
+    st.dram_stride = uint64_t(g.out_pitch());
     st.sp_stride = uint64_t(t.n);
     ls.defer();  // the STORE follows the next tile's loads
     ls.store(st, true);
@@ -707,6 +709,21 @@ void load_repeated(LayerStream& ls, uint64_t src, int64_t period, int64_t m0, in
   });
 }
 
+/// A concat part's input tile, elements [m0, m0 + m) of an input whose rows
+/// of `width` elements lie `in_pitch` apart at `x`, into IN at `sp`.
+void load_part_input(LayerStream& ls, const Layer::ConcatPart& cp, uint64_t x, uint64_t sp, int64_t m0, int64_t m) {
+  row_pieces(cp.width, m0, m, [&](int64_t e, int64_t col, int64_t rows, int64_t cols) {
+    spec::LoadInsn ld;
+    ld.buf = uint64_t(spec::Buffer::IN);
+    ld.sp_addr = sp + uint64_t(e - m0);
+    ld.dram_addr = x + uint64_t((e / cp.width) * cp.in_pitch + col);
+    ld.rows = uint64_t(rows);
+    ld.cols = ld.sp_stride = uint64_t(cols);
+    ld.dram_stride = rows > 1 ? uint64_t(cp.in_pitch) : uint64_t(cols);
+    ls.load(ld);
+  });
+}
+
 /// A concat part's output tile, elements [m0, m0 + m) of its input, from
 /// OUT at `out` into its slice of the output at `y`: whole rows as one
 /// STORE of rows `dram_stride` = the output's pitch apart.
@@ -758,6 +775,8 @@ Status lower_eltwise(const CompileState& s, const Layer& l, int core, LayerStrea
     };
     if (l.permute.on())
       gather_permuted(ls, l.permute, a_src + uint64_t(l.permute.base), t.m0, t.m, in);
+    else if (l.part.in_pitch)
+      load_part_input(ls, l.part, a_src, in, t.m0, t.m);
     else
       load(a_src, in);
     if (binary && l.repeat) {

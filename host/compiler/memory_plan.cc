@@ -66,8 +66,11 @@ class MemoryPlanPass final : public Pass {
     // keep their own buffers. First fit over a list of free blocks.
     const uint64_t base = align_up(const_bytes, kAlign);
     uint64_t top = base, no_reuse = base;
+    // The tensor owning each buffer: a view's base (concat in place), an
+    // alias's input's owner.
     std::map<std::string, std::string> root;  // alias -> the tensor owning the buffer
     const auto owner = [&](const std::string& t) {
+      if (auto v = s.tensor_view.find(t); v != s.tensor_view.end()) return v->second.base;
       auto it = root.find(t);
       return it == root.end() ? t : it->second;
     };
@@ -133,6 +136,16 @@ class MemoryPlanPass final : public Pass {
       s.tensor_offset[name] = top;
       top += size;
     };
+    // A view's offset follows from its base's (and is set when the base is
+    // placed, before any alias of the view reads it).
+    const auto place_owner = [&](const std::string& name) {
+      place(name);
+      for (const auto& [v, w] : s.tensor_view)
+        if (w.base == name) {
+          s.tensor_offset[v] = s.tensor_offset.at(name) + uint64_t(w.offset) * dtype_size(g.tensor(v).dtype);
+          bump("views");
+        }
+    };
     for (const auto& in : g.inputs) place(in);
     std::vector<std::string> live;  // owners placed so far and not yet released
     for (size_t i = 0; i < s.layers.size(); ++i) {
@@ -156,9 +169,10 @@ class MemoryPlanPass final : public Pass {
           ++it;
         }
       }
-      if (s.tensor_offset.count(l.out_tensor(g))) continue;  // a concat's later parts
-      place(l.out_tensor(g));
-      live.push_back(l.out_tensor(g));
+      const std::string out = owner(l.out_tensor(g));
+      if (s.tensor_offset.count(out)) continue;  // a concat's later parts, a view of a placed buffer
+      place_owner(out);
+      live.push_back(out);
     }
     s.plan.memory_bytes = top;
     auto bind = [&](const std::string& name) {

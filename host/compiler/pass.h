@@ -34,6 +34,12 @@ struct MacGeom {
   int64_t pack = 1;
   bool b_const = true;   // gemm may multiply two activations
   bool b_trans = false;  // gemm: an activation b read as its transpose, [group][Ng][K] (GEMM b_trans)
+  /// Pixel (gemm: row) pitches in DRAM of the input and the output, in
+  /// elements; 0 is dense (C and Cout). Larger where the tensor lives inside
+  /// a concat's buffer (TensorView).
+  int64_t xp = 0, yp = 0;
+  int64_t in_pitch() const { return xp ? xp : C; }
+  int64_t out_pitch() const { return yp ? yp : Cout; }
   int64_t M() const { return OH * OW; }
   int64_t K() const { return KH * KW * Cg; }
   int64_t graph_groups() const { return groups * pack; }
@@ -50,6 +56,9 @@ struct PoolGeom {
   int64_t batch = 1, H = 1, W = 1, C = 1, OH = 1, OW = 1, KH = 1, KW = 1;
   int64_t sh = 1, sw = 1, pt = 0, pl = 0;
   bool global = false;
+  int64_t xp = 0, yp = 0;  // pixel pitches of input and output in DRAM, as MacGeom's
+  int64_t in_pitch() const { return xp ? xp : C; }
+  int64_t out_pitch() const { return yp ? yp : C; }
   int64_t win() const { return KH * KW; }
 };
 
@@ -71,7 +80,7 @@ inline bool row_gather(const MacGeom& g, const KStep& k) {
       if (f.name == "cols") return (int64_t(1) << f.width) - 1;
     return int64_t(0);
   }();
-  return g.groups == 1 && g.KW > 1 && k.c0 == 0 && k.cc == g.C && g.KW * g.C <= kMaxCols;
+  return g.groups == 1 && g.KW > 1 && k.c0 == 0 && k.cc == g.C && g.in_pitch() == g.C && g.KW * g.C <= kMaxCols;
 }
 
 /// Row windows (Tiling::row_window): a convolution whose K steps are whole
@@ -235,10 +244,12 @@ struct Layer {
   /// concat: one layer per input, each copying (and requantizing) input
   /// `input` into its slice of the output: `rows` rows of `width` elements,
   /// `pitch` elements apart in the output, the first at element `offset`.
+  /// The input's rows are `in_pitch` elements apart (0: dense; more where
+  /// the input lives inside another concat's buffer).
   struct ConcatPart {
     bool on = false;
     size_t input = 0;
-    int64_t rows = 0, width = 0, pitch = 0, offset = 0;
+    int64_t rows = 0, width = 0, pitch = 0, offset = 0, in_pitch = 0;
     /// Output element of the part's element e.
     int64_t out_elem(int64_t e) const { return (e / width) * pitch + offset + e % width; }
   } part;
@@ -300,6 +311,17 @@ struct Stage {
   uint64_t cycles = 0;  // predicted, all units
 };
 
+/// A tensor that lives inside another's buffer (concat in place,
+/// concat_in_place.cc): its element e is element
+/// (e / width) * pitch + offset + e % width of `base`, which owns the memory.
+/// A dense view (pitch == width) is one contiguous slice.
+struct TensorView {
+  std::string base;
+  int64_t width = 0, pitch = 0, offset = 0;
+  int64_t elem(int64_t e) const { return (e / width) * pitch + offset + e % width; }
+  bool dense() const { return pitch == width; }
+};
+
 struct CompileState {
   ir::Graph graph;  // working copy: fusion rewrites it
   const spec::HwConfig* cfg = nullptr;
@@ -308,6 +330,7 @@ struct CompileState {
   Budget budget;
   std::vector<Layer> layers;                      // graph order; alias layers emit no instructions
   std::map<std::string, uint64_t> tensor_offset;  // device offset of every non-constant tensor (and placed constants)
+  std::map<std::string, TensorView> tensor_view;  // tensors placed inside another's buffer (concat in place)
   plan::Plan plan;
   std::vector<Decision> decisions;
   std::vector<Stage> stages;                // pipeline placement
@@ -355,9 +378,10 @@ class Pass {
 };
 
 // The passes, in pipeline order.
-std::unique_ptr<Pass> make_fold_layout_pass();     // before legalize: rewrites the graph (fold_layout.cc)
-std::unique_ptr<Pass> make_fold_pointwise_pass();  // before legalize: rewrites the graph (fold_pointwise.cc)
-std::unique_ptr<Pass> make_fold_transpose_pass();  // before legalize: rewrites the graph (fold_transpose.cc)
+std::unique_ptr<Pass> make_fold_layout_pass();      // before legalize: rewrites the graph (fold_layout.cc)
+std::unique_ptr<Pass> make_fold_pointwise_pass();   // before legalize: rewrites the graph (fold_pointwise.cc)
+std::unique_ptr<Pass> make_fold_transpose_pass();   // before legalize: rewrites the graph (fold_transpose.cc)
+std::unique_ptr<Pass> make_concat_in_place_pass();  // after fuse-residual: concat inputs as views (concat_in_place.cc)
 std::unique_ptr<Pass> make_legalize_pass();
 std::unique_ptr<Pass> make_fuse_activation_pass();
 std::unique_ptr<Pass> make_fuse_residual_pass();

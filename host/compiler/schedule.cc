@@ -97,13 +97,17 @@ struct TileSpans {
   bool activation(const std::string& t) const { return !t.empty() && !s.graph.tensor(t).is_const; }
   uint64_t esize(const std::string& t) const { return dtype_size(s.graph.tensor(t).dtype); }
   uint64_t off(const std::string& t) const { return s.tensor_offset.at(t); }
-  void whole(const std::string& t, Spans& v) const {
-    if (!activation(t)) return;
-    v.push_back({off(t), off(t) + uint64_t(numel(s.graph.tensor(t).shape)) * esize(t)});
-  }
-  /// Elements [e0, e1) of tensor t.
+  void whole(const std::string& t, Spans& v) const { elems(t, 0, numel(s.graph.tensor(t).shape), v); }
+  /// Elements [e0, e1) of tensor t: of a view, the span of its base from
+  /// the first to the last of them.
   void elems(const std::string& t, int64_t e0, int64_t e1, Spans& v) const {
     if (!activation(t) || e1 <= e0) return;
+    if (auto it = s.tensor_view.find(t); it != s.tensor_view.end()) {
+      const TensorView& w = it->second;
+      const uint64_t base = off(w.base);
+      v.push_back({base + uint64_t(w.elem(e0)) * esize(t), base + uint64_t(w.elem(e1 - 1) + 1) * esize(t)});
+      return;
+    }
     v.push_back({off(t) + uint64_t(e0) * esize(t), off(t) + uint64_t(e1) * esize(t)});
   }
   /// Input rows of image `img` that output pixels [m0, m0+m) of a window

@@ -242,15 +242,23 @@ TEST_P(E2E, RowGathersMatchReference) {
 
 /// Whether compiling `c` with `opt` on `cfg_name` made a tiling decision
 /// containing `text` (e.g. ", row windows)").
-bool tiling_says(const char* cfg_name, const Case& c, const CompileOptions& opt, const std::string& text) {
+/// Whether pass `pass` explains a decision containing `text` (failing: what it said).
+::testing::AssertionResult pass_says(const char* cfg_name, const Case& c, const CompileOptions& opt,
+                                     const std::string& pass, const std::string& text) {
   GraphBuilder b(c.name, 7);
   c.build(b);
   auto r = compile(b.graph(), *spec::find_config(cfg_name), opt);
-  EXPECT_TRUE(r.is_ok()) << r.error().str();
-  if (!r.is_ok()) return false;
-  for (const auto& d : r->decisions)
-    if (d.pass == "tiling" && d.text.find(text) != std::string::npos) return true;
-  return false;
+  if (!r.is_ok()) return ::testing::AssertionFailure() << r.error().str();
+  std::string said;
+  for (const auto& d : r->decisions) {
+    if (d.pass != pass) continue;
+    if (d.text.find(text) != std::string::npos) return ::testing::AssertionSuccess();
+    said += "\n  " + d.node + ": " + d.text;
+  }
+  return ::testing::AssertionFailure() << c.name << ": " << pass << " never says '" << text << "'; it says:" << said;
+}
+bool tiling_says(const char* cfg_name, const Case& c, const CompileOptions& opt, const std::string& text) {
+  return bool(pass_says(cfg_name, c, opt, "tiling", text));
 }
 
 // Row windows (GEMMs reading overlapping A rows from loaded input rows),
@@ -393,6 +401,95 @@ TEST_P(E2E, ConcatAndSliceMatchReference) {
   };
   for (const auto& c : cases)
     for (const CompileOptions& o : every_placement()) check(GetParam(), c, o);
+}
+
+std::string named(const char* stem, int k) {
+  std::string s(stem);
+  s += std::to_string(k);
+  return s;
+}
+
+/// Gives tensor `t` the quantization of `like`.
+void same_quant(GraphBuilder& b, const std::string& t, const std::string& like) {
+  b.graph().tensor(t).q = b.graph().tensor(like).q;
+}
+
+// Concat in place: inputs that the concat would copy unchanged are written
+// into its buffer by their producers (convs, depthwise convs, pools, gemms,
+// other concats) and read from there by their other readers (convs,
+// depthwise convs, gemms, pools, other concats' copies): DenseNet's chain of
+// two-input concats and its one concat per layer of every feature so far, at
+// batch 1 and 2; Inception branches of which some are requantized (copied)
+// and others not; rows put before a sequence (contiguous slices, read by an
+// element-wise op too); and an input an element-wise op reads, which stays a
+// copy. On every placement, and the decisions say which.
+TEST_P(E2E, ConcatInPlaceMatchesReference) {
+  const auto chain = [](int64_t n) {
+    return [n](GraphBuilder& b) {
+      const auto x = b.input("x", {n, 9, 7, 16});
+      auto y = b.pool("p", OpKind::MaxPool, x, 3, 1, 1);  // keeps x's scale: in place
+      for (int k = 1; k <= 3; ++k) {
+        const int64_t c = 16 + 8 * (k - 1);
+        const auto d = b.conv(named("bn", k), y, {c, 1, 1, 1, 0, c});  // a depthwise reader of the strided slice
+        const auto f = b.conv(named("f", k), d, {8, 3, 3, 1, 1, 1});
+        same_quant(b, f, x);
+        y = b.concat(named("cat", k), {y, f}, 3, 0.05, -3);
+      }
+      b.output(b.conv("head", y, {12, 1, 1, 1, 0, 1}));
+    };
+  };
+  const Case cases[] = {
+      {"dense_chain", chain(1)},
+      {"dense_chain_batch2", chain(2)},
+      {"dense_lists",  // every layer concatenates all features so far
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {1, 8, 6, 24});
+         std::vector<std::string> fs{b.conv("f0", x, {16, 1, 1, 1, 0, 1})};
+         std::string y = fs[0];
+         for (int k = 1; k <= 3; ++k) {
+           const auto f = b.conv(named("f", k), y, {8, 3, 3, 1, 1, 1});
+           same_quant(b, f, fs[0]);
+           fs.push_back(f);
+           y = b.concat(named("cat", k), fs, 3);
+           same_quant(b, y, fs[0]);
+         }
+         b.output(b.pool("gap", OpKind::GlobalAvgPool, y, 1, 1, 0));
+       }},
+      {"inception_mixed",  // two branches at the output's scale, one requantized
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {1, 10, 10, 12});
+         const auto a = b.conv("a", x, {16, 1, 1, 1, 0, 1}), c = b.conv("c", x, {24, 3, 3, 1, 1, 1});
+         const auto p = b.pool("p", OpKind::MaxPool, x, 3, 1, 1);
+         same_quant(b, a, x);
+         b.output(b.pool("q", OpKind::MaxPool, b.concat("cat", {a, c, p}, 3, 0.05, -3), 2, 2, 0));
+       }},
+      {"token_rows",  // [1, D] and [N, D] rows: contiguous slices; one also read by an element-wise op
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {16, 32}), t = b.input("t", {1, 32});
+         const auto g = b.gemm("g", x, 48), c = b.gemm("c", t, 48);
+         same_quant(b, c, g);
+         const auto y = b.concat("cat", {c, g}, 0);
+         same_quant(b, y, g);
+         b.output(b.gemm("h", y, 24));
+         b.output(b.unary("r", OpKind::Relu, g));
+       }},
+      {"eltwise_reader",  // a strided slice an add would read: copied
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {1, 6, 6, 8});
+         const auto a = b.conv("a", x, {8, 1, 1, 1, 0, 1});
+         same_quant(b, a, x);
+         b.output(b.concat("cat", {x, a}, 3, 0.05, -3));
+         b.output(b.add("s", a, x));
+       }},
+  };
+  for (const auto& c : cases)
+    for (const CompileOptions& o : every_placement()) check(GetParam(), c, o);
+  const char* cfg = GetParam();
+  EXPECT_TRUE(pass_says(cfg, cases[0], {}, "concat-in-place", "in place: 'cat2.y', 'f3.y' written"));
+  EXPECT_TRUE(pass_says(cfg, cases[2], {}, "concat-in-place", "in place: 'f0.y', 'f1.y', 'f2.y' written"));
+  EXPECT_TRUE(pass_says(cfg, cases[3], {}, "concat-in-place", "'c.y' copied: requantized to the output's scale"));
+  EXPECT_TRUE(pass_says(cfg, cases[4], {}, "concat-in-place", "in place: 'c.y', 'g.y' written"));
+  EXPECT_TRUE(pass_says(cfg, cases[5], {}, "concat-in-place", "'s' cannot read it as a strided slice"));
 }
 
 // An activation operand repeated over the other's leading dims (squeeze-
