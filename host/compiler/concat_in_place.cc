@@ -93,6 +93,9 @@ class ConcatInPlacePass final : public Pass {
         placed += (placed.empty() ? "'" : ", '") + x + "'";
         bump("inputs_in_place");
         bump("bytes_not_copied", numel(s.graph.tensor(x).shape));
+      } else if (v && propose_rescale(s, c, l, *v)) {
+        copied += (copied.empty() ? "" : "; ") + ("'" + x + "' " + why + " by its producer's post-op if faster");
+        bump("rescale_candidates");
       } else {
         copied += (copied.empty() ? "" : "; ") + ("'" + x + "' copied: " + why);
         bump("inputs_copied");
@@ -152,6 +155,35 @@ class ConcatInPlacePass final : public Pass {
       if (l.res.candidate && l.res.tensor == t && !v.dense()) return "'" + l.name + "' reads it as a residual";
     }
     return writers > 0 ? "" : "no layer writes it";
+  }
+
+  /// A conv/gemm whose output only concat `c`'s copy `part` reads, and
+  /// which the copy requantizes: proposed to write it into view `v`
+  /// requantized by its POSTOP (Layer::Rescale; the tiling pass weighs it
+  /// against the copy).
+  static bool propose_rescale(CompileState& s, size_t c, const Layer& part, const TensorView& v) {
+    const ir::Node& n = s.graph.nodes[c];
+    const std::string& x = n.inputs[part.part.input];
+    if (s.tensor_view.count(x) || std::count(n.inputs.begin(), n.inputs.end(), x) > 1) return false;
+    const ir::TensorInfo &xt = s.graph.tensor(x), &yt = s.graph.tensor(n.outputs[0]);
+    if (dtype_size(xt.dtype) != 1 || xt.dtype != yt.dtype) return false;
+    Layer* mac = nullptr;
+    for (auto& l : s.layers) {
+      const ir::Node& ln = s.node(l);
+      const bool reads = l.part.on ? ln.inputs[l.part.input] == x : std::count(ln.inputs.begin(), ln.inputs.end(), x);
+      if (&l != &part && reads) return false;
+      if (l.res.candidate && l.res.tensor == x) return false;
+      if (l.props->kind == LayerKind::Mac && ln.outputs[0] == x) mac = &l;
+    }
+    if (!mac || mac->res.candidate || mac->rescale.candidate || !fits(s, x, v, &part).empty()) return false;
+    auto q = ir::concat_quant(s.graph, n, part.part.input);
+    if (!q) return false;
+    Layer::Rescale& r = mac->rescale;
+    r.candidate = true;
+    r.concat = c, r.input = part.part.input, r.view = v;
+    r.a_zp = q->a_zp, r.a_mult = q->a.mult, r.a_shift = q->a.shift;
+    r.zp = q->y_zp, r.lo = q->lo, r.hi = q->hi;
+    return true;
   }
 
   /// Concat `c` whose inputs an outer concat placed already, next to each

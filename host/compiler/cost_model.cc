@@ -675,10 +675,10 @@ Cost estimate(const CostParams& p0, const Layer& l, int cores, int slots, bool r
       const Tiling& t = l.tiling;
       classes(uint64_t(g.M()), uint64_t(t.tm), uint64_t(tile_channels(g, t)), uint64_t(t.tn), reps,
               [&, ps = pad_share(g)](uint64_t m, uint64_t n, uint64_t count, int lm, int ln) {
-                const TileCost tc =
-                    t.depthwise ? dw_tile(p, g, m, n, slots)
-                    : t.band    ? band_tile(p, g, m, n, slots)
-                                : mac_tile(p, g, m, n, t.ksteps, slots, residual_in, residual_in, ps, t.row_window);
+                const TileCost tc = t.depthwise ? dw_tile(p, g, m, n, slots)
+                                    : t.band    ? band_tile(p, g, m, n, slots)
+                                                : mac_tile(p, g, m, n, t.ksteps, slots, residual_in && !l.rescale.on,
+                                                           residual_in || l.rescale.on, ps, t.row_window);
                 ct[lm][ln].set(tc);
                 if (count) tot.add(tc, count);
               });
@@ -689,7 +689,7 @@ Cost estimate(const CostParams& p0, const Layer& l, int cores, int slots, bool r
                            : t.row_window ? window_in_bytes(g, t.tm)
                                           : t.tm * tk;
       const int64_t c_rows = t.band ? band_max_rows(g, t.tm) : t.tm;
-      c.sp_in = uint64_t(a_in + (residual_in ? t.tm * t.tn : 0));
+      c.sp_in = uint64_t(a_in + (residual_in || l.rescale.on ? t.tm * t.tn : 0));
       c.sp_wgt = uint64_t((t.depthwise ? g.KH * g.KW : t.band ? g.K() : tk) * t.tn);
       c.sp_out = uint64_t(t.tm * t.tn);
       c.sp_acc = uint64_t(4 * c_rows * t.tn);

@@ -256,7 +256,7 @@ class HlsPlacementPass final : public Pass {
         why = "grouped gemm (the gemm unit takes one group)";
       else if (l.res.on)
         why = "residual add folded into its post-op";
-      else if (m.xp || m.yp)
+      else if (m.xp || m.yp || l.rescale.on)
         why = "input or output inside a concat's buffer (the units read and write dense tensors)";
       else if (!conv && m.K() > kGemmMaxK)
         why = "K " + std::to_string(m.K()) + " over the gemm unit's 4096";

@@ -470,7 +470,7 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
       load_b_tile(ls, m, t, st, w, wg);
       if (last) {
         load_params(ls, l, t, pa);
-        if (l.res.on) {  // the add's (a_mult, a_shift) after the tile's triples, then the residual tile
+        if (l.res.on || l.rescale.on) {  // the rescale's (a_mult, a_shift) after the tile's triples
           spec::LoadInsn la;
           la.buf = uint64_t(spec::Buffer::PARAM);
           la.rows = 1;
@@ -478,6 +478,8 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
           la.dram_addr = l.param_offset + uint64_t(12 * m.Cout);
           la.cols = la.dram_stride = la.sp_stride = 8;
           ls.load(la);
+        }
+        if (l.res.on) {  // the residual tile
           spec::LoadInsn lr;
           lr.buf = uint64_t(spec::Buffer::IN);
           lr.sp_addr = in + res_off;
@@ -543,6 +545,21 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
         po.add_zp = l.res.out_zp;
         po.add_lo = l.res.lo;
         po.add_hi = l.res.hi;
+      } else if (l.rescale.on) {
+        // The concat's copy: the rescale of the clamped result with a zero
+        // residual term (its multiplier 0; the IN bytes it reads are the
+        // reserved residual space and count for nothing).
+        const Layer::Rescale& rs = l.rescale;
+        po.residual = 1;
+        po.res_addr = in + res_off;
+        po.res_zp = 0;
+        po.res_mult = 0;
+        po.res_shift = uint64_t(rs.a_shift);
+        po.rescale = 1;
+        po.a_zp = rs.a_zp;
+        po.add_zp = rs.zp;
+        po.add_lo = rs.lo;
+        po.add_hi = rs.hi;
       }
       ls.compute_release();
       ls.out_producer();

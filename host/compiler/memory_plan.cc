@@ -268,6 +268,9 @@ class MemoryPlanPass final : public Pass {
     if (l.res.on) {  // POSTOP rescale's pair, loaded after each tile's triples
       put_i32(c, l.res.a_mult);
       put_i32(c, l.res.a_shift);
+    } else if (l.rescale.on) {
+      put_i32(c, l.rescale.a_mult);
+      put_i32(c, l.rescale.a_shift);
     }
     return Status::ok();
   }

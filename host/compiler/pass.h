@@ -231,6 +231,17 @@ inline Permute permute_of(const std::vector<int64_t>& x, const std::vector<int64
   return p;
 }
 
+/// A tensor that lives inside another's buffer (concat in place,
+/// concat_in_place.cc): its element e is element
+/// (e / width) * pitch + offset + e % width of `base`, which owns the memory.
+/// A dense view (pitch == width) is one contiguous slice.
+struct TensorView {
+  std::string base;
+  int64_t width = 0, pitch = 0, offset = 0;
+  int64_t elem(int64_t e) const { return (e / width) * pitch + offset + e % width; }
+  bool dense() const { return pitch == width; }
+};
+
 struct Layer {
   std::string name;  // node name(s), '+'-joined when fused
   size_t node = 0;   // index into CompileState::graph.nodes
@@ -292,6 +303,18 @@ struct Layer {
     int32_t a_zp = 0, a_mult = 0;
     int a_shift = 1;
   } res;
+  /// mac: its output requantized once more as it is stored, to the scale of
+  /// the concat whose buffer it then writes into (concat in place proposes
+  /// it, the tiling pass decides): POSTOP's rescale with a zero residual
+  /// term, exactly the concat's copy, which is dropped. `view` is where the
+  /// output then lives; the concat's copy is its part `input`.
+  struct Rescale {
+    bool candidate = false, on = false;
+    size_t concat = 0, input = 0;  // the concat's graph node and the input it copies
+    TensorView view;
+    int32_t a_zp = 0, a_mult = 0, zp = 0, lo = -128, hi = 127;
+    int a_shift = 1;
+  } rescale;
   const std::string& out_tensor(const ir::Graph& g) const { return res.on ? res.out : g.nodes[node].outputs[0]; }
 };
 
@@ -309,17 +332,6 @@ struct Stage {
   size_t first = 0, last = 0;
   std::vector<int> cores;
   uint64_t cycles = 0;  // predicted, all units
-};
-
-/// A tensor that lives inside another's buffer (concat in place,
-/// concat_in_place.cc): its element e is element
-/// (e / width) * pitch + offset + e % width of `base`, which owns the memory.
-/// A dense view (pitch == width) is one contiguous slice.
-struct TensorView {
-  std::string base;
-  int64_t width = 0, pitch = 0, offset = 0;
-  int64_t elem(int64_t e) const { return (e / width) * pitch + offset + e % width; }
-  bool dense() const { return pitch == width; }
 };
 
 struct CompileState {

@@ -239,7 +239,7 @@ class PlacementPass final : public Pass {
       // image's tiles only.
       for (int64_t i = 0; i < n; ++i) {
         const Layer one = unit_layer(s, s.layers[em[size_t(i)]], U, gs);
-        c[size_t(i)] = uint64_t(U) * estimate(cp, one, gs, s.budget.slots, one.res.on).cycles;
+        c[size_t(i)] = uint64_t(U) * estimate(cp, one, gs, s.budget.slots, one.res.on || one.rescale.on).cycles;
       }
       std::vector<uint64_t> pre(size_t(n) + 1, 0);
       for (int64_t i = 0; i < n; ++i) pre[size_t(i) + 1] = pre[size_t(i)] + c[size_t(i)];

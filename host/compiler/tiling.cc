@@ -32,16 +32,25 @@ class TilingPass final : public Pass {
   std::string_view name() const override { return "tiling"; }
 
   Status run(CompileState& s) override {
-    std::vector<size_t> absorbed;  // graph nodes of residual adds folded into their producer
+    std::vector<size_t> absorbed;                   // graph nodes of residual adds folded into their producer
+    std::vector<std::pair<size_t, size_t>> copies;  // (concat node, input) of copies a producer's rescale replaces
+    const auto dropped = [&](const Layer& l) {
+      return std::count(absorbed.begin(), absorbed.end(), l.node) ||
+             (l.part.on && std::count(copies.begin(), copies.end(), std::pair{l.node, l.part.input}));
+    };
     for (auto& l : s.layers) {
-      if (std::count(absorbed.begin(), absorbed.end(), l.node)) continue;
+      if (dropped(l)) continue;
       switch (l.props->kind) {
         case LayerKind::Mac:
           if (l.res.candidate) {
             LOOM_TRY(weigh_residual(s, l));
             if (l.res.on) absorbed.push_back(l.res.add_node);
           }
-          LOOM_TRY(tile_mac(s, l, l.res.on, false));
+          if (l.rescale.candidate) {
+            LOOM_TRY(weigh_rescale(s, l));
+            if (l.rescale.on) copies.emplace_back(l.rescale.concat, l.rescale.input);
+          }
+          LOOM_TRY(tile_mac(s, l, l.res.on || l.rescale.on, false));
           break;
         case LayerKind::Pool:
           LOOM_TRY(tile_pool(s, l));
@@ -62,7 +71,7 @@ class TilingPass final : public Pass {
     }
     std::vector<Layer> kept;
     for (auto& l : s.layers)
-      if (!std::count(absorbed.begin(), absorbed.end(), l.node)) kept.push_back(std::move(l));
+      if (!dropped(l)) kept.push_back(std::move(l));
     s.layers = std::move(kept);
     return Status::ok();
   }
@@ -109,6 +118,51 @@ class TilingPass final : public Pass {
       bump("residual_fused");
     }
     if (l.res.on) l.name += "+" + add->name;
+    return Status::ok();
+  }
+
+  /// A conv/gemm that concat in place proposed to write its output into the
+  /// concat's buffer requantized (Layer::Rescale), weighed like a residual:
+  /// the layer with POSTOP's rescale (no band or depthwise mode, the PARAM
+  /// pair) against the plain layer and the concat's copy of its output.
+  Status weigh_rescale(CompileState& s, Layer& l) {
+    const Layer* copy = nullptr;
+    for (const auto& x : s.layers)
+      if (x.part.on && x.node == l.rescale.concat && x.part.input == l.rescale.input) copy = &x;
+    if (!copy) return Status::ok();
+    const CostParams cp = s.opt.cost(*s.cfg);
+    LOOM_TRY(tile_mac(s, l, false, true));
+    const Cost plain = l.cost;
+    Layer alone = *copy;
+    alone.tiling.tm = eltwise_chunk(s, alone);
+    const Cost copy_cost = estimate(cp, alone, s.cores, s.budget.slots);
+    Layer fused = l;
+    fused.rescale.on = true;
+    fused.mac.yp = l.rescale.view.dense() ? 0 : l.rescale.view.pitch;
+    const Status fits = tile_mac(s, fused, true, true);
+    const uint64_t separate = plain.cycles + copy_cost.cycles;
+    const std::string group = l.name + "+" + copy->name;
+    if (!fits) {
+      s.decide(group, name(), "kept separate", ": no tile fits with the rescale");
+    } else if (s.opt.fusion == Fusion::Cost && fused.cost.cycles >= separate) {
+      s.decide(group, name(), "kept separate (cost)",
+               ": writing the concat's slice requantized predicts " + std::to_string(fused.cost.cycles) +
+                   " cycles, the layer and the copy " + std::to_string(plain.cycles) + " + " +
+                   std::to_string(copy_cost.cycles) + " = " + std::to_string(separate),
+               separate, {{"fused", fused.cost.cycles}});
+      bump("rescale_refused");
+    } else {
+      l.rescale.on = true;
+      l.mac.yp = fused.mac.yp;
+      s.tensor_view[s.node(l).outputs[0]] = l.rescale.view;
+      s.decide(group, name(), "writes the concat's slice requantized by POSTOP's rescale",
+               std::string(" (") + fusion_name(s.opt.fusion) + "): predicts " + std::to_string(fused.cost.cycles) +
+                   " cycles, the layer and the copy " + std::to_string(plain.cycles) + " + " +
+                   std::to_string(copy_cost.cycles) + " = " + std::to_string(separate),
+               fused.cost.cycles, {{"separate", separate}});
+      bump("rescale_fused");
+      l.name += "+" + copy->name;
+    }
     return Status::ok();
   }
 
@@ -501,7 +555,8 @@ class TilingPass final : public Pass {
     return Status::ok();
   }
 
-  void tile_eltwise(CompileState& s, Layer& l) {
+  /// The elements a chunk of element-wise layer `l` holds.
+  static int64_t eltwise_chunk(const CompileState& s, const Layer& l) {
     const Budget& b = s.budget;
     const int64_t operands = s.node(l).inputs.size() == 2 && !l.part.on ? 2 : 1;  // add, mul: two
     int64_t chunk = std::min({b.in / operands, b.out, kField16, l.elems});
@@ -514,6 +569,12 @@ class TilingPass final : public Pass {
     if (l.repeat && l.repeat <= chunk) chunk = chunk / l.repeat * l.repeat;
     // A concat part's chunks hold whole rows of its slice (one strided STORE).
     if (l.part.on && l.part.width <= chunk) chunk = std::min(chunk / l.part.width, kField16) * l.part.width;
+    return chunk;
+  }
+
+  void tile_eltwise(CompileState& s, Layer& l) {
+    const int64_t operands = s.node(l).inputs.size() == 2 && !l.part.on ? 2 : 1;  // add, mul: two
+    const int64_t chunk = eltwise_chunk(s, l);
     Tiling& t = l.tiling;
     t.tm = chunk;
     t.bytes_read = uint64_t(operands * l.elems);

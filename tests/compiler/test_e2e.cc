@@ -422,25 +422,27 @@ void same_quant(GraphBuilder& b, const std::string& t, const std::string& like) 
 // batch 1 and 2; Inception branches of which some are requantized (copied)
 // and others not; rows put before a sequence (contiguous slices, read by an
 // element-wise op too); and an input an element-wise op reads, which stays a
-// copy. On every placement, and the decisions say which.
+// copy. Inputs the concat requantizes are written requantized by their
+// conv's POSTOP (rescale) where the cost model, or the greedy policy, says
+// so. On every placement, and the decisions say which.
 TEST_P(E2E, ConcatInPlaceMatchesReference) {
-  const auto chain = [](int64_t n) {
-    return [n](GraphBuilder& b) {
+  const auto chain = [](int64_t n, bool requantized) {
+    return [n, requantized](GraphBuilder& b) {
       const auto x = b.input("x", {n, 9, 7, 16});
       auto y = b.pool("p", OpKind::MaxPool, x, 3, 1, 1);  // keeps x's scale: in place
       for (int k = 1; k <= 3; ++k) {
         const int64_t c = 16 + 8 * (k - 1);
         const auto d = b.conv(named("bn", k), y, {c, 1, 1, 1, 0, c});  // a depthwise reader of the strided slice
         const auto f = b.conv(named("f", k), d, {8, 3, 3, 1, 1, 1});
-        same_quant(b, f, x);
+        if (!requantized) same_quant(b, f, x);
         y = b.concat(named("cat", k), {y, f}, 3, 0.05, -3);
       }
       b.output(b.conv("head", y, {12, 1, 1, 1, 0, 1}));
     };
   };
   const Case cases[] = {
-      {"dense_chain", chain(1)},
-      {"dense_chain_batch2", chain(2)},
+      {"dense_chain", chain(1, false)},
+      {"dense_chain_batch2_requantized", chain(2, true)},
       {"dense_lists",  // every layer concatenates all features so far
        [](GraphBuilder& b) {
          const auto x = b.input("x", {1, 8, 6, 24});
@@ -482,12 +484,19 @@ TEST_P(E2E, ConcatInPlaceMatchesReference) {
          b.output(b.add("s", a, x));
        }},
   };
-  for (const auto& c : cases)
+  CompileOptions greedy;  // every producer that can writes its slice requantized
+  greedy.fusion = Fusion::Greedy;
+  for (const auto& c : cases) {
     for (const CompileOptions& o : every_placement()) check(GetParam(), c, o);
+    check(GetParam(), c, greedy);
+  }
   const char* cfg = GetParam();
   EXPECT_TRUE(pass_says(cfg, cases[0], {}, "concat-in-place", "in place: 'cat2.y', 'f3.y' written"));
   EXPECT_TRUE(pass_says(cfg, cases[2], {}, "concat-in-place", "in place: 'f0.y', 'f1.y', 'f2.y' written"));
-  EXPECT_TRUE(pass_says(cfg, cases[3], {}, "concat-in-place", "'c.y' copied: requantized to the output's scale"));
+  EXPECT_TRUE(pass_says(cfg, cases[3], {}, "concat-in-place",
+                        "'c.y' requantized to the output's scale by its producer's post-op if faster"));
+  EXPECT_TRUE(pass_says(cfg, cases[3], greedy, "tiling", "writes the concat's slice requantized by POSTOP's rescale"));
+  EXPECT_TRUE(pass_says(cfg, cases[1], greedy, "tiling", "writes the concat's slice requantized by POSTOP's rescale"));
   EXPECT_TRUE(pass_says(cfg, cases[4], {}, "concat-in-place", "in place: 'c.y', 'g.y' written"));
   EXPECT_TRUE(pass_says(cfg, cases[5], {}, "concat-in-place", "'s' cannot read it as a strided slice"));
 }
