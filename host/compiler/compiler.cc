@@ -94,10 +94,10 @@ Expected<CompileResult> compile(const ir::Graph& g, const spec::HwConfig& cfg, c
   CompileState& s = *st;
   // fold-transpose finds Kᵀ before fold-layout composes it with other transposes.
   std::unique_ptr<Pass> passes[] = {
-      make_fold_transpose_pass(),  make_fold_layout_pass(),   make_fold_pointwise_pass(),  make_legalize_pass(),
-      make_fuse_activation_pass(), make_fuse_residual_pass(), make_concat_in_place_pass(), make_tiling_pass(),
-      make_placement_pass(),       make_hls_placement_pass(), make_memory_plan_pass(),     make_codegen_pass(),
-      make_hls_calls_pass()};
+      make_fold_transpose_pass(), make_fold_channels_pass(),   make_fold_layout_pass(),   make_fold_pointwise_pass(),
+      make_legalize_pass(),       make_fuse_activation_pass(), make_fuse_residual_pass(), make_concat_in_place_pass(),
+      make_tiling_pass(),         make_placement_pass(),       make_hls_placement_pass(), make_memory_plan_pass(),
+      make_codegen_pass(),        make_hls_calls_pass()};
   CompileResult r;
   for (auto& p : passes) {
     Status ps = p->run(s);

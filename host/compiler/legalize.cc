@@ -110,28 +110,6 @@ class LegalizePass final : public Pass {
     }
   }
 
-  /// A slice as a gather: the output dims with the input's strides, merged
-  /// where the slice keeps whole input rows; base is its first element.
-  static Permute slice_of(const std::vector<int64_t>& x, const std::vector<int64_t>& starts,
-                          const std::vector<int64_t>& y) {
-    std::vector<int64_t> xs(x.size(), 1);
-    for (size_t d = x.size(); d-- > 1;) xs[d - 1] = xs[d] * x[d];
-    Permute p;
-    for (size_t d = 0; d < y.size(); ++d) {
-      p.base += starts[d] * xs[d];
-      if (y[d] == 1) continue;
-      if (!p.dims.empty() && p.stride.back() == xs[d] * y[d] && y[d] == x[d]) {
-        p.dims.back() *= y[d];
-        p.stride.back() = xs[d];
-      } else {
-        p.dims.push_back(y[d]);
-        p.stride.push_back(xs[d]);
-      }
-    }
-    if (p.dims.empty() || p.stride.back() != 1) p.dims.push_back(1), p.stride.push_back(1);
-    return p;
-  }
-
   static int64_t numel(const std::vector<int64_t>& s) {
     int64_t v = 1;
     for (auto d : s) v *= d;
@@ -189,7 +167,8 @@ class LegalizePass final : public Pass {
       m.b_trans = tb && !w.is_const;
       if (w.shape[tb ? 1 : 0] != m.C) return node_error(n, "gemm inner dimensions differ");
     }
-    l.macs = uint64_t(m.batch * m.groups * m.M() * m.K() * m.Ng);
+    // A channel selection (fold-channels) moves data: no MACs of the model.
+    l.macs = n.attrs.moves_only ? 0 : uint64_t(m.batch * m.groups * m.M() * m.K() * m.Ng);
     return Status::ok();
   }
 

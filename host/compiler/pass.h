@@ -231,6 +231,28 @@ inline Permute permute_of(const std::vector<int64_t>& x, const std::vector<int64
   return p;
 }
 
+/// A slice as a gather: the output dims with the input's strides, merged
+/// where the slice keeps whole input rows; base is its first element.
+inline Permute slice_of(const std::vector<int64_t>& x, const std::vector<int64_t>& starts,
+                        const std::vector<int64_t>& y) {
+  std::vector<int64_t> xs(x.size(), 1);
+  for (size_t d = x.size(); d-- > 1;) xs[d - 1] = xs[d] * x[d];
+  Permute p;
+  for (size_t d = 0; d < y.size(); ++d) {
+    p.base += starts[d] * xs[d];
+    if (y[d] == 1) continue;
+    if (!p.dims.empty() && p.stride.back() == xs[d] * y[d] && y[d] == x[d]) {
+      p.dims.back() *= y[d];
+      p.stride.back() = xs[d];
+    } else {
+      p.dims.push_back(y[d]);
+      p.stride.push_back(xs[d]);
+    }
+  }
+  if (p.dims.empty() || p.stride.back() != 1) p.dims.push_back(1), p.stride.push_back(1);
+  return p;
+}
+
 /// A tensor that lives inside another's buffer (concat in place,
 /// concat_in_place.cc): its element e is element
 /// (e / width) * pitch + offset + e % width of `base`, which owns the memory.
@@ -390,6 +412,7 @@ class Pass {
 };
 
 // The passes, in pipeline order.
+std::unique_ptr<Pass> make_fold_channels_pass();    // before legalize: rewrites the graph (fold_channels.cc)
 std::unique_ptr<Pass> make_fold_layout_pass();      // before legalize: rewrites the graph (fold_layout.cc)
 std::unique_ptr<Pass> make_fold_pointwise_pass();   // before legalize: rewrites the graph (fold_pointwise.cc)
 std::unique_ptr<Pass> make_fold_transpose_pass();   // before legalize: rewrites the graph (fold_transpose.cc)

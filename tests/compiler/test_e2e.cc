@@ -501,6 +501,53 @@ TEST_P(E2E, ConcatInPlaceMatchesReference) {
   EXPECT_TRUE(pass_says(cfg, cases[5], {}, "concat-in-place", "'s' cannot read it as a strided slice"));
 }
 
+// Channel maps as 1x1 selections (fold-channels): ShuffleNetV2's stride-1
+// unit (shuffle in ONNX order, split, NHWC again) and stride-2 unit (the
+// shuffled tensor read by a depthwise and a 1x1 conv), a shuffle of three
+// groups written on NHWC directly, and a channel slice through ONNX order;
+// at batch 1 and 2, on every placement.
+TEST_P(E2E, ChannelMapsMatchReference) {
+  const auto shuffled = [](GraphBuilder& b, const std::string& x, int64_t g) {
+    const auto& s = b.graph().tensor(x).shape;
+    const int64_t n = s[0], h = s[1], w = s[2], c = s[3];
+    const auto t = b.transpose(x + "_nchw", x, {0, 3, 1, 2});
+    const auto sh = b.transpose(x + "_sh", b.reshape(x + "_split", t, {n, g, c / g, h, w}), {0, 2, 1, 3, 4});
+    return b.reshape(x + "_merge", sh, {n, c, h, w});
+  };
+  const Case cases[] = {
+      {"shuffle_unit",
+       [&](GraphBuilder& b) {
+         const auto x = b.concat("x", {b.input("a", {2, 6, 5, 12}), b.input("b", {2, 6, 5, 12}, 0.04, 1)}, 3);
+         const auto sh = shuffled(b, x, 2);
+         const auto lo = b.transpose("lo_nhwc", b.slice("lo", sh, {0, 0, 0, 0}, {2, 12, 6, 5}), {0, 2, 3, 1});
+         const auto hi = b.transpose("hi_nhwc", b.slice("hi", sh, {0, 12, 0, 0}, {2, 24, 6, 5}), {0, 2, 3, 1});
+         b.output(b.concat("cat", {lo, b.conv("c", hi, {12, 1, 1, 1, 0, 1})}, 3));
+       }},
+      {"shuffle_stride2",
+       [&](GraphBuilder& b) {
+         const auto x = b.conv("x", b.input("in", {1, 8, 8, 8}), {20, 1, 1, 1, 0, 1});
+         const auto sh = b.transpose("sh_nhwc", shuffled(b, x, 2), {0, 2, 3, 1});
+         const auto d = b.conv("d", sh, {20, 3, 3, 2, 1, 20});
+         b.output(b.concat("cat", {d, b.conv("p", sh, {20, 3, 3, 2, 1, 1})}, 3));
+       }},
+      {"shuffle_nhwc_three_groups",
+       [](GraphBuilder& b) {
+         const auto x = b.input("x", {1, 4, 7, 18});
+         const auto sh = b.transpose("sh", b.reshape("split", x, {1, 4, 7, 3, 6}), {0, 1, 2, 4, 3});
+         b.output(b.conv("c", b.reshape("merge", sh, {1, 4, 7, 18}), {10, 3, 3, 1, 1, 1}));
+       }},
+      {"slice_through_onnx_order",
+       [](GraphBuilder& b) {
+         const auto t = b.transpose("nchw", b.input("x", {1, 9, 4, 40}), {0, 3, 1, 2});
+         const auto s = b.transpose("nhwc", b.slice("s", t, {0, 5, 0, 0}, {1, 29, 9, 4}), {0, 2, 3, 1});
+         b.output(b.pool("m", OpKind::MaxPool, s, 3, 1, 1));
+       }},
+  };
+  for (const auto& c : cases)
+    for (const CompileOptions& o : every_placement()) check(GetParam(), c, o);
+  EXPECT_TRUE(pass_says(GetParam(), cases[0], {}, "fold-channels", "one 1x1 convolution: picks 12 of the 24 channels"));
+}
+
 // An activation operand repeated over the other's leading dims (squeeze-
 // excite's [1,1,1,C] gate over [1,H,W,C], a [1,1,D] row over [1,N,D], a
 // period wider than a chunk on tiny), on every placement.

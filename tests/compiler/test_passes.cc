@@ -356,16 +356,58 @@ TEST(FoldLayout, TwoGathersBecomeOne) {
 }
 
 // ShuffleNet's channel shuffle between NHWC views composes into a one-byte
-// gather of two-row LOADs, predicted slower than the chain: kept.
+// gather of two-row LOADs, predicted slower than the chain: kept (with the
+// channel maps off, which would make it a 1x1 convolution).
 TEST(FoldLayout, KeepsAChainThatComposesIntoASlowerGather) {
   GraphBuilder b("shuffle");
   const auto t = b.transpose("nchw", b.input("x", {1, 3, 4, 10}), {0, 3, 1, 2});
   const auto sh = b.transpose("shuffle", b.reshape("split", t, {1, 2, 5, 3, 4}), {0, 2, 1, 3, 4});
   b.output(b.transpose("nhwc", b.reshape("merge", sh, {1, 10, 3, 4}), {0, 2, 3, 1}));
   ir::Graph& g = b.graph();
-  auto r = compile_ok(g);
+  CompileOptions none;
+  none.fusion = Fusion::None;
+  auto r = compile_ok(g, "tiny", none);
   EXPECT_EQ(stat(r, "fold-layout.kept_chains"), 1);
   EXPECT_EQ(stat(r, "legalize.ops.transpose"), 3);
+}
+
+// ShuffleNetV2's unit as importers write it: NHWC -> ONNX order, the
+// shuffle's 5-D transpose, the split into channel halves, back to NHWC for
+// the conv and the concat. Each half is a choice of the concat's channels
+// per pixel: two 1x1 selections, no transpose or slice left.
+TEST(FoldChannels, ShuffleAndSplitBecomeSelections) {
+  GraphBuilder b("unit");
+  const auto x = b.input("x", {1, 5, 6, 16});
+  const auto t = b.transpose("nchw", x, {0, 3, 1, 2});
+  const auto sh = b.reshape("merge", b.transpose("shuffle", b.reshape("split", t, {1, 2, 8, 5, 6}), {0, 2, 1, 3, 4}),
+                            {1, 16, 5, 6});
+  const auto lo = b.transpose("lo_nhwc", b.slice("lo", sh, {0, 0, 0, 0}, {1, 8, 5, 6}), {0, 2, 3, 1});
+  const auto hi = b.transpose("hi_nhwc", b.slice("hi", sh, {0, 8, 0, 0}, {1, 16, 5, 6}), {0, 2, 3, 1});
+  b.output(b.concat("cat", {lo, b.conv("c", hi, {8, 1, 1, 1, 0, 1})}, 3));
+  ir::Graph& g = b.graph();
+  auto r = compile_ok(g);
+  EXPECT_EQ(stat(r, "fold-channels.maps"), 2);
+  EXPECT_EQ(stat(r, "legalize.ops.transpose"), -1);
+  EXPECT_EQ(stat(r, "legalize.ops.slice"), -1);
+  const auto d = decisions(r, "fold-channels");
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].substr(0, d[0].find(", predicted")), "hi_nhwc.y: one 1x1 convolution: picks 8 of the 16 channels of 'x' per pixel");
+  // Without the fold (policy none) the moves stay.
+  CompileOptions none;
+  none.fusion = Fusion::None;
+  auto n = compile_ok(g, "tiny", none);
+  EXPECT_EQ(stat(n, "fold-channels.maps"), -1);
+  EXPECT_GT(stat(n, "legalize.ops.transpose"), 0);
+}
+
+// A move that changes which pixel a byte belongs to is no channel map.
+TEST(FoldChannels, LeavesMovesAcrossPixels) {
+  GraphBuilder b("hw");
+  b.output(b.conv("c", b.transpose("swap", b.input("x", {1, 6, 6, 8}), {0, 2, 1, 3}), {8, 1, 1, 1, 0, 1}));
+  ir::Graph& g = b.graph();
+  auto r = compile_ok(g);
+  EXPECT_EQ(stat(r, "fold-channels.maps"), -1);
+  EXPECT_EQ(stat(r, "legalize.ops.transpose"), 1);
 }
 
 // GELU as exporters write it: four element-wise ops of x become one lookup.

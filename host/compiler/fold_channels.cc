@@ -1,0 +1,247 @@
+// Channel maps as matrix products: data movement that, per pixel of an NHWC
+// image, picks channels of the same pixel becomes one 1x1 convolution with a
+// 0/1 selection matrix.
+//
+// ShuffleNet's channel shuffle and the split after it are such maps. As the
+// importer writes them they are a chain of layout changes (NHWC -> ONNX
+// order, a 5-D transpose, a slice of the channel planes, and back to NHWC
+// for the next conv), and as one gather they read one byte a DMA row, since
+// neighbouring output channels come from channels C/g apart. On the array
+// the same map is a GEMM of the pixels [P, C] by a [C, C'] matrix with one 1
+// a column: int8 weights 1 and 0 of scale 1 and zero point 0, no bias, and
+// the input's quantization on the output, so the accumulator is x - zp
+// exactly, the multiplier is exactly 1 (2^30 >> 30) and the result is the
+// input byte: bit-exact with the moves it replaces. Its MACs are no work of
+// the model (Attrs::moves_only): layer tables give it 0 MACs.
+//
+// For each tensor an op other than a data move reads (or a graph output),
+// the pass walks back through transposes, reshapes, flattens and slices to
+// the tensor they start from; when that is a 4-D image with the same
+// pixels and the composed index map is, pixel by pixel, a choice of its
+// channels, and the cost model predicts the GEMM faster than the moves'
+// gathers, the tensor is computed by the 1x1 convolution instead (moves
+// nobody reads any more are dropped). Off under --fusion none.
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/cost_model.h"
+#include "compiler/pass.h"
+
+namespace loom::compiler {
+namespace {
+
+using ir::Node;
+using ir::OpKind;
+
+bool move_op(OpKind op) {
+  return op == OpKind::Transpose || op == OpKind::Reshape || op == OpKind::Flatten || op == OpKind::Slice;
+}
+
+constexpr int64_t kMaxElems = int64_t(1) << 24;  // the index map is built in memory
+
+int64_t numel(const std::vector<int64_t>& s) {
+  return std::accumulate(s.begin(), s.end(), int64_t(1), std::multiplies<>());
+}
+
+/// Row-major strides of shape `x`.
+std::vector<int64_t> strides_of(const std::vector<int64_t>& x) {
+  std::vector<int64_t> xs(x.size(), 1);
+  for (size_t d = x.size(); d-- > 1;) xs[d - 1] = xs[d] * x[d];
+  return xs;
+}
+
+/// After node `n`, element i of its output is element f'[i] of the start,
+/// given f for its input.
+std::vector<int32_t> step(const ir::Graph& g, const Node& n, const std::vector<int32_t>& f) {
+  if (n.op != OpKind::Transpose && n.op != OpKind::Slice) return f;  // a reshape keeps the order
+  const auto& x = g.tensor(n.inputs[0]).shape;
+  const auto& y = g.tensor(n.outputs[0]).shape;
+  const std::vector<int64_t> xs = strides_of(x);
+  const size_t r = y.size();
+  std::vector<int64_t> idx(r, 0);
+  std::vector<int32_t> out(size_t(numel(y)));
+  for (size_t o = 0; o < out.size(); ++o) {
+    int64_t src = 0;
+    for (size_t d = 0; d < r; ++d)
+      src += n.op == OpKind::Transpose ? idx[d] * xs[size_t(n.attrs.perm[d])] : (idx[d] + n.attrs.starts[d]) * xs[d];
+    out[o] = f[size_t(src)];
+    for (size_t d = r; d-- > 0;) {
+      if (++idx[d] < y[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+class FoldChannelsPass final : public Pass {
+ public:
+  std::string_view name() const override { return "fold-channels"; }
+
+  Status run(CompileState& s) override {
+    if (s.opt.fusion == Fusion::None) return Status::ok();
+    ir::Graph& g = s.graph;
+    std::map<std::string, size_t> producer;
+    for (size_t i = 0; i < g.nodes.size(); ++i) producer[g.nodes[i].outputs[0]] = i;
+    // The tensors read by something other than a data move: where a map ends.
+    std::vector<std::string> ends(g.outputs.begin(), g.outputs.end());
+    for (const auto& n : g.nodes)
+      if (!move_op(n.op))
+        for (const auto& in : n.inputs)
+          if (!in.empty()) ends.push_back(in);
+    std::set<std::string> seen;
+    std::map<size_t, std::vector<Node>> before;  // node index -> the selections to insert before it
+    const CostParams p = s.opt.cost(*s.cfg);
+    for (const auto& e : ends) {
+      if (!seen.insert(e).second || !producer.count(e) || !move_op(g.nodes[producer[e]].op)) continue;
+      std::vector<size_t> path;
+      std::string t = e;
+      for (; producer.count(t) && move_op(g.nodes[producer[t]].op); t = g.nodes[producer[t]].inputs[0])
+        path.insert(path.begin(), producer[t]);
+      std::vector<int64_t> sel;
+      if (!channel_map(g, t, e, path, &sel)) continue;
+      const uint64_t moves = moves_cycles(g, p, path), gemm = gemm_cycles(s, p, g.tensor(t).shape, sel.size());
+      if (gemm >= moves) {
+        s.decide(e, name(), "kept the moves",
+                 ": a channel map, predicted " + std::to_string(moves) + " cycles as gathers, " + std::to_string(gemm) +
+                     " as a 1x1 convolution",
+                 moves, {{"gemm", gemm}});
+        bump("kept");
+        continue;
+      }
+      // Before the first node that reads e (the map's start is made before).
+      size_t at = g.nodes.size();
+      for (size_t i = 0; i < g.nodes.size(); ++i)
+        if (std::count(g.nodes[i].inputs.begin(), g.nodes[i].inputs.end(), e)) {
+          at = i;
+          break;
+        }
+      before[at].push_back(selection(g, t, e, sel));
+      s.decide(e, name(), "one 1x1 convolution",
+               ": picks " + std::to_string(sel.size()) + " of the " + std::to_string(g.tensor(t).shape[3]) +
+                   " channels of '" + t + "' per pixel, predicted " + std::to_string(gemm) + " cycles against " +
+                   std::to_string(moves) + " for the " + std::to_string(path.size()) + " moves",
+               gemm, {{"moves", moves}});
+      bump("maps");
+    }
+    if (before.empty()) return Status::ok();
+    rebuild(g, before);
+    return Status::ok();
+  }
+
+ private:
+  /// Whether e (reached from t through `path`) is, pixel by pixel, a choice
+  /// of t's channels; `sel` gets the channel of t each channel of e is.
+  static bool channel_map(const ir::Graph& g, const std::string& t, const std::string& e,
+                          const std::vector<size_t>& path, std::vector<int64_t>* sel) {
+    const ir::TensorInfo &x = g.tensor(t), &y = g.tensor(e);
+    if (x.shape.size() != 4 || y.shape.size() != 4 || x.is_const || x.dtype != DType::I8 || y.dtype != DType::I8)
+      return false;
+    if (x.q.scale != y.q.scale || x.q.zero_point != y.q.zero_point) return false;
+    for (int d = 0; d < 3; ++d)
+      if (x.shape[size_t(d)] != y.shape[size_t(d)]) return false;
+    if (numel(x.shape) > kMaxElems) return false;
+    int moves = 0;
+    for (size_t i : path) moves += g.nodes[i].op != OpKind::Reshape && g.nodes[i].op != OpKind::Flatten;
+    if (moves == 0) return false;  // reshapes alone move nothing
+    std::vector<int32_t> f(size_t(numel(x.shape)));
+    std::iota(f.begin(), f.end(), 0);
+    for (size_t i : path) f = step(g, g.nodes[i], f);
+    const int64_t C = x.shape[3], Cy = y.shape[3], P = numel(x.shape) / C;
+    sel->assign(size_t(Cy), 0);
+    for (int64_t j = 0; j < Cy; ++j) (*sel)[size_t(j)] = f[size_t(j)];
+    for (int64_t q = 0; q < P; ++q)
+      for (int64_t j = 0; j < Cy; ++j)
+        if (f[size_t(q * Cy + j)] != q * C + (*sel)[size_t(j)]) return false;
+    for (int64_t c : *sel)
+      if (c >= C) return false;
+    return true;
+  }
+
+  /// The moves' predicted gather cycles (transposes and slices; reshapes are free).
+  static uint64_t moves_cycles(const ir::Graph& g, const CostParams& p, const std::vector<size_t>& path) {
+    uint64_t c = 0;
+    for (size_t i : path) {
+      const Node& n = g.nodes[i];
+      const auto& x = g.tensor(n.inputs[0]).shape;
+      const auto& y = g.tensor(n.outputs[0]).shape;
+      if (n.op == OpKind::Transpose) c += gather_cycles(p, permute_of(x, n.attrs.perm), uint64_t(numel(y)));
+      if (n.op == OpKind::Slice) c += gather_cycles(p, slice_of(x, n.attrs.starts, y), uint64_t(numel(y)));
+    }
+    return c;
+  }
+
+  /// The 1x1 convolution's cycles, roughly: its array passes spread over the
+  /// cores, and its bytes read and written over the memory ports.
+  static uint64_t gemm_cycles(const CompileState& s, const CostParams& p, const std::vector<int64_t>& x, size_t cy) {
+    const uint64_t P = uint64_t(numel(x) / x[3]), C = uint64_t(x[3]), rows = s.cfg->array_rows,
+                   cols = s.cfg->array_cols, cores = uint64_t(std::max(s.cores, 1));
+    const uint64_t passes = (P + rows - 1) / rows * ((uint64_t(cy) + cols - 1) / cols);
+    const uint64_t compute = (passes * (C + rows) + cores - 1) / cores;
+    const uint64_t bytes = P * (C + uint64_t(cy)) + C * uint64_t(cy);
+    return compute + bytes / (p.mem_bytes * std::max<uint64_t>(p.ports, 1));
+  }
+
+  /// `e` := 1x1 convolution of `t` with the 0/1 matrix of `sel`.
+  static Node selection(ir::Graph& g, const std::string& t, const std::string& e, const std::vector<int64_t>& sel) {
+    const int64_t C = g.tensor(t).shape[3], Cy = int64_t(sel.size());
+    ir::TensorInfo w;
+    w.name = e + "/select";
+    w.dtype = DType::I8;
+    w.shape = {1, 1, C, Cy};
+    w.is_const = true;
+    w.q.scale = {1.0};
+    w.q.zero_point = 0;
+    w.data = Tensor(DType::I8, w.shape);
+    for (int64_t j = 0; j < Cy; ++j) w.data.data[size_t(sel[size_t(j)] * Cy + j)] = 1;
+    g.tensors[w.name] = w;
+    Node n;
+    n.name = e + "/select";
+    n.op = OpKind::Conv2d;
+    n.inputs = {t, w.name};
+    n.outputs = {e};
+    n.attrs.kernel_h = n.attrs.kernel_w = 1;
+    n.attrs.stride_h = n.attrs.stride_w = 1;
+    n.attrs.groups = 1;
+    n.attrs.moves_only = true;
+    return n;
+  }
+
+  /// The graph with each selection before its first reader, the old
+  /// producers of the selected tensors gone, and moves nobody reads dropped.
+  static void rebuild(ir::Graph& g, std::map<size_t, std::vector<Node>>& before) {
+    std::set<std::string> made;
+    for (const auto& [i, ns] : before)
+      for (const auto& n : ns) made.insert(n.outputs[0]);
+    std::vector<Node> nodes;
+    for (size_t i = 0; i <= g.nodes.size(); ++i) {
+      if (auto it = before.find(i); it != before.end())
+        for (auto& n : it->second) nodes.push_back(std::move(n));
+      if (i < g.nodes.size() && !made.count(g.nodes[i].outputs[0])) nodes.push_back(std::move(g.nodes[i]));
+    }
+    // Drop data moves whose output nothing reads (from the last back).
+    const std::set<std::string> outs(g.outputs.begin(), g.outputs.end());
+    for (bool changed = true; changed;) {
+      changed = false;
+      std::set<std::string> read(outs);
+      for (const auto& n : nodes)
+        for (const auto& in : n.inputs) read.insert(in);
+      for (size_t i = nodes.size(); i-- > 0;)
+        if (move_op(nodes[i].op) && !read.count(nodes[i].outputs[0])) {
+          g.tensors.erase(nodes[i].outputs[0]);
+          nodes.erase(nodes.begin() + long(i));
+          changed = true;
+        }
+    }
+    g.nodes = std::move(nodes);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_fold_channels_pass() { return std::make_unique<FoldChannelsPass>(); }
+
+}  // namespace loom::compiler
