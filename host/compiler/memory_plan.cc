@@ -237,11 +237,16 @@ class MemoryPlanPass final : public Pass {
       for (int64_t g = 0; g < (l.tiling.depthwise ? 0 : m.groups); ++g)
         for (int64_t k = 0; k < m.K(); ++k) {
           const int64_t pos = k / m.Cg, ci = k % m.Cg;
-          for (int64_t j = 0; j < m.Ng; ++j)
-            c.push_back(gemm_t              ? uint8_t(wd[(g * m.Ng + j) * m.K() + k])
-                        : gemm_groups       ? uint8_t(wd[(g * m.K() + k) * m.Ng + j])
-                        : ci / cg == j / ng ? uint8_t(wd[(pos * cg + ci % cg) * m.Cout + g * m.Ng + j])
-                                            : uint8_t(int8_t(q->w_zp)));
+          for (int64_t j = 0; j < m.Ng; ++j) {
+            if (ci / cg != j / ng) {  // off the packed groups' block diagonal
+              c.push_back(uint8_t(int8_t(q->w_zp)));
+              continue;
+            }
+            const int64_t gr = g * m.pack + j / ng, cl = ci % cg, jl = j % ng;  // the graph's group, its channels
+            c.push_back(gemm_t        ? uint8_t(wd[(gr * ng + jl) * cg + cl])
+                        : gemm_groups ? uint8_t(wd[(gr * cg + cl) * ng + jl])
+                                      : uint8_t(wd[(pos * cg + cl) * m.Cout + gr * ng + jl]));
+          }
         }
       if (!l.unit_kernel.empty() && m.graph_groups() != 1) {  // --hls auto: the unit reads the graph's layout
         c.resize(align_up(c.size(), kAlign));

@@ -633,6 +633,8 @@ TEST_P(E2E, AttentionLayoutsMatchReference) {
        [](GraphBuilder& b) {
          b.output(b.unary("r", OpKind::Relu, b.grouped_gemm("g", b.input("a", {21, 3 * 16}), 3, 24)));
        }},
+      {"grouped_gemm_const_packable",  // groups of 8 outputs: two or four of them may share a GEMM
+       [](GraphBuilder& b) { b.output(b.grouped_gemm("g", b.input("a", {37, 4 * 12}), 4, 8)); }},
       {"attention_core",
        [](GraphBuilder& b) {
          constexpr int64_t S = 19, H = 4, D = 16;
