@@ -20,10 +20,15 @@
 // pixels and the composed index map is, pixel by pixel, a choice of its
 // channels, and the cost model predicts the GEMM faster than the moves'
 // gathers, the tensor is computed by the 1x1 convolution instead (moves
-// nobody reads any more are dropped). Off under --fusion none.
+// nobody reads any more are dropped). Where every reader of the tensor is a
+// convolution and that costs less, the choice goes into their weights
+// instead: they read the source with rows of the weight zero point for the
+// channels left out, which add nothing (ShuffleNet's branch conv after the
+// split). Off under --fusion none.
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -77,6 +82,12 @@ std::vector<int32_t> step(const ir::Graph& g, const Node& n, const std::vector<i
   return out;
 }
 
+/// Tensor `from`'s channels sel[j], j = 0..C'-1.
+struct Pick {
+  std::string from;
+  std::vector<int64_t> sel;
+};
+
 class FoldChannelsPass final : public Pass {
  public:
   std::string_view name() const override { return "fold-channels"; }
@@ -94,6 +105,7 @@ class FoldChannelsPass final : public Pass {
           if (!in.empty()) ends.push_back(in);
     std::set<std::string> seen;
     std::map<size_t, std::vector<Node>> before;  // node index -> the selections to insert before it
+    std::map<std::string, Pick> picks;           // selected tensors the convs reading them take into their weights
     const CostParams p = s.opt.cost(*s.cfg);
     for (const auto& e : ends) {
       if (!seen.insert(e).second || !producer.count(e) || !move_op(g.nodes[producer[e]].op)) continue;
@@ -112,6 +124,20 @@ class FoldChannelsPass final : public Pass {
         bump("kept");
         continue;
       }
+      // Into the weights of the convs reading it, when all of them are convs
+      // and that costs less than the selection.
+      if (auto extra = fold_cycles(s, g, e, sel, g.tensor(t).shape[3]); extra && *extra < gemm) {
+        picks[e] = {t, sel};
+        s.decide(e, name(), "into the weights of its readers",
+                 ": picks " + std::to_string(sel.size()) + " of the " + std::to_string(g.tensor(t).shape[3]) +
+                     " channels of '" + t + "' per pixel; its convs read '" + t +
+                     "' with zero-point rows for the others, predicted " + std::to_string(*extra) +
+                     " more cycles against " + std::to_string(gemm) + " for a 1x1 selection and " +
+                     std::to_string(moves) + " for the moves",
+                 *extra, {{"selection", gemm}, {"moves", moves}});
+        bump("folded_into_weights");
+        continue;
+      }
       // Before the first node that reads e (the map's start is made before).
       size_t at = g.nodes.size();
       for (size_t i = 0; i < g.nodes.size(); ++i)
@@ -127,7 +153,9 @@ class FoldChannelsPass final : public Pass {
                gemm, {{"moves", moves}});
       bump("maps");
     }
-    if (before.empty()) return Status::ok();
+    if (before.empty() && picks.empty()) return Status::ok();
+    for (auto& n : g.nodes)
+      if (auto it = picks.find(n.inputs[0]); it != picks.end() && n.op == OpKind::Conv2d) pick_rows(g, n, it->second);
     rebuild(g, before);
     return Status::ok();
   }
@@ -183,6 +211,56 @@ class FoldChannelsPass final : public Pass {
     const uint64_t compute = (passes * (C + rows) + cores - 1) / cores;
     const uint64_t bytes = P * (C + uint64_t(cy)) + C * uint64_t(cy);
     return compute + bytes / (p.mem_bytes * std::max<uint64_t>(p.ports, 1));
+  }
+
+  /// The cycles the convs reading `e` would add reading all of its source's
+  /// channels instead (their extra array passes, roughly), or nothing when
+  /// some reader is no conv of one group that reads e as its image, or e
+  /// repeats a channel.
+  static std::optional<uint64_t> fold_cycles(const CompileState& s, const ir::Graph& g, const std::string& e,
+                                             const std::vector<int64_t>& sel, int64_t source_channels) {
+    if (std::count(g.outputs.begin(), g.outputs.end(), e)) return std::nullopt;
+    std::vector<int64_t> sorted = sel;
+    std::sort(sorted.begin(), sorted.end());
+    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) return std::nullopt;
+    const uint64_t rows = s.cfg->array_rows, cols = s.cfg->array_cols, cores = uint64_t(std::max(s.cores, 1));
+    uint64_t extra = 0;
+    int readers = 0;
+    for (const auto& n : g.nodes) {
+      if (!std::count(n.inputs.begin(), n.inputs.end(), e)) continue;
+      ++readers;
+      if (n.op != OpKind::Conv2d || n.inputs[0] != e || n.attrs.groups != 1 || n.attrs.picked ||
+          std::count(n.inputs.begin() + 1, n.inputs.end(), e))
+        return std::nullopt;
+      const ir::TensorInfo &w = g.tensor(n.inputs[1]), &y = g.tensor(n.outputs[0]);
+      if (!w.is_const || w.dtype != DType::I8 || w.shape.size() != 4) return std::nullopt;
+      const uint64_t P = uint64_t(numel(y.shape) / y.shape[3]), M = uint64_t(y.shape[3]);
+      extra += (P + rows - 1) / rows * ((M + cols - 1) / cols) * uint64_t(w.shape[0] * w.shape[1]) *
+               uint64_t(source_channels - int64_t(sel.size()));
+    }
+    if (readers == 0) return std::nullopt;
+    return (extra + cores - 1) / cores;
+  }
+
+  /// Conv `n` reads pick `p`'s source with zero-point weight rows for the
+  /// channels the pick leaves out.
+  static void pick_rows(ir::Graph& g, Node& n, const Pick& p) {
+    const ir::TensorInfo& w = g.tensor(n.inputs[1]);
+    const int64_t KH = w.shape[0], KW = w.shape[1], Cy = w.shape[2], M = w.shape[3], C = g.tensor(p.from).shape[3];
+    ir::TensorInfo x = w;
+    x.name = n.name + ".w/picked";
+    x.shape = {KH, KW, C, M};
+    x.data = Tensor(DType::I8, x.shape);
+    std::fill(x.data.data.begin(), x.data.data.end(), uint8_t(int8_t(w.q.zero_point)));
+    const int8_t* src = w.data.i8();
+    for (int64_t pos = 0; pos < KH * KW; ++pos)
+      for (int64_t j = 0; j < Cy; ++j)
+        for (int64_t m = 0; m < M; ++m)
+          x.data.data[size_t((pos * C + p.sel[size_t(j)]) * M + m)] = uint8_t(src[(pos * Cy + j) * M + m]);
+    g.tensors[x.name] = x;
+    n.inputs[0] = p.from;
+    n.inputs[1] = x.name;
+    n.attrs.picked = Cy;
   }
 
   /// `e` := 1x1 convolution of `t` with the 0/1 matrix of `sel`.

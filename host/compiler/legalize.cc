@@ -168,7 +168,9 @@ class LegalizePass final : public Pass {
       if (w.shape[tb ? 1 : 0] != m.C) return node_error(n, "gemm inner dimensions differ");
     }
     // A channel selection (fold-channels) moves data: no MACs of the model.
-    l.macs = n.attrs.moves_only ? 0 : uint64_t(m.batch * m.groups * m.M() * m.K() * m.Ng);
+    // Rows of the zero point that fold-channels added do no work either.
+    const int64_t k = n.attrs.picked ? m.KH * m.KW * n.attrs.picked : m.K();
+    l.macs = n.attrs.moves_only ? 0 : uint64_t(m.batch * m.groups * m.M() * k * m.Ng);
     return Status::ok();
   }
 

@@ -78,6 +78,8 @@ struct Attrs {
   Activation act;                         // conv/gemm/add fused clamp (integer domain)
   bool moves_only =
       false;  // conv: a 0/1 choice of channels (the compiler's fold-channels): its MACs do no work of the model
+  int64_t picked =
+      0;  // conv: input channels its weights use (fold-channels added zero-point rows for the rest); 0: all
 };
 
 struct Node {

@@ -374,7 +374,8 @@ TEST(FoldLayout, KeepsAChainThatComposesIntoASlowerGather) {
 // ShuffleNetV2's unit as importers write it: NHWC -> ONNX order, the
 // shuffle's 5-D transpose, the split into channel halves, back to NHWC for
 // the conv and the concat. Each half is a choice of the concat's channels
-// per pixel: two 1x1 selections, no transpose or slice left.
+// per pixel: the conv's goes into its weights, the concat's is a 1x1
+// selection; no transpose or slice is left.
 TEST(FoldChannels, ShuffleAndSplitBecomeSelections) {
   GraphBuilder b("unit");
   const auto x = b.input("x", {1, 5, 6, 16});
@@ -386,12 +387,24 @@ TEST(FoldChannels, ShuffleAndSplitBecomeSelections) {
   b.output(b.concat("cat", {lo, b.conv("c", hi, {8, 1, 1, 1, 0, 1})}, 3));
   ir::Graph& g = b.graph();
   auto r = compile_ok(g);
-  EXPECT_EQ(stat(r, "fold-channels.maps"), 2);
+  EXPECT_EQ(stat(r, "fold-channels.maps"), 1);
+  EXPECT_EQ(stat(r, "fold-channels.folded_into_weights"), 1);
   EXPECT_EQ(stat(r, "legalize.ops.transpose"), -1);
   EXPECT_EQ(stat(r, "legalize.ops.slice"), -1);
   const auto d = decisions(r, "fold-channels");
   ASSERT_EQ(d.size(), 2u);
-  EXPECT_EQ(d[0].substr(0, d[0].find(", predicted")), "hi_nhwc.y: one 1x1 convolution: picks 8 of the 16 channels of 'x' per pixel");
+  const auto head = [](const std::string& s) { return s.substr(0, s.find(", predicted")); };
+  EXPECT_EQ(head(d[0]), "hi_nhwc.y: into the weights of its readers: picks 8 of the 16 channels of 'x' per pixel; "
+                        "its convs read 'x' with zero-point rows for the others");
+  EXPECT_EQ(head(d[1]), "lo_nhwc.y: one 1x1 convolution: picks 8 of the 16 channels of 'x' per pixel");
+  // The conv's MACs are those of its 8 channels, not of the 16 it reads.
+  bool seen = false;
+  for (const auto& l : r.plan.layers) {
+    if (l.name != "c" && l.name.rfind("c+", 0) != 0) continue;  // alone, or writing the concat's slice
+    seen = true;
+    EXPECT_EQ(l.macs, uint64_t(5 * 6 * 8 * 8));
+  }
+  EXPECT_TRUE(seen);
   // Without the fold (policy none) the moves stay.
   CompileOptions none;
   none.fusion = Fusion::None;
