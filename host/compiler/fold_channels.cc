@@ -154,8 +154,10 @@ class FoldChannelsPass final : public Pass {
       bump("maps");
     }
     if (before.empty() && picks.empty()) return Status::ok();
-    for (auto& n : g.nodes)
-      if (auto it = picks.find(n.inputs[0]); it != picks.end() && n.op == OpKind::Conv2d) pick_rows(g, n, it->second);
+    for (auto& n : g.nodes) {
+      if (n.op != OpKind::Conv2d || n.inputs.empty()) continue;
+      if (auto it = picks.find(n.inputs[0]); it != picks.end()) pick_rows(g, n, it->second);
+    }
     rebuild(g, before);
     return Status::ok();
   }
