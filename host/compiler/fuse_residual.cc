@@ -6,10 +6,14 @@
 // fused and the separate form are bit-exact with each other and with the
 // reference. (POSTOP's `residual` without `rescale` rounds the two terms
 // separately, which an add rounded once cannot be folded into exactly.)
+// The other operand may be a constant, and one row of channels repeated over
+// the pixels (a bias that an exporter quantized apart from its MatMul).
 // Whether a legal group fuses is decided by the tiling pass from the cost
 // model (the residual tile takes IN space and a second input stream), per
 // the fusion policy.
 #include <algorithm>
+#include <functional>
+#include <numeric>
 #include <string>
 
 #include "common/quant.h"
@@ -29,10 +33,12 @@ class FuseResidualPass final : public Pass {
       const ir::Node& a = s.node(add);
       std::string why = "no operand is produced by a conv/gemm";
       for (int i = 0; i < 2; ++i) {
-        Layer* p = producer(s, a.inputs[size_t(i)]);
+        std::vector<size_t> via;
+        Layer* p = producer(s, a.inputs[size_t(i)], &via);
         if (!p || p->props->kind != LayerKind::Mac) continue;
         why = check(s, *p, add, i);
         if (!why.empty()) continue;
+        p->res.via = via;
         bump("candidates");
         s.decide(p->name + "+" + a.name, name(), "legal as a requantizing add behind the post-op (rescale)",
                  ": one rounding of the sum, as the separate add");
@@ -47,9 +53,24 @@ class FuseResidualPass final : public Pass {
   }
 
  private:
-  static Layer* producer(CompileState& s, const std::string& t) {
-    for (auto& l : s.layers)
-      if (s.graph.nodes[l.node].outputs[0] == t) return &l;
+  /// The layer producing `t`, through reshapes and flattens that nothing
+  /// else reads (a MatMul on [1, S, K] is a gemm between two reshapes):
+  /// their graph nodes in `via`, which a folded add absorbs too.
+  static Layer* producer(CompileState& s, const std::string& t, std::vector<size_t>* via) {
+    const ir::Graph& g = s.graph;
+    std::string cur = t;
+    for (int hops = 0; hops < 16; ++hops) {
+      Layer* p = nullptr;
+      for (auto& l : s.layers)
+        if (g.nodes[l.node].outputs[0] == cur) p = &l;
+      if (!p || p->props->kind != LayerKind::Alias) return p;
+      const std::string& in = g.nodes[p->node].inputs[0];
+      int readers = 0;
+      for (const auto& n : g.nodes) readers += int(std::count(n.inputs.begin(), n.inputs.end(), in));
+      if (readers != 1 || std::count(g.outputs.begin(), g.outputs.end(), in) || g.tensor(in).is_const) return nullptr;
+      via->push_back(p->node);
+      cur = in;
+    }
     return nullptr;
   }
 
@@ -65,10 +86,19 @@ class FuseResidualPass final : public Pass {
       for (const auto& in : n.inputs) consumers += in == mid;
     if (consumers != 1) return "'" + mid + "' has " + std::to_string(consumers) + " consumers";
     if (std::count(g.outputs.begin(), g.outputs.end(), mid)) return "'" + mid + "' is a graph output";
-    if (g.tensor(other).is_const) return "the other operand is a constant";
-    if (g.tensor(other).shape != g.tensor(mid).shape) return "operand shapes differ";
+    // The other operand: of mid's shape, or one row of its channels repeated
+    // over every pixel (a bias or a constant broadcast over the rows, read
+    // into IN as one LOAD of rows 0 apart).
+    const auto& ms = g.tensor(mid).shape;
+    const auto& ps = g.tensor(s.node(p).outputs[0]).shape;  // mid is its reshape
+    if (ms.empty() || ps.empty() || ms.back() != ps.back()) return "a reshape between them moves the channels";
+    const bool row = g.tensor(other).shape != ms;
+    const auto& os = g.tensor(other).shape;
+    const int64_t row_len = std::accumulate(os.begin(), os.end(), int64_t(1), std::multiplies<>());
+    if (row && (i != 0 || ms.empty() || !ir::repeats_over(os, ms) || row_len != ms.back()))
+      return "operand shapes differ (the other is neither of its shape nor one row of its channels)";
     // The folded layer reads the other operand, so it must exist by then.
-    bool before = std::count(g.inputs.begin(), g.inputs.end(), other) > 0;
+    bool before = g.tensor(other).is_const || std::count(g.inputs.begin(), g.inputs.end(), other) > 0;
     for (const auto& l : s.layers) {
       if (&l == &p) break;
       before = before || l.out_tensor(g) == other;
@@ -85,6 +115,7 @@ class FuseResidualPass final : public Pass {
     p.res.add = a.name;
     p.res.add_node = add.node;
     p.res.tensor = other;
+    p.res.row = row;
     p.res.out = a.outputs[0];
     p.res.zp = i == 0 ? eq->b_zp : eq->a_zp;
     p.res.mult = rm.mult;

@@ -483,10 +483,12 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
           spec::LoadInsn lr;
           lr.buf = uint64_t(spec::Buffer::IN);
           lr.sp_addr = in + res_off;
-          lr.dram_addr = r + uint64_t((t.img * m.M() + t.m0) * m.Cout + t.group * m.Ng + t.n0);
+          // A row of channels repeats over the pixels: its rows 0 apart.
+          const uint64_t pixel = l.res.row ? 0 : uint64_t((t.img * m.M() + t.m0) * m.Cout);
+          lr.dram_addr = r + pixel + uint64_t(t.group * m.Ng + t.n0);
           lr.rows = uint64_t(t.m);
           lr.cols = uint64_t(t.n);
-          lr.dram_stride = uint64_t(m.Cout);
+          lr.dram_stride = l.res.row ? 0 : uint64_t(m.Cout);
           lr.sp_stride = uint64_t(t.n);
           ls.load(lr);
         }

@@ -32,16 +32,19 @@ class MemoryPlanPass final : public Pass {
     const ir::Graph& g = s.graph;
     for (auto& l : s.layers) {
       const ir::Node& n = s.node(l);
+      // A constant an element-wise layer or a folded residual add reads, once.
+      const auto place_constant = [&](const std::string& in) {
+        const ir::TensorInfo& t = g.tensor(in);
+        if (!t.is_const || s.tensor_offset.count(in)) return;
+        c.resize(align_up(c.size(), kAlign));
+        s.tensor_offset[in] = c.size();
+        c.insert(c.end(), t.data.data.begin(), t.data.data.end());
+      };
       if (l.props->kind == LayerKind::Mac) {
         LOOM_TRY(pack_mac(s, l, n));
+        if (l.res.on) place_constant(l.res.tensor);
       } else if (l.props->kind == LayerKind::Eltwise) {
-        for (const auto& in : n.inputs) {
-          const ir::TensorInfo& t = g.tensor(in);
-          if (!t.is_const || s.tensor_offset.count(in)) continue;
-          c.resize(align_up(c.size(), kAlign));
-          s.tensor_offset[in] = c.size();
-          c.insert(c.end(), t.data.data.begin(), t.data.data.end());
-        }
+        for (const auto& in : n.inputs) place_constant(in);
         // ROWNORM's PARAM: layernorm's (b, g, sh) constant is the triple
         // layout already; softmax's table comes from the scales.
         if (n.op == ir::OpKind::LayerNorm) {

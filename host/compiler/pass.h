@@ -312,10 +312,12 @@ struct Layer {
   /// (the add's output) instead of its own output tensor.
   struct Residual {
     bool candidate = false, on = false;
-    std::string add;      // the add node's name
-    size_t add_node = 0;  // its index into CompileState::graph.nodes
-    std::string tensor;   // the other add operand, read into IN per output tile
-    std::string out;      // the add's output
+    std::string add;          // the add node's name
+    size_t add_node = 0;      // its index into CompileState::graph.nodes
+    std::vector<size_t> via;  // reshapes between the layer and the add (graph nodes), absorbed with it
+    std::string tensor;       // the other add operand, read into IN per output tile
+    bool row = false;         // it is one row of Cout channels, repeated over the pixels (a bias, a constant)
+    std::string out;          // the add's output
     int32_t zp = 0, out_zp = 0, lo = -128, hi = 127;
     int32_t mult = 0;  // the other operand's multiplier, on a_shift's grid
     // POSTOP rescale: the conv keeps its own zero point and clamp, and the

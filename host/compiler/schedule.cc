@@ -132,7 +132,8 @@ struct TileSpans {
           rows(n.inputs[0], t.img, g.H, g.W, g.C, g.OW, g.sh, g.pt, g.KH, t.m0, t.m, rd);
         if (n.inputs.size() > 1) whole(n.inputs[1], rd);  // gemm of two activations
         const int64_t p0 = t.img * g.M() + t.m0;
-        if (l.res.on) elems(l.res.tensor, p0 * g.Cout, (p0 + t.m) * g.Cout, rd);
+        if (l.res.on && l.res.row) whole(l.res.tensor, rd);
+        if (l.res.on && !l.res.row) elems(l.res.tensor, p0 * g.Cout, (p0 + t.m) * g.Cout, rd);
         elems(out, p0 * g.Cout, (p0 + t.m) * g.Cout, wr);
         break;
       }

@@ -44,7 +44,10 @@ class TilingPass final : public Pass {
         case LayerKind::Mac:
           if (l.res.candidate) {
             LOOM_TRY(weigh_residual(s, l));
-            if (l.res.on) absorbed.push_back(l.res.add_node);
+            if (l.res.on) {
+              absorbed.push_back(l.res.add_node);
+              absorbed.insert(absorbed.end(), l.res.via.begin(), l.res.via.end());
+            }
           }
           if (l.rescale.candidate) {
             LOOM_TRY(weigh_rescale(s, l));

@@ -548,6 +548,48 @@ TEST_P(E2E, ChannelMapsMatchReference) {
   EXPECT_TRUE(pass_says(GetParam(), cases[0], {}, "fold-channels", "one 1x1 convolution: picks 12 of the 24 channels"));
 }
 
+// Residual adds whose other operand is a constant or one row of channels
+// (a bias an exporter quantized apart from its MatMul, a position
+// embedding, a per-channel shift after a conv, an activation row) folded
+// into the producer's POSTOP as a rescale: on every placement, and under
+// the greedy policy, which folds each one.
+TEST_P(E2E, ConstantAndRowResidualsMatchReference) {
+  const Case cases[] = {
+      {"gemm_bias_add",
+       [](GraphBuilder& b) {
+         const auto y = b.gemm("fc", b.input("x", {37, 48}), 40, false);
+         b.output(b.add("bias", y, b.constant("b", {1, 40}, 0.03, -2), 0.05, 1));
+       }},
+      {"gemm_bias_add_3d",  // [1, S, N] + [1, 1, N]
+       [](GraphBuilder& b) {
+         const auto y = b.reshape("y3", b.gemm("fc", b.input("x", {21, 32}), 24, false), {1, 21, 24});
+         b.output(b.add("bias", y, b.constant("b", {1, 1, 24}, 0.03, 4), 0.06, -1));
+       }},
+      {"gemm_position_embedding",  // a constant of the output's shape
+       [](GraphBuilder& b) {
+         const auto y = b.gemm("fc", b.input("x", {17, 32}), 24);
+         b.output(b.add("pos", y, b.constant("p", {17, 24}, 0.02, 0), 0.07, 2));
+       }},
+      {"conv_channel_shift",
+       [](GraphBuilder& b) {
+         const auto y = b.conv("c", b.input("x", {2, 7, 6, 12}), {20, 3, 3, 1, 1, 1});
+         b.output(b.add("shift", y, b.constant("s", {1, 1, 1, 20}, 0.04, 3), 0.05, -4));
+       }},
+      {"gemm_activation_row",
+       [](GraphBuilder& b) {
+         const auto y = b.gemm("fc", b.input("x", {19, 32}), 16);
+         b.output(b.add("rowadd", y, b.input("r", {1, 16}, 0.03, 1), 0.06, 0));
+       }},
+  };
+  CompileOptions greedy;
+  greedy.fusion = Fusion::Greedy;
+  for (const auto& c : cases) {
+    for (const CompileOptions& o : every_placement()) check(GetParam(), c, o);
+    check(GetParam(), c, greedy);
+    EXPECT_TRUE(pass_says(GetParam(), c, greedy, "tiling", "folded the add into POSTOP as a rescale"));
+  }
+}
+
 // An activation operand repeated over the other's leading dims (squeeze-
 // excite's [1,1,1,C] gate over [1,H,W,C], a [1,1,D] row over [1,N,D], a
 // period wider than a chunk on tiny), on every placement.
