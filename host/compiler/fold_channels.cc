@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "compiler/cost_model.h"
+#include "compiler/index_map.h"
 #include "compiler/pass.h"
 
 namespace loom::compiler {
@@ -50,36 +51,6 @@ constexpr int64_t kMaxElems = int64_t(1) << 24;  // the index map is built in me
 
 int64_t numel(const std::vector<int64_t>& s) {
   return std::accumulate(s.begin(), s.end(), int64_t(1), std::multiplies<>());
-}
-
-/// Row-major strides of shape `x`.
-std::vector<int64_t> strides_of(const std::vector<int64_t>& x) {
-  std::vector<int64_t> xs(x.size(), 1);
-  for (size_t d = x.size(); d-- > 1;) xs[d - 1] = xs[d] * x[d];
-  return xs;
-}
-
-/// After node `n`, element i of its output is element f'[i] of the start,
-/// given f for its input.
-std::vector<int32_t> step(const ir::Graph& g, const Node& n, const std::vector<int32_t>& f) {
-  if (n.op != OpKind::Transpose && n.op != OpKind::Slice) return f;  // a reshape keeps the order
-  const auto& x = g.tensor(n.inputs[0]).shape;
-  const auto& y = g.tensor(n.outputs[0]).shape;
-  const std::vector<int64_t> xs = strides_of(x);
-  const size_t r = y.size();
-  std::vector<int64_t> idx(r, 0);
-  std::vector<int32_t> out(size_t(numel(y)));
-  for (size_t o = 0; o < out.size(); ++o) {
-    int64_t src = 0;
-    for (size_t d = 0; d < r; ++d)
-      src += n.op == OpKind::Transpose ? idx[d] * xs[size_t(n.attrs.perm[d])] : (idx[d] + n.attrs.starts[d]) * xs[d];
-    out[o] = f[size_t(src)];
-    for (size_t d = r; d-- > 0;) {
-      if (++idx[d] < y[d]) break;
-      idx[d] = 0;
-    }
-  }
-  return out;
 }
 
 /// Tensor `from`'s channels sel[j], j = 0..C'-1.
@@ -179,7 +150,7 @@ class FoldChannelsPass final : public Pass {
     if (moves == 0) return false;  // reshapes alone move nothing
     std::vector<int32_t> f(size_t(numel(x.shape)));
     std::iota(f.begin(), f.end(), 0);
-    for (size_t i : path) f = step(g, g.nodes[i], f);
+    for (size_t i : path) f = after_move(g, g.nodes[i], f);
     const int64_t C = x.shape[3], Cy = y.shape[3], P = numel(x.shape) / C;
     sel->assign(size_t(Cy), 0);
     for (int64_t j = 0; j < Cy; ++j) (*sel)[size_t(j)] = f[size_t(j)];

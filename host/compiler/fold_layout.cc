@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "compiler/cost_model.h"
+#include "compiler/index_map.h"
 #include "compiler/pass.h"
 
 namespace loom::compiler {
@@ -34,25 +35,7 @@ std::vector<int32_t> index_map(const ir::Graph& g, const std::vector<const Node*
   const auto& s = g.tensor(chain.front()->inputs[0]).shape;
   std::vector<int32_t> f(size_t(std::accumulate(s.begin(), s.end(), int64_t(1), std::multiplies<>())));
   std::iota(f.begin(), f.end(), 0);
-  for (const Node* n : chain) {
-    if (n->op != OpKind::Transpose) continue;
-    const auto& x = g.tensor(n->inputs[0]).shape;
-    const auto& p = n->attrs.perm;
-    const size_t r = x.size();
-    std::vector<int64_t> xs(r, 1), idx(r, 0);
-    for (size_t d = r; d-- > 1;) xs[d - 1] = xs[d] * x[d];
-    std::vector<int32_t> y(f.size());
-    for (size_t o = 0; o < y.size(); ++o) {
-      int64_t src = 0;
-      for (size_t d = 0; d < r; ++d) src += idx[d] * xs[size_t(p[d])];
-      y[o] = f[size_t(src)];
-      for (size_t d = r; d-- > 0;) {
-        if (++idx[d] < x[size_t(p[d])]) break;
-        idx[d] = 0;
-      }
-    }
-    f = std::move(y);
-  }
+  for (const Node* n : chain) f = after_move(g, *n, f);
   return f;
 }
 
