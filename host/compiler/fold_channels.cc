@@ -24,7 +24,9 @@
 // convolution and that costs less, the choice goes into their weights
 // instead: they read the source with rows of the weight zero point for the
 // channels left out, which add nothing (ShuffleNet's branch conv after the
-// split). Off under --fusion none.
+// split); a permutation also passes through a depthwise conv (its weights,
+// scales and bias permuted) into the convs reading its output (ShuffleNet's
+// stride-2 units). Off under --fusion none.
 #include <algorithm>
 #include <map>
 #include <numeric>
@@ -127,7 +129,13 @@ class FoldChannelsPass final : public Pass {
     if (before.empty() && picks.empty()) return Status::ok();
     for (auto& n : g.nodes) {
       if (n.op != OpKind::Conv2d || n.inputs.empty()) continue;
-      if (auto it = picks.find(n.inputs[0]); it != picks.end()) pick_rows(g, n, it->second);
+      auto it = picks.find(n.inputs[0]);
+      if (it == picks.end()) continue;
+      const Pick pick = it->second;  // permute_depthwise adds to picks
+      if (n.attrs.groups == 1)
+        pick_rows(g, n, pick);
+      else
+        permute_depthwise(g, n, pick, picks);
     }
     rebuild(g, before);
     return Status::ok();
@@ -202,6 +210,7 @@ class FoldChannelsPass final : public Pass {
     for (const auto& n : g.nodes) {
       if (!std::count(n.inputs.begin(), n.inputs.end(), e)) continue;
       ++readers;
+      if (int64_t(sel.size()) == source_channels && depthwise_through(g, n, e)) continue;  // a permutation: free
       if (n.op != OpKind::Conv2d || n.inputs[0] != e || n.attrs.groups != 1 || n.attrs.picked ||
           std::count(n.inputs.begin() + 1, n.inputs.end(), e))
         return std::nullopt;
@@ -213,6 +222,61 @@ class FoldChannelsPass final : public Pass {
     }
     if (readers == 0) return std::nullopt;
     return (extra + cores - 1) / cores;
+  }
+
+  /// Whether `n` is a depthwise conv reading `e` as its image whose output
+  /// only convs of one group read (as their image): a permutation of e's
+  /// channels then passes through it into their weights.
+  static bool depthwise_through(const ir::Graph& g, const Node& n, const std::string& e) {
+    if (n.op != OpKind::Conv2d || n.inputs.size() < 2 || n.inputs[0] != e || n.attrs.picked) return false;
+    const ir::TensorInfo& w = g.tensor(n.inputs[1]);
+    const int64_t C = g.tensor(e).shape[3];
+    if (n.attrs.groups != C || !w.is_const || w.dtype != DType::I8 ||
+        w.shape != std::vector<int64_t>{w.shape[0], w.shape[1], 1, C})
+      return false;
+    if (w.q.scale.size() != 1 && int64_t(w.q.scale.size()) != C) return false;
+    if (n.inputs.size() > 2 && !n.inputs[2].empty() && g.tensor(n.inputs[2]).data.numel() != C) return false;
+    const std::string& o = n.outputs[0];
+    if (std::count(g.outputs.begin(), g.outputs.end(), o)) return false;
+    int readers = 0;
+    for (const auto& r : g.nodes) {
+      if (!std::count(r.inputs.begin(), r.inputs.end(), o)) continue;
+      ++readers;
+      if (r.op != OpKind::Conv2d || r.inputs[0] != o || r.attrs.groups != 1 || r.attrs.picked ||
+          std::count(r.inputs.begin() + 1, r.inputs.end(), o) || !g.tensor(r.inputs[1]).is_const)
+        return false;
+    }
+    return readers > 0;
+  }
+
+  /// Depthwise conv `n` reads pick `p`'s source (a permutation of its
+  /// channels): its weights, weight scales and bias permuted the same way,
+  /// so its output holds the channels in the source's order; its readers
+  /// then take the permutation into their weights (`picks`).
+  static void permute_depthwise(ir::Graph& g, Node& n, const Pick& p, std::map<std::string, Pick>& picks) {
+    const ir::TensorInfo& w = g.tensor(n.inputs[1]);
+    const int64_t taps = w.shape[0] * w.shape[1], C = w.shape[3];
+    ir::TensorInfo x = w;
+    x.name = n.name + ".w/permuted";
+    for (int64_t t = 0; t < taps; ++t)
+      for (int64_t c = 0; c < C; ++c) x.data.data[size_t(t * C + p.sel[size_t(c)])] = w.data.data[size_t(t * C + c)];
+    if (w.q.scale.size() > 1)
+      for (int64_t c = 0; c < C; ++c) x.q.scale[size_t(p.sel[size_t(c)])] = w.q.scale[size_t(c)];
+    g.tensors[x.name] = x;
+    n.inputs[1] = x.name;
+    if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+      const ir::TensorInfo& b = g.tensor(n.inputs[2]);
+      ir::TensorInfo y = b;
+      y.name = n.name + ".b/permuted";
+      const size_t es = dtype_size(b.dtype);
+      for (int64_t c = 0; c < C; ++c)
+        std::copy_n(b.data.data.begin() + long(size_t(c) * es), es,
+                    y.data.data.begin() + long(size_t(p.sel[size_t(c)]) * es));
+      g.tensors[y.name] = y;
+      n.inputs[2] = y.name;
+    }
+    n.inputs[0] = p.from;
+    picks[n.outputs[0]] = Pick{n.outputs[0], p.sel};
   }
 
   /// Conv `n` reads pick `p`'s source with zero-point weight rows for the

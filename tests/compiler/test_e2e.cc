@@ -503,7 +503,9 @@ TEST_P(E2E, ConcatInPlaceMatchesReference) {
 
 // Channel maps as 1x1 selections (fold-channels): ShuffleNetV2's stride-1
 // unit (shuffle in ONNX order, split, NHWC again) and stride-2 unit (the
-// shuffled tensor read by a depthwise and a 1x1 conv), a shuffle of three
+// shuffled tensor read by a depthwise and a 1x1 conv; and its branches as
+// ShuffleNetV2 has them, the permutation passing through the depthwise conv
+// into the 1x1 conv after it), a shuffle of three
 // groups written on NHWC directly, and a channel slice through ONNX order;
 // at batch 1 and 2, on every placement.
 TEST_P(E2E, ChannelMapsMatchReference) {
@@ -530,6 +532,13 @@ TEST_P(E2E, ChannelMapsMatchReference) {
          const auto d = b.conv("d", sh, {20, 3, 3, 2, 1, 20});
          b.output(b.concat("cat", {d, b.conv("p", sh, {20, 3, 3, 2, 1, 1})}, 3));
        }},
+      {"shuffle_stride2_branches",  // the depthwise branch's 1x1 conv and the other branch's take the permutation
+       [&](GraphBuilder& b) {
+         const auto x = b.conv("x", b.input("in", {2, 8, 8, 8}), {24, 1, 1, 1, 0, 1});
+         const auto sh = b.transpose("sh_nhwc", shuffled(b, x, 2), {0, 2, 3, 1});
+         const auto d = b.conv("pw1", b.conv("dw", sh, {24, 3, 3, 2, 1, 24}), {16, 1, 1, 1, 0, 1});
+         b.output(b.concat("cat", {d, b.conv("pw2", sh, {16, 3, 3, 2, 1, 1})}, 3));
+       }},
       {"shuffle_nhwc_three_groups",
        [](GraphBuilder& b) {
          const auto x = b.input("x", {1, 4, 7, 18});
@@ -546,6 +555,7 @@ TEST_P(E2E, ChannelMapsMatchReference) {
   for (const auto& c : cases)
     for (const CompileOptions& o : every_placement()) check(GetParam(), c, o);
   EXPECT_TRUE(pass_says(GetParam(), cases[0], {}, "fold-channels", "one 1x1 convolution: picks 12 of the 24 channels"));
+  EXPECT_TRUE(pass_says(GetParam(), cases[2], {}, "fold-channels", "into the weights of its readers: picks 24 of the 24"));
 }
 
 // Residual adds whose other operand is a constant or one row of channels
