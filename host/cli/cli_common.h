@@ -30,6 +30,8 @@ using ordered_json = nlohmann::ordered_json;
 /// Prints "loom: error: <message>" on one line to stderr; returns 1.
 int fail(const Error& e);
 int fail(const std::string& msg);
+/// An error that is its message alone (the message names the flag or file).
+inline Error error_of(std::string msg) { return Error{"", std::move(msg)}; }
 
 /// Names a file a command wrote, one line on stderr ("loom serve: wrote
 /// r.json"), so stdout stays the result.
@@ -127,8 +129,7 @@ CLI::Validator non_negative_number();
 enum class InputKind { Graph, Plan, Onnx, ProgramPlan };
 InputKind input_kind(const std::string& path);
 
-/// ONNX models (.onnx) and program plans behind `loom run` / `loom compile`
-/// (cmd_onnx.cc).
+/// The flags of `loom run`, whatever the input kind.
 struct RunArgs {
   std::string model, backend = "ref", config, outputs, format = "pb", graph, trace, expected;
   std::vector<std::string> inputs;
@@ -139,7 +140,6 @@ struct RunArgs {
   CompileFlags compile;
   DeviceFlags device;  // device.wave: --wave
 };
-int run_program_kind(const RunArgs& a);
 
 /// What every input kind's run shares (cmd_run.cc): one device, one
 /// executor (runtime::run_program), one report.
@@ -160,7 +160,28 @@ struct RunOutput {
   /// The file bytes for --output-format `format` ("pb" or "npy").
   std::function<Expected<std::string>(const std::string& format)> encode;
 };
-/// A run's report, filled by the input kind's driver.
+/// What a run needs of its input, whatever its kind (cmd_run.cc: JSON graphs
+/// and their plans; cmd_onnx.cc: ONNX models and program plans): the program
+/// and its configuration, the values it runs on, and how its outputs and its
+/// kind's own report fields are read once it ran. Held by pointer: `values`
+/// and `outputs` refer to `prog`.
+struct LoadedRun {
+  std::string kind;  // "graph", "plan", "onnx", "onnx_plan"
+  const spec::HwConfig* cfg = nullptr;
+  plan::Program prog;            // with --check: every segment with its graph
+  ordered_json compile_options;  // null: none recorded
+  bool seeded = false;           // the inputs were drawn from --seed
+  bool name_segments = false;    // layers and trace slices carry "segment N"
+  std::unique_ptr<runtime::HostSteps> values;
+  /// After the run: the graph outputs in graph output order.
+  std::function<Expected<std::vector<RunOutput>>()> outputs;
+  /// The kind's own report fields (an ONNX program's segments and host ops).
+  std::function<void(ordered_json& j, const runtime::ProgramRun& run)> describe;
+};
+/// An ONNX model (bound, compiled) or a program plan, with its inputs.
+Expected<std::unique_ptr<LoadedRun>> load_onnx_run(const RunArgs& a);
+
+/// A run's report, filled by the run driver.
 struct RunReport {
   ordered_json j;  // model, kind, backend, config, compile options, seed, the kind's own fields
   std::vector<RunOutput> outputs;

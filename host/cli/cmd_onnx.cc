@@ -146,145 +146,121 @@ Expected<compiler::CompileOptions> recorded_options(const plan::ProgramInfo& inf
                                      path + ": metadata");
 }
 
+/// A program plan of an ONNX model, checked against the flags given; with
+/// --check its segments get their reference graphs.
+Expected<plan::ProgramFile> read_onnx_plan(const RunArgs& a, compiler::CompileOptions& options) {
+  auto pp = plan::read_program(a.model, &onnxfe::host_codec());
+  if (!pp) return pp.error();
+  if (!a.config.empty() && a.config != pp->info.config)
+    return error_of("--config: plan " + a.model + " was compiled for '" + pp->info.config + "', not '" + a.config +
+                    "'");
+  auto cfg = find_config(pp->info.config);
+  if (!cfg) return cfg.error();
+  auto recorded = recorded_options(pp->info, **cfg, a.model);
+  if (!recorded) return recorded.error();
+  LOOM_TRY(check_plan_flags(a.compile, **cfg, &*recorded, a.model));
+  auto shapes = recorded_shapes(pp->info, a.model);
+  if (!shapes) return shapes.error();
+  LOOM_TRY(check_plan_shapes(a.compile, *shapes, a.model));
+  options = *recorded;
+  if (a.check) LOOM_TRY(attach_reference_graphs(*pp, a.model));
+  return pp;
+}
+
+/// The model with the flags' shapes, then the input files' for dimensions
+/// the flags left open; every dimension bound.
+Status bind_model(onnxfe::Model& m, const std::vector<std::string>& input_files) {
+  if (!m.unbound.empty() && !input_files.empty()) {
+    auto bound = bind_to_inputs(std::move(m), input_files);
+    if (!bound) return bound.error();
+    m = std::move(*bound);
+  }
+  return onnxfe::check_bound(m);
+}
+
+std::vector<RunOutput> run_outputs(std::vector<std::pair<std::string, onnxfe::Value>> outs) {
+  std::vector<RunOutput> r;
+  for (auto& [name, value] : outs) {
+    auto vp = std::make_shared<const onnxfe::Value>(std::move(value));
+    const std::string n = name;
+    r.push_back(RunOutput{name, onnxfe::elem_name(vp->type), vp->shape, vp->numel(),
+                          [vp](int64_t k) { return vp->at(k); },
+                          [vp, n](const std::string& format) -> Expected<std::string> {
+                            if (format != "npy") return onnxfe::to_proto_bytes(*vp, n);
+                            auto t = onnxfe::to_tensor(*vp);
+                            if (!t) return t.error();
+                            return encode_npy(*t);
+                          }});
+  }
+  return r;
+}
+
 }  // namespace
 
-int run_program_kind(const RunArgs& a) {
-  const auto t0 = std::chrono::steady_clock::now();
+Expected<std::unique_ptr<LoadedRun>> load_onnx_run(const RunArgs& a) {
   const bool from_plan = input_kind(a.model) == InputKind::ProgramPlan;
-  const spec::HwConfig* cfgp = nullptr;
-  plan::Program prog;
+  auto l = std::make_unique<LoadedRun>();
+  l->kind = from_plan ? "onnx_plan" : "onnx";
+  l->name_segments = true;
+  compiler::CompileOptions options;
   onnxfe::Model source;                  // the model to compile (not from a plan)
   const onnxfe::Model* model = &source;  // its inputs and outputs
-  compiler::CompileOptions options;
-  const std::string exp_dir = expected_dir(a);
-  std::vector<std::string> input_files = a.inputs;
   if (from_plan) {
-    auto pp = plan::read_program(a.model, &onnxfe::host_codec());
-    if (!pp) return fail(pp.error());
-    if (!a.config.empty() && a.config != pp->info.config)
-      return fail("--config: plan " + a.model + " was compiled for '" + pp->info.config + "', not '" + a.config + "'");
-    auto cfg = find_config(pp->info.config);
-    if (!cfg) return fail(cfg.error());
-    cfgp = *cfg;
-    auto recorded = recorded_options(pp->info, *cfgp, a.model);
-    if (!recorded) return fail(recorded.error());
-    if (Status s = check_plan_flags(a.compile, *cfgp, &*recorded, a.model); !s) return fail(s.error());
-    auto shapes = recorded_shapes(pp->info, a.model);
-    if (!shapes) return fail(shapes.error());
-    if (Status s = check_plan_shapes(a.compile, *shapes, a.model); !s) return fail(s.error());
-    options = *recorded;
-    if (a.check)
-      if (Status s = attach_reference_graphs(*pp, a.model); !s) return fail(s.error());
-    prog = std::move(pp->program);
-    auto h = onnxfe::host_model(prog, a.model);
-    if (!h) return fail(h.error());
+    auto pp = read_onnx_plan(a, options);
+    if (!pp) return pp.error();
+    l->cfg = spec::find_config(pp->info.config);
+    l->prog = std::move(pp->program);
+    auto h = onnxfe::host_model(l->prog, a.model);
+    if (!h) return h.error();
     model = &(*h)->model;
   } else {
     auto cfg = find_config(a.config.empty() ? "default" : a.config);
-    if (!cfg) return fail(cfg.error());
-    cfgp = *cfg;
-    auto copt = compile_options(a.compile, *cfgp);
-    if (!copt) return fail(copt.error());
+    if (!cfg) return cfg.error();
+    l->cfg = *cfg;
+    auto copt = compile_options(a.compile, **cfg);
+    if (!copt) return copt.error();
     options = *copt;
     auto shapes = shape_binding(a.compile);
-    if (!shapes) return fail(shapes.error());
+    if (!shapes) return shapes.error();
     auto m = onnxfe::load_model(a.model, *shapes);
-    if (!m) return fail(m.error());
+    if (!m) return m.error();
     source = std::move(*m);
   }
   // Inputs: --inputs, else the test data beside the model, else seeded.
+  const std::string exp_dir = expected_dir(a);
+  std::vector<std::string> input_files = a.inputs;
   if (input_files.empty() && has_reference_inputs(exp_dir))
     for (size_t k = 0; k < model->inputs.size(); ++k)
       input_files.push_back(exp_dir + "/input_" + std::to_string(k) + ".pb");
-  if (!from_plan && !source.unbound.empty() && !input_files.empty()) {
-    // Symbolic dimensions the flags left open take the input files' shapes.
-    auto bound = bind_to_inputs(std::move(source), input_files);
-    if (!bound) return fail(bound.error());
-    source = std::move(*bound);
-  }
-  if (!from_plan)
-    if (Status s = onnxfe::check_bound(source); !s) return fail(s.error());
-  std::map<std::string, onnxfe::Value> inputs;
-  if (input_files.empty()) {
-    auto in = onnxfe::random_inputs(*model, a.seed);
-    if (!in) return fail(in.error());
-    inputs = std::move(*in);
-  } else {
-    auto in = onnxfe::read_inputs(*model, input_files);
-    if (!in) return fail(in.error());
-    inputs = std::move(*in);
-  }
+  if (!from_plan) LOOM_TRY(bind_model(source, input_files));
+  auto inputs = input_files.empty() ? onnxfe::random_inputs(*model, a.seed) : onnxfe::read_inputs(*model, input_files);
+  if (!inputs) return inputs.error();
+  l->seeded = input_files.empty();
   if (!from_plan) {
-    auto built = driver::compile_program(driver::Source::onnx_model(std::move(source)), *cfgp, options, inputs);
-    if (!built) return fail(built.error());
-    prog = std::move(*built);
+    auto built = driver::compile_program(driver::Source::onnx_model(std::move(source)), *l->cfg, options, *inputs);
+    if (!built) return built.error();
+    l->prog = std::move(*built);
   }
-  auto hm = onnxfe::host_model(prog, a.model);
-  if (!hm) return fail(hm.error());
-
-  auto host = onnxfe::ProgramValues::bind(prog, inputs, a.check);
-  if (!host) return fail(host.error());
-  auto res = run_on_device(a, *cfgp, prog, **host, /*name_segments=*/true);
-  if (!res) return fail(res.error());
-  auto outputs = (*host)->outputs();
-  if (!outputs) return fail(outputs.error());
-
-  RunReport rep;
-  ordered_json& j = rep.j;
-  j["model"] = a.model;
-  j["kind"] = from_plan ? "onnx_plan" : "onnx";
-  j["backend"] = a.backend;
-  j["config"] = cfgp->name;
-  j["compile_options"] = compiler::options_to_json(options);
-  if (input_files.empty()) j["seed"] = a.seed;
-  add_program_json(j, prog, **hm);
-  for (const auto& sr : res->segments) {
-    auto& sj = j["segments"][size_t(sr.segment)];
-    sj["cycles"] = sr.result.has_time ? ordered_json(sr.result.cycles) : ordered_json(nullptr);
-  }
-
-  // --check: each device segment against loom's direct reference on the
-  // same inputs (host ops are the same code either way).
-  const auto& mismatches = (*host)->mismatches();
-  if (a.check && prog.segments.empty()) {
-    // Nothing ran on the device: nothing was compared, so no claim either way.
-    rep.check = true;
-    j["bit_exact"] = nullptr;
-    j["checked_segments"] = 0;
-    rep.check_line = "check: nothing ran on the device (0 device segments, " + std::to_string(prog.host_ops.size()) +
-                     " host ops; see --explain), so nothing was compared against the direct reference";
-  } else if (a.check) {
-    j["checked_segments"] = prog.segments.size();
-    rep.check = true;
-    rep.exact = mismatches.empty();
-    j["bit_exact"] = rep.exact;
-    if (!rep.exact) {
-      ordered_json mism = ordered_json::array();
-      for (const auto& [what, n] : mismatches)
-        mism.push_back(ordered_json{{"output", what}, {"mismatched_elements", n}});
-      j["mismatches"] = mism;
+  l->compile_options = compiler::options_to_json(options);
+  auto hm = onnxfe::host_model(l->prog, a.model);
+  if (!hm) return hm.error();
+  auto host = onnxfe::ProgramValues::bind(l->prog, *inputs);
+  if (!host) return host.error();
+  onnxfe::ProgramValues* values = host->get();
+  l->values = std::move(*host);
+  l->outputs = [values]() -> Expected<std::vector<RunOutput>> {
+    auto outs = values->outputs();
+    if (!outs) return outs.error();
+    return run_outputs(std::move(*outs));
+  };
+  l->describe = [&prog = l->prog, h = *hm](ordered_json& j, const runtime::ProgramRun& run) {
+    add_program_json(j, prog, *h);
+    for (const auto& sr : run.segments) {
+      auto& sj = j["segments"][size_t(sr.segment)];
+      sj["cycles"] = sr.result.has_time ? ordered_json(sr.result.cycles) : ordered_json(nullptr);
     }
-    rep.check_line = "check of " + std::to_string(prog.segments.size()) +
-                     " device segments against the direct reference: " + (rep.exact ? "bit-exact" : "MISMATCH");
-  }
-  for (const auto& [name, v] : *outputs) {
-    const onnxfe::Value* vp = &v;
-    const std::string n = name;
-    rep.outputs.push_back(RunOutput{name, onnxfe::elem_name(v.type), v.shape, v.numel(),
-                                    [vp](int64_t k) { return vp->at(k); },
-                                    [vp, n](const std::string& format) -> Expected<std::string> {
-                                      if (format != "npy") return onnxfe::to_proto_bytes(*vp, n);
-                                      auto t = onnxfe::to_tensor(*vp);
-                                      if (!t) return t.error();
-                                      return encode_npy(*t);
-                                    }});
-  }
-  rep.summary = "ran " + a.model + " on " + a.backend + " (config " + std::string(cfgp->name) +
-                "): " + std::to_string(j["device_ops"].get<size_t>()) + " ops in " +
-                std::to_string(prog.segments.size()) + " device segments, " + std::to_string(prog.host_ops.size()) +
-                " host fallback ops" +
-                (res->has_time ? ", " + std::to_string(res->cycles) + " device cycles" : std::string());
-  return finish_run(a, rep, prog, *res, *cfgp, /*name_segments=*/true, exp_dir, t0);
+  };
+  return l;
 }
 
 int compile_program_kind(const std::string& model, const onnxfe::ShapeBinding& shapes, const spec::HwConfig& cfg,

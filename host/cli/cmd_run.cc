@@ -82,62 +82,72 @@ int run_with_wave(const Opts& o) {
   return rc;
 }
 
-int run(const Opts& o) {
-  const InputKind kind = input_kind(o.model);
-  if (kind == InputKind::Onnx || kind == InputKind::ProgramPlan) {
-    if (!o.graph.empty())
-      return fail("--graph: a plan of a JSON graph is checked against a graph; " + o.model + " is not one");
-    return run_program_kind(o);
+/// A plan of a JSON graph as its file holds it: the plan, its recorded
+/// fields, and the graph --check compares against.
+Expected<plan::ProgramFile> read_graph_plan(const Opts& o, std::string& graph_path) {
+  auto r = plan::read_program(o.model);  // any format; one segment, no host steps
+  if (!r) return r.error();
+  if (r->program.segments.size() != 1 || r->program.steps.size() != 1)
+    return make_error(o.model + ": metadata: field 'segments'",
+                      std::to_string(r->program.segments.size()) +
+                          " segments without host steps; a plan without host steps runs one segment");
+  const plan::ProgramInfo& info = r->info;
+  if (!o.config.empty() && o.config != info.config)
+    return error_of("--config: plan " + o.model + " was compiled for '" + info.config + "', not '" + o.config + "'");
+  const auto* pc = spec::find_config(info.config);
+  if (!pc) return make_error(o.model + ": metadata: field 'config'", "unknown configuration '" + info.config + "'");
+  std::optional<compiler::CompileOptions> recorded;
+  if (!info.compile_options.empty()) {
+    auto ro = compiler::options_from_json(nlohmann::json::parse(info.compile_options, nullptr, false), *pc,
+                                          o.model + ": metadata");
+    if (!ro) return ro.error();
+    recorded = *ro;
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  const bool is_plan = kind == InputKind::Plan;
-  if (Status s = refuse_shape_flags(o.compile, (is_plan ? "plan " : "") + o.model + (is_plan ? "" : ", a JSON graph,"));
-      !s)
-    return fail(s.error());
-  plan::Plan p;
-  plan::ProgramInfo info;  // the file's (a plan's own fields for a graph)
+  LOOM_TRY(check_plan_flags(o.compile, *pc, recorded ? &*recorded : nullptr, o.model));
+  if (graph_path.empty() && o.check) {
+    if (info.source.empty() || file_hash(info.source) != info.source_hash)
+      return error_of("--check: the graph " + (info.source.empty() ? std::string("of the plan") : info.source) +
+                      " is missing or changed since compilation; pass --graph FILE");
+    graph_path = info.source;
+  }
+  return r;
+}
+
+/// A JSON graph (compiled here) or its plan, as a program of one segment
+/// whose values are device tensors.
+Expected<std::unique_ptr<LoadedRun>> load_graph_run(const Opts& o) {
+  const bool is_plan = input_kind(o.model) == InputKind::Plan;
+  LOOM_TRY(refuse_shape_flags(o.compile, (is_plan ? "plan " : "") + o.model + (is_plan ? "" : ", a JSON graph,")));
+  auto l = std::make_unique<LoadedRun>();
+  l->kind = is_plan ? "plan" : "graph";
   std::string graph_path = o.graph;
+  plan::ProgramInfo info;  // the file's (a plan's own fields for a graph)
   if (is_plan) {
-    auto r = plan::read_program(o.model);  // any format; one segment, no host steps
-    if (!r) return fail(r.error());
-    if (r->program.segments.size() != 1 || r->program.steps.size() != 1)
-      return fail(o.model + ": metadata: field 'segments': " + std::to_string(r->program.segments.size()) +
-                  " segments without host steps; a plan without host steps runs one segment");
-    p = std::move(r->program.segments[0].plan);
+    auto r = read_graph_plan(o, graph_path);
+    if (!r) return r.error();
+    l->prog = std::move(r->program);
     info = std::move(r->info);
-    if (!o.config.empty() && o.config != info.config)
-      return fail("--config: plan " + o.model + " was compiled for '" + info.config + "', not '" + o.config + "'");
-    const auto* pc = spec::find_config(info.config);
-    if (!pc) return fail(o.model + ": metadata: field 'config': unknown configuration '" + info.config + "'");
-    std::optional<compiler::CompileOptions> recorded;
-    if (!info.compile_options.empty()) {
-      auto ro = compiler::options_from_json(nlohmann::json::parse(info.compile_options, nullptr, false), *pc,
-                                            o.model + ": metadata");
-      if (!ro) return fail(ro.error());
-      recorded = *ro;
-    }
-    if (Status s = check_plan_flags(o.compile, *pc, recorded ? &*recorded : nullptr, o.model); !s)
-      return fail(s.error());
-    if (graph_path.empty() && o.check) {
-      if (info.source.empty() || file_hash(info.source) != info.source_hash)
-        return fail("--check: the graph " + (info.source.empty() ? std::string("of the plan") : info.source) +
-                    " is missing or changed since compilation; pass --graph FILE");
-      graph_path = info.source;
-    }
   } else {
-    if (!o.graph.empty()) return fail("--graph: only a plan is checked against another graph; " + o.model + " is one");
+    if (!o.graph.empty())
+      return error_of("--graph: only a plan is checked against another graph; " + o.model + " is one");
     auto cfg = find_config(o.config.empty() ? "default" : o.config);
-    if (!cfg) return fail(cfg.error());
+    if (!cfg) return cfg.error();
     auto copt = compile_options(o.compile, **cfg);
-    if (!copt) return fail(copt.error());
+    if (!copt) return copt.error();
     auto r = driver::compile_program(driver::Source::graph_file(o.model), **cfg, *copt);
-    if (!r) return fail(r.error());
-    p = std::move(r->segments.at(0).plan);
-    info = plan::info_of(p);
+    if (!r) return r.error();
+    l->prog = plan::single_segment(std::move(r->segments.at(0).plan));
+    info = plan::info_of(l->prog.segments[0].plan);
     graph_path = o.model;
   }
-  const auto* cfg = spec::find_config(p.config);
-
+  const plan::Plan& p = l->prog.segments[0].plan;
+  l->cfg = spec::find_config(p.config);
+  l->compile_options = info.compile_options.empty() ? ordered_json(nullptr) : ordered_json::parse(info.compile_options);
+  if (o.check) {
+    auto g = load_graph(graph_path);
+    if (!g) return g.error();
+    l->prog.segments[0].graph = std::move(*g);
+  }
   const std::string exp_dir = expected_dir(o);
   std::vector<std::string> input_files = o.inputs;
   if (input_files.empty() && has_reference_inputs(exp_dir)) {
@@ -145,79 +155,97 @@ int run(const Opts& o) {
     for (size_t k = 0; k < p.inputs.size(); ++k) input_files.push_back(exp_dir + "/input_" + std::to_string(k) + ".pb");
   }
   auto inputs = load_inputs(input_files, p.inputs, o.seed);
-  if (!inputs) return fail(inputs.error());
+  if (!inputs) return inputs.error();
+  l->seeded = input_files.empty();
+  auto* values = new runtime::DeviceValues(std::move(*inputs));
+  l->values.reset(values);
+  l->outputs = [values, &p, model = o.model]() -> Expected<std::vector<RunOutput>> {
+    std::vector<RunOutput> outs;
+    for (const auto& b : p.outputs) {
+      auto it = values->values().find(b.name);
+      if (it == values->values().end()) return make_error(model, "output '" + b.name + "' was not computed");
+      const Tensor* t = &it->second;
+      const std::string n = b.name;
+      outs.push_back(RunOutput{n, std::string(dtype_name(t->dtype)), t->shape, t->numel(),
+                               [t](int64_t k) { return tensor_at(*t, k); },
+                               [t, n](const std::string& format) -> Expected<std::string> {
+                                 return format == "npy" ? encode_npy(*t) : encode_onnx_tensor(*t, n);
+                               }});
+    }
+    return outs;
+  };
+  return l;
+}
 
-  // A JSON graph's plan is a program of one segment, run like any other.
-  const plan::Program prog = plan::single_segment(std::move(p));
-  const plan::Plan& pl = prog.segments[0].plan;
-  runtime::DeviceValues values(*inputs);
-  auto res = run_on_device(o, *cfg, prog, values, /*name_segments=*/false);
+/// --check's fields and line, from the run's comparison of every device
+/// segment with loom's direct reference.
+void report_check(RunReport& rep, const runtime::ProgramRun& run, const plan::Program& prog) {
+  ordered_json& j = rep.j;
+  rep.check = true;
+  j["checked_segments"] = run.checked_segments;
+  if (run.checked_segments == 0) {
+    // Nothing ran on the device: nothing was compared, so no claim either way.
+    j["bit_exact"] = nullptr;
+    rep.check_line = "check: nothing ran on the device (0 device segments, " + std::to_string(prog.host_ops.size()) +
+                     " host ops; see --explain), so nothing was compared against the direct reference";
+    return;
+  }
+  rep.exact = run.mismatches.empty();
+  j["bit_exact"] = rep.exact;
+  if (!rep.exact) {
+    ordered_json mism = ordered_json::array();
+    for (const auto& m : run.mismatches)
+      mism.push_back(
+          ordered_json{{"output", m.output}, {"mismatched_elements", m.elements}, {"max_abs_diff", m.max_abs_diff}});
+    j["mismatches"] = mism;
+  }
+  rep.check_line = "check of " + std::to_string(run.checked_segments) + " device segment" +
+                   (run.checked_segments == 1 ? "" : "s") +
+                   " against the direct reference: " + (rep.exact ? "bit-exact" : "MISMATCH");
+}
+
+/// "ran MODEL on BACKEND (config C): ..." whatever the input kind.
+std::string run_summary(const Opts& o, const LoadedRun& l, const runtime::ProgramRun& run) {
+  size_t layers = 0;
+  for (const auto& s : l.prog.segments) layers += s.plan.layers.size();
+  std::string s = "ran " + o.model + " on " + o.backend + " (config " + std::string(l.cfg->name) +
+                  "): " + std::to_string(l.prog.segments.size()) + " device segment" +
+                  (l.prog.segments.size() == 1 ? "" : "s") + " (" + std::to_string(layers) + " layers, " +
+                  std::to_string(run.instructions) + " instructions on " + std::to_string(l.cfg->cores) + " cores), " +
+                  std::to_string(l.prog.host_ops.size()) + " host ops";
+  if (run.has_time) s += ", " + std::to_string(run.cycles) + " device cycles";
+  return s;
+}
+
+/// The one run driver: every input kind loads into a program and its
+/// values, runs on one device, and reports the same way.
+int run(const Opts& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const InputKind kind = input_kind(o.model);
+  const bool onnx = kind == InputKind::Onnx || kind == InputKind::ProgramPlan;
+  if (onnx && !o.graph.empty())
+    return fail("--graph: a plan of a JSON graph is checked against a graph; " + o.model + " is not one");
+  auto loaded = onnx ? load_onnx_run(o) : load_graph_run(o);
+  if (!loaded) return fail(loaded.error());
+  LoadedRun& l = **loaded;
+  auto res = run_on_device(o, *l.cfg, l.prog, *l.values, l.name_segments);
   if (!res) return fail(res.error());
 
   RunReport rep;
   ordered_json& j = rep.j;
   j["model"] = o.model;
-  j["kind"] = is_plan ? "plan" : "graph";
+  j["kind"] = l.kind;
   j["backend"] = o.backend;
-  j["config"] = pl.config;
-  j["compile_options"] =
-      info.compile_options.empty() ? ordered_json(nullptr) : ordered_json::parse(info.compile_options);
-  if (input_files.empty()) j["seed"] = o.seed;
-
-  std::vector<std::pair<std::string, const Tensor*>> outs;
-  for (const auto& b : pl.outputs) {
-    auto it = values.values().find(b.name);
-    if (it == values.values().end()) return fail(o.model + ": output '" + b.name + "' was not computed");
-    outs.emplace_back(b.name, &it->second);
-  }
-  if (o.check) {
-    auto g = load_graph(graph_path);
-    if (!g) return fail(g.error());
-    auto ref = ir::run_reference(*g, *inputs);
-    if (!ref) return fail(ref.error());
-    ordered_json mism = ordered_json::array();
-    for (const auto& [name, tp] : outs) {
-      const Tensor& t = *tp;
-      auto it = ref->find(name);
-      if (it == ref->end()) return fail("--check: reference produced no output '" + name + "'");
-      const Tensor& r = it->second;
-      int64_t diff = 0, maxd = 0;
-      if (r.dtype != t.dtype || r.shape != t.shape) {
-        diff = t.numel();
-      } else {
-        for (int64_t i = 0; i < t.numel(); ++i) {
-          const int64_t x = t.dtype == DType::I32 ? t.i32()[i] : t.i8()[i];
-          const int64_t y = r.dtype == DType::I32 ? r.i32()[i] : r.i8()[i];
-          if (x != y) {
-            ++diff;
-            maxd = std::max<int64_t>(maxd, std::llabs(x - y));
-          }
-        }
-      }
-      if (diff) {
-        rep.exact = false;
-        mism.push_back(ordered_json{{"output", name}, {"mismatched_elements", diff}, {"max_abs_diff", maxd}});
-      }
-    }
-    rep.check = true;
-    j["bit_exact"] = rep.exact;
-    if (!rep.exact) j["mismatches"] = mism;
-    rep.check_line = std::string("check against the direct reference: ") + (rep.exact ? "bit-exact" : "MISMATCH");
-  }
-  for (const auto& [name, tp] : outs) {
-    const Tensor* t = tp;
-    const std::string n = name;
-    rep.outputs.push_back(RunOutput{name, std::string(dtype_name(t->dtype)), t->shape, t->numel(),
-                                    [t](int64_t k) { return tensor_at(*t, k); },
-                                    [t, n](const std::string& format) -> Expected<std::string> {
-                                      return format == "npy" ? encode_npy(*t) : encode_onnx_tensor(*t, n);
-                                    }});
-  }
-  rep.summary = "ran " + o.model + " on " + o.backend + " (config " + pl.config +
-                "): " + std::to_string(res->instructions) + " instructions on " +
-                std::to_string(res->segments.empty() ? 0 : res->segments[0].result.cores.size()) + " cores" +
-                (res->has_time ? ", " + std::to_string(res->cycles) + " cycles" : std::string());
-  return finish_run(o, rep, prog, *res, *cfg, /*name_segments=*/false, exp_dir, t0);
+  j["config"] = std::string(l.cfg->name);
+  j["compile_options"] = l.compile_options;
+  if (l.seeded) j["seed"] = o.seed;
+  if (l.describe) l.describe(j, *res);
+  if (o.check) report_check(rep, *res, l.prog);
+  auto outputs = l.outputs();
+  if (!outputs) return fail(outputs.error());
+  rep.outputs = std::move(*outputs);
+  rep.summary = run_summary(o, l, *res);
+  return finish_run(o, rep, l.prog, *res, *l.cfg, l.name_segments, expected_dir(o), t0);
 }
 
 }  // namespace
@@ -393,6 +421,7 @@ Expected<runtime::ProgramRun> run_on_device(const RunArgs& a, const spec::HwConf
   if (!dev) return dev.error();
   runtime::RunOptions ro;
   ro.layer_cycles = a.layer_cycles || !a.trace.empty();
+  ro.check = a.check;
   Progress progress("run " + a.model + " on " + a.backend);
   ro.progress = [&](uint64_t done, uint64_t total) { progress.update(total ? double(done) / double(total) : 0.0); };
   auto res = runtime::run_program(**dev, prog, host, ro);

@@ -28,6 +28,11 @@ struct RunOptions {
   /// cores have retired so far and the run's total (for a progress bar);
   /// dynamic plans report their task pool's progress at the end only.
   std::function<void(uint64_t done, uint64_t total)> progress;
+  /// run_program only: compare every segment's outputs, bit for bit, with
+  /// loom's direct reference (ir::run_reference of the segment's graph) on
+  /// the same device inputs (ProgramRun::mismatches). The segments then need
+  /// their graphs.
+  bool check = false;
 };
 
 struct CoreReport {

@@ -1,6 +1,10 @@
 #include "runtime/program.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <utility>
+
+#include "ir/graph.h"
 
 namespace loom::runtime {
 
@@ -19,6 +23,30 @@ Expected<Tensor> DeviceValues::to_device(int segment, const plan::TensorBinding&
 Status DeviceValues::from_device(int /*segment*/, const plan::TensorBinding& b, Tensor t) {
   values_[b.name] = std::move(t);
   return {};
+}
+
+Expected<std::vector<Mismatch>> check_against_reference(const ir::Graph& graph, int segment,
+                                                        const std::map<std::string, Tensor>& in, const RunResult& r) {
+  auto ref = ir::run_reference(graph, in);
+  if (!ref) return ref.error();
+  std::vector<Mismatch> out;
+  for (const auto& [name, t] : r.outputs) {
+    Mismatch m{segment < 0 ? name : "segment " + std::to_string(segment) + " output '" + name + "'"};
+    auto it = ref->find(name);
+    if (it == ref->end() || it->second.dtype != t.dtype || it->second.shape != t.shape) {
+      m.elements = t.numel();
+    } else {
+      const bool wide = t.dtype == DType::I32;
+      for (int64_t k = 0; k < t.numel(); ++k) {
+        const int64_t x = wide ? t.i32()[k] : t.i8()[k], y = wide ? it->second.i32()[k] : it->second.i8()[k];
+        if (x == y) continue;
+        ++m.elements;
+        m.max_abs_diff = std::max<int64_t>(m.max_abs_diff, std::llabs(x - y));
+      }
+    }
+    if (m.elements) out.push_back(std::move(m));
+  }
+  return out;
 }
 
 Expected<ProgramRun> run_program(Device& dev, const plan::Program& p, HostSteps& host, const RunOptions& opt) {
@@ -45,7 +73,14 @@ Expected<ProgramRun> run_program(Device& dev, const plan::Program& p, HostSteps&
     }
     auto r = execute(dev, seg.plan, in, ro);
     if (!r) return r.error();
-    LOOM_TRY(host.segment_ran(st.segment, in, *r));
+    if (opt.check) {
+      if (seg.graph.nodes.empty())
+        return make_error("segment " + std::to_string(st.segment), "has no graph to check against");
+      auto mism = check_against_reference(seg.graph, p.segments.size() == 1 ? -1 : st.segment, in, *r);
+      if (!mism) return mism.error();
+      run.mismatches.insert(run.mismatches.end(), mism->begin(), mism->end());
+      ++run.checked_segments;
+    }
     for (size_t k = 0; k < r->outputs.size(); ++k)
       LOOM_TRY(host.from_device(st.segment, seg.plan.outputs.at(k), std::move(r->outputs[k].second)));
     r->outputs.clear();

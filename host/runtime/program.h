@@ -30,12 +30,6 @@ class HostSteps {
   virtual Expected<Tensor> to_device(int segment, const plan::TensorBinding& b) = 0;
   /// Takes output `b.name` of `segment` (in device layout) into the values.
   virtual Status from_device(int segment, const plan::TensorBinding& b, Tensor t) = 0;
-  /// After `segment` ran, before its outputs are taken: its device inputs
-  /// and its result (for checks against a reference). Default: nothing.
-  virtual Status segment_ran(int /*segment*/, const std::map<std::string, Tensor>& /*inputs*/,
-                             const RunResult& /*result*/) {
-    return {};
-  }
 };
 
 /// The values of a program without host steps (a JSON graph's): device
@@ -60,16 +54,33 @@ struct SegmentRun {
   RunResult result;
 };
 
+/// A device output that differs from loom's direct reference (RunOptions::check).
+struct Mismatch {
+  std::string output;  // "segment K output 'T'"; a program of one segment: "T"
+  int64_t elements = 0;
+  int64_t max_abs_diff = 0;  // 0 when the type or shape differs (then every element counts)
+};
+
 struct ProgramRun {
   std::vector<SegmentRun> segments;  // step order
   bool has_time = false;
   uint64_t cycles = 0;        // device cycles, summed over the segments
   uint64_t instructions = 0;  // summed over the segments and cores
   uint64_t ring_refills = 0;
+  int checked_segments = 0;          // with RunOptions::check
+  std::vector<Mismatch> mismatches;  // with RunOptions::check: step order, output order
 };
 
+/// The one reference check of a device run: `r`'s outputs against
+/// ir::run_reference of `graph` on the device inputs `in`, bit for bit.
+/// `segment` < 0 names the outputs alone.
+Expected<std::vector<Mismatch>> check_against_reference(const ir::Graph& graph, int segment,
+                                                        const std::map<std::string, Tensor>& in, const RunResult& r);
+
 /// Runs `p`'s steps in order on `dev` (the program must pass
-/// plan::validate). A failing step stops the run with its error.
+/// plan::validate). A failing step stops the run with its error. With
+/// `opt.check`, each segment is checked (check_against_reference) before
+/// its outputs go to `host`.
 Expected<ProgramRun> run_program(Device& dev, const plan::Program& p, HostSteps& host, const RunOptions& opt = {});
 
 }  // namespace loom::runtime

@@ -258,7 +258,8 @@ TEST_F(ProgramFile, ReadBackRunsToTheSameOutputs) {
   const std::map<std::string, Value> in{{"x", x}};
   auto a = run_program(prog, "ref", *cfg, in, /*check=*/true);
   ASSERT_TRUE(a) << a.error().str();
-  EXPECT_TRUE(a->mismatches.empty());
+  EXPECT_TRUE(a->device.mismatches.empty());
+  EXPECT_EQ(a->device.checked_segments, int(a->device.segments.size()));
   auto b = run_program(r->program, "ref", *cfg, in);
   ASSERT_TRUE(b) << b.error().str();
   ASSERT_EQ(a->outputs.size(), 1u);

@@ -75,12 +75,6 @@ class Recorder final : public HostSteps {
     values[b.name] = std::move(t);
     return {};
   }
-  Status segment_ran(int segment, const std::map<std::string, Tensor>& in, const RunResult& r) override {
-    log.push_back("ran " + std::to_string(segment));
-    EXPECT_EQ(in.size(), 1u);
-    EXPECT_EQ(r.outputs.size(), 1u) << "outputs are still in the result when segment_ran sees it";
-    return {};
-  }
   std::vector<std::string> log;
   std::map<std::string, Tensor> values;
 
@@ -98,8 +92,7 @@ TEST(Program, RunsEveryStepInOrderOnOneDevice) {
   auto run = run_program(**dev, f.prog, host);
   ASSERT_TRUE(run) << run.error().str();
   const std::string y = f.a.outputs[0], z = f.b.outputs[0];
-  const std::vector<std::string> want{"host 0", "in 0 x", "ran 0", "out 0 " + y, "host 1",
-                                      "in 1 " + y, "ran 1", "out 1 " + z, "host 2"};
+  const std::vector<std::string> want{"host 0", "in 0 x", "out 0 " + y, "host 1", "in 1 " + y, "out 1 " + z, "host 2"};
   EXPECT_EQ(host.log, want);
   ASSERT_EQ(run->segments.size(), 2u);
   EXPECT_EQ(run->segments[0].segment, 0);
@@ -120,6 +113,41 @@ TEST(Program, RunsEveryStepInOrderOnOneDevice) {
   EXPECT_EQ(host.values.at(z).data, zb->at(z).data);
   std::set<int8_t> distinct(host.values.at(z).i8(), host.values.at(z).i8() + host.values.at(z).numel());
   EXPECT_GT(distinct.size(), 2u) << "a degenerate output would prove nothing";
+}
+
+TEST(Program, CheckComparesEverySegmentWithItsReference) {
+  Fixture f;
+  auto dev = ref::make_ref_device(tiny());
+  ASSERT_TRUE(dev);
+  RunOptions ro;
+  ro.check = true;
+  {
+    Recorder host(f);
+    auto run = run_program(**dev, f.prog, host, ro);
+    ASSERT_FALSE(run) << "segments without graphs cannot be checked";
+    EXPECT_EQ(run.error().str(), "segment 0: has no graph to check against");
+  }
+  f.prog.segments[0].graph = f.a;
+  f.prog.segments[1].graph = f.b;
+  {
+    Recorder host(f);
+    auto run = run_program(**dev, f.prog, host, ro);
+    ASSERT_TRUE(run) << run.error().str();
+    EXPECT_EQ(run->checked_segments, 2);
+    EXPECT_TRUE(run->mismatches.empty());
+  }
+  // A reference that differs: segment 1 checked against other weights.
+  ir::GraphBuilder other("b", 6);
+  other.output(other.gemm("g1", other.input(f.a.outputs[0], {4, 8}), 6));
+  f.prog.segments[1].graph = other.graph();
+  Recorder host(f);
+  auto run = run_program(**dev, f.prog, host, ro);
+  ASSERT_TRUE(run) << run.error().str();
+  ASSERT_EQ(run->mismatches.size(), 1u);
+  EXPECT_EQ(run->mismatches[0].output, "segment 1 output '" + f.b.outputs[0] + "'");
+  EXPECT_GT(run->mismatches[0].elements, 0);
+  EXPECT_GT(run->mismatches[0].max_abs_diff, 0);
+  EXPECT_EQ(host.values.count(f.b.outputs[0]), 1u) << "a mismatch does not stop the run";
 }
 
 TEST(Program, AFailingHostStepStopsTheRunThere) {

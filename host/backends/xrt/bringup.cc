@@ -8,6 +8,7 @@
 #include <random>
 
 #include "compiler/compiler.h"
+#include "driver/compile.h"
 #include "ir/builder.h"
 #include "ir/graph.h"
 #include "runtime/executor.h"
@@ -191,9 +192,9 @@ class Runner {
     if (!vs) return failed(c, "graph: " + vs.error().str());
     compiler::CompileOptions co;
     co.num_cores = 1;
-    auto comp = compiler::compile(graph_, cfg, co);
+    auto comp = driver::compile_program(driver::Source::graph_of(graph_), cfg, co);
     if (!comp) return failed(c, "compile: " + comp.error().str());
-    plan_ = comp->plan;
+    plan_ = comp->segments.at(0).plan;
     inputs_ = ir::random_inputs(graph_, 5);
     auto golden = ir::run_reference(graph_, inputs_);
     if (!golden) return failed(c, "golden model: " + golden.error().str());

@@ -356,7 +356,7 @@ Expected<const HostModel*> host_model(const plan::Program& p, const std::string&
 }
 
 Expected<std::unique_ptr<ProgramValues>> ProgramValues::bind(const plan::Program& p,
-                                                             const std::map<std::string, Value>& inputs, bool check) {
+                                                             const std::map<std::string, Value>& inputs) {
   auto h = host_model(p, "the program");
   if (!h) return h.error();
   const Model& m = (*h)->model;
@@ -377,7 +377,7 @@ Expected<std::unique_ptr<ProgramValues>> ProgramValues::bind(const plan::Program
     }
     env[name] = v;
   }
-  return std::unique_ptr<ProgramValues>(new ProgramValues(p, **h, std::move(env), check));
+  return std::unique_ptr<ProgramValues>(new ProgramValues(p, **h, std::move(env)));
 }
 
 Status ProgramValues::run_host(size_t index) {
@@ -419,26 +419,6 @@ Status ProgramValues::from_device(int segment, const plan::TensorBinding& b, Ten
   return {};
 }
 
-Status ProgramValues::segment_ran(int segment, const std::map<std::string, Tensor>& in, const runtime::RunResult& r) {
-  if (!check_) return {};
-  const plan::Segment& seg = p_.segments.at(size_t(segment));
-  if (seg.graph.nodes.empty()) return make_error("segment " + std::to_string(segment), "has no graph to check against");
-  // The device against loom's direct reference of the same segment.
-  auto ref = ir::run_reference(seg.graph, in);
-  if (!ref) return ref.error();
-  for (const auto& [name, t] : r.outputs) {
-    auto it = ref->find(name);
-    int64_t diff = 0;
-    if (it == ref->end() || it->second.shape != t.shape) {
-      diff = t.numel();
-    } else {
-      for (int64_t k = 0; k < t.numel(); ++k) diff += t.i8()[k] != it->second.i8()[k];
-    }
-    if (diff) mismatches_.emplace_back("segment " + std::to_string(segment) + " output '" + name + "'", diff);
-  }
-  return {};
-}
-
 Expected<std::vector<std::pair<std::string, Value>>> ProgramValues::outputs() const {
   std::vector<std::pair<std::string, Value>> out;
   for (const auto& o : h_.model.outputs) {
@@ -451,9 +431,11 @@ Expected<std::vector<std::pair<std::string, Value>>> ProgramValues::outputs() co
 
 Expected<ProgramRun> run_program(const plan::Program& p, runtime::Device& dev,
                                  const std::map<std::string, Value>& inputs, bool check,
-                                 const runtime::RunOptions& ro) {
-  auto host = ProgramValues::bind(p, inputs, check);
+                                 const runtime::RunOptions& opt) {
+  auto host = ProgramValues::bind(p, inputs);
   if (!host) return host.error();
+  runtime::RunOptions ro = opt;
+  ro.check = check;
   auto dr = runtime::run_program(dev, p, **host, ro);
   if (!dr) return dr.error();
   auto outs = (*host)->outputs();
@@ -461,7 +443,6 @@ Expected<ProgramRun> run_program(const plan::Program& p, runtime::Device& dev,
   ProgramRun run;
   run.outputs = std::move(*outs);
   run.device = std::move(*dr);
-  run.mismatches = (*host)->mismatches();
   return run;
 }
 

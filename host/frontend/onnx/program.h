@@ -90,44 +90,35 @@ Expected<std::vector<SegmentDraft>> segment_graphs(Model m, const std::vector<st
 /// The values of one run of a program: the graph inputs (checked against
 /// the model's types), host ops run on them by the CPU fallback, device
 /// tensors converted at segment boundaries (NCHW <-> NHWC, uint8 <-> int8).
-/// With `check`, every segment's outputs are compared, bit for bit, with
-/// loom's direct reference on the same inputs (the segments need graphs).
 class ProgramValues final : public runtime::HostSteps {
  public:
   /// Binds `inputs` to `p`'s graph inputs; a missing input, or one of
   /// another type or shape than the model declares, is an error naming it.
   static Expected<std::unique_ptr<ProgramValues>> bind(const plan::Program& p,
-                                                       const std::map<std::string, Value>& inputs, bool check);
+                                                       const std::map<std::string, Value>& inputs);
   Status run_host(size_t index) override;
   Expected<Tensor> to_device(int segment, const plan::TensorBinding& b) override;
   Status from_device(int segment, const plan::TensorBinding& b, Tensor t) override;
-  Status segment_ran(int segment, const std::map<std::string, Tensor>& inputs, const runtime::RunResult& r) override;
   /// The graph outputs in graph output order, once the program ran.
   Expected<std::vector<std::pair<std::string, Value>>> outputs() const;
-  /// With check: "segment K output 'T'" and its number of differing elements.
-  const std::vector<std::pair<std::string, int64_t>>& mismatches() const { return mismatches_; }
 
  private:
-  ProgramValues(const plan::Program& p, const HostModel& h, std::map<std::string, Value> env, bool check)
-      : p_(p), h_(h), env_(std::move(env)), check_(check) {}
+  ProgramValues(const plan::Program& p, const HostModel& h, std::map<std::string, Value> env)
+      : p_(p), h_(h), env_(std::move(env)) {}
   const plan::Program& p_;
   const HostModel& h_;
   std::map<std::string, Value> env_;
-  bool check_;
-  std::vector<std::pair<std::string, int64_t>> mismatches_;
 };
 
 struct ProgramRun {
-  std::vector<std::pair<std::string, Value>> outputs;       // graph output order
-  runtime::ProgramRun device;                               // per segment: counters, cycles, layer cycles
-  std::vector<std::pair<std::string, int64_t>> mismatches;  // with check: outputs differing from the reference
+  std::vector<std::pair<std::string, Value>> outputs;  // graph output order
+  runtime::ProgramRun device;  // per segment: counters, cycles, layer cycles; with check, the mismatches
 };
 
 /// Runs the program on one device through runtime::run_program: host ops on
 /// the CPU, every segment on `dev` in turn. With `check`, every segment's
-/// outputs are also compared, bit for bit, with loom's direct reference
-/// (ir::run_reference) on the same inputs; the segments then need their
-/// graphs.
+/// outputs are also compared with loom's direct reference
+/// (runtime::RunOptions::check); the segments then need their graphs.
 Expected<ProgramRun> run_program(const plan::Program& p, runtime::Device& dev,
                                  const std::map<std::string, Value>& inputs, bool check = false,
                                  const runtime::RunOptions& ro = {});
