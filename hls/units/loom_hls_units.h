@@ -13,7 +13,7 @@
 
 #include "common/status.h"
 #include "loom/spec_gen.h"
-#include "runtime/device.h"
+#include "device/device.h"
 
 namespace loom::hls {
 

@@ -11,7 +11,7 @@
 #include "backends/xrt/xrt_backends.h"
 #endif
 #include "cli/cli_common.h"
-#include "runtime/device.h"
+#include "device/device.h"
 
 namespace loom::cli {
 

@@ -14,14 +14,14 @@
 #include "common/status.h"
 #include "common/tensor.h"
 #include "compiler/compiler.h"
+#include "device/device.h"
+#include "device/trace.h"
 #include "frontend/onnx/shapes.h"
 #include "ir/graph.h"
 #include "plan/plan.h"
 #include "plan/program.h"
-#include "runtime/device.h"
 #include "runtime/executor.h"
 #include "runtime/program.h"
-#include "runtime/trace.h"
 
 namespace loom::cli {
 

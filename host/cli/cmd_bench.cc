@@ -5,9 +5,9 @@
 
 #include "cli/cli_common.h"
 #include "compiler/compiler.h"
+#include "device/device.h"
 #include "driver/compile.h"
 #include "ir/builder.h"
-#include "runtime/device.h"
 #include "runtime/executor.h"
 
 namespace loom::cli {

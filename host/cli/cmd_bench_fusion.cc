@@ -11,11 +11,11 @@
 
 #include "cli/cli_common.h"
 #include "compiler/compiler.h"
+#include "device/device.h"
 #include "driver/compile.h"
 #include "frontend/onnx/model.h"
 #include "frontend/onnx/program.h"
 #include "ir/builder.h"
-#include "runtime/device.h"
 #include "runtime/executor.h"
 
 namespace loom::cli {

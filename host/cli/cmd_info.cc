@@ -2,7 +2,7 @@
 #include <iostream>
 
 #include "cli/cli_common.h"
-#include "runtime/device.h"
+#include "device/device.h"
 
 namespace loom::cli {
 

@@ -17,12 +17,12 @@
 #include "common/tensor_io.h"
 #include "compiler/compiler.h"
 #include "compiler/options.h"
+#include "device/device.h"
+#include "device/trace.h"
 #include "driver/compile.h"
 #include "frontend/onnx/value.h"
 #include "plan/program_file.h"
-#include "runtime/device.h"
 #include "runtime/executor.h"
-#include "runtime/trace.h"
 
 namespace loom::cli {
 

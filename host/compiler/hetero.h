@@ -10,8 +10,8 @@
 
 #include "common/status.h"
 #include "compiler/compiler.h"
+#include "device/device.h"
 #include "ir/graph.h"
-#include "runtime/device.h"
 
 namespace loom::compiler {
 

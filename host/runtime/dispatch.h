@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "common/status.h"
+#include "device/device.h"
 #include "plan/plan.h"
-#include "runtime/device.h"
 #include "runtime/executor.h"
 
 namespace loom::runtime {

@@ -17,8 +17,8 @@
 
 #include "common/status.h"
 #include "common/tensor.h"
+#include "device/device.h"
 #include "plan/plan.h"
-#include "runtime/device.h"
 
 namespace loom::runtime {
 

@@ -10,8 +10,8 @@
 
 #include "common/status.h"
 #include "common/tensor.h"
+#include "device/device.h"
 #include "plan/program.h"
-#include "runtime/device.h"
 #include "runtime/executor.h"
 
 namespace loom::runtime {

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <map>
 
-#include "runtime/device.h"
+#include "device/device.h"
 
 namespace loom::runtime {
 namespace {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "runtime/device.h"
+#include "device/device.h"
 #include "runtime/jobs.h"
 #include "serve/service.h"
 

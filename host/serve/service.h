@@ -27,12 +27,12 @@
 #include "common/status.h"
 #include "common/tensor.h"
 #include "compiler/compiler.h"
+#include "device/device.h"
 #include "driver/compile.h"
 #include "ir/graph.h"
 #include "loom/spec_gen.h"
 #include "plan/plan.h"
 #include "plan/program.h"
-#include "runtime/device.h"
 #include "serve/workload.h"
 
 namespace loom::serve {

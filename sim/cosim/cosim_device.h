@@ -10,7 +10,7 @@
 #include "common/status.h"
 #include "loom/spec_gen.h"
 #include "memory/mem_channel.h"
-#include "runtime/device.h"
+#include "device/device.h"
 
 namespace loom::cosim {
 

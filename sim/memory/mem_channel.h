@@ -17,7 +17,7 @@
 #include "common/status.h"
 #include "hw/memory.h"
 #include "loom/spec_gen.h"
-#include "runtime/device.h"
+#include "device/device.h"
 
 namespace loom::tlm {
 
@@ -47,7 +47,7 @@ struct FaultPlan {
   }
 
   /// From the device options' mem_faults, mem_stall and seed (their syntax
-  /// is in runtime/device.h). A malformed value is one error line naming the
+  /// is in device/device.h). A malformed value is one error line naming the
   /// option (its label: the flag or variable it came from) and the text.
   static Expected<FaultPlan> from_options(const runtime::DeviceOptions& o);
 };

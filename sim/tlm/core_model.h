@@ -17,7 +17,7 @@
 #include <tlm_utils/tlm_quantumkeeper.h>
 
 #include "hw/timing.h"
-#include "runtime/trace.h"
+#include "device/trace.h"
 #include "tlm/device_state.h"
 
 namespace loom::tlm {

@@ -16,7 +16,7 @@
 
 #include "hw/timing.h"
 #include "loom_hls_units.h"
-#include "runtime/device.h"
+#include "device/device.h"
 #include "tlm/device_state.h"
 
 namespace loom::tlm {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "hw/golden.h"
-#include "runtime/trace.h"
+#include "device/trace.h"
 #include "tlm/platform.h"
 
 #include <tlm>

@@ -23,7 +23,7 @@
 
 #include "backends/ref/ref_device.h"
 #include "loom/spec_gen.h"
-#include "runtime/device.h"
+#include "device/device.h"
 #include "support/insn_builders.h"
 #if defined(LOOM_ADV_RTL)
 #include "backends/rtl/rtl_device.h"

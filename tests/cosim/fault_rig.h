@@ -13,7 +13,7 @@
 
 #include "hw/memory.h"
 #include "loom/spec_gen.h"
-#include "runtime/device.h"
+#include "device/device.h"
 #include "support/insn_builders.h"
 
 namespace loom::cosim_test {

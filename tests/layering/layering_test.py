@@ -5,6 +5,7 @@
              (host/hw) and the compiler include no backend, simulator or runtime
   links      the table "What links what" in docs/architecture.md lists exactly
              the loom libraries each CMake library links
+  roots      every library includes only headers of the libraries it links
 
 Usage: layering_test.py ROOT CASE
 """
@@ -29,10 +30,10 @@ EXEMPT = {"host/backends/xrt/emu": {"rtl"}}
 BELOW = {
     "host/hw": ("common/", "loom/", "hw/"),
     "host/hw/verilated": ("common/", "loom/", "hw/", "verilated", "V"),
-    "sim/memory": ("common/", "loom/", "hw/", "runtime/device.h", "memory/"),
+    "sim/memory": ("common/", "loom/", "hw/", "device/", "memory/"),
     # The compiler emits HLS unit calls in the device interface's own terms
-    # (runtime/device.h is header-only: the seam, not the runtime library).
-    "host/compiler": ("common/", "loom/", "hw/", "ir/", "plan/", "compiler/", "runtime/device.h",
+    # (host/device: the seam, not the runtime library).
+    "host/compiler": ("common/", "loom/", "hw/", "ir/", "plan/", "compiler/", "device/",
                       "loom_hls_latency.h"),
 }
 
@@ -129,9 +130,67 @@ def case_links(root):
     return bad
 
 
+def owners(libs):
+    """{folder: {libraries added there}}; loom_spec's headers are host/spec."""
+    out = {}
+    for name, (folder, _) in libs.items():
+        out.setdefault("host/spec" if name == "loom_spec" else folder, set()).add(name)
+    return out
+
+
+def closure(libs, names):
+    seen, todo = set(), list(names)
+    while todo:
+        n = todo.pop()
+        if n not in seen:
+            seen.add(n)
+            todo.extend(libs.get(n, ("", set()))[1])
+    return seen
+
+
+def owner_of(path, by_folder):
+    """The libraries of the folder nearest above `path` (a file under root)."""
+    best = None
+    for folder in by_folder:
+        if path.startswith(folder + "/") and (best is None or len(folder) > len(best)):
+            best = folder
+    return best
+
+
+def case_roots(root):
+    """Every library includes only headers of itself and of what it links
+    (each library's include root is its folder, whatever -I the build
+    gives): a header reached without its library linked is a hidden
+    dependency. Libraries that share a folder are checked together."""
+    libs = cmake_links(root)
+    by_folder = owners(libs)
+    bad = []
+    for folder, names in sorted(by_folder.items()):
+        allowed = closure(libs, names)
+        nested = [f for f in by_folder if f != folder and f.startswith(folder + "/")]
+        for f in files_in(root, folder):
+            rel = f.relative_to(root).as_posix()
+            # HLS C-simulation testbenches (tb_*) are executables beside the kernels, not library sources.
+            if any(rel.startswith(n + "/") for n in nested) or f.name.startswith("tb_"):
+                continue
+            for inc in INCLUDE.findall(f.read_text()):
+                for base in ("host", "sim", "hls", "hls/units", f.parent.relative_to(root).as_posix()):
+                    target = root / base / inc
+                    if target.is_file():
+                        break
+                else:
+                    continue  # a system, external or generated header
+                tfolder = owner_of(target.resolve().relative_to(root.resolve()).as_posix(), by_folder)
+                if tfolder is None or by_folder[tfolder] & allowed:
+                    continue
+                bad.append(f"{rel}: includes {inc}, a header of {', '.join(sorted(by_folder[tfolder]))}, "
+                           f"which {', '.join(sorted(names))} does not link")
+    return bad
+
+
 def main():
     root, case = pathlib.Path(sys.argv[1]), sys.argv[2]
-    bad = {"includes": case_includes, "links": case_links}[case](root)
+    bad = {"includes": case_includes, "links": case_links, "roots": case_roots}[case](root)
     for b in bad:
         print(b)
     print(f"layering.{case}: {len(bad)} problem(s)")

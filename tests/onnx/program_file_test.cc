@@ -22,7 +22,7 @@
 #include "frontend/onnx/program.h"
 #include "plan/plan.h"
 #include "plan/program_file.h"
-#include "runtime/device.h"
+#include "device/device.h"
 
 using namespace loom;
 using namespace loom::onnxfe;

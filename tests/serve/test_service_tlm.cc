@@ -11,7 +11,7 @@
 #include <filesystem>
 
 #include "loom/spec_gen.h"
-#include "runtime/device.h"
+#include "device/device.h"
 #include "runtime/executor.h"
 #include "serve/server.h"
 #include "serve/service.h"

@@ -12,7 +12,7 @@
 #include "compiler/compiler.h"
 #include "ir/builder.h"
 #include "ir/graph.h"
-#include "runtime/device.h"
+#include "device/device.h"
 #include "runtime/executor.h"
 
 namespace loom::tlm_test {

@@ -17,7 +17,7 @@
 #include "compiler/compiler.h"
 #include "ir/graph.h"
 #include "runtime/executor.h"
-#include "runtime/trace.h"
+#include "device/trace.h"
 #include "tlm/tlm_device.h"
 
 namespace loom {

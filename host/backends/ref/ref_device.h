@@ -10,10 +10,10 @@
 #include <span>
 #include <string_view>
 
+#include "device/device.h"
 #include "hw/control_regs.h"
 #include "hw/golden.h"
 #include "hw/memory.h"
-#include "runtime/device.h"
 
 namespace loom::ref {
 

@@ -11,13 +11,13 @@
 #include <string_view>
 #include <vector>
 
+#include "device/device.h"
+#include "device/trace.h"
 #include "hw/memory.h"
 #include "hw/verilated/axi_checker.h"
 #include "hw/verilated/axi_lite_master.h"
 #include "hw/verilated/axi_memory.h"
 #include "hw/verilated/fabric_sim.h"
-#include "runtime/device.h"
-#include "runtime/trace.h"
 
 namespace loom::rtl {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "runtime/device.h"
+#include "device/device.h"
 
 namespace loom::bringup {
 

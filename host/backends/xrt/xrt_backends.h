@@ -9,7 +9,7 @@
 
 #include "backends/xrt/bringup.h"
 #include "common/status.h"
-#include "runtime/device.h"
+#include "device/device.h"
 
 #define LOOM_XRT_DECLARE_FACTORIES(ns)                                                               \
   namespace loom::ns {                                                                               \

@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "backends/xrt/bringup.h"
-#include "runtime/device.h"
+#include "device/device.h"
 
 #ifndef LOOM_XRT_NS
 #error "LOOM_XRT_NS names the build (xrt_hw or xrt_emu)"

@@ -14,12 +14,12 @@
 #include <optional>
 #include <set>
 
+#include "device/device.h"
 #include "frontend/onnx/host_ops.h"
 #include "frontend/onnx/mappers.h"
 #include "frontend/onnx/qdq_fold.h"
 #include "frontend/onnx/segment_builder.h"
 #include "ir/ir_util.h"
-#include "runtime/device.h"
 #include "runtime/executor.h"
 
 namespace loom::onnxfe {

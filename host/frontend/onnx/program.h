@@ -12,12 +12,12 @@
 
 #include "common/status.h"
 #include "compiler/compiler.h"
+#include "device/device.h"
 #include "frontend/onnx/model.h"
 #include "frontend/onnx/value.h"
 #include "ir/graph.h"
 #include "plan/plan.h"
 #include "plan/program.h"
-#include "runtime/device.h"
 #include "runtime/executor.h"
 #include "runtime/program.h"
 

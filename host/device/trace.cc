@@ -1,5 +1,5 @@
 // TraceRecorder: the event list and its Chrome trace-event JSON writer.
-#include "runtime/trace.h"
+#include "device/trace.h"
 
 #include <unistd.h>
 

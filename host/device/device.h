@@ -2,6 +2,8 @@
 // (ref, rtl, tlm, cosim, xrt). Backends implement device memory, the spec's
 // register map and a way to let time pass; everything else (rings, windows,
 // doorbells, counters) the runtime does through registers, as on a board.
+// Its own library (loom_device, with trace.h) below the runtime and every
+// backend; its names stay in namespace loom::runtime, where its users see them.
 #pragma once
 
 #include <algorithm>
@@ -20,7 +22,7 @@
 
 namespace loom::runtime {
 
-class TraceSink;  // runtime/trace.h
+class TraceSink;  // device/trace.h
 
 /// One call of an HLS compute unit (hls/README.md "As compute units"): the
 /// kernel's top name ("loom_hls_gemm", "loom_hls_conv", "loom_hls_pool",
