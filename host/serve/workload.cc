@@ -209,16 +209,10 @@ Status parse_dims(const json& d, const std::string& where, ModelSpec& m) {
   return {};
 }
 
-Status parse_stream(const json& s, size_t idx, const std::string& src, const std::string& dir, Stream& out) {
-  std::string where = src + ": streams[" + std::to_string(idx) + "]";
-  if (!s.is_object()) return make_error(where, "expected a mapping");
-  LOOM_TRY(check_keys(s, where,
-                      {"name", "model", "hidden", "ffn", "layers", "priority", "slo_ms", "arrival", "seq_len", "cores",
-                       "requests", "dims"}));
-  auto name = str(s, where, "name", "stream" + std::to_string(idx), false);
-  if (!name) return name.error();
-  out.name = *name;
-  where = src + ": stream '" + out.name + "'";
+/// Field 'model' of a stream: the built-in gemm_chain (with its sizes), a
+/// .json graph or .onnx model path (relative to the workload's folder), or
+/// zoo:NAME.
+Status parse_model(const json& s, const std::string& where, const std::string& dir, Stream& out) {
   auto model = str(s, where, "model", "", true);
   if (!model) return model.error();
   out.model.name = *model;
@@ -262,20 +256,12 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
                                                      "' (built-in: gemm_chain; a .json graph or .onnx model path; "
                                                      "or zoo:NAME[:seq=L][:slice=S])");
   }
-  if (s.contains("dims")) LOOM_TRY(parse_dims(field(s, "dims"), where + ": field 'dims'", out.model));
-  auto pr = integer(s, where, "priority", 0, -1000, 1000);
-  if (!pr) return pr.error();
-  out.priority = int(*pr);
-  auto slo = num(s, where, "slo_ms", 0, true, 0, true);
-  if (!slo) return slo.error();
-  out.slo_ms = *slo;
-  auto cores = integer(s, where, "cores", 0, 0, 64);
-  if (!cores) return cores.error();
-  out.cores = int(*cores);
-  auto req = integer(s, where, "requests", 0, 0, 1000000000);
-  if (!req) return req.error();
-  out.requests = *req;
+  return {};
+}
 
+/// Field 'arrival' of a stream: poisson, bursty or a trace file (its
+/// sequence lengths bounded by what the stream's model can take).
+Status parse_arrival(const json& s, const std::string& where, const std::string& dir, Stream& out) {
   if (!s.contains("arrival")) return make_error(where, "missing field 'arrival'");
   const auto& a = field(s, "arrival");
   const std::string aw = where + ": arrival";
@@ -323,7 +309,13 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
   } else {
     return make_error(aw, "unknown arrival process '" + kind + "' (poisson, bursty, trace)");
   }
+  return {};
+}
 
+/// Field 'seq_len' of a stream (gemm_chain, or zoo:bert padded to its
+/// buckets): the lengths, their weights and their drift; without it, the
+/// model's one length.
+Status parse_seq_len(const json& s, const std::string& where, Stream& out) {
   if (s.contains("seq_len")) {
     const auto& q = field(s, "seq_len");
     const std::string qw = where + ": seq_len";
@@ -381,6 +373,35 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
     zoo_canonical_name(out.model);
   }
   return {};
+}
+
+Status parse_stream(const json& s, size_t idx, const std::string& src, const std::string& dir, Stream& out) {
+  std::string where = src + ": streams[" + std::to_string(idx) + "]";
+  if (!s.is_object()) return make_error(where, "expected a mapping");
+  LOOM_TRY(check_keys(s, where,
+                      {"name", "model", "hidden", "ffn", "layers", "priority", "slo_ms", "arrival", "seq_len", "cores",
+                       "requests", "dims"}));
+  auto name = str(s, where, "name", "stream" + std::to_string(idx), false);
+  if (!name) return name.error();
+  out.name = *name;
+  where = src + ": stream '" + out.name + "'";
+  LOOM_TRY(parse_model(s, where, dir, out));
+  if (s.contains("dims")) LOOM_TRY(parse_dims(field(s, "dims"), where + ": field 'dims'", out.model));
+  auto pr = integer(s, where, "priority", 0, -1000, 1000);
+  if (!pr) return pr.error();
+  out.priority = int(*pr);
+  auto slo = num(s, where, "slo_ms", 0, true, 0, true);
+  if (!slo) return slo.error();
+  out.slo_ms = *slo;
+  auto cores = integer(s, where, "cores", 0, 0, 64);
+  if (!cores) return cores.error();
+  out.cores = int(*cores);
+  auto req = integer(s, where, "requests", 0, 0, 1000000000);
+  if (!req) return req.error();
+  out.requests = *req;
+
+  LOOM_TRY(parse_arrival(s, where, dir, out));
+  return parse_seq_len(s, where, out);
 }
 
 }  // namespace
