@@ -38,6 +38,97 @@ struct ServeOpts {
   bool json = false, progress = false, admission = false, no_admission = false, no_grouping = false;
 };
 
+/// The workload fields that flags override, and the run's own flags, each checked.
+Status apply_overrides(const ServeOpts& o, serve::Workload& w) {
+  if (o.seed) {
+    if (*o.seed < 0) return error_of("--seed: must be >= 0, got " + std::to_string(*o.seed));
+    w.seed = uint64_t(*o.seed);
+  }
+  if (!o.config.empty()) w.config = o.config;
+  if (!o.batching.empty()) {
+    if (!serve::valid_batching(o.batching))
+      return error_of("--batching: unknown batching policy '" + o.batching + "' (none, fixed, deadline)");
+    w.batching = o.batching;
+  }
+  if (!o.scheduling.empty()) {
+    if (!serve::valid_scheduling(o.scheduling))
+      return error_of("--scheduling: unknown scheduling policy '" + o.scheduling + "' (static, dynamic, auto)");
+    w.scheduling = o.scheduling;
+  }
+  if (o.max_batch) {
+    if (*o.max_batch < 1 || *o.max_batch > 4096)
+      return error_of("--max-batch: must be in 1..4096, got " + std::to_string(*o.max_batch));
+    w.max_batch = int(*o.max_batch);
+  }
+  if (o.max_delay_ms) {
+    if (!(*o.max_delay_ms >= 0 && *o.max_delay_ms <= 1e6))
+      return error_of("--max-queue-delay-ms: must be in [0, 1e6] milliseconds");
+    w.max_queue_delay_ms = *o.max_delay_ms;
+  }
+  if (o.slack_margin) {
+    if (!(*o.slack_margin >= 0 && *o.slack_margin < 1)) return error_of("--slack-margin: must be in [0, 1)");
+    w.slack_margin = *o.slack_margin;
+  }
+  if (o.no_grouping) w.shape_grouping = false;
+  if (o.admission && o.no_admission) return error_of("--admission and --no-admission: choose one");
+  if (o.admission) w.admission = true;
+  if (o.no_admission) w.admission = false;
+  if (!(o.load_scale > 0)) return error_of("--load-scale: must be > 0");
+  if (o.mode != "sim" && o.mode != "live") return error_of("--mode: '" + o.mode + "' is not sim or live");
+  if (o.completion != "interrupt" && o.completion != "poll")
+    return error_of("--completion: '" + o.completion + "' is not interrupt or poll");
+  if (o.max_retries < 0 || o.max_retries > 100) return error_of("--max-retries: must be in 0..100");
+  if (!o.faults.empty() && o.mode != "live") return error_of("--fault: faults are injected in --mode live only");
+  return {};
+}
+
+/// The short text summary of a serve result (without --json).
+void print_summary(const ServeOpts& o, const serve::Workload& wl, const nlohmann::ordered_json& j) {
+  std::printf("%s on %s/%s (%s): batching %s, scheduling %s\n", o.workload.c_str(), o.backend.c_str(),
+              wl.config.c_str(), o.mode == "live" ? "live" : "simulated", wl.batching.c_str(),
+              j["scheduling"]["used"].get<std::string>().c_str());
+  std::printf("  requests: %lld submitted, %lld completed, %lld failed, %lld dropped; throughput %.1f req/s\n",
+              (long long)j["submitted"].get<int64_t>(), (long long)j["completed"].get<int64_t>(),
+              (long long)j["failed"].get<int64_t>(), (long long)j["dropped"].get<int64_t>(),
+              j["throughput_rps"].get<double>());
+  if (j.contains("live")) {
+    const auto& l = j["live"];
+    std::printf(
+        "  live: %llu device runs, %llu checked against the golden model (%llu differed), %llu device errors, "
+        "%llu host timeouts, %lld requests retried\n",
+        (unsigned long long)l["device_runs"].get<uint64_t>(), (unsigned long long)l["checked_runs"].get<uint64_t>(),
+        (unsigned long long)l["output_mismatches"].get<uint64_t>(),
+        (unsigned long long)l["device_errors"].get<uint64_t>(), (unsigned long long)l["host_timeouts"].get<uint64_t>(),
+        (long long)l["retried_requests"].get<int64_t>());
+    const auto ms = [](const nlohmann::ordered_json& v) {
+      char b[32];
+      std::snprintf(b, sizeof b, "%.3f ms", v.get<double>());
+      return std::string(b);
+    };
+    for (const auto& f : l["faults_injected"]) {
+      // Every fault asked for, applied or not, and why not.
+      std::string when = f["applied_ms"].is_null() ? "never applied: " + f["not_applied"].get<std::string>()
+                                                   : "applied at " + ms(f["applied_ms"]);
+      if (!f["lifted_ms"].is_null()) when += ", lifted at " + ms(f["lifted_ms"]);
+      std::printf("    fault %s (core %d): %s\n", f["fault"].get<std::string>().c_str(), f["core"].get<int>(),
+                  when.c_str());
+    }
+    for (const auto& f : l["failures"])
+      std::printf("    failed batches: %lld x %s\n", (long long)f["batches"].get<int64_t>(),
+                  f["reason"].get<std::string>().c_str());
+  }
+  for (const auto& s : j["streams"]) {
+    const auto& l = s["latency"];
+    auto v = [](const nlohmann::ordered_json& x) { return x.is_null() ? 0.0 : x.get<double>() / 1000.0; };
+    std::printf("  %-12s p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  SLO %.2f ms met %.1f%%\n",
+                s["name"].get<std::string>().c_str(), v(l["p50_us"]), v(l["p99_us"]), v(l["p999_us"]),
+                s["slo_ms"].get<double>(), 100.0 * s["slo_attainment"].get<double>());
+  }
+  std::printf("  fairness: Jain %.3f, ANTT %.3f, STP %.3f; core imbalance %.3f\n", j["fairness"]["jain"].get<double>(),
+              j["fairness"]["antt"].get<double>(), j["fairness"]["stp"].get<double>(),
+              j["core_imbalance"].get<double>());
+}
+
 int serve(const ServeOpts& o) {
   // Output paths are checked first, so a bad one fails before the simulation.
   if (!o.output.empty())
@@ -48,45 +139,7 @@ int serve(const ServeOpts& o) {
     if (Status s = check_output_dir("--cache", o.cache); !s) return fail(s.error());
   auto w = serve::load_workload(o.workload);
   if (!w) return fail(w.error());
-  if (o.seed) {
-    if (*o.seed < 0) return fail("--seed: must be >= 0, got " + std::to_string(*o.seed));
-    w->seed = uint64_t(*o.seed);
-  }
-  if (!o.config.empty()) w->config = o.config;
-  if (!o.batching.empty()) {
-    if (!serve::valid_batching(o.batching))
-      return fail("--batching: unknown batching policy '" + o.batching + "' (none, fixed, deadline)");
-    w->batching = o.batching;
-  }
-  if (!o.scheduling.empty()) {
-    if (!serve::valid_scheduling(o.scheduling))
-      return fail("--scheduling: unknown scheduling policy '" + o.scheduling + "' (static, dynamic, auto)");
-    w->scheduling = o.scheduling;
-  }
-  if (o.max_batch) {
-    if (*o.max_batch < 1 || *o.max_batch > 4096)
-      return fail("--max-batch: must be in 1..4096, got " + std::to_string(*o.max_batch));
-    w->max_batch = int(*o.max_batch);
-  }
-  if (o.max_delay_ms) {
-    if (!(*o.max_delay_ms >= 0 && *o.max_delay_ms <= 1e6))
-      return fail("--max-queue-delay-ms: must be in [0, 1e6] milliseconds");
-    w->max_queue_delay_ms = *o.max_delay_ms;
-  }
-  if (o.slack_margin) {
-    if (!(*o.slack_margin >= 0 && *o.slack_margin < 1)) return fail("--slack-margin: must be in [0, 1)");
-    w->slack_margin = *o.slack_margin;
-  }
-  if (o.no_grouping) w->shape_grouping = false;
-  if (o.admission && o.no_admission) return fail("--admission and --no-admission: choose one");
-  if (o.admission) w->admission = true;
-  if (o.no_admission) w->admission = false;
-  if (!(o.load_scale > 0)) return fail("--load-scale: must be > 0");
-  if (o.mode != "sim" && o.mode != "live") return fail("--mode: '" + o.mode + "' is not sim or live");
-  if (o.completion != "interrupt" && o.completion != "poll")
-    return fail("--completion: '" + o.completion + "' is not interrupt or poll");
-  if (o.max_retries < 0 || o.max_retries > 100) return fail("--max-retries: must be in 0..100");
-  if (!o.faults.empty() && o.mode != "live") return fail("--fault: faults are injected in --mode live only");
+  if (Status s = apply_overrides(o, *w); !s) return fail(s.error());
   std::vector<serve::FaultEvent> faults;
   for (const auto& t : o.faults) {
     auto f = serve::parse_fault(t);
@@ -152,50 +205,7 @@ int serve(const ServeOpts& o) {
     std::cout << text;
     return 0;
   }
-  const auto& j = *r;
-  std::printf("%s on %s/%s (%s): batching %s, scheduling %s\n", o.workload.c_str(), o.backend.c_str(),
-              w->config.c_str(), o.mode == "live" ? "live" : "simulated", w->batching.c_str(),
-              j["scheduling"]["used"].get<std::string>().c_str());
-  std::printf("  requests: %lld submitted, %lld completed, %lld failed, %lld dropped; throughput %.1f req/s\n",
-              (long long)j["submitted"].get<int64_t>(), (long long)j["completed"].get<int64_t>(),
-              (long long)j["failed"].get<int64_t>(), (long long)j["dropped"].get<int64_t>(),
-              j["throughput_rps"].get<double>());
-  if (j.contains("live")) {
-    const auto& l = j["live"];
-    std::printf(
-        "  live: %llu device runs, %llu checked against the golden model (%llu differed), %llu device errors, "
-        "%llu host timeouts, %lld requests retried\n",
-        (unsigned long long)l["device_runs"].get<uint64_t>(), (unsigned long long)l["checked_runs"].get<uint64_t>(),
-        (unsigned long long)l["output_mismatches"].get<uint64_t>(),
-        (unsigned long long)l["device_errors"].get<uint64_t>(), (unsigned long long)l["host_timeouts"].get<uint64_t>(),
-        (long long)l["retried_requests"].get<int64_t>());
-    const auto ms = [](const nlohmann::ordered_json& v) {
-      char b[32];
-      std::snprintf(b, sizeof b, "%.3f ms", v.get<double>());
-      return std::string(b);
-    };
-    for (const auto& f : l["faults_injected"]) {
-      // Every fault asked for, applied or not, and why not.
-      std::string when = f["applied_ms"].is_null() ? "never applied: " + f["not_applied"].get<std::string>()
-                                                   : "applied at " + ms(f["applied_ms"]);
-      if (!f["lifted_ms"].is_null()) when += ", lifted at " + ms(f["lifted_ms"]);
-      std::printf("    fault %s (core %d): %s\n", f["fault"].get<std::string>().c_str(), f["core"].get<int>(),
-                  when.c_str());
-    }
-    for (const auto& f : l["failures"])
-      std::printf("    failed batches: %lld x %s\n", (long long)f["batches"].get<int64_t>(),
-                  f["reason"].get<std::string>().c_str());
-  }
-  for (const auto& s : j["streams"]) {
-    const auto& l = s["latency"];
-    auto v = [](const nlohmann::ordered_json& x) { return x.is_null() ? 0.0 : x.get<double>() / 1000.0; };
-    std::printf("  %-12s p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  SLO %.2f ms met %.1f%%\n",
-                s["name"].get<std::string>().c_str(), v(l["p50_us"]), v(l["p99_us"]), v(l["p999_us"]),
-                s["slo_ms"].get<double>(), 100.0 * s["slo_attainment"].get<double>());
-  }
-  std::printf("  fairness: Jain %.3f, ANTT %.3f, STP %.3f; core imbalance %.3f\n", j["fairness"]["jain"].get<double>(),
-              j["fairness"]["antt"].get<double>(), j["fairness"]["stp"].get<double>(),
-              j["core_imbalance"].get<double>());
+  print_summary(o, *w, *r);
   return 0;
 }
 
