@@ -26,20 +26,91 @@ class MemoryPlanPass final : public Pass {
   std::string_view name() const override { return "memory-plan"; }
 
   Status run(CompileState& s) override {
+    LOOM_TRY(place_constants(s));
+    const uint64_t const_bytes = s.plan.constants.size();
+    s.plan.constants_offset = 0;
+    const uint64_t base = align_up(const_bytes, kAlign);
+    Arena arena(base);
+    place_activations(s, arena);
+    const uint64_t top = arena.top;
+    s.plan.memory_bytes = top;
+    bind_io(s);
+    set("constant_bytes", int64_t(const_bytes));
+    set("activation_bytes", int64_t(top - base));
+    set("activation_bytes_without_reuse", int64_t(arena.no_reuse - base));
+    set("memory_bytes", int64_t(top));
+    s.decide(s.graph.name, name(), s.reuse_buffers ? "liveness reuse" : "no reuse",
+             ": constants " + std::to_string(const_bytes) + " B at 0, activations " + std::to_string(top - base) +
+                 " B (" + std::to_string(arena.no_reuse - base) + " B without reuse), peak device memory " +
+                 std::to_string(top) + " B");
+    return Status::ok();
+  }
+
+ private:
+  /// Activation memory above the constants: first fit over a list of free
+  /// blocks, else the top grows (a free block ending at the top is extended).
+  struct Arena {
+    explicit Arena(uint64_t base) : top(base), no_reuse(base) {}
+    uint64_t top, no_reuse;                    // no_reuse: the top without any reuse
+    std::map<uint64_t, uint64_t> free_blocks;  // offset -> size
+
+    /// An offset for `size` bytes; `reused` when it is not new memory.
+    uint64_t take(uint64_t size, bool& reused) {
+      no_reuse += size;
+      reused = true;
+      for (auto it = free_blocks.begin(); it != free_blocks.end(); ++it)
+        if (it->second >= size) {
+          const uint64_t off = it->first;
+          if (it->second > size) free_blocks.emplace(it->first + size, it->second - size);
+          free_blocks.erase(it);
+          return off;
+        }
+      if (!free_blocks.empty()) {
+        auto last = std::prev(free_blocks.end());
+        if (last->first + last->second == top) {
+          const uint64_t off = last->first;
+          top = off + size;
+          free_blocks.erase(last);
+          return off;
+        }
+      }
+      reused = false;
+      top += size;
+      return top - size;
+    }
+    void release(uint64_t off, uint64_t size) {
+      auto it = free_blocks.emplace(off, size).first;
+      if (auto nx = std::next(it); nx != free_blocks.end() && it->first + it->second == nx->first) {
+        it->second += nx->second;
+        free_blocks.erase(nx);
+      }
+      if (it != free_blocks.begin()) {
+        auto pv = std::prev(it);
+        if (pv->first + pv->second == it->first) {
+          pv->second += it->second;
+          free_blocks.erase(it);
+        }
+      }
+    }
+  };
+
+  /// The constants: every MAC layer's packed weights and PARAM table, the
+  /// constant operands of element-wise layers and folded residual adds
+  /// (once each), ROWNORM's PARAM.
+  Status place_constants(CompileState& s) {
     auto& c = s.plan.constants;
     c.clear();
     s.tensor_offset.clear();
     const ir::Graph& g = s.graph;
+    const auto place_constant = [&](const std::string& in) {
+      const ir::TensorInfo& t = g.tensor(in);
+      if (!t.is_const || s.tensor_offset.count(in)) return;
+      c.resize(align_up(c.size(), kAlign));
+      s.tensor_offset[in] = c.size();
+      c.insert(c.end(), t.data.data.begin(), t.data.data.end());
+    };
     for (auto& l : s.layers) {
       const ir::Node& n = s.node(l);
-      // A constant an element-wise layer or a folded residual add reads, once.
-      const auto place_constant = [&](const std::string& in) {
-        const ir::TensorInfo& t = g.tensor(in);
-        if (!t.is_const || s.tensor_offset.count(in)) return;
-        c.resize(align_up(c.size(), kAlign));
-        s.tensor_offset[in] = c.size();
-        c.insert(c.end(), t.data.data.begin(), t.data.data.end());
-      };
       if (l.props->kind == LayerKind::Mac) {
         LOOM_TRY(pack_mac(s, l, n));
         if (l.res.on) place_constant(l.res.tensor);
@@ -61,28 +132,34 @@ class MemoryPlanPass final : public Pass {
         }
       }
     }
-    const uint64_t const_bytes = c.size();
-    s.plan.constants_offset = 0;
-    // Activations with liveness reuse: a buffer is free once the last layer
-    // reading it (through any alias) has run; layers are separated by
-    // barriers, so a later layer may overwrite it. Graph inputs and outputs
-    // keep their own buffers. First fit over a list of free blocks.
-    const uint64_t base = align_up(const_bytes, kAlign);
-    uint64_t top = base, no_reuse = base;
-    // The tensor owning each buffer: a view's base (concat in place), an
-    // alias's input's owner.
-    std::map<std::string, std::string> root;  // alias -> the tensor owning the buffer
-    const auto owner = [&](const std::string& t) {
-      if (auto v = s.tensor_view.find(t); v != s.tensor_view.end()) return v->second.base;
-      auto it = root.find(t);
-      return it == root.end() ? t : it->second;
-    };
+    return Status::ok();
+  }
+
+  static constexpr size_t kPinned = ~size_t(0);
+
+  /// The tensor owning each buffer: a view's base (concat in place), an
+  /// alias's input's owner.
+  static std::map<std::string, std::string> alias_roots(const CompileState& s) {
+    std::map<std::string, std::string> root;
     for (const auto& l : s.layers)
-      if (l.props->kind == LayerKind::Alias) root[s.node(l).outputs[0]] = owner(s.node(l).inputs[0]);
-    constexpr size_t kPinned = ~size_t(0);
+      if (l.props->kind == LayerKind::Alias) root[s.node(l).outputs[0]] = owner_of(s, root, s.node(l).inputs[0]);
+    return root;
+  }
+  static std::string owner_of(const CompileState& s, const std::map<std::string, std::string>& root,
+                              const std::string& t) {
+    if (auto v = s.tensor_view.find(t); v != s.tensor_view.end()) return v->second.base;
+    auto it = root.find(t);
+    return it == root.end() ? t : it->second;
+  }
+
+  /// Each buffer owner's last reading layer; graph inputs and outputs are
+  /// pinned (kPinned: never released).
+  static std::map<std::string, size_t> last_uses(const CompileState& s,
+                                                 const std::map<std::string, std::string>& root) {
+    const ir::Graph& g = s.graph;
     std::map<std::string, size_t> last_use;
-    for (const auto& t : g.inputs) last_use[owner(t)] = kPinned;
-    for (const auto& t : g.outputs) last_use[owner(t)] = kPinned;
+    for (const auto& t : g.inputs) last_use[owner_of(s, root, t)] = kPinned;
+    for (const auto& t : g.outputs) last_use[owner_of(s, root, t)] = kPinned;
     for (size_t i = 0; i < s.layers.size(); ++i) {
       const auto& l = s.layers[i];
       if (l.props->kind == LayerKind::Alias) continue;
@@ -90,64 +167,32 @@ class MemoryPlanPass final : public Pass {
       if (l.res.on) reads.push_back(l.res.tensor);
       for (const auto& in : reads) {
         if (in.empty() || g.tensor(in).is_const) continue;
-        auto& u = last_use[owner(in)];
+        auto& u = last_use[owner_of(s, root, in)];
         if (u != kPinned) u = i;
       }
     }
-    std::map<uint64_t, uint64_t> free_blocks;  // offset -> size
+    return last_use;
+  }
+
+  /// Activations with liveness reuse: a buffer is free once the last layer
+  /// reading it (through any alias) has run; layers are separated by
+  /// barriers, so a later layer may overwrite it. Graph inputs and outputs
+  /// keep their own buffers. A view's offset follows from its base's (set
+  /// when the base is placed, before any alias of the view reads it).
+  void place_activations(CompileState& s, Arena& arena) {
+    const ir::Graph& g = s.graph;
+    const auto root = alias_roots(s);
+    const auto last_use = last_uses(s, root);
     std::map<std::string, uint64_t> size_of;
-    const auto release = [&](uint64_t off, uint64_t size) {
-      auto it = free_blocks.emplace(off, size).first;
-      if (auto nx = std::next(it); nx != free_blocks.end() && it->first + it->second == nx->first) {
-        it->second += nx->second;
-        free_blocks.erase(nx);
-      }
-      if (it != free_blocks.begin()) {
-        auto pv = std::prev(it);
-        if (pv->first + pv->second == it->first) {
-          pv->second += it->second;
-          free_blocks.erase(it);
-        }
-      }
-    };
-    auto place = [&](const std::string& name) {
+    const auto place = [&](const std::string& name) {
       if (s.tensor_offset.count(name)) return;
       const ir::TensorInfo& t = g.tensor(name);
       const uint64_t size = align_up(uint64_t(numel(t.shape)) * dtype_size(t.dtype), kAlign);
-      no_reuse += size;
       size_of[name] = size;
       bump("activation_buffers");
-      for (auto it = free_blocks.begin(); it != free_blocks.end(); ++it)
-        if (it->second >= size) {
-          s.tensor_offset[name] = it->first;
-          if (it->second > size) free_blocks.emplace(it->first + size, it->second - size);
-          free_blocks.erase(it);
-          bump("reused_buffers");
-          return;
-        }
-      // Grow the top; a free block ending at the top is extended instead.
-      if (!free_blocks.empty()) {
-        auto last = std::prev(free_blocks.end());
-        if (last->first + last->second == top) {
-          s.tensor_offset[name] = last->first;
-          top = last->first + size;
-          free_blocks.erase(last);
-          bump("reused_buffers");
-          return;
-        }
-      }
-      s.tensor_offset[name] = top;
-      top += size;
-    };
-    // A view's offset follows from its base's (and is set when the base is
-    // placed, before any alias of the view reads it).
-    const auto place_owner = [&](const std::string& name) {
-      place(name);
-      for (const auto& [v, w] : s.tensor_view)
-        if (w.base == name) {
-          s.tensor_offset[v] = s.tensor_offset.at(name) + uint64_t(w.offset) * dtype_size(g.tensor(v).dtype);
-          bump("views");
-        }
+      bool reused = false;
+      s.tensor_offset[name] = arena.take(size, reused);
+      if (reused) bump("reused_buffers");
     };
     for (const auto& in : g.inputs) place(in);
     std::vector<std::string> live;  // owners placed so far and not yet released
@@ -166,18 +211,27 @@ class MemoryPlanPass final : public Pass {
         auto u = last_use.find(*it);
         const bool dead = s.reuse_buffers && (u == last_use.end() || (u->second != kPinned && u->second < i));
         if (dead) {
-          release(s.tensor_offset.at(*it), size_of.at(*it));
+          arena.release(s.tensor_offset.at(*it), size_of.at(*it));
           it = live.erase(it);
         } else {
           ++it;
         }
       }
-      const std::string out = owner(l.out_tensor(g));
+      const std::string out = owner_of(s, root, l.out_tensor(g));
       if (s.tensor_offset.count(out)) continue;  // a concat's later parts, a view of a placed buffer
-      place_owner(out);
+      place(out);
+      for (const auto& [v, w] : s.tensor_view)
+        if (w.base == out) {
+          s.tensor_offset[v] = s.tensor_offset.at(out) + uint64_t(w.offset) * dtype_size(g.tensor(v).dtype);
+          bump("views");
+        }
       live.push_back(out);
     }
-    s.plan.memory_bytes = top;
+  }
+
+  /// The plan's graph inputs and outputs at their offsets.
+  static void bind_io(CompileState& s) {
+    const ir::Graph& g = s.graph;
     auto bind = [&](const std::string& name) {
       const ir::TensorInfo& t = g.tensor(name);
       plan::TensorBinding b;
@@ -193,18 +247,8 @@ class MemoryPlanPass final : public Pass {
     s.plan.outputs.clear();
     for (const auto& in : g.inputs) s.plan.inputs.push_back(bind(in));
     for (const auto& out : g.outputs) s.plan.outputs.push_back(bind(out));
-    set("constant_bytes", int64_t(const_bytes));
-    set("activation_bytes", int64_t(top - base));
-    set("activation_bytes_without_reuse", int64_t(no_reuse - base));
-    set("memory_bytes", int64_t(top));
-    s.decide(g.name, name(), s.reuse_buffers ? "liveness reuse" : "no reuse",
-             ": constants " + std::to_string(const_bytes) + " B at 0, activations " + std::to_string(top - base) +
-                 " B (" + std::to_string(no_reuse - base) + " B without reuse), peak device memory " +
-                 std::to_string(top) + " B");
-    return Status::ok();
   }
 
- private:
   static int64_t numel(const std::vector<int64_t>& sh) {
     int64_t v = 1;
     for (auto d : sh) v *= d;
