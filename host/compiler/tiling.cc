@@ -313,7 +313,20 @@ class TilingPass final : public Pass {
     return tile_mac_packed(s, l, residual, quiet);
   }
 
-  Status tile_mac_packed(CompileState& s, Layer& l, bool residual, bool quiet) {
+  /// A tile of a MAC layer the search may pick. A cheap lexicographic
+  /// pre-score (cores kept busy, DRAM bytes, work of the busiest core,
+  /// steps, bigger tiles) ranks the candidates before the cost model does.
+  using Score = std::tuple<int64_t, uint64_t, int64_t, int64_t, int64_t, int64_t>;
+  struct Cand {
+    Score pre;
+    int64_t tm, tn, cc, np;
+    bool win = false, band = false;
+  };
+
+  /// Every tile of `l` that fits the scratchpads: K steps of whole kernel
+  /// positions or channel chunks, plain, row-window and image-band tiles
+  /// (only the forced kind when --row-windows/--image-bands on).
+  std::vector<Cand> mac_candidates(const CompileState& s, const Layer& l, bool residual) const {
     const MacGeom& g = l.mac;
     const Budget& b = s.budget;
     const int64_t R = s.cfg->array_rows, C = s.cfg->array_cols;
@@ -323,16 +336,6 @@ class TilingPass final : public Pass {
     for (int64_t np = P; np >= 1; --np) kshapes.emplace_back(g.Cg, np);
     for (int64_t cc : candidates(g.Cg, R))
       if (cc < g.Cg) kshapes.emplace_back(cc, 1);
-    // Candidates that fit; the cost model ranks the most promising ones by
-    // predicted cycles. A cheap lexicographic pre-score (cores kept busy,
-    // DRAM bytes, work of the busiest core, steps, bigger tiles) keeps the
-    // search short on wide layers.
-    using Score = std::tuple<int64_t, uint64_t, int64_t, int64_t, int64_t, int64_t>;
-    struct Cand {
-      Score pre;
-      int64_t tm, tn, cc, np;
-      bool win = false, band = false;
-    };
     std::vector<Cand> cands;
     const int64_t cores = s.cores;
     for (int64_t tn : candidates(g.Ng, C)) {
@@ -424,35 +427,19 @@ class TilingPass final : public Pass {
     if (s.opt.image_bands == CompileOptions::ImageBands::On &&
         std::any_of(cands.begin(), cands.end(), [](const Cand& c) { return c.band; }))
       cands.erase(std::remove_if(cands.begin(), cands.end(), [](const Cand& c) { return !c.band; }), cands.end());
-    if (cands.empty())
-      return make_error("node '" + l.name + "'",
-                        "no tile of this layer fits the scratchpads of config '" + std::string(s.cfg->name) + "'");
-    const size_t keep = std::min<size_t>(cands.size(), kSearch);
-    std::partial_sort(cands.begin(), cands.begin() + ptrdiff_t(keep), cands.end(),
-                      [](const Cand& a, const Cand& c) { return a.pre < c.pre; });
-    const CostParams cp = s.opt.cost(*s.cfg);
-    Tiling& t = l.tiling;
-    size_t best = 0;
-    uint64_t best_cycles = 0, first_cycles = 0;
-    Tiling best_t;
-    for (size_t i = 0; i < keep; ++i) {
-      const Cand& c = cands[i];
-      t.tm = c.tm, t.tn = c.tn;
-      t.ksteps = ksteps(g, c.cc, c.np);
-      t.row_window = c.win;
-      t.band = c.band;
-      const Cost cost = estimate(cp, l, s.cores, b.slots, residual);
-      if (i == 0) first_cycles = cost.cycles;
-      if (i == 0 || cost.cycles < best_cycles) best = i, best_cycles = cost.cycles, best_t = t, l.cost = cost;
-    }
-    t = best_t;
-    if (quiet) return Status::ok();
+    return cands;
+  }
+
+  /// --explain's record of the tile picked for `l`: its sizes, the
+  /// scratchpads it fills, and the first candidate when the cost model chose
+  /// another.
+  void explain_mac_tile(CompileState& s, const Layer& l, const std::vector<Cand>& cands, size_t best, size_t keep,
+                        uint64_t best_cycles, uint64_t first_cycles, bool residual) {
+    const MacGeom& g = l.mac;
+    const Budget& b = s.budget;
+    const Tiling& t = l.tiling;
+    const int64_t M = g.M(), K = g.K();
     const int64_t btm = cands[best].tm, btn = cands[best].tn, bcc = cands[best].cc, bnp = cands[best].np;
-    bump("candidates", int64_t(cands.size()));
-    bump("evaluated", int64_t(keep));
-    bump("predicted_cycles", int64_t(best_cycles));
-    t.bytes_read = std::get<1>(cands[best].pre);
-    t.bytes_written = uint64_t(g.batch * M * g.Cout);
     const int64_t tk = bcc * bnp;
     const bool bwin = cands[best].win, bband = cands[best].band;
     const int64_t in_bytes = bband ? band_in_bytes(g, btm) : bwin ? window_in_bytes(g, btm) : btm * tk;
@@ -479,6 +466,43 @@ class TilingPass final : public Pass {
                                                        " tn=" + std::to_string(cands[0].tn) +
                                                        " tk=" + std::to_string(cands[0].cc * cands[0].np),
                                                    first_cycles}});
+  }
+
+  Status tile_mac_packed(CompileState& s, Layer& l, bool residual, bool quiet) {
+    const MacGeom& g = l.mac;
+    const Budget& b = s.budget;
+    // Candidates that fit; the cost model ranks the most promising ones by
+    // predicted cycles (the pre-score keeps the search short on wide layers).
+    std::vector<Cand> cands = mac_candidates(s, l, residual);
+    if (cands.empty())
+      return make_error("node '" + l.name + "'",
+                        "no tile of this layer fits the scratchpads of config '" + std::string(s.cfg->name) + "'");
+    const size_t keep = std::min<size_t>(cands.size(), kSearch);
+    std::partial_sort(cands.begin(), cands.begin() + ptrdiff_t(keep), cands.end(),
+                      [](const Cand& a, const Cand& c) { return a.pre < c.pre; });
+    const CostParams cp = s.opt.cost(*s.cfg);
+    Tiling& t = l.tiling;
+    size_t best = 0;
+    uint64_t best_cycles = 0, first_cycles = 0;
+    Tiling best_t;
+    for (size_t i = 0; i < keep; ++i) {
+      const Cand& c = cands[i];
+      t.tm = c.tm, t.tn = c.tn;
+      t.ksteps = ksteps(g, c.cc, c.np);
+      t.row_window = c.win;
+      t.band = c.band;
+      const Cost cost = estimate(cp, l, s.cores, b.slots, residual);
+      if (i == 0) first_cycles = cost.cycles;
+      if (i == 0 || cost.cycles < best_cycles) best = i, best_cycles = cost.cycles, best_t = t, l.cost = cost;
+    }
+    t = best_t;
+    if (quiet) return Status::ok();
+    bump("candidates", int64_t(cands.size()));
+    bump("evaluated", int64_t(keep));
+    bump("predicted_cycles", int64_t(best_cycles));
+    t.bytes_read = std::get<1>(cands[best].pre);
+    t.bytes_written = uint64_t(g.batch * g.M() * g.Cout);
+    explain_mac_tile(s, l, cands, best, keep, best_cycles, first_cycles, residual);
     return Status::ok();
   }
 
