@@ -413,6 +413,99 @@ void load_b_tile(LayerStream& ls, const MacGeom& m, const Tile& t, const KStep& 
   ls.load(lw);
 }
 
+/// The A tile of step `st` of tile `t` into IN at `in`: a row window (one
+/// padded input row per output-row run), one gather per kernel row (whole
+/// channels of an ungrouped conv), or one gather per kernel position.
+void load_a_tile(LayerStream& ls, const MacGeom& m, const GatherGeom& gg, uint64_t x, const Tile& t, const KStep& st,
+                 uint64_t in, bool window, int32_t x_zp) {
+  const int64_t tk = st.len(), pitch = window_pitch(m);
+  if (window) {
+    // Row windows: run j of the tile gets the input row of kernel row
+    // kh, padded to `pitch` bytes, at in + j * pitch.
+    const int64_t kh = st.pos0 / m.KW;
+    int64_t j = 0;
+    for (int64_t p = t.m0; p < t.m0 + t.m; ++j) {
+      const int64_t oh = p / m.OW, run = std::min(m.OW - p % m.OW, t.m0 + t.m - p);
+      load_input_row(ls, m, x, t.img, t.group * m.Cg, oh * m.sh - m.pt + kh, in + uint64_t(j * pitch), x_zp);
+      p += run;
+    }
+  } else if (row_gather(m, st)) {
+    // Whole channels of an ungrouped conv: one gather per kernel row.
+    for (int64_t pos = st.pos0; pos < st.pos0 + st.npos;) {
+      const int64_t kh = pos / m.KW, kw0 = pos % m.KW;
+      const int64_t nkw = std::min(m.KW - kw0, st.pos0 + st.npos - pos);
+      gather_row(ls, gg, x, t.img, t.m0, t.m, kh, kw0, nkw, in + uint64_t((pos - st.pos0) * st.cc), tk, x_zp);
+      pos += nkw;
+    }
+  } else {
+    for (int64_t pos = st.pos0; pos < st.pos0 + st.npos; ++pos)
+      gather(ls, gg, x, t.img, t.m0, t.m, pos / m.KW, pos % m.KW, t.group * m.Cg + st.c0, st.cc,
+             in + uint64_t((pos - st.pos0) * st.cc), tk, x_zp);
+  }
+}
+
+/// POSTOP rescale's operands of tile `t`, after its PARAM triples at `pa`:
+/// the (a_mult, a_shift) pair and, for a folded residual add, the m x n
+/// residual tile from `r` into IN at `res_in` (a repeated row: rows 0 apart).
+void load_rescale_operands(LayerStream& ls, const Layer& l, const Tile& t, uint64_t pa, uint64_t res_in, uint64_t r) {
+  const MacGeom& m = l.mac;
+  if (l.res.on || l.rescale.on) {  // the rescale's (a_mult, a_shift) after the tile's triples
+    spec::LoadInsn la;
+    la.buf = uint64_t(spec::Buffer::PARAM);
+    la.rows = 1;
+    la.sp_addr = pa + uint64_t(12 * t.n);
+    la.dram_addr = l.param_offset + uint64_t(12 * m.Cout);
+    la.cols = la.dram_stride = la.sp_stride = 8;
+    ls.load(la);
+  }
+  if (l.res.on) {  // the residual tile
+    spec::LoadInsn lr;
+    lr.buf = uint64_t(spec::Buffer::IN);
+    lr.sp_addr = res_in;
+    // A row of channels repeats over the pixels: its rows 0 apart.
+    const uint64_t pixel = l.res.row ? 0 : uint64_t((t.img * m.M() + t.m0) * m.Cout);
+    lr.dram_addr = r + pixel + uint64_t(t.group * m.Ng + t.n0);
+    lr.rows = uint64_t(t.m);
+    lr.cols = uint64_t(t.n);
+    lr.dram_stride = l.res.row ? 0 : uint64_t(m.Cout);
+    lr.sp_stride = uint64_t(t.n);
+    ls.load(lr);
+  }
+}
+
+/// POSTOP's rescale fields: a folded residual add (the conv keeps its zero
+/// point and clamp; the add's follow), or a concat's requantizing copy (a zero
+/// residual term: its multiplier 0, the IN bytes at `res_in` reserved).
+void set_rescale(spec::PostopInsn& po, const Layer& l, uint64_t res_in) {
+  if (l.res.on) {
+    po.residual = 1;
+    po.res_addr = res_in;
+    po.res_zp = l.res.zp;
+    po.res_mult = l.res.mult;
+    po.res_shift = uint64_t(l.res.a_shift);  // checked, not used: the sum rounds once at a_shift
+    po.rescale = 1;                          // the conv keeps its zero point and clamp; the add's follow
+    po.a_zp = l.res.a_zp;
+    po.add_zp = l.res.out_zp;
+    po.add_lo = l.res.lo;
+    po.add_hi = l.res.hi;
+  } else if (l.rescale.on) {
+    // The concat's copy: the rescale of the clamped result with a zero
+    // residual term (its multiplier 0; the IN bytes it reads are the
+    // reserved residual space and count for nothing).
+    const Layer::Rescale& rs = l.rescale;
+    po.residual = 1;
+    po.res_addr = res_in;
+    po.res_zp = 0;
+    po.res_mult = 0;
+    po.res_shift = uint64_t(rs.a_shift);
+    po.rescale = 1;
+    po.a_zp = rs.a_zp;
+    po.add_zp = rs.zp;
+    po.add_lo = rs.lo;
+    po.add_hi = rs.hi;
+  }
+}
+
 Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& ls) {
   const ir::Node& n = s.node(l);
   auto q = ir::mac_quant(s.graph, n);
@@ -444,54 +537,11 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
       const uint64_t in = slot * uint64_t(b.in), wg = slot * uint64_t(b.wgt), pa = slot * uint64_t(b.param);
       const int64_t tk = st.len();
       ls.begin_step();
-      if (window) {
-        // Row windows: run j of the tile gets the input row of kernel row
-        // kh, padded to `pitch` bytes, at in + j * pitch.
-        const int64_t kh = st.pos0 / m.KW;
-        int64_t j = 0;
-        for (int64_t p = t.m0; p < t.m0 + t.m; ++j) {
-          const int64_t oh = p / m.OW, run = std::min(m.OW - p % m.OW, t.m0 + t.m - p);
-          load_input_row(ls, m, x, t.img, t.group * m.Cg, oh * m.sh - m.pt + kh, in + uint64_t(j * pitch), q->x_zp);
-          p += run;
-        }
-      } else if (row_gather(m, st)) {
-        // Whole channels of an ungrouped conv: one gather per kernel row.
-        for (int64_t pos = st.pos0; pos < st.pos0 + st.npos;) {
-          const int64_t kh = pos / m.KW, kw0 = pos % m.KW;
-          const int64_t nkw = std::min(m.KW - kw0, st.pos0 + st.npos - pos);
-          gather_row(ls, gg, x, t.img, t.m0, t.m, kh, kw0, nkw, in + uint64_t((pos - st.pos0) * st.cc), tk, q->x_zp);
-          pos += nkw;
-        }
-      } else {
-        for (int64_t pos = st.pos0; pos < st.pos0 + st.npos; ++pos)
-          gather(ls, gg, x, t.img, t.m0, t.m, pos / m.KW, pos % m.KW, t.group * m.Cg + st.c0, st.cc,
-                 in + uint64_t((pos - st.pos0) * st.cc), tk, q->x_zp);
-      }
+      load_a_tile(ls, m, gg, x, t, st, in, window, q->x_zp);
       load_b_tile(ls, m, t, st, w, wg);
       if (last) {
         load_params(ls, l, t, pa);
-        if (l.res.on || l.rescale.on) {  // the rescale's (a_mult, a_shift) after the tile's triples
-          spec::LoadInsn la;
-          la.buf = uint64_t(spec::Buffer::PARAM);
-          la.rows = 1;
-          la.sp_addr = pa + uint64_t(12 * t.n);
-          la.dram_addr = l.param_offset + uint64_t(12 * m.Cout);
-          la.cols = la.dram_stride = la.sp_stride = 8;
-          ls.load(la);
-        }
-        if (l.res.on) {  // the residual tile
-          spec::LoadInsn lr;
-          lr.buf = uint64_t(spec::Buffer::IN);
-          lr.sp_addr = in + res_off;
-          // A row of channels repeats over the pixels: its rows 0 apart.
-          const uint64_t pixel = l.res.row ? 0 : uint64_t((t.img * m.M() + t.m0) * m.Cout);
-          lr.dram_addr = r + pixel + uint64_t(t.group * m.Ng + t.n0);
-          lr.rows = uint64_t(t.m);
-          lr.cols = uint64_t(t.n);
-          lr.dram_stride = l.res.row ? 0 : uint64_t(m.Cout);
-          lr.sp_stride = uint64_t(t.n);
-          ls.load(lr);
-        }
+        load_rescale_operands(ls, l, t, pa, in + res_off, r);
       }
       spec::GemmInsn gm;
       gm.accumulate = k > 0;
@@ -536,33 +586,7 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
       ls.defer(window);  // the tile's POSTOP and STORE follow the next tile's first loads
       const uint64_t out = uint64_t(ls.out_slot()) * uint64_t(b.out);
       spec::PostopInsn po = mac_postop(*q, 0, out, pa, t.m, t.n);
-      if (l.res.on) {
-        po.residual = 1;
-        po.res_addr = in + res_off;
-        po.res_zp = l.res.zp;
-        po.res_mult = l.res.mult;
-        po.res_shift = uint64_t(l.res.a_shift);  // checked, not used: the sum rounds once at a_shift
-        po.rescale = 1;                          // the conv keeps its zero point and clamp; the add's follow
-        po.a_zp = l.res.a_zp;
-        po.add_zp = l.res.out_zp;
-        po.add_lo = l.res.lo;
-        po.add_hi = l.res.hi;
-      } else if (l.rescale.on) {
-        // The concat's copy: the rescale of the clamped result with a zero
-        // residual term (its multiplier 0; the IN bytes it reads are the
-        // reserved residual space and count for nothing).
-        const Layer::Rescale& rs = l.rescale;
-        po.residual = 1;
-        po.res_addr = in + res_off;
-        po.res_zp = 0;
-        po.res_mult = 0;
-        po.res_shift = uint64_t(rs.a_shift);
-        po.rescale = 1;
-        po.a_zp = rs.a_zp;
-        po.add_zp = rs.zp;
-        po.add_lo = rs.lo;
-        po.add_hi = rs.hi;
-      }
+      set_rescale(po, l, in + res_off);
       ls.compute_release();
       ls.out_producer();
       ls.compute(po);
