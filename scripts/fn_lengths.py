@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Lengths of the hand-written C++ functions under host/ (docs/style: no
-function longer than a screen; issue limit 200 lines).
+function longer than a screen; the tree keeps them at 150 lines or less).
 
 Usage:
   scripts/fn_lengths.py [--top N] [--max LINES] [--allow FILE] [ROOT ...]
