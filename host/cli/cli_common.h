@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -159,6 +160,7 @@ struct RunOutput {
   std::function<double(int64_t)> at;
   /// The file bytes for --output-format `format` ("pb" or "npy").
   std::function<Expected<std::string>(const std::string& format)> encode;
+  std::string file;  // where --outputs wrote it (empty: not written)
 };
 /// What a run needs of its input, whatever its kind (cmd_run.cc: JSON graphs
 /// and their plans; cmd_onnx.cc: ONNX models and program plans): the program
@@ -176,18 +178,36 @@ struct LoadedRun {
   /// After the run: the graph outputs in graph output order.
   std::function<Expected<std::vector<RunOutput>>()> outputs;
   /// The kind's own report fields (an ONNX program's segments and host ops).
-  std::function<void(ordered_json& j, const runtime::ProgramRun& run)> describe;
+  std::function<ordered_json(const runtime::ProgramRun& run)> describe;
 };
 /// An ONNX model (bound, compiled) or a program plan, with its inputs.
 Expected<std::unique_ptr<LoadedRun>> load_onnx_run(const RunArgs& a);
 
-/// A run's report, filled by the run driver.
+/// What `loom run` reports (docs/schema/run.schema.json), whatever the
+/// input kind: filled by the run driver, written by one to_json.
 struct RunReport {
-  ordered_json j;  // model, kind, backend, config, compile options, seed, the kind's own fields
+  std::string model, kind, backend, config;
+  ordered_json compile_options;  // null: none recorded
+  std::optional<uint64_t> seed;  // the inputs were drawn from it
+  ordered_json program;          // the kind's own fields (an ONNX program's segments and host ops), in order
+  // --check: every device segment against loom's direct reference.
+  bool check = false;
+  int checked_segments = 0;
+  bool exact = true;  // no mismatch (with checked_segments 0: nothing compared)
+  std::vector<runtime::Mismatch> mismatches;
+  ordered_json expected;  // --expected DIR or test_data_set_0 (null: none)
   std::vector<RunOutput> outputs;
-  bool check = false, exact = true;  // --check done, and its result (j carries the details)
-  std::string summary;               // first text line: "ran MODEL on BACKEND (config C): ..."
-  std::string check_line;            // text line of --check
+  // The run itself; set once the checks passed.
+  const runtime::ProgramRun* run = nullptr;
+  ordered_json cores, layers;
+  double wall_seconds = 0;
+  std::string summary;  // first text line: "ran MODEL on BACKEND (config C): ..."
+
+  /// The text line of --check.
+  std::string check_line(size_t host_ops) const;
+  /// The JSON result (without its version header); a run whose checks
+  /// failed has no output or run fields.
+  ordered_json to_json() const;
 };
 /// Finishes every run the same way: --expected DIR (or test_data_set_0)
 /// compared within --atol/--rtol; on a failed check nothing written and exit

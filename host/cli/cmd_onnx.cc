@@ -190,7 +190,8 @@ std::vector<RunOutput> run_outputs(std::vector<std::pair<std::string, onnxfe::Va
                             auto t = onnxfe::to_tensor(*vp);
                             if (!t) return t.error();
                             return encode_npy(*t);
-                          }});
+                          },
+                          ""});
   }
   return r;
 }
@@ -253,12 +254,14 @@ Expected<std::unique_ptr<LoadedRun>> load_onnx_run(const RunArgs& a) {
     if (!outs) return outs.error();
     return run_outputs(std::move(*outs));
   };
-  l->describe = [&prog = l->prog, h = *hm](ordered_json& j, const runtime::ProgramRun& run) {
+  l->describe = [&prog = l->prog, h = *hm](const runtime::ProgramRun& run) {
+    ordered_json j;
     add_program_json(j, prog, *h);
     for (const auto& sr : run.segments) {
       auto& sj = j["segments"][size_t(sr.segment)];
       sj["cycles"] = sr.result.has_time ? ordered_json(sr.result.cycles) : ordered_json(nullptr);
     }
+    return j;
   };
   return l;
 }

@@ -170,38 +170,12 @@ Expected<std::unique_ptr<LoadedRun>> load_graph_run(const Opts& o) {
                                [t](int64_t k) { return tensor_at(*t, k); },
                                [t, n](const std::string& format) -> Expected<std::string> {
                                  return format == "npy" ? encode_npy(*t) : encode_onnx_tensor(*t, n);
-                               }});
+                               },
+                               ""});
     }
     return outs;
   };
   return l;
-}
-
-/// --check's fields and line, from the run's comparison of every device
-/// segment with loom's direct reference.
-void report_check(RunReport& rep, const runtime::ProgramRun& run, const plan::Program& prog) {
-  ordered_json& j = rep.j;
-  rep.check = true;
-  j["checked_segments"] = run.checked_segments;
-  if (run.checked_segments == 0) {
-    // Nothing ran on the device: nothing was compared, so no claim either way.
-    j["bit_exact"] = nullptr;
-    rep.check_line = "check: nothing ran on the device (0 device segments, " + std::to_string(prog.host_ops.size()) +
-                     " host ops; see --explain), so nothing was compared against the direct reference";
-    return;
-  }
-  rep.exact = run.mismatches.empty();
-  j["bit_exact"] = rep.exact;
-  if (!rep.exact) {
-    ordered_json mism = ordered_json::array();
-    for (const auto& m : run.mismatches)
-      mism.push_back(
-          ordered_json{{"output", m.output}, {"mismatched_elements", m.elements}, {"max_abs_diff", m.max_abs_diff}});
-    j["mismatches"] = mism;
-  }
-  rep.check_line = "check of " + std::to_string(run.checked_segments) + " device segment" +
-                   (run.checked_segments == 1 ? "" : "s") +
-                   " against the direct reference: " + (rep.exact ? "bit-exact" : "MISMATCH");
 }
 
 /// "ran MODEL on BACKEND (config C): ..." whatever the input kind.
@@ -232,15 +206,17 @@ int run(const Opts& o) {
   if (!res) return fail(res.error());
 
   RunReport rep;
-  ordered_json& j = rep.j;
-  j["model"] = o.model;
-  j["kind"] = l.kind;
-  j["backend"] = o.backend;
-  j["config"] = std::string(l.cfg->name);
-  j["compile_options"] = l.compile_options;
-  if (l.seeded) j["seed"] = o.seed;
-  if (l.describe) l.describe(j, *res);
-  if (o.check) report_check(rep, *res, l.prog);
+  rep.model = o.model;
+  rep.kind = l.kind;
+  rep.backend = o.backend;
+  rep.config = std::string(l.cfg->name);
+  rep.compile_options = l.compile_options;
+  if (l.seeded) rep.seed = o.seed;
+  if (l.describe) rep.program = l.describe(*res);
+  rep.check = o.check;
+  rep.checked_segments = res->checked_segments;
+  rep.mismatches = res->mismatches;
+  rep.exact = res->mismatches.empty();
   auto outputs = l.outputs();
   if (!outputs) return fail(outputs.error());
   rep.outputs = std::move(*outputs);
@@ -443,10 +419,56 @@ Expected<runtime::ProgramRun> run_on_device(const RunArgs& a, const spec::HwConf
   return res;
 }
 
+std::string RunReport::check_line(size_t host_ops) const {
+  if (checked_segments == 0)
+    return "check: nothing ran on the device (0 device segments, " + std::to_string(host_ops) +
+           " host ops; see --explain), so nothing was compared against the direct reference";
+  return "check of " + std::to_string(checked_segments) + " device segment" + (checked_segments == 1 ? "" : "s") +
+         " against the direct reference: " + (exact ? "bit-exact" : "MISMATCH");
+}
+
+ordered_json RunReport::to_json() const {
+  ordered_json j;
+  j["model"] = model;
+  j["kind"] = kind;
+  j["backend"] = backend;
+  j["config"] = config;
+  j["compile_options"] = compile_options;
+  if (seed) j["seed"] = *seed;
+  for (const auto& [k, v] : program.items()) j[k] = v;
+  if (check) {
+    j["checked_segments"] = checked_segments;
+    // Nothing ran on the device: nothing was compared, so no claim either way.
+    j["bit_exact"] = checked_segments == 0 ? ordered_json(nullptr) : ordered_json(exact);
+    if (!mismatches.empty()) {
+      ordered_json mism = ordered_json::array();
+      for (const auto& m : mismatches)
+        mism.push_back(
+            ordered_json{{"output", m.output}, {"mismatched_elements", m.elements}, {"max_abs_diff", m.max_abs_diff}});
+      j["mismatches"] = mism;
+    }
+  }
+  if (!expected.is_null()) j["expected"] = expected;
+  if (!run) return j;
+  ordered_json outs = ordered_json::array();
+  for (const RunOutput& o : outputs) {
+    outs.push_back(ordered_json{{"name", o.name}, {"dtype", o.dtype}, {"shape", o.shape}});
+    if (!o.file.empty()) outs.back()["file"] = o.file;
+  }
+  j["outputs"] = outs;
+  j["has_time"] = run->has_time;
+  j["cycles"] = run->has_time ? ordered_json(run->cycles) : ordered_json(nullptr);
+  j["instructions"] = run->instructions;
+  j["ring_refills"] = run->ring_refills;
+  j["cores"] = cores;
+  j["layers"] = layers;
+  j["wall_seconds"] = wall_seconds;
+  return j;
+}
+
 int finish_run(const RunArgs& a, RunReport& r, const plan::Program& prog, const runtime::ProgramRun& run,
                const spec::HwConfig& cfg, bool name_segments, const std::string& exp_dir,
                std::chrono::steady_clock::time_point t0) {
-  ordered_json& j = r.j;
   bool within = true;
   if (!exp_dir.empty()) {
     auto cmp = compare_expected(exp_dir, r.outputs, a.atol, a.rtol, &within);
@@ -455,7 +477,7 @@ int finish_run(const RunArgs& a, RunReport& r, const plan::Program& prog, const 
     // DIR makes the tolerance a condition of success.
     (*cmp)["required"] = !a.expected.empty();
     if (a.expected.empty()) within = true;
-    j["expected"] = *cmp;
+    r.expected = *cmp;
   }
   // Outputs are written only after a successful run whose checks (if any)
   // passed, all of them or none.
@@ -464,56 +486,48 @@ int finish_run(const RunArgs& a, RunReport& r, const plan::Program& prog, const 
               << (!r.exact ? "device outputs differ from the direct reference"
                            : "outputs differ from the reference outputs in " + exp_dir)
               << (a.outputs.empty() ? "" : "; nothing written to --outputs " + a.outputs) << "\n";
-    if (a.json) std::cout << versioned("run", j).dump(2) << "\n";
+    if (a.json) std::cout << versioned("run", r.to_json()).dump(2) << "\n";
     return 1;
   }
-  ordered_json outs = ordered_json::array();
-  std::vector<std::pair<std::string, std::string>> files;
-  for (size_t k = 0; k < r.outputs.size(); ++k) {
-    const RunOutput& o = r.outputs[k];
-    outs.push_back(ordered_json{{"name", o.name}, {"dtype", o.dtype}, {"shape", o.shape}});
-    if (a.outputs.empty()) continue;
-    auto bytes = o.encode(a.format);
-    if (!bytes)
-      return fail(Status(bytes.error()).context("--output-format " + a.format + ": output '" + o.name + "'").error());
-    files.emplace_back("output_" + std::to_string(k) + "." + a.format, std::move(*bytes));
-  }
   if (!a.outputs.empty()) {
+    std::vector<std::pair<std::string, std::string>> files;
+    for (size_t k = 0; k < r.outputs.size(); ++k) {
+      auto bytes = r.outputs[k].encode(a.format);
+      if (!bytes)
+        return fail(Status(bytes.error())
+                        .context("--output-format " + a.format + ": output '" + r.outputs[k].name + "'")
+                        .error());
+      files.emplace_back("output_" + std::to_string(k) + "." + a.format, std::move(*bytes));
+    }
     auto written = write_output_files(a.outputs, files);
     if (!written) return fail(written.error());
     for (size_t k = 0; k < written->size(); ++k) {
-      outs[k]["file"] = (*written)[k];
+      r.outputs[k].file = (*written)[k];
       announce_written("run", (*written)[k]);
     }
   }
-  j["outputs"] = outs;
   std::vector<const runtime::RunResult*> runs;
-  ordered_json layers = ordered_json::array();
+  r.layers = ordered_json::array();
   for (const auto& sr : run.segments) {
     runs.push_back(&sr.result);
     for (auto& l : layers_json(prog.segments[size_t(sr.segment)].plan, sr.result, cfg, name_segments ? sr.segment : -1))
-      layers.push_back(std::move(l));
+      r.layers.push_back(std::move(l));
   }
-  j["has_time"] = run.has_time;
-  j["cycles"] = run.has_time ? ordered_json(run.cycles) : ordered_json(nullptr);
-  j["instructions"] = run.instructions;
-  j["ring_refills"] = run.ring_refills;
-  j["cores"] = cores_json(runs);
-  j["layers"] = layers;
-  j["wall_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.run = &run;
+  r.cores = cores_json(runs);
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (a.json) {
-    std::cout << versioned("run", j).dump(2) << "\n";
+    std::cout << versioned("run", r.to_json()).dump(2) << "\n";
     return 0;
   }
   std::cout << r.summary << "\n";
-  for (const auto& oj : outs) {
-    std::cout << "  output " << oj["name"].get<std::string>() << " " << oj["dtype"].get<std::string>() << " "
-              << oj["shape"].dump();
-    if (oj.contains("file")) std::cout << " -> " << oj["file"].get<std::string>();
+  for (const RunOutput& o : r.outputs) {
+    std::cout << "  output " << o.name << " " << o.dtype << " " << ordered_json(o.shape).dump();
+    if (!o.file.empty()) std::cout << " -> " << o.file;
     std::cout << "\n";
   }
-  if (r.check) std::cout << "  " << r.check_line << "\n";
-  if (!exp_dir.empty()) print_expected(j["expected"]);
+  if (r.check) std::cout << "  " << r.check_line(prog.host_ops.size()) << "\n";
+  if (!exp_dir.empty()) print_expected(r.expected);
   return 0;
 }
 
