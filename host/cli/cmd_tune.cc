@@ -33,40 +33,36 @@ struct TuneOpts {
   bool json = false, progress = false;
 };
 
-/// `x` (scaled) with `prec` decimals, or "n/a" where the result has null (an
-/// empty sample).
-std::string num(const nlohmann::ordered_json& x, double scale = 1, int prec = 1, const char* flags = "") {
-  if (!x.is_number()) return "n/a";
+/// `x` (scaled) with `prec` decimals, or "n/a" where the result has none
+/// (an empty sample).
+std::string num(const std::optional<double>& x, double scale = 1, int prec = 1, const char* flags = "") {
+  if (!x) return "n/a";
   char buf[64];
   const std::string fmt = std::string("%") + flags + "." + std::to_string(prec) + "f";
-  std::snprintf(buf, sizeof buf, fmt.c_str(), scale * x.get<double>());
+  std::snprintf(buf, sizeof buf, fmt.c_str(), scale * *x);
   return buf;
 }
 
 /// The short text summary of a tune result.
-void print_summary(const nlohmann::ordered_json& j, const std::string& workload, const std::string& backend) {
-  const auto& t = j["target"];
-  std::printf("%s on %s: swap at %.1f ms\n", workload.c_str(), backend.c_str(), j["swap_at_ms"].get<double>());
-  std::printf("  after the swap point: initial mapping %s us mean, best per shape %s us\n",
-              num(t["baseline_us"]).c_str(), num(t["best_per_shape_us"]).c_str());
-  const auto& off = j["offline_recompile"];
+void print_summary(const tune::TuneResult& r, const std::string& workload, const std::string& backend) {
+  std::printf("%s on %s: swap at %.1f ms\n", workload.c_str(), backend.c_str(), r.swap_at_ms);
+  std::printf("  after the swap point: initial mapping %s us mean, best per shape %s us\n", num(r.baseline_us).c_str(),
+              num(r.best_per_shape_us).c_str());
   std::printf("  re-compiled for the observed shapes with the offline cost model: %s us mean, gap recovered %s%%\n",
-              num(off["after_swap"]["mean_us"]).c_str(), num(off["gap_recovered_mean"], 100).c_str());
-  for (const auto& rd : j["rounds"])
+              num(r.offline_mean_us).c_str(), num(r.offline_gap_recovered_mean, 100).c_str());
+  for (const auto& rd : r.rounds)
     std::printf(
         "  round %d: %zu decisions changed, %zu compiler decisions changed, plan error %.2f%% -> %.2f%%, mean "
         "%s us, gap recovered %s%%\n",
-        rd["round"].get<int>(), rd["decisions_changed"].size(), rd["compiler_decisions_changed"].size(),
-        100 * rd["plan_error_before"].get<double>(), 100 * rd["plan_error_after"].get<double>(),
-        num(rd["after_swap"]["mean_us"]).c_str(), num(rd["gap_recovered_mean"], 100).c_str());
-  if (!j["rounds"].empty()) {
-    const auto& a = j["rounds"].back()["attribution"];
+        rd.round, rd.decisions_changed, rd.compiler_decisions_changed, 100 * rd.plan_error_before,
+        100 * rd.plan_error_after, num(rd.mean_us).c_str(), num(rd.gap_recovered_mean, 100).c_str());
+  if (!r.rounds.empty()) {
+    const auto& a = r.rounds.back();
     std::printf("  gain after the last round: %s us = %s us from re-compiling (offline model) %s us from the refit\n",
-                num(a["gain_us"]).c_str(), num(a["offline_recompile_us"]).c_str(),
-                num(a["refit_us"], 1, 1, "+").c_str());
+                num(a.gain_us).c_str(), num(a.offline_recompile_us).c_str(), num(a.refit_us, 1, 1, "+").c_str());
   }
-  std::printf("  target (>= 80%% of the gap within %d rounds): %s\n", j["rounds_requested"].get<int>(),
-              t["met"].get<bool>() ? "met" : "missed");
+  std::printf("  target (>= 80%% of the gap within %d rounds): %s\n", r.rounds_requested,
+              r.target_met ? "met" : "missed");
 }
 
 int tune(const TuneOpts& o) {
@@ -106,13 +102,13 @@ int tune(const TuneOpts& o) {
   auto r = tune::run_tune(*w, to);
   progress.finish();
   if (!r) return fail(r.error());
-  const std::string text = versioned("tune", *r).dump(2) + "\n";
+  const std::string text = versioned("tune", r->to_json()).dump(2) + "\n";
   if (!o.output.empty()) {
     if (Status s = write_file_atomic(o.output, text); !s) return fail(s.error());
     announce_written("tune", o.output);
   }
   if (!o.cost_params_out.empty()) {
-    if (Status s = write_file_atomic(o.cost_params_out, (*r)["cost_params"].dump(2) + "\n"); !s) return fail(s.error());
+    if (Status s = write_file_atomic(o.cost_params_out, r->cost_params.dump(2) + "\n"); !s) return fail(s.error());
     announce_written("tune", o.cost_params_out);
   }
   // --json prints the report (with -o too: the file is a copy); without it

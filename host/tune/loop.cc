@@ -453,6 +453,19 @@ json Loop::cost_params_file() const {
   return json::parse(compiler::cost_params_text(cfit_.params, *s_.cfg, fit.dump()));
 }
 
+TuneResult Loop::figures() const {
+  TuneResult r;
+  r.swap_at_ms = s_.swap_ms;
+  r.rounds_requested = o_.rounds;
+  r.baseline_us = l0_.mean;
+  r.best_per_shape_us = lbest_.mean;
+  r.offline_mean_us = loff_.mean;
+  r.offline_gap_recovered_mean = gap_recovered(l0_.mean, lbest_.mean, loff_.mean);
+  r.target_met = recovered_last_ && *recovered_last_ >= 0.8;
+  r.rounds = rounds_;
+  return r;
+}
+
 json Loop::target() const {
   json t;
   t["metric"] = "mean latency of requests arriving after the swap point";

@@ -92,6 +92,8 @@ class Loop {
   nlohmann::ordered_json target() const;
   /// Every swap lost and reordered nothing.
   bool swaps_ok() const { return all_ok_; }
+  /// The typed figures of the loop so far (TuneResult without its report).
+  TuneResult figures() const;
   uint64_t backend_runs() const { return lab_.backend_runs() + sm_.backend_runs(); }
 
  private:
@@ -180,6 +182,7 @@ class Loop {
   std::vector<Served> runs_;      // the rounds' runs (reserved up front: last_ points into it)
   bool all_ok_ = true;
   std::optional<double> recovered_last_;
+  std::vector<TuneRound> rounds_;  // each round's figures, as round_json writes them
 };
 
 }  // namespace loom::tune

@@ -76,8 +76,10 @@ Expected<json> Loop::round_json(int round, const OutOfSample& fresh, const FitEr
   jr["plans_measured"] = tel_.size();
   jr["prediction_error"] = fe.per_kind;
   jr["counters"] = counters_json(tel_);
-  jr["plan_error_before"] = tel_.empty() ? 0.0 : fe.plan_raw / double(tel_.size());
-  jr["plan_error_after"] = tel_.empty() ? 0.0 : fe.plan_fit / double(tel_.size());
+  const double err_before = tel_.empty() ? 0.0 : fe.plan_raw / double(tel_.size());
+  const double err_after = tel_.empty() ? 0.0 : fe.plan_fit / double(tel_.size());
+  jr["plan_error_before"] = err_before;
+  jr["plan_error_after"] = err_after;
   jr["plan_error_after_per_kind_line"] = tel_.empty() ? 0.0 : fe.plan_line / double(tel_.size());
   jr["new_plans"] = fresh.plans;
   jr["new_plans_error_cost_model"] = fresh.plans ? fresh.raw / fresh.plans : 0.0;
@@ -109,6 +111,12 @@ Expected<json> Loop::round_json(int round, const OutOfSample& fresh, const FitEr
                        {"refit_p99_us", minus(loff_.p99, lk.p99)}};
   jr["gap_recovered_mean"] = json_of(recovered_last_);
   jr["gap_recovered_p99"] = json_of(gap_recovered(l0_.p99, lbest_.p99, lk.p99));
+  const auto diff = [](const std::optional<double>& a, const std::optional<double>& b) -> std::optional<double> {
+    return a && b ? std::optional<double>(*a - *b) : std::nullopt;
+  };
+  rounds_.push_back(TuneRound{round, rd.changed.size(), rd.compiler_changed.size(), err_before, err_after, lk.mean,
+                              recovered_last_, diff(l0_.mean, lk.mean), diff(l0_.mean, loff_.mean),
+                              diff(loff_.mean, lk.mean)});
   return jr;
 }
 

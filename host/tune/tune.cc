@@ -8,7 +8,7 @@ namespace loom::tune {
 
 using json = nlohmann::ordered_json;
 
-Expected<json> run_tune(const serve::Workload& w, const TuneOptions& o) {
+Expected<TuneResult> run_tune(const serve::Workload& w, const TuneOptions& o) {
   auto setup = check_setup(w, o);
   if (!setup) return setup.error();
   Loop loop(std::move(*setup), o);
@@ -42,7 +42,10 @@ Expected<json> run_tune(const serve::Workload& w, const TuneOptions& o) {
   j["swap_ok"] = loop.swaps_ok();
   j["backend_runs"] = loop.backend_runs();
   if (!loop.swaps_ok()) return make_error("loom tune", "a plan swap lost or reordered requests (see the swap check)");
-  return j;
+  TuneResult r = loop.figures();
+  r.cost_params = j["cost_params"];
+  r.report = std::move(j);
+  return r;
 }
 
 }  // namespace loom::tune

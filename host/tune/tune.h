@@ -226,8 +226,34 @@ struct TuneOptions {
   std::function<void(double fraction, const std::string& phase)> on_progress;
 };
 
-/// Runs the closed loop and returns the mapping report (kind "tune"); its
-/// "cost_params" is the cost-params file of the last round's refit.
-Expected<nlohmann::ordered_json> run_tune(const serve::Workload& w, const TuneOptions& o);
+/// One retune round's figures, as the summary and callers read them (null
+/// in the report: nullopt, an empty sample).
+struct TuneRound {
+  int round = 0;
+  size_t decisions_changed = 0, compiler_decisions_changed = 0;
+  double plan_error_before = 0, plan_error_after = 0;             // mean relative error of the plans measured
+  std::optional<double> mean_us;                                  // after the swap point
+  std::optional<double> gap_recovered_mean;                       // of the initial mapping's gap to the best per shape
+  std::optional<double> gain_us, offline_recompile_us, refit_us;  // the gain split into its causes
+};
+
+/// What the closed loop found: the figures its summary and callers read,
+/// typed, and the mapping report of every phase (kind "tune",
+/// docs/schema/tune.schema.json) they come from, written by to_json.
+struct TuneResult {
+  double swap_at_ms = 0;
+  int rounds_requested = 0;
+  std::optional<double> baseline_us, best_per_shape_us;  // mean after the swap point
+  std::optional<double> offline_mean_us, offline_gap_recovered_mean;
+  bool target_met = false;  // >= 80 % of the gap recovered after the last round
+  std::vector<TuneRound> rounds;
+  nlohmann::ordered_json cost_params;  // the last round's refit as a cost-params file
+  nlohmann::ordered_json report;
+
+  nlohmann::ordered_json to_json() const { return report; }
+};
+
+/// Runs the closed loop.
+Expected<TuneResult> run_tune(const serve::Workload& w, const TuneOptions& o);
 
 }  // namespace loom::tune
