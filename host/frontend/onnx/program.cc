@@ -377,7 +377,7 @@ Expected<std::unique_ptr<ProgramValues>> ProgramValues::bind(const plan::Program
     }
     env[name] = v;
   }
-  return std::unique_ptr<ProgramValues>(new ProgramValues(p, **h, std::move(env)));
+  return std::unique_ptr<ProgramValues>(new ProgramValues(**h, std::move(env)));
 }
 
 Status ProgramValues::run_host(size_t index) {

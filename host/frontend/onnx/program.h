@@ -103,9 +103,7 @@ class ProgramValues final : public runtime::HostSteps {
   Expected<std::vector<std::pair<std::string, Value>>> outputs() const;
 
  private:
-  ProgramValues(const plan::Program& p, const HostModel& h, std::map<std::string, Value> env)
-      : p_(p), h_(h), env_(std::move(env)) {}
-  const plan::Program& p_;
+  ProgramValues(const HostModel& h, std::map<std::string, Value> env) : h_(h), env_(std::move(env)) {}
   const HostModel& h_;
   std::map<std::string, Value> env_;
 };
