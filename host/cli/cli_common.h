@@ -193,8 +193,9 @@ struct RunReport {
   // --check: every device segment against loom's direct reference.
   bool check = false;
   int checked_segments = 0;
-  bool exact = true;  // no mismatch (with checked_segments 0: nothing compared)
   std::vector<runtime::Mismatch> mismatches;
+  /// No mismatch (with checked_segments 0: nothing compared).
+  bool exact() const { return mismatches.empty(); }
   ordered_json expected;  // --expected DIR or test_data_set_0 (null: none)
   std::vector<RunOutput> outputs;
   // The run itself; set once the checks passed.

@@ -216,7 +216,6 @@ int run(const Opts& o) {
   rep.check = o.check;
   rep.checked_segments = res->checked_segments;
   rep.mismatches = res->mismatches;
-  rep.exact = res->mismatches.empty();
   auto outputs = l.outputs();
   if (!outputs) return fail(outputs.error());
   rep.outputs = std::move(*outputs);
@@ -424,7 +423,7 @@ std::string RunReport::check_line(size_t host_ops) const {
     return "check: nothing ran on the device (0 device segments, " + std::to_string(host_ops) +
            " host ops; see --explain), so nothing was compared against the direct reference";
   return "check of " + std::to_string(checked_segments) + " device segment" + (checked_segments == 1 ? "" : "s") +
-         " against the direct reference: " + (exact ? "bit-exact" : "MISMATCH");
+         " against the direct reference: " + (exact() ? "bit-exact" : "MISMATCH");
 }
 
 ordered_json RunReport::to_json() const {
@@ -439,7 +438,7 @@ ordered_json RunReport::to_json() const {
   if (check) {
     j["checked_segments"] = checked_segments;
     // Nothing ran on the device: nothing was compared, so no claim either way.
-    j["bit_exact"] = checked_segments == 0 ? ordered_json(nullptr) : ordered_json(exact);
+    j["bit_exact"] = checked_segments == 0 ? ordered_json(nullptr) : ordered_json(exact());
     if (!mismatches.empty()) {
       ordered_json mism = ordered_json::array();
       for (const auto& m : mismatches)
@@ -481,10 +480,10 @@ int finish_run(const RunArgs& a, RunReport& r, const plan::Program& prog, const 
   }
   // Outputs are written only after a successful run whose checks (if any)
   // passed, all of them or none.
-  if ((r.check && !r.exact) || !within) {
+  if ((r.check && !r.exact()) || !within) {
     std::cerr << "loom: error: "
-              << (!r.exact ? "device outputs differ from the direct reference"
-                           : "outputs differ from the reference outputs in " + exp_dir)
+              << (!r.exact() ? "device outputs differ from the direct reference"
+                             : "outputs differ from the reference outputs in " + exp_dir)
               << (a.outputs.empty() ? "" : "; nothing written to --outputs " + a.outputs) << "\n";
     if (a.json) std::cout << versioned("run", r.to_json()).dump(2) << "\n";
     return 1;
