@@ -14,7 +14,16 @@ constexpr uint64_t kBarrierSem = 0;
 
 class CodegenPass final : public Pass {
  public:
-  std::string_view name() const override { return "codegen"; }
+  const PassInfo& info() const override {
+    static const PassInfo i{"codegen",
+                            {PassOption::Placement},
+                            {{"semaphores", "stage semaphores a pipeline plan uses"},
+                             {"tasks", "tile tasks of a dynamic plan"},
+                             {"task_deps", "dependencies between those tasks"},
+                             {"insn.*", "instructions emitted, by opcode"},
+                             {"insns", "instructions emitted"}}};
+    return i;
+  }
 
   Status run(CompileState& s) override {
     const size_t ncores = size_t(s.cores);
@@ -23,14 +32,14 @@ class CodegenPass final : public Pass {
     for (const auto& l : s.layers)
       if (l.props->kind != LayerKind::Alias) emitting.push_back(&l);
     s.plan.layers.clear();
-    s.plan.placement = placement_name(s.opt.placement);
+    s.plan.placement = placement_name(s.placement());
     s.plan.tasks.clear();
-    if (s.opt.placement == Placement::Pipeline) {
+    if (s.placement() == Placement::Pipeline) {
       LOOM_TRY(emit_pipeline(s, streams));
       bump("semaphores", s.plan.semaphores_used);
       return finish(s, streams);
     }
-    if (s.opt.placement == Placement::Dynamic) {
+    if (s.placement() == Placement::Dynamic) {
       LOOM_TRY(emit_tasks(s, streams));
       bump("tasks", int64_t(s.plan.tasks.size()));
       int64_t deps = 0;

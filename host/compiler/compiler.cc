@@ -2,7 +2,9 @@
 // decisions and statistics.
 #include "compiler/compiler.h"
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "compiler/options.h"
 #include "compiler/pass.h"
@@ -66,7 +68,7 @@ Expected<CompileState> make_state(const ir::Graph& g, const spec::HwConfig& cfg,
   CompileState s;
   s.graph = g;
   s.cfg = &cfg;
-  s.opt = opt;
+  s.opt_ = opt;
   s.cores = opt.num_cores == 0 ? int(cfg.cores) : opt.num_cores;
   s.budget = make_budget(cfg, opt.double_buffer);
   s.plan.config = std::string(cfg.name);
@@ -88,19 +90,36 @@ plan::Segment segment_of(CompileResult r, ir::Graph g) {
   return s;
 }
 
+namespace {
+
+/// The pipeline, in order. fold-transpose finds Kᵀ before fold-layout
+/// composes it with other transposes.
+std::vector<std::unique_ptr<Pass>> make_pipeline() {
+  std::vector<std::unique_ptr<Pass>> p;
+  for (auto make : {make_fold_transpose_pass, make_fold_channels_pass, make_fold_layout_pass, make_fold_pointwise_pass,
+                    make_legalize_pass, make_fuse_activation_pass, make_fuse_residual_pass, make_concat_in_place_pass,
+                    make_tiling_pass, make_placement_pass, make_hls_placement_pass, make_memory_plan_pass,
+                    make_codegen_pass, make_hls_calls_pass})
+    p.push_back(make());
+  return p;
+}
+
+}  // namespace
+
+std::vector<PassInfo> pipeline_passes() {
+  std::vector<PassInfo> out;
+  for (const auto& p : make_pipeline()) out.push_back(p->info());
+  return out;
+}
+
 Expected<CompileResult> compile(const ir::Graph& g, const spec::HwConfig& cfg, const CompileOptions& opt) {
   auto st = make_state(g, cfg, opt);
   if (!st) return st.error();
   CompileState& s = *st;
-  // fold-transpose finds Kᵀ before fold-layout composes it with other transposes.
-  std::unique_ptr<Pass> passes[] = {
-      make_fold_transpose_pass(), make_fold_channels_pass(),   make_fold_layout_pass(),   make_fold_pointwise_pass(),
-      make_legalize_pass(),       make_fuse_activation_pass(), make_fuse_residual_pass(), make_concat_in_place_pass(),
-      make_tiling_pass(),         make_placement_pass(),       make_hls_placement_pass(), make_memory_plan_pass(),
-      make_codegen_pass(),        make_hls_calls_pass()};
+  const auto passes = make_pipeline();
   CompileResult r;
   for (auto& p : passes) {
-    Status ps = p->run(s);
+    Status ps = s.run_pass(*p);
     if (!ps) {
       if (!g.source.empty()) ps.context(g.source);
       return ps.error();

@@ -75,6 +75,45 @@ struct CompileOptions {
   CostParams cost(const spec::HwConfig& cfg) const { return cost_params ? *cost_params : CostParams::from(cfg); }
 };
 
+/// A CompileOptions field a pass reads, named as options_to_json names it.
+/// num_cores and double_buffer are read once, into the state every pass
+/// shares (cores, scratchpad budgets); exact_host by the ONNX frontend.
+enum class PassOption : uint8_t {
+  Fusion,
+  Hls,
+  Placement,
+  TasksPerCore,
+  RowWindows,
+  GroupPacking,
+  ImageBands,
+  Depthwise,
+  CostParams
+};
+const char* pass_option_name(PassOption o);
+
+/// A statistic a pass keeps: its key, and what it counts. A key ending in
+/// ".*" is a family keyed by what follows the dot (`insn.GEMM`).
+struct PassStatistic {
+  const char* key;
+  const char* counts;
+};
+
+/// What a pass is, declared beside it as MLIR's pass definitions are: its
+/// name, the CompileOptions fields it reads and the statistics it keeps.
+/// compile() holds every pass to it: reading an option or keeping a
+/// statistic the pass does not declare fails the compile with an internal
+/// error naming the pass and the field.
+struct PassInfo {
+  const char* name;
+  std::vector<PassOption> options;
+  std::vector<PassStatistic> statistics;
+  bool reads(PassOption o) const;
+  bool keeps(const std::string& key) const;
+};
+
+/// The pipeline's passes in order, as each declares itself (`loom info --passes`).
+std::vector<PassInfo> pipeline_passes();
+
 /// A pass's decisions and the cost model's layer predictions are part of the
 /// compiled program (plan/program.h), where every tool reads them.
 using Alternative = plan::Alternative;

@@ -49,11 +49,19 @@ bool same_view(const TensorView& a, const TensorView& b) {
 
 class ConcatInPlacePass final : public Pass {
  public:
-  std::string_view name() const override { return "concat-in-place"; }
+  const PassInfo& info() const override {
+    static const PassInfo i{"concat-in-place",
+                            {PassOption::Fusion},
+                            {{"inputs_in_place", "concat inputs placed as views of the concat's buffer"},
+                             {"bytes_not_copied", "bytes those views do not copy"},
+                             {"rescale_candidates", "requantized inputs proposed to tiling as rescale writes"},
+                             {"inputs_copied", "concat inputs still copied"}}};
+    return i;
+  }
 
   Status run(CompileState& s) override {
     s.tensor_view.clear();
-    if (s.opt.fusion == Fusion::None) return Status::ok();
+    if (s.fusion() == Fusion::None) return Status::ok();
     std::vector<size_t> concats;  // graph nodes, in layer order
     for (const auto& l : s.layers)
       if (l.part.on && (concats.empty() || concats.back() != l.node)) concats.push_back(l.node);

@@ -63,10 +63,17 @@ struct Pick {
 
 class FoldChannelsPass final : public Pass {
  public:
-  std::string_view name() const override { return "fold-channels"; }
+  const PassInfo& info() const override {
+    static const PassInfo i{"fold-channels",
+                            {PassOption::Fusion, PassOption::CostParams},
+                            {{"maps", "channel selections folded into 1x1 convolutions"},
+                             {"folded_into_weights", "channel selections folded into the weights of their readers"},
+                             {"kept", "channel selections kept as moves (cheaper)"}}};
+    return i;
+  }
 
   Status run(CompileState& s) override {
-    if (s.opt.fusion == Fusion::None) return Status::ok();
+    if (s.fusion() == Fusion::None) return Status::ok();
     ir::Graph& g = s.graph;
     std::map<std::string, size_t> producer;
     for (size_t i = 0; i < g.nodes.size(); ++i) producer[g.nodes[i].outputs[0]] = i;
@@ -79,7 +86,7 @@ class FoldChannelsPass final : public Pass {
     std::set<std::string> seen;
     std::map<size_t, std::vector<Node>> before;  // node index -> the selections to insert before it
     std::map<std::string, Pick> picks;           // selected tensors the convs reading them take into their weights
-    const CostParams p = s.opt.cost(*s.cfg);
+    const CostParams p = s.cost();
     for (const auto& e : ends) {
       if (!seen.insert(e).second || !producer.count(e) || !move_op(g.nodes[producer[e]].op)) continue;
       std::vector<size_t> path;

@@ -73,7 +73,14 @@ bool as_dims(const std::vector<int32_t>& f, std::vector<int64_t>* dims, std::vec
 
 class FoldLayoutPass final : public Pass {
  public:
-  std::string_view name() const override { return "fold-layout"; }
+  const PassInfo& info() const override {
+    static const PassInfo i{"fold-layout",
+                            {PassOption::CostParams},
+                            {{"chains", "transpose/reshape chains composed"},
+                             {"transposes_removed", "transposes those chains no longer run"},
+                             {"kept_chains", "chains kept as they are (cheaper)"}}};
+    return i;
+  }
 
   Status run(CompileState& s) override {
     ir::Graph& g = s.graph;
@@ -84,7 +91,7 @@ class FoldLayoutPass final : public Pass {
     }
     const std::set<std::string> outs(g.outputs.begin(), g.outputs.end());
     auto inner = [&](const std::string& t) { return readers[t] == 1 && !outs.count(t); };
-    const CostParams p = s.opt.cost(*s.cfg);
+    const CostParams p = s.cost();
     std::set<size_t> erased;
     std::map<size_t, std::vector<Node>> replace;  // a chain's last node -> the nodes that take its place
     for (size_t i = g.nodes.size(); i-- > 0;) {

@@ -38,10 +38,16 @@ bool uniform(const ir::TensorInfo& t) {
 
 class FoldPointwisePass final : public Pass {
  public:
-  std::string_view name() const override { return "fold-pointwise"; }
+  const PassInfo& info() const override {
+    static const PassInfo i{
+        "fold-pointwise",
+        {PassOption::Fusion},
+        {{"lookups", "pointwise chains folded into one lut"}, {"folded_ops", "ops folded into those luts"}}};
+    return i;
+  }
 
   Status run(CompileState& s) override {
-    if (s.opt.fusion == Fusion::None) return Status::ok();
+    if (s.fusion() == Fusion::None) return Status::ok();
     ir::Graph& g = s.graph;
     std::map<std::string, size_t> producer;
     for (size_t i = 0; i < g.nodes.size(); ++i) producer[g.nodes[i].outputs[0]] = i;

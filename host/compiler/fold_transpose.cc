@@ -42,7 +42,10 @@ Tensor transposed(const Tensor& t) {
 
 class FoldTransposePass final : public Pass {
  public:
-  std::string_view name() const override { return "fold-transpose"; }
+  const PassInfo& info() const override {
+    static const PassInfo i{"fold-transpose", {}, {{"folded", "gemm operand transposes read as b_trans"}}};
+    return i;
+  }
 
   Status run(CompileState& s) override {
     ir::Graph& g = s.graph;

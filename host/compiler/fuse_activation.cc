@@ -14,7 +14,14 @@ bool same_q(const ir::QParams& a, const ir::QParams& b) { return a.scale == b.sc
 
 class FuseActivationPass final : public Pass {
  public:
-  std::string_view name() const override { return "fuse-activation"; }
+  const PassInfo& info() const override {
+    static const PassInfo i{"fuse-activation",
+                            {PassOption::Fusion, PassOption::CostParams},
+                            {{"fused", "activations folded into their producer's clamp"},
+                             {"not_fused", "activations left as layers"},
+                             {"saved_predicted_cycles", "predicted cycles the fused activations save"}}};
+    return i;
+  }
 
   Status run(CompileState& s) override {
     ir::Graph& g = s.graph;
@@ -26,7 +33,7 @@ class FuseActivationPass final : public Pass {
       std::string why;
       saving_.clear();
       Layer* prod = producer_layer(s, r.inputs[0]);
-      if (s.opt.fusion == Fusion::None) {
+      if (s.fusion() == Fusion::None) {
         why = "fusion policy none";
       } else if (!prod || !prod->props->takes_activation) {
         why = "producer is not a conv/gemm/add";
@@ -34,7 +41,7 @@ class FuseActivationPass final : public Pass {
         why = "producer already removed";
       } else {
         why = legal(s, *prod, act);
-        if (why.empty() && s.opt.fusion == Fusion::Cost) why = weigh(s, act);
+        if (why.empty() && s.fusion() == Fusion::Cost) why = weigh(s, act);
         if (why.empty()) apply(s, *prod, act);
       }
       if (why.empty()) {
@@ -83,7 +90,7 @@ class FuseActivationPass final : public Pass {
   std::string weigh(const CompileState& s, const Layer& act) {
     Layer alone = act;
     alone.tiling.tm = std::max<int64_t>(1, std::min({s.budget.in, s.budget.out, int64_t(65535), act.elems}));
-    const Cost c = estimate(s.opt.cost(*s.cfg), alone, s.cores, s.budget.slots);
+    const Cost c = estimate(s.cost(), alone, s.cores, s.budget.slots);
     saving_ = "; cost model: saves " + std::to_string(c.cycles) + " predicted cycles, " +
               std::to_string(c.dram_read + c.dram_written) + " DRAM bytes and " + std::to_string(c.insns) +
               " instructions, no scratchpad added";

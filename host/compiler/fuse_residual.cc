@@ -25,7 +25,13 @@ namespace {
 
 class FuseResidualPass final : public Pass {
  public:
-  std::string_view name() const override { return "fuse-residual"; }
+  const PassInfo& info() const override {
+    static const PassInfo i{"fuse-residual",
+                            {PassOption::Fusion},
+                            {{"candidates", "adds proposed for a POSTOP residual"},
+                             {"not_legal", "adds that cannot fold (the reason is a decision)"}}};
+    return i;
+  }
 
   Status run(CompileState& s) override {
     for (auto& add : s.layers) {
@@ -79,7 +85,7 @@ class FuseResidualPass final : public Pass {
     const ir::Node& a = s.node(add);
     const std::string& mid = a.inputs[size_t(i)];
     const std::string& other = a.inputs[size_t(1 - i)];
-    if (s.opt.fusion == Fusion::None) return "fusion policy none";
+    if (s.fusion() == Fusion::None) return "fusion policy none";
     if (p.res.candidate) return "'" + p.name + "' already takes a residual";
     int consumers = 0;
     for (const auto& n : g.nodes)

@@ -227,14 +227,20 @@ bool place_whole(CompileState& s, Layer& l, std::string_view pass) {
 
 class HlsPlacementPass final : public Pass {
  public:
-  std::string_view name() const override { return "hls-placement"; }
+  const PassInfo& info() const override {
+    static const PassInfo i{"hls-placement",
+                            {PassOption::Hls, PassOption::Placement, PassOption::CostParams},
+                            {{"layers_on_unit", "layers wholly on an HLS unit"},
+                             {"layers_split", "layers split between the cores and a unit"}}};
+    return i;
+  }
 
   Status run(CompileState& s) override {
-    if (s.opt.hls == Hls::Off) return Status::ok();
-    if (s.opt.placement != Placement::Static)
+    if (s.hls() == Hls::Off) return Status::ok();
+    if (s.placement() != Placement::Static)
       return make_error("--hls auto", std::string("HLS units are placed with --placement static only, not ") +
-                                          placement_name(s.opt.placement));
-    const CostParams cp = s.opt.cost(*s.cfg);
+                                          placement_name(s.placement()));
+    const CostParams cp = s.cost();
     for (auto& l : s.layers) {
       if (l.props->kind == LayerKind::Pool || l.props->kind == LayerKind::Eltwise) {
         if (place_whole(s, l, name())) bump("layers_on_unit");
@@ -328,7 +334,10 @@ class HlsPlacementPass final : public Pass {
 
 class HlsCallsPass final : public Pass {
  public:
-  std::string_view name() const override { return "hls-calls"; }
+  const PassInfo& info() const override {
+    static const PassInfo i{"hls-calls", {}, {{"calls", "HLS unit calls emitted"}}};
+    return i;
+  }
 
   Status run(CompileState& s) override {
     s.plan.unit_calls.clear();

@@ -11,7 +11,10 @@ Error node_error(const ir::Node& n, const std::string& what) { return make_error
 
 class LegalizePass final : public Pass {
  public:
-  std::string_view name() const override { return "legalize"; }
+  const PassInfo& info() const override {
+    static const PassInfo i{"legalize", {}, {{"ops.*", "nodes legalized, by op"}, {"layers", "layers"}}};
+    return i;
+  }
 
   Status run(CompileState& s) override {
     s.layers.clear();

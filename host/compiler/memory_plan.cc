@@ -23,7 +23,19 @@ void put_i32(std::vector<uint8_t>& v, int32_t x) {
 
 class MemoryPlanPass final : public Pass {
  public:
-  std::string_view name() const override { return "memory-plan"; }
+  const PassInfo& info() const override {
+    static const PassInfo i{"memory-plan",
+                            {},
+                            {{"constant_bytes", "bytes of constants"},
+                             {"activation_bytes", "bytes of activations, buffers reused"},
+                             {"activation_bytes_without_reuse", "bytes of activations without reuse"},
+                             {"memory_bytes", "bytes the plan takes"},
+                             {"activation_buffers", "activation buffers"},
+                             {"reused_buffers", "buffers that reuse a dead one's bytes"},
+                             {"aliases", "tensors aliasing another's buffer"},
+                             {"views", "tensors placed inside another's buffer"}}};
+    return i;
+  }
 
   Status run(CompileState& s) override {
     LOOM_TRY(place_constants(s));

@@ -361,8 +361,7 @@ struct Stage {
 struct CompileState {
   ir::Graph graph;  // working copy: fusion rewrites it
   const spec::HwConfig* cfg = nullptr;
-  CompileOptions opt;
-  int cores = 1;
+  int cores = 1;  // CompileOptions::num_cores resolved
   Budget budget;
   std::vector<Layer> layers;                      // graph order; alias layers emit no instructions
   std::map<std::string, uint64_t> tensor_offset;  // device offset of every non-constant tensor (and placed constants)
@@ -375,42 +374,59 @@ struct CompileState {
   bool reuse_buffers = true;  // memory plan: liveness reuse (off when pipeline stages run images concurrently)
 
   const ir::Node& node(const Layer& l) const { return graph.nodes[l.node]; }
+
+  /// The options, as the running pass reads them: each accessor checks that
+  /// the pass declares the field (PassInfo::options).
+  Fusion fusion() const { return read(PassOption::Fusion).fusion; }
+  Hls hls() const { return read(PassOption::Hls).hls; }
+  Placement placement() const { return read(PassOption::Placement).placement; }
+  int tasks_per_core() const { return read(PassOption::TasksPerCore).tasks_per_core; }
+  CompileOptions::RowWindows row_windows() const { return read(PassOption::RowWindows).row_windows; }
+  bool group_packing() const { return read(PassOption::GroupPacking).group_packing; }
+  CompileOptions::ImageBands image_bands() const { return read(PassOption::ImageBands).image_bands; }
+  CompileOptions::Depthwise depthwise() const { return read(PassOption::Depthwise).depthwise; }
+  /// The cost model's parameters (CompileOptions::cost_params, or the configuration's).
+  CostParams cost() const { return read(PassOption::CostParams).cost(*cfg); }
+
+  /// Runs `p` over the state, holding it to its declaration: an undeclared
+  /// option read or statistic fails it. compile() runs every pass so.
+  Status run_pass(class Pass& p);
+
   /// Records a decision: `choice`, explained by `choice` + `why`.
   void decide(const std::string& node, std::string_view pass, const std::string& choice, const std::string& why,
               std::optional<uint64_t> predicted = std::nullopt, std::vector<Alternative> alternatives = {}) {
     decisions.push_back({node, std::string(pass), choice, choice + why, predicted, std::move(alternatives)});
   }
+
+ private:
+  friend Expected<CompileState> make_state(const ir::Graph&, const spec::HwConfig&, const CompileOptions&);
+  const CompileOptions& read(PassOption o) const;
+  CompileOptions opt_;
+  const PassInfo* running_ = nullptr;  // the pass run_pass runs
+  mutable std::string undeclared_;     // the first option read that it does not declare
 };
 
-/// A pipeline stage: a name, a run over the shared state and statistics.
+/// A pipeline stage: its declaration (name, options read, statistics
+/// kept), a run over the shared state, and the statistics it kept.
 class Pass {
  public:
   virtual ~Pass() = default;
-  virtual std::string_view name() const = 0;
+  virtual const PassInfo& info() const = 0;
+  std::string_view name() const { return info().name; }
   virtual Status run(CompileState& s) = 0;
   const std::vector<std::pair<std::string, int64_t>>& statistics() const { return stats_; }
+  /// The first statistic kept that info() does not declare (empty: none).
+  const std::string& undeclared() const { return undeclared_; }
 
  protected:
   /// Adds to a statistic, keeping first-use order so output is deterministic.
-  void bump(const std::string& key, int64_t v = 1) {
-    for (auto& [k, x] : stats_)
-      if (k == key) {
-        x += v;
-        return;
-      }
-    stats_.emplace_back(key, v);
-  }
-  void set(const std::string& key, int64_t v) {
-    for (auto& [k, x] : stats_)
-      if (k == key) {
-        x = v;
-        return;
-      }
-    stats_.emplace_back(key, v);
-  }
+  void bump(const std::string& key, int64_t v = 1) { stat(key) += v; }
+  void set(const std::string& key, int64_t v) { stat(key) = v; }
 
  private:
+  int64_t& stat(const std::string& key);
   std::vector<std::pair<std::string, int64_t>> stats_;
+  std::string undeclared_;
 };
 
 // The passes, in pipeline order.

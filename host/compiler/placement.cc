@@ -39,10 +39,23 @@ std::string joined(const std::vector<int64_t>& v) {
 
 class PlacementPass final : public Pass {
  public:
-  std::string_view name() const override { return "placement"; }
+  const PassInfo& info() const override {
+    static const PassInfo i{"placement",
+                            {PassOption::Placement, PassOption::TasksPerCore, PassOption::CostParams},
+                            {{"tiles", "output tiles placed"},
+                             {"barriers", "barriers between layers (static)"},
+                             {"cores", "cores used"},
+                             {"imbalance_tiles", "tiles the busiest core has over the idlest, summed over layers"},
+                             {"stages", "pipeline stages"},
+                             {"units", "images synchronised one by one (pipeline)"},
+                             {"predicted_cycles", "the pipeline's predicted cycles"},
+                             {"split_tiles", "tiles split to balance tasks (dynamic)"},
+                             {"tasks", "tile tasks (dynamic)"}}};
+    return i;
+  }
 
   Status run(CompileState& s) override {
-    const Placement mode = s.opt.placement;
+    const Placement mode = s.placement();
     s.units = mode == Placement::Pipeline ? pipeline_units(s) : 1;
     int64_t emitting = 0;
     for (auto& l : s.layers) {
@@ -219,7 +232,7 @@ class PlacementPass final : public Pass {
     for (size_t i = 0; i < s.layers.size(); ++i)
       if (s.layers[i].props->kind != LayerKind::Alias) em.push_back(i);
     const int64_t n = int64_t(em.size());
-    const CostParams cp = s.opt.cost(*s.cfg);
+    const CostParams cp = s.cost();
     const int64_t U = s.units;
     // Candidate stage counts: divisors of the cores (equal groups), at most
     // one stage per layer, and two semaphores per stage.
@@ -350,7 +363,7 @@ class PlacementPass final : public Pass {
 
   void place_dynamic(CompileState& s, Layer& l) {
     const int64_t n = int64_t(l.tiles.size());
-    const int64_t T = std::max<int64_t>(1, std::min<int64_t>(n, int64_t(std::max(1, s.opt.tasks_per_core)) * s.cores));
+    const int64_t T = std::max<int64_t>(1, std::min<int64_t>(n, int64_t(std::max(1, s.tasks_per_core())) * s.cores));
     l.core_of_tile.resize(size_t(n));
     std::vector<int64_t> sizes(size_t(T), 0);
     for (int64_t j = 0; j < T; ++j)

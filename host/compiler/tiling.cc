@@ -29,7 +29,24 @@ std::vector<int64_t> candidates(int64_t full, int64_t unit) {
 
 class TilingPass final : public Pass {
  public:
-  std::string_view name() const override { return "tiling"; }
+  const PassInfo& info() const override {
+    static const PassInfo i{"tiling",
+                            {PassOption::Fusion, PassOption::CostParams, PassOption::Depthwise,
+                             PassOption::GroupPacking, PassOption::RowWindows, PassOption::ImageBands},
+                            {{"layers", "layers tiled"},
+                             {"dram_bytes_read", "predicted DRAM bytes read"},
+                             {"dram_bytes_written", "predicted DRAM bytes written"},
+                             {"residual_fused", "residual adds folded into POSTOP"},
+                             {"residual_refused", "residual adds left as layers"},
+                             {"rescale_fused", "concat requantizations written by their producer"},
+                             {"rescale_refused", "concat requantizations left as copies"},
+                             {"depthwise_layers", "convolutions on the depthwise unit"},
+                             {"packed_layers", "grouped convolutions with packed groups"},
+                             {"candidates", "tilings considered"},
+                             {"evaluated", "tilings costed"},
+                             {"predicted_cycles", "predicted cycles of the chosen tilings"}}};
+    return i;
+  }
 
   Status run(CompileState& s) override {
     std::vector<size_t> absorbed;                   // graph nodes of residual adds folded into their producer
@@ -88,7 +105,7 @@ class TilingPass final : public Pass {
     for (const auto& x : s.layers)
       if (x.node == l.res.add_node) add = &x;
     if (!add) return Status::ok();
-    const CostParams cp = s.opt.cost(*s.cfg);
+    const CostParams cp = s.cost();
     LOOM_TRY(tile_mac(s, l, false, true));
     const Cost plain = l.cost;
     Layer alone = *add;
@@ -100,7 +117,7 @@ class TilingPass final : public Pass {
     const std::string group = l.name + "+" + add->name;
     if (!fits) {
       s.decide(group, name(), "kept separate", ": no tile fits IN with the residual tile");
-    } else if (s.opt.fusion == Fusion::Cost && fused.cycles >= separate) {
+    } else if (s.fusion() == Fusion::Cost && fused.cycles >= separate) {
       s.decide(group, name(), "kept separate (cost)",
                ": fused predicts " + std::to_string(fused.cycles) + " cycles with the residual tile in IN (tile " +
                    std::to_string(l.tiling.tm) + "x" + std::to_string(l.tiling.tn) + ", " +
@@ -111,7 +128,7 @@ class TilingPass final : public Pass {
     } else {
       l.res.on = true;
       s.decide(group, name(), "folded the add into POSTOP as a rescale",
-               std::string(" (") + fusion_name(s.opt.fusion) + "): fused predicts " + std::to_string(fused.cycles) +
+               std::string(" (") + fusion_name(s.fusion()) + "): fused predicts " + std::to_string(fused.cycles) +
                    " cycles, separate " + std::to_string(plain.cycles) + " + " + std::to_string(add_cost.cycles) +
                    " = " + std::to_string(separate) + "; saves " +
                    std::to_string(int64_t(add_cost.dram_read + add_cost.dram_written) -
@@ -133,7 +150,7 @@ class TilingPass final : public Pass {
     for (const auto& x : s.layers)
       if (x.part.on && x.node == l.rescale.concat && x.part.input == l.rescale.input) copy = &x;
     if (!copy) return Status::ok();
-    const CostParams cp = s.opt.cost(*s.cfg);
+    const CostParams cp = s.cost();
     LOOM_TRY(tile_mac(s, l, false, true));
     const Cost plain = l.cost;
     Layer alone = *copy;
@@ -147,7 +164,7 @@ class TilingPass final : public Pass {
     const std::string group = l.name + "+" + copy->name;
     if (!fits) {
       s.decide(group, name(), "kept separate", ": no tile fits with the rescale");
-    } else if (s.opt.fusion == Fusion::Cost && fused.cost.cycles >= separate) {
+    } else if (s.fusion() == Fusion::Cost && fused.cost.cycles >= separate) {
       s.decide(group, name(), "kept separate (cost)",
                ": writing the concat's slice requantized predicts " + std::to_string(fused.cost.cycles) +
                    " cycles, the layer and the copy " + std::to_string(plain.cycles) + " + " +
@@ -159,7 +176,7 @@ class TilingPass final : public Pass {
       l.mac.yp = fused.mac.yp;
       s.tensor_view[s.node(l).outputs[0]] = l.rescale.view;
       s.decide(group, name(), "writes the concat's slice requantized by POSTOP's rescale",
-               std::string(" (") + fusion_name(s.opt.fusion) + "): predicts " + std::to_string(fused.cost.cycles) +
+               std::string(" (") + fusion_name(s.fusion()) + "): predicts " + std::to_string(fused.cost.cycles) +
                    " cycles, the layer and the copy " + std::to_string(plain.cycles) + " + " +
                    std::to_string(copy_cost.cycles) + " = " + std::to_string(separate),
                fused.cost.cycles, {{"separate", separate}});
@@ -185,10 +202,10 @@ class TilingPass final : public Pass {
   Status tile_mac(CompileState& s, Layer& l, bool residual, bool quiet) {
     using D = CompileOptions::Depthwise;
     l.tiling.depthwise = false;
-    if (residual || s.opt.depthwise == D::Off || !depthwise_ok(l.mac)) return tile_array(s, l, residual, quiet);
+    if (residual || s.depthwise() == D::Off || !depthwise_ok(l.mac)) return tile_array(s, l, residual, quiet);
     Layer dw = l;
     const Status dw_fits = tile_dw(s, dw, true);
-    if (s.opt.depthwise == D::On && dw_fits) return tile_dw(s, l, quiet);
+    if (s.depthwise() == D::On && dw_fits) return tile_dw(s, l, quiet);
     const Status array_fits = tile_array(s, l, residual, true);
     const uint64_t array_cycles = l.cost.cycles;
     if (dw_fits && (!array_fits || dw.cost.cycles < array_cycles)) {
@@ -240,7 +257,7 @@ class TilingPass final : public Pass {
     if (cands.empty())
       return make_error("node '" + l.name + "'",
                         "no depthwise tile fits the scratchpads of config '" + std::string(s.cfg->name) + "'");
-    const CostParams cp = s.opt.cost(*s.cfg);
+    const CostParams cp = s.cost();
     Tiling& t = l.tiling;
     t = Tiling{};
     t.depthwise = true;
@@ -285,7 +302,7 @@ class TilingPass final : public Pass {
     MacGeom base = l.mac;  // unpacked: this may run more than once per layer
     base.groups *= base.pack, base.Cg /= base.pack, base.Ng /= base.pack, base.pack = 1;
     const std::vector<int64_t> packs =
-        s.opt.group_packing ? pack_candidates(base, s.cfg->array_cols) : std::vector<int64_t>{1};
+        s.group_packing() ? pack_candidates(base, s.cfg->array_cols) : std::vector<int64_t>{1};
     if (packs.size() == 1) {
       l.mac = base;
       return tile_mac_packed(s, l, residual, quiet);
@@ -380,7 +397,7 @@ class TilingPass final : public Pass {
           }
         };
         push_all(tmax, false);
-        if (cc == g.Cg && np == g.KW && row_window_ok(g) && s.opt.row_windows != CompileOptions::RowWindows::Off) {
+        if (cc == g.Cg && np == g.KW && row_window_ok(g) && s.row_windows() != CompileOptions::RowWindows::Off) {
           // Row windows: IN holds one padded input row per output-row run.
           const auto in_need = [&](int64_t tm) { return window_in_bytes(g, tm) + (residual ? tm * tn : 0); };
           int64_t tw = std::min({b.out / tn, b.acc / (4 * tn), kField16, M});
@@ -388,8 +405,8 @@ class TilingPass final : public Pass {
           if (tw < M && tw >= R) tw = tw / R * R;
           if (tw >= 1 && in_need(tw) <= b.in) push_all(tw, true);
         }
-        if (cc == g.Cg && np == g.KW && band_ok(g) && !residual &&
-            s.opt.image_bands != CompileOptions::ImageBands::Off && K * tn <= b.wgt) {
+        if (cc == g.Cg && np == g.KW && band_ok(g) && !residual && s.image_bands() != CompileOptions::ImageBands::Off &&
+            K * tn <= b.wgt) {
           // Image bands: tiles of whole output rows whose input rows, GEMM
           // rows and K x tn weights fit.
           const auto fits = [&](int64_t tm) {
@@ -421,10 +438,10 @@ class TilingPass final : public Pass {
         }
       }
     }
-    if (s.opt.row_windows == CompileOptions::RowWindows::On &&
+    if (s.row_windows() == CompileOptions::RowWindows::On &&
         std::any_of(cands.begin(), cands.end(), [](const Cand& c) { return c.win; }))
       cands.erase(std::remove_if(cands.begin(), cands.end(), [](const Cand& c) { return !c.win; }), cands.end());
-    if (s.opt.image_bands == CompileOptions::ImageBands::On &&
+    if (s.image_bands() == CompileOptions::ImageBands::On &&
         std::any_of(cands.begin(), cands.end(), [](const Cand& c) { return c.band; }))
       cands.erase(std::remove_if(cands.begin(), cands.end(), [](const Cand& c) { return !c.band; }), cands.end());
     return cands;
@@ -480,7 +497,7 @@ class TilingPass final : public Pass {
     const size_t keep = std::min<size_t>(cands.size(), kSearch);
     std::partial_sort(cands.begin(), cands.begin() + ptrdiff_t(keep), cands.end(),
                       [](const Cand& a, const Cand& c) { return a.pre < c.pre; });
-    const CostParams cp = s.opt.cost(*s.cfg);
+    const CostParams cp = s.cost();
     Tiling& t = l.tiling;
     size_t best = 0;
     uint64_t best_cycles = 0, first_cycles = 0;
@@ -507,7 +524,7 @@ class TilingPass final : public Pass {
   }
 
   std::string cost_of(const CompileState& s, Layer& l) {
-    l.cost = estimate(s.opt.cost(*s.cfg), l, s.cores, s.budget.slots);
+    l.cost = estimate(s.cost(), l, s.cores, s.budget.slots);
     bump("predicted_cycles", int64_t(l.cost.cycles));
     return l.cost.summary();
   }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "compiler/compiler.h"
+#include "compiler/pass.h"
 #include "ir/builder.h"
 #include "residual_graphs.h"
 
@@ -99,6 +100,57 @@ ir::Graph conv_relu_graph() {
   const auto c = b.conv("conv1", b.input("x", {1, 8, 8, 16}), {32, 3, 3, 1, 1, 1});
   b.output(b.unary("relu1", OpKind::Relu, c));
   return b.graph();
+}
+
+// A pass that reads the fusion policy and keeps one statistic, declaring
+// what it is told to.
+class ProbePass final : public Pass {
+ public:
+  explicit ProbePass(PassInfo i) : info_(std::move(i)) {}
+  const PassInfo& info() const override { return info_; }
+  Status run(CompileState& s) override {
+    if (s.fusion() == Fusion::Cost) bump("probed");
+    return Status::ok();
+  }
+
+ private:
+  PassInfo info_;
+};
+
+TEST(PassInfo, APassIsHeldToTheOptionsAndStatisticsItDeclares) {
+  auto st = make_state(conv_relu_graph(), cfg("tiny"), {});
+  ASSERT_TRUE(st.is_ok());
+  ProbePass declared({"probe", {PassOption::Fusion}, {{"probed", "times probed"}}});
+  EXPECT_TRUE(st->run_pass(declared).is_ok());
+  ProbePass no_option({"probe", {}, {{"probed", "times probed"}}});
+  auto e = st->run_pass(no_option);
+  ASSERT_FALSE(e.is_ok());
+  EXPECT_NE(e.error().str().find("pass 'probe': internal error: reads option 'fusion'"), std::string::npos)
+      << e.error().str();
+  ProbePass no_stat({"probe", {PassOption::Fusion}, {{"other.*", "a family"}}});
+  e = st->run_pass(no_stat);
+  ASSERT_FALSE(e.is_ok());
+  EXPECT_NE(e.error().str().find("keeps statistic 'probed'"), std::string::npos) << e.error().str();
+  ProbePass family({"probe", {PassOption::Fusion}, {{"prob.*", "not a prefix of 'probed' at the dot"}}});
+  EXPECT_FALSE(st->run_pass(family).is_ok());
+}
+
+TEST(PassInfo, ThePipelineDeclaresEveryStatisticItKeeps) {
+  std::vector<std::string> names;
+  for (const auto& p : pipeline_passes()) names.push_back(p.name);
+  ASSERT_EQ(names.size(), 14u);
+  EXPECT_EQ(names.front(), "fold-transpose");
+  EXPECT_EQ(names.back(), "hls-calls");
+  // Every statistic of a compile is declared by the pass that kept it.
+  ir::Graph g = conv_relu_graph();
+  auto r = compile_ok(g);
+  for (const auto& [key, v] : r.stats) {
+    const auto dot = key.find('.');
+    bool found = false;
+    for (const auto& p : pipeline_passes())
+      if (key.substr(0, dot) == p.name) found = p.keeps(key.substr(dot + 1));
+    EXPECT_TRUE(found) << key;
+  }
 }
 
 TEST(Legalize, CountsOpsAndRejectsNonConstantConvWeights) {
