@@ -82,51 +82,44 @@ Status apply_overrides(const ServeOpts& o, serve::Workload& w) {
   return {};
 }
 
+/// Live: what the device did, every fault asked for (applied or not, and why
+/// not) and every reason a batch failed.
+void print_live(const serve::LiveResult& l) {
+  const auto& c = l.counters;
+  std::printf(
+      "  live: %llu device runs, %llu checked against the golden model (%llu differed), %llu device errors, "
+      "%llu host timeouts, %lld requests retried\n",
+      (unsigned long long)c.device_runs, (unsigned long long)c.checked, (unsigned long long)c.mismatches,
+      (unsigned long long)c.device_errors, (unsigned long long)c.timeouts, (long long)l.retried_requests);
+  const auto ms = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3f ms", v);
+    return std::string(b);
+  };
+  for (const auto& f : l.faults_injected) {
+    std::string when = f.applied_ms < 0 ? "never applied: " + f.not_applied() : "applied at " + ms(f.applied_ms);
+    if (f.ended_ms >= 0) when += ", lifted at " + ms(f.ended_ms);
+    std::printf("    fault %s (core %d): %s\n", f.event.text.c_str(), f.event.core, when.c_str());
+  }
+  for (const auto& f : l.failures)
+    std::printf("    failed batches: %lld x %s\n", (long long)f.batches, f.reason.c_str());
+}
+
 /// The short text summary of a serve result (without --json).
-void print_summary(const ServeOpts& o, const serve::Workload& wl, const nlohmann::ordered_json& j) {
+void print_summary(const ServeOpts& o, const serve::Workload& wl, const serve::ServeResult& r) {
   std::printf("%s on %s/%s (%s): batching %s, scheduling %s\n", o.workload.c_str(), o.backend.c_str(),
               wl.config.c_str(), o.mode == "live" ? "live" : "simulated", wl.batching.c_str(),
-              j["scheduling"]["used"].get<std::string>().c_str());
+              r.settings.scheduling.used.c_str());
   std::printf("  requests: %lld submitted, %lld completed, %lld failed, %lld dropped; throughput %.1f req/s\n",
-              (long long)j["submitted"].get<int64_t>(), (long long)j["completed"].get<int64_t>(),
-              (long long)j["failed"].get<int64_t>(), (long long)j["dropped"].get<int64_t>(),
-              j["throughput_rps"].get<double>());
-  if (j.contains("live")) {
-    const auto& l = j["live"];
-    std::printf(
-        "  live: %llu device runs, %llu checked against the golden model (%llu differed), %llu device errors, "
-        "%llu host timeouts, %lld requests retried\n",
-        (unsigned long long)l["device_runs"].get<uint64_t>(), (unsigned long long)l["checked_runs"].get<uint64_t>(),
-        (unsigned long long)l["output_mismatches"].get<uint64_t>(),
-        (unsigned long long)l["device_errors"].get<uint64_t>(), (unsigned long long)l["host_timeouts"].get<uint64_t>(),
-        (long long)l["retried_requests"].get<int64_t>());
-    const auto ms = [](const nlohmann::ordered_json& v) {
-      char b[32];
-      std::snprintf(b, sizeof b, "%.3f ms", v.get<double>());
-      return std::string(b);
-    };
-    for (const auto& f : l["faults_injected"]) {
-      // Every fault asked for, applied or not, and why not.
-      std::string when = f["applied_ms"].is_null() ? "never applied: " + f["not_applied"].get<std::string>()
-                                                   : "applied at " + ms(f["applied_ms"]);
-      if (!f["lifted_ms"].is_null()) when += ", lifted at " + ms(f["lifted_ms"]);
-      std::printf("    fault %s (core %d): %s\n", f["fault"].get<std::string>().c_str(), f["core"].get<int>(),
-                  when.c_str());
-    }
-    for (const auto& f : l["failures"])
-      std::printf("    failed batches: %lld x %s\n", (long long)f["batches"].get<int64_t>(),
-                  f["reason"].get<std::string>().c_str());
-  }
-  for (const auto& s : j["streams"]) {
-    const auto& l = s["latency"];
-    auto v = [](const nlohmann::ordered_json& x) { return x.is_null() ? 0.0 : x.get<double>() / 1000.0; };
-    std::printf("  %-12s p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  SLO %.2f ms met %.1f%%\n",
-                s["name"].get<std::string>().c_str(), v(l["p50_us"]), v(l["p99_us"]), v(l["p999_us"]),
-                s["slo_ms"].get<double>(), 100.0 * s["slo_attainment"].get<double>());
-  }
-  std::printf("  fairness: Jain %.3f, ANTT %.3f, STP %.3f; core imbalance %.3f\n", j["fairness"]["jain"].get<double>(),
-              j["fairness"]["antt"].get<double>(), j["fairness"]["stp"].get<double>(),
-              j["core_imbalance"].get<double>());
+              (long long)r.submitted, (long long)r.completed, (long long)r.failed, (long long)r.dropped,
+              r.throughput_rps);
+  if (r.live) print_live(*r.live);
+  const auto ms = [](const std::optional<double>& us) { return us ? *us / 1000.0 : 0.0; };
+  for (const auto& s : r.streams)
+    std::printf("  %-12s p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  SLO %.2f ms met %.1f%%\n", s.name.c_str(),
+                ms(s.latency.p50), ms(s.latency.p99), ms(s.latency.p999), s.slo_ms, 100.0 * s.slo_attainment);
+  std::printf("  fairness: Jain %.3f, ANTT %.3f, STP %.3f; core imbalance %.3f\n", r.fairness.jain, r.fairness.antt,
+              r.fairness.stp, r.core_imbalance);
 }
 
 int serve(const ServeOpts& o) {
@@ -189,9 +182,9 @@ int serve(const ServeOpts& o) {
   if (!o.trace.empty()) {
     if (Status s = write_file_atomic(o.trace, serve::batches_trace_json(*w, spans)); !s) return fail(s.error());
     announce_written("serve", o.trace);
-    (*r)["trace"] = std::filesystem::absolute(o.trace).string();  // loom report copies it beside the page
+    r->trace = std::filesystem::absolute(o.trace).string();  // loom report copies it beside the page
   }
-  const std::string text = versioned("serve", *r).dump(2) + "\n";
+  const std::string text = versioned("serve", r->to_json()).dump(2) + "\n";
   if (!o.output.empty()) {
     if (Status s = write_file_atomic(o.output, text); !s) return fail(s.error());
     announce_written("serve", o.output);

@@ -1,9 +1,10 @@
 // The serving scheduler's entry points: a run of the workload (its main run
-// and each stream's isolated run, sim.h) and its result document.
+// and each stream's isolated run, sim.h) and its typed result (result.h).
 #include "serve/server.h"
 
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "serve/metrics.h"
@@ -165,26 +166,25 @@ Expected<std::vector<double>> isolated_latencies(const Workload& w, const ServeO
 }
 
 /// The run's settings, as the result's first fields.
-json settings_json(const Workload& w, const ServeOptions& o, const AutoChoice& policy) {
-  json j;
-  j["kind"] = "serve";
-  j["workload"] = w.source;
-  j["backend"] = o.backend;
-  j["mode"] = o.mode;
-  j["config"] = w.config;
-  j["seed"] = w.seed;
-  j["load_scale"] = o.load_scale;
-  j["batching"] = w.batching;
-  j["max_batch"] = w.max_batch;
-  j["max_queue_delay_ms"] = w.max_queue_delay_ms;
-  j["slack_margin"] = w.slack_margin;
-  j["shape_grouping"] = w.shape_grouping;
-  j["scheduling"] = {{"requested", w.scheduling},
-                     {"used", policy.sched == Sched::Static ? "static" : "dynamic"},
-                     {"reason", policy.reason.empty() ? json(nullptr) : json(policy.reason)}};
-  j["admission"] = w.admission;
-  j["duration_ms"] = w.duration_ms;
-  return j;
+ServeSettings settings_of(const Workload& w, const ServeOptions& o, const AutoChoice& policy) {
+  ServeSettings st;
+  st.workload = w.source;
+  st.backend = o.backend;
+  st.mode = o.mode;
+  st.config = w.config;
+  st.seed = w.seed;
+  st.load_scale = o.load_scale;
+  st.batching = w.batching;
+  st.max_batch = w.max_batch;
+  st.max_queue_delay_ms = w.max_queue_delay_ms;
+  st.slack_margin = w.slack_margin;
+  st.shape_grouping = w.shape_grouping;
+  st.scheduling.requested = w.scheduling;
+  st.scheduling.used = policy.sched == Sched::Static ? "static" : "dynamic";
+  if (!policy.reason.empty()) st.scheduling.reason = policy.reason;
+  st.admission = w.admission;
+  st.duration_ms = w.duration_ms;
+  return st;
 }
 
 /// Latency over time: the requests arriving in each of kWindows equal
@@ -214,7 +214,7 @@ StreamTally tally_stream(const SimOut& r, size_t si, const Stream& s) {
       ++t.failed;
       continue;
     }
-    if (q.done < 0) continue;  // would be an accounting error, caught in result_json
+    if (q.done < 0) continue;  // would be an accounting error, caught in result_of
     ++t.completed;
     t.lat.push_back(q.done - q.arrival);
     t.wait.push_back(q.start - q.arrival);
@@ -226,72 +226,72 @@ StreamTally tally_stream(const SimOut& r, size_t si, const Stream& s) {
 }
 
 /// Queue-wait percentiles and histogram.
-json queue_wait_json(const std::vector<double>& wait) {
+QueueWait queue_wait_of(const std::vector<double>& wait) {
   const std::vector<double> edges{0, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000};
-  json qw = LatencySummary::of(wait).to_json();
-  json hist = json::array();
+  QueueWait qw;
+  qw.summary = LatencySummary::of(wait);
   for (size_t k = 0; k < edges.size(); ++k) {
-    const double lo = edges[k], hi = k + 1 < edges.size() ? edges[k + 1] : kInf;
-    int64_t n = 0;
-    for (double x : wait) n += x >= lo && x < hi;
-    hist.push_back({{"lo_us", lo}, {"hi_us", std::isfinite(hi) ? json(hi) : json(nullptr)}, {"count", n}});
+    WaitBin b;
+    b.lo_us = edges[k];
+    if (k + 1 < edges.size()) b.hi_us = edges[k + 1];
+    for (double x : wait) b.count += x >= b.lo_us && (!b.hi_us || x < *b.hi_us);
+    qw.histogram.push_back(b);
   }
-  qw["histogram"] = hist;
   return qw;
 }
 
-json latency_over_time_json(const std::vector<std::vector<double>>& windows, double makespan) {
+std::vector<LatencyWindow> latency_over_time(const std::vector<std::vector<double>>& windows, double makespan) {
   const double span = std::max(makespan, 1.0);
-  json over = json::array();
+  std::vector<LatencyWindow> over;
   for (size_t k = 0; k < kWindows; ++k) {
-    const json pj = LatencySummary::of(windows[k]).to_json();
-    over.push_back({{"start_ms", double(k) * span / double(kWindows) / 1000.0},
-                    {"end_ms", double(k + 1) * span / double(kWindows) / 1000.0},
-                    {"completed", windows[k].size()},
-                    {"p50_us", pj["p50_us"]},
-                    {"p99_us", pj["p99_us"]}});
+    const LatencySummary ls = LatencySummary::of(windows[k]);
+    over.push_back({double(k) * span / double(kWindows) / 1000.0, double(k + 1) * span / double(kWindows) / 1000.0,
+                    int64_t(windows[k].size()), ls.p50, ls.p99});
   }
   return over;
 }
 
+/// An ONNX stream's program (a bucketed model: its longest bucket's; the
+/// segments and host ops are the same at every length, the host time is the
+/// longest's).
+Expected<OnnxStreamInfo> onnx_info(const Stream& s, ServiceModel& sm) {
+  auto prog = sm.onnx_program(s.model, *std::max_element(s.shapes.values.begin(), s.shapes.values.end()));
+  if (!prog) return prog.error();
+  return OnnxStreamInfo{(*prog)->segments.size(), (*prog)->host_ops.size(), (*prog)->fallback_ops(),
+                        sm.host_cost(**prog).host_us};
+}
+
 /// One stream's result: its counts, latencies, queue waits and slowdown `slow`
 /// over its isolated mean latency `alone`.
-Expected<json> stream_json(const Stream& s, const StreamTally& t, double makespan, double alone, double slow,
-                           ServiceModel& sm) {
-  json sj;
-  sj["name"] = s.name;
-  sj["model"] = model_key(s.model);
+Expected<StreamResult> stream_result(const Stream& s, const StreamTally& t, double makespan, double alone, double slow,
+                                     ServiceModel& sm) {
+  StreamResult sr;
+  sr.name = s.name;
+  sr.model = model_key(s.model);
   if (s.model.kind == ModelSpec::Kind::Onnx) {
-    // A bucketed model: its longest bucket's program (the segments and host
-    // ops are the same at every length; the host time is the longest's).
-    auto prog = sm.onnx_program(s.model, *std::max_element(s.shapes.values.begin(), s.shapes.values.end()));
-    if (!prog) return prog.error();
-    sj["segments"] = (*prog)->segments.size();
-    sj["fallback_ops"] = (*prog)->host_ops.size();
-    sj["fallback_op_names"] = (*prog)->fallback_ops();
-    sj["host_us_per_request"] = sm.host_cost(**prog).host_us;
+    auto info = onnx_info(s, sm);
+    if (!info) return info.error();
+    sr.onnx = std::move(*info);
   }
-  sj["priority"] = s.priority;
-  sj["slo_ms"] = s.slo_ms;
-  sj["submitted"] = t.submitted;
-  sj["completed"] = t.completed;
-  sj["dropped"] = t.dropped;
-  sj["failed"] = t.failed;
-  sj["throughput_rps"] = makespan > 0 ? double(t.completed) / makespan * 1e6 : 0.0;
-  const LatencySummary lat = LatencySummary::of(t.lat);
-  sj["latency"] = lat.to_json();
-  sj["queue_wait"] = queue_wait_json(t.wait);
-  sj["slo_attainment"] = t.submitted ? double(t.met) / double(t.submitted) : 1.0;
-  sj["isolated_mean_latency_us"] = alone;
-  sj["slowdown"] = slow;
-  sj["latency_cdf_us"] = lat.cdf;
-  sj["latency_over_time"] = latency_over_time_json(t.windows, makespan);
-  return sj;
+  sr.priority = s.priority;
+  sr.slo_ms = s.slo_ms;
+  sr.submitted = t.submitted;
+  sr.completed = t.completed;
+  sr.dropped = t.dropped;
+  sr.failed = t.failed;
+  sr.throughput_rps = makespan > 0 ? double(t.completed) / makespan * 1e6 : 0.0;
+  sr.latency = LatencySummary::of(t.lat);
+  sr.queue_wait = queue_wait_of(t.wait);
+  sr.slo_attainment = t.submitted ? double(t.met) / double(t.submitted) : 1.0;
+  sr.isolated_mean_latency_us = alone;
+  sr.slowdown = slow;
+  sr.latency_over_time = latency_over_time(t.windows, makespan);
+  return sr;
 }
 
 /// Every stream's result and the totals over them.
 struct StreamResults {
-  json streams = json::array();
+  std::vector<StreamResult> streams;
   int64_t completed = 0, dropped = 0, failed = 0;
   std::vector<double> all_lat;       // latencies of every completed request
   std::vector<double> inv_slowdown;  // per stream
@@ -308,132 +308,94 @@ Expected<StreamResults> stream_results(const Workload& w, const SimOut& r, const
     out.all_lat.insert(out.all_lat.end(), t.lat.begin(), t.lat.end());
     const double shared = mean_latency(r, int(si));
     const double slow = alone[si] > 0 && shared > 0 ? shared / alone[si] : 1.0;
-    auto sj = stream_json(s, t, r.makespan, alone[si], slow, sm);
-    if (!sj) return sj.error();
+    auto sr = stream_result(s, t, r.makespan, alone[si], slow, sm);
+    if (!sr) return sr.error();
     out.antt += slow;
     out.inv_slowdown.push_back(1.0 / slow);
-    out.streams.push_back(std::move(*sj));
+    out.streams.push_back(std::move(*sr));
   }
   return out;
 }
 
 /// Per-core busy time, utilization and batches (live: times out of service),
 /// and the imbalance of the utilizations.
-void add_cores(json& j, const SimOut& r, const spec::HwConfig& cfg, const ServeOptions& o) {
-  json cores = json::array();
+void add_cores(ServeResult& res, const SimOut& r, const spec::HwConfig& cfg, const ServeOptions& o) {
   double umax = 0, usum = 0;
   for (size_t c = 0; c < r.core_busy.size(); ++c) {
-    const double u = r.makespan > 0 ? r.core_busy[c] / r.makespan : 0;
-    umax = std::max(umax, u), usum += u;
-    cores.push_back({{"core", c},
-                     {"port", spec::mem_port_of(cfg, unsigned(c))},
-                     {"busy_us", r.core_busy[c]},
-                     {"utilization", u},
-                     {"batches", r.core_batches[c]}});
-    if (o.mode == "live") {
-      cores.back()["out_of_service"] = r.quarantines[c];
-      cores.back()["out_of_service_us"] = r.quarantine_us[c];
-    }
+    CoreResult cr;
+    cr.core = int64_t(c);
+    cr.port = spec::mem_port_of(cfg, unsigned(c));
+    cr.busy_us = r.core_busy[c];
+    cr.utilization = r.makespan > 0 ? r.core_busy[c] / r.makespan : 0;
+    cr.batches = r.core_batches[c];
+    if (o.mode == "live") cr.out_of_service = OutOfService{r.quarantines[c], r.quarantine_us[c]};
+    umax = std::max(umax, cr.utilization), usum += cr.utilization;
+    res.cores.push_back(std::move(cr));
   }
-  j["cores"] = cores;
   const double umean = usum / double(std::max<size_t>(1, r.core_busy.size()));
-  j["core_imbalance"] = umean > 0 ? umax / umean - 1.0 : 0.0;
+  res.core_imbalance = umean > 0 ? umax / umean - 1.0 : 0.0;
 }
 
 /// The service times and port stretches the run used, as measured.
-json service_times_json(const ServiceModel& sm, const spec::HwConfig& cfg) {
-  json tab = json::array(), stretch = json::array();
+ServiceTimes service_times_of(const ServiceModel& sm, const spec::HwConfig& cfg) {
+  ServiceTimes st;
+  st.backend = sm.backend();
+  st.clock_mhz = cfg.clock_mhz;
   for (const auto& m : sm.measurements())
-    tab.push_back({{"model", m.model},
-                   {"seq", m.seq},
-                   {"batch", m.batch},
-                   {"cycles", m.cycles},
-                   {"us", sm.cycles_to_us(m.cycles)}});
-  for (const auto& m : sm.stretches()) {
-    json with = json::array();
-    for (const auto& [wm, ws, wb] : m.with) with.push_back({{"model", wm}, {"seq", ws}, {"batch", wb}});
-    stretch.push_back({{"model", m.model},
-                       {"seq", m.seq},
-                       {"batch", m.batch},
-                       {"with", with},
-                       {"port_cores", m.with.size() + 1},
-                       {"stretch", m.stretch},
-                       {"alone_cycles", m.alone},
-                       {"phase_cycles", m.phases}});
-  }
-  return {{"backend", sm.backend()}, {"clock_mhz", cfg.clock_mhz}, {"table", tab}, {"port_stretch", stretch}};
+    st.table.push_back({m.model, m.seq, m.batch, m.cycles, sm.cycles_to_us(m.cycles)});
+  for (const auto& m : sm.stretches())
+    st.port_stretch.push_back({m.model, m.seq, m.batch, m.with, m.stretch, m.alone, m.phases});
+  return st;
 }
 
 /// Live: what the device did, and every reason a batch failed (the requests
 /// of a failed batch are queued again up to max_retries times, then fail).
-json live_json(const SimOut& r, const ServeOptions& o) {
-  json reasons = json::array();
+LiveResult live_of(const SimOut& r, const ServeOptions& o) {
+  LiveResult l;
+  l.completion = o.live.completion;
+  l.faults_injected = r.faults;
+  for (const auto& [n, mib] : r.rss) l.rss.push_back({n, mib});
+  l.counters = r.live;
+  l.max_retries = o.max_retries;
+  l.retried_requests = r.retried;
   for (const auto& [k, n] : r.failed_batches) {
     int64_t reqs = 0;
     for (const auto& q : r.reqs) reqs += q.failed && q.reason == k;
-    reasons.push_back({{"reason", r.fail_reasons[size_t(k)]}, {"batches", n}, {"requests_failed", reqs}});
+    l.failures.push_back({r.fail_reasons[size_t(k)], n, reqs});
   }
-  json faults = json::array();
-  for (const auto& f : r.faults)
-    faults.push_back({{"fault", f.event.text},
-                      {"kind", f.event.kind},
-                      {"core", f.event.core},
-                      {"at_ms", f.event.at_ms},
-                      {"for_ms", f.event.for_ms},
-                      {"applied_ms", f.applied_ms >= 0 ? json(f.applied_ms) : json(nullptr)},
-                      {"not_applied", f.applied_ms >= 0 ? json(nullptr) : json(f.not_applied())},
-                      {"lifted_ms", f.ended_ms >= 0 ? json(f.ended_ms) : json(nullptr)}});
-  json rss = json::array();
-  for (const auto& [n, mib] : r.rss) rss.push_back({{"requests", n}, {"mib", mib}});
-  return {{"completion", o.live.completion == runtime::Completion::Interrupt ? "interrupt" : "poll"},
-          {"faults_injected", faults},
-          {"rss_mib", rss},
-          {"device_runs", r.live.device_runs},
-          {"checked_runs", r.live.checked},
-          {"output_mismatches", r.live.mismatches},
-          {"device_errors", r.live.device_errors},
-          {"host_timeouts", r.live.timeouts},
-          {"max_retries", o.max_retries},
-          {"retried_requests", r.retried},
-          {"failures", reasons}};
+  return l;
 }
 
-/// The result document of the main run `r`, given each stream's isolated
-/// mean latency. Fails if any request is unaccounted for.
-Expected<json> result_json(const Workload& w, const ServeOptions& o, const spec::HwConfig& cfg, ServiceModel& sm,
-                           const AutoChoice& policy, const SimOut& r, const std::vector<double>& alone) {
-  json j = settings_json(w, o, policy);
-  j["makespan_ms"] = r.makespan / 1000.0;
+/// The result of the main run `r`, given each stream's isolated mean
+/// latency. Fails if any request is unaccounted for.
+Expected<ServeResult> result_of(const Workload& w, const ServeOptions& o, const spec::HwConfig& cfg, ServiceModel& sm,
+                                const AutoChoice& policy, const SimOut& r, const std::vector<double>& alone) {
+  ServeResult res;
+  res.settings = settings_of(w, o, policy);
+  res.makespan_ms = r.makespan / 1000.0;
   auto sr = stream_results(w, r, alone, sm);
   if (!sr) return sr.error();
-  const int64_t submitted = int64_t(r.reqs.size());
-  if (submitted != sr->completed + sr->failed + sr->dropped)
-    return make_error("loom serve", "accounting error: submitted " + std::to_string(submitted) + " != completed " +
+  res.submitted = int64_t(r.reqs.size());
+  if (res.submitted != sr->completed + sr->failed + sr->dropped)
+    return make_error("loom serve", "accounting error: submitted " + std::to_string(res.submitted) + " != completed " +
                                         std::to_string(sr->completed) + " + failed " + std::to_string(sr->failed) +
                                         " + dropped " + std::to_string(sr->dropped));
-  j["submitted"] = submitted;
-  j["completed"] = sr->completed;
-  j["failed"] = sr->failed;
-  j["dropped"] = sr->dropped;
-  j["throughput_rps"] = r.makespan > 0 ? double(sr->completed) / r.makespan * 1e6 : 0.0;
-  j["latency"] = LatencySummary::of(sr->all_lat).to_json();
-  j["streams"] = sr->streams;
-  json bh = json::object();
-  for (const auto& [n, c] : r.batch_hist) bh[std::to_string(n)] = c;
-  j["batch_sizes"] = bh;
-  add_cores(j, r, cfg, o);
+  res.completed = sr->completed, res.failed = sr->failed, res.dropped = sr->dropped;
+  res.throughput_rps = r.makespan > 0 ? double(sr->completed) / r.makespan * 1e6 : 0.0;
+  res.latency = LatencySummary::of(sr->all_lat);
+  res.streams = std::move(sr->streams);
+  res.batch_sizes = r.batch_hist;
+  add_cores(res, r, cfg, o);
   double stp = 0;
   for (double x : sr->inv_slowdown) stp += x;
-  j["fairness"] = {{"jain", jain_index(sr->inv_slowdown)}, {"antt", sr->antt / double(w.streams.size())}, {"stp", stp}};
-  j["fallbacks"] = {{"deadline_infeasible", r.fallbacks}};
-  j["steals"] = r.steals;
-  j["port_limit_waits"] = r.port_limit_waits;
-  j["gang_batches"] = r.gang_batches;
-  j["port_contention"] = w.port_contention >= 0 ? json(w.port_contention) : json("measured");
-  j["max_per_port"] = w.max_per_port;
-  j["service_times"] = service_times_json(sm, cfg);
-  if (o.mode == "live") j["live"] = live_json(r, o);
-  return j;
+  res.fairness = {jain_index(sr->inv_slowdown), sr->antt / double(w.streams.size()), stp};
+  res.fallbacks = r.fallbacks, res.steals = r.steals;
+  res.port_limit_waits = r.port_limit_waits, res.gang_batches = r.gang_batches;
+  if (w.port_contention >= 0) res.port_contention = w.port_contention;
+  res.max_per_port = w.max_per_port;
+  res.service_times = service_times_of(sm, cfg);
+  if (o.mode == "live") res.live = live_of(r, o);
+  return res;
 }
 
 }  // namespace
@@ -446,7 +408,7 @@ Expected<std::vector<int64_t>> arrival_counts(const Workload& w, double load_sca
   return n;
 }
 
-Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel& sm) {
+Expected<ServeResult> run_serve(const Workload& w, const ServeOptions& o, ServiceModel& sm) {
   sm.allow_wall_clock(o.mode == "live");
   const spec::HwConfig* cfg = spec::find_config(w.config);
   if (!cfg) return make_error(w.source + ": field 'config'", "unknown configuration '" + w.config + "'");
@@ -460,7 +422,7 @@ Expected<json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel&
   if (!r) return r.error();
   auto alone = isolated_latencies(w, o, policy->sched, *cfg, sm, batching, r->reqs.size());
   if (!alone) return alone.error();
-  return result_json(w, o, *cfg, sm, *policy, *r, *alone);
+  return result_of(w, o, *cfg, sm, *policy, *r, *alone);
 }
 
 std::string batches_trace_json(const Workload& w, const std::vector<BatchSpan>& spans) {

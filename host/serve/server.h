@@ -7,12 +7,12 @@
 #pragma once
 
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
 #include "serve/live.h"
+#include "serve/result.h"
 #include "serve/service.h"
 #include "serve/workload.h"
 
@@ -54,8 +54,9 @@ struct ServeOptions {
 };
 
 /// Runs the workload (its batching/scheduling fields already resolved) and
-/// returns the result document. Fails if any request is unaccounted for.
-Expected<nlohmann::ordered_json> run_serve(const Workload& w, const ServeOptions& o, ServiceModel& sm);
+/// returns its typed result (ServeResult::to_json writes the document).
+/// Fails if any request is unaccounted for.
+Expected<ServeResult> run_serve(const Workload& w, const ServeOptions& o, ServiceModel& sm);
 
 /// Generates every stream's arrivals as the simulator does (budgets checked
 /// first) and returns their counts, in stream order.

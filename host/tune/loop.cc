@@ -320,7 +320,7 @@ Expected<json> Loop::serve_baseline() {
   auto l0 = add_latency(jb, base_.reqs, "run with the initial mapping");
   if (!l0) return l0.error();
   l0_ = std::move(*l0);
-  jb["throughput_rps"] = base_.result["throughput_rps"];
+  jb["throughput_rps"] = base_.result.throughput_rps;
   // Per-core timelines over a window from the first batch at or after the
   // swap point: 5 ms, or 8 mean batches of the initial mapping if longer.
   double mean_batch_us = 0;

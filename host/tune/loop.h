@@ -14,6 +14,7 @@
 
 #include "common/status.h"
 #include "serve/metrics.h"
+#include "serve/result.h"
 #include "serve/server.h"
 #include "serve/service.h"
 #include "serve/workload.h"
@@ -42,7 +43,7 @@ Expected<Setup> check_setup(const serve::Workload& w_in, const TuneOptions& o);
 
 /// One serving run: its result, every request and every batch.
 struct Served {
-  nlohmann::ordered_json result;
+  serve::ServeResult result;
   std::vector<serve::ServedRequest> reqs;
   std::vector<serve::BatchSpan> spans;
 };

@@ -215,7 +215,7 @@ TEST(Gang, ABatchOnTwoCoresHoldsBothUntilItEnds) {
   // different cores, and no core ever ran two batches at once.
   ASSERT_FALSE(spans.empty());
   ASSERT_EQ(spans.size() % 2, 0u);
-  EXPECT_EQ((*r)["gang_batches"].get<size_t>(), spans.size() / 2);
+  EXPECT_EQ(size_t(r->gang_batches), spans.size() / 2);
   for (size_t i = 0; i < spans.size(); i += 2) {
     EXPECT_NE(spans[i].core, spans[i + 1].core);
     EXPECT_EQ(spans[i].start_us, spans[i + 1].start_us);
