@@ -34,6 +34,67 @@ nlohmann::ordered_json LatencySummary::to_json() const {
           {"p999_us", num(p999)}, {"mean_us", num(mean)}, {"max_us", num(max)}};
 }
 
+double LatencyParts::operator[](size_t i) const {
+  const double v[kCount] = {queueing, batching, imbalance, service, host, stretch};
+  return i < kCount ? v[i] : 0.0;
+}
+
+double LatencyParts::total() const { return queueing + batching + imbalance + service + host + stretch; }
+
+namespace {
+
+LatencyAttribution::Band band_of(const std::vector<const LatencyParts*>& reqs) {
+  LatencyAttribution::Band b;
+  b.requests = int64_t(reqs.size());
+  if (reqs.empty()) return b;
+  for (const LatencyParts* p : reqs) {
+    b.mean.queueing += p->queueing, b.mean.batching += p->batching, b.mean.imbalance += p->imbalance;
+    b.mean.service += p->service, b.mean.host += p->host, b.mean.stretch += p->stretch;
+  }
+  const double n = double(reqs.size());
+  b.mean.queueing /= n, b.mean.batching /= n, b.mean.imbalance /= n;
+  b.mean.service /= n, b.mean.host /= n, b.mean.stretch /= n;
+  b.latency_us = b.mean.total();
+  return b;
+}
+
+nlohmann::ordered_json band_json(const LatencyAttribution::Band& b) {
+  nlohmann::ordered_json j = {{"requests", b.requests},
+                              {"latency_us", b.requests ? nlohmann::ordered_json(b.latency_us) : nullptr}};
+  for (size_t i = 0; i < LatencyParts::kCount; ++i)
+    j[std::string(LatencyParts::kNames[i]) + "_us"] = b.requests ? nlohmann::ordered_json(b.mean[i]) : nullptr;
+  for (size_t i = 0; i < LatencyParts::kCount; ++i)
+    j[std::string(LatencyParts::kNames[i]) + "_share"] =
+        b.requests && b.latency_us > 0 ? nlohmann::ordered_json(b.mean[i] / b.latency_us) : nullptr;
+  return j;
+}
+
+}  // namespace
+
+LatencyAttribution LatencyAttribution::of(const std::vector<LatencyParts>& sample) {
+  LatencyAttribution a;
+  if (sample.empty()) return a;
+  std::vector<double> lat;
+  lat.reserve(sample.size());
+  for (const auto& p : sample) lat.push_back(p.total());
+  std::sort(lat.begin(), lat.end());
+  std::vector<const LatencyParts*> all, body, tail;
+  const auto p50 = percentile(lat, 50), p99 = percentile(lat, 99);
+  for (const auto& p : sample) {
+    all.push_back(&p);
+    if (p.total() <= *p50) body.push_back(&p);
+    if (p.total() >= *p99) tail.push_back(&p);
+  }
+  a.all = band_of(all), a.p50 = band_of(body), a.p99 = band_of(tail);
+  return a;
+}
+
+nlohmann::ordered_json LatencyAttribution::to_json() const {
+  nlohmann::ordered_json names = nlohmann::ordered_json::array();
+  for (const char* n : LatencyParts::kNames) names.push_back(n);
+  return {{"parts", names}, {"all", band_json(all)}, {"p50", band_json(p50)}, {"p99", band_json(p99)}};
+}
+
 double jain_index(const std::vector<double>& x) {
   double s = 0, s2 = 0;
   for (double v : x) s += v, s2 += v * v;

@@ -93,6 +93,7 @@ json StreamResult::to_json() const {
   j["throughput_rps"] = throughput_rps;
   j["latency"] = latency.to_json();
   j["queue_wait"] = queue_wait.to_json();
+  j["latency_attribution"] = latency_attribution.to_json();
   j["slo_attainment"] = slo_attainment;
   j["isolated_mean_latency_us"] = isolated_mean_latency_us;
   j["slowdown"] = slowdown;
@@ -166,6 +167,7 @@ json ServeResult::to_json() const {
   j["dropped"] = dropped;
   j["throughput_rps"] = throughput_rps;
   j["latency"] = latency.to_json();
+  j["latency_attribution"] = latency_attribution.to_json();
   j["streams"] = array_of(streams);
   json bh = json::object();
   for (const auto& [n, c] : batch_sizes) bh[std::to_string(n)] = c;

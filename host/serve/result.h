@@ -98,6 +98,8 @@ struct StreamResult {
   /// result's "latency_cdf_us".
   LatencySummary latency;
   QueueWait queue_wait;
+  /// Where its completed requests' latency went, over all, the body and the tail.
+  LatencyAttribution latency_attribution;
   double slo_attainment = 1;  // met / submitted (1 with none submitted)
   /// Against the stream alone on the fabric: its mean latency there, and
   /// the slowdown of its mean latency here over it.
@@ -200,7 +202,8 @@ struct ServeResult {
   /// Totals: submitted = completed + failed + dropped.
   int64_t submitted = 0, completed = 0, failed = 0, dropped = 0;
   double throughput_rps = 0;
-  LatencySummary latency;  // of every completed request
+  LatencySummary latency;                  // of every completed request
+  LatencyAttribution latency_attribution;  // where their latency went
   std::vector<StreamResult> streams;
   std::map<int, int64_t> batch_sizes;  // batch size -> batches
   /// The cores, and the imbalance of their utilizations (max / mean - 1).

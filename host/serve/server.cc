@@ -133,7 +133,8 @@ Expected<SimOut> main_run(const Workload& w, const ServeOptions& o, Sched sched,
   auto res = sim.run(batching);
   if (!res) return res.error();
   if (o.requests)
-    for (const Req& q : res->reqs) o.requests->push_back({q.stream, q.arrival, q.start, q.done, q.seq, q.dropped});
+    for (const Req& q : res->reqs)
+      o.requests->push_back({q.stream, q.arrival, q.start, q.done, q.seq, q.dropped, q.parts});
   if (o.spans) *o.spans = res->spans;
   return res;
 }
@@ -196,6 +197,7 @@ constexpr size_t kWindows = 50;
 struct StreamTally {
   int64_t submitted = 0, completed = 0, dropped = 0, failed = 0, met = 0;
   std::vector<double> lat, wait;             // of the completed requests
+  std::vector<LatencyParts> parts;           // of the completed requests: where their latency went
   std::vector<std::vector<double>> windows;  // latencies by arrival window
 };
 
@@ -218,6 +220,7 @@ StreamTally tally_stream(const SimOut& r, size_t si, const Stream& s) {
     ++t.completed;
     t.lat.push_back(q.done - q.arrival);
     t.wait.push_back(q.start - q.arrival);
+    t.parts.push_back(q.parts);
     t.windows[std::min(kWindows - 1, size_t(std::max(0.0, q.arrival) / span * double(kWindows)))].push_back(q.done -
                                                                                                             q.arrival);
     if (q.done - q.arrival <= s.slo_ms * 1000.0) ++t.met;
@@ -282,6 +285,7 @@ Expected<StreamResult> stream_result(const Stream& s, const StreamTally& t, doub
   sr.throughput_rps = makespan > 0 ? double(t.completed) / makespan * 1e6 : 0.0;
   sr.latency = LatencySummary::of(t.lat);
   sr.queue_wait = queue_wait_of(t.wait);
+  sr.latency_attribution = LatencyAttribution::of(t.parts);
   sr.slo_attainment = t.submitted ? double(t.met) / double(t.submitted) : 1.0;
   sr.isolated_mean_latency_us = alone;
   sr.slowdown = slow;
@@ -293,9 +297,10 @@ Expected<StreamResult> stream_result(const Stream& s, const StreamTally& t, doub
 struct StreamResults {
   std::vector<StreamResult> streams;
   int64_t completed = 0, dropped = 0, failed = 0;
-  std::vector<double> all_lat;       // latencies of every completed request
-  std::vector<double> inv_slowdown;  // per stream
-  double antt = 0;                   // sum of the slowdowns
+  std::vector<double> all_lat;          // latencies of every completed request
+  std::vector<LatencyParts> all_parts;  // and where each went
+  std::vector<double> inv_slowdown;     // per stream
+  double antt = 0;                      // sum of the slowdowns
 };
 
 Expected<StreamResults> stream_results(const Workload& w, const SimOut& r, const std::vector<double>& alone,
@@ -306,6 +311,7 @@ Expected<StreamResults> stream_results(const Workload& w, const SimOut& r, const
     const StreamTally t = tally_stream(r, si, s);
     out.completed += t.completed, out.dropped += t.dropped, out.failed += t.failed;
     out.all_lat.insert(out.all_lat.end(), t.lat.begin(), t.lat.end());
+    out.all_parts.insert(out.all_parts.end(), t.parts.begin(), t.parts.end());
     const double shared = mean_latency(r, int(si));
     const double slow = alone[si] > 0 && shared > 0 ? shared / alone[si] : 1.0;
     auto sr = stream_result(s, t, r.makespan, alone[si], slow, sm);
@@ -383,6 +389,7 @@ Expected<ServeResult> result_of(const Workload& w, const ServeOptions& o, const 
   res.completed = sr->completed, res.failed = sr->failed, res.dropped = sr->dropped;
   res.throughput_rps = r.makespan > 0 ? double(sr->completed) / r.makespan * 1e6 : 0.0;
   res.latency = LatencySummary::of(sr->all_lat);
+  res.latency_attribution = LatencyAttribution::of(sr->all_parts);
   res.streams = std::move(sr->streams);
   res.batch_sizes = r.batch_hist;
   add_cores(res, r, cfg, o);

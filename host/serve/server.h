@@ -12,6 +12,7 @@
 
 #include "common/status.h"
 #include "serve/live.h"
+#include "serve/metrics.h"
 #include "serve/result.h"
 #include "serve/service.h"
 #include "serve/workload.h"
@@ -24,6 +25,7 @@ struct ServedRequest {
   double arrival_us = 0, start_us = -1, done_us = -1;
   int64_t seq = 1;
   bool dropped = false;
+  LatencyParts parts;  // completed: where done - arrival went
 };
 
 /// One batch of the main run on one core, in simulated time (for timelines).

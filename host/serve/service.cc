@@ -234,6 +234,16 @@ Expected<uint64_t> ServiceModel::cycles(const ModelSpec& m, int64_t seq, int bat
   return fixed ? c * uint64_t(batch) : c;
 }
 
+Expected<uint64_t> ServiceModel::host_cycles(const ModelSpec& m, int64_t seq, int batch) {
+  if (m.kind != ModelSpec::Kind::Onnx) return uint64_t(0);  // JSON graphs and gemm_chain run whole on the device
+  auto can_batch = batchable(m);
+  if (!can_batch) return can_batch.error();
+  // As cycles(): a fixed-shape model runs its plan `batch` times.
+  auto l = onnx(m, seq, *can_batch ? batch : 1);
+  if (!l) return l.error();
+  return (*l)->host.host_cycles * uint64_t(*can_batch ? 1 : batch);
+}
+
 Expected<driver::Source> ServiceModel::source(const ModelSpec& m, int64_t rows, int batch) {
   switch (m.kind) {
     case ModelSpec::Kind::Graph:

@@ -131,6 +131,9 @@ class ServiceModel {
   /// size; a .json graph has a fixed shape: a batch runs its plan `batch`
   /// times back to back (no batching gain), measured once.
   Expected<uint64_t> cycles(const ModelSpec& m, int64_t seq, int batch);
+  /// The part of cycles(m, seq, batch) that is host ops (ONNX models; the
+  /// stated host model, host_cost): what a batch spends on the CPU.
+  Expected<uint64_t> host_cycles(const ModelSpec& m, int64_t seq, int batch);
   /// How much longer batch `a` runs while the batches `with` run on the other
   /// cores of its memory port (stretch >= 1; `with` beyond the port's other
   /// cores is cut). Measured on the backend as the header says, on first use

@@ -220,9 +220,12 @@ void Sim::init_run(Batching batching) {
   out_.quarantines.assign(cores, 0);
   out_.quarantine_us.assign(cores, 0);
   batch_reqs_.assign(cores, std::vector<int>{});
+  batch_host_us_.assign(cores, 0);
 
   const size_t ns = active_.size();
   queue_.assign(ns, StreamQueue{});
+  held_.assign(ns, {});
+  home_free_.assign(ns, 0);
   wake_.assign(ns, kInf);
   bp_.assign(ns, BatchParams{});
   for (size_t i = 0; i < ns; ++i) {
@@ -284,6 +287,7 @@ Status Sim::event_loop() {
     if (ev_.empty()) break;
     const SimEvent e = ev_.pop();
     const double now = e.t;
+    advance(now);
     if (e.kind == SimEvent::kArrival) {
       arrive(e.idx, now);
     } else if (e.kind == SimEvent::kDone) {
@@ -307,9 +311,11 @@ Expected<bool> Sim::finish_live_ends() {
   if (ends->empty()) return false;
   double at = 0;
   for (const LiveEnd& le : *ends) {
+    advance(le.end_us);
     finish(le.core, le.end_us, le.status);
     at = std::max(at, le.end_us);
   }
+  advance(std::max(at, live_->now_us()));
   schedule(std::max(at, live_->now_us()));
   return true;
 }
@@ -327,10 +333,12 @@ void Sim::arrive(int idx, double now) {
     const double pred = now + s1 * (1.0 + double(queue_[si].size()) / double(std::max(1, serving)));
     drop = pred > r.deadline;
   }
-  if (drop)
+  if (drop) {
     r.dropped = true;
-  else
+  } else {
+    r.held_at = held_[si];
     queue_[si].push_back(idx, r);
+  }
   if (++arrived_ >= next_report_) {
     if (tick_) tick_(arrived_, out_.reqs.size());
     if (live_) out_.rss.emplace_back(int64_t(arrived_), resident_mib());
@@ -506,10 +514,17 @@ void Sim::dispatch(const std::vector<int>& gang, size_t si, const BatchDecision&
   std::vector<int> batch = queue_[si].take(dec);
   int64_t seq = 1;
   for (int ri : batch) {
-    out_.reqs[size_t(ri)].start = now;
-    seq = std::max(seq, out_.reqs[size_t(ri)].seq);
+    Req& q = out_.reqs[size_t(ri)];
+    q.start = now;
+    seq = std::max(seq, q.seq);
+    q.parts.queueing += held_[si][kHeldQueueing] - q.held_at[kHeldQueueing];
+    q.parts.batching += held_[si][kHeldBatching] - q.held_at[kHeldBatching];
+    q.parts.imbalance += held_[si][kHeldImbalance] - q.held_at[kHeldImbalance];
   }
   const double alone = service_us(si, seq, n);
+  auto host = sm_.host_cycles(w_.streams[size_t(active_[si])].model, seq, n);
+  if (!host) keep_first(err_, host.error());
+  batch_host_us_[size_t(core)] = host ? sm_.cycles_to_us(*host) : 0.0;
   const RunningBatch& r = ports_.occupy(RunningBatch{si, seq, n, alone, alone, now, now, out_.spans.size(), 1.0, gang});
   batch_reqs_[size_t(core)] = std::move(batch);
   ++out_.batch_hist[n];
@@ -538,7 +553,7 @@ void Sim::dispatch(const std::vector<int>& gang, size_t si, const BatchDecision&
 void Sim::finish(int core, double now, const Status& st) {
   const RunningBatch& r = ports_.batch(core);
   if (st) {
-    for (int ri : batch_reqs_[size_t(core)]) out_.reqs[size_t(ri)].done = now;
+    attribute(core, now);
     breaker_.succeeded(core);
   } else {
     fail_batch(core, r.si, now, st);
@@ -552,6 +567,61 @@ void Sim::finish(int core, double now, const Status& st) {
   }
   if (!live_) ports_.repace_ports_of(core, now);
   out_.makespan = std::max(out_.makespan, now);
+}
+
+void Sim::advance(double now) {
+  const double dt = now - clock_;
+  if (!(dt > 0)) return;
+  // Which cores were free over [clock_, now): nothing changes between events.
+  bool any_free = false, shared_free = false;
+  std::fill(home_free_.begin(), home_free_.end(), 0);
+  for (int c = 0; c < ports_.cores(); ++c) {
+    if (!usable(c, clock_)) continue;
+    any_free = true;
+    if (sched_ == Sched::Static) {
+      if (home_[size_t(c)] >= 0) home_free_[size_t(home_[size_t(c)])] = 1;
+    } else if (w_.max_per_port == 0 || ports_.port_load(ports_.port_of(c)) < w_.max_per_port) {
+      shared_free = true;
+    }
+  }
+  for (size_t si = 0; si < queue_.size(); ++si) {
+    if (queue_[si].empty()) continue;
+    const bool mine = sched_ == Sched::Static ? home_free_[si] != 0 : shared_free;
+    held_[si][mine ? kHeldBatching : any_free ? kHeldImbalance : kHeldQueueing] += dt;
+  }
+  clock_ = now;
+}
+
+namespace {
+
+/// Live: a retried request's earlier attempts, and batch ends the device
+/// reports between events, are time its queue's counters did not see. Its
+/// wait parts are fitted to its wait (start - arrival): scaled down where
+/// they counted more, the rest queueing.
+void fit_wait(Req& q) {
+  LatencyParts& p = q.parts;
+  const double wait = q.start - q.arrival, counted = p.queueing + p.batching + p.imbalance;
+  if (counted > wait && counted > 0) {
+    const double f = std::max(0.0, wait) / counted;
+    p.queueing *= f, p.batching *= f, p.imbalance *= f;
+  }
+  p.queueing = std::max(0.0, wait - p.batching - p.imbalance);
+}
+
+}  // namespace
+
+void Sim::attribute(int core, double now) {
+  const RunningBatch& r = ports_.batch(core);
+  const double ran = now - r.start, alone = std::min(r.alone, ran);
+  const double host = std::min(batch_host_us_[size_t(core)], alone);
+  for (int ri : batch_reqs_[size_t(core)]) {
+    Req& q = out_.reqs[size_t(ri)];
+    q.done = now;
+    q.parts.host = host;
+    q.parts.service = alone - host;
+    q.parts.stretch = ran - alone;
+    if (live_) fit_wait(q);
+  }
 }
 
 void Sim::fail_batch(int core, size_t si, double now, const Status& st) {
@@ -569,6 +639,7 @@ void Sim::fail_batch(int core, size_t si, double now, const Status& st) {
     Req& q = out_.reqs[size_t(members[k])];
     if (++q.attempts <= o_.max_retries) {
       q.start = -1;
+      q.held_at = held_[si];
       queue_[si].push_front(members[k], q);
       ++out_.retried;
     } else {

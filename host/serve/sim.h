@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -17,6 +18,7 @@
 
 #include "common/status.h"
 #include "serve/live.h"
+#include "serve/metrics.h"
 #include "serve/policy.h"
 #include "serve/port_model.h"
 #include "serve/server.h"
@@ -24,15 +26,24 @@
 
 namespace loom::serve::detail {
 
+/// What held a queued request, as Sim::held_ counts it: no core free
+/// (queueing), a core free that its stream may use (batching: the policy
+/// filling or holding the batch, or a gang gathering its cores), or a core
+/// free that its stream may not use (imbalance: another stream's home core,
+/// or a port at its max_per_port limit).
+enum HeldKind : size_t { kHeldQueueing, kHeldBatching, kHeldImbalance, kHeldKinds };
+
 struct Req {
   int stream = 0;
   double arrival = 0, deadline = 0;
   int64_t seq = 1;
   double start = -1, done = -1;
   bool dropped = false;
-  bool failed = false;  // live: its batch failed more often than max_retries allows
-  int attempts = 0;     // live: batches it was part of that failed
-  int reason = -1;      // live, failed: index into SimOut::fail_reasons
+  bool failed = false;                       // live: its batch failed more often than max_retries allows
+  int attempts = 0;                          // live: batches it was part of that failed
+  int reason = -1;                           // live, failed: index into SimOut::fail_reasons
+  LatencyParts parts;                        // completed: where done - arrival went
+  std::array<double, kHeldKinds> held_at{};  // its stream's Sim::held_ when it was queued
 };
 
 /// Arrivals of one stream, seeded by (workload seed, stream index) only, so a
@@ -155,6 +166,14 @@ class Sim {
   /// it is mapped onto a gang. Empty when not enough cores are free yet.
   std::vector<int> gather_gang(int core, size_t pick, const BatchDecision& dec, double now);
 
+  // Tail attribution.
+  /// Time moves to `now`: every stream with queued requests adds the time
+  /// since the last call to the kind of holding its queue saw (held_).
+  void advance(double now);
+  /// A batch ended well on `core` at `now`: each request's latency split
+  /// into its parts (Req::parts).
+  void attribute(int core, double now);
+
   // Batches.
   /// Starts stream si's batch `dec` on `gang` at `now`.
   void dispatch(const std::vector<int>& gang, size_t si, const BatchDecision& dec, double now);
@@ -183,8 +202,12 @@ class Sim {
   std::vector<int> home_, count_;
   std::vector<StreamQueue> queue_;
   std::vector<BatchParams> bp_;
-  std::vector<double> wake_;                  // per stream: its pending wake-up (inf: none)
-  std::vector<std::vector<int>> batch_reqs_;  // per lead core: the requests of its batch
+  std::vector<double> wake_;                          // per stream: its pending wake-up (inf: none)
+  std::vector<std::vector<int>> batch_reqs_;          // per lead core: the requests of its batch
+  std::vector<double> batch_host_us_;                 // per lead core: its batch's host-op time
+  std::vector<std::array<double, kHeldKinds>> held_;  // per stream: time its queue was held, by kind
+  std::vector<char> home_free_;                       // per stream, scratch of advance()
+  double clock_ = 0;                                  // where advance() last moved time to
   std::unique_ptr<LiveEngine> live_;
   uint64_t next_batch_ = 1;               // live: the id of the next batch started
   size_t arrived_ = 0, next_report_ = 0;  // arrivals so far, and at which the next progress report is due

@@ -263,5 +263,76 @@ TEST(Gang, MoreCoresThanTheStreamHasIsAnError) {
   ASSERT_FALSE(l);
   EXPECT_NE(l.error().str().find("live serving runs one-core plans"), std::string::npos) << l.error().str();
 }
+
+// Two streams of the chain on `small` (4 cores, 2 ports), one busy and one
+// nearly idle, so that static scheduling leaves the idle stream's cores free.
+Workload lopsided_workload(const char* scheduling) {
+  std::string text = std::string(R"(config: small
+duration_ms: 1
+seed: 7
+batching: fixed
+scheduling: )") + scheduling + R"(
+max_batch: 4
+max_queue_delay_ms: 0.01
+streams:
+)";
+  for (const char* rate : {"1000000", "2000"})
+    text += std::string("  - name: chain_") + rate + R"(
+    model: gemm_chain
+    hidden: 32
+    ffn: 64
+    layers: 1
+    slo_ms: 50.0
+    arrival: {poisson: {rate: )" + rate + R"(}}
+    seq_len: {values: [16, 32], weights: [1, 1]}
+)";
+  auto w = parse_workload_text(text, "lopsided.yaml");
+  EXPECT_TRUE(w) << w.error().str();
+  return *w;
+}
+
+TEST(TailAttribution, EveryRequestsPartsSumToItsLatency) {
+  register_tlm();
+  const spec::HwConfig& cfg = *spec::find_config("small");
+  ServiceModel sm(cfg, "tlm", "");
+  for (const char* sched : {"static", "dynamic"}) {
+    std::vector<ServedRequest> reqs;
+    ServeOptions o;
+    o.requests = &reqs;
+    auto r = run_serve(lopsided_workload(sched), o, sm);
+    ASSERT_TRUE(r) << r.error().str();
+    LatencyParts sum;
+    size_t done = 0;
+    for (const auto& q : reqs) {
+      if (q.done_us < 0) continue;
+      ++done;
+      const double lat = q.done_us - q.arrival_us;
+      EXPECT_NEAR(q.parts.total(), lat, 1e-6 * std::max(1.0, lat)) << sched;
+      EXPECT_NEAR(q.parts.queueing + q.parts.batching + q.parts.imbalance, q.start_us - q.arrival_us, 1e-6 * std::max(1.0, lat));
+      for (size_t i = 0; i < LatencyParts::kCount; ++i) EXPECT_GE(q.parts[i], -1e-9) << LatencyParts::kNames[i];
+      EXPECT_GT(q.parts.service, 0);
+      sum.queueing += q.parts.queueing, sum.batching += q.parts.batching, sum.imbalance += q.parts.imbalance;
+      sum.stretch += q.parts.stretch;
+    }
+    ASSERT_GT(done, 100u);
+    std::printf("%s: %zu requests, queueing %.0f us, batching %.0f us, imbalance %.0f us, stretch %.0f us\n", sched,
+                done, sum.queueing, sum.batching, sum.imbalance, sum.stretch);
+    EXPECT_GT(sum.batching, 0) << sched;  // fixed batching holds a batch for up to 10 us
+    if (std::string(sched) == "static") {
+      // The busy stream waits while the idle stream's cores are free.
+      EXPECT_GT(sum.imbalance, 0);
+    } else {
+      EXPECT_GT(sum.queueing, 0);   // every core busy
+      EXPECT_EQ(sum.imbalance, 0);  // any free core takes any stream's batch
+      EXPECT_GT(sum.stretch, 0);    // two busy cores a port
+    }
+    // The result's attribution: the mean parts of every completed request.
+    const auto& a = r->latency_attribution;
+    EXPECT_EQ(a.all.requests, int64_t(done));
+    EXPECT_NEAR(a.all.latency_us, *r->latency.mean, 1e-6 * *r->latency.mean);
+    EXPECT_GE(a.p99.latency_us, a.p50.latency_us);
+    sm.clear_mappings();
+  }
+}
 }  // namespace
 }  // namespace loom::serve
