@@ -159,7 +159,8 @@ json LiveResult::to_json() const {
 }
 
 json ServeResult::to_json() const {
-  json j = settings.to_json();
+  json j = {{"kind", "serve"}, {"memo", memo.to_json()}};
+  j.update(settings.to_json());
   j["makespan_ms"] = makespan_ms;
   j["submitted"] = submitted;
   j["completed"] = completed;

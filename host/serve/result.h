@@ -14,6 +14,7 @@
 
 #include "runtime/jobs.h"
 #include "serve/live.h"
+#include "serve/memo.h"
 #include "serve/metrics.h"
 
 namespace loom::serve {
@@ -198,6 +199,7 @@ struct LiveResult {
 /// the service times it used and (live) what the device did.
 struct ServeResult {
   ServeSettings settings;
+  Memo memo;  // the review memo: the result's first field after "kind"
   double makespan_ms = 0;
   /// Totals: submitted = completed + failed + dropped.
   int64_t submitted = 0, completed = 0, failed = 0, dropped = 0;

@@ -297,10 +297,11 @@ Expected<StreamResult> stream_result(const Stream& s, const StreamTally& t, doub
 struct StreamResults {
   std::vector<StreamResult> streams;
   int64_t completed = 0, dropped = 0, failed = 0;
-  std::vector<double> all_lat;          // latencies of every completed request
-  std::vector<LatencyParts> all_parts;  // and where each went
-  std::vector<double> inv_slowdown;     // per stream
-  double antt = 0;                      // sum of the slowdowns
+  std::vector<double> all_lat;                     // latencies of every completed request
+  std::vector<LatencyParts> all_parts;             // and where each went
+  std::vector<std::vector<double>> lat_by_stream;  // latencies of each stream's completed requests
+  std::vector<double> inv_slowdown;                // per stream
+  double antt = 0;                                 // sum of the slowdowns
 };
 
 Expected<StreamResults> stream_results(const Workload& w, const SimOut& r, const std::vector<double>& alone,
@@ -312,6 +313,7 @@ Expected<StreamResults> stream_results(const Workload& w, const SimOut& r, const
     out.completed += t.completed, out.dropped += t.dropped, out.failed += t.failed;
     out.all_lat.insert(out.all_lat.end(), t.lat.begin(), t.lat.end());
     out.all_parts.insert(out.all_parts.end(), t.parts.begin(), t.parts.end());
+    out.lat_by_stream.push_back(t.lat);
     const double shared = mean_latency(r, int(si));
     const double slow = alone[si] > 0 && shared > 0 ? shared / alone[si] : 1.0;
     auto sr = stream_result(s, t, r.makespan, alone[si], slow, sm);
@@ -402,6 +404,7 @@ Expected<ServeResult> result_of(const Workload& w, const ServeOptions& o, const 
   res.max_per_port = w.max_per_port;
   res.service_times = service_times_of(sm, cfg);
   if (o.mode == "live") res.live = live_of(r, o);
+  res.memo = serve_memo(w, res, sr->lat_by_stream);
   return res;
 }
 
