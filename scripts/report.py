@@ -376,6 +376,78 @@ def tune_section(res, rows, save, plt):
     return "loom tune: %s on %s/%s, %d rounds" % (res["workload"], res["backend"], res["config"], len(res["rounds"]))
 
 
+PART_COLOURS = {"queueing": "#c62828", "batching": "#f9a825", "imbalance": "#6a1b9a", "service": "#1565c0",
+                "host": "#2e7d32", "stretch": "#ef6c00"}
+
+
+def attribution_plot(plt, save, named):
+    """Where the latency went: per stream, the body (p50) and the tail (p99)
+    as stacked bars of the mean parts, in ms."""
+    fig, ax = plt.subplots(figsize=(8, 0.6 + 0.7 * len(named)))
+    labels, y = [], 0
+    for name, a in named:
+        for band in ("p99", "p50"):
+            b = a[band]
+            left = 0.0
+            for part in a["parts"]:
+                v = (b[part + "_us"] or 0) / 1000.0
+                ax.barh(y, v, left=left, color=PART_COLOURS.get(part, "grey"),
+                        label=part if not labels else None)
+                left += v
+            labels.append("%s %s (%d)" % (name, "tail p99" if band == "p99" else "body p50", b["requests"]))
+            y += 1
+    ax.set_yticks(range(len(labels)))
+    ax.set_yticklabels(labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("mean latency (ms)")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    ax.grid(alpha=0.3, axis="x")
+    save(fig, "latency_attribution.png", "Where the latency went: the tail (requests at or above the p99) and the "
+         "body (at or below the p50) of each stream, mean parts (docs/serving.md, Tail attribution)")
+
+
+def memo_html(memo):
+    """The review memo as the page's first block: the decision and its rule's
+    checks, then question, slice, primary metric, tail (with intervals),
+    fairness, mechanism, evidence and owner action."""
+    e = html.escape
+    colour = {"ship": "#2e7d32", "bounded rollout": "#f9a825", "roll back": "#c62828", "escalate": "#c62828"}
+    d = memo["decision"]
+    out = ["<div style='border:2px solid %s;padding:8px 14px;margin:8px 0;max-width:1100px'>" % colour.get(d, "#555"),
+           "<h2 style='margin:4px 0'>Decision: <span style='color:%s'>%s</span></h2>" % (colour.get(d, "#555"), e(d)),
+           "<p><b>Question.</b> %s</p>" % e(memo["question"])]
+    checks = "".join("<li>%s %s: %s</li>" % ("&#10004;" if c["holds"] else "&#10008;", e(c["clause"]), e(c["detail"]))
+                     for c in memo["checks"])
+    out.append("<p><b>Rule.</b> %s</p><ul>%s</ul>" % (e(memo["rule"]), checks))
+    pm = memo["primary_metric"]
+    figure = "%s%s" % ("" if pm["before"] is None else number(pm["before"]) + " &rarr; ",
+                       "none" if pm["after"] is None else number(pm["after"]))
+    out.append("<p><b>Primary metric.</b> %s: %s (%s). %s</p>" % (e(pm["name"]), figure, e(pm["unit"]), e(pm["trend"])))
+    sl = memo["slice"]
+    out.append("<p><b>Slice.</b> %s on %s (%s, %s), seed %s, %s; loom %s. Models: %s.</p>" % (
+        e(sl["workload"]), e(sl["config"]), e(sl["backend"]), e(sl["mode"]), e(str(sl["seed"])), e(sl["load"]),
+        e(sl["loom_version"]), e("; ".join(sl["models"]))))
+    rows = ""
+    for t in memo["tail"]:
+        cells = ""
+        for k in ("p50", "p95", "p99", "p999"):
+            p = t["tail"][k]
+            if p["value_us"] is None:
+                cells += "<td>none</td>"
+                continue
+            flag = "" if p["enough_samples"] else " <i>(too few beyond it)</i>"
+            cells += "<td>%.3f ms [%.3f, %.3f]%s</td>" % (p["value_us"] / 1000, p["ci95_lo_us"] / 1000,
+                                                       p["ci95_hi_us"] / 1000, flag)
+        rows += "<tr><td>%s</td><td>%d</td>%s<td>%.2f ms</td><td>%.1f %%</td></tr>" % (
+            e(t["stream"]), t["tail"]["requests"], cells, t["slo_ms"], 100 * t["slo_attainment"])
+    out.append("<p><b>Tail</b> (95 %% intervals):</p><table border=1 cellpadding=3><tr><th>stream</th><th>requests</th>"
+               "<th>p50</th><th>p95</th><th>p99</th><th>p99.9</th><th>SLO</th><th>attainment</th></tr>%s</table>" % rows)
+    out.append("<p><b>Fairness.</b> %s</p><p><b>Mechanism.</b> %s</p>" % (e(memo["fairness"]), e(memo["mechanism"])))
+    out.append("<p><b>Evidence.</b></p><ul>%s</ul>" % "".join("<li>%s</li>" % e(x) for x in memo["evidence"]))
+    out.append("<p><b>Owner action.</b> %s</p></div>" % e(memo["owner_action"]))
+    return "\n".join(out)
+
+
 def main():
     global WINDOW
     if len(sys.argv) not in (3, 4):
@@ -528,6 +600,8 @@ def main():
             save(fig, "latency_cdf.png", "Latency tails (1 - CDF, log scale; circles p99, squares p99.9)" + (
                 "; %s: each stream's quantiles weighted by its completed requests, marks at the exact p99 and p99.9 "
                 "over all requests; the %d streams with the highest p99" % (summary, len(shown)) if many else ""))
+            if all(isinstance(streams[i].get("latency_attribution"), dict) for i in shown):
+                attribution_plot(plt, save, [(streams[i]["name"], streams[i]["latency_attribution"]) for i in shown])
             if all("latency_over_time" in s for s in streams):
                 fig, ax = plt.subplots(figsize=(8, 4))
                 if many:
@@ -669,13 +743,14 @@ def main():
             head = tune_section(res, rows, save, plt)
         else:
             die("%s: field 'kind' must be 'serve', 'sweep' or 'tune'" % src)
+        memo = memo_html(res["memo"]) if isinstance(res.get("memo"), dict) else ""
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, ZeroDivisionError, RecursionError) as e:
         # Any part of the result missing or of the wrong shape: one line, the
         # staging folder removed (die), never a traceback.
         die("%s: not a complete loom result (%s: %s)" % (src, type(e).__name__, str(e)[:200]))
 
     body = ["<html><head><meta charset='utf-8'><title>loom report</title></head><body>",
-            "<h1>%s</h1>" % html.escape(head), "<table>"]
+            "<h1>%s</h1>" % html.escape(head), memo, "<table>"]
     for k, v in rows:
         body.append("<tr><th align=left valign=top>%s</th><td>%s</td></tr>" % (html.escape(k), v if v.startswith("<table") else html.escape(v)))
     body.append("</table>")

@@ -5,11 +5,14 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 
+#include "serve/memo.h"
 #include "serve/metrics.h"
+#include "serve/result.h"
 #include "common/json_read.h"
 #include "serve/policy.h"
 #include "serve/result_check.h"
@@ -61,6 +64,72 @@ TEST(LatencySummary, AnEmptySampleHasNoStatisticsNotZeros) {
   EXPECT_EQ(j["requests"], 0);
   for (const char* k : {"p50_us", "p95_us", "p99_us", "p999_us", "mean_us", "max_us"})
     EXPECT_TRUE(j[k].is_null()) << k;
+}
+
+TEST(PercentileEstimate, IntervalBracketsTheEstimateAndNarrowsWithTheSample) {
+  for (int n : {1000, 40000}) {  // the exact binomial law, and its normal approximation
+    std::vector<double> v;
+    for (int i = 1; i <= n; ++i) v.push_back(i);
+    const auto p50 = PercentileEstimate::of(v, 50);
+    EXPECT_EQ(*p50.value_us, n / 2);
+    // The median's rank is binomial: about n/2 +- 1.96 sqrt(n)/2.
+    const double half = 1.96 * std::sqrt(double(n)) / 2;
+    EXPECT_NEAR(*p50.lo_us, n / 2 - half, 2 + 0.1 * half) << n;
+    EXPECT_NEAR(*p50.hi_us, n / 2 + half, 2 + 0.1 * half) << n;
+    const auto p99 = PercentileEstimate::of(v, 99);
+    EXPECT_LT(*p99.lo_us, *p99.value_us);
+    EXPECT_GT(*p99.hi_us, *p99.value_us);
+    EXPECT_TRUE(p99.enough);  // 10 or more requests beyond it
+    EXPECT_EQ(PercentileEstimate::of(v, 99.9).enough, n >= 10000);
+  }
+  const auto none = PercentileEstimate::of({}, 99);
+  EXPECT_FALSE(none.value_us || none.lo_us || none.hi_us || none.enough);
+  const auto one = PercentileEstimate::of({7.0}, 99);
+  EXPECT_EQ(*one.lo_us, 7.0);
+  EXPECT_EQ(*one.hi_us, 7.0);
+  EXPECT_FALSE(one.enough);
+}
+
+// A two-stream result whose streams' latencies are `a` and `b` (us), SLO 1 ms each.
+std::pair<Workload, ServeResult> two_streams(const std::vector<double>& a, const std::vector<double>& b) {
+  Workload w;
+  ServeResult r;
+  for (const auto* lat : {&a, &b}) {
+    Stream s;
+    s.name = lat == &a ? "a" : "b";
+    s.slo_ms = 1.0;
+    s.shapes.values = {16};
+    w.streams.push_back(s);
+    StreamResult sr;
+    sr.name = s.name;
+    sr.slo_ms = 1.0;
+    sr.latency = LatencySummary::of(*lat);
+    int64_t met = 0;
+    for (double x : *lat) met += x <= 1000;
+    sr.slo_attainment = lat->empty() ? 1.0 : double(met) / double(lat->size());
+    r.streams.push_back(sr);
+  }
+  return {w, r};
+}
+
+TEST(Memo, TheDecisionFollowsTheRule) {
+  std::vector<double> fast, slow, few;
+  for (int i = 0; i < 2000; ++i) fast.push_back(100 + i % 500), slow.push_back(600 + i);
+  for (int i = 0; i < 50; ++i) few.push_back(100 + i);
+  auto [w, r] = two_streams(fast, fast);
+  EXPECT_EQ(serve_memo(w, r, {fast, fast}).decision, "ship");
+  std::tie(w, r) = two_streams(fast, slow);  // b's p99 is 2.579 ms against 1 ms
+  Memo m = serve_memo(w, r, {fast, slow});
+  EXPECT_EQ(m.decision, "escalate");
+  EXPECT_FALSE(m.checks[0].holds);
+  EXPECT_NE(m.checks[0].detail.find("b 2.579 ms vs 1.00 ms"), std::string::npos) << m.checks[0].detail;
+  EXPECT_NE(m.primary.name.find("(b)"), std::string::npos);
+  std::tie(w, r) = two_streams(fast, few);  // within the SLO, on 50 requests: a p99 is not a tail
+  m = serve_memo(w, r, {fast, few});
+  EXPECT_EQ(m.decision, "bounded rollout");
+  EXPECT_FALSE(m.checks[2].holds);
+  r.failed = 1;  // a failed request escalates, whatever the tail
+  EXPECT_EQ(serve_memo(w, r, {fast, few}).decision, "escalate");
 }
 
 TEST(Fairness, JainIndex) {
