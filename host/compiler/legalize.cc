@@ -119,6 +119,16 @@ class LegalizePass final : public Pass {
     return v;
   }
 
+  /// Batch folding (MacGeom::images): output row r of image i reads input
+  /// row r * sh of it, which is row (i * OH + r) * sh of the tall image when
+  /// H == OH * sh.
+  static void fold_batch(MacGeom& m) {
+    if (m.batch <= 1 || m.KH != 1 || m.KW != 1 || m.pt != 0 || m.pl != 0 || m.H != m.OH * m.sh) return;
+    m.images = m.batch;
+    m.H *= m.batch, m.OH *= m.batch;
+    m.batch = 1;
+  }
+
   static Status check_mac(const ir::Graph& g, const ir::Node& n, Layer& l) {
     if (n.inputs.size() < 2) return node_error(n, "expected at least two inputs");
     const auto& x = g.tensor(n.inputs[0]);
@@ -144,6 +154,7 @@ class LegalizePass final : public Pass {
       if (w.shape[2] != m.Cg || w.shape[3] != m.Cout) return node_error(n, "weight shape does not match the groups");
       if (m.KH != a.kernel_h || m.KW != a.kernel_w)
         return node_error(n, "kernel attributes do not match the weight shape");
+      fold_batch(m);
     } else if (n.attrs.groups != 1) {
       // Grouped: a [M, G*K] times b [G, K, N] (or [G, N, K] with trans_b),
       // one group a GEMM group.

@@ -32,6 +32,12 @@ struct MacGeom {
   /// array's columns with channels and gathers rows of `pack` channels
   /// instead of single bytes. `groups`, `Cg` and `Ng` are the packed ones.
   int64_t pack = 1;
+  /// Batch folding: a 1x1 convolution without padding whose stride steps
+  /// evenly through every image runs its batch as one image of batch x H
+  /// rows (NHWC images lie one after another), so a tile's pixels may span
+  /// images and its weights serve them all. `images` is the batch folded
+  /// into the rows (`batch` is then 1); 1 when none is.
+  int64_t images = 1;
   bool b_const = true;   // gemm may multiply two activations
   bool b_trans = false;  // gemm: an activation b read as its transpose, [group][Ng][K] (GEMM b_trans)
   /// Pixel (gemm: row) pitches in DRAM of the input and the output, in

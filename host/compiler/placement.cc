@@ -30,6 +30,9 @@ int64_t elt_align(const CompileState& s, const Layer& l) {
   return l.row > 0 ? l.row : 64;
 }
 bool is_gemm(const Layer& l) { return l.props->kind == LayerKind::Mac && l.props->op != ir::OpKind::Conv2d; }
+/// A mac layer whose rows hold the batch's images one after another (a gemm,
+/// or a conv with its batch folded into its rows): it splits by rows.
+bool rows_hold_images(const Layer& l) { return is_gemm(l) || l.mac.images > 1; }
 
 std::string joined(const std::vector<int64_t>& v) {
   std::string s;
@@ -138,14 +141,14 @@ class PlacementPass final : public Pass {
     int64_t batch = 0;
     for (const auto& l : s.layers)
       if (l.props->kind == LayerKind::Mac && !is_gemm(l))
-        batch = std::max(batch, l.mac.batch);
+        batch = std::max(batch, l.mac.batch * l.mac.images);
       else if (l.props->kind == LayerKind::Pool)
         batch = std::max(batch, l.pool.batch);
     if (batch <= 1) return 1;
     for (const auto& l : s.layers) {
       switch (l.props->kind) {
         case LayerKind::Mac:
-          if (is_gemm(l) ? l.mac.M() % batch != 0 : l.mac.batch != batch) return 1;
+          if (rows_hold_images(l) ? l.mac.M() % batch != 0 : l.mac.batch != batch) return 1;
           break;
         case LayerKind::Pool:
           if (l.pool.batch != batch) return 1;
@@ -195,6 +198,8 @@ class PlacementPass final : public Pass {
       case LayerKind::Mac:
         if (is_gemm(l)) {
           one.mac.W = one.mac.OW = l.mac.M() / units;
+        } else if (l.mac.images > 1) {
+          one.mac.H = l.mac.H / units, one.mac.OH = l.mac.OH / units, one.mac.images = l.mac.images / units;
         } else {
           one.mac.batch = 1;
         }
@@ -216,7 +221,7 @@ class PlacementPass final : public Pass {
     if (s.units == 1) return 0;
     switch (l.props->kind) {
       case LayerKind::Mac:
-        return is_gemm(l) ? t.m0 / (l.mac.M() / s.units) : t.img;
+        return rows_hold_images(l) ? t.m0 / (l.mac.M() / s.units) : t.img;
       case LayerKind::Pool:
         return t.img;
       case LayerKind::Eltwise:
@@ -389,7 +394,7 @@ class PlacementPass final : public Pass {
     const MacGeom& g = l.mac;
     const Tiling& t = l.tiling;
     // A gemm whose rows are the batch splits its row tiles at image boundaries.
-    const int64_t span = (units > 1 && is_gemm(l)) ? g.M() / units : g.M();
+    const int64_t span = (units > 1 && rows_hold_images(l)) ? g.M() / units : g.M();
     const int64_t N = tile_channels(g, t);
     for (int64_t img = 0; img < g.batch; ++img)
       for (int64_t grp = 0; grp < tile_groups(g, t); ++grp)

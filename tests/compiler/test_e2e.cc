@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -266,6 +267,41 @@ bool tiling_says(const char* cfg_name, const Case& c, const CompileOptions& opt,
 // 16 channels and a 3x3 with a residual; on the default tiling and on one
 // core with small tiles (runs that start and end inside output rows, several
 // per tile).
+// Batch folding (MacGeom::images): 1x1 convs of a batch of 3 run as one
+// tall image, stride 1 and stride 2 on an even height (tiles spanning
+// images), beside an odd height and a 3x3 that keep the batch as an
+// outer loop; with a residual add and a pipeline that splits the folded
+// rows by image again.
+TEST_P(E2E, BatchFoldedPointwiseConvsMatchReference) {
+  const Case c{"batch_fold", [](GraphBuilder& b) {
+                 const auto x = b.input("x", {3, 6, 5, 8});
+                 const auto c1 = b.conv("c1", x, {16, 1, 1, 1, 0, 1});                // folded
+                 const auto c2 = b.conv("c2", c1, {16, 1, 1, 2, 0, 1});               // folded: 6 = 3 x 2
+                 const auto c3 = b.conv("c3", c2, {16, 1, 1, 2, 0, 1});               // 3 rows: stays per image
+                 const auto c4 = b.conv("c4", c2, {16, 1, 1, 1, 0, 1});               // folded
+                 b.output(b.add("res", b.conv("c5", c4, {16, 1, 1, 1, 0, 1}), c2));  // folded, residual
+                 b.output(b.conv("c6", c3, {8, 3, 3, 1, 1, 1}));  // 3x3: per image
+               }};
+  check(GetParam(), c);
+  // The folded convs tile 3 x 30 (c1) and 3 x 9 (c2) pixels as one M.
+  GraphBuilder b(c.name, 7);
+  c.build(b);
+  auto r = compile(b.graph(), *spec::find_config(GetParam()), {});
+  ASSERT_TRUE(r.is_ok()) << r.error().str();
+  std::map<std::string, std::string> tiling;
+  for (const auto& d : r->decisions)
+    if (d.pass == "tiling") tiling[d.node] += d.text;
+  EXPECT_NE(tiling["c1"].find("M=90 "), std::string::npos) << tiling["c1"];
+  EXPECT_NE(tiling["c2"].find("M=27 "), std::string::npos) << tiling["c2"];
+  EXPECT_NE(tiling["c3"].find("M=4 "), std::string::npos) << tiling["c3"];  // per image: 2 x 2
+  CompileOptions pipe;
+  pipe.placement = Placement::Pipeline;
+  check(GetParam(), c, pipe, 5);
+  CompileOptions dyn;
+  dyn.placement = Placement::Dynamic;
+  check(GetParam(), c, dyn, 9);
+}
+
 TEST_P(E2E, RowWindowsMatchReference) {
   std::vector<ConvShape> gs(std::begin(kRowShapes), std::end(kRowShapes));
   gs.push_back({13, 10, 16, 3, 1, 1});
