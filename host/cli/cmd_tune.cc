@@ -50,12 +50,19 @@ void print_summary(const tune::TuneResult& r, const std::string& workload, const
               num(r.best_per_shape_us).c_str());
   std::printf("  re-compiled for the observed shapes with the offline cost model: %s us mean, gap recovered %s%%\n",
               num(r.offline_mean_us).c_str(), num(r.offline_gap_recovered_mean, 100).c_str());
-  for (const auto& rd : r.rounds)
+  for (const auto& rd : r.rounds) {
+    std::printf("  round %d: refit %s: %s (%zu layers of %zu held-out plans)\n", rd.round,
+                rd.refit.accepted ? "accepted" : "rejected", rd.refit.reason.c_str(), rd.refit.validation_samples,
+                rd.refit.validation_plans);
     std::printf(
-        "  round %d: %zu decisions changed, %zu compiler decisions changed, plan error %.2f%% -> %.2f%%, mean "
-        "%s us, gap recovered %s%%\n",
-        rd.round, rd.decisions_changed, rd.compiler_decisions_changed, 100 * rd.plan_error_before,
-        100 * rd.plan_error_after, num(rd.mean_us).c_str(), num(rd.gap_recovered_mean, 100).c_str());
+        "    mapping: %zu entries changed, %zu plans recompiled; against the uncorrected compile the cost "
+        "parameters in force change %zu fusion/tiling decisions in %d of %d plans compiled, %zu in the "
+        "deployed plans\n",
+        rd.mapping_changed, rd.plans_recompiled, rd.compiler_decisions_changed, rd.compiler_plans_changed,
+        rd.compiler_plans_compared, rd.compiler_decisions_deployed);
+    std::printf("    plan error %.2f%% -> %.2f%%, mean %s us, gap recovered %s%%\n", 100 * rd.plan_error_before,
+                100 * rd.plan_error_after, num(rd.mean_us).c_str(), num(rd.gap_recovered_mean, 100).c_str());
+  }
   if (!r.rounds.empty()) {
     const auto& a = r.rounds.back();
     std::printf("  gain after the last round: %s us = %s us from re-compiling (offline model) %s us from the refit\n",

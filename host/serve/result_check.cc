@@ -291,6 +291,14 @@ Status tune_round(const ordered_json& r, const Loc& at, bool attribution) {
       },
       /*optional=*/true));
   LOOM_TRY(opt(r, at, "compiler_plans_compared", kNum));
+  LOOM_TRY(object(
+      r, at, "refit",
+      [](const ordered_json& f, const Loc& fa) -> Status {
+        LOOM_TRY(need(f, fa, "accepted", kBool));
+        LOOM_TRY(need(f, fa, "reason", kStr));
+        return need_all(f, fa, {"validation_plans", "validation_samples", "error_before", "error_after"}, kNum);
+      },
+      /*optional=*/true));
   LOOM_TRY(timeline(r, at));
   return object(
       r, at, "attribution",

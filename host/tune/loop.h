@@ -65,6 +65,13 @@ struct Redecision {
   nlohmann::ordered_json compiler_changed = nlohmann::ordered_json::array();  // fusion/tiling decisions changed
   nlohmann::ordered_json mapping = nlohmann::ordered_json::object();          // per model: buckets or placements
   int compared = 0, plans_changed = 0;
+  size_t compiler_deployed = 0;  // of compiler_changed, in the plans `next` deploys
+};
+
+/// A round's refit: the candidate fitted on the plans not held out, and its validation.
+struct RoundRefit {
+  CostFit candidate;
+  RefitCheck check;
 };
 
 /// The closed loop: serve with an initial mapping, search the best mapping
@@ -137,8 +144,8 @@ class Loop {
   // The round's steps.
   /// Step 1: telemetry of every plan the last run used that is not measured yet.
   Expected<OutOfSample> measure_new_plans();
-  /// Step 3: every choice compiled with the refitted parameters; the compiler's prediction ranks them.
-  Expected<Redecision> redecide(int round, const Calibration& before);
+  /// Step 3: every choice compiled with the cost parameters in force; the compiler's prediction ranks them.
+  Expected<Redecision> redecide(const Calibration& before);
   /// A model's candidates with the refitted parameters; compiler decisions they change go to `rd`.
   Expected<Candidates> refitted_candidates(const std::string& key, const serve::ModelSpec& spec, int round,
                                            const std::string& params_text, Redecision& rd);
@@ -148,9 +155,16 @@ class Loop {
   /// Step 3 for a gemm chain: its width, then a choice per observed (seq, batch).
   Status redecide_gemm(const std::string& key, const serve::ModelSpec& spec, const Candidates& cands, int round,
                        const Calibration& before, const std::string& params_text, Redecision& rd);
+  /// Step 2: the cost parameters refitted on the plans not held out, validated on the held-out ones; in force when
+  /// accepted.
+  RoundRefit refit_cost_params(int round);
+  /// Of a mapping's plans compiled with refitted parameters, the fusion/tiling decisions that differ from the
+  /// uncorrected compile.
+  Expected<size_t> deployed_compiler_changes(const Mapping& m);
   /// The round's report section.
   Expected<nlohmann::ordered_json> round_json(int round, const OutOfSample& fresh, const FitErrors& fe,
-                                              const Redecision& rd, nlohmann::ordered_json swap, const Served& cur);
+                                              const RoundRefit& rf, const Redecision& rd, nlohmann::ordered_json swap,
+                                              const Served& cur);
   /// The compile profile of the deployed plans beside their telemetry.
   Expected<nlohmann::ordered_json> deployed_profile(const Mapping& next);
 
@@ -177,8 +191,9 @@ class Loop {
   std::set<std::string> measured_tags_;
   Calibration cal_;  // identity before the first refit
   compiler::CostParams base_cp_;
-  CostFit cfit_;                  // the compiler's cost parameters: uncorrected before the first refit
-  Mapping prev_;                  // the mapping the last run swapped in
+  CostFit cfit_;          // the compiler's cost parameters in force: uncorrected before the first accepted refit
+  int params_round_ = 0;  // the round that fitted cfit_ (0: uncorrected)
+  Mapping prev_;          // the mapping the last run swapped in
   const Served* last_ = nullptr;  // the last run: the baseline, then each round's
   std::vector<Served> runs_;      // the rounds' runs (reserved up front: last_ points into it)
   bool all_ok_ = true;

@@ -3,6 +3,7 @@
 // uncorrected compile's, and the mapping re-chosen by the compiler's own
 // prediction (docs/tuning.md, "Re-decision and hot swap").
 #include <iomanip>
+#include <optional>
 #include <sstream>
 
 #include "tune/loop.h"
@@ -21,8 +22,10 @@ bool compared_pass(const std::string& pass) {
   return pass == "fuse-activation" || pass == "fuse-residual" || pass == "tiling";
 }
 
-/// "refitted cost parameters (round N: layer_cycles L, insn_cycles I)", as the reasons cite them.
+/// "refitted cost parameters (round N: layer_cycles L, insn_cycles I)", as the reasons cite them;
+/// round 0: the uncorrected ones (no refit accepted yet).
 std::string refitted_params_text(const compiler::CostParams& cp, int round) {
+  if (round == 0) return "uncorrected cost parameters (no refit accepted yet)";
   std::ostringstream cps;
   cps.precision(1);
   cps << std::fixed << "refitted cost parameters (round " << round << ": layer_cycles " << cp.layer_cycles
@@ -32,10 +35,10 @@ std::string refitted_params_text(const compiler::CostParams& cp, int round) {
   return cps.str();
 }
 
-/// `c` with the refitted parameters of `round`.
+/// `c` with the refitted parameters of `round` (round 0: the uncorrected plan).
 Choice with_params(const Choice& c, const compiler::CostParams& cp, int round) {
   Choice out = c;
-  out.params = cp;
+  out.params = round ? std::optional<compiler::CostParams>(cp) : std::nullopt;
   out.params_round = round;
   return out;
 }
@@ -63,14 +66,16 @@ std::vector<DecisionChange> diff_decisions(const std::vector<compiler::Decision>
   return out;
 }
 
-Expected<Redecision> Loop::redecide(int round, const Calibration& before) {
-  // Every choice compiled with the refitted parameters; the compiler's own
+Expected<Redecision> Loop::redecide(const Calibration& before) {
+  // Every choice compiled with the cost parameters in force (the last
+  // accepted refit's, of round `params_round_`); the compiler's own
   // prediction (plus the plan overhead) ranks them. Where the refitted
   // parameters change a decision of the fusion or tiling passes, the plan
   // compiled with them is the candidate (and the change is listed);
   // otherwise the plan is the uncorrected one.
   Redecision rd;
   rd.next = prev_;
+  const int round = params_round_;
   const std::string cps = refitted_params_text(cfit_.params, round);
   for (const auto& [key, spec] : s_.models) {
     auto cands = refitted_candidates(key, spec, round, cps, rd);
@@ -87,6 +92,11 @@ Expected<Candidates> Loop::refitted_candidates(const std::string& key, const ser
                                                const std::string& params_text, Redecision& rd) {
   Candidates cands;  // (mapped choice, choice with the refitted parameters)
   for (const auto& c0 : spaces_[key]) {
+    if (round == 0) {  // no refit in force: the compiles are the same
+      ++rd.compared;
+      cands.push_back({c0, c0});
+      continue;
+    }
     const Choice c = with_params(c0, cfit_.params, round);
     auto a = lab_.compiled(spec, c0);
     if (!a) return a.error();

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <utility>
@@ -94,6 +95,54 @@ CostFit fit_cost_params(const std::vector<PlanTelemetry>& telemetry, const compi
   f.rms_before = std::sqrt(e0 / n);
   f.rms_after = std::sqrt(e1 / n);
   return f;
+}
+
+HeldOutSplit split_held_out(const std::vector<PlanTelemetry>& telemetry) {
+  HeldOutSplit s;
+  for (size_t i = 0; i < telemetry.size(); ++i) (held_out(i) ? s.held : s.fit).push_back(telemetry[i]);
+  return s;
+}
+
+double layer_error(const std::vector<PlanTelemetry>& tel, const compiler::CostParams& cp) {
+  double sum = 0;
+  size_t n = 0;
+  for (const auto& t : tel)
+    for (const auto& l : t.layers) {
+      const double meas = double(std::max<uint64_t>(l.measured, 1));
+      const double pred = std::max(0.0, double(l.predicted) + cp.correction(double(l.insns)));
+      sum += std::fabs(pred - meas) / meas;
+      ++n;
+    }
+  return n ? sum / double(n) : 0.0;
+}
+
+RefitCheck validate_refit(const std::vector<PlanTelemetry>& held, const compiler::CostParams& current,
+                          const compiler::CostParams& candidate) {
+  RefitCheck c;
+  c.validation_plans = held.size();
+  for (const auto& t : held) c.validation_samples += t.layers.size();
+  if (!c.validation_samples) {
+    c.reason = "not validated: no layer of a held-out plan (1 in " + std::to_string(kHoldOutEvery) +
+               " plans measured is held out, from the 2nd)";
+    return c;
+  }
+  c.error_before = layer_error(held, current);
+  c.error_after = layer_error(held, candidate);
+  c.accepted = c.error_after <= c.error_before;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "validation error %.2f %% %s %.2f %% with the parameters it would replace",
+                100 * c.error_after, c.accepted ? "<=" : ">", 100 * c.error_before);
+  c.reason = buf;
+  return c;
+}
+
+json RefitCheck::to_json() const {
+  return {{"accepted", accepted},
+          {"validation_plans", validation_plans},
+          {"validation_samples", validation_samples},
+          {"error_before", error_before},
+          {"error_after", error_after},
+          {"reason", reason}};
 }
 
 std::string layer_kind(const std::string& op, const std::string& name) {

@@ -3,12 +3,42 @@
 // mapping into a run that starts with the initial one, and report the round.
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <string>
 
 #include "tune/loop.h"
 
 namespace loom::tune {
 
 using json = nlohmann::ordered_json;
+
+namespace {
+
+/// A round's figures from its refit and re-decision (the caller adds the errors and latencies).
+TuneRound round_figures(int round, const RefitCheck& check, const Redecision& rd) {
+  TuneRound tr;
+  tr.round = round;
+  tr.refit = check;
+  tr.mapping_changed = rd.changed.size();
+  tr.plans_recompiled = rd.recompiled.size();
+  tr.compiler_decisions_changed = rd.compiler_changed.size();
+  tr.compiler_decisions_deployed = rd.compiler_deployed;
+  tr.compiler_plans_changed = rd.plans_changed;
+  tr.compiler_plans_compared = rd.compared;
+  return tr;
+}
+
+/// A cost fit as the round reports it.
+json fit_json(const CostFit& f) {
+  return json{{"layer_cycles", f.params.layer_cycles},
+              {"insn_cycles", f.params.insn_cycles},
+              {"points", f.points},
+              {"insn_cycles_unconstrained", f.unconstrained_insn_cycles},
+              {"rms_residual_before_cycles", f.rms_before},
+              {"rms_residual_after_cycles", f.rms_after}};
+}
+
+}  // namespace
 
 Expected<json> Loop::run_round(int round) {
   progress("round " + std::to_string(round) + " of " + std::to_string(o_.rounds) +
@@ -21,11 +51,14 @@ Expected<json> Loop::run_round(int round) {
   // bucket) before (uncorrected) and after.
   const Calibration before = cal_;
   cal_ = refit(tel_);
-  cfit_ = fit_cost_params(tel_, base_cp_);
+  const RoundRefit rf = refit_cost_params(round);
   const FitErrors fe = fit_errors(tel_, cal_, cfit_.params);
-  // 3. Re-decide through the compiler with the refitted parameters.
-  auto rd = redecide(round, before);
+  // 3. Re-decide through the compiler with the cost parameters in force.
+  auto rd = redecide(before);
   if (!rd) return rd.error();
+  auto deployed = deployed_compiler_changes(rd->next);
+  if (!deployed) return deployed.error();
+  rd->compiler_deployed = *deployed;
   // 4. Hot swap into a run that starts with the initial mapping.
   auto r = serve_with({{0.0, &m0_}, {s_.swap_us, &rd->next}});
   if (!r) return r.error();
@@ -35,11 +68,44 @@ Expected<json> Loop::run_round(int round) {
   json sw = swap_check(cur.reqs, s_.swap_us, s_.w.streams.size(), ok);
   all_ok_ = all_ok_ && ok;
   // 5. The round's report; its mapping is the one the next round measures.
-  auto jr = round_json(round, *fresh, fe, *rd, std::move(sw), cur);
+  auto jr = round_json(round, *fresh, fe, rf, *rd, std::move(sw), cur);
   if (!jr) return jr.error();
   prev_ = std::move(rd->next);
   last_ = &runs_.back();
   return jr;
+}
+
+RoundRefit Loop::refit_cost_params(int round) {
+  // Fitted on the plans not held out; the held-out plans' layers judge it
+  // against the parameters in force, which were never fitted on them either.
+  const HeldOutSplit split = split_held_out(tel_);
+  RoundRefit rf;
+  rf.candidate = fit_cost_params(split.fit, base_cp_);
+  rf.check = validate_refit(split.held, cfit_.params, rf.candidate.params);
+  const compiler::CostParams& now = cfit_.params;
+  const bool same =
+      rf.candidate.params.layer_cycles == now.layer_cycles && rf.candidate.params.insn_cycles == now.insn_cycles;
+  if (rf.check.accepted && !same) cfit_ = rf.candidate, params_round_ = round;
+  return rf;
+}
+
+Expected<size_t> Loop::deployed_compiler_changes(const Mapping& m) {
+  size_t n = 0;
+  for (const auto& [key, spec] : s_.models) {
+    std::set<std::string> seen;
+    for (const auto& c : m.at(key).plans()) {
+      if (!c.params || !seen.insert(c.tag()).second) continue;
+      Choice c0 = c;
+      c0.params.reset();
+      c0.params_round = 0;
+      auto a = lab_.compiled(spec, c0);
+      if (!a) return a.error();
+      auto b = lab_.compiled(spec, c);
+      if (!b) return b.error();
+      n += diff_decisions((*a)->decisions(), (*b)->decisions()).size();
+    }
+  }
+  return n;
 }
 
 Expected<OutOfSample> Loop::measure_new_plans() {
@@ -61,17 +127,15 @@ Expected<OutOfSample> Loop::measure_new_plans() {
   return out;
 }
 
-Expected<json> Loop::round_json(int round, const OutOfSample& fresh, const FitErrors& fe, const Redecision& rd,
-                                json swap, const Served& cur) {
-  const compiler::CostParams& cp = cfit_.params;
+Expected<json> Loop::round_json(int round, const OutOfSample& fresh, const FitErrors& fe, const RoundRefit& rf,
+                                const Redecision& rd, json swap, const Served& cur) {
   json jr;
   jr["round"] = round;
-  jr["cost_params"] = {{"layer_cycles", cp.layer_cycles},
-                       {"insn_cycles", cp.insn_cycles},
-                       {"points", cfit_.points},
-                       {"insn_cycles_unconstrained", cfit_.unconstrained_insn_cycles},
-                       {"rms_residual_before_cycles", cfit_.rms_before},
-                       {"rms_residual_after_cycles", cfit_.rms_after}};
+  jr["refit"] = rf.check.to_json();
+  jr["refit"]["candidate"] = fit_json(rf.candidate);
+  // The parameters in force: the round's refit when accepted, else those it would have replaced.
+  jr["cost_params"] = fit_json(cfit_);
+  jr["cost_params"]["fitted_in_round"] = params_round_;
   jr["calibration"] = cal_.to_json();
   jr["plans_measured"] = tel_.size();
   jr["prediction_error"] = fe.per_kind;
@@ -90,6 +154,7 @@ Expected<json> Loop::round_json(int round, const OutOfSample& fresh, const FitEr
   jr["compiler_plans_compared"] = rd.compared;
   jr["compiler_plans_changed"] = rd.plans_changed;
   jr["compiler_decisions_changed"] = rd.compiler_changed;
+  jr["compiler_decisions_deployed"] = rd.compiler_deployed;
   jr["swap"] = std::move(swap);
   auto after = add_latency(jr, cur.reqs, "run of round " + std::to_string(round));
   if (!after) return after.error();
@@ -114,9 +179,14 @@ Expected<json> Loop::round_json(int round, const OutOfSample& fresh, const FitEr
   const auto diff = [](const std::optional<double>& a, const std::optional<double>& b) -> std::optional<double> {
     return a && b ? std::optional<double>(*a - *b) : std::nullopt;
   };
-  rounds_.push_back(TuneRound{round, rd.changed.size(), rd.compiler_changed.size(), err_before, err_after, lk.mean,
-                              recovered_last_, diff(l0_.mean, lk.mean), diff(l0_.mean, loff_.mean),
-                              diff(loff_.mean, lk.mean)});
+  TuneRound tr = round_figures(round, rf.check, rd);
+  tr.plan_error_before = err_before, tr.plan_error_after = err_after;
+  tr.mean_us = lk.mean;
+  tr.gap_recovered_mean = recovered_last_;
+  tr.gain_us = diff(l0_.mean, lk.mean);
+  tr.offline_recompile_us = diff(l0_.mean, loff_.mean);
+  tr.refit_us = diff(loff_.mean, lk.mean);
+  rounds_.push_back(std::move(tr));
   return jr;
 }
 

@@ -138,6 +138,44 @@ struct CostFit {
 };
 CostFit fit_cost_params(const std::vector<PlanTelemetry>& telemetry, const compiler::CostParams& base);
 
+/// A refit's validation split: of the measured plans in measurement order
+/// (the loop only appends, so a plan keeps its index), every
+/// kHoldOutEvery-th from the second (index 1, 4, 7, ...) is held out; its
+/// layers are never fitted, and validate every refit against the
+/// parameters it would replace.
+constexpr size_t kHoldOutEvery = 3;
+/// Whether the plan at `index` of the telemetry is held out.
+inline bool held_out(size_t index) { return index % kHoldOutEvery == 1; }
+/// The telemetry split by held_out: the plans fitted and the plans held out.
+struct HeldOutSplit {
+  std::vector<PlanTelemetry> fit, held;
+};
+HeldOutSplit split_held_out(const std::vector<PlanTelemetry>& telemetry);
+
+/// Mean relative error |corrected - measured| / measured of `cp`'s
+/// per-layer predictions (the uncorrected prediction + cp's correction,
+/// clamped at 0) over every layer of `tel`; 0 when it has none.
+double layer_error(const std::vector<PlanTelemetry>& tel, const compiler::CostParams& cp);
+
+/// The verdict on a refit: validated on the held-out plans, it is accepted
+/// when its per-layer error there is no higher than that of the parameters
+/// it would replace, and rejected otherwise, or when nothing is held out.
+struct RefitCheck {
+  /// The refitted parameters are the ones the round re-compiles with.
+  bool accepted = false;
+  /// Held-out plans and their layers (the validation samples).
+  size_t validation_plans = 0, validation_samples = 0;
+  /// layer_error on the held-out layers: the parameters in force before the
+  /// refit (before) and the refitted ones (after).
+  double error_before = 0, error_after = 0;
+  /// One line: the comparison, or why there was none.
+  std::string reason;
+  nlohmann::ordered_json to_json() const;
+};
+/// Validates `candidate` against `current` on the `held` plans.
+RefitCheck validate_refit(const std::vector<PlanTelemetry>& held, const compiler::CostParams& current,
+                          const compiler::CostParams& candidate);
+
 /// A compiler decision that differs between two compiles of one graph
 /// (pass output, `loom compile --explain`): the node, the pass, the text
 /// before and after ("" when the decision exists on one side only).
@@ -230,7 +268,20 @@ struct TuneOptions {
 /// in the report: nullopt, an empty sample).
 struct TuneRound {
   int round = 0;
-  size_t decisions_changed = 0, compiler_decisions_changed = 0;
+  /// Mapping entries (a shape or a bucket's lengths) whose choice (rows,
+  /// fusion, double buffering, placement) differs from the previous round's
+  /// mapping, and entries kept but moved to a plan compiled with other
+  /// parameters.
+  size_t mapping_changed = 0, plans_recompiled = 0;
+  /// Fusion and tiling decisions in which a compile with the cost parameters
+  /// in force differs from the uncorrected compile of the same choice: over
+  /// every choice of the decision space (in `compiler_plans_changed` of
+  /// `compiler_plans_compared` plans), and in the plans this round's mapping
+  /// deploys. Not a change from the previous round.
+  size_t compiler_decisions_changed = 0, compiler_decisions_deployed = 0;
+  int compiler_plans_changed = 0, compiler_plans_compared = 0;
+  /// The round's refit and its validation.
+  RefitCheck refit;
   double plan_error_before = 0, plan_error_after = 0;             // mean relative error of the plans measured
   std::optional<double> mean_us;                                  // after the swap point
   std::optional<double> gap_recovered_mean;                       // of the initial mapping's gap to the best per shape

@@ -306,6 +306,72 @@ TEST(CostParams, DiffComparesTheChoiceNotItsNumbers) {
   EXPECT_TRUE(d[2].before.empty());
 }
 
+/// Six one-layer plans in measurement order: the fitted ones measure
+/// `offset` cycles above the uncorrected prediction, the held-out ones (1 and
+/// 4) `held_offset` above it.
+std::vector<PlanTelemetry> offset_plans(double offset, double held_offset) {
+  std::vector<PlanTelemetry> tel;
+  for (size_t i = 0; i < 6; ++i) {
+    PlanTelemetry t;
+    const uint64_t pred = 10000;
+    const double off = held_out(i) ? held_offset : offset;
+    t.layers.push_back({"gemm", 64, pred, uint64_t(double(pred) + off), 8});
+    tel.push_back(t);
+  }
+  return tel;
+}
+
+TEST(Refit, HeldOutPlansAreNeverFitted) {
+  const HeldOutSplit s = split_held_out(offset_plans(300, 0));
+  ASSERT_EQ(s.fit.size(), 4u);
+  ASSERT_EQ(s.held.size(), 2u);
+  for (const auto& t : s.held) EXPECT_EQ(t.layers[0].measured, 10000u);
+  for (const auto& t : s.fit) EXPECT_EQ(t.layers[0].measured, 10300u);
+}
+
+TEST(Refit, ARefitThatPredictsTheHeldOutPlansWorseIsRejected) {
+  // The fitted plans say +300 cycles a layer; the held-out ones measure what
+  // the uncorrected model predicts, so the refit is worse there.
+  const auto base = compiler::CostParams::from(config("default"));
+  const HeldOutSplit s = split_held_out(offset_plans(300, 0));
+  const CostFit f = fit_cost_params(s.fit, base);
+  EXPECT_NEAR(f.params.layer_cycles, 300.0, 1e-6);
+  const RefitCheck c = validate_refit(s.held, base, f.params);
+  EXPECT_FALSE(c.accepted);
+  EXPECT_EQ(c.validation_plans, 2u);
+  EXPECT_EQ(c.validation_samples, 2u);
+  EXPECT_NEAR(c.error_before, 0.0, 1e-12);
+  EXPECT_NEAR(c.error_after, 0.03, 1e-9);
+  EXPECT_EQ(c.reason, "validation error 3.00 % > 0.00 % with the parameters it would replace");
+  EXPECT_FALSE(c.to_json()["accepted"].get<bool>());
+}
+
+TEST(Refit, ARefitThatPredictsTheHeldOutPlansBetterIsAccepted) {
+  const auto base = compiler::CostParams::from(config("default"));
+  const HeldOutSplit s = split_held_out(offset_plans(300, 290));
+  const CostFit f = fit_cost_params(s.fit, base);
+  const RefitCheck c = validate_refit(s.held, base, f.params);
+  EXPECT_TRUE(c.accepted);
+  EXPECT_NEAR(c.error_before, 290.0 / 10290.0, 1e-9);
+  EXPECT_NEAR(c.error_after, 10.0 / 10290.0, 1e-9);
+  EXPECT_EQ(c.reason, "validation error 0.10 % <= 2.82 % with the parameters it would replace");
+  // Against parameters that already predict better, the same refit is rejected.
+  compiler::CostParams better = base;
+  better.layer_cycles = 290;
+  EXPECT_FALSE(validate_refit(s.held, better, f.params).accepted);
+}
+
+TEST(Refit, NothingHeldOutIsNotValidatedAndRejected) {
+  const auto base = compiler::CostParams::from(config("default"));
+  const auto one = offset_plans(300, 300);
+  const HeldOutSplit s = split_held_out({one[0]});
+  ASSERT_TRUE(s.held.empty());
+  const RefitCheck c = validate_refit(s.held, base, fit_cost_params(s.fit, base).params);
+  EXPECT_FALSE(c.accepted);
+  EXPECT_EQ(c.validation_samples, 0u);
+  EXPECT_NE(c.reason.find("not validated"), std::string::npos);
+}
+
 TEST(CostParams, FitRecoversLayerAndInstructionTerms) {
   std::vector<PlanTelemetry> tel;
   for (uint64_t insns : {5, 9, 17, 40, 100}) {
