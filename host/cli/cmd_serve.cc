@@ -141,6 +141,10 @@ void print_summary(const ServeOpts& o, const serve::Workload& wl, const serve::S
   }
   std::printf("  fairness: Jain %.3f, ANTT %.3f, STP %.3f; core imbalance %.3f\n", r.fairness.jain, r.fairness.antt,
               r.fairness.stp, r.core_imbalance);
+  std::printf("  decision: %s\n", r.memo.decision.c_str());
+  for (const auto& c : r.memo.checks)
+    if (!c.holds) std::printf("    not: %s: %s\n", c.clause.c_str(), c.detail.c_str());
+  std::printf("    owner action: %s\n", r.memo.owner_action.c_str());
 }
 
 int serve(const ServeOpts& o) {

@@ -70,6 +70,10 @@ void print_summary(const tune::TuneResult& r, const std::string& workload, const
   }
   std::printf("  target (>= 80%% of the gap within %d rounds): %s\n", r.rounds_requested,
               r.target_met ? "met" : "missed");
+  std::printf("  decision: %s (%s)\n", r.memo.decision.c_str(), r.memo.primary.trend.c_str());
+  for (const auto& c : r.memo.checks)
+    if (!c.holds) std::printf("    not: %s: %s\n", c.clause.c_str(), c.detail.c_str());
+  std::printf("    owner action: %s\n", r.memo.owner_action.c_str());
 }
 
 int tune(const TuneOpts& o) {

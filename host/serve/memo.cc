@@ -156,8 +156,6 @@ std::string shares_text(const LatencyAttribution::Band& b) {
   return s.empty() ? "no completed request" : s;
 }
 
-namespace {
-
 Memo::Slice slice_of(const Workload& w, const ServeResult& r) {
   Memo::Slice s;
   s.workload = r.settings.workload, s.config = r.settings.config, s.backend = r.settings.backend;
@@ -174,6 +172,8 @@ Memo::Slice slice_of(const Workload& w, const ServeResult& r) {
            " req/s offered)";
   return s;
 }
+
+namespace {
 
 /// The stream whose p99 is the largest fraction of its SLO (0 when none completed).
 size_t worst_stream(const ServeResult& r) {
@@ -210,12 +210,16 @@ std::string trend_of(const StreamResult& s) {
          ")";
 }
 
+}  // namespace
+
 size_t dominant_part(const LatencyAttribution::Band& b) {
   size_t best = 0;
   for (size_t i = 1; i < LatencyParts::kCount; ++i)
     if (b.mean[i] > b.mean[best]) best = i;
   return best;
 }
+
+namespace {
 
 std::vector<RuleCheck> serve_checks(const ServeResult& r, const std::vector<StreamTail>& tails) {
   RuleCheck within{"every stream's p99 within its SLO", true, ""},

@@ -89,6 +89,12 @@ struct Memo {
 /// requests' latencies (us), in the result's stream order.
 Memo serve_memo(const Workload& w, const ServeResult& r, const std::vector<std::vector<double>>& latencies);
 
+/// The workload slice of a serving run.
+Memo::Slice slice_of(const Workload& w, const ServeResult& r);
+
+/// The index of the band's largest part (LatencyParts order).
+size_t dominant_part(const LatencyAttribution::Band& b);
+
 /// What an owner does about a tail dominated by `part` (a LatencyParts name).
 std::string action_for(const std::string& part);
 

@@ -102,6 +102,9 @@ class Loop {
   bool swaps_ok() const { return all_ok_; }
   /// The typed figures of the loop so far (TuneResult without its report).
   TuneResult figures() const;
+  /// The review memo: should the mapping of the last round replace the
+  /// deployed one after the swap point? (memo.cc)
+  serve::Memo memo() const;
   uint64_t backend_runs() const { return lab_.backend_runs() + sm_.backend_runs(); }
 
  private:

@@ -43,8 +43,10 @@ Expected<TuneResult> run_tune(const serve::Workload& w, const TuneOptions& o) {
   j["backend_runs"] = loop.backend_runs();
   if (!loop.swaps_ok()) return make_error("loom tune", "a plan swap lost or reordered requests (see the swap check)");
   TuneResult r = loop.figures();
+  r.memo = loop.memo();
   r.cost_params = j["cost_params"];
-  r.report = std::move(j);
+  r.report = {{"kind", "tune"}, {"memo", r.memo.to_json()}};
+  r.report.update(j);
   return r;
 }
 

@@ -21,6 +21,7 @@
 #include "compiler/compiler.h"
 #include "device/device.h"
 #include "loom/spec_gen.h"
+#include "serve/memo.h"
 #include "serve/server.h"
 #include "serve/service.h"
 #include "serve/workload.h"
@@ -292,6 +293,7 @@ struct TuneRound {
 /// typed, and the mapping report of every phase (kind "tune",
 /// docs/schema/tune.schema.json) they come from, written by to_json.
 struct TuneResult {
+  serve::Memo memo;  // the review memo, the report's first field after "kind"
   double swap_at_ms = 0;
   int rounds_requested = 0;
   std::optional<double> baseline_us, best_per_shape_us;  // mean after the swap point
