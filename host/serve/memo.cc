@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
+#include "common/json_read.h"
 #include "serve/result.h"
 #include "serve/workload.h"
 
@@ -290,6 +292,120 @@ Memo serve_memo(const Workload& w, const ServeResult& r, const std::vector<std::
   const bool soft = m.checks[1].holds && m.checks[2].holds;
   m.decision = !hard ? "escalate" : !soft ? "bounded rollout" : "ship";
   if (m.decision == "ship") m.owner_action = "none needed; for more headroom: " + m.owner_action;
+  return m;
+}
+
+}  // namespace loom::serve
+
+// ---- The sweep's memo -------------------------------------------------------
+
+namespace loom::serve {
+
+namespace {
+
+/// One setting of a sweep over its loads: the points' decisions and p99s.
+struct SettingRun {
+  std::string name;
+  std::map<double, std::vector<size_t>> points;  // load -> indices into the rows
+};
+
+/// The setting's name: its settings columns as "k=v, ...".
+std::string setting_name(const json& row, const json& settings) {
+  std::string n;
+  for (const auto& k : settings) {
+    if (!k.is_string()) continue;
+    const json& v = field(row, k.get<std::string>());
+    n += (n.empty() ? "" : ", ") + k.get<std::string>() + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+  }
+  return n;
+}
+
+std::string decision_of_point(const std::vector<json>& results, size_t i) {
+  const json& d = i < results.size() ? field(field(results[i], "memo"), "decision") : json(nullptr);
+  return d.is_string() ? d.get<std::string>() : "none";
+}
+
+double p99_of(const json& rows, size_t i) {
+  const json& p = field(rows[i], "p99_us");
+  return p.is_number() ? p.get<double>() : 1e300;
+}
+
+/// The highest load up to which every point decides `want` (-1: none), and
+/// the mean p99 there.
+std::pair<double, double> highest(const SettingRun& s, const json& rows, const std::vector<json>& results,
+                                  const std::string& want) {
+  std::pair<double, double> best{-1, 0};
+  for (const auto& [load, pts] : s.points) {
+    bool all = !pts.empty();
+    double p99 = 0;
+    for (size_t i : pts) all = all && decision_of_point(results, i) == want, p99 += p99_of(rows, i);
+    if (!all) break;  // up to the first load at which a seed does not
+    best = {load, p99 / double(pts.size())};
+  }
+  return best;
+}
+
+std::vector<SettingRun> settings_of(const json& rows, const json& settings) {
+  std::vector<SettingRun> out;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::string n = setting_name(rows[i], settings);
+    auto it = std::find_if(out.begin(), out.end(), [&](const SettingRun& s) { return s.name == n; });
+    if (it == out.end()) it = out.insert(out.end(), SettingRun{n, {}});
+    const json& load = field(rows[i], "load_scale");
+    it->points[load.is_number() ? load.get<double>() : 0.0].push_back(i);
+  }
+  return out;
+}
+
+}  // namespace
+
+json sweep_memo(const json& rows, const std::vector<json>& results, const json& settings) {
+  json m = json::object();
+  if (!rows.is_array() || rows.empty() || results.empty()) return m;
+  const std::vector<SettingRun> runs = settings_of(rows, settings);
+  std::string decision = "escalate", why;
+  const SettingRun* best = nullptr;
+  std::pair<double, double> at{-1, 0};
+  json evidence = json::array();
+  for (const char* want : {"ship", "bounded rollout"}) {
+    for (const auto& s : runs) {
+      const auto h = highest(s, rows, results, want);
+      if (std::string(want) == "ship")
+        evidence.push_back(s.name + ": every seed ships up to load scale " +
+                           (h.first < 0 ? "none" : fmt("%g", h.first)));
+      if (h.first > at.first || (h.first == at.first && h.first >= 0 && h.second < at.second)) at = h, best = &s;
+    }
+    if (best) {
+      decision = want;
+      break;
+    }
+  }
+  // The best point at its load (its first seed) gives the tail and the slice.
+  const size_t pi = best ? best->points.at(at.first).front() : 0;
+  const json& pm = field(results[pi], "memo");
+  m["question"] = "Which setting of the sweep ships at the highest load, on every seed?";
+  m["slice"] = field(pm, "slice");
+  m["primary_metric"] = {{"name", "highest load scale at which every seed of the best setting decides " + decision},
+                         {"unit", "load scale"},
+                         {"before", nullptr},
+                         {"after", best ? json(at.first) : json(nullptr)},
+                         {"trend", best ? "mean p99 there " + ms(at.second) : std::string("no setting qualifies")}};
+  m["tail"] = field(pm, "tail").is_array() ? field(pm, "tail") : json::array();
+  m["fairness"] = field(pm, "fairness").is_string() ? field(pm, "fairness") : json("");
+  m["mechanism"] = field(pm, "mechanism").is_string() ? field(pm, "mechanism") : json("");
+  m["evidence"] = evidence;
+  m["owner_action"] = best ? "deploy " + best->name + " up to load scale " + fmt("%g", at.first)
+                           : std::string("no setting ships at any load: add capacity or lower the load");
+  m["decision"] = decision;
+  m["rule"] =
+      "a setting qualifies up to a load when every seed's point at it and below decides ship (else bounded rollout); "
+      "the "
+      "decision is the best qualifying level, for the setting that qualifies up to the highest load (ties: the lowest "
+      "mean p99); "
+      "escalate when none qualifies";
+  m["checks"] = json::array({{{"clause", "a setting ships at some load on every seed"},
+                              {"holds", decision == "ship"},
+                              {"detail", best ? best->name : std::string("none")}}});
   return m;
 }
 

@@ -89,6 +89,17 @@ struct Memo {
 /// requests' latencies (us), in the result's stream order.
 Memo serve_memo(const Workload& w, const ServeResult& r, const std::vector<std::vector<double>>& latencies);
 
+/// The memo of a sweep (`loom experiment`'s results.json), in the same
+/// fields: which setting ships at the highest load? `rows` are the sweep's
+/// rows, `results` each point's serve result (read back: untrusted, every
+/// field looked up with json_read's field), `settings` the columns that tell
+/// settings apart. A setting ships up to a load when every seed's point at
+/// it and at every lower load decides ship; the best ships up to the highest
+/// load (ties: the lowest mean p99 there).
+nlohmann::ordered_json sweep_memo(const nlohmann::ordered_json& rows,
+                                  const std::vector<nlohmann::ordered_json>& results,
+                                  const nlohmann::ordered_json& settings);
+
 /// The workload slice of a serving run.
 Memo::Slice slice_of(const Workload& w, const ServeResult& r);
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "common/json_read.h"
+#include "serve/memo.h"
 
 namespace loom::serve {
 
@@ -520,8 +521,14 @@ ordered_json sweep_result(const ordered_json& man, const std::vector<ordered_jso
     (void)v;
     if (is_column_axis(k)) settings.push_back(k);
   }
-  return {{"kind", "sweep"},      {"sweep", field(man, "sweep")}, {"points", points.size()},
-          {"settings", settings}, {"wall", std::move(wall)},      {"runs", rows}};
+  ordered_json memo = sweep_memo(rows, results, settings);
+  return {{"kind", "sweep"},
+          {"memo", std::move(memo)},
+          {"sweep", field(man, "sweep")},
+          {"points", points.size()},
+          {"settings", settings},
+          {"wall", std::move(wall)},
+          {"runs", rows}};
 }
 
 std::pair<std::string, std::string> csv_line(const ordered_json& row) {
