@@ -373,6 +373,12 @@ def tune_section(res, rows, save, plt):
             rows.append(("round %d compiler decisions" % r["round"],
                          "the refitted cost parameters changed no fusion or tiling decision in the %d plans compared" %
                          r.get("compiler_plans_compared", 0)))
+    before, after = res["baseline"].get("after_swap_attribution"), res["rounds"][-1].get("after_swap_attribution")
+    if isinstance(before, list) and isinstance(after, list) and before and len(before) == len(after):
+        named = []
+        for b, a in list(zip(before, after))[:SHOWN]:
+            named += [(b["stream"] + " deployed", b["attribution"]), (a["stream"] + " tuned", a["attribution"])]
+        attribution_plot(plt, save, named)
     return "loom tune: %s on %s/%s, %d rounds" % (res["workload"], res["backend"], res["config"], len(res["rounds"]))
 
 

@@ -178,6 +178,17 @@ Expected<serve::LatencySummary> Loop::add_latency(json& j, const std::vector<ser
   serve::LatencySummary after =
       latency_of(reqs, [&](const serve::ServedRequest& r) { return r.arrival_us >= s_.swap_us; });
   j["after_swap"] = latency_json(after);
+  // Where the latency after the swap point went, per stream (the tail's causes before and after each change).
+  json attribution = json::array();
+  for (size_t si = 0; si < s_.w.streams.size(); ++si) {
+    std::vector<serve::LatencyParts> parts;
+    for (const auto& r : reqs)
+      if (size_t(r.stream) == si && r.arrival_us >= s_.swap_us && !r.dropped && r.done_us >= 0)
+        parts.push_back(r.parts);
+    attribution.push_back(
+        {{"stream", s_.w.streams[si].name}, {"attribution", serve::LatencyAttribution::of(parts).to_json()}});
+  }
+  j["after_swap_attribution"] = attribution;
   if (!after.count) {
     // Every comparison of the loop is after the swap point: refused, never a 0 or null in the result.
     char at[32];
