@@ -17,6 +17,7 @@
 #include "cli/progress.h"
 #include "cli/zoo_models.h"
 #include "common/tensor_io.h"
+#include "serve/memo.h"
 #include "serve/server.h"
 #include "serve/service.h"
 #include "serve/workload.h"
@@ -105,25 +106,6 @@ void print_live(const serve::LiveResult& l) {
     std::printf("    failed batches: %lld x %s\n", (long long)f.batches, f.reason.c_str());
 }
 
-/// "p99 tail (N requests): 61% queueing, 30% service, ...": the parts of the
-/// tail's latency, largest first, those under 1 % left out.
-std::string tail_line(const serve::LatencyAttribution& a) {
-  std::vector<std::pair<double, const char*>> parts;
-  for (size_t i = 0; i < serve::LatencyParts::kCount; ++i)
-    if (a.p99.latency_us > 0) parts.emplace_back(a.p99.mean[i] / a.p99.latency_us, serve::LatencyParts::kNames[i]);
-  std::sort(parts.begin(), parts.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
-  std::string line = "p99 tail (" + std::to_string(a.p99.requests) + " requests):";
-  bool first = true;
-  for (const auto& [share, name] : parts) {
-    if (share < 0.01) continue;
-    char b[48];
-    std::snprintf(b, sizeof b, "%s %.0f%% %s", first ? "" : ",", 100.0 * share, name);
-    line += b;
-    first = false;
-  }
-  return line;
-}
-
 /// The short text summary of a serve result (without --json).
 void print_summary(const ServeOpts& o, const serve::Workload& wl, const serve::ServeResult& r) {
   std::printf("%s on %s/%s (%s): batching %s, scheduling %s\n", o.workload.c_str(), o.backend.c_str(),
@@ -137,7 +119,11 @@ void print_summary(const ServeOpts& o, const serve::Workload& wl, const serve::S
   for (const auto& s : r.streams) {
     std::printf("  %-12s p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  SLO %.2f ms met %.1f%%\n", s.name.c_str(),
                 ms(s.latency.p50), ms(s.latency.p99), ms(s.latency.p999), s.slo_ms, 100.0 * s.slo_attainment);
-    if (s.latency_attribution.p99.requests) std::printf("  %-12s %s\n", "", tail_line(s.latency_attribution).c_str());
+    if (s.latency_attribution.p99.requests)
+      std::printf("  %-12s %s\n", "",
+                  ("p99 tail (" + std::to_string(s.latency_attribution.p99.requests) +
+                   " requests): " + serve::shares_text(s.latency_attribution.p99))
+                      .c_str());
   }
   std::printf("  fairness: Jain %.3f, ANTT %.3f, STP %.3f; core imbalance %.3f\n", r.fairness.jain, r.fairness.antt,
               r.fairness.stp, r.core_imbalance);
