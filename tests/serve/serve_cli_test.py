@@ -381,6 +381,13 @@ class Serve(Base):
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertTrue(os.path.exists(os.path.join(rep, "index.html")))
             self.assertTrue([f for f in os.listdir(rep) if f.endswith(".png")])
+            # Memo, then charts, then the tables, collapsed.
+            with open(os.path.join(rep, "index.html")) as f:
+                page = f.read()
+            self.assertLess(page.index("Decision:"), page.index("<h2>Charts</h2>"))
+            if "<h2>Details</h2>" in page:
+                self.assertLess(page.index("<h2>Charts</h2>"), page.index("<h2>Details</h2>"))
+                self.assertIn("<details><summary><b>runs</b>", page)
 
 
 class Experiment(Base):

@@ -152,6 +152,15 @@ class Tune(unittest.TestCase):
         # The retuning actions, with exactly one point to roll back to.
         self.assertIn("retuning actions", html)
         self.assertEqual(html.count("(lowest measured p99)"), 1)
+        # Memo, then the facts, then the charts, then the per-plan tables,
+        # each plan collapsed under a line: the charts come before any long
+        # table, at any model size.
+        charts, details = html.index("<h2>Charts</h2>"), html.index("<h2>Details</h2>")
+        self.assertLess(html.index("Decision:"), charts)
+        self.assertLess(charts, details)
+        self.assertLess(html[:charts].count("<tr>"), 40)
+        self.assertLess(details, html.index("compile profile and telemetry of the deployed plans"))
+        self.assertGreater(html[details:].count("<details><summary>"), 2)
         j = json.loads(text)
         for tl in (j["baseline"]["timeline"], j["rounds"][-1]["timeline"]):
             self.assertTrue(tl)
