@@ -549,9 +549,11 @@ def memo_html(memo):
                      for c in memo["checks"])
     out.append("<p><b>Rule.</b> %s</p><ul>%s</ul>" % (e(memo["rule"]), checks))
     pm = memo["primary_metric"]
-    figure = "%s%s" % ("" if pm["before"] is None else number(pm["before"]) + " &rarr; ",
-                       "none" if pm["after"] is None else number(pm["after"]))
-    out.append("<p><b>Primary metric.</b> %s: %s (%s). %s</p>" % (e(pm["name"]), figure, e(pm["unit"]), e(pm["trend"])))
+    # Latencies in ms, as every chart and table of the page gives them.
+    scale, unit = (1000.0, "ms") if pm["unit"] == "us" else (1.0, pm["unit"])
+    figure = "%s%s" % ("" if pm["before"] is None else number(pm["before"] / scale) + " &rarr; ",
+                       "none" if pm["after"] is None else number(pm["after"] / scale))
+    out.append("<p><b>Primary metric.</b> %s: %s (%s). %s</p>" % (e(pm["name"]), figure, e(unit), e(pm["trend"])))
     sl = memo["slice"]
     out.append("<p><b>Slice.</b> %s on %s (%s, %s), seed %s, %s; loom %s. Models: %s.</p>" % (
         e(sl["workload"]), e(sl["config"]), e(sl["backend"]), e(sl["mode"]), e(str(sl["seed"])), e(sl["load"]),
@@ -888,21 +890,32 @@ def sweep_section(res, page, src, plt):
     ordered = sorted(groups.items(), key=lambda kv: numkey(kv[0]))
     colors = plt.get_cmap("tab20").colors if len(ordered) > 10 else plt.get_cmap("tab10").colors
 
-    def curves(ax, y):  # one curve per group over its loads, y(runs at one load)
+    def curves(ax, y):
+        """One curve per group over its loads, y(load, runs at it). A curve
+        equal to an earlier one says so in its label, and each has its own
+        line style and width (the first widest), so coinciding curves show."""
+        drawn = []
         for i, (key, runs) in enumerate(ordered):
             by_load = {}
             for r in runs:
                 by_load.setdefault(r["load_scale"], []).append(r)
-            xs, ys = zip(*[y(l, by_load[l]) for l in sorted(by_load)])
+            pts = [y(l, by_load[l]) for l in sorted(by_load)]
+            name = " ".join("%s=%s" % (k, v) for k, v in zip(varying, key))
+            same = next((n for n, p in drawn if p == pts), None)
+            drawn.append((name, pts))
+            xs, ys = zip(*pts)
             ax.plot(xs, ys, marker="os^Dv"[i // len(colors) % 5], color=colors[i % len(colors)],
-                    label=" ".join("%s=%s" % (k, v) for k, v in zip(varying, key)))
-        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5)); ax.grid(alpha=0.3)
+                    linestyle=["-", "--", "-.", ":"][i % 4], linewidth=max(0.8, 3.0 - 0.3 * i),
+                    label=name + (" (= %s)" % same if same else ""))
+        # Below the axes: long labels never squeeze the plot.
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2); ax.grid(alpha=0.3)
 
     def mean(rs, f):
         return sum(f(r) for r in rs) / len(rs)
     fig, ax = plt.subplots(figsize=(8, 5))
     curves(ax, lambda l, rs: (mean(rs, lambda r: r["throughput_rps"]), mean(rs, lambda r: (r["p99_us"] or 0)) / 1000.0))
-    ax.set_xlabel("throughput (req/s)"); ax.set_ylabel("p99 latency (ms)")
+    ax.set_xlabel("throughput (req/s)"); ax.set_ylabel("p99 latency (ms, log)")
+    ax.set_yscale("log")
     ax.set_title("Throughput vs p99 (mean over seeds)" + head_note, fontsize=9)
     page.save(fig, "throughput_p99.png", "Throughput-p99 curves")
     fig, ax = plt.subplots(figsize=(8, 4.5))
