@@ -134,6 +134,10 @@ InputKind input_kind(const std::string& path);
 struct RunArgs {
   std::string model, backend = "ref", config, outputs, format = "pb", graph, trace, expected;
   std::vector<std::string> inputs;
+  /// --bucket SYMBOL=A,B,... (an ONNX model run as a family of programs,
+  /// driver/family.h) and --cache DIR (where the family's programs are kept).
+  std::vector<std::string> buckets;
+  std::string cache;
   bool check = false, json = false;
   bool layer_cycles = false;  // --layer-cycles (implied by --trace)
   uint64_t seed = 1;

@@ -11,6 +11,7 @@
 #include "common/tensor_io.h"
 #include "compiler/options.h"
 #include "driver/compile.h"
+#include "driver/family.h"
 #include "frontend/onnx/host_codec.h"
 #include "frontend/onnx/model.h"
 #include "frontend/onnx/program.h"
@@ -196,10 +197,59 @@ std::vector<RunOutput> run_outputs(std::vector<std::pair<std::string, onnxfe::Va
   return r;
 }
 
+/// The inputs for a run of `model`: --inputs, else the test data beside the
+/// model, else none (seeded); their paths.
+std::vector<std::string> input_files_of(const RunArgs& a, const onnxfe::Model& model) {
+  const std::string exp_dir = expected_dir(a);
+  std::vector<std::string> files = a.inputs;
+  if (files.empty() && has_reference_inputs(exp_dir))
+    for (size_t k = 0; k < model.inputs.size(); ++k) files.push_back(exp_dir + "/input_" + std::to_string(k) + ".pb");
+  return files;
+}
+
+/// A model with symbolic dimensions run as a family of programs (--bucket):
+/// the input files' shapes pick the bucket, a batch is padded up to it, and
+/// the bucket's program comes from memory, the --cache folder or a compile.
+/// `inputs` come back padded; `family` gets the report's fields.
+Expected<plan::Program> family_program(const RunArgs& a, const spec::HwConfig& cfg,
+                                       const compiler::CompileOptions& options, const onnxfe::Model& source,
+                                       std::map<std::string, onnxfe::Value>& inputs, driver::FamilyShape& shape,
+                                       ordered_json& family) {
+  if (!a.compile.input_shapes.empty() || !a.compile.dims.empty() || a.compile.batch != 0)
+    return make_error("--bucket",
+                      "the input tensors' shapes pick the bucket; leave out --input-shape, --dim and --batch");
+  driver::Buckets buckets;
+  for (const auto& b : a.buckets) LOOM_TRY(driver::parse_bucket(b, buckets));
+  auto fam = driver::ProgramFamily::open(a.model, cfg, options, buckets, a.cache);
+  if (!fam) return fam.error();
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto& name : source.inputs) shapes[name] = inputs.at(name).shape;
+  auto pick = fam->pick(shapes);
+  if (!pick) return pick.error();
+  shape = *pick;
+  if (shape.padded_batch > shape.batch)
+    for (auto& [name, v] : inputs) v = driver::pad_batch(v, shape.padded_batch);
+  auto member = fam->member(shape);
+  if (!member) return member.error();
+  if (member->from_disk && a.check) LOOM_TRY(attach_reference_graphs(member->file, member->cache_file));
+  family = ordered_json{
+      {"bucket", shape.text()},
+      {"input_shapes", nlohmann::json::parse(member->file.info.input_shapes, nullptr, false)},
+      {"padded_batch", shape.padded_batch > shape.batch},
+      {"program", member->from_disk ? "read from the cache" : "compiled"},
+      {"cache_file", member->cache_file.empty() ? ordered_json(nullptr) : ordered_json(member->cache_file)}};
+  return std::move(member->file.program);
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<LoadedRun>> load_onnx_run(const RunArgs& a) {
   const bool from_plan = input_kind(a.model) == InputKind::ProgramPlan;
+  if (from_plan && (!a.buckets.empty() || !a.cache.empty()))
+    return make_error(!a.buckets.empty() ? "--bucket" : "--cache",
+                      "a program plan is one compiled shape; give the .onnx model to run it as a family of programs");
+  if (!from_plan && !a.cache.empty() && a.buckets.empty())
+    return make_error("--cache", "caches a family's programs; give --bucket SYMBOL=A,B,... with it");
   auto l = std::make_unique<LoadedRun>();
   l->kind = from_plan ? "onnx_plan" : "onnx";
   l->name_segments = true;
@@ -227,17 +277,21 @@ Expected<std::unique_ptr<LoadedRun>> load_onnx_run(const RunArgs& a) {
     if (!m) return m.error();
     source = std::move(*m);
   }
-  // Inputs: --inputs, else the test data beside the model, else seeded.
-  const std::string exp_dir = expected_dir(a);
-  std::vector<std::string> input_files = a.inputs;
-  if (input_files.empty() && has_reference_inputs(exp_dir))
-    for (size_t k = 0; k < model->inputs.size(); ++k)
-      input_files.push_back(exp_dir + "/input_" + std::to_string(k) + ".pb");
-  if (!from_plan) LOOM_TRY(bind_model(source, input_files));
+  const std::vector<std::string> input_files = input_files_of(a, *model);
+  const bool family = !from_plan && !a.buckets.empty();
+  if (family && input_files.empty())
+    return make_error("--bucket", "the input tensors' shapes pick the bucket; give --inputs");
+  if (!from_plan && !family) LOOM_TRY(bind_model(source, input_files));
   auto inputs = input_files.empty() ? onnxfe::random_inputs(*model, a.seed) : onnxfe::read_inputs(*model, input_files);
   if (!inputs) return inputs.error();
   l->seeded = input_files.empty();
-  if (!from_plan) {
+  driver::FamilyShape shape;
+  ordered_json family_json;
+  if (family) {
+    auto prog = family_program(a, *l->cfg, options, source, *inputs, shape, family_json);
+    if (!prog) return prog.error();
+    l->prog = std::move(*prog);
+  } else if (!from_plan) {
     auto built = driver::compile_program(driver::Source::onnx_model(std::move(source)), *l->cfg, options, *inputs);
     if (!built) return built.error();
     l->prog = std::move(*built);
@@ -249,18 +303,23 @@ Expected<std::unique_ptr<LoadedRun>> load_onnx_run(const RunArgs& a) {
   if (!host) return host.error();
   onnxfe::ProgramValues* values = host->get();
   l->values = std::move(*host);
-  l->outputs = [values]() -> Expected<std::vector<RunOutput>> {
+  // A padded batch gives back only the requests' rows.
+  const int64_t rows = shape.padded_batch > shape.batch ? shape.batch : 0;
+  l->outputs = [values, rows]() -> Expected<std::vector<RunOutput>> {
     auto outs = values->outputs();
     if (!outs) return outs.error();
+    if (rows > 0)
+      for (auto& [name, v] : *outs) v = driver::trim_batch(std::move(v), rows);
     return run_outputs(std::move(*outs));
   };
-  l->describe = [&prog = l->prog, h = *hm](const runtime::ProgramRun& run) {
+  l->describe = [&prog = l->prog, h = *hm, family_json](const runtime::ProgramRun& run) {
     ordered_json j;
     add_program_json(j, prog, *h);
     for (const auto& sr : run.segments) {
       auto& sj = j["segments"][size_t(sr.segment)];
       sj["cycles"] = sr.result.has_time ? ordered_json(sr.result.cycles) : ordered_json(nullptr);
     }
+    if (!family_json.is_null()) j["family"] = family_json;
     return j;
   };
   return l;

@@ -199,6 +199,9 @@ int run(const Opts& o) {
   const bool onnx = kind == InputKind::Onnx || kind == InputKind::ProgramPlan;
   if (onnx && !o.graph.empty())
     return fail("--graph: a plan of a JSON graph is checked against a graph; " + o.model + " is not one");
+  if (!onnx && (!o.buckets.empty() || !o.cache.empty()))
+    return fail(std::string(o.buckets.empty() ? "--cache" : "--bucket") + ": " + o.model +
+                " has fixed shapes; a family of programs is an ONNX model's");
   auto loaded = onnx ? load_onnx_run(o) : load_graph_run(o);
   if (!loaded) return fail(loaded.error());
   LoadedRun& l = **loaded;
@@ -539,6 +542,11 @@ void register_run(CLI::App& app) {
   cmd->add_option("--backend", o->backend, "Backend (see `loom info`)")->capture_default_str();
   cmd->add_option("--config", o->config, "Hardware configuration (models: default 'default'; plans: must match)");
   cmd->add_option("--inputs", o->inputs, "Input tensors (.pb or .npy), in graph input order")->expected(1, -1);
+  cmd->add_option("--bucket", o->buckets,
+                  "ONNX: run as a family of programs, SYMBOL's buckets A,B,... (repeatable; the inputs' shapes pick "
+                  "the bucket, a batch is padded up to it; docs/onnx.md)")
+      ->type_name("SYMBOL=A,B,...");
+  cmd->add_option("--cache", o->cache, "ONNX with --bucket: folder keeping the family's compiled programs");
   cmd->add_option("--outputs", o->outputs, "Directory for output_0.<fmt>, output_1.<fmt>, ... in graph output order");
   cmd->add_option("--output-format", o->format, "Output file format")
       ->check(CLI::IsMember({"pb", "npy"}))

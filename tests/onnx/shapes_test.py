@@ -140,6 +140,43 @@ class Shapes(unittest.TestCase):
             self.assertEqual(y.shape, (3, 10))
             np.testing.assert_array_equal(y, per, "batch of 3 differs from its images run one by one: %s" % flags)
 
+    def test_family_pads_a_batch_to_its_bucket_and_caches_the_program(self):
+        # A batch of 3 runs the bucket-4 program, bit-exact with a direct
+        # compile at batch 3; the program is compiled once, then read from
+        # the cache (and --check rebuilds its reference from the model).
+        direct, _ = self.run_outputs(self.cnn_n, self.x3, backend=BACKEND)
+        cache = os.path.join(self.dir, "family_cache")
+        for want in ("compiled", "read from the cache"):
+            y, j = self.run_outputs(self.cnn_n, self.x3, "--bucket", "N=1,2,4", "--cache", cache, backend=BACKEND)
+            self.assertTrue(j["bit_exact"])
+            self.assertEqual(j["checked_segments"], 1)
+            self.assertEqual(j["family"]["bucket"], "N=3 -> 4 (padded)")
+            self.assertEqual(j["family"]["input_shapes"], {"dims": {"N": 4}})
+            self.assertEqual(j["family"]["program"], want)
+            np.testing.assert_array_equal(y, direct)
+        self.assertEqual(len(os.listdir(cache)), 1)
+        # A value equal to a bucket is not padded; a sequence may not be padded.
+        rng = np.random.default_rng(3)
+        y, j = self.run_outputs(self.block, rng.standard_normal((2, 12, 32)).astype(np.float32),
+                                "--bucket", "seq=8,12,16", "--bucket", "batch=2,4", backend=BACKEND)
+        self.assertEqual(j["family"]["bucket"], "batch=2, seq=12")
+        self.assertEqual(y.shape, (2, 12, 32))
+
+    def test_family_refusals_are_one_line(self):
+        d = tempfile.mkdtemp(dir=self.dir)
+        x3, b12 = os.path.join(d, "x3.pb"), os.path.join(d, "b12.pb")
+        save_pb(x3, self.x3)
+        save_pb(b12, np.zeros((2, 12, 32), np.float32))
+        self.refused(["run", self.block, "--inputs", b12, "--bucket", "seq=8,16"],
+                     "seq=12 is in no bucket (8,16)", "'seq' is not the batch dimension")
+        self.refused(["run", self.cnn_n, "--inputs", x3, "--bucket", "N=1,2"], "N=3 is above the largest bucket (1,2)")
+        self.refused(["run", self.cnn_n, "--inputs", x3, "--bucket", "Q=1"], "no graph input", "'Q' (it has: N)")
+        self.refused(["run", self.cnn_n, "--inputs", x3, "--bucket", "N=0,2"], "--bucket", "got '0'")
+        self.refused(["run", self.cnn_n, "--inputs", x3, "--bucket", "N=2", "--bucket", "N=4"], "given twice")
+        self.refused(["run", self.cnn_n, "--inputs", x3, "--bucket", "N=4", "--batch", "3"], "leave out --input-shape")
+        self.refused(["run", self.cnn_n, "--bucket", "N=4"], "give --inputs")
+        self.refused(["run", self.cnn_n, "--inputs", x3, "--cache", d], "--cache", "give --bucket")
+
     def test_batch_one_export_is_rebatched(self):
         # Reshape(x, [1, -1]) of a batch-1 export reshapes each image of the batch.
         per = self.per_image(self.cnn_1, self.x3)

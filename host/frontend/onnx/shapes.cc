@@ -302,15 +302,47 @@ Expected<ShapeBinding> shapes_from_json(const std::string& text, const std::stri
   return b;
 }
 
-Expected<bool> has_batch_dim(const std::string& path, const std::map<std::string, int64_t>& bound) {
+namespace {
+
+StatedTensor stated(const onnx::ValueInfoProto& v) {
+  StatedTensor t{v.name(), has_shape(v), {}};
+  if (t.shaped)
+    for (const auto& d : v.type().tensor_type().shape().dim())
+      t.dims.push_back(StatedDim{d.has_dim_value() ? d.dim_value() : 0, d.has_dim_param() ? d.dim_param() : ""});
+  return t;
+}
+
+}  // namespace
+
+Expected<Signature> read_signature(const std::string& path) {
   auto bytes = read_file_bytes(path);
   if (!bytes) return bytes.error();
   onnx::ModelProto mp;
   if (!mp.ParseFromString(*bytes)) return make_error(path, "not a valid ONNX model: protobuf parsing failed");
-  for (const auto* in : graph_inputs(mp)) {
-    if (!has_shape(*in) || in->type().tensor_type().shape().dim_size() == 0) return false;
-    const auto& d = in->type().tensor_type().shape().dim(0);
-    if (d.has_dim_value() ? d.dim_value() != 1 : bound.count(d.dim_param()) > 0) return false;
+  Signature s;
+  for (const auto* in : graph_inputs(mp)) s.inputs.push_back(stated(*in));
+  for (const auto& out : mp.graph().output()) s.outputs.push_back(stated(out));
+  return s;
+}
+
+std::string Signature::batch_symbol() const {
+  std::string sym;
+  for (const auto* list : {&inputs, &outputs})
+    for (const auto& t : *list) {
+      if (!t.shaped || t.dims.empty() || t.dims[0].symbol.empty()) return "";
+      if (!sym.empty() && t.dims[0].symbol != sym) return "";
+      sym = t.dims[0].symbol;
+    }
+  return sym;
+}
+
+Expected<bool> has_batch_dim(const std::string& path, const std::map<std::string, int64_t>& bound) {
+  auto sig = read_signature(path);
+  if (!sig) return sig.error();
+  for (const auto& in : sig->inputs) {
+    if (in.dims.empty()) return false;  // no stated shape, or a scalar
+    const auto& d = in.dims[0];
+    if (d.value > 0 ? d.value != 1 : bound.count(d.symbol) > 0) return false;
   }
   return true;
 }

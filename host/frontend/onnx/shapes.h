@@ -59,6 +59,31 @@ Expected<ShapeBinding> shapes_from_json(const std::string& text, const std::stri
 /// symbol in `bound` (bound to a value elsewhere) is no batch dimension.
 Expected<bool> has_batch_dim(const std::string& path, const std::map<std::string, int64_t>& bound = {});
 
+/// A dimension as the model states it: a value, or a symbol (both empty:
+/// unknown).
+struct StatedDim {
+  int64_t value = 0;   // 0: not a fixed value
+  std::string symbol;  // the dim_param, when symbolic
+};
+/// A graph input or output as the model states it (`shaped` false: no
+/// stated shape).
+struct StatedTensor {
+  std::string name;
+  bool shaped = false;
+  std::vector<StatedDim> dims;
+};
+/// The model's graph inputs (not initializers) and outputs, with the shapes
+/// it states, in graph order: what a family of programs is keyed over.
+struct Signature {
+  std::vector<StatedTensor> inputs, outputs;
+  /// The symbol at dimension 0 of every graph input and every graph output
+  /// ("" when none is): the batch dimension, along which requests are
+  /// independent and a batch may be padded or split (Triton's convention
+  /// for a dynamic-batch model).
+  std::string batch_symbol() const;
+};
+Expected<Signature> read_signature(const std::string& path);
+
 /// The graph inputs' dimensions that have no value after binding, as
 /// "input 'x' dimension 0 ('N')", in input order.
 std::vector<std::string> unbound_dims(const onnx::ModelProto& mp);

@@ -1,0 +1,241 @@
+#include "driver/family.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "common/hash.h"
+#include "common/limits.h"
+#include "common/parse.h"
+#include "common/tensor_io.h"
+#include "compiler/options.h"
+#include "driver/compile.h"
+#include "frontend/onnx/host_codec.h"
+
+namespace loom::driver {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string sizes_text(const std::vector<int64_t>& v) {
+  std::string s;
+  for (int64_t x : v) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(x);
+  }
+  return s;
+}
+
+std::string shape_text(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  s += sizes_text(v);
+  s += ']';
+  return s;
+}
+
+/// Every symbol of the graph inputs, with the first input and dimension that has it.
+std::map<std::string, std::string> input_symbols(const onnxfe::Signature& sig) {
+  std::map<std::string, std::string> r;
+  for (const auto& t : sig.inputs)
+    for (size_t j = 0; j < t.dims.size(); ++j)
+      if (!t.dims[j].symbol.empty())
+        r.emplace(t.dims[j].symbol, "input '" + t.name + "' dimension " + std::to_string(j));
+  return r;
+}
+
+/// Each symbol's value in `shapes`, checked against what the model states.
+Expected<std::map<std::string, int64_t>> observe(const onnxfe::Signature& sig,
+                                                 const std::map<std::string, std::vector<int64_t>>& shapes) {
+  std::map<std::string, int64_t> seen;
+  std::map<std::string, std::string> where;
+  for (const auto& t : sig.inputs) {
+    auto it = shapes.find(t.name);
+    if (it == shapes.end()) return make_error("input '" + t.name + "'", "no tensor given for it");
+    const auto& got = it->second;
+    if (!t.shaped) return make_error("input '" + t.name + "'", "the model states no shape for it");
+    if (got.size() != t.dims.size())
+      return make_error("input '" + t.name + "'", "rank " + std::to_string(got.size()) + " " + shape_text(got) +
+                                                      ", the model states rank " + std::to_string(t.dims.size()));
+    for (size_t j = 0; j < got.size(); ++j) {
+      const auto& d = t.dims[j];
+      const std::string at = "input '" + t.name + "' dimension " + std::to_string(j);
+      if (d.value > 0 && got[j] != d.value)
+        return make_error(at, "is " + std::to_string(got[j]) + ", the model fixes it at " + std::to_string(d.value));
+      if (d.symbol.empty()) continue;
+      auto [s, fresh] = seen.emplace(d.symbol, got[j]);
+      if (fresh) where[d.symbol] = at;
+      if (s->second != got[j])
+        return make_error(at, "symbol '" + d.symbol + "' is " + std::to_string(got[j]) + " here and " +
+                                  std::to_string(s->second) + " at " + where[d.symbol]);
+    }
+  }
+  return seen;
+}
+
+/// Two JSON texts with the same value (a file's object keys come back sorted).
+bool same_json(const std::string& a, const std::string& b) {
+  return nlohmann::json::parse(a, nullptr, false) == nlohmann::json::parse(b, nullptr, false);
+}
+
+}  // namespace
+
+Status parse_bucket(const std::string& text, Buckets& b) {
+  const auto eq = text.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    return make_error("--bucket", "expected SYMBOL=A,B,..., got '" + text + "'");
+  const std::string sym = text.substr(0, eq);
+  if (b.count(sym)) return make_error("--bucket", "symbol '" + sym + "' is given twice");
+  std::vector<int64_t> sizes;
+  size_t at = eq + 1;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    auto v = parse_int64(std::string_view(text).substr(at, comma - at));
+    if (!v || *v < 1 || *v > limits::kMaxTensorElems)
+      return make_error("--bucket", "expected sizes from 1 to " + std::to_string(limits::kMaxTensorElems) + " in '" +
+                                        text + "', got '" + text.substr(at, comma - at) + "'");
+    sizes.push_back(*v);
+    if (sizes.size() > 64) return make_error("--bucket", "at most 64 sizes per symbol in '" + text + "'");
+    at = comma + 1;
+  }
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  b[sym] = std::move(sizes);
+  return {};
+}
+
+std::string FamilyShape::text() const {
+  std::string s;
+  for (const auto& [sym, v] : observed) {
+    auto it = binding.dims.find(sym);
+    const int64_t to = it == binding.dims.end() ? v : it->second;
+    s += (s.empty() ? "" : ", ") + sym + "=" + std::to_string(v);
+    if (to != v) s += " -> " + std::to_string(to) + " (padded)";
+  }
+  return s;
+}
+
+Expected<ProgramFamily> ProgramFamily::open(const std::string& path, const spec::HwConfig& cfg,
+                                            const compiler::CompileOptions& opt, Buckets buckets,
+                                            std::string cache_dir) {
+  ProgramFamily f;
+  auto sig = onnxfe::read_signature(path);
+  if (!sig) return sig.error();
+  const auto symbols = input_symbols(*sig);
+  for (const auto& [sym, sizes] : buckets)
+    if (!symbols.count(sym)) {
+      std::string have;
+      for (const auto& [s, where] : symbols) have += (have.empty() ? "" : ", ") + s;
+      return make_error("--bucket", "no graph input of " + path + " has a symbolic dimension '" + sym + "' (" +
+                                        (have.empty() ? std::string("it has none") : "it has: " + have) + ")");
+    }
+  auto bytes = read_file_bytes(path);
+  if (!bytes) return bytes.error();
+  f.model_hash_ = fnv1a64(bytes->data(), bytes->size());
+  f.path_ = path;
+  f.cfg_ = &cfg;
+  f.opt_ = opt;
+  f.buckets_ = std::move(buckets);
+  f.sig_ = std::move(*sig);
+  f.cache_dir_ = std::move(cache_dir);
+  return f;
+}
+
+Expected<FamilyShape> ProgramFamily::pick(const std::map<std::string, std::vector<int64_t>>& shapes) const {
+  auto seen = observe(sig_, shapes);
+  if (!seen) return seen.error();
+  FamilyShape s;
+  s.observed = *seen;
+  const std::string batch = sig_.batch_symbol();
+  for (const auto& [sym, v] : s.observed) {
+    auto b = buckets_.find(sym);
+    if (b == buckets_.end()) {
+      s.binding.dims[sym] = v;  // no buckets: compiled at the value itself
+      continue;
+    }
+    const auto& sizes = b->second;
+    auto fit = std::lower_bound(sizes.begin(), sizes.end(), v);
+    if (fit == sizes.end())
+      return make_error("--bucket",
+                        sym + "=" + std::to_string(v) + " is above the largest bucket (" + sizes_text(sizes) + ")");
+    if (*fit != v && sym != batch)
+      return make_error("--bucket", sym + "=" + std::to_string(v) + " is in no bucket (" + sizes_text(sizes) +
+                                        ") and '" + sym +
+                                        "' is not the batch dimension (dimension 0 of every graph input and output), "
+                                        "so it cannot be padded");
+    s.binding.dims[sym] = *fit;
+    if (sym == batch) s.batch_symbol = sym, s.batch = v, s.padded_batch = *fit;
+  }
+  return s;
+}
+
+std::string ProgramFamily::key(const onnxfe::ShapeBinding& b) const {
+  std::string k = std::to_string(model_hash_) + "|" + onnxfe::shapes_json(b) + "|" +
+                  compiler::options_to_json(opt_).dump() + "|" + std::string(cfg_->name) + "|" + LOOM_VERSION;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(k.data(), k.size())));
+  return hex;
+}
+
+Expected<FamilyMember> ProgramFamily::member(const FamilyShape& s) {
+  const std::string k = key(s.binding);
+  FamilyMember m;
+  if (!cache_dir_.empty()) m.cache_file = (fs::path(cache_dir_) / ("program-" + k + ".loom")).string();
+  if (auto it = memory_.find(k); it != memory_.end()) return it->second;
+  plan::ProgramInfo info;
+  info.config = std::string(cfg_->name);
+  info.compiler = std::string("loom ") + LOOM_VERSION;
+  std::error_code ec;
+  const auto abs = fs::absolute(path_, ec);
+  info.source = ec ? path_ : abs.lexically_normal().string();
+  info.source_hash = model_hash_;
+  info.compile_options = compiler::options_to_json(opt_).dump();
+  info.input_shapes = onnxfe::shapes_json(s.binding);
+  if (!m.cache_file.empty() && fs::exists(m.cache_file, ec)) {
+    // An entry that cannot be read or was compiled otherwise is compiled again.
+    auto pf = plan::read_program(m.cache_file, &onnxfe::host_codec());
+    if (pf && pf->info.source_hash == info.source_hash && same_json(pf->info.compile_options, info.compile_options) &&
+        same_json(pf->info.input_shapes, info.input_shapes) && pf->info.config == info.config) {
+      m.file = std::move(*pf);
+      m.from_disk = true;
+      return memory_[k] = std::move(m);
+    }
+  }
+  auto prog = compile_program(Source::onnx_file(path_, s.binding), *cfg_, opt_);
+  if (!prog) return prog.error();
+  m.file.version = plan::kProgramFormatVersion;
+  m.file.info = info;
+  m.file.program = std::move(*prog);
+  if (!m.cache_file.empty()) {
+    fs::create_directories(cache_dir_, ec);
+    if (ec) return make_error("--cache " + cache_dir_, "cannot create the folder: " + ec.message());
+    LOOM_TRY(plan::write_program(m.file.program, info, m.cache_file, &onnxfe::host_codec()));
+  }
+  return memory_[k] = std::move(m);
+}
+
+onnxfe::Value pad_batch(const onnxfe::Value& v, int64_t rows) {
+  onnxfe::Value r = v;
+  if (v.shape.empty() || rows <= v.shape[0]) return r;
+  const int64_t row = v.shape[0] > 0 ? v.numel() / v.shape[0] : 0;
+  r.shape[0] = rows;
+  if (v.is_float())
+    r.f.resize(size_t(rows * row), 0.0f);
+  else
+    r.i.resize(size_t(rows * row), 0);
+  return r;
+}
+
+onnxfe::Value trim_batch(onnxfe::Value v, int64_t rows) {
+  if (v.shape.empty() || rows >= v.shape[0]) return v;
+  const int64_t row = v.shape[0] > 0 ? v.numel() / v.shape[0] : 0;
+  v.shape[0] = rows;
+  if (v.is_float())
+    v.f.resize(size_t(rows * row));
+  else
+    v.i.resize(size_t(rows * row));
+  return v;
+}
+
+}  // namespace loom::driver
