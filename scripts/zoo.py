@@ -30,7 +30,11 @@ Same seed -> byte-identical files.
 
 Usage:
   zoo.py list [--json]
-  zoo.py build NAME [--seq L] [--slice S] [--seed N] -o DIR
+  zoo.py build NAME [--seq L] [--slice S] [--seed N] [--batch B] -o DIR
+
+--batch B: the model's batch dimension is the symbol 'N' (graph input and
+outputs, as an exporter's dynamic_axes write it) and the test data is a batch
+of B; refused for a graph that fixes its batch (checked with ONNX Runtime).
 """
 import argparse
 import json
@@ -578,17 +582,55 @@ def run_ort(model_bytes, feeds):
     so.intra_op_num_threads = 1
     so.inter_op_num_threads = 1
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.log_severity_level = 4  # a failing run raises; its error log would be a second message
     s = ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"])
     return s.run(None, feeds)
 
 
-def build(name, seq, slice_, seed, out_dir):
+def symbolic_batch(q, name, batch, seed):
+    """`q` with dimension 0 of its graph input and outputs the symbol 'N', as
+    an exporter's dynamic_axes write it, and no stated intermediate shapes;
+    checked by running ONNX Runtime at `batch` against the images one by one.
+    A graph that fixes its batch (a Reshape to a constant holding it) cannot
+    take it and is refused."""
+    import numpy as np
+    import onnx
+
+    for vi in list(q.graph.input[:1]) + list(q.graph.output):
+        d = vi.type.tensor_type.shape.dim[0]
+        d.ClearField("dim_value")
+        d.dim_param = "N"
+    del q.graph.value_info[:]
+    onnx.checker.check_model(q, full_check=True)
+    inp = q.graph.input[0]
+    shape = [batch] + [d.dim_value for d in inp.type.tensor_type.shape.dim[1:]]
+    x = np.random.default_rng(seed + 2000).standard_normal(shape).astype(np.float32)
+    data = q.SerializeToString()
+    try:
+        outs = run_ort(data, {inp.name: x})
+        ones = [run_ort(data, {inp.name: x[i:i + 1]}) for i in range(batch)]
+    except Exception as e:  # ORT's own errors have no common base class
+        import re
+        node = re.search(r"running (\w+) node\. Name:'([^']*)'", str(e))
+        raise ZooError("%s cannot take a symbolic batch: ONNX Runtime fails at batch %d%s (the graph fixes its batch)" % (
+            name, batch, " in %s node '%s'" % node.groups() if node else ": " + str(e).splitlines()[0][:160]))
+    for k, o in enumerate(outs):
+        per = np.concatenate([one[k] for one in ones])
+        if o.shape != per.shape or not np.allclose(o, per, rtol=1e-4, atol=1e-4):
+            raise ZooError("%s cannot take a symbolic batch: its output %d at batch %d is not its images' outputs "
+                           "(the graph mixes images)" % (name, k, batch))
+    return x, outs
+
+
+def build(name, seq, slice_, seed, out_dir, batch=None):
     _imports()
     import numpy as np
     import onnx
     from onnx import numpy_helper
 
     validate_args(name, seq, slice_)
+    if batch is not None and not 1 <= batch <= 64:
+        raise ZooError("--batch %d: must be 1..64" % batch)
     progress = _Progress("zoo build " + name)
     fm = float_model(name, seq, slice_, seed)
     progress.update(0.15)
@@ -607,10 +649,15 @@ def build(name, seq, slice_, seed, out_dir):
     try:
         q = quantize(fm, seed, tmp, progress)
         inp = q.graph.input[0]
-        shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
-        x = np.random.default_rng(seed + 2000).standard_normal(shape).astype(np.float32)
-        data = q.SerializeToString()
-        outs = run_ort(data, {inp.name: x})
+        if batch is None:
+            shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+            x = np.random.default_rng(seed + 2000).standard_normal(shape).astype(np.float32)
+            data = q.SerializeToString()
+            outs = run_ort(data, {inp.name: x})
+        else:
+            x, outs = symbolic_batch(q, name, batch, seed)
+            shape = ["N"] + list(x.shape[1:])
+            data = q.SerializeToString()
         stage = os.path.join(tmp, "out")
         os.makedirs(os.path.join(stage, "test_data_set_0"))
         with open(os.path.join(stage, "model.onnx"), "wb") as f:
@@ -626,7 +673,7 @@ def build(name, seq, slice_, seed, out_dir):
             "slice": slice_,
             "seed": seed,
             "input": shape,
-            "output": [d.dim_value for d in q.graph.output[0].type.tensor_type.shape.dim],
+            "output": [d.dim_param or d.dim_value for d in q.graph.output[0].type.tensor_type.shape.dim],
             "macs": macs,
             "params": params,
             "opset": OPSET,
@@ -635,6 +682,8 @@ def build(name, seq, slice_, seed, out_dir):
             "reference": "onnxruntime %s, CPUExecutionProvider, ORT_ENABLE_ALL, 1 thread" % _ort_version(),
             "ops": sorted({n.op_type for n in q.graph.node}),
         }
+        if batch is not None:
+            meta["batch"] = batch
         with open(os.path.join(stage, "zoo.json"), "w") as f:
             json.dump(meta, f, indent=2, sort_keys=True)
             f.write("\n")
@@ -671,6 +720,7 @@ def main(argv=None):
     bp.add_argument("--seq", type=int)
     bp.add_argument("--slice", dest="slice_")
     bp.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    bp.add_argument("--batch", type=int)
     bp.add_argument("-o", "--output", required=True)
     args = ap.parse_args(argv)
     try:
@@ -679,10 +729,11 @@ def main(argv=None):
         else:
             if args.seed < 0:
                 raise ZooError("--seed %d: must be >= 0" % args.seed)
-            meta = build(args.name, args.seq, args.slice_, args.seed, args.output)
+            meta = build(args.name, args.seq, args.slice_, args.seed, args.output, args.batch)
             print("zoo: %s -> %s (%d MACs, %d parameters, ops: %s)" % (
                 args.name + ("" if args.slice_ is None else " --slice " + args.slice_) +
-                ("" if args.seq is None else " --seq %d" % args.seq), args.output, meta["macs"], meta["params"],
+                ("" if args.seq is None else " --seq %d" % args.seq) +
+                ("" if args.batch is None else " --batch %d" % args.batch), args.output, meta["macs"], meta["params"],
                 " ".join(meta["ops"])))
             print("loom zoo: wrote %s" % args.output, file=sys.stderr)
     except ZooError as e:

@@ -223,6 +223,11 @@ int run(const Opts& o) {
   if (!outputs) return fail(outputs.error());
   rep.outputs = std::move(*outputs);
   rep.summary = run_summary(o, l, *res);
+  if (const auto f = rep.program.find("family"); f != rep.program.end()) {
+    rep.summary += "\n  family of programs: " + (*f)["bucket"].get<std::string>() + ", the bucket's program " +
+                   (*f)["program"].get<std::string>();
+    if (!(*f)["cache_file"].is_null()) rep.summary += " (" + (*f)["cache_file"].get<std::string>() + ")";
+  }
   return finish_run(o, rep, l.prog, *res, *l.cfg, l.name_segments, expected_dir(o), t0);
 }
 

@@ -19,7 +19,8 @@ namespace {
 
 struct ZooOpts {
   std::string name, output, slice;
-  int seq = 0;  // passed on only when given
+  int seq = 0;    // passed on only when given
+  int batch = 0;  // passed on only when given
   int64_t seed = 1;
   bool json = false;
 };
@@ -56,12 +57,16 @@ void register_zoo(CLI::App& app) {
   build->add_option("--slice", o->slice,
                     "Part of the network (resnet50: stem, stage1..stage4; mobilenetv2: stem, block; a family: small)");
   build->add_option("--seed", o->seed, "Seed of weights, calibration data and input")->capture_default_str();
+  auto* batch = build->add_option("--batch", o->batch,
+                                  "Export with the batch dimension symbolic ('N', as dynamic_axes write it) and test "
+                                  "data of this batch (1..64; refused for a graph that fixes its batch)");
   build->add_option("-o,--output", o->output, "Output folder")->required();
-  build->callback([o, seq] {
+  build->callback([o, seq, batch] {
     if (o->seed < 0) throw CLI::RuntimeError(fail("--seed: must be >= 0, not " + std::to_string(o->seed)));
     std::vector<std::string> args{"build", o->name, "-o", o->output, "--seed", std::to_string(o->seed)};
     if (seq->count() > 0) args.insert(args.end(), {"--seq", std::to_string(o->seq)});
     if (!o->slice.empty()) args.insert(args.end(), {"--slice", o->slice});
+    if (batch->count() > 0) args.insert(args.end(), {"--batch", std::to_string(o->batch)});
     if (int rc = run_zoo(args); rc != 0) throw CLI::RuntimeError(rc);
   });
 }

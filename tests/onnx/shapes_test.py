@@ -162,6 +162,26 @@ class Shapes(unittest.TestCase):
         self.assertEqual(j["family"]["bucket"], "batch=2, seq=12")
         self.assertEqual(y.shape, (2, 12, 32))
 
+    def test_zoo_builds_a_symbolic_batch_run_as_a_family(self):
+        # `loom zoo build --batch 3`: batch dimension 'N', test data a batch
+        # of 3, run on the bucket-4 program; a graph that fixes its batch
+        # (the encoder's head split) is refused.
+        d = os.path.join(self.dir, "zoo_n")
+        self.run_ok("zoo", "build", "mobilenetv2", "--slice", "block", "--batch", "3", "-o", d)
+        m = onnx.load(os.path.join(d, "model.onnx"))
+        self.assertEqual(m.graph.input[0].type.tensor_type.shape.dim[0].dim_param, "N")
+        with open(os.path.join(d, "zoo.json")) as f:
+            self.assertEqual(json.load(f)["batch"], 3)
+        r = self.run_ok("run", os.path.join(d, "model.onnx"), "--inputs", os.path.join(d, "test_data_set_0", "input_0.pb"),
+                        "--bucket", "N=1,2,4,8", "--backend", BACKEND, "--check", "--json")
+        j = json.loads(r.stdout)
+        self.assertTrue(j["bit_exact"])
+        self.assertEqual(j["family"]["bucket"], "N=3 -> 4 (padded)")
+        self.assertEqual(j["outputs"][0]["shape"][0], 3)
+        self.refused(["zoo", "build", "encoder", "--slice", "small", "--batch", "2", "-o", os.path.join(self.dir, "enc")],
+                     "cannot take a symbolic batch")
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "enc")))
+
     def test_family_refusals_are_one_line(self):
         d = tempfile.mkdtemp(dir=self.dir)
         x3, b12 = os.path.join(d, "x3.pb"), os.path.join(d, "b12.pb")
