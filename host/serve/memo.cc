@@ -49,15 +49,15 @@ int64_t bootstrap_rank(int64_t n, int64_t k, double level) {
 
 json opt(const std::optional<double>& x) { return x ? json(*x) : json(nullptr); }
 
-std::string fmt(const char* f, double x) {
+}  // namespace
+
+std::string format_figure(const char* f, double x) {
   char b[64];
   std::snprintf(b, sizeof b, f, x);
   return b;
 }
 
-std::string ms(std::optional<double> us) { return us ? fmt("%.3f ms", *us / 1000.0) : std::string("none"); }
-
-}  // namespace
+std::string format_ms(std::optional<double> us) { return us ? format_figure("%.3f ms", *us / 1000.0) : "none"; }
 
 PercentileEstimate PercentileEstimate::of(const std::vector<double>& sorted, double p) {
   PercentileEstimate e;
@@ -154,7 +154,7 @@ std::string shares_text(const LatencyAttribution::Band& b) {
   std::sort(parts.begin(), parts.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
   std::string s;
   for (const auto& [share, name] : parts)
-    if (share >= 0.01) s += (s.empty() ? "" : ", ") + fmt("%.0f %%", 100.0 * share) + " " + name;
+    if (share >= 0.01) s += (s.empty() ? "" : ", ") + format_figure("%.0f %%", 100.0 * share) + " " + name;
   return s.empty() ? "no completed request" : s;
 }
 
@@ -169,9 +169,9 @@ Memo::Slice slice_of(const Workload& w, const ServeResult& r) {
     s.models.push_back(r.streams[i].name + ": " + r.streams[i].model + " (seq " + shapes + ")");
   }
   const double secs = r.settings.duration_ms / 1000.0;
-  s.load = "load scale " + fmt("%g", r.settings.load_scale) + ": " + std::to_string(r.submitted) + " requests over " +
-           fmt("%g", r.settings.duration_ms) + " ms (" + fmt("%.0f", secs > 0 ? double(r.submitted) / secs : 0.0) +
-           " req/s offered)";
+  s.load = "load scale " + format_figure("%g", r.settings.load_scale) + ": " + std::to_string(r.submitted) +
+           " requests over " + format_figure("%g", r.settings.duration_ms) + " ms (" +
+           format_figure("%.0f", secs > 0 ? double(r.submitted) / secs : 0.0) + " req/s offered)";
   return s;
 }
 
@@ -208,8 +208,8 @@ std::string trend_of(const StreamResult& s) {
   if (!a || !b || *a <= 0) return "no trend: too few windows with requests";
   const double f = *b / *a;
   const std::string how = f > 1.2 ? "rising" : f < 1 / 1.2 ? "falling" : "steady";
-  return how + ": the second half's window p99 is " + fmt("%.2f", f) + "x the first half's (" + ms(a) + " -> " + ms(b) +
-         ")";
+  return how + ": the second half's window p99 is " + format_figure("%.2f", f) + "x the first half's (" + format_ms(a) +
+         " -> " + format_ms(b) + ")";
 }
 
 }  // namespace
@@ -233,13 +233,13 @@ std::vector<RuleCheck> serve_checks(const ServeResult& r, const std::vector<Stre
     const auto& p = t.tail.p99;
     const std::string sep = within.detail.empty() ? "" : "; ";
     within.holds = within.holds && p.value_us && *p.value_us <= slo;
-    within.detail += sep + t.name + " " + ms(p.value_us) + " vs " + fmt("%.2f ms", t.slo_ms);
+    within.detail += sep + t.name + " " + format_ms(p.value_us) + " vs " + format_figure("%.2f ms", t.slo_ms);
     ci.holds = ci.holds && p.hi_us && *p.hi_us <= slo;
-    ci.detail += sep + t.name + " [" + ms(p.lo_us) + ", " + ms(p.hi_us) + "]";
+    ci.detail += sep + t.name + " [" + format_ms(p.lo_us) + ", " + format_ms(p.hi_us) + "]";
     enough.holds = enough.holds && p.enough;
     enough.detail += sep + t.name + " " + std::to_string(p.requests) + " requests";
     met.holds = met.holds && t.slo_attainment >= 0.99;
-    met.detail += sep + t.name + " " + fmt("%.1f %%", 100.0 * t.slo_attainment);
+    met.detail += sep + t.name + " " + format_figure("%.1f %%", 100.0 * t.slo_attainment);
   }
   RuleCheck sound{"no request failed and no output differed from the golden model", r.failed == 0, ""};
   sound.detail = std::to_string(r.failed) + " failed";
@@ -271,18 +271,19 @@ Memo serve_memo(const Workload& w, const ServeResult& r, const std::vector<std::
     m.primary.trend = trend_of(s);
     const auto& tail = s.latency_attribution.p99;
     const char* part = LatencyParts::kNames[dominant_part(tail)];
-    m.mechanism = s.name + "'s p99 tail (" + std::to_string(tail.requests) + " requests, mean " + ms(tail.latency_us) +
-                  ") is " + shares_text(tail) + "; its largest part is " + part + ".";
+    m.mechanism = s.name + "'s p99 tail (" + std::to_string(tail.requests) + " requests, mean " +
+                  format_ms(tail.latency_us) + ") is " + shares_text(tail) + "; its largest part is " + part + ".";
     m.owner_action = action_for(part);
     m.evidence.push_back("streams[" + s.name + "].latency_attribution.p99: " + shares_text(tail) +
                          " (the body, p50: " + shares_text(s.latency_attribution.p50) + ")");
     m.evidence.push_back("streams[" + s.name + "].latency_over_time: " + m.primary.trend);
   }
   std::string util;
-  for (const auto& c : r.cores) util += (util.empty() ? "" : "/") + fmt("%.0f", 100.0 * c.utilization);
-  m.evidence.push_back("cores: utilization " + util + " % (core_imbalance " + fmt("%.2f", r.core_imbalance) + ")");
-  m.fairness = "Jain " + fmt("%.3f", r.fairness.jain) + " over the streams' slowdowns, ANTT " +
-               fmt("%.3f", r.fairness.antt) + ", STP " + fmt("%.3f", r.fairness.stp);
+  for (const auto& c : r.cores) util += (util.empty() ? "" : "/") + format_figure("%.0f", 100.0 * c.utilization);
+  m.evidence.push_back("cores: utilization " + util + " % (core_imbalance " + format_figure("%.2f", r.core_imbalance) +
+                       ")");
+  m.fairness = "Jain " + format_figure("%.3f", r.fairness.jain) + " over the streams' slowdowns, ANTT " +
+               format_figure("%.3f", r.fairness.antt) + ", STP " + format_figure("%.3f", r.fairness.stp);
   m.checks = serve_checks(r, m.tails);
   m.rule =
       "ship: every check holds; bounded rollout: every p99 and attainment within its SLO, but an interval crosses "
@@ -372,7 +373,7 @@ json sweep_memo(const json& rows, const std::vector<json>& results, const json& 
       const auto h = highest(s, rows, results, want);
       if (std::string(want) == "ship")
         evidence.push_back(s.name + ": every seed ships up to load scale " +
-                           (h.first < 0 ? "none" : fmt("%g", h.first)));
+                           (h.first < 0 ? "none" : format_figure("%g", h.first)));
       if (h.first > at.first || (h.first == at.first && h.first >= 0 && h.second < at.second)) at = h, best = &s;
     }
     if (best) {
@@ -385,16 +386,17 @@ json sweep_memo(const json& rows, const std::vector<json>& results, const json& 
   const json& pm = field(results[pi], "memo");
   m["question"] = "Which setting of the sweep ships at the highest load, on every seed?";
   m["slice"] = field(pm, "slice");
-  m["primary_metric"] = {{"name", "highest load scale at which every seed of the best setting decides " + decision},
-                         {"unit", "load scale"},
-                         {"before", nullptr},
-                         {"after", best ? json(at.first) : json(nullptr)},
-                         {"trend", best ? "mean p99 there " + ms(at.second) : std::string("no setting qualifies")}};
+  m["primary_metric"] = {
+      {"name", "highest load scale at which every seed of the best setting decides " + decision},
+      {"unit", "load scale"},
+      {"before", nullptr},
+      {"after", best ? json(at.first) : json(nullptr)},
+      {"trend", best ? "mean p99 there " + format_ms(at.second) : std::string("no setting qualifies")}};
   m["tail"] = field(pm, "tail").is_array() ? field(pm, "tail") : json::array();
   m["fairness"] = field(pm, "fairness").is_string() ? field(pm, "fairness") : json("");
   m["mechanism"] = field(pm, "mechanism").is_string() ? field(pm, "mechanism") : json("");
   m["evidence"] = evidence;
-  m["owner_action"] = best ? "deploy " + best->name + " up to load scale " + fmt("%g", at.first)
+  m["owner_action"] = best ? "deploy " + best->name + " up to load scale " + format_figure("%g", at.first)
                            : std::string("no setting ships at any load: add capacity or lower the load");
   m["decision"] = decision;
   m["rule"] =

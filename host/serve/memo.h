@@ -109,6 +109,11 @@ size_t dominant_part(const LatencyAttribution::Band& b);
 /// What an owner does about a tail dominated by `part` (a LatencyParts name).
 std::string action_for(const std::string& part);
 
+/// A figure as the memos print it: printf's `f` applied to `x`.
+std::string format_figure(const char* f, double x);
+/// A latency in us as the memos print it: "1.234 ms" ("none": no value).
+std::string format_ms(std::optional<double> us);
+
 /// The largest parts of a band as "98 % imbalance, 2 % service" (those of 1 % or more).
 std::string shares_text(const LatencyAttribution::Band& b);
 

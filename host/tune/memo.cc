@@ -10,13 +10,8 @@ namespace loom::tune {
 
 namespace {
 
-std::string fmt(const char* f, double x) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, x);
-  return b;
-}
-
-std::string ms(const std::optional<double>& us) { return us ? fmt("%.3f ms", *us / 1000.0) : "none"; }
+using serve::format_figure;
+using serve::format_ms;
 
 /// One run's requests that arrive after the swap point: every stream's
 /// latencies and SLO attainment (dropped requests count as misses), and the
@@ -53,18 +48,20 @@ std::vector<serve::RuleCheck> checks_of(const serve::TailEstimate& b, const serv
                                         const TuneRound* last) {
   serve::RuleCheck better{"p99 after the swap point better beyond its 95 % interval", false, ""};
   better.holds = a.p99.hi_us && b.p99.lo_us && *a.p99.hi_us < *b.p99.lo_us;
-  better.detail = "deployed " + ms(b.p99.value_us) + " [" + ms(b.p99.lo_us) + ", " + ms(b.p99.hi_us) + "], tuned " +
-                  ms(a.p99.value_us) + " [" + ms(a.p99.lo_us) + ", " + ms(a.p99.hi_us) + "]";
+  better.detail = "deployed " + format_ms(b.p99.value_us) + " [" + format_ms(b.p99.lo_us) + ", " +
+                  format_ms(b.p99.hi_us) + "], tuned " + format_ms(a.p99.value_us) + " [" + format_ms(a.p99.lo_us) +
+                  ", " + format_ms(a.p99.hi_us) + "]";
   serve::RuleCheck enough{"both p99s rest on enough requests (10 or more beyond them)", b.p99.enough && a.p99.enough,
                           std::to_string(b.requests) + " and " + std::to_string(a.requests) + " requests"};
   serve::RuleCheck slo{"no stream's SLO attainment after the swap point worse", true, ""};
   for (size_t i = 0; i < streams.size(); ++i) {
     slo.holds = slo.holds && after.attainment[i] >= before.attainment[i] - 1e-9;
     slo.detail += (slo.detail.empty() ? "" : "; ") + streams[i].name + " " +
-                  fmt("%.1f %%", 100 * before.attainment[i]) + " -> " + fmt("%.1f %%", 100 * after.attainment[i]);
+                  format_figure("%.1f %%", 100 * before.attainment[i]) + " -> " +
+                  format_figure("%.1f %%", 100 * after.attainment[i]);
   }
   serve::RuleCheck fair{"fairness not worse (Jain's index within 0.005)", jain1 >= jain0 - 0.005,
-                        fmt("%.3f", jain0) + " -> " + fmt("%.3f", jain1)};
+                        format_figure("%.3f", jain0) + " -> " + format_figure("%.3f", jain1)};
   serve::RuleCheck refit{"the last round's refit validated on held-out plans", last && last->refit.accepted,
                          last ? last->refit.reason : "no round ran"};
   return {better, enough, slo, fair, refit};
@@ -96,13 +93,13 @@ serve::Memo Loop::memo() const {
   m.slice = serve::slice_of(s_.w, base_.result);
   m.question = "Should the mapping tuned over " + std::to_string(rounds_.size()) +
                " round(s) replace the deployed one " + "for the requests that arrive after the drift at " +
-               fmt("%g", s_.swap_ms) + " ms?";
+               format_figure("%g", s_.swap_ms) + " ms?";
   const AfterSwap before = after_swap(base_, s_.w, s_.swap_us), after = after_swap(tuned, s_.w, s_.swap_us);
   const auto tb = serve::TailEstimate::of(before.all), ta = serve::TailEstimate::of(after.all);
   m.primary = {"p99 latency of the requests after the swap point", "us", tb.p99.value_us, ta.p99.value_us, ""};
   if (tb.p99.value_us && ta.p99.value_us && *tb.p99.value_us > 0)
-    m.primary.trend = "deployed " + ms(tb.p99.value_us) + " -> tuned " + ms(ta.p99.value_us) + " (" +
-                      fmt("%+.1f %%", 100.0 * (*ta.p99.value_us / *tb.p99.value_us - 1)) + ")";
+    m.primary.trend = "deployed " + format_ms(tb.p99.value_us) + " -> tuned " + format_ms(ta.p99.value_us) + " (" +
+                      format_figure("%+.1f %%", 100.0 * (*ta.p99.value_us / *tb.p99.value_us - 1)) + ")";
   for (size_t i = 0; i < s_.w.streams.size(); ++i) {
     const auto& st = s_.w.streams[i];
     m.tails.push_back(
@@ -110,15 +107,16 @@ serve::Memo Loop::memo() const {
     m.tails.push_back({st.name + " (tuned)", st.slo_ms, after.attainment[i], serve::TailEstimate::of(after.lat[i])});
   }
   const double j0 = base_.result.fairness.jain, j1 = tuned.result.fairness.jain;
-  m.fairness = "Jain " + fmt("%.3f", j0) + " deployed, " + fmt("%.3f", j1) + " tuned (over the whole runs)";
+  m.fairness =
+      "Jain " + format_figure("%.3f", j0) + " deployed, " + format_figure("%.3f", j1) + " tuned (over the whole runs)";
   const auto a0 = serve::LatencyAttribution::of(before.parts), a1 = serve::LatencyAttribution::of(after.parts);
   const char* part = serve::LatencyParts::kNames[serve::dominant_part(a1.p99)];
   m.mechanism = "after the swap point the p99 tail is " + serve::shares_text(a0.p99) + " (mean " +
-                ms(a0.p99.latency_us) + ") deployed and " + serve::shares_text(a1.p99) + " (mean " +
-                ms(a1.p99.latency_us) + ") tuned.";
-  m.evidence.push_back("service parts of the tail: " + ms(a0.p99.mean.service) + " deployed, " +
-                       ms(a1.p99.mean.service) + " tuned; queueing " + ms(a0.p99.mean.queueing) + " -> " +
-                       ms(a1.p99.mean.queueing));
+                format_ms(a0.p99.latency_us) + ") deployed and " + serve::shares_text(a1.p99) + " (mean " +
+                format_ms(a1.p99.latency_us) + ") tuned.";
+  m.evidence.push_back("service parts of the tail: " + format_ms(a0.p99.mean.service) + " deployed, " +
+                       format_ms(a1.p99.mean.service) + " tuned; queueing " + format_ms(a0.p99.mean.queueing) + " -> " +
+                       format_ms(a1.p99.mean.queueing));
   for (const auto& r : rounds_)
     m.evidence.push_back("round " + std::to_string(r.round) + ": refit " +
                          (r.refit.accepted ? "accepted" : "rejected") + " (" + r.refit.reason + ")");
