@@ -545,8 +545,9 @@ def memo_html(memo):
     out = ["<div style='border:2px solid %s;padding:8px 14px;margin:8px 0;max-width:1100px'>" % colour.get(d, "#555"),
            "<h2 style='margin:4px 0'>Decision: <span style='color:%s'>%s</span></h2>" % (colour.get(d, "#555"), e(d)),
            "<p><b>Question.</b> %s</p>" % e(memo["question"])]
-    checks = "".join("<li>%s %s: %s</li>" % ("&#10004;" if c["holds"] else "&#10008;", e(c["clause"]), e(c["detail"]))
-                     for c in memo["checks"])
+    checks = "".join("<li>%s %s: %s%s</li>" % (
+        "&#10004;" if c["holds"] else "&#10008;", e(c["clause"]), e(c["detail"]),
+        "" if c["holds"] or "if_not" not in c else " <i>(&rarr; %s)</i>" % e(c["if_not"])) for c in memo["checks"])
     out.append("<p><b>Rule.</b> %s</p><ul>%s</ul>" % (e(memo["rule"]), checks))
     pm = memo["primary_metric"]
     # Latencies in ms, as every chart and table of the page gives them.

@@ -103,7 +103,17 @@ json StreamTail::to_json() const {
   return {{"stream", name}, {"slo_ms", slo_ms}, {"slo_attainment", slo_attainment}, {"tail", tail.to_json()}};
 }
 
-json RuleCheck::to_json() const { return {{"clause", clause}, {"holds", holds}, {"detail", detail}}; }
+json RuleCheck::to_json() const {
+  return {{"clause", clause}, {"holds", holds}, {"detail", detail}, {"if_not", if_not}};
+}
+
+std::string decide(const std::vector<RuleCheck>& checks) {
+  static const char* const kSeverity[] = {"roll back", "escalate", "bounded rollout"};
+  for (const char* d : kSeverity)
+    for (const auto& c : checks)
+      if (!c.holds && c.if_not == d) return d;
+  return "ship";
+}
 
 json Memo::to_json() const {
   json models = json::array(), tl = json::array(), ck = json::array();
@@ -224,10 +234,10 @@ size_t dominant_part(const LatencyAttribution::Band& b) {
 namespace {
 
 std::vector<RuleCheck> serve_checks(const ServeResult& r, const std::vector<StreamTail>& tails) {
-  RuleCheck within{"every stream's p99 within its SLO", true, ""},
-      ci{"every p99's 95 % interval within its SLO", true, ""};
-  RuleCheck enough{"every p99 rests on enough requests (10 or more beyond it)", true, ""};
-  RuleCheck met{"every stream's SLO attainment at least 99 % (dropped requests count as misses)", true, ""};
+  RuleCheck within{"every stream's p99 within its SLO", true, "", "escalate"},
+      ci{"every p99's 95 % interval within its SLO", true, "", "bounded rollout"};
+  RuleCheck enough{"every p99 rests on enough requests (10 or more beyond it)", true, "", "bounded rollout"};
+  RuleCheck met{"every stream's SLO attainment at least 99 % (dropped requests count as misses)", true, "", "escalate"};
   for (const auto& t : tails) {
     const double slo = t.slo_ms * 1000.0;
     const auto& p = t.tail.p99;
@@ -241,7 +251,7 @@ std::vector<RuleCheck> serve_checks(const ServeResult& r, const std::vector<Stre
     met.holds = met.holds && t.slo_attainment >= 0.99;
     met.detail += sep + t.name + " " + format_figure("%.1f %%", 100.0 * t.slo_attainment);
   }
-  RuleCheck sound{"no request failed and no output differed from the golden model", r.failed == 0, ""};
+  RuleCheck sound{"no request failed and no output differed from the golden model", r.failed == 0, "", "escalate"};
   sound.detail = std::to_string(r.failed) + " failed";
   if (r.live) {
     sound.holds = sound.holds && r.live->counters.mismatches == 0;
@@ -289,9 +299,7 @@ Memo serve_memo(const Workload& w, const ServeResult& r, const std::vector<std::
       "ship: every check holds; bounded rollout: every p99 and attainment within its SLO, but an interval crosses "
       "the SLO or a p99 rests on too few requests; escalate: a p99 or an attainment misses its SLO, or a request "
       "failed or differed. (roll back is for a change: loom tune.)";
-  const bool hard = m.checks[0].holds && m.checks[3].holds && m.checks[4].holds;
-  const bool soft = m.checks[1].holds && m.checks[2].holds;
-  m.decision = !hard ? "escalate" : !soft ? "bounded rollout" : "ship";
+  m.decision = decide(m.checks);
   if (m.decision == "ship") m.owner_action = "none needed; for more headroom: " + m.owner_action;
   return m;
 }
@@ -398,16 +406,19 @@ json sweep_memo(const json& rows, const std::vector<json>& results, const json& 
   m["evidence"] = evidence;
   m["owner_action"] = best ? "deploy " + best->name + " up to load scale " + format_figure("%g", at.first)
                            : std::string("no setting ships at any load: add capacity or lower the load");
-  m["decision"] = decision;
   m["rule"] =
       "a setting qualifies up to a load when every seed's point at it and below decides ship (else bounded rollout); "
       "the "
       "decision is the best qualifying level, for the setting that qualifies up to the highest load (ties: the lowest "
       "mean p99); "
       "escalate when none qualifies";
-  m["checks"] = json::array({{{"clause", "a setting ships at some load on every seed"},
-                              {"holds", decision == "ship"},
-                              {"detail", best ? best->name : std::string("none")}}});
+  const std::string who = best ? best->name : std::string("none");
+  const std::vector<RuleCheck> checks{
+      {"a setting ships at some load on every seed", decision == "ship", who, "bounded rollout"},
+      {"a setting ships or rolls out bounded at some load on every seed", decision != "escalate", who, "escalate"}};
+  m["checks"] = json::array();
+  for (const auto& c : checks) m["checks"].push_back(c.to_json());
+  m["decision"] = decide(checks);
   return m;
 }
 

@@ -55,8 +55,16 @@ struct RuleCheck {
   std::string clause;
   bool holds = false;
   std::string detail;  // the figures it was decided on
+  /// The decision when the clause does not hold: "bounded rollout",
+  /// "escalate" or "roll back".
+  std::string if_not = "bounded rollout";
   nlohmann::ordered_json to_json() const;
 };
+
+/// The decision a rule's evaluated checks give: the most severe `if_not`
+/// of the clauses that do not hold (roll back, then escalate, then bounded
+/// rollout), or ship when every clause holds.
+std::string decide(const std::vector<RuleCheck>& checks);
 
 /// The memo. `decision` is one of ship, bounded rollout, roll back or
 /// escalate, and follows `rule` over `checks`.

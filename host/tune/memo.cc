@@ -46,14 +46,18 @@ std::vector<serve::RuleCheck> checks_of(const serve::TailEstimate& b, const serv
                                         const AfterSwap& before, const AfterSwap& after,
                                         const std::vector<serve::Stream>& streams, double jain0, double jain1,
                                         const TuneRound* last) {
-  serve::RuleCheck better{"p99 after the swap point better beyond its 95 % interval", false, ""};
+  serve::RuleCheck worse{"p99 after the swap point not worse beyond its 95 % interval", true, "", "roll back"};
+  worse.holds = !(a.p99.lo_us && b.p99.hi_us && *a.p99.lo_us > *b.p99.hi_us);
+  serve::RuleCheck better{"p99 after the swap point better beyond its 95 % interval", false, "", "bounded rollout"};
   better.holds = a.p99.hi_us && b.p99.lo_us && *a.p99.hi_us < *b.p99.lo_us;
   better.detail = "deployed " + format_ms(b.p99.value_us) + " [" + format_ms(b.p99.lo_us) + ", " +
                   format_ms(b.p99.hi_us) + "], tuned " + format_ms(a.p99.value_us) + " [" + format_ms(a.p99.lo_us) +
                   ", " + format_ms(a.p99.hi_us) + "]";
+  worse.detail = better.detail;
   serve::RuleCheck enough{"both p99s rest on enough requests (10 or more beyond them)", b.p99.enough && a.p99.enough,
-                          std::to_string(b.requests) + " and " + std::to_string(a.requests) + " requests"};
-  serve::RuleCheck slo{"no stream's SLO attainment after the swap point worse", true, ""};
+                          std::to_string(b.requests) + " and " + std::to_string(a.requests) + " requests",
+                          "bounded rollout"};
+  serve::RuleCheck slo{"no stream's SLO attainment after the swap point worse", true, "", "roll back"};
   for (size_t i = 0; i < streams.size(); ++i) {
     slo.holds = slo.holds && after.attainment[i] >= before.attainment[i] - 1e-9;
     slo.detail += (slo.detail.empty() ? "" : "; ") + streams[i].name + " " +
@@ -61,19 +65,10 @@ std::vector<serve::RuleCheck> checks_of(const serve::TailEstimate& b, const serv
                   format_figure("%.1f %%", 100 * after.attainment[i]);
   }
   serve::RuleCheck fair{"fairness not worse (Jain's index within 0.005)", jain1 >= jain0 - 0.005,
-                        format_figure("%.3f", jain0) + " -> " + format_figure("%.3f", jain1)};
+                        format_figure("%.3f", jain0) + " -> " + format_figure("%.3f", jain1), "escalate"};
   serve::RuleCheck refit{"the last round's refit validated on held-out plans", last && last->refit.accepted,
-                         last ? last->refit.reason : "no round ran"};
-  return {better, enough, slo, fair, refit};
-}
-
-std::string decision_of(const std::vector<serve::RuleCheck>& c, const serve::TailEstimate& b,
-                        const serve::TailEstimate& a) {
-  const bool worse = a.p99.lo_us && b.p99.hi_us && *a.p99.lo_us > *b.p99.hi_us;
-  if (worse || !c[2].holds) return "roll back";
-  if (!c[3].holds) return "escalate";
-  if (c[0].holds && c[1].holds && c[4].holds) return "ship";
-  return "bounded rollout";
+                         last ? last->refit.reason : "no round ran", "bounded rollout"};
+  return {better, enough, slo, fair, refit, worse};
 }
 
 std::string action_of(const std::string& decision, const std::string& part) {
@@ -125,7 +120,7 @@ serve::Memo Loop::memo() const {
       "roll back: the tuned p99 worse beyond its interval, or a stream's SLO attainment worse; escalate: fairness "
       "worse; ship: the p99 better beyond its interval on enough requests, no attainment worse, fairness not worse "
       "and the refit validated; bounded rollout: otherwise.";
-  m.decision = decision_of(m.checks, tb, ta);
+  m.decision = serve::decide(m.checks);
   m.owner_action = action_of(m.decision, part);
   return m;
 }

@@ -132,6 +132,21 @@ TEST(Memo, TheDecisionFollowsTheRule) {
   EXPECT_EQ(serve_memo(w, r, {fast, few}).decision, "escalate");
 }
 
+TEST(Memo, TheMostSevereFailingClauseDecides) {
+  auto c = [](bool holds, const char* if_not) { return RuleCheck{"clause", holds, "", if_not}; };
+  EXPECT_EQ(decide({}), "ship");
+  EXPECT_EQ(decide({c(true, "roll back"), c(true, "escalate")}), "ship");
+  EXPECT_EQ(decide({c(false, "bounded rollout"), c(true, "roll back")}), "bounded rollout");
+  EXPECT_EQ(decide({c(false, "bounded rollout"), c(false, "escalate")}), "escalate");
+  EXPECT_EQ(decide({c(false, "escalate"), c(false, "roll back"), c(false, "bounded rollout")}), "roll back");
+  // Every check of a serve memo says where its failure leads.
+  std::vector<double> fast;
+  for (int i = 0; i < 2000; ++i) fast.push_back(100 + i % 500);
+  auto [w, r] = two_streams(fast, fast);
+  for (const auto& k : serve_memo(w, r, {fast, fast}).checks)
+    EXPECT_TRUE(k.if_not == "escalate" || k.if_not == "bounded rollout") << k.clause;
+}
+
 TEST(Fairness, JainIndex) {
   EXPECT_DOUBLE_EQ(jain_index({1, 1, 1, 1}), 1.0);
   EXPECT_DOUBLE_EQ(jain_index({1, 0, 0, 0}), 0.25);
