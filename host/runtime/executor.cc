@@ -132,15 +132,20 @@ std::vector<spec::Insn> relocate(const std::vector<spec::Insn>& stream, uint64_t
 }
 
 std::vector<spec::Insn> renumber_semaphores(std::vector<spec::Insn> stream, uint64_t shift) {
+  return renumber_semaphores(std::move(stream), [shift](uint64_t s) { return s + shift; });
+}
+
+std::vector<spec::Insn> renumber_semaphores(std::vector<spec::Insn> stream,
+                                            const std::function<uint64_t(uint64_t)>& map) {
   for (auto& in : stream) {
     const auto op = spec::Opcode(spec::get_bits(in, 0, 6));
     if (op == spec::Opcode::SEM_SIGNAL) {
       auto x = spec::SemSignalInsn::decode(in);
-      x.sem_id += shift;
+      x.sem_id = map(x.sem_id);
       in = x.encode();
     } else if (op == spec::Opcode::SEM_WAIT) {
       auto x = spec::SemWaitInsn::decode(in);
-      x.sem_id += shift;
+      x.sem_id = map(x.sem_id);
       in = x.encode();
     }
   }

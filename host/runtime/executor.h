@@ -65,6 +65,9 @@ std::vector<spec::Insn> relocate(const std::vector<spec::Insn>& stream, uint64_t
 /// Adds `shift` to the semaphore id of every SEM_SIGNAL/SEM_WAIT (streams
 /// side by side on one fabric, each with its own semaphores).
 std::vector<spec::Insn> renumber_semaphores(std::vector<spec::Insn> stream, uint64_t shift);
+/// Replaces the semaphore id s of every SEM_SIGNAL/SEM_WAIT with map(s).
+std::vector<spec::Insn> renumber_semaphores(std::vector<spec::Insn> stream,
+                                            const std::function<uint64_t(uint64_t)>& map);
 /// The highest semaphore id a stream names (0 when it names none).
 uint64_t max_semaphore(const std::vector<spec::Insn>& stream);
 

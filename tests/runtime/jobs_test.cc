@@ -1,6 +1,7 @@
 // runtime::CoreJobs: one-core plans started on chosen cores while others run,
-// bit-exact with the plan executor, ends seen by interrupt or by polling,
-// device errors and aborts recovered on the core that had them.
+// and multi-core plans as one job on a gang of chosen cores, bit-exact with
+// the plan executor, ends seen by interrupt or by polling, device errors and
+// aborts recovered on the cores that had them.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -28,7 +29,8 @@ struct Model {
   std::map<std::string, Tensor> in;
 };
 
-Model chain(const char* config, int64_t rows, int layers, uint64_t seed) {
+Model chain(const char* config, int64_t rows, int layers, uint64_t seed, int cores = 1,
+            compiler::Placement placement = compiler::Placement::Static) {
   ir::GraphBuilder b("chain", seed);
   std::string x = b.input("x", {rows, 64});
   for (int l = 0; l < layers; ++l) x = b.gemm(std::string("g").append(std::to_string(l)), x, 64);
@@ -36,7 +38,8 @@ Model chain(const char* config, int64_t rows, int layers, uint64_t seed) {
   Model m;
   m.g = b.graph();
   compiler::CompileOptions co;
-  co.num_cores = 1;
+  co.num_cores = cores;
+  co.placement = placement;
   auto r = compiler::compile(m.g, *spec::find_config(config), co);
   EXPECT_TRUE(r) << r.error().str();
   if (r) m.p = std::move(r->plan);
@@ -239,6 +242,99 @@ TEST_P(Jobs, RefusesWhatIsNotOneCoreJob) {
   wrong.begin()->second = Tensor(DType::I8, {1, 1});
   EXPECT_FALSE(jobs.start(0, a.p, wrong, 1));
   EXPECT_FALSE(jobs.busy(0));
+}
+
+TEST_P(Jobs, GangRunsAMultiCorePlanOnChosenCoresBesideAnotherJob) {
+  // A 2-core static plan (a semaphore barrier between layers) and a 2-stage
+  // pipeline plan, each as one job on cores 3 and 1, while core 0 runs a
+  // one-core job: the gang's semaphores are moved into cores 3's and 1's ranges.
+  for (auto placement : {compiler::Placement::Static, compiler::Placement::Pipeline}) {
+    SCOPED_TRACE(compiler::placement_name(placement));
+    const Model g = chain("small", 64, 3, 4, 2, placement), a = chain("small", 32, 3, 1);
+    ASSERT_EQ(g.p.cores.size(), 2u);
+    ASSERT_GT(g.p.semaphores_used, 0u);
+    const auto eg = expected(g, "small"), ea = expected(a, "small");
+    auto dev = device(GetParam(), "small");
+    ASSERT_TRUE(dev);
+    uint64_t exec_cycles = 0;
+    if (dev->has_time()) {
+      auto r = execute(*dev, g.p, g.in);
+      ASSERT_TRUE(r) << r.error().str();
+      exec_cycles = r->cycles;
+    }
+    CoreJobs jobs(*dev);
+    ASSERT_TRUE(jobs.start(std::vector<uint32_t>{3, 1}, g.p, g.in, 5));
+    EXPECT_TRUE(jobs.busy(3));
+    EXPECT_TRUE(jobs.busy(1));
+    EXPECT_FALSE(jobs.busy(0));
+    EXPECT_EQ(jobs.running(), 1u);
+    EXPECT_FALSE(jobs.start(1, a.p, a.in, 9));  // a gang's core is busy
+    ASSERT_TRUE(jobs.start(0, a.p, a.in, 6));
+    auto ends = wait_for(jobs, 2);
+    ASSERT_EQ(ends.size(), 2u);
+    for (const auto& e : ends) {
+      ASSERT_TRUE(e.status) << e.status.str();
+      if (e.id == 5) {
+        EXPECT_EQ(e.core, 3u);
+        EXPECT_EQ(e.cores, (std::vector<uint32_t>{3, 1}));
+        expect_same(e.outputs, eg);
+      } else {
+        expect_same(e.outputs, ea);
+      }
+    }
+    EXPECT_FALSE(jobs.busy(1));
+    // Alone, the gang takes the executor's cycles (which runs it on cores 0 and 1).
+    ASSERT_TRUE(jobs.start(std::vector<uint32_t>{2, 3}, g.p, g.in, 7));
+    ends = wait_for(jobs, 1);
+    ASSERT_EQ(ends.size(), 1u);
+    ASSERT_TRUE(ends[0].status) << ends[0].status.str();
+    expect_same(ends[0].outputs, eg);
+    if (dev->has_time()) {
+      const uint64_t took = ends[0].end_cycles - ends[0].start_cycles;
+      EXPECT_GE(took + 8, exec_cycles);
+      EXPECT_LE(took, exec_cycles + 8);
+    }
+  }
+}
+
+TEST_P(Jobs, AnErrorOnOneCoreOfAGangEndsTheJobAndResetsEveryCore) {
+  const Model g = chain("small", 64, 3, 4, 2);
+  const auto eg = expected(g, "small");
+  plan::Plan bad = g.p;  // core stream 1 loads from past its window
+  for (auto& in : bad.cores[1])
+    if (spec::Opcode(spec::get_bits(in, 0, 6)) == spec::Opcode::LOAD) {
+      auto l = spec::LoadInsn::decode(in);
+      l.dram_addr = bad.memory_bytes + 4096;
+      in = l.encode();
+      break;
+    }
+  auto dev = device(GetParam(), "small");
+  ASSERT_TRUE(dev);
+  CoreJobs jobs(*dev);
+  ASSERT_TRUE(jobs.start(std::vector<uint32_t>{0, 2}, bad, g.in, 1));
+  auto ends = wait_for(jobs, 1);
+  ASSERT_EQ(ends.size(), 1u);
+  ASSERT_FALSE(ends[0].status);
+  EXPECT_NE(ends[0].status.str().find("window"), std::string::npos) << ends[0].status.str();
+  EXPECT_EQ(ends[0].failed_core, 2u);
+  EXPECT_FALSE(jobs.busy(0));
+  EXPECT_FALSE(jobs.busy(2));
+  // Both cores serve again, and an abort ends a gang whole.
+  ASSERT_TRUE(jobs.start(std::vector<uint32_t>{2, 0}, g.p, g.in, 2));
+  ends = wait_for(jobs, 1);
+  ASSERT_EQ(ends.size(), 1u);
+  ASSERT_TRUE(ends[0].status) << ends[0].status.str();
+  expect_same(ends[0].outputs, eg);
+  ASSERT_TRUE(jobs.start(std::vector<uint32_t>{1, 3}, g.p, g.in, 3));
+  JobEnd e = jobs.abort(3, "host-side timeout");
+  EXPECT_EQ(e.id, 3u);
+  EXPECT_FALSE(jobs.busy(1));
+  EXPECT_FALSE(jobs.busy(3));
+  // A gang is as many cores as the plan has streams, each given once.
+  EXPECT_FALSE(jobs.start(std::vector<uint32_t>{1}, g.p, g.in, 4));
+  EXPECT_FALSE(jobs.start(std::vector<uint32_t>{1, 1}, g.p, g.in, 4));
+  EXPECT_FALSE(jobs.start(std::vector<uint32_t>{1, 2, 3}, g.p, g.in, 4));
+  EXPECT_EQ(jobs.running(), 0u);
 }
 
 std::vector<std::string> backends() {
