@@ -151,16 +151,23 @@ bool LiveEngine::busy(int core) const { return core >= 0 && size_t(core) < cores
 
 size_t LiveEngine::running() const {
   size_t n = 0;
-  for (const auto& c : cores_) n += c.busy;
+  for (size_t c = 0; c < cores_.size(); ++c) n += leads(c);
   return n;
 }
 
-Status LiveEngine::start(int core, LiveWork work, uint64_t id, double predicted_us) {
-  if (busy(core) || core < 0 || size_t(core) >= cores_.size())
-    return make_error("live: core " + std::to_string(core), "not free for batch " + std::to_string(id));
-  Core& c = cores_[size_t(core)];
-  c = Core{};
-  c.busy = true;
+Status LiveEngine::start(const std::vector<int>& gang, LiveWork work, uint64_t id, double predicted_us) {
+  if (gang.empty()) return make_error("live", "batch " + std::to_string(id) + " has no core");
+  for (int core : gang)
+    if (core < 0 || size_t(core) >= cores_.size() || busy(core) || std::count(gang.begin(), gang.end(), core) > 1)
+      return make_error("live: core " + std::to_string(core), "not free for batch " + std::to_string(id));
+  const int lead = gang.front();
+  for (int core : gang) {
+    cores_[size_t(core)] = Core{};
+    cores_[size_t(core)].busy = true;
+    cores_[size_t(core)].lead = lead;
+  }
+  Core& c = cores_[size_t(lead)];
+  c.gang = gang;
   c.id = id;
   c.work = std::move(work);
   const uint64_t now = clock();
@@ -168,8 +175,14 @@ Status LiveEngine::start(int core, LiveWork work, uint64_t id, double predicted_
   c.started = now;
   c.deadline = predicted_us > 0 ? now + uint64_t(std::llround(limit * mhz_)) : std::numeric_limits<uint64_t>::max();
   std::vector<LiveEnd> none;
-  LOOM_TRY(step(core, now, none));
+  LOOM_TRY(step(lead, now, none));
   return Status::ok();
+}
+
+void LiveEngine::release(int ci) {
+  const std::vector<int> gang = cores_[size_t(ci)].gang;
+  for (int g : gang) cores_[size_t(g)].busy = false, cores_[size_t(g)].lead = -1;
+  cores_[size_t(ci)].busy = false;
 }
 
 Status LiveEngine::step(int ci, uint64_t now, std::vector<LiveEnd>& out) {
@@ -177,7 +190,7 @@ Status LiveEngine::step(int ci, uint64_t now, std::vector<LiveEnd>& out) {
   if (c.finishing) {  // host work after the last run: the batch ends when it is done
     if (now < c.resume_at) return Status::ok();
     out.push_back({ci, c.id, to_us(c.resume_at), Status::ok()});
-    c.busy = false;
+    release(ci);
     return Status::ok();
   }
   if (c.next >= c.work.parts.size()) {
@@ -194,22 +207,27 @@ Status LiveEngine::step(int ci, uint64_t now, std::vector<LiveEnd>& out) {
   c.resume_at = 0;
   ++c.next;
   ++stats_.device_runs;
-  return jobs_.start(uint32_t(ci), plan_for(ci, *p.plan), *p.inputs, c.id);
+  std::vector<uint32_t> cores(c.gang.begin(), c.gang.end());
+  return jobs_.start(cores, plan_for(c.gang, *p.plan), *p.inputs, c.id);
 }
 
-const plan::Plan& LiveEngine::plan_for(int c, const plan::Plan& p) {
-  std::string& kind = pending_break_[size_t(c)];
-  if (kind.empty() || p.cores.size() != 1 || p.cores[0].empty()) return p;
+const plan::Plan& LiveEngine::plan_for(const std::vector<int>& gang, const plan::Plan& p) {
+  size_t m = 0;
+  while (m < gang.size() && pending_break_[size_t(gang[m])].empty()) ++m;
+  if (m == gang.size() || m >= p.cores.size() || p.cores[m].empty()) return p;
+  std::string& kind = pending_break_[size_t(gang[m])];
   plan::Plan b = p;
-  auto& st = b.cores[0];
+  auto& st = b.cores[m];
   if (kind == "watchdog" || kind == "host-timeout") {
-    // A wait on semaphore 0 of the core's range (cleared at every start) for
-    // a count nothing signals.
+    // A wait for a count nothing signals, on the first semaphore of the
+    // core's range (cleared at every start).
+    const auto& cfg = dev_.config();
+    const uint32_t per_core = cfg.cores ? cfg.semaphores / cfg.cores : 0;
     spec::SemWaitInsn w;
-    w.sem_id = 0;
-    w.count = 1;
+    w.sem_id = uint64_t(m) * per_core;
+    w.count = 0xFFFFFFFFu;
     st.insert(st.begin(), w.encode());
-    b.semaphores_used = std::max<uint32_t>(b.semaphores_used, 1);
+    b.semaphores_used = std::max<uint32_t>(b.semaphores_used, uint32_t(w.sem_id) + 1);
   } else if (kind == "illegal-insn") {
     unsigned op = 63;
     while (op > 0 && spec::opcode_info(op) != nullptr) --op;
@@ -341,19 +359,21 @@ Expected<std::vector<LiveEnd>> LiveEngine::advance(double until_us) {
     if (!due) return due.error();
     // Host work that is over: start the next run, or end the batch.
     for (size_t ci = 0; ci < cores_.size(); ++ci)
-      if (cores_[ci].busy && !jobs_.busy(uint32_t(ci)) && cores_[ci].resume_at != 0 && cores_[ci].resume_at <= now)
+      if (leads(ci) && !jobs_.busy(uint32_t(ci)) && cores_[ci].resume_at != 0 && cores_[ci].resume_at <= now)
         LOOM_TRY(step(int(ci), now, out));
     // The host-side timeout.
     for (size_t ci = 0; ci < cores_.size(); ++ci) {
       Core& c = cores_[ci];
-      if (!c.busy || now < c.deadline) continue;
+      if (!leads(ci) || now < c.deadline) continue;
       if (jobs_.busy(uint32_t(ci))) jobs_.abort(uint32_t(ci), "host-side timeout");
       ++stats_.timeouts;
-      out.push_back({int(ci), c.id, to_us(now),
-                     make_error("live: core " + std::to_string(ci),
-                                "batch still running after " + std::to_string(now - c.started) +
-                                    " cycles (the host-side timeout); core reset")});
-      c.busy = false;
+      out.push_back(
+          {int(ci), c.id, to_us(now),
+           make_error("live: core " + std::to_string(ci),
+                      "batch still running after " + std::to_string(now - c.started) +
+                          " cycles (the host-side timeout); " + (c.gang.size() > 1 ? "its cores reset" : "core reset")),
+           int(ci)});
+      release(int(ci));
     }
     if (!out.empty()) return out;
     if (now >= target) return out;
@@ -363,7 +383,7 @@ Expected<std::vector<LiveEnd>> LiveEngine::advance(double until_us) {
     bool any = false;
     for (size_t ci = 0; ci < cores_.size(); ++ci) {
       const Core& c = cores_[ci];
-      if (!c.busy) continue;
+      if (!leads(ci)) continue;
       any = true;
       wake = std::min(wake, c.deadline);
       if (!jobs_.busy(uint32_t(ci)) && c.resume_at != 0) wake = std::min(wake, c.resume_at);
@@ -387,18 +407,20 @@ Expected<std::vector<LiveEnd>> LiveEngine::advance(double until_us) {
       if (!timed_) e.end_cycles = clock();  // the card's clock is not visible: when the host saw it
       const int ci = int(e.core);
       Core& c = cores_[size_t(ci)];
-      if (!c.busy || c.id != e.id) continue;  // aborted meanwhile
+      if (!leads(size_t(ci)) || c.id != e.id) continue;  // aborted meanwhile
       if (!e.status) {
         ++stats_.device_errors;
-        out.push_back({ci, c.id, to_us(e.end_cycles), e.status});
-        c.busy = false;
+        out.push_back({ci, c.id, to_us(e.end_cycles), e.status, int(e.failed_core)});
+        release(ci);
         continue;
       }
       const LivePart& p = c.work.parts[c.next - 1];
-      if (corrupt_next_[size_t(ci)] && !e.outputs.empty() && !e.outputs[0].second.data.empty()) {
-        e.outputs[0].second.data[0] ^= 0x10;  // the injected corruption
-        corrupt_next_[size_t(ci)] = false;
-      }
+      for (int g : c.gang)
+        if (corrupt_next_[size_t(g)] && !e.outputs.empty() && !e.outputs[0].second.data.empty()) {
+          e.outputs[0].second.data[0] ^= 0x10;  // the injected corruption
+          corrupt_next_[size_t(g)] = false;
+          break;
+        }
       if (p.expected) {
         ++stats_.checked;
         std::string which;
@@ -408,7 +430,7 @@ Expected<std::vector<LiveEnd>> LiveEngine::advance(double until_us) {
               {ci, c.id, to_us(e.end_cycles),
                make_error("live: core " + std::to_string(ci), "output '" + which + "' of plan '" + p.plan->graph_name +
                                                                   "' differs from the golden model")});
-          c.busy = false;
+          release(ci);
           continue;
         }
       }

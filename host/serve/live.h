@@ -49,12 +49,13 @@ struct LiveOptions {
   std::vector<FaultEvent> faults;
 };
 
-/// A batch that ended on its core.
+/// A batch that ended on its core (a gang's: on its lead core).
 struct LiveEnd {
   int core = 0;
-  uint64_t batch = 0;  // the id given to start()
-  double end_us = 0;   // device time since the engine started
-  Status status;       // ok, or why the batch failed (device error, wrong output, timeout)
+  uint64_t batch = 0;    // the id given to start()
+  double end_us = 0;     // device time since the engine started
+  Status status;         // ok, or why the batch failed (device error, wrong output, timeout)
+  int failed_core = -1;  // a failed batch: the core the failure was seen on (of a gang, the one that had it)
 };
 
 /// When an injected fault took effect.
@@ -88,7 +89,13 @@ class LiveEngine {
 
   /// Starts batch `id`'s work on idle core `core`; `predicted_us` is the
   /// service time the scheduler expects (for the host-side timeout; 0: none).
-  Status start(int core, LiveWork work, uint64_t id, double predicted_us);
+  Status start(int core, LiveWork work, uint64_t id, double predicted_us) {
+    return start(std::vector<int>{core}, std::move(work), id, predicted_us);
+  }
+  /// The same on the idle cores `gang` (the lead first): each run of the
+  /// work is one job on all of them (a plan compiled for that many cores),
+  /// and the batch holds every core of the gang until it ends.
+  Status start(const std::vector<int>& gang, LiveWork work, uint64_t id, double predicted_us);
 
   /// Lets the device run until `until_us` (infinite: until a batch ends) or
   /// until one or more batches end, and returns those (empty: the time was
@@ -102,6 +109,8 @@ class LiveEngine {
  private:
   struct Core {
     bool busy = false;
+    int lead = -1;          // the core that runs the batch this core is part of (itself: the batch is its own)
+    std::vector<int> gang;  // the lead: every core of its batch, itself first
     uint64_t id = 0;
     LiveWork work;
     size_t next = 0;         // next part to run
@@ -118,13 +127,17 @@ class LiveEngine {
   /// Starts core c's next part now, or sets its resume time when host work
   /// comes first; ends the batch when nothing is left.
   Status step(int c, uint64_t now, std::vector<LiveEnd>& out);
+  /// The batch led by core `c` ended: its cores are free.
+  void release(int c);
+  bool leads(size_t c) const { return cores_[c].busy && cores_[c].lead == int(c); }
 
   /// Injects the faults due by `now` and lifts those that are over; returns
   /// the next time one is due (device cycles; max: none).
   Expected<uint64_t> inject(uint64_t now);
   Status set_memory_faults();
-  /// The plan core `c` runs next: `p`, or a broken copy when a fault aims at it.
-  const plan::Plan& plan_for(int c, const plan::Plan& p);
+  /// The plan the cores `gang` run next: `p`, or a broken copy when a fault
+  /// aims at one of them (its stream broken).
+  const plan::Plan& plan_for(const std::vector<int>& gang, const plan::Plan& p);
 
   runtime::Device& dev_;
   LiveOptions o_;

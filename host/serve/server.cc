@@ -422,6 +422,11 @@ Expected<ServeResult> run_serve(const Workload& w, const ServeOptions& o, Servic
   sm.allow_wall_clock(o.mode == "live");
   const spec::HwConfig* cfg = spec::find_config(w.config);
   if (!cfg) return make_error(w.source + ": field 'config'", "unknown configuration '" + w.config + "'");
+  for (const auto& s : w.streams)
+    if (s.model.cores_per_batch > int(cfg->cores))
+      return make_error(w.source + ": stream '" + s.name + "': field 'cores_per_batch'",
+                        std::to_string(s.model.cores_per_batch) + " is more than the " + std::to_string(cfg->cores) +
+                            " cores of configuration '" + w.config + "'");
   Batching batching;
   if (!parse_batching(w.batching, batching))
     return make_error("--batching", "unknown batching policy '" + w.batching + "' (none, fixed, deadline)");

@@ -154,7 +154,14 @@ std::string model_key(const ModelSpec& m) {
     return k;
   }
   return "gemm_chain(h=" + std::to_string(m.hidden) + ",f=" + std::to_string(m.ffn) + ",l=" + std::to_string(m.layers) +
-         ")";
+         (m.cores_per_batch > 1 ? ",cores=" + std::to_string(m.cores_per_batch) : "") + ")";
+}
+
+compiler::CompileOptions unmapped_options(const ModelSpec& m) {
+  compiler::CompileOptions co;
+  co.num_cores = m.kind == ModelSpec::Kind::GemmChain ? std::max(1, m.cores_per_batch) : 1;
+  co.placement = compiler::Placement::Static;
+  return co;
 }
 
 ServiceModel::ServiceModel(const spec::HwConfig& cfg, std::string backend, std::string cache_dir,
@@ -226,7 +233,7 @@ Expected<uint64_t> ServiceModel::cycles(const ModelSpec& m, int64_t seq, int bat
   if (it != mem_.end()) {
     c = it->second;
   } else {
-    auto r = measure(m, seq * run_batch, key, seq, run_batch, {}, {});
+    auto r = measure(m, seq * run_batch, key, seq, run_batch, unmapped_options(m), {});
     if (!r) return r;
     c = *r;
     mem_[{key, seq, run_batch}] = c;
@@ -639,17 +646,14 @@ Status ServiceModel::golden_all(Loaded& l) {
 }
 
 int ServiceModel::width(const ModelSpec& m, int64_t seq, int batch) const {
+  if (m.kind != ModelSpec::Kind::GemmChain && !m.bucketed()) return 1;
   const Mapper* mp = mapper();
-  if (!mp || (m.kind != ModelSpec::Kind::GemmChain && !m.bucketed())) return 1;
+  if (!mp) return unmapped_options(m).num_cores;
   return std::max(1, (*mp)(m, seq, batch).options.num_cores);
 }
 
 Expected<LiveWork> ServiceModel::live_work(const ModelSpec& m, int64_t seq, int batch) {
   LiveWork w;
-  if (const int k = width(m, seq, batch); k > 1)
-    return make_error("loom serve --mode live", "a batch of " + m.name + " is mapped onto " + std::to_string(k) +
-                                                    " cores; live serving runs one-core plans (a gang of cores is "
-                                                    "simulated only)");
   // gemm_chain: one plan of seq x batch rows, or the mapping's chunks; an
   // ONNX model with a batch dimension: its program compiled for the batch;
   // otherwise one shape: a batch runs its plan `batch` times.
@@ -657,7 +661,7 @@ Expected<LiveWork> ServiceModel::live_work(const ModelSpec& m, int64_t seq, int 
   if (!can_batch) return can_batch.error();
   int64_t rows = 0;
   uint64_t runs = *can_batch ? 1 : uint64_t(batch);
-  compiler::CompileOptions co;
+  compiler::CompileOptions co = unmapped_options(m);
   std::string tag;
   if (m.kind == ModelSpec::Kind::GemmChain) {
     rows = seq * batch;
@@ -674,6 +678,12 @@ Expected<LiveWork> ServiceModel::live_work(const ModelSpec& m, int64_t seq, int 
   auto l = m.kind == ModelSpec::Kind::Onnx ? onnx(m, seq, runs == 1 ? batch : 1) : load(m, rows, co, tag);
   if (!l) return l.error();
   Loaded& x = **l;
+  for (const auto& seg : x.program.segments)
+    if (!seg.plan.tasks.empty())
+      return make_error("loom serve --mode live",
+                        "a batch of " + m.name + " is mapped onto " + std::to_string(seg.plan.cores.size()) +
+                            " cores with dynamic placement; live serving runs a gang's static or pipeline plan (the "
+                            "host dispatches a dynamic plan's tile tasks, one plan at a time)");
   LOOM_TRY(golden_all(x));
   // Each run's host work after its last device step comes before the next
   // run's first.

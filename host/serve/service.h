@@ -102,7 +102,8 @@ struct MappedRun {
 };
 using Mapper = std::function<MappedRun(const ModelSpec& m, int64_t seq, int batch)>;
 
-/// One device run of a batch in live mode: a one-core plan, its inputs and
+/// One device run of a batch in live mode: a plan (for one core, or for the
+/// batch's gang of cores), its inputs and
 /// the golden model's outputs for them (nullptr: not checked), after
 /// `host_cycles` of host work (ONNX host ops, by the stated model).
 struct LivePart {
@@ -166,8 +167,9 @@ class ServiceModel {
   };
   Expected<Bucket> bucket(const ModelSpec& m, int64_t seq) const;
   /// The cores one batch runs on at once under the mapping in force (its
-  /// plans' CompileOptions::num_cores; 1 without a mapping). The serving
-  /// simulator starts a batch when that many cores are free.
+  /// plans' CompileOptions::num_cores; without a mapping the stream's
+  /// cores_per_batch, unmapped_options). The serving simulator and live
+  /// serving start a batch when that many cores are free.
   int width(const ModelSpec& m, int64_t seq, int batch) const;
   void set_zoo_builder(ZooBuilder b) { zoo_builder_ = std::move(b); }
   /// Called before each run on the backend (never for a cached service
@@ -274,6 +276,9 @@ class ServiceModel {
 };
 
 std::string model_key(const ModelSpec& m);
+/// How a batch of `m` compiles without a mapping of `loom tune`: one core,
+/// or a gemm_chain stream's cores_per_batch cores with static placement.
+compiler::CompileOptions unmapped_options(const ModelSpec& m);
 /// The built-in gemm_chain model of `m` with `rows` input rows.
 driver::GemmChain gemm_chain(const ModelSpec& m, int64_t rows);
 

@@ -312,7 +312,7 @@ Expected<bool> Sim::finish_live_ends() {
   double at = 0;
   for (const LiveEnd& le : *ends) {
     advance(le.end_us);
-    finish(le.core, le.end_us, le.status);
+    finish(le.core, le.end_us, le.status, le.failed_core);
     at = std::max(at, le.end_us);
   }
   advance(std::max(at, live_->now_us()));
@@ -544,19 +544,19 @@ void Sim::dispatch(const std::vector<int>& gang, size_t si, const BatchDecision&
       keep_first(err_, lw.error());
       return;
     }
-    if (Status st = live_->start(core, std::move(*lw), next_batch_++, r.alone); !st) keep_first(err_, st.error());
+    if (Status st = live_->start(gang, std::move(*lw), next_batch_++, r.alone); !st) keep_first(err_, st.error());
     return;
   }
   ports_.repace_ports_of(core, now);
 }
 
-void Sim::finish(int core, double now, const Status& st) {
+void Sim::finish(int core, double now, const Status& st, int failed_core) {
   const RunningBatch& r = ports_.batch(core);
   if (st) {
     attribute(core, now);
-    breaker_.succeeded(core);
+    for (int c : r.gang) breaker_.succeeded(c);
   } else {
-    fail_batch(core, r.si, now, st);
+    fail_batch(core, failed_core >= 0 ? failed_core : core, r.si, now, st);
   }
   batch_reqs_[size_t(core)].clear();
   for (size_t k = 0; k < r.gang.size(); ++k) {
@@ -624,11 +624,11 @@ void Sim::attribute(int core, double now) {
   }
 }
 
-void Sim::fail_batch(int core, size_t si, double now, const Status& st) {
-  const double backoff = breaker_.failed(core, now);
-  out_.quarantine_us[size_t(core)] += backoff;
-  ++out_.quarantines[size_t(core)];
-  ev_.push(now + backoff, SimEvent::kInService, core);  // the core is back: decide again
+void Sim::fail_batch(int core, int failed_core, size_t si, double now, const Status& st) {
+  const double backoff = breaker_.failed(failed_core, now);
+  out_.quarantine_us[size_t(failed_core)] += backoff;
+  ++out_.quarantines[size_t(failed_core)];
+  ev_.push(now + backoff, SimEvent::kInService, failed_core);  // the core is back: decide again
   const std::string why = st.str();
   auto it = std::find(out_.fail_reasons.begin(), out_.fail_reasons.end(), why);
   const int reason = int(it - out_.fail_reasons.begin());

@@ -177,13 +177,16 @@ class Sim {
   // Batches.
   /// Starts stream si's batch `dec` on `gang` at `now`.
   void dispatch(const std::vector<int>& gang, size_t si, const BatchDecision& dec, double now);
-  /// A batch ended on `core` at `now`: its requests are done, or (live, a
-  /// failed batch) retried or failed.
-  void finish(int core, double now, const Status& st);
-  /// Live: the batch on `core` failed at `now`; the core goes out of service
-  /// and its requests are queued again at the front of their stream's queue,
-  /// or fail with the reason once they have been retried max_retries times.
-  void fail_batch(int core, size_t si, double now, const Status& st);
+  /// A batch ended on `core` (a gang's lead) at `now`: its requests are
+  /// done, or (live, a failed batch) retried or failed; `failed_core`: the
+  /// core the failure was seen on (-1: `core`).
+  void finish(int core, double now, const Status& st, int failed_core = -1);
+  /// Live: the batch led by `core` failed at `now`; `failed_core` (of a
+  /// gang, the core that had the failure) goes out of service and the
+  /// batch's requests are queued again at the front of their stream's
+  /// queue, or fail with the reason once they have been retried max_retries
+  /// times.
+  void fail_batch(int core, int failed_core, size_t si, double now, const Status& st);
 
   const Workload& w_;
   std::vector<int> active_;

@@ -11,6 +11,7 @@
 #include "common/limits.h"
 #include "common/parse.h"
 #include "common/tensor_io.h"
+#include "loom/spec_gen.h"
 #include "serve/yaml_json.h"
 
 namespace loom::serve {
@@ -380,7 +381,7 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
   if (!s.is_object()) return make_error(where, "expected a mapping");
   LOOM_TRY(check_keys(s, where,
                       {"name", "model", "hidden", "ffn", "layers", "priority", "slo_ms", "arrival", "seq_len", "cores",
-                       "requests", "dims"}));
+                       "requests", "dims", "cores_per_batch"}));
   auto name = str(s, where, "name", "stream" + std::to_string(idx), false);
   if (!name) return name.error();
   out.name = *name;
@@ -399,6 +400,13 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
   auto req = integer(s, where, "requests", 0, 0, 1000000000);
   if (!req) return req.error();
   out.requests = *req;
+  auto cpb = integer(s, where, "cores_per_batch", 1, 1, spec::kMaxCores);
+  if (!cpb) return cpb.error();
+  if (*cpb > 1 && out.model.kind != ModelSpec::Kind::GemmChain)
+    return make_error(where + ": field 'cores_per_batch'",
+                      "a batch runs on several cores for gemm_chain streams only; '" + excerpt(out.model.name) +
+                          "' runs on one core");
+  out.model.cores_per_batch = int(*cpb);
 
   LOOM_TRY(parse_arrival(s, where, dir, out));
   return parse_seq_len(s, where, out);

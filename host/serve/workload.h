@@ -23,6 +23,10 @@ struct ModelSpec {
   int64_t hidden = 64;    // gemm_chain: width of the residual stream
   int64_t ffn = 128;      // gemm_chain: inner width
   int64_t layers = 1;     // gemm_chain: number of (hidden->ffn->hidden) blocks
+  /// gemm_chain: the cores one batch runs on at once (a gang; the stream's
+  /// `cores_per_batch`), its plan compiled for that many cores with static
+  /// placement. 1: one core. A mapping of `loom tune` decides it instead.
+  int cores_per_batch = 1;
   /// onnx: symbolic dimensions of the graph inputs bound to values (the
   /// stream's `dims`, as `loom compile --dim`); the batch dimension is the
   /// batch's size.

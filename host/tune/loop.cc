@@ -50,6 +50,10 @@ Expected<std::map<std::string, serve::ModelSpec>> models_of(const serve::Workloa
                         "loom tune maps gemm_chain models and zoo:bert with a seq_len distribution (padded to "
                         "buckets); '" +
                             s.model.name + "' has one fixed shape");
+    if (s.model.cores_per_batch > 1)
+      return make_error(w.source + ": stream '" + s.name + "'",
+                        "cores_per_batch is loom serve's; loom tune decides the cores per batch itself "
+                        "(--max-cores-per-batch)");
     models[serve::model_key(s.model)] = s.model;
   }
   return models;

@@ -44,6 +44,35 @@ streams:
     seq_len: {{values: [8, 16]}}
 """
 
+GANG_WORKLOAD = """config: default
+duration_ms: {duration}
+seed: 2
+batching: fixed
+scheduling: {scheduling}
+max_batch: 4
+max_queue_delay_ms: 0.2
+streams:
+  - name: wide
+    model: gemm_chain
+    hidden: 32
+    ffn: 64
+    layers: 2
+    cores_per_batch: {wide}
+    priority: 1
+    slo_ms: 2
+    arrival: {{poisson: {{rate: 3000}}}}
+    seq_len: {{values: [32, 64]}}
+  - name: pair
+    model: gemm_chain
+    hidden: 32
+    ffn: 64
+    cores_per_batch: {pair}
+    {extra}
+    slo_ms: 2
+    arrival: {{poisson: {{rate: 5000}}}}
+    seq_len: {{values: [16, 32]}}
+"""
+
 
 def loom(*args, env=None):
     # Generous: the sanitizer build runs the tlm platform 10-20 times slower.
@@ -956,6 +985,73 @@ class Live(Base):
             with self.subTest(args=args):
                 r = loom("serve", w, "--backend", "tlm", *args)
                 self.assert_one_line_error(r, needle)
+
+
+class Gangs(Base):
+    """A batch on several cores at once (a stream's cores_per_batch), in the
+    simulator and live on the tlm device."""
+
+    def gang_workload(self, name="g_workload.yaml", **kw):
+        args = dict(duration=12, scheduling="dynamic", wide=4, pair=2, extra="")
+        args.update(kw)
+        p = self.path(name)
+        with open(p, "w") as f:
+            f.write(GANG_WORKLOAD.format(**args))
+        return p
+
+    def test_gangs_serve_live_bit_exact_and_agree_with_the_simulator(self):
+        w = self.gang_workload()
+        sim = json.loads(self.serve(w))
+        live = json.loads(self.serve(w, "--mode", "live"))
+        for res in (sim, live):
+            Serve.check_accounting(self, res)
+            self.assertEqual(res["failed"], 0)
+            # Every batch is a gang: counted once per core it held.
+            self.assertEqual(res["gang_batches"], sum(res["batch_sizes"].values()))
+            self.assertGreater(sum(c["batches"] for c in res["cores"]), 2 * res["gang_batches"])
+        self.assertEqual(live["gang_batches"], sim["gang_batches"])
+        self.assertEqual([s["model"] for s in live["streams"]],
+                         ["gemm_chain(h=32,f=64,l=2,cores=4)", "gemm_chain(h=32,f=64,l=1,cores=2)"])
+        lv = live["live"]
+        self.assertEqual(lv["device_runs"], live["gang_batches"])  # one job per gang batch
+        self.assertEqual(lv["checked_runs"], lv["device_runs"])  # every one against the golden model
+        self.assertEqual(lv["output_mismatches"], 0)
+        self.assertEqual(lv["device_errors"], 0)
+        # default: a memory port per core, so no contention: the simulator is within 1 %.
+        for a, b in zip(sim["streams"], live["streams"]):
+            for k in ("p50_us", "p99_us"):
+                self.assertLess(abs(a["latency"][k] / b["latency"][k] - 1), 0.01, (a["name"], k))
+        # A fault on one core of a gang fails its batch, which is retried; nothing is lost.
+        f = json.loads(self.serve(w, "--mode", "live", "--fault", "window@4/1", "--fault", "core-reset@6/3"))
+        self.assertEqual(f["submitted"], f["completed"] + f["failed"] + f["dropped"])
+        reasons = " ".join(x["reason"] for x in f["live"]["failures"])
+        self.assertIn("window", reasons)
+        self.assertIn("core 1", reasons)
+        self.assertIn("without finishing", reasons)
+        self.assertGreater(f["live"]["retried_requests"], 0)
+        self.assertEqual(f["failed"], 0)
+        self.assertGreater(f["cores"][1]["out_of_service"], 0)
+
+    def test_bad_cores_per_batch(self):
+        graph = os.path.join(ROOT, "examples", "demo_cnn.json")
+        for kw, needle in ((dict(wide=0), "field 'cores_per_batch': expected an integer in 1..8, got 0"),
+                           (dict(wide=-1), "expected an integer in 1..8, got -1"),
+                           (dict(wide=1.5), "expected an integer in 1..8, got 1.5"),
+                           (dict(wide='"two"'), "expected an integer in 1..8"),
+                           (dict(wide=9), "expected an integer in 1..8, got 9"),
+                           (dict(wide=5), "cores_per_batch': 5 is more than the 4 cores of configuration 'default'"),
+                           (dict(scheduling="static", extra="cores: 1"), "mapped onto 2 cores; it can use 1")):
+            with self.subTest(kw=kw):
+                self.assert_one_line_error(loom("serve", self.gang_workload(**kw), "--backend", "tlm"), needle)
+        w = self.gang_workload()
+        with open(w) as fh:
+            text = fh.read().replace("model: gemm_chain\n    hidden: 32\n    ffn: 64\n    cores_per_batch: 2",
+                                     "model: %s\n    cores_per_batch: 2" % graph)
+        with open(w, "w") as fh:
+            fh.write(text)
+        self.assert_one_line_error(loom("serve", w), "gemm_chain streams only")
+        self.assert_one_line_error(loom("tune", self.gang_workload(), "--backend", "tlm"),
+                                   "loom tune decides the cores per batch")
 
 
 class Report(Base):
