@@ -24,7 +24,8 @@ is generated; the prose beside it (dates, commits, interpretation) is not.
 Comparison: deterministic figures (simulated cycles and latencies with a seed,
 counts) must be equal as written. A column that holds wall-clock figures is
 declared in its entry's `tolerance` with a relative tolerance: its numbers may
-differ by that fraction (every other character of the cell must still match).
+differ from the doc's by that fraction of the doc's figure (every other
+character of the cell must still match).
 The declared tolerances are listed at the end of this help and by --list.
 
 Outputs go to WORK/out/NAME (removed before each run; default WORK is
@@ -60,7 +61,8 @@ class Error(Exception):
 
 class Table:
     """One generated table: `commands` (argument strings with {loom}, {out},
-    {cache}), `render(out)` -> (header, rows) with rows as lists of cells,
+    {cache}), `render(out)` -> (header, rows[, align]) with rows as lists of
+    cells and align an l or r per column,
     `tolerance` {column header: relative tolerance} for wall-clock columns,
     `skip` a reason the check cannot run it here (the region is then kept as
     written and reported as not checked)."""
@@ -82,8 +84,28 @@ class Table:
             for i, w in enumerate(words):
                 loom = "loom" if i == 0 else "build/ci/bin/loom"
                 shown.append(w.format(loom=loom, out=SHOWN_WORK + "/" + self.name, cache=SHOWN_WORK + "/cache"))
-            lines.append(" ".join(shlex.quote(w) for w in shown))
+            lines += wrap([shlex.quote(w) for w in shown])
         return lines
+
+
+def wrap(words, width=100):
+    """A shell command over several lines (backslash continuations), an
+    option kept on the line of its value."""
+    units = []
+    for w in words:
+        if units and units[-1].startswith("-") and " " not in units[-1] and "=" not in units[-1] \
+                and not w.startswith("-"):
+            units[-1] += " " + w
+        else:
+            units.append(w)
+    lines, cur = [], units[0]
+    for w in units[1:]:
+        if len(cur) + 1 + len(w) > width - 2:
+            lines.append(cur + " \\")
+            cur = "    " + w
+        else:
+            cur += " " + w
+    return lines + [cur]
 
 
 # ---------------------------------------------------------------- formatting
@@ -153,28 +175,275 @@ def render_batch_size(out):
     return header, rows
 
 
+BUCKETS = ("{loom} tune examples/tune_bert_drift_workload.yaml --backend tlm --cache {cache} --seed 1 --rounds 2 "
+           "--max-cores-per-batch 1 --max-buckets %d --json -o {out}/k%d.json")
+BUCKET_COUNTS = (1, 2, 3, 4, 6)
+
+
+def buckets_cell(m):
+    return "%s (%.0f %%)" % (", ".join(str(b["seq"]) for b in m["buckets"]), 100 * m["padding"])
+
+
+def render_bert_buckets(out):
+    """The bucket count K of the BERT drift (seed 1, one core a batch, 2
+    rounds): the initial and oracle bucket sets, the latency after the swap
+    point of both and of round 2, and the compile time of round 2's plans."""
+    rows = []
+    kw = {"unit": "ms", "scale": 1000.0}
+    for k in BUCKET_COUNTS:
+        r = load(out / ("k%d.json" % k))
+        base, best, last = r["baseline"]["after_swap"], r["best_per_shape"]["after_swap"], r["rounds"][-1]
+        same = after(base, **kw) == after(best, **kw)
+        gap = "same (no gap)" if same else "%s: %.0f %%" % (after(last["after_swap"], **kw),
+                                                           100 * last["gap_recovered_mean"])
+        rows.append([str(k), buckets_cell(r["initial_mapping"]["zoo:bert"]),
+                     buckets_cell(r["best_per_shape"]["mapping"]["zoo:bert"]),
+                     "%s → %s" % (after(base, **kw), "same" if same else after(best, **kw)), gap,
+                     "%.0f ms" % last["mapping"]["zoo:bert"]["compile_ms"]])
+    header = ["K", "initial buckets (padding)", "oracle buckets (padding)", "initial → oracle (mean / p99 after swap)",
+              "round 2 (gap recovered, mean)", "compile of the deployed plans"]
+    return header, rows
+
+
+VALIDATE_OWN = ["serve_bert", "serve_bursty", "serve_mix", "serve_zoo", "tune_drift"]
+VALIDATE_SMALL = ["serve_bert", "serve_bursty", "serve_mix", "tune_drift"]
+
+
+def validate_cmd(names, tag, extra=""):
+    return ("python3 scripts/serve_validate.py {loom} --cache {cache} %s--json {out}/%s.json " % (extra, tag) +
+            " ".join("examples/%s_workload.yaml" % n for n in names))
+
+
+def workload_config(name):
+    m = re.search(r"^config:\s*(\S+)", (ROOT / "examples" / (name + "_workload.yaml")).read_text(), re.M)
+    return m.group(1) if m else "default"
+
+
+def render_validate(out):
+    """The simulator's p50 and p99 against live execution on tlm, per stream:
+    each workload on its own config, then on `small`."""
+
+    def t(x):
+        return "%.1f us" % x if x < 1000 else "%.3f ms" % (x / 1000)
+
+    def e(x, bold=False):
+        cell = "%+.2f %%" % (100 * x)
+        return "**%s**" % cell if bold and abs(x) > 0.05 else cell
+
+    rows = []
+    for tag in ("own", "small"):
+        for r in load(out / (tag + ".json")):
+            name = r["workload"].replace("_workload.yaml", "")
+            cfg = workload_config(name) if tag == "own" else "small"
+            rows.append(["%s (%s)" % (name, cfg), r["stream"], str(r["requests"]), t(r["sim_p50_us"]),
+                         t(r["live_p50_us"]), e(r["err_p50_us"]), t(r["sim_p99_us"]), t(r["live_p99_us"]),
+                         e(r["err_p99_us"], True)])
+    header = ["workload (config)", "stream", "requests", "p50 sim", "p50 live", "error", "p99 sim", "p99 live", "error"]
+    return header, rows, "llrrrrrrr"
+
+
+def bench_lines(out, prefix):
+    """The lines `tests/serve/bench_serving.py` printed for one benchmark, as
+    whitespace-separated words after the benchmark's name."""
+    return [l.split()[1:] for l in (out / "stdout.log").read_text().splitlines() if l.startswith(prefix + ": ")]
+
+
+def model_name(m):
+    g = re.match(r"gemm_chain\(h=(\d+),f=(\d+),l=(\d+)\)$", m)
+    if not g:
+        return m
+    h, f, l = g.groups()
+    return "gemm_chain %s→%s→%s%s" % (h, f, h, " ×" + l if l != "1" else "")
+
+
+def render_contention(out):
+    """The stretch measured for a batch beside one of the same shape on its
+    port, at four start phases (the rows where every co-runner has the
+    batch's own sequence length and batch size)."""
+    rows = []
+    for w in bench_lines(out, "contention"):
+        if w[0] == "config":
+            continue
+        config, model, seq, batch = w[:4]
+        alone, stretch, worst = w[-3:]
+        others = " ".join(w[6:-3]).split(", ")
+        if any(o != "%s/%s" % (seq, batch) for o in others):
+            continue
+        rows.append([config, model_name(model), "–" if seq == "-" else seq, batch, alone, stretch, worst])
+    return ["config", "model", "seq", "batch", "alone µs", "stretch (mean of 4 phases)", "worst phase"], rows
+
+
+def render_portlimit(out):
+    """`max_per_port` 0 and 1 on the two-stream mix on `small`, the stretch
+    measured, seeds 1 and 2 (seed 3 repeats seed 1: docs/serving.md's note on
+    seeds)."""
+    rows = []
+    for w in bench_lines(out, "portlimit"):
+        if w[0] != "measured" or w[2] not in ("1", "2"):
+            continue
+        load, seed, limit, rps, qa, wide, total, met, waits = w[1], w[2], w[3], w[4], w[5], w[7], w[9], w[10], w[11]
+        met = "100 %" if float(met) >= 0.9995 else "%.1f %%" % (100 * float(met))
+        rows.append([load, seed, limit, rps, "%s / %s / %s" % (qa, wide, total), met, waits])
+    header = ["load", "seed", "`max_per_port`", "throughput req/s", "p99 qa / wide / all (ms)", "SLO met",
+              "port-limit waits"]
+    return header, rows
+
+
+def render_stdout_table(out):
+    """The first Markdown table a script printed (it renders the rows itself)."""
+    lines = [l for l in (out / "stdout.log").read_text().splitlines() if l.startswith("|")]
+    rows = parse_table(lines)
+    if len(lines) < 2 or not rows:
+        raise ValueError("no table on stdout")
+    return rows[0], rows[1:], "".join("r" if c.endswith(":") else "l" for c in lines[1].strip("|").split("|"))
+
+
 def workload_model(workload):
     return re.sub(r"^serve_batch_(.*)_workload\.yaml$", r"\1", os.path.basename(workload))
+
+
+# ----------------------------------------------------------- docs/tuning.md
+
+
+def after(x, unit="µs", scale=1.0, digits=1):
+    return "%.*f / %.*f %s" % (digits, x["mean_us"] / scale, digits, x["p99_us"] / scale, unit)
+
+
+def rounds_cell(r, **kw):
+    cells = [after(rd["after_swap"], **kw) for rd in r["rounds"]]
+    if len(set(cells)) == 1:
+        return cells[0]
+    return "; ".join(cells)
+
+
+def gap_cell(r):
+    last = r["rounds"][-1]
+    gm, gp = last["gap_recovered_mean"], last["gap_recovered_p99"]
+    first = next(rd["round"] for rd in r["rounds"]
+                 if rd["gap_recovered_mean"] == gm and rd["gap_recovered_p99"] == gp)
+    if gm is None or gp is None:
+        return "no gap"
+    if r["baseline"]["after_swap"]["p99_us"] == r["best_per_shape"]["after_swap"]["p99_us"]:
+        return "%.0f %% (mean; no p99 gap) in round %d" % (100 * gm, first)
+    if abs(gm - gp) < 5e-4:
+        return "%.0f %% (mean and p99) in round %d" % (100 * gm, first)
+    return "%.0f %% (mean), %.0f %% (p99) in round %d" % (100 * gm, 100 * gp, first)
+
+
+DRIFT = "{loom} tune examples/tune_drift_workload.yaml --backend tlm --seed %d --json -o {out}/%s%d.json"
+DRIFT1 = DRIFT.replace("--seed", "--max-cores-per-batch 1 --seed")
+SEEDS = (1, 2, 3)
+
+
+def render_drift(out):
+    header = ["seed", "initial mapping (mean / p99 after swap)", "best per shape", "rounds 1, 2, 3", "gap recovered",
+              "one core a batch, round 1 (below)"]
+    rows = []
+    for s in SEEDS:
+        r, one = load(out / ("tune%d.json" % s)), load(out / ("tune1_%d.json" % s))
+        rows.append([str(s), after(r["baseline"]["after_swap"]), after(r["best_per_shape"]["after_swap"]),
+                     rounds_cell(r), gap_cell(r), after(one["rounds"][0]["after_swap"])])
+    return header, rows
+
+
+def render_drift_one_core(out):
+    header = ["seed", "initial mapping (mean / p99 after swap)", "best per shape", "round 1", "rounds 2, 3",
+              "gap recovered"]
+    rows = []
+    for s in SEEDS:
+        r = load(out / ("tune1_%d.json" % s))
+        first = after(r["rounds"][0]["after_swap"])
+        rest = [after(rd["after_swap"]) for rd in r["rounds"][1:]]
+        rows.append([str(s), after(r["baseline"]["after_swap"]), after(r["best_per_shape"]["after_swap"]), first,
+                     "same" if set(rest) == {first} else "; ".join(rest), gap_cell(r)])
+    return header, rows
+
+
+def render_prediction_error(out):
+    """Round 2 of the one-core drift, seed 1: per (kind, rows) the mean
+    per-layer error of the uncorrected model, of the parameters in force after
+    the round's refit, and of the per-kind line."""
+    r = load(out / "tune1_1.json")
+    rows = []
+    for p in sorted(r["rounds"][1]["prediction_error"], key=lambda p: (p["kind"], p["rows"])):
+        rows.append([p["kind"], str(p["rows"]), pct(p["error_before"], 2), pct(p["error_after"], 2),
+                     pct(p["error_after_per_kind_line"], 2)])
+    return ["kind", "rows", "cost model", "parameters in force (decide)", "line per kind (reported only)"], rows
+
+
+def fit_cell(f):
+    return "`layer_cycles` %.1f, `insn_cycles` %.2f (%d layers)" % (f["layer_cycles"], f["insn_cycles"], f["points"])
+
+
+def render_refit_rounds(out):
+    """The drift with placement, seed 1: each round's refit, judged on its
+    held-out plans, the parameters in force after it and what they predict."""
+    r = load(out / "tune1.json")
+    rows = []
+    for rd in r["rounds"]:
+        v, cp = rd["refit"], rd["cost_params"]
+        if v["validation_plans"] == 0:
+            verdict = "rejected: not validated (no held-out plan)"
+        else:
+            verdict = "%s: %s ≤ %s on %d held-out layers (%d plans)" % (
+                "accepted" if v["accepted"] else "rejected", pct(v["error_after"], 2), pct(v["error_before"], 2),
+                v["validation_samples"], v["validation_plans"])
+            if not v["accepted"]:
+                verdict = verdict.replace("≤", ">")
+        force = "uncorrected" if cp["fitted_in_round"] == 0 else "round %d's: %s" % (cp["fitted_in_round"],
+                                                                                     fit_cell(cp))
+        g32 = [p for p in rd["prediction_error"] if p["kind"] == "gemm" and p["rows"] == 32]
+        rows.append([str(rd["round"]), fit_cell(v["candidate"]), verdict, force,
+                     "%s → %s" % (pct(g32[0]["error_before"], 2), pct(g32[0]["error_after"], 2)) if g32 else "-",
+                     "%s → %s" % (pct(rd["plan_error_before"], 2), pct(rd["plan_error_after"], 2)),
+                     "%d of %d" % (rd["compiler_plans_changed"], rd["compiler_plans_compared"])])
+    header = ["round", "candidate fit", "refit", "parameters in force", "gemm/32 error (uncorrected → in force)",
+              "plan error", "plans whose decisions change"]
+    return header, rows
+
+
+BERT = ("{loom} tune examples/tune_bert_drift_workload.yaml --backend tlm --cache {cache} --seed %d --json "
+        "-o {out}/bert%d.json")
+
+
+def render_bert_seeds(out):
+    header = ["seed", "requests after swap", "initial mapping (mean / p99)", "per-bucket oracle",
+              "offline re-compile (a)", "rounds 1, 2, 3", "gap recovered"]
+    rows = []
+    for s in SEEDS:
+        r = load(out / ("bert%d.json" % s))
+        kw = {"unit": "ms", "scale": 1000.0}
+        rows.append([str(s), str(r["baseline"]["after_swap"]["requests"]), after(r["baseline"]["after_swap"], **kw),
+                     after(r["best_per_shape"]["after_swap"], **kw), after(r["offline_recompile"]["after_swap"], **kw),
+                     rounds_cell(r, **kw), gap_cell(r)])
+    return header, rows
 
 
 TABLES = [
     Table("serve-batch-size", "docs/serving.md",
           ["{loom} experiment examples/serve_zoo_batch_sweep.yaml -j 1 -o {out}/sweep"], render_batch_size),
+    Table("tune-drift", "docs/tuning.md", [DRIFT % (s, "tune", s) for s in SEEDS] +
+          [DRIFT1 % (s, "tune1_", s) for s in SEEDS], render_drift),
+    Table("tune-drift-one-core", "docs/tuning.md", [DRIFT1 % (s, "tune1_", s) for s in SEEDS], render_drift_one_core),
+    Table("tune-prediction-error", "docs/tuning.md", [DRIFT1 % (1, "tune1_", 1)], render_prediction_error),
+    Table("tune-refit-rounds", "docs/tuning.md", [DRIFT % (1, "tune", 1)], render_refit_rounds),
+    Table("tune-bert-seeds", "docs/tuning.md", [BERT % (s, s) for s in SEEDS], render_bert_seeds),
 ]
 
 # ----------------------------------------------------------------- machinery
 
 
-def md_rows(header, rows):
-    aligned = [header] + rows
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(r) + " |" for r in aligned[1:]]
+def md_rows(header, rows, align=None):
+    """The table's lines; `align` has an l or r per column (default all l)."""
+    align = align or "l" * len(header)
+    lines = ["| " + " | ".join(header) + " |", "|" + "".join("---:|" if a == "r" else "---|" for a in align)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
     return lines
 
 
-def region_text(t, header, rows):
+def region_text(t, table):
     lines = ["```sh"] + t.shown() + ["```", ""]
-    return lines + md_rows(header, rows)
+    return lines + md_rows(*table)
 
 
 def regions(doc_path):
@@ -285,8 +554,11 @@ def prep_experiment(argv, work):
 
 
 def parse_table(lines):
-    rows = [l for l in lines if l.startswith("|") and not re.match(r"^\|(-+:?\|)+$", l.replace(":", "").strip())]
-    return [[c.strip() for c in r.strip().strip("|").split(" | ")] for r in rows if not re.match(r"^\|[-:|]+\|$", r)]
+    """The rows (header first) of the Markdown table in `lines`, as cells;
+    the separator row is left out."""
+    rows = [l.strip() for l in lines if l.strip().startswith("|")]
+    return [[c.strip() for c in r.strip("|").split(" | ")] for r in rows
+            if not re.match(r"^\|(\s*:?-+:?\s*\|)+$", r)]
 
 
 NUM = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
@@ -301,7 +573,7 @@ def cell_differs(a, b, tol):
         return True
     for x, y in zip(NUM.findall(a), NUM.findall(b)):
         x, y = float(x.replace(",", "")), float(y.replace(",", ""))
-        if abs(x - y) > tol * max(abs(x), abs(y)):
+        if abs(x - y) > tol * abs(x):  # relative to the doc's figure
             return True
     return False
 
@@ -310,8 +582,13 @@ def first_difference(t, have, want):
     """A sentence naming the first cell where the doc's region differs from the
     regenerated one, or None when they agree (within the declared tolerances)."""
     shown = ["```sh"] + t.shown() + ["```"]
+    cells = table_difference(t, have, want)
     if have[:len(shown)] != shown:
-        return "the command written differs from the registry's"
+        return "the command written differs from the registry's" + ("; " + cells if cells else "")
+    return cells
+
+
+def table_difference(t, have, want):
     h, w = parse_table(have), parse_table(want)
     if not h:
         return "no table in the region"
@@ -399,8 +676,7 @@ def main(argv=None):
         if t.skip:
             print("doc_tables: %s: not checked: %s" % (t.name, t.skip))
             continue
-        header, rows = run_table(t, loom, work, a.reuse)
-        region = region_text(t, header, rows)
+        region = region_text(t, run_table(t, loom, work, a.reuse))
         b, e = found[t.name]
         diff = first_difference(t, lines[b + 1:e], region)
         if diff:
@@ -417,7 +693,11 @@ def main(argv=None):
             return 1
         return 0
     for doc in docs():
-        lines, found = texts[doc]
+        # Read again: the commands can take long, and the prose may have been edited meanwhile.
+        lines, found = regions(ROOT / doc)
+        missing = [n for n in new if by_name[n].doc == doc and n not in found]
+        if missing:
+            raise Error("%s: the marker of '%s' went away while its commands ran; nothing written" % (doc, missing[0]))
         out = list(lines)
         for name, (b, e) in sorted(found.items(), key=lambda kv: -kv[1][0]):
             if name in new:
