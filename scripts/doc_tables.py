@@ -428,6 +428,8 @@ TABLES = [
     Table("tune-prediction-error", "docs/tuning.md", [DRIFT1 % (1, "tune1_", 1)], render_prediction_error),
     Table("tune-refit-rounds", "docs/tuning.md", [DRIFT % (1, "tune", 1)], render_refit_rounds),
     Table("tune-bert-seeds", "docs/tuning.md", [BERT % (s, s) for s in SEEDS], render_bert_seeds),
+    Table("tune-bert-buckets", "docs/tuning.md", [BUCKETS % (k, k) for k in BUCKET_COUNTS], render_bert_buckets,
+          tolerance={"compile of the deployed plans": 1.0}),
 ]
 
 # ----------------------------------------------------------------- machinery
