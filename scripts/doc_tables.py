@@ -269,7 +269,7 @@ def render_contention(out):
         others = " ".join(w[6:-3]).split(", ")
         if any(o != "%s/%s" % (seq, batch) for o in others):
             continue
-        rows.append([config, model_name(model), "–" if seq == "-" else seq, batch, alone, stretch, worst])
+        rows.append([config, model_name(model), "–" if model.startswith("zoo:") else seq, batch, alone, stretch, worst])
     return ["config", "model", "seq", "batch", "alone µs", "stretch (mean of 4 phases)", "worst phase"], rows
 
 
@@ -422,6 +422,15 @@ def render_bert_seeds(out):
 TABLES = [
     Table("serve-batch-size", "docs/serving.md",
           ["{loom} experiment examples/serve_zoo_batch_sweep.yaml -j 1 -o {out}/sweep"], render_batch_size),
+    Table("serve-validate", "docs/serving.md",
+          [validate_cmd(VALIDATE_OWN, "own"),
+           validate_cmd(VALIDATE_SMALL, "small", "--extra=--config\\ small ")], render_validate),
+    Table("serve-contention", "docs/serving.md", ["python3 tests/serve/bench_serving.py {loom} . contention"],
+          render_contention),
+    Table("serve-portlimit", "docs/serving.md", ["python3 tests/serve/bench_serving.py {loom} . portlimit"],
+          render_portlimit),
+    Table("serve-faults", "docs/serving.md", ["python3 scripts/serve_faults.py {loom} --json {out}/faults.json"],
+          render_stdout_table),
     Table("tune-drift", "docs/tuning.md", [DRIFT % (s, "tune", s) for s in SEEDS] +
           [DRIFT1 % (s, "tune1_", s) for s in SEEDS], render_drift),
     Table("tune-drift-one-core", "docs/tuning.md", [DRIFT1 % (s, "tune1_", s) for s in SEEDS], render_drift_one_core),
