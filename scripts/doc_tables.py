@@ -20,6 +20,8 @@ is generated; the prose beside it (dates, commits, interpretation) is not.
   doc_tables.py LOOM --check [--only NAME..] run the commands, exit 1 naming each
                                              stale table and its first differing cell
   doc_tables.py --markers                    markers and registry agree (runs nothing)
+      --reuse      render from the results an earlier run left in WORK; run nothing
+      --work WORK  where outputs and the cache go (build/doc-tables)
 
 Comparison: deterministic figures (simulated cycles and latencies with a seed,
 counts) must be equal as written. A column that holds wall-clock figures is
@@ -28,8 +30,7 @@ differ from the doc's by that fraction of the doc's figure (every other
 character of the cell must still match).
 The declared tolerances are listed at the end of this help and by --list.
 
-Outputs go to WORK/out/NAME (removed before each run; default WORK is
-build/doc-tables), service times and zoo models to WORK/cache (kept: they are
+Outputs go to WORK/NAME (removed before each run), service times and zoo models to WORK/cache (kept: they are
 keyed by the compiler version and every plan, so a rerun with a changed
 compiler measures again). A doc is rewritten through a temporary file and a
 rename, and only when every table asked for was generated; bad input (an
@@ -109,18 +110,6 @@ def wrap(words, width=100):
 
 
 # ---------------------------------------------------------------- formatting
-
-
-def fmt(x, digits):
-    return "%.*f" % (digits, x)
-
-
-def us(x):
-    return "%.1f" % x
-
-
-def ms_of_us(x, digits=1):
-    return "%.*f" % (digits, x / 1000.0)
 
 
 def pct(x, digits=0):
@@ -203,6 +192,21 @@ def render_bert_buckets(out):
     header = ["K", "initial buckets (padding)", "oracle buckets (padding)", "initial → oracle (mean / p99 after swap)",
               "round 2 (gap recovered, mean)", "compile of the deployed plans"]
     return header, rows
+
+
+def render_bert_layer(out):
+    """The zoo BERT layer stream as today's compiler maps it: host ops,
+    device segments, service time (its host part) and latency."""
+    r = load(out / "result.json")
+    s = r["streams"][0]
+    ms = lambda x: "%.1f ms" % (x / 1000.0)  # noqa: E731
+    svc = [t["us"] for t in r["service_times"]["table"] if t["batch"] == 1][0]
+    lat = s["latency"]
+    row = ["today's compiler", str(s["fallback_ops"]), str(s["segments"]),
+           "%s (%s)" % (ms(svc), ms(s["host_us_per_request"])), ms(lat["p50_us"]), ms(lat["p99_us"]),
+           ms(lat["p999_us"])]
+    header = ["mapping", "host ops", "segments", "service time (host part)", "p50", "p99", "p99.9"]
+    return header, [row], "lrrlrrr"
 
 
 VALIDATE_OWN = ["serve_bert", "serve_bursty", "serve_mix", "serve_zoo", "tune_drift"]
@@ -429,6 +433,9 @@ TABLES = [
           render_contention),
     Table("serve-portlimit", "docs/serving.md", ["python3 tests/serve/bench_serving.py {loom} . portlimit"],
           render_portlimit),
+    Table("serve-bert-layer", "docs/serving.md",
+          ["{loom} serve examples/serve_bert_layer_workload.yaml --backend tlm --cache {cache} --json -o {out}/result.json"],
+          render_bert_layer),
     Table("serve-faults", "docs/serving.md", ["python3 scripts/serve_faults.py {loom} --json {out}/faults.json"],
           render_stdout_table),
     Table("tune-drift", "docs/tuning.md", [DRIFT % (s, "tune", s) for s in SEEDS] +
