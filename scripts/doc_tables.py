@@ -27,7 +27,8 @@ Comparison: deterministic figures (simulated cycles and latencies with a seed,
 counts) must be equal as written. A column that holds wall-clock figures is
 declared in its entry's `tolerance` with a relative tolerance: its numbers may
 differ from the doc's by that fraction of the doc's figure (every other
-character of the cell must still match).
+character of the cell must still match); in a table of rows, not columns, a
+key `row: PREFIX` declares the rows whose first cell starts with PREFIX.
 The declared tolerances are listed at the end of this help and by --list.
 
 Outputs go to WORK/NAME (removed before each run), service times and zoo models to WORK/cache (kept: they are
@@ -207,6 +208,42 @@ def render_bert_layer(out):
            ms(lat["p999_us"])]
     header = ["mapping", "host ops", "segments", "service time (host part)", "p50", "p99", "p99.9"]
     return header, [row], "lrrlrrr"
+
+
+def render_soak(out):
+    """The live soak: accounting, checked runs, resident memory over the run
+    (`live.rss_mib`) and at its peak, wall time (both from `time -v`), and
+    each stream's p50 / p99 live against the simulator's."""
+    live, sim = load(out / "soak.json"), load(out / "sim.json")
+    lv = live["live"]
+    timed = (out / "stderr.log").read_text()
+    peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", timed).group(1)) / 1024.0
+    wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (?:(\d+):)?(\d+):([\d.]+)", timed)
+    secs = int(wall.group(1) or 0) * 3600 + int(wall.group(2)) * 60 + float(wall.group(3))
+    lost = live["submitted"] - live["completed"] - live["failed"] - live["dropped"]
+    rss = [x["mib"] for x in lv["rss_mib"]]
+    at = [rss[0], rss[len(rss) // 10], rss[len(rss) // 2], rss[-1]]
+    if len({"%.2f" % x for x in at}) == 1:
+        mem = "%.2f MiB at the first sample, at 10 %%, at 50 %% and at the last: **flat**" % at[0]
+    else:
+        mem = "%.2f MiB at the first sample, %.2f at 10 %%, %.2f at 50 %%, %.2f at the last" % tuple(at)
+    checked = "each" if lv["checked_runs"] == lv["device_runs"] else "%s of them" % format(lv["checked_runs"], ",")
+    tails = []
+    for a, b in zip(sim["streams"], live["streams"]):
+        p = "%.2f / %.2f" % (a["latency"]["p50_us"], a["latency"]["p99_us"])
+        q = "%.2f / %.2f" % (b["latency"]["p50_us"], b["latency"]["p99_us"])
+        tails.append("%s %s us %s" % (a["name"], p, "both") if p == q else "%s %s against %s us" % (a["name"], p, q))
+    rows = [
+        ["requests", "%s submitted = %s completed + %d failed + %d dropped: **%d lost**" %
+         (format(live["submitted"], ","), format(live["completed"], ","), live["failed"], live["dropped"], lost)],
+        ["device runs", "%s, %s checked against the golden model: %d differed, %d device errors" %
+         (format(lv["device_runs"], ","), checked, lv["output_mismatches"], lv["device_errors"])],
+        ["resident memory (`live.rss_mib`, %d samples, one per 1 %% of arrivals)" % len(rss), mem],
+        ["peak resident memory (`time -v`, the whole process)", "%.1f MiB" % peak],
+        ["wall time (`time -v`)", "%d min %02d s" % (secs // 60, secs % 60)],
+        ["p50 / p99, simulator against live", "; ".join(tails)],
+    ]
+    return ["", ""], rows
 
 
 VALIDATE_OWN = ["serve_bert", "serve_bursty", "serve_mix", "serve_zoo", "tune_drift"]
@@ -613,6 +650,17 @@ def table_difference(t, have, want):
     if h[0] != w[0]:
         return "header %r, now %r" % (" | ".join(h[0]), " | ".join(w[0]))
     header = w[0]
+
+    def tolerance(row, j):
+        """A column's tolerance, or (past the first column) a row's: keys
+        `row: PREFIX` match the rows whose first cell starts with PREFIX."""
+        if header[j] in t.tolerance:
+            return t.tolerance[header[j]]
+        for k, x in t.tolerance.items():
+            if j > 0 and k.startswith("row: ") and row[0].startswith(k[5:]):
+                return x
+        return None
+
     for i in range(max(len(h), len(w))):
         if i >= len(h):
             return "row %d (%s) missing from the doc" % (i, w[i][0])
@@ -621,7 +669,7 @@ def table_difference(t, have, want):
         if len(h[i]) != len(w[i]):
             return "row %d (%s): %d cells, now %d" % (i, h[i][0], len(h[i]), len(w[i]))
         for j, (a, b) in enumerate(zip(h[i], w[i])):
-            if cell_differs(a, b, t.tolerance.get(header[j])):
+            if cell_differs(a, b, tolerance(w[i], j)):
                 return "row %d (%s), column '%s': doc '%s', now '%s'" % (i, h[i][0], header[j], a, b)
     return None
 
@@ -640,7 +688,7 @@ def write_atomic(path, text):
 
 def main(argv=None):
     tol = ["  %s: '%s' within %g (relative)" % (t.name, c, x) for t in TABLES for c, x in t.tolerance.items()]
-    epilog = __doc__.split("\n\n", 1)[1] + "\nWall-clock columns:\n" + ("\n".join(tol) or "  none")
+    epilog = __doc__.split("\n\n", 1)[1] + "\nWall-clock columns and rows:\n" + ("\n".join(tol) or "  none")
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=epilog,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("loom", nargs="?", help="the loom binary (build/ci/bin/loom)")
