@@ -473,6 +473,10 @@ TABLES = [
     Table("serve-bert-layer", "docs/serving.md",
           ["{loom} serve examples/serve_bert_layer_workload.yaml --backend tlm --cache {cache} --json -o {out}/result.json"],
           render_bert_layer),
+    Table("serve-soak", "docs/serving.md",
+          ["/usr/bin/time -v {loom} serve examples/serve_soak_workload.yaml --mode live --json -o {out}/soak.json",
+           "{loom} serve examples/serve_soak_workload.yaml --json -o {out}/sim.json"], render_soak,
+          tolerance={"row: resident memory": 0.02, "row: peak resident memory": 0.1, "row: wall time": 1.0}),
     Table("serve-faults", "docs/serving.md", ["python3 scripts/serve_faults.py {loom} --json {out}/faults.json"],
           render_stdout_table),
     Table("tune-drift", "docs/tuning.md", [DRIFT % (s, "tune", s) for s in SEEDS] +
@@ -491,9 +495,10 @@ TABLES = [
 def md_rows(header, rows, align=None):
     """The table's lines; `align` has an l or r per column (default all l)."""
     align = align or "l" * len(header)
-    lines = ["| " + " | ".join(header) + " |", "|" + "".join("---:|" if a == "r" else "---|" for a in align)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return lines
+    def line(cells):
+        return "|" + "|".join(" %s " % c if c else " " for c in cells) + "|"
+
+    return [line(header), "|" + "".join("---:|" if a == "r" else "---|" for a in align)] + [line(r) for r in rows]
 
 
 def region_text(t, table):
