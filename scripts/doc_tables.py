@@ -718,7 +718,7 @@ def main(argv=None):
             for line in t.shown():
                 print("    " + line)
             for c, x in t.tolerance.items():
-                print("    wall-clock column '%s': within %g (relative)" % (c, x))
+                print("    wall-clock '%s': within %g (relative)" % (c, x))
         return 0
     if a.markers:
         bad = check_markers()
