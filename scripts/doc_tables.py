@@ -246,7 +246,7 @@ def render_soak(out):
     return ["", ""], rows
 
 
-VALIDATE_OWN = ["serve_bert", "serve_bursty", "serve_mix", "serve_zoo", "tune_drift"]
+VALIDATE_OWN = ["serve_bert", "serve_bursty", "serve_mix", "serve_zoo", "tune_drift", "serve_gang"]
 VALIDATE_SMALL = ["serve_bert", "serve_bursty", "serve_mix", "tune_drift"]
 
 
