@@ -41,6 +41,13 @@ Forms:
       by quantize_static: ONNX Runtime's form of the constants, Constant ->
       QuantizeLinear -> DequantizeLinear feeding the Add (and the Muls);
       opset 17, IR 8.
+  encoder_dynamic
+      two nn.TransformerEncoderLayer(64, 4 heads, FFN 128, batch_first,
+      post-LN) as torch.onnx.export writes them with dynamic_axes {0:
+      'batch', 1: 'seq'} on the input and the output: the heads split and
+      merged by Reshapes whose targets are computed from Shape(x) (Shape ->
+      Gather -> Unsqueeze -> Concat), quantized by quantize_static; opset
+      17, IR 8. Input [batch, seq, 64]; its test data is [2, 24, 64].
 
 Same seed -> byte-identical files.
 """
@@ -86,7 +93,7 @@ def set_version(m, opset, ir):
     del m.metadata_props[:]
 
 
-def quantize(fmodel, seed, opset, ir):
+def quantize(fmodel, seed, opset, ir, shape):
     """quantize_static with the zoo's options (scripts/zoo.py quantize), then
     the default-domain opset and IR version set to `opset` and `ir` and the
     result checked there."""
@@ -99,7 +106,6 @@ def quantize(fmodel, seed, opset, ir):
         onnx.save(fmodel, fpath)
         logging.getLogger().setLevel(logging.ERROR)
         inp = fmodel.graph.input[0]
-        shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
         quantize_static(fpath, qpath, zoo._Reader(inp.name, shape, seed), quant_format=QuantFormat.QDQ,
                         activation_type=QuantType.QInt8, weight_type=QuantType.QInt8, per_channel=True,
                         reduce_range=True, calibrate_method=CalibrationMethod.MinMax,
@@ -190,6 +196,48 @@ def gelu_constants(seed):
     return _model(net, "gelu_constants", [1, 16, 32], x, [1, 16, 32], 17, 8)
 
 
+def encoder_dynamic(seed):
+    """Two post-LN encoder layers over [batch, seq, 64] whose Reshape
+    targets come from Shape(input) (float, opset 17, IR 8)."""
+    net = _net(seed)
+    np = net.np
+    D, NH, FF = 64, 4, 128
+    DH = D // NH
+
+    def i64(base, v):
+        return net.const(base, np.array(v, np.int64))
+
+    def dims_of(x, *idx):  # Shape -> Gather(i) -> Unsqueeze: [dim_i] each
+        shape = net.node("Shape", [x], "shape")
+        return [net.node("Unsqueeze", [net.node("Gather", [shape, i64("index", i)], "gather", axis=0),
+                                       i64("axes", [0])], "unsqueeze") for i in idx]
+
+    def ln(x):  # nn.LayerNorm(D)
+        g = net.const("ln_g", (1.0 + 0.05 * net.rng.standard_normal(D)).astype(np.float32))
+        b = net.const("ln_b", (0.05 * net.rng.standard_normal(D)).astype(np.float32))
+        return net.node("LayerNormalization", [x, g, b], "layernorm", axis=-1, epsilon=1e-5)
+
+    def reshape(x, lead, tail):  # Reshape to [batch, seq] + tail
+        target = net.node("Concat", lead + [i64("dims", tail)], "concat", axis=0)
+        return net.node("Reshape", [x, target], "reshape")
+
+    x = "input"
+    for _ in range(2):
+        lead = dims_of(x, 0, 1)
+        q, k, v = (reshape(net.linear(x, D, D), lead, [NH, DH]) for _ in range(3))
+        q = net.node("Transpose", [q], "transpose", perm=[0, 2, 1, 3])  # [b, NH, s, DH]
+        k = net.node("Transpose", [k], "transpose", perm=[0, 2, 3, 1])  # [b, NH, DH, s]
+        v = net.node("Transpose", [v], "transpose", perm=[0, 2, 1, 3])
+        s = net.node("Div", [net.node("MatMul", [q, k], "matmul"),
+                             net.const("sqrt_dh", np.array(math.sqrt(DH), np.float32))], "div")
+        a = net.node("MatMul", [net.node("Softmax", [s], "softmax", axis=-1), v], "matmul")
+        a = reshape(net.node("Transpose", [a], "transpose", perm=[0, 2, 1, 3]), lead, [D])
+        x = ln(net.node("Add", [x, net.linear(a, D, D, gain=0.5)], "add"))
+        f = net.linear(net.relu(net.linear(x, D, FF)), FF, D, gain=0.5)
+        x = ln(net.node("Add", [x, f], "add"))
+    return _model(net, "encoder_dynamic", ["batch", "seq", D], x, ["batch", "seq", D], 17, 8)
+
+
 FORMS = [
     # name, builder, quantize, opset, IR, what it exercises
     ("conv_opset18", conv_net, True, 18, 10,
@@ -204,7 +252,19 @@ FORMS = [
      "QuantizeLinear"),
     ("gelu_constants_qdq", gelu_constants, True, 17, 8,
      "GELU constants as Constant -> QuantizeLinear -> DequantizeLinear feeding Add/Mul"),
+    ("encoder_dynamic", encoder_dynamic, True, 17, 8,
+     "symbolic batch and seq: Reshape targets from Shape -> Gather -> Unsqueeze -> Concat"),
 ]
+
+# A form with symbolic input dimensions: the shape of its calibration samples
+# and its test data.
+EXAMPLE_SHAPES = {"encoder_dynamic": [2, 24, 64]}
+
+
+def example_shape(name, inp):
+    """The input's stated shape, or the form's example where it is symbolic."""
+    dims = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+    return EXAMPLE_SHAPES[name] if 0 in dims else dims
 
 
 # --------------------------------------------------------------------------
@@ -259,6 +319,12 @@ def check_form(name, m):
                         if src(q) == "QuantizeLinear" and src(prod[q].input[0]) == "Constant":
                             chain = True
         need(chain, "no Constant -> QuantizeLinear -> DequantizeLinear -> Add")
+    elif name == "encoder_dynamic":
+        for io in (m.graph.input[0], m.graph.output[0]):
+            need([d.dim_param for d in io.type.tensor_type.shape.dim][:2] == ["batch", "seq"],
+                 "%s not [batch, seq, ...]" % io.name)
+        need(all(src(n.input[1]) == "Concat" for n in nodes if n.op_type == "Reshape") and "Shape" in ops,
+             "a Reshape target not computed from Shape")
 
 
 def build(out_dir, seed):
@@ -274,8 +340,9 @@ def build(out_dir, seed):
         if builder not in floats:
             floats[builder] = builder(seed)
         fm = floats[builder]
+        shape = example_shape(name, fm.graph.input[0])
         if quant:
-            m = quantize(fm, seed, opset, ir)
+            m = quantize(fm, seed, opset, ir, shape)
         else:
             m = onnx.ModelProto()
             m.CopyFrom(fm)
@@ -284,7 +351,6 @@ def build(out_dir, seed):
         onnx.checker.check_model(m, full_check=True)
         check_form(name, m)
         inp = m.graph.input[0]
-        shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
         x = np.random.default_rng(seed + 2000).standard_normal(shape).astype(np.float32)
         data = m.SerializeToString()
         outs = zoo.run_ort(data, {inp.name: x})

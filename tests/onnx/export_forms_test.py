@@ -36,7 +36,11 @@ import export_forms  # noqa: E402
 # Forms that must run whole on the fabric between their first Q and last DQ
 # (the conv nets but for their bilinear Resize, which has no fabric form).
 WHOLE = {"conv_bias_identity_qdq": (), "gelu_opset20": (), "gelu_constants_qdq": (), "conv_opset18": ("Resize",),
-         "conv_opset19": ("Resize",), "conv_opset20": ("Resize",), "conv_opset21": ("Resize",)}
+         "conv_opset19": ("Resize",), "conv_opset20": ("Resize",), "conv_opset21": ("Resize",), "encoder_dynamic": ()}
+# Output steps of tolerance against ONNX Runtime: 4, and for Softmax and
+# LayerNormalization, which run as integer row normalizations (ROWNORM,
+# docs/onnx.md), 12.
+ATOL_STEPS = {"encoder_dynamic": 12}
 NOTES = {"conv_bias_identity_qdq": "Identity node", "gelu_constants_qdq": "constant folding"}
 
 
@@ -56,7 +60,7 @@ def run_form(loom, backend, d, name):
     data = os.path.join(d, name, "test_data_set_0")
     step = out_step(path)
     cmd = [loom, "run", path, "--backend", backend, "--config", "tiny", "--check", "--json",
-           "--inputs", os.path.join(data, "input_0.pb"), "--expected", data, "--atol", str(4 * step + 1e-5)]
+           "--inputs", os.path.join(data, "input_0.pb"), "--expected", data, "--atol", str(ATOL_STEPS.get(name, 4) * step + 1e-5)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if r.returncode != 0:
         sys.exit("%s: loom failed (%d): %s\n%s" % (name, r.returncode, r.stderr.strip(), " ".join(cmd)))

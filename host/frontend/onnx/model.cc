@@ -568,7 +568,10 @@ Expected<std::map<std::string, TensorType>> infer_shapes(onnx::ModelProto& mp, c
         try {
           // Strict (type-checked, node errors fatal) unless nodes of other
           // domains are present, whose schemas the ONNX library does not know.
-          onnx::ShapeInferenceOptions opts{!custom, custom ? 0 : 1, false};
+          // Data propagation infers a Reshape whose target is computed from
+          // Shape (Shape -> Gather -> Concat, as exporters write dynamic
+          // axes) once the shapes are bound.
+          onnx::ShapeInferenceOptions opts{!custom, custom ? 0 : 1, true};
           onnx::shape_inference::InferShapes(mp, onnx::OpSchemaRegistry::Instance(), opts);
         } catch (const std::exception& e) {
           return make_error("ONNX shape inference", exception_text(e.what()));
