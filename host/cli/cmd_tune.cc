@@ -138,16 +138,19 @@ void register_tune(CLI::App& app) {
   auto o = std::make_shared<TuneOpts>();
   auto* c = app.add_subcommand("tune", "Closed loop: measure per-layer cycles, refit the cost model, re-map, hot-swap");
   c->add_option("WORKLOAD", o->workload,
-                "Workload file (.yaml); its streams use gemm_chain or zoo:bert with a seq_len distribution")
+                "Workload file (.yaml); its streams use gemm_chain, or zoo:bert or an ONNX file with a symbolic "
+                "dimension and a seq_len distribution")
       ->required();
   c->add_option("--backend", o->backend, "Timed backend (tlm, rtl)");
   add_device_flags(c, o->device);
   c->add_option("--rounds", o->rounds, "Retune rounds (1..10, default 3)");
   c->add_option("--seed", o->seed, "Seed (overrides the workload's)");
   c->add_option("--max-buckets", o->max_buckets,
-                "Bucketed models (zoo:bert with seq_len): at most this many buckets, one plan each (1..6, default 3)");
+                "Bucketed models (with seq_len): at most this many buckets, one plan each (1..8, default 3)");
   c->add_option("--bucket-lengths", o->bucket_lengths,
-                "Bucketed models: the lengths buckets may have, comma-separated (default: 32,64,128,256,384,512)")
+                "Bucketed models: the lengths buckets may have, comma-separated (default: zoo:bert "
+                "32,64,128,256,384,512; an ONNX file 8,12,16,24,32,48,... from its shortest request's to its "
+                "longest's)")
       ->delimiter(',');
   c->add_option("--max-cores-per-batch", o->max_cores_per_batch,
                 "Placement: a batch may run on up to this many cores at once (2, 4, ... each with static, pipeline and "

@@ -180,20 +180,21 @@ const Mapper* ServiceModel::mapper() const {
 
 Expected<ServiceModel::Bucket> ServiceModel::bucket(const ModelSpec& m, int64_t seq) const {
   Bucket b;
-  b.model = m;
-  int64_t len = zoo_bert_bucket(seq);
+  int64_t len = m.bucket_of(seq);
   if (const Mapper* mp = mapper()) {
     MappedRun mr = (*mp)(m, seq, 1);
     if (mr.rows > 0) len = mr.rows;
     b.options = mr.options;
     b.tag = mr.tag;
   }
-  if (len < seq || zoo_bert_bucket(len) != len)
+  if (len < seq || !m.bucket_allowed(len)) {
+    const auto lens = m.bucket_lengths();
     return make_error(m.name, "a batch of sequence length " + std::to_string(seq) + " has no bucket (got " +
-                                  std::to_string(len) + "; buckets are zoo BERT lengths, up to " +
-                                  std::to_string(kZooBertSeqs[std::size(kZooBertSeqs) - 1]) + ")");
-  b.model.zoo_seq = len;
-  b.model.name = m.name + ":seq=" + std::to_string(len);
+                                  std::to_string(len) + "; buckets are " +
+                                  (m.zoo_name.empty() ? "lengths" : "zoo BERT lengths") + " up to " +
+                                  std::to_string(lens.back()) + ")");
+  }
+  b.model = m.at_length(len);
   return b;
 }
 
@@ -209,7 +210,7 @@ Expected<uint64_t> ServiceModel::cycles(const ModelSpec& m, int64_t seq, int bat
     // One run of the bucket's program compiled for the batch.
     auto b = bucket(m, seq);
     if (!b) return b.error();
-    const auto mk = std::make_tuple(key + "|batch " + std::to_string(batch), b->model.zoo_seq, b->tag);
+    const auto mk = std::make_tuple(key + "|batch " + std::to_string(batch), b->model.bound_length(), b->tag);
     if (auto mit = mapped_.find(mk); mit != mapped_.end()) return mit->second;
     auto r = measure(m, 0, key, seq, batch, b->options, b->tag);
     if (!r) return r;
@@ -280,7 +281,7 @@ Expected<std::string> ServiceModel::onnx_path(const ModelSpec& m) {
 
 Expected<bool> ServiceModel::batchable(const ModelSpec& m) {
   if (m.kind != ModelSpec::Kind::Onnx) return m.kind == ModelSpec::Kind::GemmChain;
-  if (m.bucketed()) return true;  // the zoo BERT: [1, seq, hidden]
+  if (m.bucketed() && !m.zoo_name.empty()) return true;  // the zoo BERT: [1, seq, hidden]
   const std::string key = model_key(m);
   if (auto it = batchable_.find(key); it != batchable_.end()) return it->second;
   auto path = onnx_path(m);
@@ -298,7 +299,7 @@ Expected<plan::Program> ServiceModel::compile_program(const ModelSpec& m, int64_
   if (src->kind != driver::Source::Kind::Onnx) return driver::compile_program(std::move(*src), cfg_, opt);
   // Loaded and partitioned once: every choice, mapping and bucket compiles
   // the same model with other options.
-  const std::string path = src->path + "|batch " + std::to_string(std::max(batch, 1));
+  const std::string path = model_key(m) + "|batch " + std::to_string(std::max(batch, 1));
   auto it = reusable_.find(path);
   if (it == reusable_.end()) {
     auto r = driver::Reusable::prepare(std::move(*src), cfg_);
@@ -315,7 +316,7 @@ Expected<std::unique_ptr<ServiceModel::Loaded>> ServiceModel::compile(const Mode
   auto prog = compile_program(m, rows, batch, co);
   if (!prog) return prog.error();
   auto l = std::make_unique<Loaded>();
-  l->bucket = m.zoo_seq;
+  l->bucket = m.bound_length();
   l->host = serve::host_cost(*prog, cfg_);
   for (const auto& seg : prog->segments) l->inputs.push_back(ir::random_inputs(seg.graph, 1));
   l->program = std::move(*prog);
@@ -455,7 +456,7 @@ Expected<double> ServiceModel::stretch(const BatchShape& a, const std::vector<Ba
     std::string k = model_key(*b.model);
     int64_t seq = b.seq;
     if (b.model->bucketed())  // a bucketed model runs the same program for every length of a bucket
-      if (auto bk = bucket(*b.model, b.seq)) seq = bk->model.zoo_seq;
+      if (auto bk = bucket(*b.model, b.seq)) seq = bk->model.bound_length();
     k.append("|").append(std::to_string(seq)).append("|").append(std::to_string(b.batch));
     return k;
   };

@@ -11,6 +11,7 @@
 #include "common/limits.h"
 #include "common/parse.h"
 #include "common/tensor_io.h"
+#include "frontend/onnx/shapes.h"
 #include "loom/spec_gen.h"
 #include "serve/yaml_json.h"
 
@@ -210,6 +211,51 @@ Status parse_dims(const json& d, const std::string& where, ModelSpec& m) {
   return {};
 }
 
+/// "'a', 'b'": symbol names for a message.
+std::string quoted_list(const std::vector<std::string>& v) {
+  std::string t;
+  for (const auto& x : v) t += (t.empty() ? "'" : ", '") + excerpt(x) + "'";
+  return t;
+}
+
+/// An ONNX file's symbolic dimension that the stream's seq_len binds: the
+/// one `seq_len.dim` names, else the one symbol of the graph inputs that is
+/// neither the batch dimension (onnxfe::Signature::batch_symbol) nor bound
+/// by `dims`.
+Status resolve_seq_symbol(const json& q, const std::string& where, ModelSpec& m) {
+  auto sig = onnxfe::read_signature(m.path);
+  if (!sig) return sig.error();
+  const std::string batch = sig->batch_symbol();
+  std::vector<std::string> free;
+  for (const auto& in : sig->inputs)
+    for (const auto& d : in.dims)
+      if (!d.symbol.empty() && d.symbol != batch && !m.dims.count(d.symbol) &&
+          std::find(free.begin(), free.end(), d.symbol) == free.end())
+        free.push_back(d.symbol);
+  if (q.is_object() && q.contains("dim")) {
+    const auto& d = field(q, "dim");
+    const std::string dw = where + ": field 'dim'";
+    if (!d.is_string()) return make_error(dw, "expected the name of a symbolic dimension");
+    const std::string sym = d.get<std::string>();
+    if (std::find(free.begin(), free.end(), sym) == free.end())
+      return make_error(
+          dw, "'" + excerpt(sym) + "' is not a free symbolic dimension of " + excerpt(m.name) +
+                  (free.empty() ? " (it has none besides its batch dimension)" : " (free: " + quoted_list(free) + ")"));
+    m.seq_symbol = sym;
+    return {};
+  }
+  if (free.size() == 1) {
+    m.seq_symbol = free[0];
+    return {};
+  }
+  if (free.empty())
+    return make_error(where, "model " + excerpt(m.name) +
+                                 " has no free symbolic dimension for seq_len to bind (batch dimension: " +
+                                 (batch.empty() ? "none" : "'" + batch + "'") + ")");
+  return make_error(where, "model " + excerpt(m.name) + " has several free symbolic dimensions (" + quoted_list(free) +
+                               "): name the one seq_len binds with seq_len.dim and bind the others with 'dims'");
+}
+
 /// Field 'model' of a stream: the built-in gemm_chain (with its sizes), a
 /// .json graph or .onnx model path (relative to the workload's folder), or
 /// zoo:NAME.
@@ -244,7 +290,7 @@ Status parse_model(const json& s, const std::string& where, const std::string& d
   } else if (model->size() > 5 && model->substr(model->size() - 5) == ".onnx") {
     out.model.kind = ModelSpec::Kind::Onnx;
     std::filesystem::path p(*model);
-    if (p.is_relative()) p = std::filesystem::path(dir) / p;
+    if (p.is_relative()) p = (std::filesystem::path(dir) / p).lexically_normal();
     out.model.path = p.string();
     std::error_code ec;
     if (!std::filesystem::is_regular_file(p, ec))
@@ -299,9 +345,9 @@ Status parse_arrival(const json& s, const std::string& where, const std::string&
     std::error_code ec;
     if (p.is_relative() && !std::filesystem::exists(p, ec)) p = std::filesystem::path(dir) / p;
     out.arrival.trace_file = p.string();
-    const int64_t longest_bert = kZooBertSeqs[std::size(kZooBertSeqs) - 1];
     if (out.model.bucketed())
-      LOOM_TRY(parse_trace(out.arrival, out.arrival.trace_file, longest_bert, "the longest zoo BERT"));
+      LOOM_TRY(parse_trace(out.arrival, out.arrival.trace_file, out.model.bucket_lengths().back(),
+                           out.model.zoo_name.empty() ? "the longest bucket" : "the longest zoo BERT"));
     else if (out.model.kind == ModelSpec::Kind::GemmChain)
       LOOM_TRY(parse_trace(out.arrival, out.arrival.trace_file, 4096, "gemm_chain's sequence lengths"));
     else
@@ -324,19 +370,24 @@ Status parse_seq_len(const json& s, const std::string& where, Stream& out) {
       return make_error(qw, "a .json graph has a fixed shape; seq_len applies to gemm_chain");
     if (out.model.kind == ModelSpec::Kind::Onnx && !out.model.bucketed())
       return make_error(qw,
-                        "an ONNX model has a fixed shape (zoo:bert:seq=L picks a length); seq_len applies to "
-                        "gemm_chain and to zoo:bert without a length (padded to its buckets)");
+                        "a zoo model has a fixed shape (zoo:bert:seq=L picks a length); seq_len applies to "
+                        "gemm_chain, to zoo:bert without a length and to an ONNX file with a symbolic dimension "
+                        "(padded to buckets)");
     if (!q.is_object()) return make_error(qw, "expected {values: [...], weights: [...], drift: [...]}");
-    LOOM_TRY(check_keys(q, qw, {"values", "weights", "drift"}));
+    if (out.model.seq_symbol.empty())
+      LOOM_TRY(check_keys(q, qw, {"values", "weights", "drift"}));
+    else
+      LOOM_TRY(check_keys(q, qw, {"dim", "values", "weights", "drift"}));
     if (!q.contains("values") || !field(q, "values").is_array() || field(q, "values").empty())
       return make_error(qw, "field 'values' must be a non-empty list");
     out.shapes.values.clear();
-    const int64_t max_len = out.model.bucketed() ? kZooBertSeqs[std::size(kZooBertSeqs) - 1] : 4096;
+    const int64_t max_len = out.model.bucketed() ? out.model.bucket_lengths().back() : kMaxBucketLength;
+    const bool zoo = !out.model.zoo_name.empty();
     for (const auto& v : field(q, "values")) {
       if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > max_len)
         return make_error(qw + ": field 'values'", "sequence lengths must be integers in 1.." +
                                                        std::to_string(max_len) +
-                                                       (out.model.bucketed() ? " (the longest zoo BERT)" : ""));
+                                                       (zoo ? " (the longest zoo BERT)" : ""));
       out.shapes.values.push_back(v.get<int64_t>());
     }
     const size_t n = out.shapes.values.size();
@@ -407,6 +458,8 @@ Status parse_stream(const json& s, size_t idx, const std::string& src, const std
                       "a batch runs on several cores for gemm_chain streams only; '" + excerpt(out.model.name) +
                           "' runs on one core");
   out.model.cores_per_batch = int(*cpb);
+  if (s.contains("seq_len") && out.model.kind == ModelSpec::Kind::Onnx && out.model.zoo_name.empty())
+    LOOM_TRY(resolve_seq_symbol(field(s, "seq_len"), where + ": seq_len", out.model));
 
   LOOM_TRY(parse_arrival(s, where, dir, out));
   return parse_seq_len(s, where, out);
@@ -550,6 +603,48 @@ Expected<Workload> load_workload(const std::string& path) {
   auto text = read_file_bytes(path, limits::kMaxTextBytes);
   if (!text) return text.error();
   return parse_workload_text(*text, path);
+}
+
+std::vector<int64_t> bucket_ladder() {
+  std::vector<int64_t> v;
+  for (int64_t p = 8; p <= kMaxBucketLength; p *= 2) {
+    v.push_back(p);
+    if (p + p / 2 < kMaxBucketLength) v.push_back(p + p / 2);
+  }
+  return v;
+}
+
+std::vector<int64_t> ModelSpec::bucket_lengths() const {
+  if (!zoo_name.empty()) return {std::begin(kZooBertSeqs), std::end(kZooBertSeqs)};
+  return bucket_ladder();
+}
+
+bool ModelSpec::bucket_allowed(int64_t len) const {
+  if (!zoo_name.empty()) return zoo_bert_bucket(len) == len;
+  return len >= 1 && len <= kMaxBucketLength;
+}
+
+int64_t ModelSpec::bucket_of(int64_t seq) const {
+  for (int64_t b : bucket_lengths())
+    if (b >= seq) return b;
+  return 0;
+}
+
+ModelSpec ModelSpec::at_length(int64_t len) const {
+  ModelSpec b = *this;
+  if (!zoo_name.empty()) {
+    b.zoo_seq = len;
+  } else {
+    b.dims[seq_symbol] = len;
+  }
+  b.name = name + ":" + (zoo_name.empty() ? seq_symbol : std::string("seq")) + "=" + std::to_string(len);
+  return b;
+}
+
+int64_t ModelSpec::bound_length() const {
+  if (!zoo_name.empty()) return zoo_seq;
+  auto it = dims.find(seq_symbol);
+  return seq_symbol.empty() || it == dims.end() ? 0 : it->second;
 }
 
 }  // namespace loom::serve

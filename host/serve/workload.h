@@ -31,11 +31,42 @@ struct ModelSpec {
   /// stream's `dims`, as `loom compile --dim`); the batch dimension is the
   /// batch's size.
   std::map<std::string, int64_t> dims;
-  /// zoo:bert without :seq= and with a seq_len distribution: each batch is
-  /// padded to a bucket, one of kZooBertSeqs (the mapping picks which; by
-  /// default the smallest that holds the batch), and runs that length's plan.
-  bool bucketed() const { return kind == Kind::Onnx && zoo_name == "bert" && zoo_seq == 0; }
+  /// onnx file: the symbolic dimension the stream's `seq_len` binds (its
+  /// `seq_len.dim`, or the one symbol of the graph inputs that is neither
+  /// the batch dimension nor bound by `dims`); "" none.
+  std::string seq_symbol;
+  /// A model run at the bucket a batch is padded to: zoo:bert without :seq=
+  /// and with a seq_len distribution (buckets: the zoo BERT lengths), or an
+  /// ONNX file whose `seq_symbol` the stream's seq_len binds (buckets: any
+  /// length up to kMaxBucketLength, by default bucket_ladder()). The mapping
+  /// picks the buckets; by default a batch runs in the smallest ladder length
+  /// that holds it.
+  bool bucketed() const {
+    return kind == Kind::Onnx &&
+           ((zoo_name == "bert" && zoo_seq == 0) || (!seq_symbol.empty() && !dims.count(seq_symbol)));
+  }
+  /// A bucketed model's bucket lengths, ascending: the zoo BERT lengths, or
+  /// bucket_ladder() for an ONNX file.
+  std::vector<int64_t> bucket_lengths() const;
+  /// Whether a bucketed model can be built at length `len`.
+  bool bucket_allowed(int64_t len) const;
+  /// The smallest of bucket_lengths() >= seq (0: longer than any).
+  int64_t bucket_of(int64_t seq) const;
+  /// A bucketed model bound to the length `len`: zoo:bert:seq=LEN, or the
+  /// ONNX file with `dims[seq_symbol] = len`. Not bucketed itself.
+  ModelSpec at_length(int64_t len) const;
+  /// The length a model bound by at_length runs at (0: none bound).
+  int64_t bound_length() const;
 };
+
+/// The longest bucket of an ONNX model's symbolic sequence dimension (as a
+/// gemm_chain's rows).
+inline constexpr int64_t kMaxBucketLength = 4096;
+/// The default buckets of an ONNX model's symbolic sequence dimension: the
+/// powers of two and their halfway points (8, 12, 16, 24, 32, 48, ...,
+/// 3072, 4096), as padding ladders of serving systems space them: a request
+/// is padded by less than half its length.
+std::vector<int64_t> bucket_ladder();
 
 /// The sequence lengths the zoo builds BERT at (scripts/zoo.py BERT_SEQS).
 inline constexpr int64_t kZooBertSeqs[] = {32, 64, 128, 256, 384, 512};

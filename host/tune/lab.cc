@@ -47,12 +47,7 @@ Expected<plan::Program> Lab::build(const serve::ModelSpec& m, const Choice& c) {
   // A bucketed model: the program of the bucket's length, its segments
   // compiled with the choice's options, as ServiceModel compiles it when it
   // serves; a gemm_chain of the choice's rows.
-  serve::ModelSpec spec = m;
-  if (m.bucketed()) {
-    spec.zoo_seq = c.rows;
-    spec.name = m.name + ":seq=" + std::to_string(c.rows);
-  }
-  return sm_.compile_program(spec, c.rows, options_of(c));
+  return sm_.compile_program(m.bucketed() ? m.at_length(c.rows) : m, c.rows, options_of(c));
 }
 
 Expected<const PlanTelemetry*> Lab::measure(const serve::ModelSpec& m, const Choice& c) {

@@ -15,30 +15,50 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-/// The bucket lengths of bucketed models: the zoo's, or the ones given; the
-/// longest must hold every request.
-Expected<std::vector<int64_t>> bucket_lengths(const serve::Workload& w, const TuneOptions& o) {
-  std::vector<int64_t> lens(std::begin(serve::kZooBertSeqs), std::end(serve::kZooBertSeqs));
-  if (!o.bucket_lengths.empty()) {
-    lens = o.bucket_lengths;
-    std::sort(lens.begin(), lens.end());
-    for (size_t k = 0; k < lens.size(); ++k)
-      if (serve::zoo_bert_bucket(lens[k]) != lens[k] || (k > 0 && lens[k] == lens[k - 1])) {
-        const std::string len = std::to_string(lens[k]);
-        return make_error("--bucket-lengths",
-                          "'" + len + "' is not a zoo BERT length (32, 64, 128, 256, 384, 512) or is given twice");
-      }
-  }
+/// Each bucketed model's bucket lengths (by model key), ascending: the ones
+/// given, else the zoo's (zoo:bert), else the model's ladder from the bucket
+/// of its shortest request to that of its longest (no other length can win);
+/// the longest must hold every request.
+Expected<std::map<std::string, std::vector<int64_t>>> bucket_lengths(const serve::Workload& w, const TuneOptions& o) {
+  std::map<std::string, std::vector<int64_t>> out;
+  std::vector<int64_t> given = o.bucket_lengths;
+  std::sort(given.begin(), given.end());
+  for (size_t k = 1; k < given.size(); ++k)
+    if (given[k] == given[k - 1])
+      return make_error("--bucket-lengths", "'" + std::to_string(given[k]) + "' is given twice");
   for (const auto& s : w.streams) {
     if (!s.model.bucketed()) continue;
-    int64_t longest = *std::max_element(s.shapes.values.begin(), s.shapes.values.end());
-    for (int64_t q : s.arrival.trace_seq) longest = std::max(longest, q);
-    if (longest > lens.back())
-      return make_error("--bucket-lengths", "the longest bucket (" + std::to_string(lens.back()) +
+    std::vector<int64_t> seqs = s.shapes.values;
+    for (int64_t q : s.arrival.trace_seq)
+      if (q > 0) seqs.push_back(q);
+    const int64_t shortest = *std::min_element(seqs.begin(), seqs.end());
+    const int64_t longest = *std::max_element(seqs.begin(), seqs.end());
+    std::vector<int64_t> lens = given;
+    for (int64_t len : given)
+      if (!s.model.bucket_allowed(len))
+        return make_error("--bucket-lengths",
+                          "'" + std::to_string(len) + "' is not a length of " + s.model.name + " (" +
+                              (s.model.zoo_name.empty() ? "1.." + std::to_string(serve::kMaxBucketLength)
+                                                        : "32, 64, 128, 256, 384, 512") +
+                              ")");
+    if (lens.empty()) {
+      lens = s.model.bucket_lengths();
+      if (s.model.zoo_name.empty())
+        lens.erase(std::remove_if(
+                       lens.begin(), lens.end(),
+                       [&](int64_t l) { return l < s.model.bucket_of(shortest) || l > s.model.bucket_of(longest); }),
+                   lens.end());
+    }
+    if (lens.empty() || longest > lens.back())
+      return make_error("--bucket-lengths", "the longest bucket (" + std::to_string(lens.empty() ? 0 : lens.back()) +
                                                 ") is shorter than the longest request of stream '" + s.name + "' (" +
                                                 std::to_string(longest) + ")");
+    auto& have = out[serve::model_key(s.model)];
+    have.insert(have.end(), lens.begin(), lens.end());
+    std::sort(have.begin(), have.end());
+    have.erase(std::unique(have.begin(), have.end()), have.end());
   }
-  return lens;
+  return out;
 }
 
 /// The models the streams serve, by model key: gemm chains and bucketed models only.
@@ -47,8 +67,8 @@ Expected<std::map<std::string, serve::ModelSpec>> models_of(const serve::Workloa
   for (const auto& s : w.streams) {
     if (s.model.kind != serve::ModelSpec::Kind::GemmChain && !s.model.bucketed())
       return make_error(w.source + ": stream '" + s.name + "'",
-                        "loom tune maps gemm_chain models and zoo:bert with a seq_len distribution (padded to "
-                        "buckets); '" +
+                        "loom tune maps gemm_chain models, and zoo:bert and ONNX files with a symbolic dimension "
+                        "given a seq_len distribution (padded to buckets); '" +
                             s.model.name + "' has one fixed shape");
     if (s.model.cores_per_batch > 1)
       return make_error(w.source + ": stream '" + s.name + "'",
@@ -83,8 +103,8 @@ Expected<Setup> check_setup(const serve::Workload& w_in, const TuneOptions& o) {
   if (s.max_cores < 1 || s.max_cores > int(cfg.cores))
     return make_error("--max-cores-per-batch", "must be in 1.." + std::to_string(cfg.cores) + " (config '" + w.config +
                                                    "' has " + std::to_string(cfg.cores) + " cores)");
-  if (o.max_buckets < 1 || o.max_buckets > int(std::size(serve::kZooBertSeqs)))
-    return make_error("--max-buckets", "must be in 1.." + std::to_string(std::size(serve::kZooBertSeqs)));
+  if (o.max_buckets < 1 || o.max_buckets > kMaxBuckets)
+    return make_error("--max-buckets", "must be in 1.." + std::to_string(kMaxBuckets));
   auto lens = bucket_lengths(w, o);
   if (!lens) return lens.error();
   s.lens = std::move(*lens);
@@ -125,7 +145,7 @@ Loop::Loop(Setup s, const TuneOptions& o)
     sm_.set_on_measure([this](const std::string& what, bool) {
       o_.on_progress(at_, phase_ + "; measuring on " + o_.backend + ": " + what);
     });
-  for (const auto& [key, spec] : s_.models) spaces_[key] = decision_space(spec, s_.lens, s_.max_cores);
+  for (const auto& [key, spec] : s_.models) spaces_[key] = decision_space(spec, lens_of(key), s_.max_cores);
   cfit_.params = base_cp_;
   runs_.reserve(size_t(o.rounds));
 }
@@ -147,8 +167,13 @@ json Loop::header() const {
   j["swap_at_ms"] = s_.swap_ms;
   j["max_buckets"] = o_.max_buckets;
   j["max_cores_per_batch"] = s_.max_cores;
-  if (std::any_of(s_.models.begin(), s_.models.end(), [](const auto& kv) { return kv.second.bucketed(); }))
-    j["bucket_lengths"] = s_.lens;
+  if (!s_.lens.empty()) {  // every bucketed model's, ascending
+    std::vector<int64_t> all;
+    for (const auto& [key, lens] : s_.lens) all.insert(all.end(), lens.begin(), lens.end());
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    j["bucket_lengths"] = all;
+  }
   json ds = json::array();
   for (const auto& c : space) ds.push_back(c.tag());
   j["decision_space"] = ds;
@@ -286,7 +311,7 @@ Expected<json> Loop::initial_mapping() {
     const LengthMix mix = initial_mix(key);
     const ChoiceCost predicted = [&, &sp = spec](const Choice& c) { return lab_.predict(sp, c, identity); };
     if (spec.bucketed()) {
-      auto bp = pick_placed(mix, s_.lens, plain(spaces_[key]), o_.max_buckets, predicted, s_.rate[key], s_.fab);
+      auto bp = pick_placed(mix, lens_of(key), plain(spaces_[key]), o_.max_buckets, predicted, s_.rate[key], s_.fab);
       if (!bp) return bp.error();
       m0_[key] = bp->map;
       auto bj = bucket_json(spec, *bp);
@@ -295,7 +320,7 @@ Expected<json> Loop::initial_mapping() {
                  {"why",
                   "lowest predicted (uncorrected cost model) cycles per request over the initial length mix, "
                   "at most " +
-                      std::to_string(o_.max_buckets) + " buckets, the longest (" + std::to_string(s_.lens.back()) +
+                      std::to_string(o_.max_buckets) + " buckets, the longest (" + std::to_string(lens_of(key).back()) +
                       ") always in"}};
       ij.update(*bj);
       init[key] = ij;
@@ -363,7 +388,8 @@ Status Loop::decide(const MixOf& mix_of, const SeqsOf& seqs_of, const Cost& cost
     const serve::ModelSpec& sp = spec;
     const ChoiceCost cost_of = [&](const Choice& c) { return cost(sp, c); };
     if (spec.bucketed()) {
-      auto bp = pick_placed(mix_of(key), s_.lens, plain(spaces_[key]), o_.max_buckets, cost_of, s_.rate[key], s_.fab);
+      auto bp =
+          pick_placed(mix_of(key), lens_of(key), plain(spaces_[key]), o_.max_buckets, cost_of, s_.rate[key], s_.fab);
       if (!bp) return bp.error();
       out[key] = bp->map;
       auto bj = bucket_json(spec, *bp);

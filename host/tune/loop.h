@@ -30,10 +30,10 @@ namespace loom::tune {
 struct Setup {
   serve::Workload w;  // shape grouping off
   const spec::HwConfig* cfg = nullptr;
-  int max_cores = 1;                               // the most cores a batch may run on
-  std::vector<int64_t> lens;                       // bucketed models' bucket lengths, ascending
-  std::map<std::string, serve::ModelSpec> models;  // by model key
-  std::map<std::string, double> rate;              // per model key: arrivals per us over the run
+  int max_cores = 1;                                 // the most cores a batch may run on
+  std::map<std::string, std::vector<int64_t>> lens;  // per bucketed model key: its bucket lengths, ascending
+  std::map<std::string, serve::ModelSpec> models;    // by model key
+  std::map<std::string, double> rate;                // per model key: arrivals per us over the run
   Fabric fab;
   double swap_ms = 0, swap_us = 0;  // when the new mapping is swapped in
 };
@@ -108,6 +108,12 @@ class Loop {
   uint64_t backend_runs() const { return lab_.backend_runs() + sm_.backend_runs(); }
 
  private:
+  /// A bucketed model's bucket lengths (empty for the others).
+  const std::vector<int64_t>& lens_of(const std::string& key) const {
+    static const std::vector<int64_t> none;
+    auto it = s_.lens.find(key);
+    return it == s_.lens.end() ? none : it->second;
+  }
   using Epochs = std::vector<std::pair<double, const Mapping*>>;
   using MixOf = std::function<LengthMix(const std::string&)>;
   using SeqsOf = std::function<std::set<int64_t>(const std::string&)>;

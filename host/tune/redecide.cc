@@ -126,7 +126,7 @@ Status Loop::redecide_buckets(const std::string& key, const serve::ModelSpec& sp
   // each bucket's plan by the compiler's corrected prediction.
   const LengthMix mix = observed_mix(*last_, key);
   auto bp = pick_placed(
-      mix, s_.lens, cands, o_.max_buckets,
+      mix, lens_of(key), cands, o_.max_buckets,
       [&](const Choice& c) { return lab_.predict_compiled(spec, c, cal_.overhead); }, s_.rate[key], s_.fab);
   if (!bp) return bp.error();
   rd.next[key] = bp->map;

@@ -44,7 +44,7 @@ std::vector<Choice> decision_space(const serve::ModelSpec& m, const std::vector<
   if (m.bucketed() && !lengths.empty())
     rows_of = lengths;
   else if (m.bucketed())
-    rows_of.assign(std::begin(serve::kZooBertSeqs), std::end(serve::kZooBertSeqs));
+    rows_of = m.bucket_lengths();
   else
     for (int64_t rows = 32; rows <= 1024; rows *= 2) rows_of.push_back(rows);
   // Placements: (cores, placement, tasks per core).

@@ -31,8 +31,8 @@ namespace loom::tune {
 /// One point of the decision space: the plan's row tile, the fusion policy,
 /// double buffering and the placement. For a gemm_chain, `rows` is the rows
 /// per plan run (a batch of seq x batch rows runs in ceil(seq x batch / rows)
-/// chunks, the last one padded); for a bucketed model (zoo:bert with a
-/// seq_len distribution) it is the bucket, the sequence length the batch is
+/// chunks, the last one padded); for a bucketed model (zoo:bert or an ONNX
+/// file with a symbolic dimension, and a seq_len distribution) it is the bucket, the sequence length the batch is
 /// padded to, each request one run of that length's program (device segments
 /// and host ops).
 ///
@@ -66,11 +66,11 @@ struct Choice {
   bool operator==(const Choice& o) const { return same_decision(o) && params_round == o.params_round; }
 };
 
-/// Every choice: rows in {32, 64, ..., 1024} (a bucketed model: the zoo BERT
-/// lengths 32 ... 512) x fusion {none, cost} x double buffering {on, off} x
+/// Every choice: rows in {32, 64, ..., 1024} (a bucketed model: its bucket
+/// lengths) x fusion {none, cost} x double buffering {on, off} x
 /// placement: one core, and for every power of two k in 2..`max_cores`: k
 /// cores static, pipeline, dynamic with 1 and with 2 tasks per core.
-/// `lengths`: a bucketed model's bucket lengths (empty: every zoo length).
+/// `lengths`: a bucketed model's bucket lengths (empty: ModelSpec::bucket_lengths).
 std::vector<Choice> decision_space(const serve::ModelSpec& m = {}, const std::vector<int64_t>& lengths = {},
                                    int max_cores = 1);
 
@@ -245,13 +245,17 @@ Calibration refit(const std::vector<PlanTelemetry>& telemetry);
 nlohmann::ordered_json swap_check(const std::vector<serve::ServedRequest>& reqs, double swap_us, size_t streams,
                                   bool& ok);
 
+/// The most buckets (plans) a bucketed model may have.
+constexpr int kMaxBuckets = 8;
+
 struct TuneOptions {
   std::string backend = "tlm";
   /// Builds zoo models (ServiceModel::set_zoo_builder); needed by zoo streams.
   serve::ZooBuilder zoo_builder;
   std::string cache_dir;  // service-time cache (loom serve --cache); "" none
-  /// Bucketed models: at most this many buckets (plans) per model, of these
-  /// lengths (zoo BERT lengths; empty: all six).
+  /// Bucketed models: at most this many buckets (plans) per model
+  /// (1..kMaxBuckets), of these lengths (empty: zoo:bert's six; an ONNX
+  /// file's ladder over its requests' lengths, serve::bucket_ladder).
   int max_buckets = 3;
   std::vector<int64_t> bucket_lengths;
   /// Placement: the most cores one batch may run on (decision_space's

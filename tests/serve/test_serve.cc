@@ -380,6 +380,45 @@ TEST(Workload, BertWithALengthDistributionIsBucketed) {
   EXPECT_EQ(zoo_bert_bucket(513), 0);
 }
 
+TEST(Workload, AnOnnxFileIsBucketedAlongItsSequenceSymbol) {
+  // The ladder: powers of two and their halfway points, 8 .. 4096.
+  const auto ladder = bucket_ladder();
+  EXPECT_EQ(ladder.front(), 8);
+  EXPECT_EQ(ladder.back(), kMaxBucketLength);
+  EXPECT_EQ(std::vector<int64_t>(ladder.begin(), ladder.begin() + 6), (std::vector<int64_t>{8, 12, 16, 24, 32, 48}));
+  for (size_t k = 1; k < ladder.size(); ++k) EXPECT_LE(ladder[k] * 2, ladder[k - 1] * 3);  // padding < half
+  ModelSpec m;
+  m.kind = ModelSpec::Kind::Onnx;
+  m.name = m.path = "enc.onnx";
+  m.seq_symbol = "seq";
+  m.dims = {{"heads", 4}};
+  ASSERT_TRUE(m.bucketed());
+  EXPECT_EQ(m.bucket_of(1), 8);
+  EXPECT_EQ(m.bucket_of(100), 128);
+  EXPECT_EQ(m.bucket_of(4097), 0);
+  EXPECT_TRUE(m.bucket_allowed(100));  // a mapping may pick any length
+  EXPECT_FALSE(m.bucket_allowed(4097));
+  // Bound to a bucket: the symbol is a dim, the model no longer bucketed,
+  // its key that of the bound shape.
+  const ModelSpec b = m.at_length(96);
+  EXPECT_FALSE(b.bucketed());
+  EXPECT_EQ(b.bound_length(), 96);
+  EXPECT_EQ(b.dims.at("seq"), 96);
+  EXPECT_EQ(b.dims.at("heads"), 4);
+  EXPECT_EQ(b.name, "enc.onnx:seq=96");
+  EXPECT_NE(model_key(b), model_key(m));
+  EXPECT_EQ(m.bound_length(), 0);
+  // The zoo BERT keeps its lengths.
+  ModelSpec z;
+  z.kind = ModelSpec::Kind::Onnx;
+  z.name = "zoo:bert";
+  z.zoo_name = "bert";
+  EXPECT_EQ(z.bucket_lengths(), (std::vector<int64_t>{32, 64, 128, 256, 384, 512}));
+  EXPECT_FALSE(z.bucket_allowed(96));
+  EXPECT_EQ(z.at_length(128).name, "zoo:bert:seq=128");
+  EXPECT_EQ(z.at_length(128).bound_length(), 128);
+}
+
 TEST(Workload, TraceSequenceLengthsOutsideEveryBoundAreRefusedAtLoad) {
   // A length no plan can hold fails at load naming the line, before any
   // compile or allocation (a length of 10^9 once took 48 s and 2.2 GB).

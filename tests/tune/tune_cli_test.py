@@ -63,6 +63,41 @@ streams:
 """
 
 
+# A user's ONNX model with symbolic batch and seq (scripts/export_forms.py
+# encoder_dynamic), lengths 10-180 drifting from short to long at 600 ms.
+ENCODER_WORKLOAD = """config: default
+duration_ms: 1500
+seed: 1
+batching: fixed
+scheduling: dynamic
+max_batch: 4
+max_queue_delay_ms: 5
+streams:
+  - name: encoder
+    model: encoder_dynamic.onnx
+    slo_ms: 50
+    arrival: {poisson: {rate: 400}}
+    seq_len:
+      values: [10, 24, 40, 64, 100, 180]
+      weights: [5, 4, 1, 0, 0, 0]
+      drift: [{at_ms: 600, weights: [0, 0, 1, 3, 4, 2]}]
+"""
+
+
+def write_encoder(folder):
+    """scripts/export_forms.py's encoder_dynamic, quantized, into `folder`."""
+    import onnx
+
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import export_forms
+
+    fm = export_forms.encoder_dynamic(1)
+    m = export_forms.quantize(fm, 1, 17, 8, export_forms.example_shape("encoder_dynamic", fm.graph.input[0]))
+    path = os.path.join(folder, "encoder_dynamic.onnx")
+    onnx.save(m, path)
+    return path
+
+
 # A progress line (host/cli/progress.cc): "loom: tune W on tlm: 40% after 5 s, about 8 s left" or "... done after 6 s".
 PROGRESS_LINE = re.compile(r"^loom: \w+ .*: (\d+% after \d+ s\b.*|done after \d+ s)$")
 
@@ -477,6 +512,47 @@ class Tune(unittest.TestCase):
         self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
         self.assertIn("missing.json", r.stderr)
 
+    def test_onnx_buckets(self):
+        # A user's ONNX file: its free symbol 'seq' is what seq_len binds, the
+        # buckets come from the ladder between the shortest and the longest
+        # request's buckets, and the loop moves them with the drift.
+        write_encoder(self.dir)
+        self.wl = os.path.join(self.dir, "enc_workload.yaml")
+        with open(self.wl, "w") as f:
+            f.write(ENCODER_WORKLOAD)
+        _, j = self.tune("--rounds", "2")
+        key = os.path.join(self.dir, "encoder_dynamic.onnx")
+        ladder = [12, 16, 24, 32, 48, 64, 96, 128, 192]
+        self.assertEqual(j["bucket_lengths"], ladder)
+        self.assertEqual(len(j["decision_space"]), 4 * len(ladder))  # one core a batch
+        self.assertTrue(j["swap_ok"])
+        first = [b["seq"] for b in j["initial_mapping"][key]["buckets"]]
+        last = [b["seq"] for b in j["rounds"][-1]["mapping"][key]["buckets"]]
+        for seqs in (first, last):
+            self.assertTrue(set(seqs) <= set(ladder), seqs)
+            self.assertEqual(seqs[-1], 192)  # the longest request has a bucket
+        # The initial mix is short, the drifted one long: the buckets move up.
+        self.assertNotEqual(first, last)
+        self.assertGreater(sum(last), sum(first))
+        self.assertTrue(j["target"]["met"], j["target"])
+        self.assertGreaterEqual(j["rounds"][-1]["gap_recovered_mean"], 0.8)
+        # Refusals: seq_len naming the batch dimension, a bucket no request
+        # can use, a length the model cannot be built at.
+        bad = os.path.join(self.dir, "bad_workload.yaml")
+        for text, args, needle in [
+            (ENCODER_WORKLOAD.replace("    seq_len:\n", "    seq_len:\n      dim: batch\n"), [],
+             "'batch' is not a free symbolic dimension"),
+            (ENCODER_WORKLOAD, ["--bucket-lengths", "64,5000"], "'5000' is not a length of"),
+            (ENCODER_WORKLOAD, ["--bucket-lengths", "16,64"], "longest request of stream 'encoder' (180)"),
+        ]:
+            with open(bad, "w") as f:
+                f.write(text)
+            r = run(["tune", bad, "--backend", "tlm"] + args, self.dir)
+            self.assertNotEqual(r.returncode, 0, args)
+            lines = [ln for ln in r.stderr.strip().splitlines() if not PROGRESS_LINE.match(ln)]
+            self.assertEqual(len(lines), 1, r.stderr)
+            self.assertIn(needle, lines[0])
+
     def test_bad_input(self):
         bert = os.path.join(self.dir, "bert_workload.yaml")
         with open(bert, "w") as f:
@@ -493,11 +569,11 @@ class Tune(unittest.TestCase):
             (["tune", early, "--swap-at-ms", "25"], "completes after the swap point (25 ms)"),
             (["tune", self.wl, "--rounds", "0"], "--rounds"),
             (["tune", self.wl, "--max-buckets", "0"], "--max-buckets"),
-            (["tune", self.wl, "--max-buckets", "7"], "--max-buckets"),
+            (["tune", self.wl, "--max-buckets", "9"], "--max-buckets"),
             (["tune", self.wl, "--max-cores-per-batch", "0"], "--max-cores-per-batch"),
             (["tune", self.wl, "--max-cores-per-batch", "5"], "config 'default' has 4 cores"),
             (["tune", self.wl, "--cache", self.wl], "is not a folder"),
-            (["tune", bert, "--bucket-lengths", "32,33,512"], "'33' is not a zoo BERT length"),
+            (["tune", bert, "--bucket-lengths", "32,33,512"], "'33' is not a length of zoo:bert (32, 64, 128, 256, 384, 512)"),
             (["tune", bert, "--bucket-lengths", "64,64,512"], "given twice"),
             (["tune", bert, "--bucket-lengths", "32,256"], "longest request of stream 'bert' (450)"),
             (["tune", self.wl, "--backend", "ref"], "ref"),
