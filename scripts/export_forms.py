@@ -48,6 +48,11 @@ Forms:
       merged by Reshapes whose targets are computed from Shape(x) (Shape ->
       Gather -> Unsqueeze -> Concat), quantized by quantize_static; opset
       17, IR 8. Input [batch, seq, 64]; its test data is [2, 24, 64].
+  cnn_dynamic
+      a small CNN exported with dynamic_axes {0: 'N'}: Conv + Relu, strided
+      Conv + Relu, GlobalAveragePool, Flatten, Linear (MatMul + Add),
+      quantized by quantize_static; opset 17, IR 8. Input [N, 3, 16, 16];
+      its test data is [3, 3, 16, 16].
 
 Same seed -> byte-identical files.
 """
@@ -238,6 +243,17 @@ def encoder_dynamic(seed):
     return _model(net, "encoder_dynamic", ["batch", "seq", D], x, ["batch", "seq", D], 17, 8)
 
 
+def cnn_dynamic(seed):
+    """A batch-N CNN: two Conv + Relu, global pool, Flatten, Linear (float,
+    opset 17, IR 8)."""
+    net = _net(seed)
+    x = net.relu(net.conv("input", 3, 8, 3))
+    x = net.relu(net.conv(x, 8, 16, 3, stride=2))
+    x = net.node("Flatten", [net.node("GlobalAveragePool", [x], "gap")], "flatten", axis=1)
+    x = net.linear(x, 16, 10)
+    return _model(net, "cnn_dynamic", ["N", 3, 16, 16], x, ["N", 10], 17, 8)
+
+
 FORMS = [
     # name, builder, quantize, opset, IR, what it exercises
     ("conv_opset18", conv_net, True, 18, 10,
@@ -254,11 +270,12 @@ FORMS = [
      "GELU constants as Constant -> QuantizeLinear -> DequantizeLinear feeding Add/Mul"),
     ("encoder_dynamic", encoder_dynamic, True, 17, 8,
      "symbolic batch and seq: Reshape targets from Shape -> Gather -> Unsqueeze -> Concat"),
+    ("cnn_dynamic", cnn_dynamic, True, 17, 8, "a CNN with a symbolic batch dimension N"),
 ]
 
-# A form with symbolic input dimensions: the shape of its calibration samples
-# and its test data.
-EXAMPLE_SHAPES = {"encoder_dynamic": [2, 24, 64]}
+# Forms with symbolic input dimensions: the shape of their calibration
+# samples and test data.
+EXAMPLE_SHAPES = {"encoder_dynamic": [2, 24, 64], "cnn_dynamic": [3, 3, 16, 16]}
 
 
 def example_shape(name, inp):
@@ -319,6 +336,9 @@ def check_form(name, m):
                         if src(q) == "QuantizeLinear" and src(prod[q].input[0]) == "Constant":
                             chain = True
         need(chain, "no Constant -> QuantizeLinear -> DequantizeLinear -> Add")
+    elif name == "cnn_dynamic":
+        for io in (m.graph.input[0], m.graph.output[0]):
+            need(io.type.tensor_type.shape.dim[0].dim_param == "N", "%s has no batch dimension N" % io.name)
     elif name == "encoder_dynamic":
         for io in (m.graph.input[0], m.graph.output[0]):
             need([d.dim_param for d in io.type.tensor_type.shape.dim][:2] == ["batch", "seq"],

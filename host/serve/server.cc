@@ -57,7 +57,7 @@ Expected<AutoChoice> choose_auto(const Workload& w, const spec::HwConfig& cfg, S
     double rate = 0, burst = 1;
     const auto& a = s.arrival;
     if (a.kind == Arrival::Kind::Poisson) {
-      rate = a.rate;
+      rate = a.mean_rate(w.duration_ms);
     } else if (a.kind == Arrival::Kind::Bursty) {
       rate = (a.on_rate * a.on_ms + a.off_rate * a.off_ms) / (a.on_ms + a.off_ms);
       burst = rate > 0 ? a.on_rate / rate : 1;

@@ -205,7 +205,6 @@ Expected<uint64_t> ServiceModel::cycles(const ModelSpec& m, int64_t seq, int bat
   auto can_batch = batchable(m);
   if (!can_batch) return can_batch.error();
   const bool fixed = !*can_batch;
-  const Mapper* mapper = this->mapper();
   if (m.bucketed()) {
     // One run of the bucket's program compiled for the batch.
     auto b = bucket(m, seq);
@@ -217,13 +216,16 @@ Expected<uint64_t> ServiceModel::cycles(const ModelSpec& m, int64_t seq, int bat
     mapped_[mk] = *r;
     return *r;
   }
-  if (mapper && m.kind == ModelSpec::Kind::GemmChain) {
-    const MappedRun mr = (*mapper)(m, seq, batch);
-    const int64_t total = seq * batch, rows = mr.rows > 0 ? mr.rows : total;
-    const uint64_t chunks = uint64_t((total + rows - 1) / rows);
+  if (auto ch = chunked(m, seq, batch, fixed)) {
+    const int64_t rows = ch->rows;
+    const uint64_t chunks = ch->runs;
+    const MappedRun& mr = ch->run;
     auto mit = mapped_.find({key, rows, mr.tag});
     if (mit != mapped_.end()) return chunks * mit->second;
-    auto r = measure(m, rows, key, rows, 1, mr.options, mr.tag);
+    // gemm_chain: a plan of `rows` rows; an ONNX model: its program for a
+    // batch of `rows` requests.
+    auto r = m.kind == ModelSpec::Kind::GemmChain ? measure(m, rows, key, rows, 1, mr.options, mr.tag)
+                                                  : measure(m, 0, key, seq, int(rows), mr.options, mr.tag);
     if (!r) return r;
     mapped_[{key, rows, mr.tag}] = *r;
     return chunks * *r;
@@ -242,10 +244,29 @@ Expected<uint64_t> ServiceModel::cycles(const ModelSpec& m, int64_t seq, int bat
   return fixed ? c * uint64_t(batch) : c;
 }
 
+std::optional<ServiceModel::Chunked> ServiceModel::chunked(const ModelSpec& m, int64_t seq, int batch,
+                                                           bool fixed) const {
+  const Mapper* mp = mapper();
+  const bool onnx_batch = m.kind == ModelSpec::Kind::Onnx && !m.bucketed() && !fixed;
+  if (!mp || (m.kind != ModelSpec::Kind::GemmChain && !onnx_batch)) return std::nullopt;
+  Chunked c;
+  c.run = (*mp)(m, seq, batch);
+  if (onnx_batch && c.run.rows <= 0) return std::nullopt;  // not in the mapping
+  const int64_t total = onnx_batch ? batch : seq * batch;  // an ONNX model's rows are its requests
+  c.rows = c.run.rows > 0 ? c.run.rows : total;
+  c.runs = uint64_t((total + c.rows - 1) / c.rows);
+  return c;
+}
+
 Expected<uint64_t> ServiceModel::host_cycles(const ModelSpec& m, int64_t seq, int batch) {
   if (m.kind != ModelSpec::Kind::Onnx) return uint64_t(0);  // JSON graphs and gemm_chain run whole on the device
   auto can_batch = batchable(m);
   if (!can_batch) return can_batch.error();
+  if (auto ch = chunked(m, seq, batch, !*can_batch)) {  // each run's host ops
+    auto l = load(m, 0, ch->run.options, ch->run.tag, int(ch->rows));
+    if (!l) return l.error();
+    return (*l)->host.host_cycles * ch->runs;
+  }
   // As cycles(): a fixed-shape model runs its plan `batch` times.
   auto l = onnx(m, seq, *can_batch ? batch : 1);
   if (!l) return l.error();
@@ -374,7 +395,9 @@ Expected<uint64_t> ServiceModel::measure(const ModelSpec& m, int64_t rows, const
   std::unique_ptr<Loaded> own;
   Expected<Loaded*> l = nullptr;
   if (m.kind == ModelSpec::Kind::Onnx) {
-    l = onnx(m, seq, batch);
+    // Under a mapping (a tag), an ONNX model with a batch dimension compiles
+    // with the mapping's options; a bucketed one finds them in its bucket.
+    l = !m.bucketed() && !tag.empty() ? load(m, 0, opts, tag, batch) : onnx(m, seq, batch);
   } else if (m.kind == ModelSpec::Kind::Graph || loaded_.count(load_key(m, rows, tag))) {
     l = load(m, rows, opts, tag);
   } else {
@@ -647,8 +670,13 @@ Status ServiceModel::golden_all(Loaded& l) {
 }
 
 int ServiceModel::width(const ModelSpec& m, int64_t seq, int batch) const {
-  if (m.kind != ModelSpec::Kind::GemmChain && !m.bucketed()) return 1;
   const Mapper* mp = mapper();
+  if (m.kind == ModelSpec::Kind::Onnx && !m.bucketed()) {  // mapped when it has a batch dimension
+    if (!mp) return 1;
+    const MappedRun mr = (*mp)(m, seq, batch);
+    return mr.rows > 0 ? std::max(1, mr.options.num_cores) : 1;
+  }
+  if (m.kind == ModelSpec::Kind::Graph) return 1;
   if (!mp) return unmapped_options(m).num_cores;
   return std::max(1, (*mp)(m, seq, batch).options.num_cores);
 }
@@ -664,19 +692,18 @@ Expected<LiveWork> ServiceModel::live_work(const ModelSpec& m, int64_t seq, int 
   uint64_t runs = *can_batch ? 1 : uint64_t(batch);
   compiler::CompileOptions co = unmapped_options(m);
   std::string tag;
-  if (m.kind == ModelSpec::Kind::GemmChain) {
-    rows = seq * batch;
-    runs = 1;
-    if (const Mapper* mapper = this->mapper()) {
-      const MappedRun mr = (*mapper)(m, seq, batch);
-      const int64_t total = seq * batch;
-      rows = mr.rows > 0 ? mr.rows : total;
-      runs = uint64_t((total + rows - 1) / rows);
-      co = mr.options;
-      tag = mr.tag;
-    }
+  if (auto ch = chunked(m, seq, batch, !*can_batch)) {
+    rows = ch->rows, runs = ch->runs, co = ch->run.options, tag = ch->run.tag;
+  } else if (m.kind == ModelSpec::Kind::GemmChain) {
+    rows = seq * batch, runs = 1;
   }
-  auto l = m.kind == ModelSpec::Kind::Onnx ? onnx(m, seq, runs == 1 ? batch : 1) : load(m, rows, co, tag);
+  Expected<Loaded*> l = nullptr;
+  if (m.kind != ModelSpec::Kind::Onnx)
+    l = load(m, rows, co, tag);
+  else if (!m.bucketed() && !tag.empty())  // a mapped ONNX model: runs of its program for `rows` requests
+    l = load(m, 0, co, tag, int(rows));
+  else
+    l = onnx(m, seq, runs == 1 ? batch : 1);
   if (!l) return l.error();
   Loaded& x = **l;
   for (const auto& seg : x.program.segments)

@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -91,7 +92,10 @@ using ZooBuilder = std::function<Expected<std::string>(const ModelSpec& m)>;
 /// How a gemm_chain batch runs under a mapping (set by `loom tune`): the
 /// seq x batch rows are cut into chunks of `rows` rows (the last one padded),
 /// each chunk one run of a plan compiled for `rows` rows with `options`.
-/// rows == 0: one plan of exactly seq x batch rows. A bucketed model
+/// rows == 0: one plan of exactly seq x batch rows. An ONNX model with a
+/// batch dimension: a batch's requests run `rows` at a time, each chunk one
+/// run of the program compiled for a batch of `rows` (the last padded);
+/// rows == 0: not mapped (its program for the batch). A bucketed model
 /// (ModelSpec::bucketed): `rows` is the bucket the batch is padded to (a zoo
 /// length >= seq; 0: the smallest), each request one run of that length's
 /// program compiled with `options`.
@@ -171,6 +175,10 @@ class ServiceModel {
   /// cores_per_batch, unmapped_options). The serving simulator and live
   /// serving start a batch when that many cores are free.
   int width(const ModelSpec& m, int64_t seq, int batch) const;
+  /// Whether a batch of `m` runs as one program compiled for it: gemm_chain,
+  /// and an ONNX model whose graph inputs lead with a batch dimension
+  /// (onnxfe::has_batch_dim); else it runs its plan once per request.
+  Expected<bool> batchable(const ModelSpec& m);
   void set_zoo_builder(ZooBuilder b) { zoo_builder_ = std::move(b); }
   /// Called before each run on the backend (never for a cached service
   /// time): what is measured, "MODEL seq S batch B" or, for a port stretch,
@@ -223,6 +231,16 @@ class ServiceModel {
   /// core unless they place it on more), cached by `tag`.
   Expected<Loaded*> load(const ModelSpec& m, int64_t rows, const compiler::CompileOptions& opts, const std::string& tag,
                          int batch = 1);
+  /// How a batch runs under the mapping in force, when it is chunked: a
+  /// gemm_chain's seq x batch rows, or the requests of an ONNX model with a
+  /// batch dimension (`fixed` false) that the mapping holds, in `runs` runs
+  /// of a program compiled for `rows` (rows, or requests), the last padded.
+  struct Chunked {
+    MappedRun run;
+    int64_t rows = 0;
+    uint64_t runs = 0;
+  };
+  std::optional<Chunked> chunked(const ModelSpec& m, int64_t seq, int batch, bool fixed) const;
   /// The same, not cached.
   Expected<std::unique_ptr<Loaded>> compile(const ModelSpec& m, int64_t rows, const compiler::CompileOptions& opts,
                                             int batch = 1);
@@ -259,10 +277,6 @@ class ServiceModel {
   std::map<std::string, driver::Reusable> reusable_;  // ONNX models, by path and batch
   /// An ONNX model file (a zoo model built on first use).
   Expected<std::string> onnx_path(const ModelSpec& m);
-  /// Whether a batch of `m` runs as one program compiled for it: gemm_chain,
-  /// and an ONNX model whose graph inputs lead with a batch dimension
-  /// (onnxfe::has_batch_dim); else it runs its plan once per request.
-  Expected<bool> batchable(const ModelSpec& m);
   std::map<std::string, bool> batchable_;  // by model_key
   ZooBuilder zoo_builder_;
   std::vector<std::pair<double, Mapper>> epochs_;

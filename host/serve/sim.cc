@@ -80,9 +80,20 @@ std::vector<Req> arrivals(const Stream& s, int idx, uint64_t seed, double durati
   }
   double t = 0;
   if (a.kind == Arrival::Kind::Poisson) {
-    const double rate = a.rate * scale / 1e6;
-    while (!full()) {
-      t += expo(rng, rate);
+    // The rate in force until the next change; a gap that crosses a change
+    // restarts there (memorylessness keeps this exact).
+    double rate = a.rate * scale / 1e6;
+    size_t next = 0;
+    while (!full() && t < duration_us) {
+      const double change = next < a.rate_drift.size() ? a.rate_drift[next].at_ms * 1000.0 : kInf;
+      const double gap = rate > 0 ? expo(rng, rate) : kInf;
+      if (t + gap >= change) {
+        if (next >= a.rate_drift.size()) break;  // a rate of 0 with no change after it
+        t = change;
+        rate = a.rate_drift[next++].rate * scale / 1e6;
+        continue;
+      }
+      t += gap;
       if (t >= duration_us) break;
       push(t, 0);
     }

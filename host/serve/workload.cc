@@ -306,6 +306,27 @@ Status parse_model(const json& s, const std::string& where, const std::string& d
   return {};
 }
 
+/// A Poisson arrival's `drift: [{at_ms, rate}, ...]`: the rate from each
+/// at_ms on (load drift), at_ms increasing, rates >= 0 (0: a pause).
+Status parse_rate_drift(const json& d, const std::string& where, Arrival& a) {
+  if (!d.is_array() || d.empty()) return make_error(where, "expected a non-empty list of {at_ms, rate}");
+  if (d.size() > 1000) return make_error(where, "at most 1000 rate changes");
+  double last = 0;
+  for (size_t i = 0; i < d.size(); ++i) {
+    const std::string dw = where + "[" + std::to_string(i) + "]";
+    if (!d[i].is_object()) return make_error(dw, "expected {at_ms, rate}");
+    LOOM_TRY(check_keys(d[i], dw, {"at_ms", "rate"}));
+    auto at = num(d[i], dw, "at_ms", 0, true, 0, true);
+    if (!at) return at.error();
+    if (*at <= last) return make_error(dw, "at_ms must be > 0 and increase");
+    last = *at;
+    auto r = num(d[i], dw, "rate", 0, true, 0);
+    if (!r) return r.error();
+    a.rate_drift.push_back({*at, *r});
+  }
+  return {};
+}
+
 /// Field 'arrival' of a stream: poisson, bursty or a trace file (its
 /// sequence lengths bounded by what the stream's model can take).
 Status parse_arrival(const json& s, const std::string& where, const std::string& dir, Stream& out) {
@@ -319,11 +340,12 @@ Status parse_arrival(const json& s, const std::string& where, const std::string&
   const std::string kw = aw + ": " + kind;
   if (!av.is_object()) return make_error(kw, "expected a mapping");
   if (kind == "poisson") {
-    LOOM_TRY(check_keys(av, kw, {"rate"}));
+    LOOM_TRY(check_keys(av, kw, {"rate", "drift"}));
     out.arrival.kind = Arrival::Kind::Poisson;
     auto r = num(av, kw, "rate", 0, true, 0, true);
     if (!r) return r.error();
     out.arrival.rate = *r;
+    if (av.contains("drift")) LOOM_TRY(parse_rate_drift(field(av, "drift"), kw + ": field 'drift'", out.arrival));
   } else if (kind == "bursty") {
     LOOM_TRY(check_keys(av, kw, {"on_rate", "off_rate", "on_ms", "off_ms"}));
     out.arrival.kind = Arrival::Kind::Bursty;
@@ -471,7 +493,7 @@ double expected_requests(const Stream& s, double duration_ms, double load_scale)
   const auto& a = s.arrival;
   double n = 0;
   if (a.kind == Arrival::Kind::Poisson) {
-    n = a.rate * load_scale * duration_ms / 1000.0;
+    n = a.mean_rate(duration_ms) * load_scale * duration_ms / 1000.0;
   } else if (a.kind == Arrival::Kind::Bursty) {
     const double period = a.on_ms + a.off_ms;
     const double on_share = period > 0 ? a.on_ms / period : 0;
@@ -603,6 +625,17 @@ Expected<Workload> load_workload(const std::string& path) {
   auto text = read_file_bytes(path, limits::kMaxTextBytes);
   if (!text) return text.error();
   return parse_workload_text(*text, path);
+}
+
+double Arrival::mean_rate(double duration_ms) const {
+  if (!(duration_ms > 0)) return rate;
+  double area = 0, t = 0, r = rate;
+  for (const auto& c : rate_drift) {
+    if (c.at_ms >= duration_ms) break;
+    area += r * (c.at_ms - t);
+    t = c.at_ms, r = c.rate;
+  }
+  return (area + r * (duration_ms - t)) / duration_ms;
 }
 
 std::vector<int64_t> bucket_ladder() {

@@ -92,7 +92,14 @@ struct ShapeDist {
 struct Arrival {
   enum class Kind { Poisson, Bursty, Trace };
   Kind kind = Kind::Poisson;
-  double rate = 0;                                          // poisson: requests per second
+  double rate = 0;  // poisson: requests per second
+  /// poisson: the rate changes to `rate` at `at_ms` (load drift), at_ms increasing.
+  struct RateChange {
+    double at_ms = 0, rate = 0;
+  };
+  std::vector<RateChange> rate_drift;
+  /// poisson: the mean rate over [0, duration_ms) (requests per second).
+  double mean_rate(double duration_ms) const;
   double on_rate = 0, off_rate = 0, on_ms = 0, off_ms = 0;  // bursty
   std::string trace_file;                                   // trace: one "time_ms [seq_len]" per line
   std::vector<double> trace_ms;

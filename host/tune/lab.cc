@@ -47,7 +47,10 @@ Expected<plan::Program> Lab::build(const serve::ModelSpec& m, const Choice& c) {
   // A bucketed model: the program of the bucket's length, its segments
   // compiled with the choice's options, as ServiceModel compiles it when it
   // serves; a gemm_chain of the choice's rows.
-  return sm_.compile_program(m.bucketed() ? m.at_length(c.rows) : m, c.rows, options_of(c));
+  if (m.bucketed()) return sm_.compile_program(m.at_length(c.rows), c.rows, options_of(c));
+  if (m.kind == serve::ModelSpec::Kind::Onnx)  // its program for a batch of `rows` requests
+    return sm_.compile_program(m, 0, int(c.rows), options_of(c));
+  return sm_.compile_program(m, c.rows, options_of(c));
 }
 
 Expected<const PlanTelemetry*> Lab::measure(const serve::ModelSpec& m, const Choice& c) {

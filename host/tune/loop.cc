@@ -65,11 +65,11 @@ Expected<std::map<std::string, std::vector<int64_t>>> bucket_lengths(const serve
 Expected<std::map<std::string, serve::ModelSpec>> models_of(const serve::Workload& w) {
   std::map<std::string, serve::ModelSpec> models;
   for (const auto& s : w.streams) {
-    if (s.model.kind != serve::ModelSpec::Kind::GemmChain && !s.model.bucketed())
+    if (s.model.kind == serve::ModelSpec::Kind::Graph)
       return make_error(w.source + ": stream '" + s.name + "'",
-                        "loom tune maps gemm_chain models, and zoo:bert and ONNX files with a symbolic dimension "
-                        "given a seq_len distribution (padded to buckets); '" +
-                            s.model.name + "' has one fixed shape");
+                        "loom tune maps gemm_chain models and ONNX models (zoo or file: with a batch dimension, or "
+                        "a symbolic dimension given a seq_len distribution); '" +
+                            s.model.name + "' is a .json graph of one fixed shape");
     if (s.model.cores_per_batch > 1)
       return make_error(w.source + ": stream '" + s.name + "'",
                         "cores_per_batch is loom serve's; loom tune decides the cores per batch itself "
@@ -121,8 +121,10 @@ Expected<Setup> check_setup(const serve::Workload& w_in, const TuneOptions& o) {
   s.swap_ms = o.swap_at_ms;
   if (s.swap_ms < 0) {
     s.swap_ms = w.duration_ms / 2;
-    for (const auto& st : w.streams)
+    for (const auto& st : w.streams) {
       if (!st.shapes.drift.empty()) s.swap_ms = std::min(s.swap_ms, st.shapes.drift.front().at_ms);
+      if (!st.arrival.rate_drift.empty()) s.swap_ms = std::min(s.swap_ms, st.arrival.rate_drift.front().at_ms);
+    }
   }
   if (s.swap_ms >= w.duration_ms)
     return make_error("--swap-at-ms",
@@ -145,13 +147,25 @@ Loop::Loop(Setup s, const TuneOptions& o)
     sm_.set_on_measure([this](const std::string& what, bool) {
       o_.on_progress(at_, phase_ + "; measuring on " + o_.backend + ": " + what);
     });
-  for (const auto& [key, spec] : s_.models) spaces_[key] = decision_space(spec, lens_of(key), s_.max_cores);
+  for (const auto& [key, spec] : s_.models)
+    spaces_[key] = decision_space(spec, lens_of(key), s_.max_cores, s_.w.max_batch);
   cfit_.params = base_cp_;
   runs_.reserve(size_t(o.rounds));
 }
 
 Status Loop::open_device() {
   if (auto d = sm_.device(); !d) return d.error();
+  // An ONNX model that is not bucketed is mapped along its batch dimension:
+  // one without (a fixed shape) leaves nothing to map.
+  for (const auto& [key, spec] : s_.models) {
+    if (spec.kind != serve::ModelSpec::Kind::Onnx || spec.bucketed()) continue;
+    auto b = sm_.batchable(spec);
+    if (!b) return b.error();
+    if (!*b)
+      return make_error(s_.w.source + ": model " + spec.name,
+                        "has one fixed shape: no batch dimension (dimension 0 of every input 1 or symbolic) and no "
+                        "seq_len over a symbolic dimension, so loom tune has nothing to map");
+  }
   return Status::ok();
 }
 

@@ -2,6 +2,7 @@
 // what each stands for when compiled.
 #include "tune/space.h"
 
+#include <algorithm>
 #include <iterator>
 #include <tuple>
 #include <vector>
@@ -38,15 +39,20 @@ std::string Choice::placement_tag() const {
   return t;
 }
 
-std::vector<Choice> decision_space(const serve::ModelSpec& m, const std::vector<int64_t>& lengths, int max_cores) {
+std::vector<Choice> decision_space(const serve::ModelSpec& m, const std::vector<int64_t>& lengths, int max_cores,
+                                   int max_batch) {
   std::vector<Choice> out;
   std::vector<int64_t> rows_of;
-  if (m.bucketed() && !lengths.empty())
+  if (m.bucketed() && !lengths.empty()) {
     rows_of = lengths;
-  else if (m.bucketed())
+  } else if (m.bucketed()) {
     rows_of = m.bucket_lengths();
-  else
+  } else if (m.kind == serve::ModelSpec::Kind::Onnx) {  // requests per run: powers of two and max_batch
+    for (int64_t b = 1; b < max_batch; b *= 2) rows_of.push_back(b);
+    rows_of.push_back(std::max(1, max_batch));
+  } else {
     for (int64_t rows = 32; rows <= 1024; rows *= 2) rows_of.push_back(rows);
+  }
   // Placements: (cores, placement, tasks per core).
   std::vector<std::tuple<int, compiler::Placement, int>> places{{1, compiler::Placement::Static, 1}};
   for (int k = 2; k <= max_cores; k *= 2)

@@ -31,7 +31,9 @@ namespace loom::tune {
 /// One point of the decision space: the plan's row tile, the fusion policy,
 /// double buffering and the placement. For a gemm_chain, `rows` is the rows
 /// per plan run (a batch of seq x batch rows runs in ceil(seq x batch / rows)
-/// chunks, the last one padded); for a bucketed model (zoo:bert or an ONNX
+/// chunks, the last one padded); for an ONNX model with a batch dimension
+/// (a CNN) it is the requests per run: a batch of b runs in ceil(b / rows)
+/// runs of the program compiled for a batch of `rows`; for a bucketed model (zoo:bert or an ONNX
 /// file with a symbolic dimension, and a seq_len distribution) it is the bucket, the sequence length the batch is
 /// padded to, each request one run of that length's program (device segments
 /// and host ops).
@@ -67,12 +69,13 @@ struct Choice {
 };
 
 /// Every choice: rows in {32, 64, ..., 1024} (a bucketed model: its bucket
-/// lengths) x fusion {none, cost} x double buffering {on, off} x
+/// lengths; an ONNX model with a batch dimension: requests per run 1, 2, 4,
+/// ... up to `max_batch`) x fusion {none, cost} x double buffering {on, off} x
 /// placement: one core, and for every power of two k in 2..`max_cores`: k
 /// cores static, pipeline, dynamic with 1 and with 2 tasks per core.
 /// `lengths`: a bucketed model's bucket lengths (empty: ModelSpec::bucket_lengths).
 std::vector<Choice> decision_space(const serve::ModelSpec& m = {}, const std::vector<int64_t>& lengths = {},
-                                   int max_cores = 1);
+                                   int max_cores = 1, int max_batch = 8);
 
 /// Mean time in an M/M/c queue: `c` servers, Poisson arrivals at `lambda`
 /// per unit of time, exponential service of mean `s`; infinite when the queue

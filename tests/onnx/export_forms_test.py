@@ -36,7 +36,7 @@ import export_forms  # noqa: E402
 # Forms that must run whole on the fabric between their first Q and last DQ
 # (the conv nets but for their bilinear Resize, which has no fabric form).
 WHOLE = {"conv_bias_identity_qdq": (), "gelu_opset20": (), "gelu_constants_qdq": (), "conv_opset18": ("Resize",),
-         "conv_opset19": ("Resize",), "conv_opset20": ("Resize",), "conv_opset21": ("Resize",), "encoder_dynamic": ()}
+         "conv_opset19": ("Resize",), "conv_opset20": ("Resize",), "conv_opset21": ("Resize",), "encoder_dynamic": (), "cnn_dynamic": ()}
 # Output steps of tolerance against ONNX Runtime: 4, and for Softmax and
 # LayerNormalization, which run as integer row normalizations (ROWNORM,
 # docs/onnx.md), 12.

@@ -17,6 +17,7 @@
 #include "serve/policy.h"
 #include "serve/result_check.h"
 #include "serve/service.h"
+#include "serve/sim.h"
 #include "serve/workload.h"
 
 namespace loom::serve {
@@ -282,6 +283,48 @@ TEST(Workload, ParsesAGoodFile) {
   ASSERT_EQ(w->streams.size(), 1u);
   EXPECT_EQ(w->streams[0].arrival.rate, 100);
   EXPECT_EQ(w->streams[0].slo_ms, 2);
+}
+
+TEST(Workload, PoissonRateDrift) {
+  // 100 req/s, 400 from 2 s, a pause from 3 s, 50 from 3.5 s: the load
+  // changes over time.
+  std::string y = kGood;
+  y.replace(y.find("duration_ms: 5"), 14, "duration_ms: 4000");
+  y.replace(y.find("{poisson: {rate: 100}}"), 22,
+            "{poisson: {rate: 100, drift: [{at_ms: 2000, rate: 400}, {at_ms: 3000, rate: 0}, "
+            "{at_ms: 3500, rate: 50}]}}");
+  auto w = parse_workload_text(y, "w.yaml");
+  ASSERT_TRUE(w) << w.error().str();
+  const Arrival& a = w->streams[0].arrival;
+  ASSERT_EQ(a.rate_drift.size(), 3u);
+  EXPECT_EQ(a.rate_drift[1].at_ms, 3000);
+  EXPECT_EQ(a.rate_drift[1].rate, 0);
+  // (100 x 2 + 400 x 1 + 0 x 0.5 + 50 x 0.5) / 4 = 156.25 req/s.
+  EXPECT_DOUBLE_EQ(a.mean_rate(4000), 156.25);
+  EXPECT_DOUBLE_EQ(a.mean_rate(1000), 100);
+  EXPECT_NEAR(expected_requests(w->streams[0], 4000, 1.0), 625, 1e-9);
+  // The arrivals follow the rate in each window (Poisson: within 5 sigma).
+  const auto reqs = detail::arrivals(w->streams[0], 0, 7, 4000e3, 1.0);
+  int n[4] = {0, 0, 0, 0};
+  for (const auto& r : reqs) {
+    const double t = r.arrival / 1000.0;
+    n[t < 2000 ? 0 : t < 3000 ? 1 : t < 3500 ? 2 : 3]++;
+  }
+  EXPECT_NEAR(n[0], 200, 5 * std::sqrt(200.0));
+  EXPECT_NEAR(n[1], 400, 5 * std::sqrt(400.0));
+  EXPECT_EQ(n[2], 0);
+  EXPECT_NEAR(n[3], 25, 5 * std::sqrt(25.0));
+  // Bad drifts: one line each.
+  for (auto [drift, needle] : {std::pair{"[]", "non-empty list"}, std::pair{"[{at_ms: 0, rate: 5}]", "must be > 0"},
+                               std::pair{"[{at_ms: 5, rate: 5}, {at_ms: 5, rate: 6}]", "increase"},
+                               std::pair{"[{at_ms: 5, rate: -1}]", "rate"},
+                               std::pair{"[{at_ms: 5, rate: 1, x: 2}]", "'x'"}}) {
+    std::string b = kGood;
+    b.replace(b.find("{poisson: {rate: 100}}"), 22, std::string("{poisson: {rate: 100, drift: ") + drift + "}}");
+    const std::string e = err_of(b);
+    EXPECT_NE(e.find("arrival: poisson: field 'drift'"), std::string::npos) << e;
+    EXPECT_NE(e.find(needle), std::string::npos) << drift << ": " << e;
+  }
 }
 
 TEST(Workload, Errors) {

@@ -84,16 +84,33 @@ streams:
 """
 
 
-def write_encoder(folder):
-    """scripts/export_forms.py's encoder_dynamic, quantized, into `folder`."""
+# A user's CNN with a symbolic batch dimension (scripts/export_forms.py
+# cnn_dynamic) whose load triples at 50 ms.
+CNN_WORKLOAD = """config: default
+duration_ms: 120
+seed: 1
+batching: fixed
+scheduling: dynamic
+max_batch: 8
+max_queue_delay_ms: 0.2
+streams:
+  - name: cnn
+    model: cnn_dynamic.onnx
+    slo_ms: 5
+    arrival: {poisson: {rate: 20000, drift: [{at_ms: 50, rate: 60000}]}}
+"""
+
+
+def write_form(folder, name):
+    """scripts/export_forms.py's form `name`, quantized, into `folder`."""
     import onnx
 
     sys.path.insert(0, os.path.join(ROOT, "scripts"))
     import export_forms
 
-    fm = export_forms.encoder_dynamic(1)
-    m = export_forms.quantize(fm, 1, 17, 8, export_forms.example_shape("encoder_dynamic", fm.graph.input[0]))
-    path = os.path.join(folder, "encoder_dynamic.onnx")
+    fm = getattr(export_forms, name)(1)
+    m = export_forms.quantize(fm, 1, 17, 8, export_forms.example_shape(name, fm.graph.input[0]))
+    path = os.path.join(folder, name + ".onnx")
     onnx.save(m, path)
     return path
 
@@ -516,7 +533,7 @@ class Tune(unittest.TestCase):
         # A user's ONNX file: its free symbol 'seq' is what seq_len binds, the
         # buckets come from the ladder between the shortest and the longest
         # request's buckets, and the loop moves them with the drift.
-        write_encoder(self.dir)
+        write_form(self.dir, "encoder_dynamic")
         self.wl = os.path.join(self.dir, "enc_workload.yaml")
         with open(self.wl, "w") as f:
             f.write(ENCODER_WORKLOAD)
@@ -552,6 +569,32 @@ class Tune(unittest.TestCase):
             lines = [ln for ln in r.stderr.strip().splitlines() if not PROGRESS_LINE.match(ln)]
             self.assertEqual(len(lines), 1, r.stderr)
             self.assertIn(needle, lines[0])
+
+    def test_cnn_load(self):
+        # A CNN whose load triples: the initial mapping, decided for the light
+        # load, runs every batch one request at a time; the loop re-decides
+        # the requests per run for the batches observed after the drift.
+        write_form(self.dir, "cnn_dynamic")
+        self.wl = os.path.join(self.dir, "cnn_workload.yaml")
+        with open(self.wl, "w") as f:
+            f.write(CNN_WORKLOAD)
+        _, j = self.tune("--rounds", "1")
+        self.assertEqual(j["swap_at_ms"], 50)  # the first rate change
+        # Requests per run 1, 2, 4, 8 x fusion x double buffering, one core.
+        self.assertEqual(sorted({int(c.split(",")[0][5:]) for c in j["decision_space"]}), [1, 2, 4, 8])
+        self.assertEqual(len(j["decision_space"]), 16)
+        key = os.path.join(self.dir, "cnn_dynamic.onnx")
+        self.assertTrue(j["initial_mapping"][key]["choice"].startswith("rows=1,"))
+        changed = j["rounds"][0]["decisions_changed"]
+        self.assertTrue(changed)
+        for d in changed:  # each a batch of b now runs in fewer, larger runs
+            rows = int(d["to"].split(",")[0][5:])
+            self.assertGreater(rows, 1, d)
+            self.assertLess(-(-d["batch"] // rows), d["batch"], d)
+        base, tuned = j["baseline"]["after_swap"], j["rounds"][0]["after_swap"]
+        self.assertEqual(base["requests"], tuned["requests"])  # the same offered load
+        self.assertLess(tuned["p99_us"], base["p99_us"])
+        self.assertTrue(j["swap_ok"])
 
     def test_bad_input(self):
         bert = os.path.join(self.dir, "bert_workload.yaml")
