@@ -55,8 +55,16 @@ double resident_mib() {
 
 }  // namespace
 
+uint64_t stream_state(uint64_t seed, int idx) {
+  // Hashed, not linear: a state of seed x the generator's own increment
+  // made seed k + 2 replay seed k's sequence two draws later.
+  ir::Rng by_seed(seed);
+  ir::Rng by_stream(by_seed.next() ^ (uint64_t(idx) * 0x632BE59BD9B4E019ull));
+  return by_stream.next();
+}
+
 std::vector<Req> arrivals(const Stream& s, int idx, uint64_t seed, double duration_us, double scale) {
-  ir::Rng rng(seed * 0x9E3779B97F4A7C15ull + uint64_t(idx) * 0x632BE59BD9B4E019ull + 1);
+  ir::Rng rng(stream_state(seed, idx));
   std::vector<Req> out;
   auto push = [&](double t, int64_t seq) {
     Req r;
@@ -203,6 +211,16 @@ Status Sim::partition() {
       return make_error(w_.source, "static partition: stream '" + w_.streams[size_t(active_[size_t(i)])].name +
                                        "' gets no core (" + std::to_string(cores) + " cores for " + std::to_string(ns) +
                                        " streams)");
+  // A stream's own gangs (cores_per_batch, no mapping) must fit its share:
+  // refused before the run, in stream order, whatever arrives first.
+  for (int i = 0; i < ns && sched_ == Sched::Static; ++i) {
+    const Stream& s = w_.streams[size_t(active_[size_t(i)])];
+    const int k = unmapped_options(s.model).num_cores;
+    if (k > count_[size_t(i)])
+      return make_error(
+          w_.source + ": stream '" + s.name + "'",
+          "a batch is mapped onto " + std::to_string(k) + " cores; it can use " + std::to_string(count_[size_t(i)]));
+  }
   // Dynamic: cores left without a home (fixed counts below the total) serve everyone.
   return {};
 }

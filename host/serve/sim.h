@@ -46,6 +46,9 @@ struct Req {
   std::array<double, kHeldKinds> held_at{};  // its stream's Sim::held_ when it was queued
 };
 
+/// The starting state of stream `idx`'s generator under `seed`: a hash of
+/// both, so that no two (seed, stream) pairs share a stretch of draws.
+uint64_t stream_state(uint64_t seed, int idx);
 /// Arrivals of one stream, seeded by (workload seed, stream index) only, so a
 /// stream sees the same requests alone and in any mix.
 std::vector<Req> arrivals(const Stream& s, int idx, uint64_t seed, double duration_us, double scale);
