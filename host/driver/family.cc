@@ -170,6 +170,37 @@ Expected<FamilyShape> ProgramFamily::pick(const std::map<std::string, std::vecto
   return s;
 }
 
+Expected<std::vector<FamilyShape>> ProgramFamily::every_bucket() const {
+  const auto symbols = input_symbols(sig_);
+  size_t count = 1;
+  for (const auto& [sym, at] : symbols) {
+    auto b = buckets_.find(sym);
+    if (b == buckets_.end())
+      return make_error("--bucket", "symbol '" + sym + "' (" + at +
+                                        ") has no buckets; compiling a family ahead of time needs them for every "
+                                        "symbolic dimension");
+    count *= b->second.size();
+    if (count > kMaxFamilyPrograms)
+      return make_error("--bucket", "the buckets make more than " + std::to_string(kMaxFamilyPrograms) +
+                                        " programs; give fewer sizes");
+  }
+  const std::string batch = sig_.batch_symbol();
+  std::vector<FamilyShape> out(1);
+  for (const auto& [sym, at] : symbols) {
+    std::vector<FamilyShape> next;
+    for (const auto& s : out)
+      for (int64_t v : buckets_.at(sym)) {
+        FamilyShape t = s;
+        t.observed[sym] = v;
+        t.binding.dims[sym] = v;
+        if (sym == batch) t.batch_symbol = sym, t.batch = v, t.padded_batch = v;
+        next.push_back(std::move(t));
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
 std::string ProgramFamily::key(const onnxfe::ShapeBinding& b) const {
   std::string k = std::to_string(model_hash_) + "|" + onnxfe::shapes_json(b) + "|" +
                   compiler::options_to_json(opt_).dump() + "|" + std::string(cfg_->name) + "|" + LOOM_VERSION;

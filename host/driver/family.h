@@ -21,6 +21,9 @@
 
 namespace loom::driver {
 
+/// The most programs one family compiles ahead of time.
+inline constexpr size_t kMaxFamilyPrograms = 256;
+
 /// Bucket sizes per symbolic dimension, ascending (`--bucket SYMBOL=A,B,...`).
 using Buckets = std::map<std::string, std::vector<int64_t>>;
 /// "SYMBOL=A,B,..." into `b`: sizes 1..2^28, at most 64 of them, each symbol
@@ -57,6 +60,12 @@ class ProgramFamily {
   /// value per symbol, each bucketed symbol within its buckets. Errors are
   /// one line naming the input, the symbol and the buckets.
   Expected<FamilyShape> pick(const std::map<std::string, std::vector<int64_t>>& shapes) const;
+
+  /// Every bucket of the family, in symbol order: one shape per combination
+  /// of the bucketed symbols' sizes (ahead-of-time compile, `loom compile
+  /// --bucket`). Every symbolic dimension of the graph inputs needs buckets;
+  /// at most kMaxFamilyPrograms combinations. Errors name --bucket.
+  Expected<std::vector<FamilyShape>> every_bucket() const;
 
   /// The program of `s`'s bucket: from memory, the disk cache or a compile.
   Expected<FamilyMember> member(const FamilyShape& s);

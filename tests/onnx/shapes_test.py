@@ -162,6 +162,33 @@ class Shapes(unittest.TestCase):
         self.assertEqual(j["family"]["bucket"], "batch=2, seq=12")
         self.assertEqual(y.shape, (2, 12, 32))
 
+    def test_family_compiled_ahead_of_time_is_what_run_reads(self):
+        # `loom compile --bucket ... -o DIR`: one program per bucket
+        # combination, the folder `run --bucket ... --cache DIR` then reads
+        # (no compile), bit-exact with the direct compile.
+        d = os.path.join(self.dir, "aot")
+        r = self.run_ok("compile", self.block, "--bucket", "seq=8,16", "--bucket", "batch=2,4", "-o", d, "--json")
+        j = json.loads(r.stdout)
+        self.assertEqual([p["bucket"] for p in j["programs"]],
+                         ["batch=2, seq=8", "batch=2, seq=16", "batch=4, seq=8", "batch=4, seq=16"])
+        self.assertTrue(all(p["program"] == "compiled" and p["segments"] >= 1 for p in j["programs"]))
+        self.assertEqual(len(os.listdir(d)), 4)
+        x = np.random.default_rng(5).standard_normal((3, 16, 32)).astype(np.float32)
+        direct, _ = self.run_outputs(self.block, x, backend=BACKEND)
+        y, j = self.run_outputs(self.block, x, "--bucket", "seq=8,16", "--bucket", "batch=2,4", "--cache", d,
+                                backend=BACKEND)
+        self.assertEqual(j["family"]["program"], "read from the cache")
+        self.assertEqual(j["family"]["bucket"], "batch=3 -> 4 (padded), seq=16")
+        self.assertTrue(j["bit_exact"])
+        np.testing.assert_array_equal(y, direct)
+        self.assertEqual(len(os.listdir(d)), 4)  # nothing compiled again
+        # A second compile finds every program there.
+        r = self.run_ok("compile", self.block, "--bucket", "seq=8,16", "--bucket", "batch=2,4", "-o", d, "--json")
+        self.assertTrue(all(p["program"] == "read from the folder" for p in json.loads(r.stdout)["programs"]))
+        self.refused(["compile", self.block, "--bucket", "seq=8", "-o", d], "symbol 'batch'", "has no buckets")
+        self.refused(["compile", self.block, "--bucket", "seq=8", "--bucket", "batch=2", "--dim", "seq=8", "-o", d],
+                     "leave out --input-shape")
+
     def test_zoo_builds_a_symbolic_batch_run_as_a_family(self):
         # `loom zoo build --batch 3`: batch dimension 'N', test data a batch
         # of 3, run on the bucket-4 program; a graph that fixes its batch
