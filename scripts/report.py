@@ -932,9 +932,14 @@ def sweep_section(res, page, src, plt):
     return "loom experiment: %s (%d runs)" % (res["sweep"], len(res["runs"]))
 
 
-SECTIONS = {"serve": serve_section, "sweep": sweep_section,
-            "tune": lambda res, page, src, plt: tune_section(res, page, plt) if isinstance(res.get("rounds"), list) and
-            res["rounds"] else die("%s: a tune result with no rounds" % src)}
+def tune_result_section(res, page, src, plt):
+    """A tune result's section; one with no rounds has nothing to draw."""
+    if not isinstance(res.get("rounds"), list) or not res["rounds"]:
+        die("%s: a tune result with no rounds" % src)
+    return tune_section(res, page, plt)
+
+
+SECTIONS = {"serve": serve_section, "sweep": sweep_section, "tune": tune_result_section}
 
 
 def parse_args():

@@ -173,10 +173,13 @@ Memo::Slice slice_of(const Workload& w, const ServeResult& r) {
   s.workload = r.settings.workload, s.config = r.settings.config, s.backend = r.settings.backend;
   s.mode = r.settings.mode, s.seed = r.settings.seed, s.loom_version = LOOM_VERSION;
   for (size_t i = 0; i < r.streams.size() && i < w.streams.size(); ++i) {
+    // Sequence lengths where requests have them (a gemm chain, a bucketed model).
+    const ModelSpec& m = w.streams[i].model;
     const auto& v = w.streams[i].shapes.values;
     std::string shapes = std::to_string(*std::min_element(v.begin(), v.end()));
     if (v.size() > 1) shapes += ".." + std::to_string(*std::max_element(v.begin(), v.end()));
-    s.models.push_back(r.streams[i].name + ": " + r.streams[i].model + " (seq " + shapes + ")");
+    const bool seq = m.kind == ModelSpec::Kind::GemmChain || m.bucketed();
+    s.models.push_back(r.streams[i].name + ": " + r.streams[i].model + (seq ? " (seq " + shapes + ")" : ""));
   }
   const double secs = r.settings.duration_ms / 1000.0;
   s.load = "load scale " + format_figure("%g", r.settings.load_scale) + ": " + std::to_string(r.submitted) +

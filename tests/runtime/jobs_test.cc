@@ -176,18 +176,24 @@ TEST_P(Jobs, StreamLongerThanTheRingIsRefilled) {
   expect_run_ok(jobs, 1, a, 7, ea);
 }
 
+/// `p` with the first LOAD of core stream `core` reading past the plan's
+/// memory window: the device faults with WINDOW on the core that runs it.
+plan::Plan loading_past_window(plan::Plan p, size_t core) {
+  for (auto& in : p.cores[core])
+    if (spec::Opcode(spec::get_bits(in, 0, 6)) == spec::Opcode::LOAD) {
+      auto l = spec::LoadInsn::decode(in);
+      l.dram_addr = p.memory_bytes + 4096;
+      in = l.encode();
+      break;
+    }
+  return p;
+}
+
 TEST_P(Jobs, DeviceErrorEndsOnlyThatJobAndTheCoreRecovers) {
   const Model a = chain("small", 32, 3, 1), b = chain("small", 32, 3, 1);
   const auto ea = expected(a, "small");
   // `bad` loads from past its window: WINDOW on its core.
-  plan::Plan bad = a.p;
-  for (auto& in : bad.cores[0])
-    if (spec::Opcode(spec::get_bits(in, 0, 6)) == spec::Opcode::LOAD) {
-      auto l = spec::LoadInsn::decode(in);
-      l.dram_addr = bad.memory_bytes + 4096;
-      in = l.encode();
-      break;
-    }
+  const plan::Plan bad = loading_past_window(a.p, 0);
   auto dev = device(GetParam(), "small");
   ASSERT_TRUE(dev);
   CoreJobs jobs(*dev);
@@ -300,14 +306,7 @@ TEST_P(Jobs, GangRunsAMultiCorePlanOnChosenCoresBesideAnotherJob) {
 TEST_P(Jobs, AnErrorOnOneCoreOfAGangEndsTheJobAndResetsEveryCore) {
   const Model g = chain("small", 64, 3, 4, 2);
   const auto eg = expected(g, "small");
-  plan::Plan bad = g.p;  // core stream 1 loads from past its window
-  for (auto& in : bad.cores[1])
-    if (spec::Opcode(spec::get_bits(in, 0, 6)) == spec::Opcode::LOAD) {
-      auto l = spec::LoadInsn::decode(in);
-      l.dram_addr = bad.memory_bytes + 4096;
-      in = l.encode();
-      break;
-    }
+  const plan::Plan bad = loading_past_window(g.p, 1);  // core stream 1 loads from past its window
   auto dev = device(GetParam(), "small");
   ASSERT_TRUE(dev);
   CoreJobs jobs(*dev);
