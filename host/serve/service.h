@@ -96,9 +96,9 @@ using ZooBuilder = std::function<Expected<std::string>(const ModelSpec& m)>;
 /// batch dimension: a batch's requests run `rows` at a time, each chunk one
 /// run of the program compiled for a batch of `rows` (the last padded);
 /// rows == 0: not mapped (its program for the batch). A bucketed model
-/// (ModelSpec::bucketed): `rows` is the bucket the batch is padded to (a zoo
-/// length >= seq; 0: the smallest), each request one run of that length's
-/// program compiled with `options`.
+/// (ModelSpec::bucketed): `rows` is the bucket the batch is padded to (one
+/// of its bucket lengths >= seq; 0: the smallest), the batch one run of that
+/// length's program compiled with `options`.
 struct MappedRun {
   int64_t rows = 0;
   compiler::CompileOptions options;
@@ -162,10 +162,10 @@ class ServiceModel {
   Expected<plan::Program> compile_program(const ModelSpec& m, int64_t rows, int batch,
                                           const compiler::CompileOptions& opt);
   /// A bucketed model (ModelSpec::bucketed) at the bucket a batch padded to
-  /// `seq` runs in under the mapping in force: the zoo model of that length
-  /// and the options its plans compile with.
+  /// `seq` runs in under the mapping in force: the model bound to that length
+  /// (ModelSpec::at_length) and the options its plans compile with.
   struct Bucket {
-    ModelSpec model;  // zoo:bert:seq=B
+    ModelSpec model;  // zoo:bert:seq=B, or the ONNX file with its sequence symbol bound to B
     compiler::CompileOptions options;
     std::string tag;  // MappedRun::tag
   };
