@@ -243,6 +243,13 @@ void add_compile_flags(CLI::App* cmd, CompileFlags& f) {
                                        "auto (the cost model picks per layer), off (the array) or on (the unit)")
                            ->check(CLI::IsMember({"auto", "off", "on"}))
                            ->capture_default_str());
+  f.given.emplace_back("--batch-fold",
+                       cmd->add_option("--batch-fold", f.batch_fold,
+                                       "Convolutions of a batch: auto (the cost model picks per layer between tiles "
+                                       "of one image and tiles spanning images that share their weight loads), off "
+                                       "(image by image) or on (spanning images wherever they fit)")
+                           ->check(CLI::IsMember({"auto", "off", "on"}))
+                           ->capture_default_str());
   f.given.emplace_back("--cost-params",
                        cmd->add_option("--cost-params", f.cost_params,
                                        "Cost-model parameters (JSON, e.g. refitted by `loom tune --cost-params-out`) "
@@ -303,6 +310,9 @@ Expected<compiler::CompileOptions> compile_options(const CompileFlags& f, const 
   using D = compiler::CompileOptions::Depthwise;
   for (D d : {D::Auto, D::Off, D::On})
     if (f.depthwise == compiler::depthwise_name(d)) o.depthwise = d;
+  using F = compiler::CompileOptions::BatchFold;
+  for (F b : {F::Auto, F::Off, F::On})
+    if (f.batch_fold == compiler::batch_fold_name(b)) o.batch_fold = b;
   if (!f.cost_params.empty()) {
     auto cp = compiler::read_cost_params(f.cost_params, cfg);
     if (!cp) return cp.error();

@@ -70,14 +70,14 @@ uint64_t file_hash(const std::string& path);
 /// is given must agree with the options the plan records.
 struct CompileFlags {
   int cores = 0, tasks_per_core = 1;
-  std::string fusion = "cost", placement = "static", hls = "off", depthwise = "auto", cost_params;
+  std::string fusion = "cost", placement = "static", hls = "off", depthwise = "auto", batch_fold = "auto", cost_params;
   bool exact_host = false;
   std::vector<std::pair<std::string, CLI::Option*>> given;  // flag -> option, to tell which were given
   // ONNX models: --input-shape, --dim, --batch (onnxfe::ShapeBinding).
   std::vector<std::string> input_shapes, dims;
   int64_t batch = 0;
 };
-/// Adds --cores, --fusion, --placement, --tasks-per-core, --hls,
+/// Adds --cores, --fusion, --placement, --tasks-per-core, --hls, --depthwise, --batch-fold,
 /// --cost-params, --exact-host, --input-shape, --dim and --batch to `cmd`.
 void add_compile_flags(CLI::App* cmd, CompileFlags& f);
 /// The shapes --input-shape, --dim and --batch bind on an ONNX model.

@@ -64,6 +64,12 @@ struct CompileOptions {
   /// depthwise_ok) or on the array (group packing): weighed by the cost
   /// model (Auto), always the array (Off), or the unit wherever a tile fits (On).
   enum class Depthwise { Auto, Off, On } depthwise = Depthwise::Auto;
+  /// Batch folding (pass.h, MacGeom::images) of convolutions whose windows
+  /// meet at the seams between images: weighed against image-by-image tiles
+  /// by the cost model (Auto), never (Off), or wherever it fits (On).
+  /// Convolutions without seams (1x1, unpadded, stride stepping evenly
+  /// through the images) are always folded.
+  enum class BatchFold { Auto, Off, On } batch_fold = BatchFold::Auto;
   /// ONNX models: keep Softmax and LayerNormalization between their Q/DQ on
   /// the host in float (what ONNX Runtime computes) instead of folding them
   /// into the fabric's integer row normalizations (ROWNORM, approximations
@@ -87,6 +93,7 @@ enum class PassOption : uint8_t {
   GroupPacking,
   ImageBands,
   Depthwise,
+  BatchFold,
   CostParams
 };
 const char* pass_option_name(PassOption o);

@@ -177,8 +177,9 @@ double pad_share(const MacGeom& g) {
   const auto valid = valid_outputs;
   int64_t ok = 0;
   for (int64_t kh = 0; kh < g.KH; ++kh)
-    for (int64_t kw = 0; kw < g.KW; ++kw) ok += valid(g.OH, g.H, kh, g.sh, g.pt) * valid(g.OW, g.W, kw, g.sw, g.pl);
-  const int64_t all = g.OH * g.OW * g.KH * g.KW;
+    for (int64_t kw = 0; kw < g.KW; ++kw)
+      ok += valid(g.img_oh(), g.img_h(), kh, g.sh, g.pt) * valid(g.OW, g.W, kw, g.sw, g.pl);
+  const int64_t all = g.img_oh() * g.OW * g.KH * g.KW;
   return all ? 1.0 - double(ok) / double(all) : 0.0;
 }
 
@@ -196,7 +197,8 @@ void row_gather_cost(const CostParams& p, const MacGeom& g, const KStep& st, uin
     const int64_t kh = pos / g.KW, kw0 = pos % g.KW;
     const int64_t nkw = std::min(g.KW - kw0, st.pos0 + st.npos - pos), kw1 = kw0 + nkw - 1;
     pos += nkw;
-    const uint64_t real = uint64_t(double(r) * double(valid_outputs(g.OH, g.H, kh, g.sh, g.pt)) / double(g.OH) + 0.5);
+    const uint64_t real =
+        uint64_t(double(r) * double(valid_outputs(g.img_oh(), g.img_h(), kh, g.sh, g.pt)) / double(g.img_oh()) + 0.5);
     const uint64_t cols = uint64_t(nkw * g.C), stride = uint64_t(g.sw * g.in_pitch());
     // Runs of padding rows: written a beat a cycle plus the row gap.
     if (r > real) ld.dma(p, false, 0, cols, stride, r - real);
@@ -234,7 +236,8 @@ void pad_rows_cost(const CostParams& p, uint64_t bytes, uint64_t count, Acc& ld)
 
 void input_rows_cost(const CostParams& p, const MacGeom& g, uint64_t real, uint64_t padding, Acc& ld);
 void row_window_cost(const CostParams& p, const MacGeom& g, int64_t kh, uint64_t r, Acc& ld) {
-  const uint64_t real = uint64_t(double(r) * double(valid_outputs(g.OH, g.H, kh, g.sh, g.pt)) / double(g.OH) + 0.5);
+  const uint64_t real =
+      uint64_t(double(r) * double(valid_outputs(g.img_oh(), g.img_h(), kh, g.sh, g.pt)) / double(g.img_oh()) + 0.5);
   input_rows_cost(p, g, real, r - std::min(r, real), ld);
 }
 

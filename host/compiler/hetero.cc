@@ -254,8 +254,8 @@ class HlsPlacementPass final : public Pass {
       std::string why;
       if (units == 0)
         why = std::string("configuration has no ") + (conv ? "conv" : "gemm") + " unit";
-      else if (m.batch != 1)
-        why = "batch " + std::to_string(m.batch) + " (units take batch-1 layers)";
+      else if (m.batch != 1 || m.seams())
+        why = "batch " + std::to_string(m.batch * m.images) + " (units take batch-1 layers)";
       else if (!m.b_const)
         why = "gemm of two activations";
       else if (!conv && m.groups != 1)

@@ -9,11 +9,20 @@
 namespace loom::compiler {
 namespace {
 
-/// Where an NHWC image lives and how output pixels map onto it: C channels
-/// a pixel, the pixels P elements apart in memory (P > C inside a concat's
-/// buffer).
+/// Where NHWC images live and how output pixels map onto them: H x W input
+/// and OH x OW output pixels an image, C channels a pixel, the pixels P
+/// elements apart in memory (P > C inside a concat's buffer). Output pixel p
+/// of a gather is pixel p % (OH * OW) of image img + p / (OH * OW), so the
+/// pixels of a folded batch (MacGeom::images) may span images.
 struct GatherGeom {
-  int64_t H, W, C, OW, sh, sw, pt, pl, P;
+  int64_t H, W, C, OH, OW, sh, sw, pt, pl, P;
+  /// The first pixel of the input row that kernel row `kh` of output row
+  /// `oh` (counted from image `img`'s first) reads, or -1 where that row is
+  /// padding: outside its own image.
+  int64_t row_pixel(int64_t img, int64_t oh, int64_t kh) const {
+    const int64_t ih = (oh % OH) * sh - pt + kh;
+    return ih < 0 || ih >= H ? -1 : ((img + oh / OH) * H + ih) * W;
+  }
 };
 
 /// im2col gather of kernel position (kh, kw) for output pixels [p0, p0+np)
@@ -33,20 +42,20 @@ void gather(LayerStream& ls, const GatherGeom& g, uint64_t x_base, int64_t img, 
     ld.cols = uint64_t(cols);
     ld.dram_stride = uint64_t(g.sw * g.P);
     ld.dram_addr = x_base;  // a valid address even when nothing is read
-    const int64_t ih = oh * g.sh - g.pt + kh;
+    const int64_t row = g.row_pixel(img, oh, kh);
     // Output columns whose input column iw = ow*sw - pl + kw is inside [0, W).
     const int64_t lo_num = g.pl - kw, hi_num = g.W + g.pl - kw;
     const int64_t first_ok = lo_num <= 0 ? 0 : ceil_div(lo_num, g.sw);
     const int64_t end_ok = hi_num <= 0 ? 0 : ceil_div(hi_num, g.sw);
     const int64_t a = std::max(ow0, first_ok), b = std::min(ow0 + run, end_ok);
-    if (ih < 0 || ih >= g.H || a >= b) {
+    if (row < 0 || a >= b) {
       ld.rows = 0;
       ld.pad_lo = uint64_t(run);
     } else {
       ld.pad_lo = uint64_t(a - ow0);
       ld.rows = uint64_t(b - a);
       ld.pad_hi = uint64_t(ow0 + run - b);
-      ld.dram_addr = x_base + uint64_t(((img * g.H + ih) * g.W + (a * g.sw - g.pl + kw)) * g.P + ch0);
+      ld.dram_addr = x_base + uint64_t((row + (a * g.sw - g.pl + kw)) * g.P + ch0);
     }
     ls.load(ld);
     p += run;
@@ -77,11 +86,11 @@ void gather_row(LayerStream& ls, const GatherGeom& g, uint64_t x_base, int64_t i
   for (int64_t p = p0; p < p0 + np;) {
     const int64_t oh = p / g.OW, ow0 = p % g.OW;
     const int64_t run = std::min(g.OW - ow0, p0 + np - p);
-    const int64_t ih = oh * g.sh - g.pt + kh;
+    const int64_t row = g.row_pixel(img, oh, kh);
     const uint64_t sp = sp0 + uint64_t((p - p0) * sp_stride);
     const int64_t a = std::max(ow0, first_ok), b = std::min(ow0 + run, end_ok);
-    if (ih < 0 || ih >= g.H || a >= b) {
-      if (ih < 0 || ih >= g.H) {
+    if (row < 0 || a >= b) {
+      if (row < 0) {
         spec::LoadInsn ld;
         ld.buf = uint64_t(spec::Buffer::IN);
         ld.pad_value = pad;
@@ -110,7 +119,7 @@ void gather_row(LayerStream& ls, const GatherGeom& g, uint64_t x_base, int64_t i
     ld.cols = uint64_t(nkw * g.C);
     ld.dram_stride = uint64_t(g.sw * g.P);
     ld.rows = uint64_t(b - a);
-    ld.dram_addr = x_base + uint64_t(((img * g.H + ih) * g.W + (a * g.sw - g.pl + kw0)) * g.P);
+    ld.dram_addr = x_base + uint64_t((row + (a * g.sw - g.pl + kw0)) * g.P);
     ls.load(ld);
     for (int64_t kw = kw0; kw <= kw1 && b < ow0 + run; ++kw)
       gather(ls, g, x_base, img, p + (b - ow0), ow0 + run - b, kh, kw, 0, g.C,
@@ -512,7 +521,7 @@ Status lower_mac(const CompileState& s, const Layer& l, int core, LayerStream& l
   if (!q) return Status(q.error()).context("node '" + l.name + "'");
   const MacGeom& m = l.mac;
   const Budget& b = s.budget;
-  const GatherGeom gg{m.H, m.W, m.C, m.OW, m.sh, m.sw, m.pt, m.pl, m.in_pitch()};
+  const GatherGeom gg{m.img_h(), m.W, m.C, m.img_oh(), m.OW, m.sh, m.sw, m.pt, m.pl, m.in_pitch()};
   const uint64_t x = s.tensor_offset.at(n.inputs[0]);
   const uint64_t y = s.tensor_offset.at(l.out_tensor(s.graph));
   // A folded residual add: the m x n residual tile sits in IN after the
@@ -604,7 +613,7 @@ Status lower_pool(const CompileState& s, const Layer& l, int core, LayerStream& 
   const PoolGeom& g = l.pool;
   const Budget& b = s.budget;
   const bool avg = l.props->pool_avg;
-  const GatherGeom gg{g.H, g.W, g.C, g.OW, g.sh, g.sw, g.pt, g.pl, g.in_pitch()};
+  const GatherGeom gg{g.H, g.W, g.C, g.OH, g.OW, g.sh, g.sw, g.pt, g.pl, g.in_pitch()};
   const uint64_t x = s.tensor_offset.at(n.inputs[0]);
   const uint64_t y = s.tensor_offset.at(n.outputs[0]);
   const int64_t win = g.win();

@@ -44,6 +44,18 @@ const char* depthwise_name(CompileOptions::Depthwise d) {
   return "?";
 }
 
+const char* batch_fold_name(CompileOptions::BatchFold b) {
+  switch (b) {
+    case CompileOptions::BatchFold::Auto:
+      return "auto";
+    case CompileOptions::BatchFold::Off:
+      return "off";
+    case CompileOptions::BatchFold::On:
+      return "on";
+  }
+  return "?";
+}
+
 ordered_json decision_to_json(const Decision& d) {
   ordered_json j{{"node", d.node}, {"pass", d.pass}, {"choice", d.choice}, {"decision", d.text}};
   if (d.predicted_cycles) j["predicted_cycles"] = *d.predicted_cycles;
@@ -71,6 +83,7 @@ ordered_json options_to_json(const CompileOptions& o) {
   j["group_packing"] = o.group_packing;
   j["image_bands"] = image_bands_name(o.image_bands);
   j["depthwise"] = depthwise_name(o.depthwise);
+  j["batch_fold"] = batch_fold_name(o.batch_fold);
   j["exact_host"] = o.exact_host;
   if (o.cost_params) {
     j["cost_params"] = ordered_json{{"latency", o.cost_params->latency},
@@ -135,6 +148,10 @@ Expected<CompileOptions> options_from_json(const nlohmann::json& j, const spec::
     } else if (k == "depthwise") {
       using D = CompileOptions::Depthwise;
       if (!plan::read_strict(v, &s) || !parse_name(s, &o.depthwise, {D::Auto, D::Off, D::On}, depthwise_name))
+        return bad(k, "must be auto, off or on");
+    } else if (k == "batch_fold") {
+      using F = CompileOptions::BatchFold;
+      if (!plan::read_strict(v, &s) || !parse_name(s, &o.batch_fold, {F::Auto, F::Off, F::On}, batch_fold_name))
         return bad(k, "must be auto, off or on");
     } else if (k == "cost_params") {
       if (v.is_null()) continue;

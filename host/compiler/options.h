@@ -35,6 +35,7 @@ std::vector<std::string> options_diff(const CompileOptions& a, const CompileOpti
 
 const char* row_windows_name(CompileOptions::RowWindows r);
 const char* image_bands_name(CompileOptions::ImageBands b);
+const char* batch_fold_name(CompileOptions::BatchFold b);
 const char* depthwise_name(CompileOptions::Depthwise d);
 
 }  // namespace loom::compiler

@@ -25,6 +25,8 @@ const char* pass_option_name(PassOption o) {
       return "image_bands";
     case PassOption::Depthwise:
       return "depthwise";
+    case PassOption::BatchFold:
+      return "batch_fold";
     case PassOption::CostParams:
       return "cost_params";
   }

@@ -32,11 +32,12 @@ struct MacGeom {
   /// array's columns with channels and gathers rows of `pack` channels
   /// instead of single bytes. `groups`, `Cg` and `Ng` are the packed ones.
   int64_t pack = 1;
-  /// Batch folding: a 1x1 convolution without padding whose stride steps
-  /// evenly through every image runs its batch as one image of batch x H
-  /// rows (NHWC images lie one after another), so a tile's pixels may span
-  /// images and its weights serve them all. `images` is the batch folded
-  /// into the rows (`batch` is then 1); 1 when none is.
+  /// Batch folding: a convolution runs its batch as one image of batch x H
+  /// input and batch x OH output rows (NHWC images lie one after another),
+  /// so a tile's pixels may span images and its weights serve them all.
+  /// `images` is the batch folded into the rows (`batch` is then 1); 1 when
+  /// none is. A window never crosses a seam between two images: output row
+  /// `oh` reads only its own image's rows (in_row), the others are padding.
   int64_t images = 1;
   bool b_const = true;   // gemm may multiply two activations
   bool b_trans = false;  // gemm: an activation b read as its transpose, [group][Ng][K] (GEMM b_trans)
@@ -47,9 +48,34 @@ struct MacGeom {
   int64_t in_pitch() const { return xp ? xp : C; }
   int64_t out_pitch() const { return yp ? yp : Cout; }
   int64_t M() const { return OH * OW; }
+  /// Input and output rows of one image (H and OH hold `images` of each).
+  int64_t img_h() const { return H / images; }
+  int64_t img_oh() const { return OH / images; }
+  /// The input row kernel row `kh` of output row `oh` reads, or -1 where it
+  /// is padding (outside its image, also at a seam between folded images).
+  int64_t in_row(int64_t oh, int64_t kh) const {
+    const int64_t ih = (oh % img_oh()) * sh - pt + kh;
+    return ih < 0 || ih >= img_h() ? -1 : (oh / img_oh()) * img_h() + ih;
+  }
+  /// Whether folded images meet at seams a window must not cross: a kernel
+  /// taller than one row, padding above, or a stride that does not step
+  /// evenly from one image into the next. Without seams the folded batch is
+  /// one tall image for every path (row windows, bands, units); with them
+  /// only the im2col gather knows the images apart.
+  bool seams() const { return images > 1 && (KH != 1 || pt != 0 || img_h() != img_oh() * sh); }
   int64_t K() const { return KH * KW * Cg; }
   int64_t graph_groups() const { return groups * pack; }
 };
+
+/// `g` with its batch folded into its rows (MacGeom::images), and back.
+inline MacGeom folded(MacGeom g) {
+  g.images *= g.batch, g.H *= g.batch, g.OH *= g.batch, g.batch = 1;
+  return g;
+}
+inline MacGeom unfolded(MacGeom g) {
+  g.batch *= g.images, g.H /= g.images, g.OH /= g.images, g.images = 1;
+  return g;
+}
 
 /// `g` (unpacked) with `p` of its groups packed into each GEMM group.
 inline MacGeom packed(MacGeom g, int64_t p) {
@@ -104,7 +130,7 @@ inline bool row_gather(const MacGeom& g, const KStep& k) {
 inline int64_t window_pitch(const MacGeom& g) { return ((g.OW - 1) * g.sw + g.KW) * g.Cg; }
 inline bool row_window_ok(const MacGeom& g) {
   constexpr int64_t kMax16 = 65535;  // lda, k_len and LOAD cols are 16-bit fields
-  return g.KW > 1 && g.KW * g.Cg <= kMax16 && g.sw * g.Cg <= kMax16 && window_pitch(g) <= kMax16;
+  return g.KW > 1 && !g.seams() && g.KW * g.Cg <= kMax16 && g.sw * g.Cg <= kMax16 && window_pitch(g) <= kMax16;
 }
 /// Output-row runs a tile of `tm` pixels can span, whatever pixel it starts
 /// at (each run one padded input row in IN), and the IN bytes they take.
@@ -167,8 +193,8 @@ inline int64_t band_in_bytes(const MacGeom& g, int64_t tm) {
 inline bool depthwise_ok(const MacGeom& g) {
   constexpr int64_t kMax4 = 15, kMax16 = 65535;  // kh, kw, stride: 4-bit fields; ow, oh, c: 16-bit
   const int64_t graph_groups = g.groups * g.pack;
-  return g.b_const && graph_groups == g.C && graph_groups == g.Cout && g.KH <= kMax4 && g.KW <= kMax4 && g.sh == g.sw &&
-         g.sh >= 1 && g.sh <= kMax4 && g.OW <= kMax16 && g.C <= kMax16;
+  return g.b_const && !g.seams() && graph_groups == g.C && graph_groups == g.Cout && g.KH <= kMax4 && g.KW <= kMax4 &&
+         g.sh == g.sw && g.sh >= 1 && g.sh <= kMax4 && g.OW <= kMax16 && g.C <= kMax16;
 }
 inline int64_t dw_pitch(const MacGeom& g, int64_t tc) { return ((g.OW - 1) * g.sw + g.KW) * tc; }
 
@@ -391,6 +417,7 @@ struct CompileState {
   bool group_packing() const { return read(PassOption::GroupPacking).group_packing; }
   CompileOptions::ImageBands image_bands() const { return read(PassOption::ImageBands).image_bands; }
   CompileOptions::Depthwise depthwise() const { return read(PassOption::Depthwise).depthwise; }
+  CompileOptions::BatchFold batch_fold() const { return read(PassOption::BatchFold).batch_fold; }
   /// The cost model's parameters (CompileOptions::cost_params, or the configuration's).
   CostParams cost() const { return read(PassOption::CostParams).cost(*cfg); }
 

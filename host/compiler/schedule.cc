@@ -110,14 +110,20 @@ struct TileSpans {
     }
     v.push_back({off(t) + uint64_t(e0) * esize(t), off(t) + uint64_t(e1) * esize(t)});
   }
-  /// Input rows of image `img` that output pixels [m0, m0+m) of a window
-  /// operation need.
-  void rows(const std::string& t, int64_t img, int64_t H, int64_t W, int64_t C, int64_t OW, int64_t sh, int64_t pt,
-            int64_t KH, int64_t m0, int64_t m, Spans& v) const {
-    const int64_t oh0 = m0 / OW, oh1 = (m0 + m - 1) / OW;
-    const int64_t ih0 = std::max<int64_t>(0, oh0 * sh - pt), ih1 = std::min(H - 1, oh1 * sh - pt + KH - 1);
-    if (ih0 > ih1) return;
-    elems(t, (img * H + ih0) * W * C, (img * H + ih1 + 1) * W * C, v);
+  /// Input rows that output pixels [m0, m0+m) of a window operation need,
+  /// counted from image `img`'s first pixel, H x W input and OH x OW output
+  /// pixels an image: pixels past the first image's belong to the next ones
+  /// (a folded batch, MacGeom::images), each reading its own image's rows.
+  void rows(const std::string& t, int64_t img, int64_t H, int64_t W, int64_t C, int64_t OH, int64_t OW, int64_t sh,
+            int64_t pt, int64_t KH, int64_t m0, int64_t m, Spans& v) const {
+    const int64_t M = OH * OW;
+    for (int64_t p = m0; p < m0 + m;) {
+      const int64_t i = p / M, end = std::min(m0 + m, (i + 1) * M);
+      const int64_t oh0 = (p - i * M) / OW, oh1 = (end - 1 - i * M) / OW;
+      const int64_t ih0 = std::max<int64_t>(0, oh0 * sh - pt), ih1 = std::min(H - 1, oh1 * sh - pt + KH - 1);
+      if (ih0 <= ih1) elems(t, ((img + i) * H + ih0) * W * C, ((img + i) * H + ih1 + 1) * W * C, v);
+      p = end;
+    }
   }
 
   void operator()(const Layer& l, const Tile& t, Spans& rd, Spans& wr) const {
@@ -129,7 +135,7 @@ struct TileSpans {
         if (l.props->op == ir::OpKind::Gemm)
           elems(n.inputs[0], t.m0 * g.C, (t.m0 + t.m) * g.C, rd);
         else
-          rows(n.inputs[0], t.img, g.H, g.W, g.C, g.OW, g.sh, g.pt, g.KH, t.m0, t.m, rd);
+          rows(n.inputs[0], t.img, g.img_h(), g.W, g.C, g.img_oh(), g.OW, g.sh, g.pt, g.KH, t.m0, t.m, rd);
         if (n.inputs.size() > 1) whole(n.inputs[1], rd);  // gemm of two activations
         const int64_t p0 = t.img * g.M() + t.m0;
         if (l.res.on && l.res.row) whole(l.res.tensor, rd);
@@ -142,7 +148,7 @@ struct TileSpans {
         if (g.global)
           elems(n.inputs[0], t.img * g.H * g.W * g.C, (t.img + 1) * g.H * g.W * g.C, rd);
         else
-          rows(n.inputs[0], t.img, g.H, g.W, g.C, g.OW, g.sh, g.pt, g.KH, t.m0, t.m, rd);
+          rows(n.inputs[0], t.img, g.H, g.W, g.C, g.OH, g.OW, g.sh, g.pt, g.KH, t.m0, t.m, rd);
         const int64_t p0 = t.img * g.OH * g.OW + t.m0;
         elems(out, p0 * g.C, (p0 + t.m) * g.C, wr);
         break;

@@ -30,21 +30,23 @@ std::vector<int64_t> candidates(int64_t full, int64_t unit) {
 class TilingPass final : public Pass {
  public:
   const PassInfo& info() const override {
-    static const PassInfo i{"tiling",
-                            {PassOption::Fusion, PassOption::CostParams, PassOption::Depthwise,
-                             PassOption::GroupPacking, PassOption::RowWindows, PassOption::ImageBands},
-                            {{"layers", "layers tiled"},
-                             {"dram_bytes_read", "predicted DRAM bytes read"},
-                             {"dram_bytes_written", "predicted DRAM bytes written"},
-                             {"residual_fused", "residual adds folded into POSTOP"},
-                             {"residual_refused", "residual adds left as layers"},
-                             {"rescale_fused", "concat requantizations written by their producer"},
-                             {"rescale_refused", "concat requantizations left as copies"},
-                             {"depthwise_layers", "convolutions on the depthwise unit"},
-                             {"packed_layers", "grouped convolutions with packed groups"},
-                             {"candidates", "tilings considered"},
-                             {"evaluated", "tilings costed"},
-                             {"predicted_cycles", "predicted cycles of the chosen tilings"}}};
+    static const PassInfo i{
+        "tiling",
+        {PassOption::Fusion, PassOption::CostParams, PassOption::Depthwise, PassOption::GroupPacking,
+         PassOption::RowWindows, PassOption::ImageBands, PassOption::BatchFold},
+        {{"layers", "layers tiled"},
+         {"dram_bytes_read", "predicted DRAM bytes read"},
+         {"dram_bytes_written", "predicted DRAM bytes written"},
+         {"residual_fused", "residual adds folded into POSTOP"},
+         {"residual_refused", "residual adds left as layers"},
+         {"rescale_fused", "concat requantizations written by their producer"},
+         {"rescale_refused", "concat requantizations left as copies"},
+         {"depthwise_layers", "convolutions on the depthwise unit"},
+         {"packed_layers", "grouped convolutions with packed groups"},
+         {"batch_folded_layers", "convolutions whose batch is folded into their rows"},
+         {"candidates", "tilings considered"},
+         {"evaluated", "tilings costed"},
+         {"predicted_cycles", "predicted cycles of the chosen tilings"}}};
     return i;
   }
 
@@ -202,6 +204,7 @@ class TilingPass final : public Pass {
   Status tile_mac(CompileState& s, Layer& l, bool residual, bool quiet) {
     using D = CompileOptions::Depthwise;
     l.tiling.depthwise = false;
+    if (l.mac.seams()) l.mac = unfolded(l.mac);  // this may run more than once per layer
     if (residual || s.depthwise() == D::Off || !depthwise_ok(l.mac)) return tile_array(s, l, residual, quiet);
     Layer dw = l;
     const Status dw_fits = tile_dw(s, dw, true);
@@ -295,10 +298,43 @@ class TilingPass final : public Pass {
     return Status::ok();
   }
 
-  /// Tiles a conv/gemm layer on the array; a grouped convolution also
-  /// chooses how many of its groups each GEMM packs, by the cost model's
-  /// predicted cycles.
+  /// Tiles a conv/gemm layer on the array. A convolution of several images
+  /// whose windows would cross the seams between them is tiled both image by
+  /// image and with its batch folded into its rows (MacGeom::images: a tile
+  /// spans images, so one weight load serves them all, and the gather pads
+  /// at the seams), and the cost model's predicted cycles decide.
   Status tile_array(CompileState& s, Layer& l, bool residual, bool quiet) {
+    using F = CompileOptions::BatchFold;
+    const MacGeom base = l.mac;
+    if (base.batch <= 1 || l.props->op != ir::OpKind::Conv2d || s.batch_fold() == F::Off)
+      return tile_packs(s, l, residual, quiet);
+    l.mac = folded(base);
+    const Status fold_fits = tile_packs(s, l, residual, true);
+    if (s.batch_fold() == F::On && fold_fits) {
+      if (!quiet) bump("batch_folded_layers");
+      return tile_packs(s, l, residual, quiet);
+    }
+    const uint64_t fold_cycles = l.cost.cycles;
+    l.mac = base;
+    const Status image_fits = tile_packs(s, l, residual, true);
+    const uint64_t image_cycles = l.cost.cycles;
+    const bool fold = fold_fits && (!image_fits || fold_cycles < image_cycles);
+    l.mac = fold ? folded(base) : base;
+    LOOM_TRY(tile_packs(s, l, residual, quiet));
+    if (quiet || !fold_fits || !image_fits) return Status::ok();
+    if (fold) bump("batch_folded_layers");
+    const std::string batch = std::to_string(base.batch);
+    s.decide(l.name, name(), fold ? "folds its batch of " + batch + " into its rows" : "tiles its batch image by image",
+             ": predicted " + std::to_string(fold ? fold_cycles : image_cycles) + " cycles, " +
+                 (fold ? "image by image " + std::to_string(image_cycles) : "folded " + std::to_string(fold_cycles)),
+             l.cost.cycles, {{fold ? "image by image" : "batch folded", fold ? image_cycles : fold_cycles}});
+    return Status::ok();
+  }
+
+  /// Tiles a conv/gemm layer of a given geometry on the array; a grouped
+  /// convolution also chooses how many of its groups each GEMM packs, by the
+  /// cost model's predicted cycles.
+  Status tile_packs(CompileState& s, Layer& l, bool residual, bool quiet) {
     MacGeom base = l.mac;  // unpacked: this may run more than once per layer
     base.groups *= base.pack, base.Cg /= base.pack, base.Ng /= base.pack, base.pack = 1;
     const std::vector<int64_t> packs =

@@ -269,9 +269,9 @@ bool tiling_says(const char* cfg_name, const Case& c, const CompileOptions& opt,
 // per tile).
 // Batch folding (MacGeom::images): 1x1 convs of a batch of 3 run as one
 // tall image, stride 1 and stride 2 on an even height (tiles spanning
-// images), beside an odd height and a 3x3 that keep the batch as an
-// outer loop; with a residual add and a pipeline that splits the folded
-// rows by image again.
+// images), beside an odd height and a 3x3 that the cost model folds or not
+// (batch_fold off: an outer loop); with a residual add and a pipeline that
+// splits the folded rows by image again.
 TEST_P(E2E, BatchFoldedPointwiseConvsMatchReference) {
   const Case c{"batch_fold", [](GraphBuilder& b) {
                  const auto x = b.input("x", {3, 6, 5, 8});
@@ -286,7 +286,9 @@ TEST_P(E2E, BatchFoldedPointwiseConvsMatchReference) {
   // The folded convs tile 3 x 30 (c1) and 3 x 9 (c2) pixels as one M.
   GraphBuilder b(c.name, 7);
   c.build(b);
-  auto r = compile(b.graph(), *spec::find_config(GetParam()), {});
+  CompileOptions off;
+  off.batch_fold = CompileOptions::BatchFold::Off;  // the 1x1 convs without seams fold all the same
+  auto r = compile(b.graph(), *spec::find_config(GetParam()), off);
   ASSERT_TRUE(r.is_ok()) << r.error().str();
   std::map<std::string, std::string> tiling;
   for (const auto& d : r->decisions)
@@ -300,6 +302,37 @@ TEST_P(E2E, BatchFoldedPointwiseConvsMatchReference) {
   CompileOptions dyn;
   dyn.placement = Placement::Dynamic;
   check(GetParam(), c, dyn, 9);
+}
+
+// Batch folding across seams (batch_fold on): padded 3x3 windows at strides
+// 1 and 2 (7 rows to 4: the stride does not step evenly into the next
+// image), a grouped 5x5, an unpadded 3x3 and a folded residual add; a tile's
+// pixels span images and each window reads only its own image, padding at
+// the seams. On every placement, single-buffered on one core, and with the
+// cost model choosing (auto).
+TEST_P(E2E, BatchFoldedWindowsMatchReference) {
+  const Case c{"batch_fold_seams", [](GraphBuilder& b) {
+                 const auto x = b.input("x", {3, 7, 6, 8});
+                 const auto c1 = b.conv("c1", x, {16, 3, 3, 1, 1, 1});
+                 const auto c2 = b.conv("c2", c1, {16, 3, 3, 2, 1, 1});
+                 const auto c3 = b.conv("c3", c2, {16, 5, 5, 1, 2, 4});
+                 b.output(b.conv("c4", c3, {16, 3, 3, 1, 0, 1}));
+                 b.output(b.add("res", b.conv("c5", c2, {16, 3, 3, 1, 1, 1}), c3));
+               }};
+  for (CompileOptions o : every_placement()) {
+    o.batch_fold = CompileOptions::BatchFold::On;
+    check(GetParam(), c, o);
+  }
+  CompileOptions one;
+  one.batch_fold = CompileOptions::BatchFold::On;
+  one.num_cores = 1;
+  one.double_buffer = false;
+  check(GetParam(), c, one, 11);
+  check(GetParam(), c);
+  one.num_cores = 0;
+  EXPECT_TRUE(pass_says(GetParam(), c, one, "tiling", "M=126 "));  // c1: 3 images of 7 x 6 as one M
+  one.batch_fold = CompileOptions::BatchFold::Off;
+  EXPECT_TRUE(pass_says(GetParam(), c, one, "tiling", "M=42 "));
 }
 
 TEST_P(E2E, RowWindowsMatchReference) {
