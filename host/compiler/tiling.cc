@@ -234,6 +234,7 @@ class TilingPass final : public Pass {
   /// spread the rows over the cores; the cost model picks.
   Status tile_dw(CompileState& s, Layer& l, bool quiet) {
     MacGeom& g = l.mac;
+    if (g.seams()) g = unfolded(g);  // the array's tiling, weighed before, may have folded it
     g.groups *= g.pack, g.Cg /= g.pack, g.Ng /= g.pack, g.pack = 1;
     const Budget& b = s.budget;
     const int64_t spw = int64_t(hw::TimingParams::from(*s.cfg).spw);

@@ -308,7 +308,8 @@ TEST_P(E2E, BatchFoldedPointwiseConvsMatchReference) {
 // 1 and 2 (7 rows to 4: the stride does not step evenly into the next
 // image), a grouped 5x5, an unpadded 3x3 and a folded residual add; a tile's
 // pixels span images and each window reads only its own image, padding at
-// the seams. On every placement, single-buffered on one core, and with the
+// the seams; a depthwise conv the array would fold but the unit takes. On
+// every placement, single-buffered on one core, and with the
 // cost model choosing (auto).
 TEST_P(E2E, BatchFoldedWindowsMatchReference) {
   const Case c{"batch_fold_seams", [](GraphBuilder& b) {
@@ -318,6 +319,7 @@ TEST_P(E2E, BatchFoldedWindowsMatchReference) {
                  const auto c3 = b.conv("c3", c2, {16, 5, 5, 1, 2, 4});
                  b.output(b.conv("c4", c3, {16, 3, 3, 1, 0, 1}));
                  b.output(b.add("res", b.conv("c5", c2, {16, 3, 3, 1, 1, 1}), c3));
+                 b.output(b.conv("dw", c1, {16, 3, 3, 1, 1, 16}));  // the depthwise unit keeps it per image
                }};
   for (CompileOptions o : every_placement()) {
     o.batch_fold = CompileOptions::BatchFold::On;
