@@ -187,13 +187,9 @@ Expected<ServiceModel::Bucket> ServiceModel::bucket(const ModelSpec& m, int64_t 
     b.options = mr.options;
     b.tag = mr.tag;
   }
-  if (len < seq || !m.bucket_allowed(len)) {
-    const auto lens = m.bucket_lengths();
+  if (len < seq || !m.bucket_allowed(len))
     return make_error(m.name, "a batch of sequence length " + std::to_string(seq) + " has no bucket (got " +
-                                  std::to_string(len) + "; buckets are " +
-                                  (m.zoo_name.empty() ? "lengths" : "zoo BERT lengths") + " up to " +
-                                  std::to_string(lens.back()) + ")");
-  }
+                                  std::to_string(len) + "; buckets are " + m.allowed_lengths() + ")");
   b.model = m.at_length(len);
   return b;
 }

@@ -653,8 +653,15 @@ std::vector<int64_t> ModelSpec::bucket_lengths() const {
 }
 
 bool ModelSpec::bucket_allowed(int64_t len) const {
-  if (!zoo_name.empty()) return zoo_bert_bucket(len) == len;
+  if (!zoo_name.empty()) return bucket_of(len) == len;
   return len >= 1 && len <= kMaxBucketLength;
+}
+
+std::string ModelSpec::allowed_lengths() const {
+  if (zoo_name.empty()) return "1.." + std::to_string(kMaxBucketLength);
+  std::string s;
+  for (int64_t b : bucket_lengths()) s += (s.empty() ? "" : ", ") + std::to_string(b);
+  return s;
 }
 
 int64_t ModelSpec::bucket_of(int64_t seq) const {

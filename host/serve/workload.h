@@ -50,6 +50,9 @@ struct ModelSpec {
   std::vector<int64_t> bucket_lengths() const;
   /// Whether a bucketed model can be built at length `len`.
   bool bucket_allowed(int64_t len) const;
+  /// The lengths bucket_allowed takes, for a message: "32, 64, 128, 256,
+  /// 384, 512" (the zoo BERT) or "1..4096".
+  std::string allowed_lengths() const;
   /// The smallest of bucket_lengths() >= seq (0: longer than any).
   int64_t bucket_of(int64_t seq) const;
   /// A bucketed model bound to the length `len`: zoo:bert:seq=LEN, or the

@@ -15,6 +15,14 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
+/// `v` in single quotes, for a message.
+std::string quoted(int64_t v) {
+  std::string q(1, '\'');
+  q += std::to_string(v);
+  q += '\'';
+  return q;
+}
+
 /// Each bucketed model's bucket lengths (by model key), ascending: the ones
 /// given, else the zoo's (zoo:bert), else the model's ladder from the bucket
 /// of its shortest request to that of its longest (no other length can win);
@@ -24,8 +32,7 @@ Expected<std::map<std::string, std::vector<int64_t>>> bucket_lengths(const serve
   std::vector<int64_t> given = o.bucket_lengths;
   std::sort(given.begin(), given.end());
   for (size_t k = 1; k < given.size(); ++k)
-    if (given[k] == given[k - 1])
-      return make_error("--bucket-lengths", "'" + std::to_string(given[k]) + "' is given twice");
+    if (given[k] == given[k - 1]) return make_error("--bucket-lengths", quoted(given[k]) + " is given twice");
   for (const auto& s : w.streams) {
     if (!s.model.bucketed()) continue;
     std::vector<int64_t> seqs = s.shapes.values;
@@ -35,12 +42,10 @@ Expected<std::map<std::string, std::vector<int64_t>>> bucket_lengths(const serve
     const int64_t longest = *std::max_element(seqs.begin(), seqs.end());
     std::vector<int64_t> lens = given;
     for (int64_t len : given)
-      if (!s.model.bucket_allowed(len))
+      if (!s.model.bucket_allowed(len)) {
         return make_error("--bucket-lengths",
-                          "'" + std::to_string(len) + "' is not a length of " + s.model.name + " (" +
-                              (s.model.zoo_name.empty() ? "1.." + std::to_string(serve::kMaxBucketLength)
-                                                        : "32, 64, 128, 256, 384, 512") +
-                              ")");
+                          quoted(len) + " is not a length of " + s.model.name + " (" + s.model.allowed_lengths() + ")");
+      }
     if (lens.empty()) {
       lens = s.model.bucket_lengths();
       if (s.model.zoo_name.empty())
