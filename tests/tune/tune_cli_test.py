@@ -529,16 +529,21 @@ class Tune(unittest.TestCase):
         self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
         self.assertIn("missing.json", r.stderr)
 
+    def tune_form(self, form, workload):
+        """`loom tune` one round over export form `form` (written to the test
+        folder) served by `workload`; the report and the model's key."""
+        write_form(self.dir, form)
+        self.wl = os.path.join(self.dir, form + "_workload.yaml")
+        with open(self.wl, "w") as f:
+            f.write(workload)
+        _, j = self.tune("--rounds", "1")
+        return j, os.path.join(self.dir, form + ".onnx")
+
     def test_onnx_buckets(self):
         # A user's ONNX file: its free symbol 'seq' is what seq_len binds, the
         # buckets come from the ladder between the shortest and the longest
         # request's buckets, and the loop moves them with the drift.
-        write_form(self.dir, "encoder_dynamic")
-        self.wl = os.path.join(self.dir, "enc_workload.yaml")
-        with open(self.wl, "w") as f:
-            f.write(ENCODER_WORKLOAD)
-        _, j = self.tune("--rounds", "1")
-        key = os.path.join(self.dir, "encoder_dynamic.onnx")
+        j, key = self.tune_form("encoder_dynamic", ENCODER_WORKLOAD)
         ladder = [12, 16, 24, 32, 48, 64]
         self.assertEqual(j["bucket_lengths"], ladder)
         self.assertEqual(len(j["decision_space"]), 4 * len(ladder))  # one core a batch
@@ -574,16 +579,11 @@ class Tune(unittest.TestCase):
         # A CNN whose load triples: the initial mapping, decided for the light
         # load, runs every batch one request at a time; the loop re-decides
         # the requests per run for the batches observed after the drift.
-        write_form(self.dir, "cnn_dynamic")
-        self.wl = os.path.join(self.dir, "cnn_workload.yaml")
-        with open(self.wl, "w") as f:
-            f.write(CNN_WORKLOAD)
-        _, j = self.tune("--rounds", "1")
+        j, key = self.tune_form("cnn_dynamic", CNN_WORKLOAD)
         self.assertEqual(j["swap_at_ms"], 50)  # the first rate change
         # Requests per run 1, 2, 4, 8 x fusion x double buffering, one core.
         self.assertEqual(sorted({int(c.split(",")[0][5:]) for c in j["decision_space"]}), [1, 2, 4, 8])
         self.assertEqual(len(j["decision_space"]), 16)
-        key = os.path.join(self.dir, "cnn_dynamic.onnx")
         self.assertTrue(j["initial_mapping"][key]["choice"].startswith("rows=1,"))
         changed = j["rounds"][0]["decisions_changed"]
         self.assertTrue(changed)
