@@ -8,53 +8,28 @@ namespace loom::compiler {
 
 using ordered_json = nlohmann::ordered_json;
 
-const char* row_windows_name(CompileOptions::RowWindows r) {
-  switch (r) {
-    case CompileOptions::RowWindows::Auto:
+namespace {
+
+/// The name of an auto / off / on option's value.
+template <class E>
+const char* auto_off_on(E e) {
+  switch (e) {
+    case E::Auto:
       return "auto";
-    case CompileOptions::RowWindows::Off:
+    case E::Off:
       return "off";
-    case CompileOptions::RowWindows::On:
+    case E::On:
       return "on";
   }
   return "?";
 }
 
-const char* image_bands_name(CompileOptions::ImageBands b) {
-  switch (b) {
-    case CompileOptions::ImageBands::Auto:
-      return "auto";
-    case CompileOptions::ImageBands::Off:
-      return "off";
-    case CompileOptions::ImageBands::On:
-      return "on";
-  }
-  return "?";
-}
+}  // namespace
 
-const char* depthwise_name(CompileOptions::Depthwise d) {
-  switch (d) {
-    case CompileOptions::Depthwise::Auto:
-      return "auto";
-    case CompileOptions::Depthwise::Off:
-      return "off";
-    case CompileOptions::Depthwise::On:
-      return "on";
-  }
-  return "?";
-}
-
-const char* batch_fold_name(CompileOptions::BatchFold b) {
-  switch (b) {
-    case CompileOptions::BatchFold::Auto:
-      return "auto";
-    case CompileOptions::BatchFold::Off:
-      return "off";
-    case CompileOptions::BatchFold::On:
-      return "on";
-  }
-  return "?";
-}
+const char* row_windows_name(CompileOptions::RowWindows r) { return auto_off_on(r); }
+const char* image_bands_name(CompileOptions::ImageBands b) { return auto_off_on(b); }
+const char* depthwise_name(CompileOptions::Depthwise d) { return auto_off_on(d); }
+const char* batch_fold_name(CompileOptions::BatchFold b) { return auto_off_on(b); }
 
 ordered_json decision_to_json(const Decision& d) {
   ordered_json j{{"node", d.node}, {"pass", d.pass}, {"choice", d.choice}, {"decision", d.text}};
