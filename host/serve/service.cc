@@ -254,12 +254,17 @@ std::optional<ServiceModel::Chunked> ServiceModel::chunked(const ModelSpec& m, i
   return c;
 }
 
+Expected<ServiceModel::Loaded*> ServiceModel::load_chunk(const ModelSpec& m, const Chunked& ch) {
+  if (m.kind == ModelSpec::Kind::GemmChain) return load(m, ch.rows, ch.run.options, ch.run.tag);
+  return load(m, 0, ch.run.options, ch.run.tag, int(ch.rows));
+}
+
 Expected<uint64_t> ServiceModel::host_cycles(const ModelSpec& m, int64_t seq, int batch) {
   if (m.kind != ModelSpec::Kind::Onnx) return uint64_t(0);  // JSON graphs and gemm_chain run whole on the device
   auto can_batch = batchable(m);
   if (!can_batch) return can_batch.error();
   if (auto ch = chunked(m, seq, batch, !*can_batch)) {  // each run's host ops
-    auto l = load(m, 0, ch->run.options, ch->run.tag, int(ch->rows));
+    auto l = load_chunk(m, *ch);
     if (!l) return l.error();
     return (*l)->host.host_cycles * ch->runs;
   }
@@ -684,22 +689,19 @@ Expected<LiveWork> ServiceModel::live_work(const ModelSpec& m, int64_t seq, int 
   // otherwise one shape: a batch runs its plan `batch` times.
   auto can_batch = batchable(m);
   if (!can_batch) return can_batch.error();
-  int64_t rows = 0;
   uint64_t runs = *can_batch ? 1 : uint64_t(batch);
-  compiler::CompileOptions co = unmapped_options(m);
-  std::string tag;
-  if (auto ch = chunked(m, seq, batch, !*can_batch)) {
-    rows = ch->rows, runs = ch->runs, co = ch->run.options, tag = ch->run.tag;
-  } else if (m.kind == ModelSpec::Kind::GemmChain) {
-    rows = seq * batch, runs = 1;
-  }
   Expected<Loaded*> l = nullptr;
-  if (m.kind != ModelSpec::Kind::Onnx)
-    l = load(m, rows, co, tag);
-  else if (!m.bucketed() && !tag.empty())  // a mapped ONNX model: runs of its program for `rows` requests
-    l = load(m, 0, co, tag, int(rows));
-  else
+  if (auto ch = chunked(m, seq, batch, !*can_batch)) {
+    runs = ch->runs;
+    l = load_chunk(m, *ch);
+  } else if (m.kind == ModelSpec::Kind::GemmChain) {
+    runs = 1;
+    l = load(m, seq * batch, unmapped_options(m), {});
+  } else if (m.kind == ModelSpec::Kind::Graph) {  // one shape: its plan `batch` times
+    l = load(m, 0, unmapped_options(m), {});
+  } else {
     l = onnx(m, seq, runs == 1 ? batch : 1);
+  }
   if (!l) return l.error();
   Loaded& x = **l;
   for (const auto& seg : x.program.segments)

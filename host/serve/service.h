@@ -241,6 +241,9 @@ class ServiceModel {
     uint64_t runs = 0;
   };
   std::optional<Chunked> chunked(const ModelSpec& m, int64_t seq, int batch, bool fixed) const;
+  /// The program one run of a chunked batch runs: a gemm_chain plan of
+  /// `rows` rows, or the ONNX model's program for `rows` requests.
+  Expected<Loaded*> load_chunk(const ModelSpec& m, const Chunked& ch);
   /// The same, not cached.
   Expected<std::unique_ptr<Loaded>> compile(const ModelSpec& m, int64_t rows, const compiler::CompileOptions& opts,
                                             int batch = 1);
