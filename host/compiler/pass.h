@@ -37,7 +37,8 @@ struct MacGeom {
   /// so a tile's pixels may span images and its weights serve them all.
   /// `images` is the batch folded into the rows (`batch` is then 1); 1 when
   /// none is. A window never crosses a seam between two images: output row
-  /// `oh` reads only its own image's rows (in_row), the others are padding.
+  /// `oh` reads only its own image's rows, the others are padding (the
+  /// im2col gather, lower.cc GatherGeom::row_pixel).
   int64_t images = 1;
   bool b_const = true;   // gemm may multiply two activations
   bool b_trans = false;  // gemm: an activation b read as its transpose, [group][Ng][K] (GEMM b_trans)
@@ -51,12 +52,6 @@ struct MacGeom {
   /// Input and output rows of one image (H and OH hold `images` of each).
   int64_t img_h() const { return H / images; }
   int64_t img_oh() const { return OH / images; }
-  /// The input row kernel row `kh` of output row `oh` reads, or -1 where it
-  /// is padding (outside its image, also at a seam between folded images).
-  int64_t in_row(int64_t oh, int64_t kh) const {
-    const int64_t ih = (oh % img_oh()) * sh - pt + kh;
-    return ih < 0 || ih >= img_h() ? -1 : (oh / img_oh()) * img_h() + ih;
-  }
   /// Whether folded images meet at seams a window must not cross: a kernel
   /// taller than one row, padding above, or a stride that does not step
   /// evenly from one image into the next. Without seams the folded batch is
