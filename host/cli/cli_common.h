@@ -148,12 +148,15 @@ struct RunArgs {
 
 /// What every input kind's run shares (cmd_run.cc): one device, one
 /// executor (runtime::run_program), one report.
-/// Opens the device of --backend for `cfg` (with --wave and --trace), runs
-/// `prog` with `host` holding its values, and writes --trace (slices named
-/// by layer and op, with "segment N" when `name_segments`), a failed run's
-/// too.
-Expected<runtime::ProgramRun> run_on_device(const RunArgs& a, const spec::HwConfig& cfg, const plan::Program& prog,
-                                            runtime::HostSteps& host, bool name_segments);
+struct LoadedRun;
+/// Opens the device of --backend for `l`'s configuration (with --wave and
+/// --trace), runs each of `l`'s runs on it in turn (`each(k, run)` after
+/// run k, its program still loaded), and writes --trace (slices named by
+/// layer and op, with "run K" and "segment N" where there are several), a
+/// failed run's too. Returns the runs added up: their segments in order,
+/// their counts summed, their mismatches named by run.
+Expected<runtime::ProgramRun> run_on_device(const RunArgs& a, LoadedRun& l,
+                                            const std::function<void(size_t, const runtime::ProgramRun&)>& each);
 /// One output of a run, as the report, the reference comparison and the
 /// output files see it.
 struct RunOutput {
@@ -179,7 +182,12 @@ struct LoadedRun {
   bool seeded = false;           // the inputs were drawn from --seed
   bool name_segments = false;    // layers and trace slices carry "segment N"
   std::unique_ptr<runtime::HostSteps> values;
-  /// After the run: the graph outputs in graph output order.
+  /// The runs the inputs take: more than one for a batch above its family's
+  /// largest bucket (docs/onnx.md). `prog` and `values` hold run 0; next(k)
+  /// puts run k in their place, keeping run k - 1's outputs for outputs().
+  size_t runs = 1;
+  std::function<Status(size_t k)> next;
+  /// After the runs: the graph outputs in graph output order.
   std::function<Expected<std::vector<RunOutput>>()> outputs;
   /// The kind's own report fields (an ONNX program's segments and host ops).
   std::function<ordered_json(const runtime::ProgramRun& run)> describe;
@@ -219,9 +227,8 @@ struct RunReport {
 /// 1; else --outputs written (all files or none), then per-core counters,
 /// per-layer cycles (with their segment when `name_segments`), totals and
 /// the text or --json report. Returns the exit code.
-int finish_run(const RunArgs& a, RunReport& r, const plan::Program& prog, const runtime::ProgramRun& run,
-               const spec::HwConfig& cfg, bool name_segments, const std::string& exp_dir,
-               std::chrono::steady_clock::time_point t0);
+int finish_run(const RunArgs& a, RunReport& r, size_t host_ops, const runtime::ProgramRun& run,
+               const std::string& exp_dir, std::chrono::steady_clock::time_point t0);
 /// Whether the reference folder `dir` holds inputs (input_0.pb, ...): a run
 /// without --inputs then reads them from it.
 bool has_reference_inputs(const std::string& dir);

@@ -208,38 +208,112 @@ std::vector<std::string> input_files_of(const RunArgs& a, const onnxfe::Model& m
 }
 
 /// A model with symbolic dimensions run as a family of programs (--bucket):
-/// the input files' shapes pick the bucket, a batch is padded up to it, and
-/// the bucket's program comes from memory, the --cache folder or a compile.
-/// `inputs` come back padded; `family` gets the report's fields.
-Expected<plan::Program> family_program(const RunArgs& a, const spec::HwConfig& cfg,
-                                       const compiler::CompileOptions& options, const onnxfe::Model& source,
-                                       std::map<std::string, onnxfe::Value>& inputs, driver::FamilyShape& shape,
-                                       ordered_json& family) {
-  if (!a.compile.input_shapes.empty() || !a.compile.dims.empty() || a.compile.batch != 0)
-    return make_error("--bucket",
-                      "the input tensors' shapes pick the bucket; leave out --input-shape, --dim and --batch");
-  driver::Buckets buckets;
-  for (const auto& b : a.buckets) LOOM_TRY(driver::parse_bucket(b, buckets));
-  auto fam = driver::ProgramFamily::open(a.model, cfg, options, buckets, a.cache);
-  if (!fam) return fam.error();
-  std::map<std::string, std::vector<int64_t>> shapes;
-  for (const auto& name : source.inputs) shapes[name] = inputs.at(name).shape;
-  auto pick = fam->pick(shapes);
-  if (!pick) return pick.error();
-  shape = *pick;
-  if (shape.padded_batch > shape.batch)
-    for (auto& [name, v] : inputs) v = driver::pad_batch(v, shape.padded_batch);
-  auto member = fam->member(shape);
-  if (!member) return member.error();
-  if (member->from_disk && a.check) LOOM_TRY(attach_reference_graphs(member->file, member->cache_file));
-  family = ordered_json{
-      {"bucket", shape.text()},
-      {"input_shapes", nlohmann::json::parse(member->file.info.input_shapes, nullptr, false)},
-      {"padded_batch", shape.padded_batch > shape.batch},
-      {"program", member->from_disk ? "read from the cache" : "compiled"},
-      {"cache_file", member->cache_file.empty() ? ordered_json(nullptr) : ordered_json(member->cache_file)}};
-  return std::move(member->file.program);
-}
+/// the input files' shapes pick the bucket, or the runs of a batch above the
+/// largest bucket (driver::ProgramFamily::split); each run's rows are padded
+/// up to its bucket, its program comes from memory, the --cache folder or a
+/// compile, and the runs' outputs are joined along the batch.
+class FamilyRuns {
+ public:
+  static Expected<std::shared_ptr<FamilyRuns>> open(const RunArgs& a, const spec::HwConfig& cfg,
+                                                    const compiler::CompileOptions& options,
+                                                    const onnxfe::Model& source,
+                                                    std::map<std::string, onnxfe::Value> inputs) {
+    if (!a.compile.input_shapes.empty() || !a.compile.dims.empty() || a.compile.batch != 0)
+      return make_error("--bucket",
+                        "the input tensors' shapes pick the bucket; leave out --input-shape, --dim and --batch");
+    driver::Buckets buckets;
+    for (const auto& b : a.buckets) LOOM_TRY(driver::parse_bucket(b, buckets));
+    auto fam = driver::ProgramFamily::open(a.model, cfg, options, buckets, a.cache);
+    if (!fam) return fam.error();
+    std::map<std::string, std::vector<int64_t>> shapes;
+    for (const auto& name : source.inputs) shapes[name] = inputs.at(name).shape;
+    auto runs = fam->split(shapes);
+    if (!runs) return runs.error();
+    auto f = std::make_shared<FamilyRuns>();
+    f->check_ = a.check;
+    f->fam_ = std::move(*fam);
+    f->runs_ = std::move(*runs);
+    f->inputs_ = std::move(inputs);
+    return f;
+  }
+
+  size_t size() const { return runs_.size(); }
+  /// Run k's program and values into `l` (k in order from 0); run k - 1's
+  /// outputs are kept for outputs().
+  Status load(size_t k, LoadedRun& l) {
+    if (l.values) LOOM_TRY(take_outputs());
+    l.values.reset();  // it refers to the program replaced below
+    const driver::FamilyRun& r = runs_[k];
+    auto member = fam_.member(r.shape);
+    if (!member) return member.error();
+    if (member->from_disk && check_) LOOM_TRY(attach_reference_graphs(member->file, member->cache_file));
+    runs_json_.push_back(ordered_json{
+        {"rows", ordered_json::array({r.first, r.first + r.shape.batch})},
+        {"bucket", r.shape.text()},
+        {"program", member->from_disk ? "read from the cache" : "compiled"},
+        {"cache_file", member->cache_file.empty() ? ordered_json(nullptr) : ordered_json(member->cache_file)}});
+    if (k == 0) input_shapes_ = nlohmann::json::parse(member->file.info.input_shapes, nullptr, false);
+    l.prog = std::move(member->file.program);
+    std::map<std::string, onnxfe::Value> in;
+    for (const auto& [name, v] : inputs_)
+      in[name] = runs_.size() == 1 ? v : driver::slice_batch(v, r.first, r.shape.batch);
+    if (r.shape.padded_batch > r.shape.batch)
+      for (auto& [name, v] : in) v = driver::pad_batch(v, r.shape.padded_batch);
+    auto values = onnxfe::ProgramValues::bind(l.prog, in);
+    if (!values) return values.error();
+    values_ = values->get();
+    l.values = std::move(*values);
+    return {};
+  }
+  /// The graph outputs of every run, joined along the batch; after the last run.
+  Expected<std::vector<std::pair<std::string, onnxfe::Value>>> outputs() {
+    LOOM_TRY(take_outputs());
+    if (done_.size() == 1) return done_[0];
+    std::vector<std::pair<std::string, onnxfe::Value>> joined;
+    for (size_t o = 0; o < done_[0].size(); ++o) {
+      std::vector<onnxfe::Value> parts;
+      for (const auto& run : done_) parts.push_back(run[o].second);
+      auto j = driver::join_batch(parts);
+      if (!j) return Status(j.error()).context("output '" + done_[0][o].first + "'").error();
+      joined.emplace_back(done_[0][o].first, std::move(*j));
+    }
+    return joined;
+  }
+  /// The report's "family" fields: the bucket (or the split) and each run's program.
+  ordered_json json() const {
+    const driver::FamilyRun& r = runs_.back();
+    ordered_json j{{"bucket", driver::runs_text(runs_)},
+                   {"input_shapes", input_shapes_},
+                   {"padded_batch", r.shape.padded_batch > r.shape.batch},
+                   {"program", runs_json_[0]["program"]},
+                   {"cache_file", runs_json_[0]["cache_file"]}};
+    if (runs_.size() > 1) j["runs"] = runs_json_;
+    return j;
+  }
+
+ private:
+  /// The current run's outputs, its padding rows dropped.
+  Status take_outputs() {
+    if (values_ == nullptr) return {};
+    auto outs = values_->outputs();
+    if (!outs) return outs.error();
+    const driver::FamilyShape& s = runs_[done_.size()].shape;
+    if (s.padded_batch > s.batch)
+      for (auto& [name, v] : *outs) v = driver::trim_batch(std::move(v), s.batch);
+    done_.push_back(std::move(*outs));
+    values_ = nullptr;
+    return {};
+  }
+
+  bool check_ = false;
+  driver::ProgramFamily fam_;
+  std::vector<driver::FamilyRun> runs_;
+  std::map<std::string, onnxfe::Value> inputs_;  // the whole batch
+  onnxfe::ProgramValues* values_ = nullptr;      // the current run's (owned by the LoadedRun)
+  std::vector<std::vector<std::pair<std::string, onnxfe::Value>>> done_;
+  ordered_json runs_json_ = ordered_json::array();
+  ordered_json input_shapes_;
+};
 
 }  // namespace
 
@@ -285,41 +359,46 @@ Expected<std::unique_ptr<LoadedRun>> load_onnx_run(const RunArgs& a) {
   auto inputs = input_files.empty() ? onnxfe::random_inputs(*model, a.seed) : onnxfe::read_inputs(*model, input_files);
   if (!inputs) return inputs.error();
   l->seeded = input_files.empty();
-  driver::FamilyShape shape;
-  ordered_json family_json;
+  std::shared_ptr<FamilyRuns> fr;  // null: one program
   if (family) {
-    auto prog = family_program(a, *l->cfg, options, source, *inputs, shape, family_json);
-    if (!prog) return prog.error();
-    l->prog = std::move(*prog);
-  } else if (!from_plan) {
-    auto built = driver::compile_program(driver::Source::onnx_model(std::move(source)), *l->cfg, options, *inputs);
-    if (!built) return built.error();
-    l->prog = std::move(*built);
+    auto runs = FamilyRuns::open(a, *l->cfg, options, source, std::move(*inputs));
+    if (!runs) return runs.error();
+    std::shared_ptr<FamilyRuns> f = fr = std::move(*runs);
+    LOOM_TRY(f->load(0, *l));
+    l->runs = f->size();
+    l->next = [f, lp = l.get()](size_t k) { return f->load(k, *lp); };
+    l->outputs = [f]() -> Expected<std::vector<RunOutput>> {
+      auto outs = f->outputs();
+      if (!outs) return outs.error();
+      return run_outputs(std::move(*outs));
+    };
+  } else {
+    if (!from_plan) {
+      auto built = driver::compile_program(driver::Source::onnx_model(std::move(source)), *l->cfg, options, *inputs);
+      if (!built) return built.error();
+      l->prog = std::move(*built);
+    }
+    auto host = onnxfe::ProgramValues::bind(l->prog, *inputs);
+    if (!host) return host.error();
+    onnxfe::ProgramValues* values = host->get();
+    l->values = std::move(*host);
+    l->outputs = [values]() -> Expected<std::vector<RunOutput>> {
+      auto outs = values->outputs();
+      if (!outs) return outs.error();
+      return run_outputs(std::move(*outs));
+    };
   }
   l->compile_options = compiler::options_to_json(options);
-  auto hm = onnxfe::host_model(l->prog, a.model);
-  if (!hm) return hm.error();
-  auto host = onnxfe::ProgramValues::bind(l->prog, *inputs);
-  if (!host) return host.error();
-  onnxfe::ProgramValues* values = host->get();
-  l->values = std::move(*host);
-  // A padded batch gives back only the requests' rows.
-  const int64_t rows = shape.padded_batch > shape.batch ? shape.batch : 0;
-  l->outputs = [values, rows]() -> Expected<std::vector<RunOutput>> {
-    auto outs = values->outputs();
-    if (!outs) return outs.error();
-    if (rows > 0)
-      for (auto& [name, v] : *outs) v = driver::trim_batch(std::move(v), rows);
-    return run_outputs(std::move(*outs));
-  };
-  l->describe = [&prog = l->prog, h = *hm, family_json](const runtime::ProgramRun& run) {
+  LOOM_TRY(onnxfe::host_model(l->prog, a.model).status());
+  l->describe = [lp = l.get(), where = a.model, fr](const runtime::ProgramRun& run) {
     ordered_json j;
-    add_program_json(j, prog, *h);
+    add_program_json(j, lp->prog, **onnxfe::host_model(lp->prog, where));
     for (const auto& sr : run.segments) {
       auto& sj = j["segments"][size_t(sr.segment)];
-      sj["cycles"] = sr.result.has_time ? ordered_json(sr.result.cycles) : ordered_json(nullptr);
+      const uint64_t before = sj.contains("cycles") && sj["cycles"].is_number() ? sj["cycles"].get<uint64_t>() : 0;
+      sj["cycles"] = sr.result.has_time ? ordered_json(before + sr.result.cycles) : ordered_json(nullptr);
     }
-    if (!family_json.is_null()) j["family"] = family_json;
+    if (fr) j["family"] = fr->json();
     return j;
   };
   return l;

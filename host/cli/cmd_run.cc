@@ -178,10 +178,11 @@ Expected<std::unique_ptr<LoadedRun>> load_graph_run(const Opts& o) {
   return l;
 }
 
-/// "ran MODEL on BACKEND (config C): ..." whatever the input kind.
-std::string run_summary(const Opts& o, const LoadedRun& l, const runtime::ProgramRun& run) {
-  size_t layers = 0;
-  for (const auto& s : l.prog.segments) layers += s.plan.layers.size();
+ordered_json layers_json(const plan::Plan& p, const runtime::RunResult& r, const spec::HwConfig& cfg, int segment);
+
+/// "ran MODEL on BACKEND (config C): ..." whatever the input kind; `layers`
+/// of one run of the program.
+std::string run_summary(const Opts& o, const LoadedRun& l, const runtime::ProgramRun& run, size_t layers) {
   std::string s = "ran " + o.model + " on " + o.backend + " (config " + std::string(l.cfg->name) +
                   "): " + std::to_string(l.prog.segments.size()) + " device segment" +
                   (l.prog.segments.size() == 1 ? "" : "s") + " (" + std::to_string(layers) + " layers, " +
@@ -205,7 +206,18 @@ int run(const Opts& o) {
   auto loaded = onnx ? load_onnx_run(o) : load_graph_run(o);
   if (!loaded) return fail(loaded.error());
   LoadedRun& l = **loaded;
-  auto res = run_on_device(o, *l.cfg, l.prog, *l.values, l.name_segments);
+  ordered_json layers = ordered_json::array();
+  size_t layer_count = 0;
+  auto res = run_on_device(o, l, [&](size_t k, const runtime::ProgramRun& run) {
+    for (const auto& sr : run.segments)
+      for (auto& lj : layers_json(l.prog.segments[size_t(sr.segment)].plan, sr.result, *l.cfg,
+                                  l.name_segments ? sr.segment : -1)) {
+        if (l.runs > 1) lj["run"] = k;
+        layers.push_back(std::move(lj));
+      }
+    if (k == 0)
+      for (const auto& s : l.prog.segments) layer_count += s.plan.layers.size();
+  });
   if (!res) return fail(res.error());
 
   RunReport rep;
@@ -222,13 +234,17 @@ int run(const Opts& o) {
   auto outputs = l.outputs();
   if (!outputs) return fail(outputs.error());
   rep.outputs = std::move(*outputs);
-  rep.summary = run_summary(o, l, *res);
+  rep.layers = std::move(layers);
+  rep.summary = run_summary(o, l, *res, layer_count);
   if (const auto f = rep.program.find("family"); f != rep.program.end()) {
-    rep.summary += "\n  family of programs: " + (*f)["bucket"].get<std::string>() + ", the bucket's program " +
-                   (*f)["program"].get<std::string>();
+    rep.summary += "\n  family of programs: " + (*f)["bucket"].get<std::string>();
+    if (l.runs > 1)
+      rep.summary += ", " + std::to_string(l.runs) + " runs";
+    else
+      rep.summary += ", the bucket's program " + (*f)["program"].get<std::string>();
     if (!(*f)["cache_file"].is_null()) rep.summary += " (" + (*f)["cache_file"].get<std::string>() + ")";
   }
-  return finish_run(o, rep, l.prog, *res, *l.cfg, l.name_segments, expected_dir(o), t0);
+  return finish_run(o, rep, l.prog.host_ops.size(), *res, expected_dir(o), t0);
 }
 
 }  // namespace
@@ -397,30 +413,68 @@ std::string expected_dir(const RunArgs& a) {
   return "";
 }
 
-Expected<runtime::ProgramRun> run_on_device(const RunArgs& a, const spec::HwConfig& cfg, const plan::Program& prog,
-                                            runtime::HostSteps& host, bool name_segments) {
+namespace {
+
+/// `from` added to `into`: its segments after `into`'s, its counts summed,
+/// its mismatches named by run `k`.
+void add_run(runtime::ProgramRun& into, runtime::ProgramRun from, size_t k) {
+  into.has_time = k == 0 ? from.has_time : into.has_time && from.has_time;
+  into.cycles += from.cycles;
+  into.instructions += from.instructions;
+  into.ring_refills += from.ring_refills;
+  into.checked_segments += from.checked_segments;
+  for (auto& m : from.mismatches) {
+    m.output = "run " + std::to_string(k) + " " + m.output;
+    into.mismatches.push_back(std::move(m));
+  }
+  for (auto& sr : from.segments) into.segments.push_back(std::move(sr));
+}
+
+}  // namespace
+
+Expected<runtime::ProgramRun> run_on_device(const RunArgs& a, LoadedRun& l,
+                                            const std::function<void(size_t, const runtime::ProgramRun&)>& each) {
   runtime::TraceRecorder trace;
-  auto dev = open_device(a, cfg, a.trace.empty() ? nullptr : &trace);
+  auto dev = open_device(a, *l.cfg, a.trace.empty() ? nullptr : &trace);
   if (!dev) return dev.error();
   runtime::RunOptions ro;
   ro.layer_cycles = a.layer_cycles || !a.trace.empty();
   ro.check = a.check;
   Progress progress("run " + a.model + " on " + a.backend);
-  ro.progress = [&](uint64_t done, uint64_t total) { progress.update(total ? double(done) / double(total) : 0.0); };
-  auto res = runtime::run_program(**dev, prog, host, ro);
+  runtime::ProgramRun total;
+  std::vector<runtime::TraceRecorder::LayerSpan> spans;
+  Expected<runtime::ProgramRun> res = total;
+  for (size_t k = 0; k < l.runs && res; ++k) {
+    if (k > 0) {
+      if (Status s = l.next(k); !s) {
+        res = s.error();
+        break;
+      }
+    }
+    ro.progress = [&](uint64_t done, uint64_t n) {
+      progress.update((double(k) + (n ? double(done) / double(n) : 0.0)) / double(l.runs));
+    };
+    res = runtime::run_program(**dev, l.prog, *l.values, ro);
+    if (!res) break;
+    each(k, *res);
+    if (!a.trace.empty())
+      for (const auto& sr : res->segments) {
+        std::string prefix = l.runs > 1 ? "run " + std::to_string(k) + " " : "";
+        if (l.name_segments) prefix += "segment " + std::to_string(sr.segment) + " ";
+        for (auto& sp : layer_spans(l.prog.segments[size_t(sr.segment)].plan, sr.result, prefix))
+          spans.push_back(std::move(sp));
+      }
+    add_run(total, std::move(*res), k);
+    res = total;
+  }
   progress.finish();
   (*dev)->set_trace(nullptr);
   // A failed run still gets its trace (its error instants show where it stopped).
   if (!a.trace.empty()) {
-    std::vector<runtime::TraceRecorder::LayerSpan> spans;
-    if (res)
-      for (const auto& sr : res->segments)
-        for (auto& sp : layer_spans(prog.segments[size_t(sr.segment)].plan, sr.result,
-                                    name_segments ? "segment " + std::to_string(sr.segment) + " " : ""))
-          spans.push_back(std::move(sp));
-    // One segment and nothing else: the run's own cycles; else the device's
-    // clock over the whole program (host steps take no device time).
-    const uint64_t cycles = res && prog.steps.size() == 1 ? res->cycles : (*dev)->cycles() - trace.origin();
+    // One segment run once and nothing else: the run's own cycles; else the
+    // device's clock over the whole program (host steps take no device time).
+    const uint64_t cycles =
+        res && l.runs == 1 && l.prog.steps.size() == 1 ? res->cycles : (*dev)->cycles() - trace.origin();
     LOOM_TRY(write_trace(trace, a, **dev, cycles, spans));
   }
   return res;
@@ -473,9 +527,8 @@ ordered_json RunReport::to_json() const {
   return j;
 }
 
-int finish_run(const RunArgs& a, RunReport& r, const plan::Program& prog, const runtime::ProgramRun& run,
-               const spec::HwConfig& cfg, bool name_segments, const std::string& exp_dir,
-               std::chrono::steady_clock::time_point t0) {
+int finish_run(const RunArgs& a, RunReport& r, size_t host_ops, const runtime::ProgramRun& run,
+               const std::string& exp_dir, std::chrono::steady_clock::time_point t0) {
   bool within = true;
   if (!exp_dir.empty()) {
     auto cmp = compare_expected(exp_dir, r.outputs, a.atol, a.rtol, &within);
@@ -514,12 +567,7 @@ int finish_run(const RunArgs& a, RunReport& r, const plan::Program& prog, const 
     }
   }
   std::vector<const runtime::RunResult*> runs;
-  r.layers = ordered_json::array();
-  for (const auto& sr : run.segments) {
-    runs.push_back(&sr.result);
-    for (auto& l : layers_json(prog.segments[size_t(sr.segment)].plan, sr.result, cfg, name_segments ? sr.segment : -1))
-      r.layers.push_back(std::move(l));
-  }
+  for (const auto& sr : run.segments) runs.push_back(&sr.result);
   r.run = &run;
   r.cores = cores_json(runs);
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -533,7 +581,7 @@ int finish_run(const RunArgs& a, RunReport& r, const plan::Program& prog, const 
     if (!o.file.empty()) std::cout << " -> " << o.file;
     std::cout << "\n";
   }
-  if (r.check) std::cout << "  " << r.check_line(prog.host_ops.size()) << "\n";
+  if (r.check) std::cout << "  " << r.check_line(host_ops) << "\n";
   if (!exp_dir.empty()) print_expected(r.expected);
   return 0;
 }
@@ -549,7 +597,7 @@ void register_run(CLI::App& app) {
   cmd->add_option("--inputs", o->inputs, "Input tensors (.pb or .npy), in graph input order")->expected(1, -1);
   cmd->add_option("--bucket", o->buckets,
                   "ONNX: run as a family of programs, SYMBOL's buckets A,B,... (repeatable; the inputs' shapes pick "
-                  "the bucket, a batch is padded up to it; docs/onnx.md)")
+                  "the bucket, a batch is padded up to it, or split into runs of the largest; docs/onnx.md)")
       ->type_name("SYMBOL=A,B,...");
   cmd->add_option("--cache", o->cache, "ONNX with --bucket: folder keeping the family's compiled programs");
   cmd->add_option("--outputs", o->outputs, "Directory for output_0.<fmt>, output_1.<fmt>, ... in graph output order");

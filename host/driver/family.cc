@@ -170,6 +170,47 @@ Expected<FamilyShape> ProgramFamily::pick(const std::map<std::string, std::vecto
   return s;
 }
 
+Expected<std::vector<FamilyRun>> ProgramFamily::split(const std::map<std::string, std::vector<int64_t>>& shapes) const {
+  auto seen = observe(sig_, shapes);
+  if (!seen) return seen.error();
+  const std::string batch = sig_.batch_symbol();
+  auto b = batch.empty() ? buckets_.end() : buckets_.find(batch);
+  const int64_t largest = b == buckets_.end() ? 0 : b->second.back();
+  if (b == buckets_.end() || seen->at(batch) <= largest) {
+    auto one = pick(shapes);
+    if (!one) return one.error();
+    return std::vector<FamilyRun>{FamilyRun{std::move(*one), 0}};
+  }
+  const int64_t total = seen->at(batch);
+  if ((total + largest - 1) / largest > int64_t(kMaxFamilyRuns))
+    return make_error("--bucket", batch + "=" + std::to_string(total) + " needs more than " +
+                                      std::to_string(kMaxFamilyRuns) + " runs of the largest bucket (" +
+                                      std::to_string(largest) + "); give a larger bucket");
+  std::vector<FamilyRun> runs;
+  for (int64_t first = 0; first < total; first += largest) {
+    auto part = shapes;  // every input's dimension 0 is the batch
+    for (auto& [name, shape] : part) shape[0] = std::min(largest, total - first);
+    auto one = pick(part);
+    if (!one) return one.error();
+    runs.push_back(FamilyRun{std::move(*one), first});
+  }
+  return runs;
+}
+
+std::string runs_text(const std::vector<FamilyRun>& runs) {
+  if (runs.size() == 1) return runs[0].shape.text();
+  const FamilyShape& s = runs[0].shape;
+  std::string t = s.batch_symbol + "=" + std::to_string(runs.back().first + runs.back().shape.batch) + " split into ";
+  for (size_t k = 0; k < runs.size(); ++k) {
+    const FamilyShape& r = runs[k].shape;
+    t += (k ? ", " : "") + std::to_string(r.batch);
+    if (r.padded_batch != r.batch) t += " -> " + std::to_string(r.padded_batch) + " (padded)";
+  }
+  for (const auto& [sym, v] : s.observed)
+    if (sym != s.batch_symbol) t += ", " + sym + "=" + std::to_string(v);
+  return t;
+}
+
 Expected<std::vector<FamilyShape>> ProgramFamily::every_bucket() const {
   const auto symbols = input_symbols(sig_);
   size_t count = 1;
@@ -267,6 +308,37 @@ onnxfe::Value trim_batch(onnxfe::Value v, int64_t rows) {
   else
     v.i.resize(size_t(rows * row));
   return v;
+}
+
+onnxfe::Value slice_batch(const onnxfe::Value& v, int64_t first, int64_t rows) {
+  onnxfe::Value r = v;
+  if (v.shape.empty()) return r;
+  const int64_t row = v.shape[0] > 0 ? v.numel() / v.shape[0] : 0;
+  r.shape[0] = rows;
+  const auto from = size_t(first * row), to = size_t((first + rows) * row);
+  if (v.is_float())
+    r.f.assign(v.f.begin() + std::ptrdiff_t(from), v.f.begin() + std::ptrdiff_t(to));
+  else
+    r.i.assign(v.i.begin() + std::ptrdiff_t(from), v.i.begin() + std::ptrdiff_t(to));
+  return r;
+}
+
+Expected<onnxfe::Value> join_batch(const std::vector<onnxfe::Value>& parts) {
+  if (parts.empty()) return make_error("join_batch", "no parts");
+  onnxfe::Value r = parts[0];
+  if (r.shape.empty()) return make_error("join_batch", "a scalar has no batch dimension");
+  for (size_t k = 1; k < parts.size(); ++k) {
+    const onnxfe::Value& p = parts[k];
+    if (p.type != r.type || p.shape.size() != r.shape.size() ||
+        !std::equal(p.shape.begin() + 1, p.shape.end(), r.shape.begin() + 1))
+      return make_error("join_batch", "run " + std::to_string(k) + "'s output " + shape_text(p.shape) +
+                                          " does not continue run 0's " + shape_text(parts[0].shape) +
+                                          " along the batch");
+    r.shape[0] += p.shape[0];
+    r.f.insert(r.f.end(), p.f.begin(), p.f.end());
+    r.i.insert(r.i.end(), p.i.begin(), p.i.end());
+  }
+  return r;
 }
 
 }  // namespace loom::driver

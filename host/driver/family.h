@@ -23,6 +23,8 @@ namespace loom::driver {
 
 /// The most programs one family compiles ahead of time.
 inline constexpr size_t kMaxFamilyPrograms = 256;
+/// The most runs one batch is split into (ProgramFamily::split).
+inline constexpr size_t kMaxFamilyRuns = 4096;
 
 /// Bucket sizes per symbolic dimension, ascending (`--bucket SYMBOL=A,B,...`).
 using Buckets = std::map<std::string, std::vector<int64_t>>;
@@ -38,6 +40,13 @@ struct FamilyShape {
   int64_t batch = 0, padded_batch = 0;      // along it: rows given, rows compiled (equal: no padding)
   /// "N=3 -> 4 (padded), S=64", in symbol order.
   std::string text() const;
+};
+
+/// One run of a batch: `shape`'s bucket on rows [first, first + shape.batch)
+/// of the inputs' batch (first 0 and the whole batch when it is not split).
+struct FamilyRun {
+  FamilyShape shape;
+  int64_t first = 0;
 };
 
 /// A bucket's program, compiled now or read from the disk cache.
@@ -60,6 +69,12 @@ class ProgramFamily {
   /// value per symbol, each bucketed symbol within its buckets. Errors are
   /// one line naming the input, the symbol and the buckets.
   Expected<FamilyShape> pick(const std::map<std::string, std::vector<int64_t>>& shapes) const;
+  /// The runs that cover inputs with these shapes, in batch order: pick()'s
+  /// one when the batch fits a bucket; a batch above the batch dimension's
+  /// largest bucket is split into runs of that bucket, the last one padded
+  /// up to the smallest bucket that holds the rest. At most kMaxFamilyRuns
+  /// runs; errors as pick()'s.
+  Expected<std::vector<FamilyRun>> split(const std::map<std::string, std::vector<int64_t>>& shapes) const;
 
   /// Every bucket of the family, in symbol order: one shape per combination
   /// of the bucketed symbols' sizes (ahead-of-time compile, `loom compile
@@ -88,5 +103,11 @@ class ProgramFamily {
 onnxfe::Value pad_batch(const onnxfe::Value& v, int64_t rows);
 /// `v` with only its first `rows` entries of dimension 0 kept.
 onnxfe::Value trim_batch(onnxfe::Value v, int64_t rows);
+/// Entries [first, first + rows) of `v`'s dimension 0.
+onnxfe::Value slice_batch(const onnxfe::Value& v, int64_t first, int64_t rows);
+/// `parts` (one type, equal dimensions past the first) joined along dimension 0.
+Expected<onnxfe::Value> join_batch(const std::vector<onnxfe::Value>& parts);
+/// "N=19 split into 8, 8, 3 -> 4 (padded)": the runs of a split batch, else the one run's text().
+std::string runs_text(const std::vector<FamilyRun>& runs);
 
 }  // namespace loom::driver

@@ -162,6 +162,34 @@ class Shapes(unittest.TestCase):
         self.assertEqual(j["family"]["bucket"], "batch=2, seq=12")
         self.assertEqual(y.shape, (2, 12, 32))
 
+    def test_family_splits_a_batch_above_its_largest_bucket(self):
+        # A batch of 7 with buckets 1,2,4 runs the bucket-4 program on rows
+        # 0-3 and on rows 4-6 padded to 4, on one device; the outputs are
+        # joined, bit-exact with a direct compile at batch 7 and with each
+        # image alone.
+        x7 = np.random.default_rng(11).standard_normal((7, 3, 16, 16)).astype(np.float32)
+        direct, _ = self.run_outputs(self.cnn_n, x7, backend=BACKEND)
+        y, j = self.run_outputs(self.cnn_n, x7, "--bucket", "N=1,2,4", "--layer-cycles", backend=BACKEND)
+        self.assertTrue(j["bit_exact"])
+        self.assertEqual(j["family"]["bucket"], "N=7 split into 4, 3 -> 4 (padded)")
+        self.assertEqual([r["rows"] for r in j["family"]["runs"]], [[0, 4], [4, 7]])
+        self.assertEqual([r["bucket"] for r in j["family"]["runs"]], ["N=4", "N=3 -> 4 (padded)"])
+        self.assertEqual(j["checked_segments"], 2 * len(j["segments"]))
+        self.assertEqual(sorted({layer["run"] for layer in j["layers"]}), [0, 1])
+        if j["has_time"]:
+            self.assertEqual(j["cycles"], sum(s["cycles"] for s in j["segments"]))
+        self.assertEqual(y.shape, (7, 10))
+        import jsonschema
+        with open(os.path.join(HERE, "..", "..", "docs", "schema", "run.schema.json")) as f:
+            jsonschema.validate(j, json.load(f))
+        np.testing.assert_array_equal(y, direct)
+        np.testing.assert_array_equal(y, self.per_image(self.cnn_n, x7, "--batch", "1"))
+        # The last run in a smaller bucket: 5 = 2 + 2 + 1 with buckets 1,2.
+        y, j = self.run_outputs(self.cnn_n, x7[:5], "--bucket", "N=1,2", backend=BACKEND)
+        self.assertEqual(j["family"]["bucket"], "N=5 split into 2, 2, 1")
+        self.assertTrue(j["bit_exact"])
+        np.testing.assert_array_equal(y, direct[:5])
+
     def test_family_compiled_ahead_of_time_is_what_run_reads(self):
         # `loom compile --bucket ... -o DIR`: one program per bucket
         # combination, the folder `run --bucket ... --cache DIR` then reads
@@ -216,7 +244,8 @@ class Shapes(unittest.TestCase):
         save_pb(b12, np.zeros((2, 12, 32), np.float32))
         self.refused(["run", self.block, "--inputs", b12, "--bucket", "seq=8,16"],
                      "seq=12 is in no bucket (8,16)", "'seq' is not the batch dimension")
-        self.refused(["run", self.cnn_n, "--inputs", x3, "--bucket", "N=1,2"], "N=3 is above the largest bucket (1,2)")
+        self.refused(["run", self.block, "--inputs", b12, "--bucket", "seq=4,8"],
+                     "seq=12 is above the largest bucket (4,8)")
         self.refused(["run", self.cnn_n, "--inputs", x3, "--bucket", "Q=1"], "no graph input", "'Q' (it has: N)")
         self.refused(["run", self.cnn_n, "--inputs", x3, "--bucket", "N=0,2"], "--bucket", "got '0'")
         self.refused(["run", self.cnn_n, "--inputs", x3, "--bucket", "N=2", "--bucket", "N=4"], "given twice")
