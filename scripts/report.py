@@ -491,18 +491,20 @@ def buckets_table(res, page):
 
 def placements_table(res, page):
     """Placement: every gang width each mapping weighed (cores per batch, the
-    servers they make, the service time and the queue model's latency)."""
+    servers they make, the service of a batch and the queue model's latency)."""
     rows = []
     for name, mm in mappings(res):
         for model, m in mm.items():
             for x in m.get("placements", []):
                 lat = x["modelled_latency_us"]
                 rows.append([name, model, x["cores"], x["servers"], ms(x["service_us"]),
+                             "%.2f" % x.get("requests_per_batch", 1),
+                             "%.2f / %.2f" % (x.get("arrival_scv", 1), x.get("service_scv", 1)),
                              lat if isinstance(lat, str) else ms(lat), "<- chosen" if x["chosen"] else ""])
     if rows:
         page.detail("placement: cores per batch", "%d mappings weighed" % len({(r[0], r[1]) for r in rows}), html_table(
-            ["mapping", "model", "cores per batch", "servers", "service per request", "modelled mean latency (M/M/c)",
-             "chosen"], rows))
+            ["mapping", "model", "cores per batch", "servers", "service per batch", "requests per batch",
+             "variation (arrivals / service)", "modelled mean latency (G/G/c)", "chosen"], rows))
 
 
 PART_COLOURS = {"queueing": "#c62828", "batching": "#f9a825", "imbalance": "#6a1b9a", "service": "#1565c0",

@@ -410,11 +410,14 @@ Expected<ServeResult> result_of(const Workload& w, const ServeOptions& o, const 
 
 }  // namespace
 
-Expected<std::vector<int64_t>> arrival_counts(const Workload& w, double load_scale) {
+Expected<std::vector<int64_t>> arrival_counts(const Workload& w, double load_scale, double from_us, double to_us) {
   LOOM_TRY(check_budget(w, load_scale));
   std::vector<int64_t> n;
-  for (size_t i = 0; i < w.streams.size(); ++i)
-    n.push_back(int64_t(detail::arrivals(w.streams[i], int(i), w.seed, w.duration_ms * 1000.0, load_scale).size()));
+  for (size_t i = 0; i < w.streams.size(); ++i) {
+    const auto reqs = detail::arrivals(w.streams[i], int(i), w.seed, w.duration_ms * 1000.0, load_scale);
+    n.push_back(std::count_if(reqs.begin(), reqs.end(),
+                              [&](const detail::Req& r) { return r.arrival >= from_us && r.arrival < to_us; }));
+  }
   return n;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -61,8 +62,9 @@ struct ServeOptions {
 Expected<ServeResult> run_serve(const Workload& w, const ServeOptions& o, ServiceModel& sm);
 
 /// Generates every stream's arrivals as the simulator does (budgets checked
-/// first) and returns their counts, in stream order.
-Expected<std::vector<int64_t>> arrival_counts(const Workload& w, double load_scale);
+/// first) and returns their counts in [from_us, to_us), in stream order.
+Expected<std::vector<int64_t>> arrival_counts(const Workload& w, double load_scale, double from_us = 0,
+                                              double to_us = std::numeric_limits<double>::infinity());
 
 /// Chrome trace-event JSON (Perfetto) of a run's batches: one track per core,
 /// one interval per batch named after its stream; timestamps in microseconds

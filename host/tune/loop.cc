@@ -116,12 +116,6 @@ Expected<Setup> check_setup(const serve::Workload& w_in, const TuneOptions& o) {
   auto models = models_of(w);
   if (!models) return models.error();
   s.models = std::move(*models);
-  // Each model's arrival rate over the run (requests per us): the placement
-  // decision's queue (place()).
-  auto counts = serve::arrival_counts(w, 1.0);
-  if (!counts) return counts.error();
-  for (size_t i = 0; i < w.streams.size(); ++i)
-    s.rate[serve::model_key(w.streams[i].model)] += double((*counts)[i]) / (w.duration_ms * 1000.0);
   s.fab = Fabric{int(cfg.cores), double(cfg.clock_mhz)};
   s.swap_ms = o.swap_at_ms;
   if (s.swap_ms < 0) {
@@ -135,6 +129,13 @@ Expected<Setup> check_setup(const serve::Workload& w_in, const TuneOptions& o) {
     return make_error("--swap-at-ms",
                       "must be below the workload's duration_ms (" + std::to_string(w.duration_ms) + ")");
   s.swap_us = s.swap_ms * 1000.0;
+  // Each model's arrival rate before the swap point (requests per us): the
+  // initial mapping's placement queue (place()). Mappings for after the swap
+  // take the arrivals observed after it (Loop::observed_arrivals).
+  auto counts = serve::arrival_counts(w, 1.0, 0.0, s.swap_us);
+  if (!counts) return counts.error();
+  for (size_t i = 0; i < w.streams.size(); ++i)
+    s.rate0[serve::model_key(w.streams[i].model)] += double((*counts)[i]) / std::max(s.swap_us, 1.0);
   return s;
 }
 
@@ -295,6 +296,33 @@ std::set<int64_t> Loop::observed_seqs(const Served& run, const std::string& key)
   return seqs;
 }
 
+BatchMix Loop::observed_batches(const Served& run, const std::string& key, const std::set<int64_t>& seqs) const {
+  BatchMix m;
+  for (const auto& b : run.spans)
+    if (b.member == 0 && b.start_us >= s_.swap_us && serve::model_key(s_.w.streams[size_t(b.stream)].model) == key)
+      m[{b.seq, b.requests}] += 1;
+  if (m.empty())
+    for (int64_t seq : seqs) m[{seq, 1}] = 1;
+  return m;
+}
+
+Arrivals Loop::observed_arrivals(const Served& run, const std::string& key) const {
+  std::vector<double> t;
+  for (const auto& r : run.reqs)
+    if (r.arrival_us >= s_.swap_us && serve::model_key(s_.w.streams[size_t(r.stream)].model) == key)
+      t.push_back(r.arrival_us);
+  Arrivals a;
+  a.requests_per_us = double(t.size()) / std::max(s_.w.duration_ms * 1000.0 - s_.swap_us, 1.0);
+  if (t.size() < 3) return a;
+  std::sort(t.begin(), t.end());
+  double m = 0, m2 = 0;
+  for (size_t i = 1; i < t.size(); ++i) m += t[i] - t[i - 1], m2 += (t[i] - t[i - 1]) * (t[i] - t[i - 1]);
+  const double n = double(t.size() - 1);
+  m /= n, m2 /= n;
+  if (m > 0) a.scv = std::max(0.0, m2 / (m * m) - 1);
+  return a;
+}
+
 std::set<int64_t> Loop::workload_seqs(const std::string& key) const {
   std::set<int64_t> seqs;
   for (const auto& s : s_.w.streams)
@@ -330,7 +358,8 @@ Expected<json> Loop::initial_mapping() {
     const LengthMix mix = initial_mix(key);
     const ChoiceCost predicted = [&, &sp = spec](const Choice& c) { return lab_.predict(sp, c, identity); };
     if (spec.bucketed()) {
-      auto bp = pick_placed(mix, lens_of(key), plain(spaces_[key]), o_.max_buckets, predicted, s_.rate[key], s_.fab);
+      auto bp = pick_placed(mix, lens_of(key), plain(spaces_[key]), o_.max_buckets, predicted,
+                            Arrivals{s_.rate0[key], 1, 1}, s_.fab);
       if (!bp) return bp.error();
       m0_[key] = bp->map;
       auto bj = bucket_json(spec, *bp);
@@ -345,7 +374,8 @@ Expected<json> Loop::initial_mapping() {
       init[key] = ij;
       continue;
     }
-    auto pl = place_gemm(mix, plain(spaces_[key]), predicted, s_.rate[key], s_.fab);
+    auto pl =
+        place_gemm(one_request_batches(mix), plain(spaces_[key]), predicted, Arrivals{s_.rate0[key], 1, 1}, s_.fab);
     if (!pl) return pl.error();
     double best = 0;
     const Choice* pick = nullptr;
@@ -399,16 +429,16 @@ Expected<double> Loop::measured_cost(const serve::ModelSpec& spec, const Choice&
   return double((*t)->measured + lab_.host_cycles(**cr));
 }
 
-Status Loop::decide(const MixOf& mix_of, const SeqsOf& seqs_of, const Cost& cost, Mapping& out, json& buckets) {
-  // A bucketed model: its buckets for the length mix `mix_of(key)`; a gemm
-  // chain: a choice per (seq, batch) for every seq of `seqs_of(key)` and
-  // batch 1..max_batch (the fallback kept).
+Status Loop::decide(const Served& seen, const SeqsOf& seqs_of, const Cost& cost, Mapping& out, json& buckets) {
+  // A bucketed model: its buckets for the length mix observed; a gemm chain
+  // or batched model: a choice per (seq, batch) for every seq of
+  // `seqs_of(key)` and batch 1..max_batch (the fallback kept).
   for (const auto& [key, spec] : s_.models) {
     const serve::ModelSpec& sp = spec;
     const ChoiceCost cost_of = [&](const Choice& c) { return cost(sp, c); };
     if (spec.bucketed()) {
-      auto bp =
-          pick_placed(mix_of(key), lens_of(key), plain(spaces_[key]), o_.max_buckets, cost_of, s_.rate[key], s_.fab);
+      auto bp = pick_placed(observed_mix(seen, key), lens_of(key), plain(spaces_[key]), o_.max_buckets, cost_of,
+                            observed_arrivals(seen, key), s_.fab);
       if (!bp) return bp.error();
       out[key] = bp->map;
       auto bj = bucket_json(spec, *bp);
@@ -417,12 +447,8 @@ Status Loop::decide(const MixOf& mix_of, const SeqsOf& seqs_of, const Cost& cost
       continue;
     }
     out[key].fallback = m0_[key].fallback;
-    // The width for the lengths observed (requests per batch length), or
-    // every length decided for, equally weighted.
-    LengthMix mix = mix_of(key);
-    if (mix.empty())
-      for (int64_t seq : seqs_of(key)) mix[seq] = 1;
-    auto pl = place_gemm(mix, plain(spaces_[key]), cost_of, s_.rate[key], s_.fab);
+    auto pl = place_gemm(observed_batches(seen, key, seqs_of(key)), plain(spaces_[key]), cost_of,
+                         observed_arrivals(seen, key), s_.fab);
     if (!pl) return pl.error();
     buckets[key] = {{"placements", pl->to_json()}};
     for (int64_t seq : seqs_of(key))
@@ -449,10 +475,9 @@ Expected<json> Loop::search_best_per_shape() {
   progress("exhaustive search over " + std::to_string(spaces_.begin()->second.size()) + " choices per model");
   Mapping mbest;
   json best_buckets = json::object();
-  LOOM_TRY(decide([&](const std::string& key) { return observed_mix(base_, key); },
-                  [&](const std::string& key) { return workload_seqs(key); },
-                  [&](const serve::ModelSpec& spec, const Choice& c) { return measured_cost(spec, c); }, mbest,
-                  best_buckets));
+  LOOM_TRY(decide(
+      base_, [&](const std::string& key) { return workload_seqs(key); },
+      [&](const serve::ModelSpec& spec, const Choice& c) { return measured_cost(spec, c); }, mbest, best_buckets));
   progress("serving with the best plan per shape");
   auto bestrun = serve_with({{0.0, &m0_}, {s_.swap_us, &mbest}});
   if (!bestrun) return bestrun.error();
@@ -485,10 +510,10 @@ Expected<json> Loop::recompile_offline() {
   Mapping moff;
   json off_buckets = json::object();
   const Calibration identity;
-  LOOM_TRY(decide([&](const std::string& key) { return observed_mix(base_, key); },
-                  [&](const std::string& key) { return observed_seqs(base_, key); },
-                  [&](const serve::ModelSpec& spec, const Choice& c) { return lab_.predict(spec, c, identity); }, moff,
-                  off_buckets));
+  LOOM_TRY(decide(
+      base_, [&](const std::string& key) { return observed_seqs(base_, key); },
+      [&](const serve::ModelSpec& spec, const Choice& c) { return lab_.predict(spec, c, identity); }, moff,
+      off_buckets));
   auto offrun = serve_with({{0.0, &m0_}, {s_.swap_us, &moff}});
   if (!offrun) return offrun.error();
   json joff;

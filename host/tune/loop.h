@@ -33,7 +33,7 @@ struct Setup {
   int max_cores = 1;                                 // the most cores a batch may run on
   std::map<std::string, std::vector<int64_t>> lens;  // per bucketed model key: its bucket lengths, ascending
   std::map<std::string, serve::ModelSpec> models;    // by model key
-  std::map<std::string, double> rate;                // per model key: arrivals per us over the run
+  std::map<std::string, double> rate0;               // per model key: arrivals per us before the swap point
   Fabric fab;
   double swap_ms = 0, swap_us = 0;  // when the new mapping is swapped in
 };
@@ -115,7 +115,6 @@ class Loop {
     return it == s_.lens.end() ? none : it->second;
   }
   using Epochs = std::vector<std::pair<double, const Mapping*>>;
-  using MixOf = std::function<LengthMix(const std::string&)>;
   using SeqsOf = std::function<std::set<int64_t>(const std::string&)>;
   using Cost = std::function<Expected<double>(const serve::ModelSpec&, const Choice&)>;
 
@@ -138,6 +137,13 @@ class Loop {
   LengthMix observed_mix(const Served& run, const std::string& key) const;
   /// The lengths of the requests of model `key` that arrived after the swap point in a run.
   std::set<int64_t> observed_seqs(const Served& run, const std::string& key) const;
+  /// Model `key`'s requests that arrived at or after the swap point in a
+  /// run: per us of the rest of the run, and their inter-arrival times'
+  /// squared coefficient of variation (1 with fewer than 3 requests).
+  Arrivals observed_arrivals(const Served& run, const std::string& key) const;
+  /// Model `key`'s batches that started at or after the swap point in a run,
+  /// by (length, requests); none: each of `seqs` once, alone.
+  BatchMix observed_batches(const Served& run, const std::string& key, const std::set<int64_t>& seqs) const;
   /// Every length the workload gives model `key`.
   std::set<int64_t> workload_seqs(const std::string& key) const;
 
@@ -146,8 +152,9 @@ class Loop {
   Expected<nlohmann::ordered_json> bucket_json(const serve::ModelSpec& spec, const BucketPick& bp);
   /// The measured cost of one run of a choice: device parts plus host ops.
   Expected<double> measured_cost(const serve::ModelSpec& spec, const Choice& c);
-  /// A mapping of every model for the shapes after the swap point, each choice costed by `cost`.
-  Status decide(const MixOf& mix_of, const SeqsOf& seqs_of, const Cost& cost, Mapping& out,
+  /// A mapping of every model for the shapes, batches and arrival rate
+  /// observed after the swap point in `seen`, each choice costed by `cost`.
+  Status decide(const Served& seen, const SeqsOf& seqs_of, const Cost& cost, Mapping& out,
                 nlohmann::ordered_json& buckets);
 
   // The round's steps.

@@ -78,40 +78,50 @@ Expected<BucketPick> pick_buckets(const LengthMix& mix, const std::vector<int64_
 }
 
 Expected<BucketPick> pick_placed(const LengthMix& mix, const std::vector<int64_t>& lens, const Candidates& cands,
-                                 int max_buckets, const ChoiceCost& cost, double lambda_per_us, const Fabric& f) {
+                                 int max_buckets, const ChoiceCost& cost, const Arrivals& requests, const Fabric& f) {
   std::map<int, BucketPick> by;
-  std::map<int, double> service;
+  std::map<int, Service> service;
   for (int k : widths_of(cands)) {
     auto bp = pick_buckets(mix, lens, of_width(cands, k), max_buckets, cost);
     if (!bp) return bp.error();
-    service[k] = bp->expected;
+    service[k] = Service{bp->expected, 1};
     by[k] = std::move(*bp);
   }
-  const Placed pl = place(service, lambda_per_us, f);
+  const Placed pl = place(service, Arrivals{requests.requests_per_us, 1, requests.scv}, f);
   BucketPick out = std::move(by.at(pl.pick));
   out.placements = pl.to_json();
   return out;
 }
 
-Expected<Placed> place_gemm(const LengthMix& mix, const Candidates& cands, const ChoiceCost& cost, double lambda_per_us,
-                            const Fabric& f) {
-  std::map<int, double> service;
+BatchMix one_request_batches(const LengthMix& mix) {
+  BatchMix b;
+  for (auto [seq, wt] : mix) b[{seq, 1}] += wt;
+  return b;
+}
+
+Expected<Placed> place_gemm(const BatchMix& batches, const Candidates& cands, const ChoiceCost& cost,
+                            const Arrivals& requests, const Fabric& f) {
+  double reqs = 0, wsum = 0;
+  for (const auto& [sb, wt] : batches) reqs += wt * double(sb.second), wsum += wt;
+  const double per_batch = wsum > 0 ? std::max(1.0, reqs / wsum) : 1.0;
+  std::map<int, Service> service;
   for (int k : widths_of(cands)) {
-    double e = 0, wsum = 0;
-    for (auto [seq, wt] : mix) {
+    double e = 0, e2 = 0;
+    for (const auto& [sb, wt] : batches) {
       double best = -1;
       for (const auto& cc : cands) {
         if (cc.second.cores != k) continue;
         auto c = cost(cc.second);
         if (!c) return c.error();
-        const double v = double(cdiv(seq, cc.second.rows)) * *c;
+        const double v = double(cdiv(sb.first * sb.second, cc.second.rows)) * *c;
         if (best < 0 || v < best) best = v;
       }
-      e += wt * best, wsum += wt;
+      e += wt * best, e2 += wt * best * best;
     }
-    service[k] = wsum > 0 ? e / wsum : 0;
+    const double mean = wsum > 0 ? e / wsum : 0;
+    service[k] = Service{mean, mean > 0 ? std::max(0.0, e2 / wsum / (mean * mean) - 1) : 0};
   }
-  return place(service, lambda_per_us, f);
+  return place(service, Arrivals{requests.requests_per_us, per_batch, requests.scv / per_batch}, f);
 }
 
 }  // namespace loom::tune

@@ -57,6 +57,10 @@ using ChoiceCost = std::function<Expected<double>(const Choice&)>;
 
 /// A length mix: sequence length -> weight.
 using LengthMix = std::map<int64_t, double>;
+/// A batch mix: (the batch's sequence length, its requests) -> weight.
+using BatchMix = std::map<std::pair<int64_t, int>, double>;
+/// Each length of `mix` as batches of one request.
+BatchMix one_request_batches(const LengthMix& mix);
 
 /// A bucketed model's mapping for a length mix, with what justifies it.
 struct BucketPick {
@@ -76,13 +80,19 @@ struct BucketPick {
 Expected<BucketPick> pick_buckets(const LengthMix& mix, const std::vector<int64_t>& lens, const Candidates& cands,
                                   int max_buckets, const ChoiceCost& cost);
 
-/// pick_buckets for every gang width, the width by place().
+/// pick_buckets for every gang width, the width by place(): one request a
+/// customer, its service's variation unknown (as exponential); `requests`
+/// gives the rate and the inter-arrival variation.
 Expected<BucketPick> pick_placed(const LengthMix& mix, const std::vector<int64_t>& lens, const Candidates& cands,
-                                 int max_buckets, const ChoiceCost& cost, double lambda_per_us, const Fabric& f);
+                                 int max_buckets, const ChoiceCost& cost, const Arrivals& requests, const Fabric& f);
 
-/// A gemm chain's width: per width, the cost of a request of each length of
-/// `mix` alone (batch 1) with its best choice of that width.
-Expected<Placed> place_gemm(const LengthMix& mix, const Candidates& cands, const ChoiceCost& cost, double lambda_per_us,
-                            const Fabric& f);
+/// A gemm chain's or batched model's width: per width, the cost of a batch
+/// of `batches` (seq, b) run as ceil(seq * b / rows) runs of its best choice
+/// of that width, its mean and variation over the mix; the queue's customers
+/// are batches of the mix's mean requests, arriving at `requests`' rate over
+/// it, their inter-arrival variation the requests' over it (a batch of b
+/// requests of a renewal process).
+Expected<Placed> place_gemm(const BatchMix& batches, const Candidates& cands, const ChoiceCost& cost,
+                            const Arrivals& requests, const Fabric& f);
 
 }  // namespace loom::tune

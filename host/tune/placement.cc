@@ -10,7 +10,9 @@ namespace loom::tune {
 
 using json = nlohmann::ordered_json;
 
-double mmc_latency(int c, double lambda, double s) {
+double mmc_latency(int c, double lambda, double s) { return ggc_latency(c, lambda, s, 1, 1); }
+
+double ggc_latency(int c, double lambda, double s, double ca2, double cs2) {
   if (c < 1 || s <= 0) return std::numeric_limits<double>::infinity();
   if (lambda <= 0) return s;
   const double a = lambda * s, rho = a / double(c);
@@ -18,7 +20,7 @@ double mmc_latency(int c, double lambda, double s) {
   double b = 1;
   for (int k = 1; k <= c; ++k) b = a * b / (double(k) + a * b);
   const double wait = b / (1 - rho * (1 - b));
-  return s + wait * s / (double(c) * (1 - rho));
+  return s + (ca2 + cs2) / 2 * wait * s / (double(c) * (1 - rho));
 }
 
 json Placed::to_json() const {
@@ -27,18 +29,23 @@ json Placed::to_json() const {
     a.push_back({{"cores", x.cores},
                  {"servers", x.servers},
                  {"service_us", x.service_us},
+                 {"requests_per_batch", requests_per_batch},
+                 {"arrival_scv", arrival_scv},
+                 {"service_scv", x.service_scv},
                  {"modelled_latency_us", std::isfinite(x.latency_us) ? json(x.latency_us) : json("overloaded")},
                  {"chosen", x.cores == pick}});
   return a;
 }
 
-Placed place(const std::map<int, double>& service_cycles, double lambda_per_us, const Fabric& f) {
+Placed place(const std::map<int, Service>& service, const Arrivals& in, const Fabric& f) {
   Placed p;
+  p.requests_per_batch = in.requests_per_batch, p.arrival_scv = in.scv;
+  const double lambda = in.requests_per_us / std::max(in.requests_per_batch, 1.0);  // batches per us
   double lo = std::numeric_limits<double>::infinity(), best_tp = 0;
-  for (auto [k, cyc] : service_cycles) {
+  for (const auto& [k, sv] : service) {
     Placed::Width x;
-    x.cores = k, x.servers = std::max(1, f.cores / k), x.service_us = cyc / f.mhz;
-    x.latency_us = mmc_latency(x.servers, lambda_per_us, x.service_us);
+    x.cores = k, x.servers = std::max(1, f.cores / k), x.service_us = sv.cycles / f.mhz, x.service_scv = sv.scv;
+    x.latency_us = ggc_latency(x.servers, lambda, x.service_us, in.scv, sv.scv);
     p.widths.push_back(x);
     lo = std::min(lo, x.latency_us);
   }

@@ -1,6 +1,6 @@
 // The placement decision of `loom tune`: how many cores a batch runs on,
-// each gang width weighed by the mean latency of an M/M/c queue
-// (mmc_latency in tune.h).
+// each gang width weighed by the mean latency of a G/G/c queue of batches
+// (ggc_latency in tune.h).
 #pragma once
 
 #include <map>
@@ -21,25 +21,35 @@ struct Fabric {
 
 /// A placement weighed: a gang of k cores turns the fabric's N cores into
 /// N / k servers of the k-core service time; each width's expected service
-/// time per request (its best choices, cycles per request over the mix) is
-/// weighed by the mean latency of an M/M/c queue at the model's arrival rate.
+/// time per batch (its best choices over the batch mix) is weighed by the
+/// mean latency of a G/G/c queue (ggc_latency) whose customers are batches.
 /// The lowest wins, and among widths within 1 % of it the fewest cores (when
 /// every width is overloaded: the most requests per core-cycle). The other
 /// models sharing the fabric are not in the queue (each model as if alone).
 struct Placed {
   struct Width {
     int cores = 1, servers = 1;
-    double service_us = 0, latency_us = 0;
+    double service_us = 0, service_scv = 1, latency_us = 0;
   };
   std::vector<Width> widths;
+  double requests_per_batch = 1, arrival_scv = 1;
   int pick = 1;
   /// Every width weighed, the chosen one marked.
   nlohmann::ordered_json to_json() const;
 };
 
-/// The width of the lowest modelled latency for `service_cycles` (per width:
-/// cycles per request) at `lambda_per_us` requests per us.
-Placed place(const std::map<int, double>& service_cycles, double lambda_per_us, const Fabric& f);
+/// One width's service of a batch: its mean cycles and their squared
+/// coefficient of variation over the batch mix (1: unknown, as exponential).
+struct Service {
+  double cycles = 0, scv = 1;
+};
+/// A model's arrivals: requests per us, requests per batch, and the squared
+/// coefficient of variation of the batches' inter-arrival times.
+struct Arrivals {
+  double requests_per_us = 0, requests_per_batch = 1, scv = 1;
+};
+/// The width of the lowest modelled latency for `service` (per width) and `in`.
+Placed place(const std::map<int, Service>& service, const Arrivals& in, const Fabric& f);
 
 /// Candidates of a mapping search: (the choice mapped, the choice costed).
 using Candidates = std::vector<std::pair<Choice, Choice>>;

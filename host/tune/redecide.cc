@@ -127,7 +127,8 @@ Status Loop::redecide_buckets(const std::string& key, const serve::ModelSpec& sp
   const LengthMix mix = observed_mix(*last_, key);
   auto bp = pick_placed(
       mix, lens_of(key), cands, o_.max_buckets,
-      [&](const Choice& c) { return lab_.predict_compiled(spec, c, cal_.overhead); }, s_.rate[key], s_.fab);
+      [&](const Choice& c) { return lab_.predict_compiled(spec, c, cal_.overhead); }, observed_arrivals(*last_, key),
+      s_.fab);
   if (!bp) return bp.error();
   rd.next[key] = bp->map;
   auto bj = bucket_json(spec, *bp);
@@ -165,11 +166,9 @@ Status Loop::redecide_buckets(const std::string& key, const serve::ModelSpec& sp
 Status Loop::redecide_gemm(const std::string& key, const serve::ModelSpec& spec, const Candidates& cands, int round,
                            const Calibration& before, const std::string& params_text, Redecision& rd) {
   const std::set<int64_t> seqs = observed_seqs(*last_, key);
-  LengthMix smix = observed_mix(*last_, key);
-  if (smix.empty())
-    for (int64_t seq : seqs) smix[seq] = 1;
   auto pl = place_gemm(
-      smix, cands, [&](const Choice& c) { return lab_.predict_compiled(spec, c, cal_.overhead); }, s_.rate[key],
+      observed_batches(*last_, key, seqs), cands,
+      [&](const Choice& c) { return lab_.predict_compiled(spec, c, cal_.overhead); }, observed_arrivals(*last_, key),
       s_.fab);
   if (!pl) return pl.error();
   rd.mapping[key] = {{"placements", pl->to_json()}};

@@ -13,6 +13,7 @@
 #include "ir/graph.h"
 #include "plan/plan.h"
 #include "serve/service.h"
+#include "tune/mapping.h"
 #include "tune/tune.h"
 
 namespace loom::tune {
@@ -129,6 +130,47 @@ TEST(Decisions, QueueModelOfAGang) {
   EXPECT_NEAR(mmc_latency(1, 0.5, 1.0 / 1.2), 1.0 / 1.2 / (1 - 0.5 / 1.2), 1e-12);
   EXPECT_NEAR(mmc_latency(2, 0.5, 1.0), 1.0 + 0.1 / 1.5, 1e-12);
   EXPECT_GT(mmc_latency(1, 0.5, 1.0 / 1.2), mmc_latency(2, 0.5, 1.0));
+}
+
+TEST(Decisions, QueueModelWithVariation) {
+  // Allen-Cunneen: the M/M/c wait scaled by (ca2 + cs2) / 2; M/M/c at (1, 1),
+  // half the wait with deterministic service, none with both deterministic.
+  EXPECT_NEAR(ggc_latency(2, 1.0, 1.0, 1, 1), mmc_latency(2, 1.0, 1.0), 1e-12);
+  EXPECT_NEAR(ggc_latency(1, 0.5, 1.0, 1, 0), 1.5, 1e-12);
+  EXPECT_EQ(ggc_latency(1, 0.5, 1.0, 0, 0), 1.0);
+  EXPECT_TRUE(std::isinf(ggc_latency(2, 2.0, 1.0, 0, 0)));
+}
+
+TEST(Decisions, GangWidthWeighsBatchesAsCustomers) {
+  // Two cores; a choice costs 100 cycles a run (1 MHz: 100 us) on one core
+  // and 60 on two, taking up to 8 requests a run. At 0.016 requests per us in
+  // batches of 8 (0.002 batches per us, near-deterministic), both widths are
+  // far from overload and the gang's shorter service wins; taken one request
+  // a run (0.016 runs per us) the gang's one server is at rho 0.96 and two
+  // single cores (rho 0.8 each) win.
+  Candidates cands;
+  for (int cores : {1, 2}) {
+    Choice c;
+    c.rows = 8, c.cores = cores;
+    cands.push_back({c, c});
+  }
+  const ChoiceCost cost = [](const Choice& c) -> Expected<double> { return c.cores == 1 ? 100.0 : 60.0; };
+  const Fabric f{2, 1.0};
+  auto batched = place_gemm(BatchMix{{{1, 8}, 1.0}}, cands, cost, Arrivals{0.016, 1, 1}, f);
+  ASSERT_TRUE(batched);
+  EXPECT_EQ(batched->pick, 2);
+  EXPECT_EQ(batched->requests_per_batch, 8);
+  EXPECT_NEAR(batched->arrival_scv, 1.0 / 8, 1e-12);  // a batch of 8 Poisson arrivals: Erlang-8
+  EXPECT_EQ(batched->widths[0].service_scv, 0);
+  auto alone = place_gemm(one_request_batches(LengthMix{{1, 1.0}}), cands, cost, Arrivals{0.016, 1, 1}, f);
+  ASSERT_TRUE(alone);
+  EXPECT_EQ(alone->pick, 1);
+  EXPECT_LT(alone->widths[0].latency_us, alone->widths[1].latency_us);
+  // Service of mixed batches varies: 1 run for a batch of 4, 2 runs for 16.
+  auto mixed = place_gemm(BatchMix{{{1, 4}, 1.0}, {{1, 16}, 1.0}}, cands, cost, Arrivals{0.001, 1, 1}, f);
+  ASSERT_TRUE(mixed);
+  EXPECT_NEAR(mixed->widths[0].service_us, 150, 1e-9);
+  EXPECT_NEAR(mixed->widths[0].service_scv, (100.0 * 100 + 200 * 200) / 2 / (150.0 * 150) - 1, 1e-12);
 }
 
 serve::ServedRequest req(int stream, double arrival, double start, double done, bool dropped = false) {
