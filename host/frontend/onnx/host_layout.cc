@@ -3,9 +3,11 @@
 // activations (HardSigmoid, HardSwish, Softplus, Pow), from the ONNX operator
 // specification (opset 13-17 forms; newer exports reach them through
 // opset_adapt.h).
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <set>
+#include <type_traits>
 
 #include "frontend/onnx/host_kernels.h"
 
@@ -287,73 +289,170 @@ Status reduce(const Ctx& c) {
 }
 
 /// Resize (opset 11-17): nearest or (bi)linear, scales or sizes, over any axes.
-Status resize(const Ctx& c) {
+/// What a Resize computes: its modes, each axis's scale and the output shape.
+struct ResizeGeom {
+  std::string mode, ct, nm;  // mode, coordinate_transformation_mode, nearest_mode
+  bool has_sizes = false;
+  std::vector<int64_t> in, out;
+  std::vector<double> scale;   // per axis: the `scales` value, or out / in with `sizes`
+  std::vector<float> scale_f;  // the same in float32, as ONNX Runtime holds it
+
+  /// The input coordinate of output coordinate o along axis k, in T's
+  /// precision (coordinate_transformation_mode; align_corners with `scales`
+  /// takes the resized length in * scale, a fraction, as the ONNX spec does).
+  template <typename T>
+  T src(size_t k, int64_t o) const {
+    const T sc = std::is_same_v<T, float> ? T(scale_f[k]) : T(scale[k]);
+    const T i = T(in[k]), n = T(out[k]), x = T(o);
+    if (ct == "asymmetric") return x / sc;
+    if (ct == "align_corners") {
+      const T len = has_sizes ? n : i * sc;
+      return len > 1 ? x * (i - 1) / (len - 1) : T(0);
+    }
+    if (ct == "pytorch_half_pixel") return n > 1 ? (x + T(0.5)) / sc - T(0.5) : T(0);
+    return (x + T(0.5)) / sc - T(0.5);  // half_pixel
+  }
+};
+
+/// The modes, scales and output shape of a Resize node, checked.
+Expected<ResizeGeom> resize_geom(const Ctx& c) {
   const Value& x = c.in(0);
   const size_t r = x.shape.size();
-  const std::string mode = c.n.get_s("mode", "nearest");
-  const std::string ct = c.m.opset < 11 ? "asymmetric" : c.n.get_s("coordinate_transformation_mode", "half_pixel");
-  const std::string nm = c.m.opset < 11 ? "floor" : c.n.get_s("nearest_mode", "round_prefer_floor");
-  if (mode != "nearest" && mode != "linear")
-    return c.err("attribute 'mode'", "'" + mode + "' is not supported (nearest, linear are)");
-  if (ct == "tf_crop_and_resize")
+  ResizeGeom g;
+  g.mode = c.n.get_s("mode", "nearest");
+  g.ct = c.m.opset < 11 ? "asymmetric" : c.n.get_s("coordinate_transformation_mode", "half_pixel");
+  g.nm = c.m.opset < 11 ? "floor" : c.n.get_s("nearest_mode", "round_prefer_floor");
+  if (g.mode != "nearest" && g.mode != "linear")
+    return c.err("attribute 'mode'", "'" + g.mode + "' is not supported (nearest, linear are)");
+  if (g.ct == "tf_crop_and_resize")
     return c.err("attribute 'coordinate_transformation_mode'", "'tf_crop_and_resize' is not supported");
   if (r < 1 || r > 8)
     return c.err("input '" + c.n.in(0) + "'", "Resize of rank " + std::to_string(r) + " is not supported (1 to 8 are)");
-  std::vector<double> scale(r, 1.0);
-  std::vector<int64_t> os = x.shape;
+  g.in = g.out = x.shape;
+  g.scale.assign(r, 1.0);
+  g.scale_f.assign(r, 1.0f);
   const size_t scales_at = c.m.opset < 11 ? 1 : 2;  // opset 10: (X, scales), asymmetric coordinates
-  const bool has_sizes = c.m.opset >= 11 && c.has(3) && c.in(3).numel() > 0;
+  g.has_sizes = c.m.opset >= 11 && c.has(3) && c.in(3).numel() > 0;
   const bool has_scales = c.has(scales_at) && c.in(scales_at).numel() > 0;
-  if (has_sizes) {
+  if (g.has_sizes) {
     if (size_t(c.in(3).numel()) != r) return c.err("input 'sizes'", "needs one value per dimension");
     for (size_t k = 0; k < r; ++k) {
-      os[k] = c.in(3).i[k];
-      if (os[k] < 1 || os[k] > limits::kMaxTensorElems) return c.err("input 'sizes'", "a size must be in 1..2^28");
-      scale[k] = double(os[k]) / double(x.shape[k]);
+      g.out[k] = c.in(3).i[k];
+      if (g.out[k] < 1 || g.out[k] > limits::kMaxTensorElems)
+        return c.err("input 'sizes'", "a size must be in 1..2^28");
+      g.scale[k] = double(g.out[k]) / double(x.shape[k]);
+      g.scale_f[k] = float(g.out[k]) / float(x.shape[k]);
     }
   } else if (has_scales) {
     const Value& sc = c.in(scales_at);
     if (size_t(sc.numel()) != r) return c.err("input 'scales'", "needs one value per dimension");
     for (size_t k = 0; k < r; ++k) {
-      scale[k] = sc.at(int64_t(k));
-      const double o = std::floor(double(x.shape[k]) * scale[k]);
-      if (!(scale[k] > 0) || !(o >= 1) || o > double(limits::kMaxTensorElems))
+      g.scale[k] = sc.at(int64_t(k));
+      g.scale_f[k] = float(g.scale[k]);
+      const double o = std::floor(double(x.shape[k]) * g.scale[k]);
+      if (!(g.scale[k] > 0) || !(o >= 1) || o > double(limits::kMaxTensorElems))
         return c.err("input 'scales'", "a scale must give a size in 1..2^28");
-      os[k] = int64_t(o);
+      g.out[k] = int64_t(o);
     }
   } else {
     return c.err("inputs", "needs scales or sizes");
   }
   int64_t total = 1;
-  for (auto d : os) total = std::min<int64_t>(total * d, limits::kMaxTensorElems + 1);
+  for (auto d : g.out) total = std::min<int64_t>(total * d, limits::kMaxTensorElems + 1);
   if (total > limits::kMaxTensorElems) return c.err("output", "more than 2^28 elements");
-  // The input coordinate of output coordinate o along axis k.
-  auto src = [&](size_t k, int64_t o) {
-    const double s = scale[k], in = double(x.shape[k]), out = double(os[k]);
-    if (ct == "asymmetric") return double(o) / s;
-    // ONNX's align_corners uses the resized length in * scale, a fraction
-    // when scales (not sizes) are given.
-    const double len = has_sizes ? out : in * s;
-    if (ct == "align_corners") return len > 1 ? double(o) * (in - 1) / (len - 1) : 0.0;
-    if (ct == "pytorch_half_pixel") return out > 1 ? (double(o) + 0.5) / s - 0.5 : 0.0;
-    return (double(o) + 0.5) / s - 0.5;  // half_pixel
-  };
-  Value y = Value::make(x.type, os);
-  const auto ist = strides_of(x.shape), ost = strides_of(os);
+  return g;
+}
+
+/// The axes a float linear Resize interpolates in float32 as ONNX Runtime's
+/// kernels do, outermost first: a rank-2 or rank-3 tensor's every axis, a
+/// rank-4 tensor's H and W with the other two scales 1 (NCHW, else NHWC), a
+/// rank-5 tensor's D, H and W with N's and C's scales 1. Empty otherwise.
+std::vector<size_t> linear_axes(const ResizeGeom& g) {
+  const auto& s = g.scale_f;
+  if (s.size() == 2) return {0, 1};
+  if (s.size() == 3) return {0, 1, 2};
+  if (s.size() == 4 && s[0] == 1.0f && s[1] == 1.0f) return {2, 3};
+  if (s.size() == 4 && s[0] == 1.0f && s[3] == 1.0f) return {1, 2};
+  if (s.size() == 5 && s[0] == 1.0f && s[1] == 1.0f) return {2, 3, 4};
+  return {};
+}
+
+/// One output coordinate's two input corners and their weights along an axis.
+struct Corners {
+  int64_t i1 = 0, i2 = 0;
+  float d1 = 0, d2 = 0;  // |c - i1| and |c - i2|, both 0.5 where i1 == i2
+};
+
+/// Each output coordinate's corners along axis k, in float32.
+std::vector<Corners> corners_f32(const ResizeGeom& g, size_t k) {
+  std::vector<Corners> v(size_t(g.out[k]));
+  const float top = float(g.in[k] - 1);
+  for (int64_t o = 0; o < g.out[k]; ++o) {
+    const float c = std::max(0.0f, std::min(g.src<float>(k, o), top));
+    Corners& e = v[size_t(o)];
+    e.i1 = std::min<int64_t>(int64_t(c), g.in[k] - 1);
+    e.i2 = std::min<int64_t>(e.i1 + 1, g.in[k] - 1);
+    e.d1 = std::abs(c - float(e.i1)), e.d2 = std::abs(c - float(e.i2));
+    if (e.i1 == e.i2) e.d1 = e.d2 = 0.5f;
+  }
+  return v;
+}
+
+/// Linear Resize along `axes` (outermost first; the others kept) in float32,
+/// in ONNX Runtime's order (its UpsampleBilinear and UpsampleTrilinear): per
+/// axis the coordinate clamped to [0, d - 1], corners i1 and i2 = i1 + 1
+/// (clamped), then the sum over the corners, the innermost axis's bit
+/// fastest, of the product of the weights from the innermost axis out (d2
+/// for the near corner, d1 for the far one) times the corner's value, left
+/// to right. Its results and ONNX Runtime's are the same bits.
+Value resize_linear_f32(const Value& x, const ResizeGeom& g, const std::vector<size_t>& axes) {
+  const size_t n = axes.size();
+  std::vector<std::vector<Corners>> cs;
+  for (size_t k : axes) cs.push_back(corners_f32(g, k));
+  Value y = Value::make(x.type, g.out);
+  const auto ist = strides_of(g.in), ost = strides_of(g.out);
+  std::vector<const Corners*> at(n);
+  for (int64_t o = 0; o < y.numel(); ++o) {
+    int64_t base = 0;  // the kept axes' offset in the input
+    for (size_t k = 0; k < g.out.size(); ++k)
+      if (std::find(axes.begin(), axes.end(), k) == axes.end()) base += (o / ost[k]) % g.out[k] * ist[k];
+    for (size_t j = 0; j < n; ++j) at[j] = &cs[j][size_t((o / ost[axes[j]]) % g.out[axes[j]])];
+    float acc = 0;
+    for (uint32_t m = 0; m < (1u << n); ++m) {
+      float wt = 0;
+      int64_t off = base;
+      for (size_t j = n; j-- > 0;) {  // the innermost axis first, on bit 0
+        const bool far = (m >> (n - 1 - j)) & 1;
+        const float d = far ? at[j]->d1 : at[j]->d2;
+        wt = j + 1 == n ? d : wt * d;
+        off += (far ? at[j]->i2 : at[j]->i1) * ist[axes[j]];
+      }
+      acc = m == 0 ? wt * x.f[size_t(off)] : acc + wt * x.f[size_t(off)];
+    }
+    y.f[size_t(o)] = acc;
+  }
+  return y;
+}
+
+/// Nearest, or linear over any axes, in double precision: the 2^r corners of
+/// each output element weighted by the product of the axes' weights.
+Value resize_any(const Value& x, const ResizeGeom& g) {
+  const size_t r = g.in.size();
+  Value y = Value::make(x.type, g.out);
+  const auto ist = strides_of(g.in), ost = strides_of(g.out);
   std::vector<int64_t> lo(r), hi(r);
   std::vector<double> w(r);
   for (int64_t o = 0; o < y.numel(); ++o) {
     for (size_t k = 0; k < r; ++k) {
-      const int64_t oc = (o / ost[k]) % os[k];
-      double s = src(k, oc);
-      const int64_t d = x.shape[k];
-      if (mode == "nearest") {
+      double s = g.src<double>(k, (o / ost[k]) % g.out[k]);
+      const int64_t d = g.in[k];
+      if (g.mode == "nearest") {
         int64_t i;
-        if (nm == "floor")
+        if (g.nm == "floor")
           i = to_int64(std::floor(s));
-        else if (nm == "ceil")
+        else if (g.nm == "ceil")
           i = to_int64(std::ceil(s));
-        else if (nm == "round_prefer_ceil")
+        else if (g.nm == "round_prefer_ceil")
           i = to_int64(std::floor(s + 0.5));
         else
           i = s == std::floor(s) + 0.5 ? to_int64(std::floor(s)) : to_int64(std::round(s));  // round_prefer_floor
@@ -387,7 +486,18 @@ Status resize(const Ctx& c) {
     else
       y.i[size_t(o)] = saturate(to_int64(std::nearbyint(acc)), y.type);
   }
-  c.out(0, std::move(y));
+  return y;
+}
+
+/// Resize (opset 10-19 forms): a float linear Resize of the axes ONNX
+/// Runtime's kernels interpolate as they compute it (resize_linear_f32),
+/// every other in double precision.
+Status resize(const Ctx& c) {
+  auto g = resize_geom(c);
+  if (!g) return g.error();
+  const Value& x = c.in(0);
+  const auto axes = g->mode == "linear" && x.is_float() ? linear_axes(*g) : std::vector<size_t>{};
+  c.out(0, axes.empty() ? resize_any(x, *g) : resize_linear_f32(x, *g, axes));
   return {};
 }
 
