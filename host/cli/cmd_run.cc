@@ -415,16 +415,16 @@ std::string expected_dir(const RunArgs& a) {
 
 namespace {
 
-/// `from` added to `into`: its segments after `into`'s, its counts summed,
-/// its mismatches named by run `k`.
-void add_run(runtime::ProgramRun& into, runtime::ProgramRun from, size_t k) {
+/// Run `k` of `runs` added to `into`: its segments after `into`'s, its
+/// counts summed, its mismatches named by the run when there are several.
+void add_run(runtime::ProgramRun& into, runtime::ProgramRun from, size_t k, size_t runs) {
   into.has_time = k == 0 ? from.has_time : into.has_time && from.has_time;
   into.cycles += from.cycles;
   into.instructions += from.instructions;
   into.ring_refills += from.ring_refills;
   into.checked_segments += from.checked_segments;
   for (auto& m : from.mismatches) {
-    m.output = "run " + std::to_string(k) + " " + m.output;
+    if (runs > 1) m.output = "run " + std::to_string(k) + " " + m.output;
     into.mismatches.push_back(std::move(m));
   }
   for (auto& sr : from.segments) into.segments.push_back(std::move(sr));
@@ -464,7 +464,7 @@ Expected<runtime::ProgramRun> run_on_device(const RunArgs& a, LoadedRun& l,
         for (auto& sp : layer_spans(l.prog.segments[size_t(sr.segment)].plan, sr.result, prefix))
           spans.push_back(std::move(sp));
       }
-    add_run(total, std::move(*res), k);
+    add_run(total, std::move(*res), k, l.runs);
     res = total;
   }
   progress.finish();

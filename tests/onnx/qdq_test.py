@@ -50,12 +50,17 @@ With a CPU model as fifth argument (e.g. Haswell: AVX2 without VNNI), ONNX
 Runtime also runs under `qemu-x86_64 -cpu CPU` and must compute the same
 output as on this CPU, element for element.
 
+The `bn` model (conv, relu, max pool, then a standalone BatchNormalization
+with no conv right before it to fold into, as DenseNet writes it) must run whole on the fabric,
+the normalization as a depthwise 1x1 convolution, and be identical to ONNX
+Runtime on at least 99.99 % of its 16384 output elements.
+
 The `res` model (two residual adds of operands with different scales: one
 after a conv, folded into its POSTOP as a rescale, one of two activations,
 an ELTWISE add) must be identical to ONNX Runtime on at least 99.9 % of its
 4096 output elements: each add rounds its exact sum once.
 
-usage: qdq_test.py LOOM BACKEND {s8,u8} [cnn|gap|mm3|mul|attn|gelu|ln|res] [CPU]
+usage: qdq_test.py LOOM BACKEND {s8,u8} [cnn|gap|mm3|mul|attn|gelu|ln|res|bn] [CPU]
 """
 import json
 import os
@@ -94,6 +99,22 @@ def build(d, act, kind="cnn"):
             helper.make_node("Add", ["r1", "x"], ["a1"], name="add1"),
             helper.make_node("Mul", ["x", "two"], ["x2"], name="scale2"),
             helper.make_node("Add", ["a1", "x2"], ["y"], name="add2"),
+        ]
+    elif kind == "bn":
+        # A standalone BatchNormalization (DenseNet's pre-activation form:
+        # no conv right before it to fold into), after a conv and a max
+        # pool; the output is the normalization's, 16384 elements.
+        shape = [1, 16, 32, 32]
+        out_shape = [1, 64, 16, 16]
+        init("w1", rng.standard_normal((64, 16, 3, 3)) * 0.2)
+        init("bn_g", rng.uniform(0.2, 3.0, 64) * rng.choice([-1, 1], 64))
+        init("bn_b", rng.standard_normal(64))
+        init("bn_m", rng.standard_normal(64) * 0.5)
+        init("bn_v", rng.uniform(0.05, 4.0, 64))
+        nodes = [
+            helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+            helper.make_node("MaxPool", ["c1"], ["p"], name="pool1", kernel_shape=[2, 2], strides=[2, 2]),
+            helper.make_node("BatchNormalization", ["p", "bn_g", "bn_b", "bn_m", "bn_v"], ["y"], name="bn1"),
         ]
     elif kind == "mm3":
         # A BERT-like slice: [1, S, K] x [K, N] matmuls around a bias add and a softmax.
@@ -265,6 +286,7 @@ def main():
                      "cnn": ("conv1", "pool1", "conv2", "conv3", "add1", "fc"),
                      "mul": ("conv1", "conv2", "mul1"),
                      "res": ("conv1", "add1", "add2"),
+                     "bn": ("conv1", "pool1", "bn1"),
                      "attn": ("q_proj", "k_proj", "v_proj", "q_bias", "k_bias", "v_bias", "q_split", "k_split",
                               "v_split", "q_t", "k_t", "v_t", "scores", "scale", "softmax", "context", "merge_t", "merge",
                               "o_proj", "o_bias"),
@@ -313,6 +335,10 @@ def main():
         if kind == "res":
             # Each add rounds its exact sum once, as ONNX's QLinearAdd does.
             assert np.mean(lsb < 1e-4) >= 0.999, "%.3f %% identical to ONNX Runtime" % (100 * np.mean(lsb < 1e-4))
+        if kind == "bn":
+            # Each channel's weight and bias give ONNX Runtime's output on every
+            # int8 input (one weight of 127 alone missed about 0.3 %).
+            assert np.mean(lsb < 1e-4) >= 0.9999, "%.3f %% identical to ONNX Runtime" % (100 * np.mean(lsb < 1e-4))
         print("ok: %d device ops, fallback %s, %.2f%% of outputs identical to ONNX Runtime, max %.0f LSB" %
               (len(dev), j["fallback_ops"], 100.0 * np.mean(lsb < 1e-4), lsb.max()))
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 
+#include "common/quant.h"
 #include "common/rownorm.h"
 #include "frontend/onnx/host_ops.h"
 
@@ -340,6 +341,63 @@ int fold_row_norms(Model& m, const Known& known) {
   return folded;
 }
 
+/// One BatchNormalization channel as a depthwise 1x1 QLinearConv weight:
+/// its int8 magnitude, the int32 bias and the weight's scale.
+struct BnChannel {
+  int w = 127;
+  int64_t bias = 0;
+  float ws = 1;
+  int misses = 0;  // input values whose output differs from ONNX Runtime's
+};
+
+/// The BN's quantized output as ONNX Runtime computes it, in float32: the
+/// input dequantized, y = x * a + s with a = g / sqrt(var + eps) and s = b -
+/// mean * a in float32, then QuantizeLinear (divide, round half to even,
+/// saturate).
+struct BnTarget {
+  float sx, sy, a, s;
+  int zx, zy;
+  int in_lo, in_hi, lo, hi;  // the input's and the output's value ranges
+  int64_t at(int q) const {
+    const float y = float(q - zx) * sx * a + s;
+    const float r = std::clamp(std::nearbyint(y / sy), -1e9f, 1e9f);  // inf and NaN stay finite
+    return std::clamp<int64_t>(int64_t(r) + zy, lo, hi);
+  }
+};
+
+/// The weight of one BN channel whose integer kernel gives ONNX Runtime's
+/// output on every input value (t.in_lo..t.in_hi): of the magnitudes 127 down to
+/// 96 and the biases next to the ideal one, the first with no miss, else the
+/// fewest misses. A weight of 127 alone rounds the shift onto the
+/// accumulator grid x_scale |a| / 127 and misses where the exact value lies
+/// within that grid of a rounding boundary. `a` == 0: a zero weight.
+BnChannel bn_channel(double a, double s, const BnTarget& t) {
+  BnChannel best;
+  best.misses = 1 << 30;
+  if (a == 0) return BnChannel{0, int64_t(std::nearbyint(s / double(t.sx))), 1.0f, 0};
+  for (int w = 127; w >= 96 && best.misses > 0; --w) {
+    const float ws = float(std::fabs(a) / w);
+    Multiplier m;
+    if (!quantize_multiplier(double(t.sx) * double(ws) / double(t.sy), &m)) break;
+    const double ideal = s / (double(t.sx) * double(ws));
+    if (!(std::fabs(ideal) < 2147483000.0)) break;
+    for (int64_t b : {int64_t(std::nearbyint(ideal)), int64_t(std::floor(ideal)), int64_t(std::ceil(ideal))}) {
+      int misses = 0;
+      for (int q = t.in_lo; q <= t.in_hi && misses < best.misses; ++q) {
+        const int64_t acc = int64_t(a > 0 ? w : -w) * (q - t.zx) + b;
+        misses += std::clamp<int64_t>(int64_t(requantize(acc, m.mult, m.shift)) + t.zy, t.lo, t.hi) != t.at(q);
+      }
+      if (misses < best.misses) best = BnChannel{w, b, ws, misses};
+      if (misses == 0) break;
+    }
+  }
+  if (best.misses == 1 << 30) {  // no weight representable: the plain rounding
+    const float ws = float(std::fabs(a) / 127.0);
+    best = BnChannel{127, int64_t(std::nearbyint(s / (double(t.sx) * double(ws)))), ws, 0};
+  }
+  return best;
+}
+
 /// DQ -> AveragePool | ReduceMean over H and W | BatchNormalization -> Q,
 /// rewritten in place: com.microsoft QLinearAveragePool, QLinearGlobalAveragePool
 /// (with a Reshape where keepdims is 0), or a depthwise 1x1 loom.QLinearConv
@@ -397,18 +455,25 @@ std::string fold_channel_op(Model& m, const Known& known, const Known& param, No
              " '" + n.in(k) + "' is not a constant";
   for (const Value* v : {g, bb, mean, var})
     if (!v->is_float() || v->numel() != C) return "its parameters are not float32 with one value a channel";
-  const double eps = n.get_f("epsilon", 1e-5f), xsc = known(d.in(1))->f[0];
+  const float eps = n.get_f("epsilon", 1e-5f);
+  const Value *yz = known(q.in(2)), *xz = known(d.in(2)), *ys = known(q.in(1));
+  if (!ys || !ys->is_float() || ys->numel() != 1) return "its output scale is not one constant";
+  BnTarget bt{known(d.in(1))->f[0],   ys->f[0], 0,   0,    xz ? int(xz->i[0]) : 0,
+              yz ? int(yz->i[0]) : 0, -128,     127, -128, 127};
+  if (xz && xz->type == kUint8) bt.in_lo = 0, bt.in_hi = 255;
+  if (yz && yz->type == kUint8) bt.lo = 0, bt.hi = 255;
   Value w = Value::make(kInt8, {C, 1, 1, 1}), ws = Value::make(kFloat, {C}), bias = Value::make(kInt32, {C});
   for (int64_t c = 0; c < C; ++c) {
     const size_t k = size_t(c);
-    const double a = double(g->f[k]) / std::sqrt(double(var->f[k]) + eps);
-    const double s = double(bb->f[k]) - double(mean->f[k]) * a;
+    bt.a = 1.0f / std::sqrt(var->f[k] + eps) * g->f[k];  // float32, as ONNX Runtime's kernel
+    bt.s = bb->f[k] - mean->f[k] * bt.a;
+    const double a = bt.a, s = bt.s;
     if (!std::isfinite(a) || !std::isfinite(s)) return "its factor or shift is not finite";
-    ws.f[k] = a != 0 ? float(std::fabs(a) / 127.0) : 1.0f;
-    w.i[k] = a > 0 ? 127 : a < 0 ? -127 : 0;
-    const double bq = std::nearbyint(s / (xsc * double(ws.f[k])));
-    if (std::fabs(bq) > 2147483647.0) return "its shift is beyond an int32 bias at this scale";
-    bias.i[k] = int64_t(bq);
+    const BnChannel ch = bn_channel(a, s, bt);
+    if (std::fabs(double(ch.bias)) > 2147483647.0) return "its shift is beyond an int32 bias at this scale";
+    w.i[k] = a > 0 ? ch.w : a < 0 ? -ch.w : 0;
+    ws.f[k] = ch.ws;
+    bias.i[k] = ch.bias;
   }
   const std::string base = n.name + "/dw";
   m.consts[base + "_w"] = w;
