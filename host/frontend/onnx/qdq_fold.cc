@@ -372,9 +372,11 @@ struct BnTarget {
 /// accumulator grid x_scale |a| / 127 and misses where the exact value lies
 /// within that grid of a rounding boundary. `a` == 0: a zero weight.
 BnChannel bn_channel(double a, double s, const BnTarget& t) {
+  // A bias beyond int32 stays beyond it, and converts without overflow.
+  const auto bias_of = [](double v) { return int64_t(std::clamp(std::nearbyint(v), -4e9, 4e9)); };
   BnChannel best;
   best.misses = 1 << 30;
-  if (a == 0) return BnChannel{0, int64_t(std::nearbyint(s / double(t.sx))), 1.0f, 0};
+  if (a == 0) return BnChannel{0, bias_of(s / double(t.sx)), 1.0f, 0};
   for (int w = 127; w >= 96 && best.misses > 0; --w) {
     const float ws = float(std::fabs(a) / w);
     Multiplier m;
@@ -393,7 +395,7 @@ BnChannel bn_channel(double a, double s, const BnTarget& t) {
   }
   if (best.misses == 1 << 30) {  // no weight representable: the plain rounding
     const float ws = float(std::fabs(a) / 127.0);
-    best = BnChannel{127, int64_t(std::nearbyint(s / (double(t.sx) * double(ws)))), ws, 0};
+    best = BnChannel{127, bias_of(s / (double(t.sx) * double(ws))), ws, 0};
   }
   return best;
 }
