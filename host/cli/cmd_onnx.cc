@@ -299,7 +299,7 @@ class FamilyRuns {
     if (!outs) return outs.error();
     const driver::FamilyShape& s = runs_[done_.size()].shape;
     if (s.padded_batch > s.batch)
-      for (auto& [name, v] : *outs) v = driver::trim_batch(std::move(v), s.batch);
+      for (auto& [name, v] : *outs) v = driver::slice_batch(v, 0, s.batch);
     done_.push_back(std::move(*outs));
     values_ = nullptr;
     return {};

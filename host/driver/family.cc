@@ -299,17 +299,6 @@ onnxfe::Value pad_batch(const onnxfe::Value& v, int64_t rows) {
   return r;
 }
 
-onnxfe::Value trim_batch(onnxfe::Value v, int64_t rows) {
-  if (v.shape.empty() || rows >= v.shape[0]) return v;
-  const int64_t row = v.shape[0] > 0 ? v.numel() / v.shape[0] : 0;
-  v.shape[0] = rows;
-  if (v.is_float())
-    v.f.resize(size_t(rows * row));
-  else
-    v.i.resize(size_t(rows * row));
-  return v;
-}
-
 onnxfe::Value slice_batch(const onnxfe::Value& v, int64_t first, int64_t rows) {
   onnxfe::Value r = v;
   if (v.shape.empty()) return r;

@@ -101,8 +101,6 @@ class ProgramFamily {
 
 /// `v` with dimension 0 grown to `rows` (zeros appended): a padded batch.
 onnxfe::Value pad_batch(const onnxfe::Value& v, int64_t rows);
-/// `v` with only its first `rows` entries of dimension 0 kept.
-onnxfe::Value trim_batch(onnxfe::Value v, int64_t rows);
 /// Entries [first, first + rows) of `v`'s dimension 0.
 onnxfe::Value slice_batch(const onnxfe::Value& v, int64_t first, int64_t rows);
 /// `parts` (one type, equal dimensions past the first) joined along dimension 0.

@@ -283,9 +283,7 @@ LengthMix Loop::initial_mix(const std::string& key) const {
 LengthMix Loop::observed_mix(const Served& run, const std::string& key) const {
   // Each batch's requests at the batch's length (its longest request, which picks the bucket).
   LengthMix mix;
-  for (const auto& b : run.spans)
-    if (b.member == 0 && b.start_us >= s_.swap_us && serve::model_key(s_.w.streams[size_t(b.stream)].model) == key)
-      mix[b.seq] += double(b.requests);
+  for (const auto& [sb, n] : observed_batches(run, key, {})) mix[sb.first] += n * double(sb.second);
   return mix;
 }
 

@@ -10,8 +10,6 @@ namespace loom::tune {
 
 using json = nlohmann::ordered_json;
 
-double mmc_latency(int c, double lambda, double s) { return ggc_latency(c, lambda, s, 1, 1); }
-
 double ggc_latency(int c, double lambda, double s, double ca2, double cs2) {
   if (c < 1 || s <= 0) return std::numeric_limits<double>::infinity();
   if (lambda <= 0) return s;

@@ -77,15 +77,13 @@ struct Choice {
 std::vector<Choice> decision_space(const serve::ModelSpec& m = {}, const std::vector<int64_t>& lengths = {},
                                    int max_cores = 1, int max_batch = 8);
 
-/// Mean time in an M/M/c queue: `c` servers, Poisson arrivals at `lambda`
-/// per unit of time, exponential service of mean `s`; infinite when the queue
-/// is unstable (lambda x s >= c). Erlang C through the Erlang B recurrence.
-double mmc_latency(int c, double lambda, double s);
-/// Mean time in a G/G/c queue by the Allen-Cunneen approximation: the M/M/c
-/// wait scaled by (ca2 + cs2) / 2, the squared coefficients of variation of
-/// the inter-arrival and service times (1 and 1: M/M/c; 1 and 0: M/D/c's
-/// usual approximation). The placement decision weighs each gang width with
-/// it (docs/tuning.md).
+/// Mean time in a G/G/c queue by the Allen-Cunneen approximation: `c`
+/// servers, arrivals at `lambda` per unit of time, service of mean `s`; the
+/// M/M/c wait (Erlang C through the Erlang B recurrence) scaled by (ca2 +
+/// cs2) / 2, the squared coefficients of variation of the inter-arrival and
+/// service times (1 and 1: M/M/c exactly; 1 and 0: M/D/c's usual
+/// approximation); infinite when the queue is unstable (lambda x s >= c).
+/// The placement decision weighs each gang width with it (docs/tuning.md).
 double ggc_latency(int c, double lambda, double s, double ca2, double cs2);
 
 /// measured ~= a * predicted + b, fitted by least squares.
