@@ -41,6 +41,9 @@ def fail(msg):
 def validate(spec):
     isa = spec["isa"]
     bits = isa["insn_bits"]
+    for k in ("rounding", "rounding_even"):
+        if not isinstance(isa.get(k), str):
+            fail("isa.yaml: '%s' must name a rounding rule" % k)
     seen_vals = set()
     for op in isa["opcodes"]:
         if op["value"] in seen_vals:
@@ -432,8 +435,9 @@ def gen_md_isa(spec):
     o = ["<!-- " + BANNER + " -->", "# Instruction set", "",
          "Every instruction is %d bits (%d little-endian 32-bit words). Fields are "
          "absolute bit offsets. Requantization `rq(v, mult, shift)` = "
-         "round_half_away_from_zero(v * mult / 2^shift), exact in 64-bit, "
-         "saturated to int32." % (isa["insn_bits"], isa["insn_bits"] // 32), "",
+         "%s(v * mult / 2^shift), exact in 64-bit, saturated to int32; "
+         "`rqe` is rq with %s (POOL's average)."
+         % (isa["insn_bits"], isa["insn_bits"] // 32, isa["rounding"], isa["rounding_even"]), "",
          ]
     if isa.get("rules"):
         o += ["## Execution rules", ""] + ["- " + md_escape(r) for r in isa["rules"]] + [""]

@@ -1,6 +1,6 @@
 // The kernel-side requantization (hls/include/loom_hls_quant.h) equals the
 // golden model's (host/common/quant.h): every shift 1..62 crossed with edge
-// and random multipliers and values, the requantizing add (requantize_sum)
+// and random multipliers and values (requantize and requantize_even), the requantizing add (requantize_sum)
 // on int8 differences with edge and random multiplier pairs and exact ties of
 // the sum, plus the int8 output clamp over its whole input range.
 #include <climits>
@@ -32,11 +32,15 @@ int main() {
     const int32_t want = loom::requantize(v, m, s), got = loom_hls::requantize(v, m, s);
     if (want != got && failures++ < 5)
       std::fprintf(stderr, "MISMATCH requantize(%lld, %d, %d): kernel %d, golden %d\n", (long long)v, m, s, got, want);
+    const int32_t want_e = loom::requantize_even(v, m, s), got_e = loom_hls::requantize_even(v, m, s);
+    if (want_e != got_e && failures++ < 5)
+      std::fprintf(stderr, "MISMATCH requantize_even(%lld, %d, %d): kernel %d, golden %d\n", (long long)v, m, s, got_e,
+                   want_e);
   };
   for (int s = 1; s <= 62; ++s) {
     for (int64_t v : values)
       for (int32_t m : mults) check(v, m, s);
-    // Exact ties: v * mult = (2q + 1) * 2^(shift-1) must round away from zero.
+    // Exact ties: v * mult = (2q + 1) * 2^(shift-1) must round away from zero (to even in requantize_even).
     for (int64_t q = -40; q <= 40; ++q) {
       if (s <= 31) check((2 * q + 1) * (int64_t(1) << (s - 1)), 1, s);  // ties, both signs
     }

@@ -1,6 +1,7 @@
 // Kernel-side requantization for the loom HLS kernels: the same integer
 // arithmetic as host/common/quant.h (requantize: round half away from zero of
-// v * mult / 2^shift, saturated to int32; requantize_sum: a requantizing add,
+// v * mult / 2^shift, saturated to int32; requantize_even: the same with ties
+// to even, POOL's average; requantize_sum: a requantizing add,
 // both products summed exactly and rounded once; the int8 output clamp),
 // written in the C++ subset Vitis HLS synthesizes (no std::clamp, no C++17
 // inline variables). hls/common/tb_quant.cc checks they equal
@@ -26,9 +27,21 @@ inline int32_t round_shift(int64_t p, int shift) {
   return sat_i32(p < 0 ? -int64_t(q) : int64_t(q));
 }
 
+/// round_half_to_even(p / 2^shift) saturated to int32, 1 <= shift <= 62: the
+/// floor, plus one above half or at exactly half with an odd floor.
+inline int32_t round_shift_even(int64_t p, int shift) {
+  const int64_t q = p >> shift;
+  const uint64_t rem = uint64_t(p) & ((uint64_t(1) << shift) - 1);
+  const uint64_t half = uint64_t(1) << (shift - 1);
+  return sat_i32(q + ((rem > half || (rem == half && (q & 1) != 0)) ? 1 : 0));
+}
+
 /// round_half_away_from_zero(v * mult / 2^shift) saturated to int32.
 /// Preconditions (as in loom::requantize): v fits int32, 1 <= shift <= 62.
 inline int32_t requantize(int64_t v, int32_t mult, int shift) { return round_shift(v * int64_t(mult), shift); }
+
+/// round_half_to_even(v * mult / 2^shift) saturated to int32 (POOL's average).
+inline int32_t requantize_even(int64_t v, int32_t mult, int shift) { return round_shift_even(v * int64_t(mult), shift); }
 
 /// A requantizing add, rounded once: round_half_away_from_zero((a * ma + b *
 /// mb) / 2^shift) saturated to int32, the sum exact in 64 bits.

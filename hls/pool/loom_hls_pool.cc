@@ -89,7 +89,7 @@ pixel_loop:
   out_loop:
     for (int ch = 0; ch < s.c; ++ch) {
 #pragma HLS PIPELINE II = 1
-      const int64_t v = is_avg ? int64_t(requantize(sum[ch], mult, shift)) + y_zp : int64_t(mx[ch]);
+      const int64_t v = is_avg ? int64_t(requantize_even(sum[ch], mult, shift)) + y_zp : int64_t(mx[ch]);
       ys.write(clamp_out(v, clip_lo, clip_hi));
       mx[ch] = -128;  // ready for the next pixel
       sum[ch] = 0;

@@ -2,8 +2,10 @@
 //
 //   max: y = clamp(max over the window's taps inside the input (at least
 //        -128), clip_lo, clip_hi)
-//   avg: y = clamp(rq(sum over taps inside the input of (x - x_zp), mult,
+//   avg: y = clamp(rqe(sum over taps inside the input of (x - x_zp), mult,
 //        shift) + y_zp, clip_lo, clip_hi)
+//
+// rqe is rq with ties rounded to even (requantize_even), as POOL's average.
 //
 // Padding taps are skipped (for avg they add x_zp - x_zp = 0, the
 // count_include_pad semantics: the window size is folded into mult/shift).

@@ -5,6 +5,10 @@
 // exactly in 64-bit arithmetic (|v * mult| < 2^63 for int32 operands) and
 // saturated to int32. 1 <= shift <= 62. A requantizing add rounds once:
 // requantize_sum puts both operands on one grid and rounds their sum.
+// Average pooling rounds ties to even instead (requantize_even), as ONNX's
+// QuantizeLinear rounds the float average: with equal input and output
+// scales and a window of 2^k elements, a quarter or more of the sums of a
+// 2x2 window fall on a tie.
 #pragma once
 
 #include <algorithm>
@@ -29,10 +33,26 @@ constexpr int32_t round_shift(int64_t p, int shift) {
   return sat_i32(p < 0 ? -int64_t(q) : int64_t(q));
 }
 
+/// sat_i32(round_half_to_even(p / 2^shift)) for 1 <= shift <= 62: the floor
+/// q = p >> shift, plus one when the remainder is above half, or exactly half
+/// and q is odd.
+constexpr int32_t round_shift_even(int64_t p, int shift) {
+  const int64_t q = p >> shift;  // floor (arithmetic shift)
+  const uint64_t rem = uint64_t(p) & ((uint64_t(1) << shift) - 1);
+  const uint64_t half = uint64_t(1) << (shift - 1);
+  return sat_i32(q + ((rem > half || (rem == half && (q & 1) != 0)) ? 1 : 0));
+}
+
 constexpr int32_t requantize(int64_t v, int32_t mult, int shift) {
   // v is an int32 (or a sum that the callers keep within int32), so the
   // product fits in int64: |v * mult| < 2^62.
   return round_shift(v * int64_t(mult), shift);
+}
+
+/// rq with ties to even: sat_i32(round_half_to_even(v * mult / 2^shift)),
+/// the rounding of POOL's average mode. Preconditions as requantize.
+constexpr int32_t requantize_even(int64_t v, int32_t mult, int shift) {
+  return round_shift_even(v * int64_t(mult), shift);
 }
 
 /// A requantizing add, rounded once: sat_i32(round_half_away_from_zero((a *

@@ -250,7 +250,7 @@ uint32_t exec_pool(CoreState& s, const spec::PoolInsn& p) {
         best = std::max(best, x);
         sum += x - p.in_zp;
       }
-      const int64_t y = p.avg ? int64_t(requantize(sum, int32_t(p.mult), int(p.shift))) + p.out_zp : best;
+      const int64_t y = p.avg ? int64_t(requantize_even(sum, int32_t(p.mult), int(p.shift))) + p.out_zp : best;
       out[p.out_addr + i * p.c + ch] = clamp_out(y, p.clip_lo, p.clip_hi);
     }
   }

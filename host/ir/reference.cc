@@ -169,7 +169,8 @@ void pool(const Node& nd, const PoolQuant& q, const Tensor& x, Tensor* y) {
               mx = std::max(mx, v);
               sum += v - q.x_zp;
             }
-          const int64_t v = nd.op == OpKind::MaxPool ? mx : int64_t(requantize(sum, q.avg.mult, q.avg.shift)) + q.y_zp;
+          const int64_t v =
+              nd.op == OpKind::MaxPool ? mx : int64_t(requantize_even(sum, q.avg.mult, q.avg.shift)) + q.y_zp;
           y->i8()[ys.at(n, oh, ow, c)] = int8_t(out_q(v, q.lo, q.hi));
         }
 }

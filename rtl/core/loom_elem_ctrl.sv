@@ -10,7 +10,7 @@
 //   ELTWISE add (sum form): acc = A, bias = -a_zp, (a_mult, a_shift); res = B with (b_zp, b_mult);
 //            b_shift is checked (loom_compute_check) but not used
 //   ELTWISE mul: acc = (A - a_zp) * (B - b_zp) (a 9 x 9-bit product a lane), bias 0, (a_mult, a_shift)
-//   POOL avg acc = sum(x - in_zp) over the window, bias 0, (mult, shift)
+//   POOL avg acc = sum(x - in_zp) over the window, bias 0, (mult, shift), ties to even (rqe)
 //   POOL max acc = max(x), bias 0, mult 2, shift 1 (rq(v, 2, 1) = v exactly), out_zp 0
 //   ROWNORM softmax   acc = p = floor(e * r / 2^16), bias 0, (mult, shift)
 //   ROWNORM layernorm acc = t (computed beside the datapath), bias 0, mult 2, shift 1
@@ -223,7 +223,7 @@ module loom_elem_ctrl #(
   // ---------------------------------------------------------------------------
   // Datapath configuration per opcode (stable for the whole instruction).
   // ---------------------------------------------------------------------------
-  logic              cfg_res, cfg_sum, cfg_rescale;
+  logic              cfg_res, cfg_sum, cfg_rescale, cfg_even;
   logic signed [7:0] cfg_out_zp, cfg_lo, cfg_hi, cfg_res_zp;
   logic signed [31:0] cfg_res_mult;
   logic [5:0]        cfg_res_shift;
@@ -231,6 +231,7 @@ module loom_elem_ctrl #(
     cfg_res       = 1'b0;
     cfg_sum       = 1'b0;
     cfg_rescale   = 1'b0;
+    cfg_even      = 1'b0;
     cfg_out_zp    = '0;
     cfg_lo        = insn_i[loom_pkg::POSTOP_CLIP_LO_LSB +: 8];
     cfg_hi        = insn_i[loom_pkg::POSTOP_CLIP_HI_LSB +: 8];
@@ -245,6 +246,7 @@ module loom_elem_ctrl #(
       cfg_res_mult  = insn_i[loom_pkg::POSTOP_RES_MULT_LSB +: loom_pkg::POSTOP_RES_MULT_W];
       cfg_res_shift = insn_i[loom_pkg::POSTOP_RES_SHIFT_LSB +: loom_pkg::POSTOP_RES_SHIFT_W];
     end else if (is_pool) begin
+      cfg_even   = o_avg;
       cfg_out_zp = o_avg ? insn_i[loom_pkg::POOL_OUT_ZP_LSB +: loom_pkg::POOL_OUT_ZP_W] : 8'sd0;
       cfg_lo     = insn_i[loom_pkg::POOL_CLIP_LO_LSB +: loom_pkg::POOL_CLIP_LO_W];
       cfg_hi     = insn_i[loom_pkg::POOL_CLIP_HI_LSB +: loom_pkg::POOL_CLIP_HI_W];
@@ -1190,6 +1192,7 @@ module loom_elem_ctrl #(
     .cfg_res_mult_i  (cfg_res_mult),
     .cfg_res_shift_i (cfg_res_shift),
     .cfg_sum_i       (cfg_sum),
+    .cfg_even_i      (cfg_even),
     .cfg_rescale_i   (cfg_rescale),
     .cfg_a_zp_i      (p_a_zp),
     .cfg_a_mult_i    (amult_q),

@@ -14,6 +14,8 @@
 //   y   = rqs(x - a_zp, a_mult, res - res_zp, res_mult, a_shift) + add_zp
 //   out = clamp(y, add_lo, add_hi)
 // where rqs(a, ma, b, mb, s) = sat32(round_half_away((a * ma + b * mb) / 2^s)).
+// With cfg_even_i (POOL's average) the main requantizer rounds ties to even
+// (rqe); the residual and rescale ones always round away from zero.
 // Each lane has three requantizers: the main one (v), the residual one and
 // the rescale one (stage A, between the first two and stage S). The residual
 // requantizer has a second product (loom_requant Dual): with sum_i it
@@ -58,6 +60,7 @@ module loom_postop #(
   input  logic signed [31:0] cfg_res_mult_i,
   input  logic        [5:0] cfg_res_shift_i,
   input  logic              cfg_sum_i,       // ELTWISE add: needs cfg_residual_i, not with cfg_rescale_i
+  input  logic              cfg_even_i,      // POOL avg: the main requantizer rounds ties to even
   input  logic              cfg_rescale_i,
   input  logic signed [7:0] cfg_a_zp_i,
   input  logic signed [31:0] cfg_a_mult_i,
@@ -201,6 +204,7 @@ module loom_postop #(
       .v_i         (p_v_q),
       .mult_i      (p_mult_q),
       .shift_i     (p_shift_q),
+      .even_i      (cfg_even_i),
       .v2_i        (10'sd0),
       .mult2_i     (32'sd0),
       .side_i      (p_raw_q),
@@ -218,6 +222,7 @@ module loom_postop #(
       .v_i         (p_rv_q),
       .mult_i      (p_rmult_q),
       .shift_i     (p_rshift_q),
+      .even_i      (1'b0),
       .v2_i        (cfg_sum_i ? p_raw_q : 10'sd0),
       .mult2_i     (cfg_sum_i ? cfg_res_mult_i : 32'sd0),
       .side_i      (1'b0),
@@ -252,6 +257,7 @@ module loom_postop #(
       .v_i         (cfg_rescale_i ? ra_v : 10'sd0),
       .mult_i      (cfg_rescale_i ? cfg_a_mult_i : 32'sd0),
       .shift_i     (cfg_rescale_i ? cfg_a_shift_i : 6'd1),
+      .even_i      (1'b0),
       .v2_i        (cfg_rescale_i ? rq_raw : 10'sd0),
       .mult2_i     (cfg_rescale_i ? cfg_res_mult_i : 32'sd0),
       .side_i      (1'b0),

@@ -1,5 +1,6 @@
 // Pipelined requantization rq(v, mult, shift) = sat32(round_half_away(v * mult / 2^shift)), or with Dual the
 // requantizing add rqs(v, mult, v2, mult2, shift) = sat32(round_half_away((v * mult + v2 * mult2) / 2^shift)).
+// With even_i (POOL's average) ties round to even instead: rqe (loom::requantize_even).
 //
 // Bit-exact with loom::requantize (host/common/quant.h) for 1 <= shift <= 62,
 // and with Dual with loom::requantize_sum: both products are summed exactly
@@ -7,7 +8,10 @@
 // (or sum of products) p,
 //   p >= 0: (p + 2^(s-1))     >>> s   == floor((|p| + half) / 2^s)
 //   p <  0: (p + 2^(s-1) - 1) >>> s   == -floor((|p| + half) / 2^s)
-// so one 64-bit adder and one arithmetic shifter suffice. |v * mult| <= 2^62
+// and ties to even, for either sign, with the floor q = p >>> s:
+//           (p + 2^(s-1) - 1 + q[0]) >>> s
+// (q[0] is bit s of p: a tie rounds up exactly when q is odd), so one 64-bit
+// adder and one arithmetic shifter suffice. |v * mult| <= 2^62
 // and |v2 * mult2| <= 2^9 * 2^31 = 2^40 (v2 is 10 bits), so |p| <= 2^62 +
 // 2^40 and p + half < 2^63: neither the sum nor the shift can overflow 64
 // bits.
@@ -40,6 +44,7 @@ module loom_requant #(
   input  logic signed [VW-1:0] v_i,
   input  logic signed [31:0] mult_i,
   input  logic        [5:0]  shift_i,
+  input  logic               even_i,   // round ties to even (else away from zero); travels with shift_i
   input  logic signed [9:0]  v2_i,     // Dual only
   input  logic signed [31:0] mult2_i,  // Dual only
   input  logic [SideW-1:0]   side_i,
@@ -98,6 +103,7 @@ module loom_requant #(
   // reads no multi-dimensional packed arrays).
   logic [Latency*SideW-1:0] sd_d, sd_q;
   logic        [5:0]  sh1_d, sh1_q, sh2_d, sh2_q, sh3_d, sh3_q;
+  logic               ev1_d, ev1_q, ev2_d, ev2_q;
   logic signed [63:0] prod_d, prod_q;
   logic signed [63:0] sum_d, sum_q;
   logic signed [63:0] shr_d, shr_q;
@@ -127,6 +133,7 @@ module loom_requant #(
     v_d    = ld[0] ? v_i     : v_q;
     mult_d = ld[0] ? mult_i  : mult_q;
     sh1_d  = ld[0] ? shift_i : sh1_q;
+    ev1_d  = ld[0] ? even_i  : ev1_q;
     sd_d[0 +: SideW] = ld[0] ? side_i : sd_q[0 +: SideW];
     for (int unsigned s = 1; s < Latency; s++) begin
       sd_d[s*SideW +: SideW] = ld[s] ? sd_q[(s-1)*SideW +: SideW] : sd_q[s*SideW +: SideW];
@@ -135,12 +142,18 @@ module loom_requant #(
     // Stage 2: full 64-bit signed product (with Dual, the exact sum of both).
     prod_d = ld[1] ? prod_full : prod_q;
     sh2_d  = ld[1] ? sh1_q : sh2_q;
+    ev2_d  = ld[1] ? ev1_q : ev2_q;
 
-    // Stage 3: add half an LSB of the result, minus one for a negative product (or sum).
+    // Stage 3: add half an LSB of the result, minus one for a negative product (or sum);
+    // for ties to even, minus one plus the floor's lowest bit.
     // shift 0 is outside the contract; it degrades to no rounding.
     rnd = '0;
     if (ld[2] && sh2_q != 6'd0) begin
-      rnd = (64'sd1 <<< (sh2_q - 6'd1)) - (prod_q[63] ? 64'sd1 : 64'sd0);
+      if (ev2_q) begin
+        rnd = (64'sd1 <<< (sh2_q - 6'd1)) - 64'sd1 + (prod_q[sh2_q] ? 64'sd1 : 64'sd0);
+      end else begin
+        rnd = (64'sd1 <<< (sh2_q - 6'd1)) - (prod_q[63] ? 64'sd1 : 64'sd0);
+      end
     end
     sum_d = ld[2] ? prod_q + rnd : sum_q;
     sh3_d = ld[2] ? sh2_q : sh3_q;
@@ -165,6 +178,8 @@ module loom_requant #(
     sh1_q  <= sh1_d;
     prod_q <= prod_d;
     sh2_q  <= sh2_d;
+    ev1_q  <= ev1_d;
+    ev2_q  <= ev2_d;
     sum_q  <= sum_d;
     sh3_q  <= sh3_d;
     shr_q  <= shr_d;

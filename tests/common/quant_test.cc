@@ -79,6 +79,40 @@ TEST(Requantize, TiesAwayFromZero) {
   }
 }
 
+// requantize_even (POOL's average) sends ties to the even neighbour:
+// +-0.5 -> 0, +-1.5 -> +-2, +-2.5 -> +-2, +-3.5 -> +-4; everything else
+// as requantize.
+TEST(Requantize, EvenTiesToEven) {
+  const RqVector vs[] = {
+      {1, kHalf, 31, 0},       {-1, kHalf, 31, 0},         // +-0.5
+      {3, kHalf, 31, 2},       {-3, kHalf, 31, -2},        // +-1.5
+      {5, kHalf, 31, 2},       {-5, kHalf, 31, -2},        // +-2.5
+      {7, kHalf, 31, 4},       {-7, kHalf, 31, -4},        // +-3.5
+      {2, kHalf, 31, 1},       {-2, kHalf, 31, -1},        // exact
+      {10, 1610612736, 31, 8}, {-10, 1610612736, 31, -8},  // 7.5
+      {3, kHalf, 32, 1},       {-3, kHalf, 32, -1},        // +-0.75
+      {5, kHalf, 32, 1},       {-5, kHalf, 32, -1},        // +-1.25
+  };
+  for (const auto& t : vs) {
+    EXPECT_EQ(requantize_even(t.v, t.mult, t.shift), t.want)
+        << "v=" << t.v << " mult=" << t.mult << " shift=" << t.shift;
+  }
+  const int32_t max = std::numeric_limits<int32_t>::max();
+  const int32_t min = std::numeric_limits<int32_t>::min();
+  EXPECT_EQ(requantize_even(max, max, 1), max);
+  EXPECT_EQ(requantize_even(min, max, 1), min);
+  EXPECT_EQ(requantize_even(min, kHalf, 30), min);
+  // Off the ties both rules agree, over every shift.
+  for (int shift = 1; shift <= 62; ++shift)
+    for (int64_t v : {int64_t(12345), int64_t(-98765), int64_t(max), int64_t(min)}) {
+      const int64_t p = v * int64_t(kHalf);
+      const bool tie = (uint64_t(p) & ((uint64_t(1) << shift) - 1)) == (uint64_t(1) << (shift - 1));
+      if (!tie) {
+        EXPECT_EQ(requantize_even(v, kHalf, shift), requantize(v, kHalf, shift)) << v << " " << shift;
+      }
+    }
+}
+
 TEST(Requantize, SaturatesToInt32) {
   const int32_t max = std::numeric_limits<int32_t>::max();
   const int32_t min = std::numeric_limits<int32_t>::min();

@@ -175,14 +175,14 @@ TEST(Reference, MaxPoolIgnoresPadding) {
 
 TEST(Reference, AvgPoolCountsPaddingAsZeroPoint) {
   // x - x_zp = 1, 2, 3, 4; 2x2 windows with top/left pad 1 over the 4-element
-  // window: 1/4 -> 0, 3/4 -> 1, 4/4 = 1, 10/4 = 2.5 -> 3.
+  // window: 1/4 -> 0, 3/4 -> 1, 4/4 = 1, 10/4 = 2.5 -> 2 (ties to even).
   GraphBuilder b;
   b.act("x", {1, 2, 2, 1}, 1.0, 2, true).act("y", {}, 1.0, 0).out("y");
   b.node("p", "avgpool", {"x"}, "y", {{"kernel", {2, 2}}, {"pads", {1, 1, 0, 0}}});
-  EXPECT_EQ(run1(b, i8_tensor({1, 2, 2, 1}, {3, 4, 5, 6})), (std::vector<int>{0, 1, 1, 3}));
+  EXPECT_EQ(run1(b, i8_tensor({1, 2, 2, 1}, {3, 4, 5, 6})), (std::vector<int>{0, 1, 1, 2}));
   // Without padding, count_include_pad=false is the same thing and accepted.
   b.j["nodes"][0]["attrs"] = {{"kernel", {2, 2}}, {"count_include_pad", false}};
-  EXPECT_EQ(run1(b, i8_tensor({1, 2, 2, 1}, {3, 4, 5, 6})), (std::vector<int>{3}));  // 10/4 -> 3
+  EXPECT_EQ(run1(b, i8_tensor({1, 2, 2, 1}, {3, 4, 5, 6})), (std::vector<int>{2}));  // 10/4 -> 2
 }
 
 TEST(OpQuant, PoolParameters) {
@@ -210,11 +210,14 @@ TEST(OpQuant, PoolParameters) {
   EXPECT_FALSE(elt_quant(*g, g->nodes[1]).is_ok());
 }
 
-TEST(Reference, GlobalAvgPoolRoundsTiesAway) {
+// Averages round ties to even, as ONNX's QuantizeLinear rounds the float
+// average: 2.5 -> 2, -2.5 -> -2, 3.5 -> 4.
+TEST(Reference, GlobalAvgPoolRoundsTiesToEven) {
   GraphBuilder b;
-  b.act("x", {1, 2, 2, 2}, 1.0, 0, true).act("y", {}, 1.0, 0).out("y");
+  b.act("x", {1, 2, 2, 3}, 1.0, 0, true).act("y", {}, 1.0, 0).out("y");
   b.node("gap", "globalavgpool", {"x"}, "y");
-  EXPECT_EQ(run1(b, i8_tensor({1, 2, 2, 2}, {1, -1, 2, -2, 3, -3, 4, -4})), (std::vector<int>{3, -3}));
+  EXPECT_EQ(run1(b, i8_tensor({1, 2, 2, 3}, {1, -1, 3, 2, -2, 3, 3, -3, 4, 4, -4, 4})),
+            (std::vector<int>{2, -2, 4}));
 }
 
 TEST(Reference, ReshapeAndFlattenKeepData) {

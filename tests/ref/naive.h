@@ -7,7 +7,6 @@
 
 namespace loom::ref::test {
 
-/// round_half_away_from_zero(v * mult / 2^shift), saturated to int32.
 /// round_half_away_from_zero(p / 2^shift) saturated to int32, in 128 bits.
 inline int64_t naive_round_shift(__int128 p, int shift) {
   const __int128 d = __int128(1) << shift;
@@ -21,6 +20,17 @@ inline int64_t naive_round_shift(__int128 p, int shift) {
 }
 
 inline int64_t naive_rq(int64_t v, int64_t mult, int shift) { return naive_round_shift(__int128(v) * mult, shift); }
+
+/// round_half_to_even(v * mult / 2^shift) saturated to int32 (POOL's average),
+/// from the truncated quotient and twice the remainder.
+inline int64_t naive_rq_even(int64_t v, int64_t mult, int shift) {
+  const __int128 p = __int128(v) * mult, d = __int128(1) << shift;
+  __int128 q = p / d;
+  const __int128 r = p - q * d;
+  const __int128 twice = r < 0 ? -2 * r : 2 * r;
+  if (twice > d || (twice == d && q % 2 != 0)) q += p < 0 ? -1 : 1;
+  return int64_t(std::clamp<__int128>(q, INT32_MIN, INT32_MAX));
+}
 
 /// The requantizing add, rounded once: (a * ma + b * mb) / 2^shift.
 inline int64_t naive_rqs(int64_t a, int64_t ma, int64_t b, int64_t mb, int shift) {

@@ -295,7 +295,7 @@ TEST(RefPool, RandomMaxAndAvg) {
           mx = std::max(mx, v);
           sum += v - p.in_zp;
         }
-        const int64_t y = p.avg ? naive_rq(sum, p.mult, int(p.shift)) + p.out_zp : mx;
+        const int64_t y = p.avg ? naive_rq_even(sum, p.mult, int(p.shift)) + p.out_zp : mx;
         ASSERT_EQ(s8(got[i * p.c + ch]), naive_clamp(y, p.clip_lo, p.clip_hi)) << "pixel " << i << " ch " << ch;
       }
   }

@@ -209,25 +209,28 @@ TEST(RefQuantVectors, Eltwise) {
   }
 }
 
-TEST(RefQuantVectors, PoolAvgTiesRoundAway) {
-  // avg of {1, 2} = 1.5 -> 2 and of {-1, -2} = -1.5 -> -2 with mult/2^shift = 1/2.
+TEST(RefQuantVectors, PoolAvgTiesRoundToEven) {
+  // Windows of two elements, mult/2^shift = 1/2, so every odd sum is a tie:
+  // {1, 2} = 1.5 -> 2, {-1, -2} = -1.5 -> -2, {2, 3} = 2.5 -> 2, {-2, -3} =
+  // -2.5 -> -2, {0, 1} = 0.5 -> 0, {0, -1} = -0.5 -> 0 (away from zero would
+  // give 3, -3, 1 and -1 for the last four).
   Harness h;
   hw::CoreState& s = h.core(0);
-  const int8_t x[] = {1, -1, 2, -2};  // two windows elements x two channels
-  for (int i = 0; i < 4; ++i) s.buf(Buffer::IN)[i] = uint8_t(x[i]);
+  const int8_t x[] = {1, -1, 2, -2, 0, 0, 2, -2, 3, -3, 1, -1};  // window element w, channel ch at w * 6 + ch
+  for (int i = 0; i < 12; ++i) s.buf(Buffer::IN)[i] = uint8_t(x[i]);
   spec::PoolInsn p;
   p.avg = 1;
   p.p = 1;
   p.win = 2;
-  p.c = 2;
+  p.c = 6;
   p.mult = 1;
   p.shift = 1;
   p.clip_lo = -128;
   p.clip_hi = 127;
   h.run(0, {p.encode(), end_insn()});
   ASSERT_EQ(h.err(0), 0u);
-  EXPECT_EQ(int8_t(s.buf(Buffer::OUT)[0]), 2);
-  EXPECT_EQ(int8_t(s.buf(Buffer::OUT)[1]), -2);
+  const int want[] = {2, -2, 2, -2, 0, 0};
+  for (int ch = 0; ch < 6; ++ch) EXPECT_EQ(int8_t(s.buf(Buffer::OUT)[ch]), want[ch]) << "channel " << ch;
 }
 
 }  // namespace

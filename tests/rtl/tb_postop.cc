@@ -1,6 +1,7 @@
-// Testbench for loom_postop: random POSTOP elements (bias, requant, residual, rescale, clamp) and ELTWISE adds
-// (the sum mode) against a C++ model built on loom::requantize and loom::requantize_sum, with random stalls on both
-// sides; also checks the pipeline latency (8, 13 with rescale).
+// Testbench for loom_postop: random POSTOP elements (bias, requant, residual, rescale, clamp), ELTWISE adds
+// (the sum mode) and POOL averages (the even mode: ties to even) against a C++ model built on loom::requantize,
+// loom::requantize_sum and loom::requantize_even, with random stalls on both sides; also checks the pipeline
+// latency (8, 13 with rescale).
 #include <deque>
 #include <vector>
 
@@ -11,11 +12,11 @@
 namespace {
 
 // Datapath modes, one per instruction.
-enum Mode { kPlain, kResidual, kSum, kRescale, kModes };
-const char* const kModeNames[kModes] = {"plain", "residual", "sum", "rescale"};
+enum Mode { kPlain, kResidual, kSum, kRescale, kEven, kModes };
+const char* const kModeNames[kModes] = {"plain", "residual", "sum", "rescale", "even"};
 
 struct Cfg {
-  bool residual, sum, rescale;
+  bool residual, sum, rescale, even;
   int8_t out_zp, clip_lo, clip_hi, res_zp;
   int32_t res_mult;
   int res_shift;  // used by the residual mode only
@@ -55,6 +56,13 @@ int8_t reference(const Cfg& c, const Elem& e, AddStats* st) {
     const int64_t y = int64_t(requantize_add(v, e.mult, raw, c.res_mult, e.shift, st)) + c.out_zp;
     return loom::clamp_i8(y, c.clip_lo, c.clip_hi);
   }
+  if (c.even) {  // POOL avg: v = sum(x - in_zp), bias 0, one rounding with ties to even
+    const uint64_t p = uint64_t(int64_t(v) * e.mult), mask = (uint64_t(1) << e.shift) - 1;
+    st->tie = (p & mask) == (uint64_t(1) << (e.shift - 1));
+    const int32_t y = loom::requantize_even(v, e.mult, e.shift);
+    st->one_rounding_differs = y != loom::requantize(v, e.mult, e.shift);  // here: differs from ties away
+    return loom::clamp_i8(int64_t(y) + c.out_zp, c.clip_lo, c.clip_hi);
+  }
   int64_t y = int64_t(loom::requantize(v, e.mult, e.shift)) + c.out_zp;
   if (c.rescale) {
     const int8_t x = loom::clamp_i8(y, c.clip_lo, c.clip_hi);
@@ -88,13 +96,14 @@ int main(int argc, char** argv) {
   uint64_t modes[kModes] = {};
   uint64_t ties[kModes] = {};     // requantizing adds that were exact ties (sum, rescale)
   uint64_t differs[kModes] = {};  // ... whose one rounding differs from rounding each term
-  uint64_t min_latency[kModes] = {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX};
+  uint64_t min_latency[kModes] = {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX};
   const int kInstructions = 120;
   for (int insn = 0; insn < kInstructions; ++insn) {
     // A POSTOP or ELTWISE add instruction: per-instruction fields change only while the unit is idle.
     const Mode mode = Mode(mode_of(rng));
     Cfg c{};
-    c.residual = mode != kPlain;
+    c.residual = mode != kPlain && mode != kEven;
+    c.even = mode == kEven;
     c.sum = mode == kSum;
     c.rescale = mode == kRescale;
     c.out_zp = int8_t(i8(rng));
@@ -157,6 +166,17 @@ int main(int argc, char** argv) {
         e.res = int8_t(extreme ? (coin(rng) ? 127 : -128) : i8(rng));
         continue;
       }
+      if (c.even) {
+        // POOL avg as loom_elem_ctrl feeds it: a window sum, bias 0, and a multiplier that is often a power of
+        // two (a 2^k window with equal scales: many exact ties) or any legal one.
+        e.acc = wild ? any32(rng) : std::uniform_int_distribution<int32_t>(-255 * 64, 255 * 64)(rng);
+        e.bias = 0;
+        const bool round = coin(rng);
+        e.mult = round ? int32_t(1) << 30 : (wild ? any32(rng) : qmult(rng));
+        e.shift = round ? 30 + std::uniform_int_distribution<int>(1, 6)(rng) : (wild ? shift_any(rng) : shift_q(rng));
+        e.res = int8_t(i8(rng));
+        continue;
+      }
       e.acc = wild ? any32(rng) : acc(rng);
       e.bias = wild ? any32(rng) : bias(rng);
       e.mult = wild || rare(rng) ? any32(rng) : qmult(rng);
@@ -175,6 +195,7 @@ int main(int argc, char** argv) {
     // drive an illegal value to prove it is ignored.
     sim->cfg_res_shift_i = mode == kResidual ? c.res_shift : (coin(rng) ? 0 : 63);
     sim->cfg_sum_i = c.sum;
+    sim->cfg_even_i = c.even;
     // Without rescale its fields are don't-care: drive an illegal shift and an empty add clamp.
     sim->cfg_rescale_i = c.rescale;
     sim->cfg_a_zp_i = uint8_t(c.a_zp);
@@ -247,8 +268,8 @@ int main(int argc, char** argv) {
                 kModeNames[m], static_cast<unsigned long long>(modes[m]),
                 static_cast<unsigned long long>(min_latency[m]), static_cast<unsigned long long>(ties[m]),
                 static_cast<unsigned long long>(differs[m]));
-    if ((m == kSum || m == kRescale) && (ties[m] == 0 || differs[m] == 0)) {
-      std::printf("coverage hole: mode %s lacks an exact tie or a sum that rounds differently once\n", kModeNames[m]);
+    if ((m == kSum || m == kRescale || m == kEven) && (ties[m] == 0 || differs[m] == 0)) {
+      std::printf("coverage hole: mode %s lacks an exact tie or one that rounds differently\n", kModeNames[m]);
       ++errors;
     }
     if (modes[m] == 0) {

@@ -1,4 +1,5 @@
-// Testbench for loom_requant: random and corner vectors against loom::requantize, with random stalls; a random
+// Testbench for loom_requant: random and corner vectors against loom::requantize, or loom::requantize_even where
+// the vector sets even_i (a random half, and every exact tie both ways), with random stalls; a random
 // sideband bit rides with every operand and must leave beside its result. Built with LOOM_REQUANT_DUAL it checks
 // the Dual instance (rtl_requant_dual) against loom::requantize_sum instead: exact ties of the summed products,
 // saturation corners and random operands; without it v2_i and mult2_i carry random values that must be ignored.
@@ -30,10 +31,12 @@ struct Vec {
   int32_t v2 = 0;  // v2_i: 10-bit signed
   int32_t mult2 = 0;
   uint8_t side = 0;  // side_i (SideW = 1 at this top)
+  bool even = false;  // even_i: ties to even (the plain instance only; the Dual one always rounds away)
 };
 
 int32_t expect(const Vec& x) {
-  return kDual ? loom::requantize_sum(x.v, x.mult, x.v2, x.mult2, x.shift) : loom::requantize(x.v, x.mult, x.shift);
+  if (kDual) return loom::requantize_sum(x.v, x.mult, x.v2, x.mult2, x.shift);
+  return x.even ? loom::requantize_even(x.v, x.mult, x.shift) : loom::requantize(x.v, x.mult, x.shift);
 }
 
 std::vector<Vec> single_vectors(std::mt19937_64& rng, int* tie_shifts_out) {
@@ -53,9 +56,11 @@ std::vector<Vec> single_vectors(std::mt19937_64& rng, int* tie_shifts_out) {
       const int64_t v = (2 * int64_t(k) + 1) << vs;
       const int64_t m = p / v;
       if (v <= kMax && m <= kMax) {
-        out.push_back({int32_t(v), int32_t(m), s});
-        out.push_back({int32_t(-v), int32_t(m), s});
-        out.push_back({int32_t(v), int32_t(-m), s});
+        for (bool even : {false, true}) {
+          out.push_back({int32_t(v), int32_t(m), s, 0, 0, 0, even});
+          out.push_back({int32_t(-v), int32_t(m), s, 0, 0, 0, even});
+          out.push_back({int32_t(v), int32_t(-m), s, 0, 0, 0, even});
+        }
       }
     }
   }
@@ -75,7 +80,11 @@ std::vector<Vec> single_vectors(std::mt19937_64& rng, int* tie_shifts_out) {
   *tie_shifts_out = 62;
   // v2_i and mult2_i are not used: random values must not leak into a result.
   std::uniform_int_distribution<int32_t> any10(-512, 511);
-  for (Vec& x : out) x.v2 = any10(rng), x.mult2 = any32(rng);
+  std::bernoulli_distribution half(0.5);
+  for (Vec& x : out) {
+    x.v2 = any10(rng), x.mult2 = any32(rng);
+    if (x.v != 0 && !x.even) x.even = half(rng);  // the ties keep their pairs
+  }
   return out;
 }
 
@@ -184,6 +193,7 @@ int main(int argc, char** argv) {
       sim->v_i = uint32_t(vecs[next].v);
       sim->mult_i = uint32_t(vecs[next].mult);
       sim->shift_i = vecs[next].shift;
+      sim->even_i = vecs[next].even;
       sim->v2_i = uint16_t(vecs[next].v2) & 0x3FF;
       sim->mult2_i = uint32_t(vecs[next].mult2);
       sim->side_i = vecs[next].side;

@@ -574,14 +574,14 @@ struct PostopInsn {
   }
 };
 
-/// POOL: Window reduction over gathered windows IN[in + (i*win + w)*c + ch] for i < p, w < win, ch < c: max mode writes clamp(max, clip_lo, clip_hi); avg mode writes clamp(rq(sum(x - in_zp), mult, shift) + out_zp, clip_lo, clip_hi) to OUT[out + i*c + ch].
+/// POOL: Window reduction over gathered windows IN[in + (i*win + w)*c + ch] for i < p, w < win, ch < c: max mode writes clamp(max, clip_lo, clip_hi); avg mode writes clamp(rqe(sum(x - in_zp), mult, shift) + out_zp, clip_lo, clip_hi) (rqe: rq with ties rounded to even) to OUT[out + i*c + ch].
 struct PoolInsn {
   uint64_t pop_prev = 0;  // Wait for and consume a token from the previous unit (load<-compute<-store) before starting.
   uint64_t pop_next = 0;  // Wait for and consume a token from the next unit before starting.
   uint64_t push_prev = 0;  // Give a token to the previous unit when done.
   uint64_t push_next = 0;  // Give a token to the next unit when done.
   uint64_t avg = 0;  // 0: max pooling, 1: average pooling.
-  uint64_t shift = 0;  // Average requantization shift (1..62).
+  uint64_t shift = 0;  // Average requantization shift (1..62); the average rounds ties to even.
   uint64_t in_addr = 0;  // IN byte address of the gathered windows.
   uint64_t out_addr = 0;  // OUT byte address of the result.
   uint64_t p = 0;  // Output pixels.
