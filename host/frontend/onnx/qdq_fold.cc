@@ -365,32 +365,100 @@ struct BnTarget {
   }
 };
 
+/// Input values (t.in_lo..t.in_hi, stopping at `cap`) where the kernel with
+/// weight `w` (signed), bias `b` and weight scale `ws` misses ONNX Runtime's
+/// output; `cap` + 1 when the scale has no multiplier.
+int bn_misses(int w, int64_t b, float ws, const BnTarget& t, int cap) {
+  Multiplier m;
+  if (!quantize_multiplier(double(t.sx) * double(ws) / double(t.sy), &m)) return cap + 1;
+  int misses = 0;
+  for (int q = t.in_lo; q <= t.in_hi && misses < cap; ++q) {
+    const int64_t acc = int64_t(w) * (q - t.zx) + b;
+    misses += std::clamp<int64_t>(int64_t(requantize(acc, m.mult, m.shift)) + t.zy, t.lo, t.hi) != t.at(q);
+  }
+  return misses;
+}
+
+/// The multipliers (at `shift`) for which the kernel acc = w (q - zx) + b,
+/// rounded as rq(acc, mult, shift), gives every target output: each input
+/// value bounds mult from one side or both (an output clamped at lo or hi
+/// only from one). Bounds in double, so an end may be one off; callers
+/// verify exactly. nullopt when the bounds cross.
+std::optional<std::pair<int64_t, int64_t>> bn_mult_range(int w, int64_t b, int shift, const BnTarget& t) {
+  double lo = std::ldexp(1.0, 30), hi = std::ldexp(1.0, 31) - 1;
+  for (int q = t.in_lo; q <= t.in_hi; ++q) {
+    const int64_t y = t.at(q), acc = int64_t(w) * (q - t.zx) + b;
+    // The rounded value r = rq(acc, mult, shift) must lie in [rlo, rhi].
+    const double rlo = y == t.lo ? -1e30 : double(y - t.zy), rhi = y == t.hi ? 1e30 : double(y - t.zy);
+    if (acc == 0) {
+      if (rlo > 0 || rhi < 0) return std::nullopt;
+      continue;
+    }
+    // acc * mult / 2^shift in [rlo - 1/2, rhi + 1/2), mirrored for acc < 0.
+    const double a = double(acc), l = std::ldexp(rlo - 0.5, shift) / a, h = std::ldexp(rhi + 0.5, shift) / a;
+    lo = std::max(lo, std::ceil(std::min(l, h)));
+    hi = std::min(hi, std::ceil(std::max(l, h)) - 1);
+    if (lo > hi) return std::nullopt;
+  }
+  return std::make_pair(int64_t(lo), int64_t(hi));
+}
+
+/// A float32 weight scale whose multiplier sx ws / sy lands in [lo, hi] at
+/// `shift`: the float nearest the middle, then its neighbours in turn.
+std::optional<float> bn_scale_for(int64_t lo, int64_t hi, int shift, const BnTarget& t) {
+  const float mid = float(std::ldexp(double(lo + hi) / 2, -shift) * double(t.sy) / double(t.sx));
+  if (!(mid > 0) || !std::isfinite(mid)) return std::nullopt;
+  float up = mid, down = mid;
+  for (int k = 0; k < 64; ++k) {
+    for (float ws : {up, down}) {
+      Multiplier m;
+      if (quantize_multiplier(double(t.sx) * double(ws) / double(t.sy), &m) && m.shift == shift && m.mult >= lo &&
+          m.mult <= hi)
+        return ws;
+    }
+    up = std::nextafter(up, 1e30f), down = std::nextafter(down, 0.0f);
+  }
+  return std::nullopt;
+}
+
 /// The weight of one BN channel whose integer kernel gives ONNX Runtime's
-/// output on every input value (t.in_lo..t.in_hi): of the magnitudes 127 down to
-/// 96 and the biases next to the ideal one, the first with no miss, else the
-/// fewest misses. A weight of 127 alone rounds the shift onto the
-/// accumulator grid x_scale |a| / 127 and misses where the exact value lies
-/// within that grid of a rounding boundary. `a` == 0: a zero weight.
+/// output on every input value (t.in_lo..t.in_hi). First the plain choices:
+/// magnitudes 127 down to 96, the scale |a| / w and the biases next to the
+/// ideal one. A weight of 127 alone rounds the shift onto the accumulator
+/// grid x_scale |a| / 127 and misses where the exact value lies within that
+/// grid of a rounding boundary; a smaller weight moves the grid. Where all
+/// of them miss, the scale is freed as well: for each magnitude (127 down to
+/// 1) and bias near the ideal, the multipliers that give every output
+/// (bn_mult_range) and a float32 scale that yields one. The first with no
+/// miss, else the plain choice with the fewest. `a` == 0: a zero weight.
 BnChannel bn_channel(double a, double s, const BnTarget& t) {
   // A bias beyond int32 stays beyond it, and converts without overflow.
   const auto bias_of = [](double v) { return int64_t(std::clamp(std::nearbyint(v), -4e9, 4e9)); };
+  const int sign = a > 0 ? 1 : -1;
   BnChannel best;
   best.misses = 1 << 30;
   if (a == 0) return BnChannel{0, bias_of(s / double(t.sx)), 1.0f, 0};
   for (int w = 127; w >= 96 && best.misses > 0; --w) {
     const float ws = float(std::fabs(a) / w);
+    const double ideal = s / (double(t.sx) * double(ws));
+    if (!(std::fabs(ideal) < 2147483000.0)) break;
+    for (int64_t b : {int64_t(std::nearbyint(ideal)), int64_t(std::floor(ideal)), int64_t(std::ceil(ideal))}) {
+      const int misses = bn_misses(sign * w, b, ws, t, best.misses);
+      if (misses < best.misses) best = BnChannel{w, b, ws, misses};
+      if (misses == 0) break;
+    }
+  }
+  for (int w = 127; w >= 1 && best.misses > 0; --w) {
+    const float ws = float(std::fabs(a) / w);
     Multiplier m;
     if (!quantize_multiplier(double(t.sx) * double(ws) / double(t.sy), &m)) break;
     const double ideal = s / (double(t.sx) * double(ws));
     if (!(std::fabs(ideal) < 2147483000.0)) break;
-    for (int64_t b : {int64_t(std::nearbyint(ideal)), int64_t(std::floor(ideal)), int64_t(std::ceil(ideal))}) {
-      int misses = 0;
-      for (int q = t.in_lo; q <= t.in_hi && misses < best.misses; ++q) {
-        const int64_t acc = int64_t(a > 0 ? w : -w) * (q - t.zx) + b;
-        misses += std::clamp<int64_t>(int64_t(requantize(acc, m.mult, m.shift)) + t.zy, t.lo, t.hi) != t.at(q);
-      }
-      if (misses < best.misses) best = BnChannel{w, b, ws, misses};
-      if (misses == 0) break;
+    for (int d = 0; d <= 10 && best.misses > 0; ++d) {
+      const int64_t b = int64_t(std::nearbyint(ideal)) + (d % 2 ? (d + 1) / 2 : -d / 2);
+      const auto range = bn_mult_range(sign * w, b, m.shift, t);
+      const auto fit = range ? bn_scale_for(range->first, range->second, m.shift, t) : std::nullopt;
+      if (fit && bn_misses(sign * w, b, *fit, t, 1) == 0) best = BnChannel{w, b, *fit, 0};
     }
   }
   if (best.misses == 1 << 30) {  // no weight representable: the plain rounding
