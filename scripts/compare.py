@@ -16,13 +16,19 @@ QLinear* op) is marked as a graph output, as Polygraphy's
     that produces it, so the marks go into the graph ORT_ENABLE_ALL has
     already optimized (written by ONNX Runtime, then run as it stands): a
     tensor that graph no longer holds has no floor.
+  * with --floor-cpu CPU, ONNX Runtime at ORT_DISABLE_ALL once more under
+    `qemu-x86_64 -cpu CPU`: the same wheel with its kernels dispatched for
+    that CPU (its float convolutions and matrix products accumulate in
+    another order), a second floor. Where both ORT levels run the same float
+    kernels, ORT_ENABLE_ALL's floor is 100 % and only another CPU shows how
+    far ONNX Runtime disagrees with itself.
 
 Codes are compared in integer LSBs, exactly; the cosine is over the codes
 less the zero point.
 
 Usage (the loom binary writes the inputs, seeded or read, as .pb files):
   compare.py MODEL --loom BIN --work DIR --inputs F... [--seed N | --given F...]
-             [--layers] [--json-out FILE] [--min-cosine X]
+             [--layers] [--json-out FILE] [--min-cosine X] [--floor-cpu CPU]
 """
 import argparse
 import json
@@ -333,9 +339,10 @@ def ort_floor(model, layers, feeds, ref, work):
     return floor, None
 
 
-def layer_rows(layers, ref, got, floor):
-    """One row per layer: loom against ORT_DISABLE_ALL, and ORT's floor
-    (ORT_ENABLE_ALL against ORT_DISABLE_ALL) where it has one."""
+def layer_rows(layers, ref, got, floor, cpu_ref=None):
+    """One row per layer: loom against ORT_DISABLE_ALL, ORT's floor
+    (ORT_ENABLE_ALL against ORT_DISABLE_ALL) where it has one, and with
+    `cpu_ref` ONNX Runtime on the other CPU against the reference."""
     import numpy as np
 
     rows = []
@@ -348,21 +355,26 @@ def layer_rows(layers, ref, got, floor):
         rows.append({"index": i, "tensor": l.tensor, "node": l.node, "op": l.op, "dtype": l.dtype,
                      "shape": list(r.shape), "elements": int(r.size), "final": l.final,
                      "loom": ort_peer.compare(g, r, zp),
-                     "ort_floor": ort_peer.compare(f, r, zp) if f is not None else None})
+                     "ort_floor": ort_peer.compare(f, r, zp) if f is not None else None,
+                     "ort_cpu_floor": ort_peer.compare(cpu_ref[l.tensor], r, zp) if cpu_ref else None})
     return rows
 
 
 def drop_reason(row, cosine):
-    """Why `row` is below the threshold, or None. Without a floor on the
-    tensor, its share of identical codes is held against 100 %."""
-    l, f = row["loom"], row["ort_floor"]
+    """Why `row` is below the threshold, or None. The floor is the lower of
+    ORT's floors on the tensor; without one, its share of identical codes is
+    held against 100 %."""
+    l = row["loom"]
     if l["cosine"] < cosine:
         return "cosine %s < %s" % (cos_str(l["cosine"]), cosine)
-    floor = f["identical"] if f is not None else 1.0
+    floors = [(f["identical"], name) for f, name in ((row["ort_floor"], "ORT's floor"),
+                                                     (row.get("ort_cpu_floor"), "ORT's floor on the other CPU"))
+              if f is not None]
+    floor, name = min(floors) if floors else (1.0, None)
     if l["identical"] < floor - IDENTICAL_MARGIN:
         return "%s identical, more than %s under %s" % (
             ort_peer.pct(l["identical"]), points(IDENTICAL_MARGIN),
-            "ORT's floor (%s)" % ort_peer.pct(floor) if f is not None else "100 % (no floor on this tensor)")
+            "%s (%s)" % (name, ort_peer.pct(floor)) if name else "100 % (no floor on this tensor)")
     return None
 
 
@@ -381,15 +393,17 @@ def layer_name(row):
 
 
 def table(rows):
+    cpu = any(r.get("ort_cpu_floor") for r in rows)
     head = ["#", "tensor", "node (op)", "elements", "identical", "within 1", "max LSB", "cosine",
-            "ORT floor: identical", "cosine"]
+            "ORT floor: identical", "cosine"] + (["other CPU: identical", "cosine"] if cpu else [])
     lines = [head]
     for r in rows:
-        l, f = r["loom"], r["ort_floor"]
+        l, f, c = r["loom"], r["ort_floor"], r.get("ort_cpu_floor")
         lines.append([str(r["index"]), r["tensor"] + (" (output)" if r["final"] else ""),
                       "%s (%s)" % (r["node"], r["op"]), str(r["elements"]), ort_peer.pct(l["identical"]),
                       ort_peer.pct(l["within_1"]), str(l["max_lsb"]), cos_str(l["cosine"]),
-                      ort_peer.pct(f["identical"]) if f else "-", cos_str(f["cosine"]) if f else "-"])
+                      ort_peer.pct(f["identical"]) if f else "-", cos_str(f["cosine"]) if f else "-"] +
+                     ([ort_peer.pct(c["identical"]), cos_str(c["cosine"])] if cpu else []))
     widths = [max(len(x[k]) for x in lines) for k in range(len(head))]
     left = {1, 2}
     return "\n".join("  ".join(c.ljust(w) if k in left else c.rjust(w) for k, (c, w) in enumerate(zip(x, widths)))
@@ -397,12 +411,16 @@ def table(rows):
 
 
 def agreement(row):
-    l, f = row["loom"], row["ort_floor"]
+    l, f, c = row["loom"], row["ort_floor"], row.get("ort_cpu_floor")
     s = "loom %s identical, %s within 1 LSB, max %d LSB, cosine %s" % (
         ort_peer.pct(l["identical"]), ort_peer.pct(l["within_1"]), l["max_lsb"], cos_str(l["cosine"]))
     if f is None:
-        return s + "; ORT's floor: none (ORT_ENABLE_ALL's graph holds no such tensor)"
-    return s + "; ORT's floor %s identical, cosine %s" % (ort_peer.pct(f["identical"]), cos_str(f["cosine"]))
+        s += "; ORT's floor: none (ORT_ENABLE_ALL's graph holds no such tensor)"
+    else:
+        s += "; ORT's floor %s identical, cosine %s" % (ort_peer.pct(f["identical"]), cos_str(f["cosine"]))
+    if c is not None:
+        s += "; on the other CPU %s identical, cosine %s" % (ort_peer.pct(c["identical"]), cos_str(c["cosine"]))
+    return s
 
 
 def summary(doc):
@@ -412,19 +430,65 @@ def summary(doc):
         doc["model"], len(rows), "seeded (--seed %d)" % inputs["seed"] if "seed" in inputs else
         " ".join(inputs["files"])),
         "loom ref against ONNX Runtime %s at ORT_DISABLE_ALL (CPU, 1 thread); ORT's floor: its ORT_ENABLE_ALL "
-        "against its ORT_DISABLE_ALL" % doc["onnxruntime_version"]]
+        "against its ORT_DISABLE_ALL" % doc["onnxruntime_version"] +
+        ("; the other CPU: ORT_DISABLE_ALL under qemu-x86_64 -cpu %s (%s)" % (
+            doc["floor_cpu"]["cpu"], doc["floor_cpu"]["cpu_class"]) if doc.get("floor_cpu") else "")]
     finals = [r for r in rows if r["final"]] or rows[-1:]
     for r in finals:
         lines.append("%s %s, %d elements: %s" % ("output" if r["final"] else "last quantized tensor", layer_name(r),
                                                   r["elements"], agreement(r)))
     t = doc["threshold"]
-    rule = "cosine < %s, or identical more than %s under ORT's floor, 100 %% where it has none" % (
+    rule = "cosine < %s, or identical more than %s under ORT's lower floor, 100 %% where it has none" % (
         t["cosine"], points(t["identical_margin"]))
     d = doc["first_drop"]
     lines.append("first layer below the threshold (%s): %s" % (
         rule, "none" if d is None else "%s: %s" % (layer_name(rows[d["index"]]), d["reason"])))
     lines += ["note: " + n for n in doc["notes"]]
     return "\n".join(lines)
+
+
+def ort_on_cpu(cpu, model, feeds, work):
+    """ONNX Runtime at ORT_DISABLE_ALL on `model` under `qemu-x86_64 -cpu
+    CPU` (this script as the child, see ort_child): {graph output: array}
+    and the emulated CPU's class as that process saw it."""
+    import shutil
+    import subprocess
+
+    import numpy as np
+
+    qemu = shutil.which("qemu-x86_64")
+    if not qemu:
+        raise RuntimeError("--floor-cpu needs qemu-x86_64 (Debian package qemu-user; run scripts/setup.sh)")
+    path, inputs, out = (os.path.join(work, n) for n in ("cpu_floor.onnx", "cpu_floor_in.npz", "cpu_floor_out.npz"))
+    with open(path, "wb") as f:
+        f.write(model.SerializeToString())
+    np.savez(inputs, **feeds)
+    try:
+        r = subprocess.run([qemu, "-cpu", cpu, os.path.realpath(sys.executable), os.path.abspath(__file__),
+                            "--ort-child", path, inputs, out], capture_output=True, text=True, timeout=3600)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError("ONNX Runtime under qemu-x86_64 -cpu %s ran past an hour" % cpu)
+    if r.returncode != 0:
+        tail = [l for l in r.stderr.splitlines() if l.strip() and "TCG doesn't support" not in l][-1:]
+        raise RuntimeError("ONNX Runtime under qemu-x86_64 -cpu %s failed: %s" % (
+            cpu, " ".join(tail)[:300] or "exit %d" % r.returncode))
+    with np.load(out) as z:
+        got = {o.name: z["o%d" % k] for k, o in enumerate(model.graph.output)}
+    return got, ort_peer.cpu_class(json.loads(r.stdout.strip().splitlines()[-1]))
+
+
+def ort_child(path, inputs, out):
+    """The child of ort_on_cpu: the model's outputs at ORT_DISABLE_ALL into
+    `out` (o0, o1, ... in graph output order), this CPU's features on stdout."""
+    import numpy as np
+
+    model = load_model(path)
+    with np.load(inputs) as z:
+        feeds = {k: z[k] for k in z.files}
+    got = ort_outputs(model, feeds, "ORT_DISABLE_ALL")
+    np.savez(out, **{"o%d" % k: got[o.name] for k, o in enumerate(model.graph.output)})
+    print(json.dumps(ort_peer.cpu_features()))
+    return 0
 
 
 def load_model(path):
@@ -453,7 +517,9 @@ def compare(a):
     shaped = {n: (elem_type(ref[n].dtype), list(ref[n].shape)) for n in names}
     got = loom_outputs(a.loom, marked(model, names, shaped), a.inputs, a.work, a.model)
     floor, note = ort_floor(model, layers, feeds, ref, a.work)
-    rows = layer_rows(layers, ref, got, floor)
+    cpu_ref, cpu_class = ort_on_cpu(a.floor_cpu, marked(model, names, shaped), feeds, a.work) if a.floor_cpu \
+        else (None, None)
+    rows = layer_rows(layers, ref, got, floor, cpu_ref)
     cosine = DEFAULT_COSINE if a.min_cosine is None else a.min_cosine
     drop = next(((r, why) for r in rows for why in [drop_reason(r, cosine)] if why), None)
     notes = [note] if note else []
@@ -464,6 +530,7 @@ def compare(a):
     return {
         "model": a.model, "against": "onnxruntime", "onnxruntime_version": onnxruntime.__version__,
         "loom_backend": "ref", "reference": "ORT_DISABLE_ALL", "floor": "ORT_ENABLE_ALL",
+        "floor_cpu": {"cpu": a.floor_cpu, "cpu_class": cpu_class} if a.floor_cpu else None,
         "inputs": {"seed": a.seed} if a.seed is not None else {"files": a.given},
         "threshold": {"cosine": cosine, "identical_margin": IDENTICAL_MARGIN}, "min_cosine": a.min_cosine,
         "layers": rows,
@@ -476,6 +543,8 @@ def compare(a):
 
 
 def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "--ort-child":
+        return ort_child(*sys.argv[2:])
     ap = argparse.ArgumentParser(prog="compare.py", description=__doc__.split("\n")[0])
     ap.add_argument("model")
     ap.add_argument("--loom", required=True, help="the loom binary")
@@ -486,6 +555,7 @@ def main():
     ap.add_argument("--layers", action="store_true")
     ap.add_argument("--json-out", help="write the result here instead of printing text")
     ap.add_argument("--min-cosine", type=float)
+    ap.add_argument("--floor-cpu", help="a qemu CPU model: ONNX Runtime at ORT_DISABLE_ALL on it, a second floor")
     a = ap.parse_args()
     try:
         doc = compare(a)

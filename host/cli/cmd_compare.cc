@@ -11,6 +11,8 @@
 // scripts/compare.py).
 #include <stdlib.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -33,7 +35,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct CompareOpts {
-  std::string model, against = "onnxruntime";
+  std::string model, against = "onnxruntime", floor_cpu;
   std::vector<std::string> inputs;
   bool layers = false, json = false;
   double min_cosine = 0;
@@ -73,6 +75,13 @@ Status check_opts(const CompareOpts& o) {
   if (o.seed < 0) return make_error("--seed", "must be >= 0, not " + std::to_string(o.seed));
   if (o.min_cosine_opt->count() > 0 && !std::isfinite(o.min_cosine))
     return make_error("--min-cosine", "must be a finite number");
+  // A qemu CPU model name (Nehalem, Haswell, Skylake-Client-v4, ...), passed to qemu as one argument.
+  const bool name_ok = std::all_of(o.floor_cpu.begin(), o.floor_cpu.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
+  });
+  if (!name_ok || o.floor_cpu.size() > 64 || (!o.floor_cpu.empty() && o.floor_cpu[0] == '-'))
+    return make_error("--floor-cpu", "'" + o.floor_cpu.substr(0, 64) +
+                                         "' is not a CPU model name (letters, digits, '-', '_', '.'; e.g. Nehalem)");
   return {};
 }
 
@@ -106,6 +115,7 @@ std::vector<std::string> script_args(const CompareOpts& o, const std::string& di
     a.insert(a.end(), o.inputs.begin(), o.inputs.end());
   }
   if (o.layers) a.push_back("--layers");
+  if (!o.floor_cpu.empty()) a.insert(a.end(), {"--floor-cpu", o.floor_cpu});
   if (o.json) a.insert(a.end(), {"--json-out", dir + "/result.json"});
   if (o.min_cosine_opt->count() > 0) {
     char text[32];  // the shortest text that reads back as the same double
@@ -158,6 +168,11 @@ void register_compare(CLI::App& app) {
   o->min_cosine_opt = c->add_option("--min-cosine", o->min_cosine,
                                     "Exit 1, naming the layer, when a layer's cosine similarity with ONNX Runtime is "
                                     "below X (also the threshold of the first layer that drops; default 0.999)");
+  c->add_option("--floor-cpu", o->floor_cpu,
+                "Also run ONNX Runtime at ORT_DISABLE_ALL under `qemu-x86_64 -cpu CPU` (e.g. Nehalem: SSE "
+                "kernels only) and compare it with the reference: ONNX Runtime against itself on another "
+                "CPU, a second floor beside ORT_ENABLE_ALL")
+      ->type_name("CPU");
   c->add_option("--seed", o->seed,
                 "Seed of the random inputs when --inputs is not given, seeded as `loom run --seed` "
                 "seeds them (test data beside the model is not read: give it with --inputs)")

@@ -13,6 +13,8 @@ QLinearConvs around a host Softmax):
     row agrees with `loom run` on the unmarked model;
   - --json validates against docs/schema/compare.schema.json;
   - --min-cosine above 1 exits 1 naming a layer in one line;
+  - --floor-cpu Nehalem adds ONNX Runtime on an SSE-only CPU (under qemu) as
+    a second floor in every row;
   - every bad input is one line, a non-zero exit, nothing left behind.
 
 Usage: compare_test.py LOOM ROOT [unittest args]
@@ -154,6 +156,29 @@ class Layers(Base):
         self.assertIsNone(j["first_drop"])
 
 
+class FloorCpu(Base):
+    def test_other_cpu_floor(self):
+        """--floor-cpu Nehalem: ONNX Runtime at ORT_DISABLE_ALL under qemu on an
+        SSE-only CPU, a second floor in every row."""
+        import jsonschema
+
+        model, x = self.cnn()
+        j = self.compare_json(model, "--inputs", x, "--floor-cpu", "Nehalem")
+        with open(os.path.join(ROOT, "docs", "schema", "compare.schema.json")) as f:
+            jsonschema.validate(j, json.load(f))
+        self.assertEqual(j["floor_cpu"], {"cpu": "Nehalem", "cpu_class": "SSE without VNNI"})
+        for r in j["layers"]:
+            c = r["ort_cpu_floor"]
+            self.assertEqual(c["elements"], r["elements"], r)
+            self.assertTrue(0.0 <= c["identical"] <= c["within_1"] <= 1.0, r)
+        # The graph input is quantized the same on every CPU.
+        self.assertEqual(j["layers"][0]["ort_cpu_floor"]["identical"], 1.0)
+        # Without it, the fields say so.
+        j = self.compare_json(model, "--inputs", x)
+        self.assertIsNone(j["floor_cpu"])
+        self.assertTrue(all(r["ort_cpu_floor"] is None for r in j["layers"]))
+
+
 class BadInput(Base):
     def bad(self, args, needle, env=None):
         r = self.loom("compare", *args, env=env)
@@ -188,6 +213,9 @@ class BadInput(Base):
         self.bad([model, "--min-cosine", "nan"], "--min-cosine")
         self.bad([model, "--min-cosine", "high"], "--min-cosine")
         self.bad([model, "--against", "tensorrt"], "--against")
+        self.bad([model, "--floor-cpu", "Nehalem;rm"], "--floor-cpu")
+        self.bad([model, "--floor-cpu", "-cpu"], "--floor-cpu")
+        self.bad([model, "--floor-cpu", "NoSuchCpu"], "ONNX Runtime under qemu-x86_64 -cpu NoSuchCpu failed")
         self.bad([model, "--inputs", self.path("x.pb")], "x.pb")
         self.bad([model, "--inputs", junk, junk], "2 files given")
         self.bad([model], "cannot run '/nonexistent/python3'", env={"LOOM_PYTHON": "/nonexistent/python3"})
