@@ -39,6 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from loomtool import script_main  # noqa: E402
 import ort_peer  # noqa: E402
+import zoo  # noqa: E402
 
 # The threshold a layer's agreement drops below: its cosine under
 # --min-cosine (this when not given), or its share of identical codes more
@@ -449,32 +450,21 @@ def summary(doc):
 
 def ort_on_cpu(cpu, model, feeds, work):
     """ONNX Runtime at ORT_DISABLE_ALL on `model` under `qemu-x86_64 -cpu
-    CPU` (this script as the child, see ort_child): {graph output: array}
-    and the emulated CPU's class as that process saw it."""
-    import shutil
-    import subprocess
-
+    CPU` (ort_peer.under_qemu, this script as the child, see ort_child):
+    {graph output: array} and the emulated CPU's class as that process saw it."""
     import numpy as np
 
-    qemu = shutil.which("qemu-x86_64")
-    if not qemu:
-        raise RuntimeError("--floor-cpu needs qemu-x86_64 (Debian package qemu-user; run scripts/setup.sh)")
     path, inputs, out = (os.path.join(work, n) for n in ("cpu_floor.onnx", "cpu_floor_in.npz", "cpu_floor_out.npz"))
     with open(path, "wb") as f:
         f.write(model.SerializeToString())
     np.savez(inputs, **feeds)
     try:
-        r = subprocess.run([qemu, "-cpu", cpu, os.path.realpath(sys.executable), os.path.abspath(__file__),
-                            "--ort-child", path, inputs, out], capture_output=True, text=True, timeout=3600)
-    except subprocess.TimeoutExpired:
-        raise RuntimeError("ONNX Runtime under qemu-x86_64 -cpu %s ran past an hour" % cpu)
-    if r.returncode != 0:
-        tail = [l for l in r.stderr.splitlines() if l.strip() and "TCG doesn't support" not in l][-1:]
-        raise RuntimeError("ONNX Runtime under qemu-x86_64 -cpu %s failed: %s" % (
-            cpu, " ".join(tail)[:300] or "exit %d" % r.returncode))
+        stdout = ort_peer.under_qemu(cpu, __file__, ["--ort-child", path, inputs, out], 3600)
+    except zoo.ZooError as e:
+        raise RuntimeError(str(e))
     with np.load(out) as z:
         got = {o.name: z["o%d" % k] for k, o in enumerate(model.graph.output)}
-    return got, ort_peer.cpu_class(json.loads(r.stdout.strip().splitlines()[-1]))
+    return got, ort_peer.cpu_class(json.loads(stdout.strip().splitlines()[-1]))
 
 
 def ort_child(path, inputs, out):

@@ -224,25 +224,35 @@ def cpu_class(feat):
         ("with VNNI" if feat["vnni"] else "without VNNI")
 
 
-def ort_on_cpu(cpu, model_path, input_pb, out_npy, timeout):
-    """ONNX Runtime (ORT_ENABLE_ALL, one thread) on model_path under
-    `qemu-x86_64 -cpu CPU`: the same wheel, its kernels dispatched for the
-    emulated CPU's instruction set. Returns (output array, the emulated CPU's
-    features as that process saw them)."""
+def under_qemu(cpu, script, args, timeout):
+    """Runs this Python on `script` with `args` under `qemu-x86_64 -cpu CPU`
+    (the same interpreter and wheels, the kernels dispatched for the emulated
+    CPU's instruction set) and returns its stdout; a failure raises one line."""
     import shutil
-
-    import numpy as np
 
     qemu = shutil.which("qemu-x86_64")
     if not qemu:
         raise zoo.ZooError("qemu-x86_64 not found (Debian package qemu-user; run scripts/setup.sh)")
-    r = subprocess.run([qemu, "-cpu", cpu, os.path.realpath(sys.executable), os.path.abspath(__file__),
-                        "--ort-child", model_path, input_pb, out_npy], capture_output=True, text=True,
-                       timeout=timeout)
+    try:
+        r = subprocess.run([qemu, "-cpu", cpu, os.path.realpath(sys.executable), os.path.abspath(script), *args],
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise zoo.ZooError("ONNX Runtime under qemu-x86_64 -cpu %s ran past %d s" % (cpu, timeout))
     if r.returncode != 0:
         tail = [l for l in r.stderr.splitlines() if l.strip() and "TCG doesn't support" not in l][-1:]
-        raise zoo.ZooError("ONNX Runtime under qemu-x86_64 -cpu %s failed: %s" % (cpu, " ".join(tail) or r.returncode))
-    return np.load(out_npy), json.loads(r.stdout.strip().splitlines()[-1])
+        raise zoo.ZooError("ONNX Runtime under qemu-x86_64 -cpu %s failed: %s" % (
+            cpu, " ".join(tail)[:300] or "exit %d" % r.returncode))
+    return r.stdout
+
+
+def ort_on_cpu(cpu, model_path, input_pb, out_npy, timeout):
+    """ONNX Runtime (ORT_ENABLE_ALL, one thread) on model_path under
+    `qemu-x86_64 -cpu CPU` (under_qemu). Returns (output array, the emulated
+    CPU's features as that process saw them)."""
+    import numpy as np
+
+    out = under_qemu(cpu, __file__, ["--ort-child", model_path, input_pb, out_npy], timeout)
+    return np.load(out_npy), json.loads(out.strip().splitlines()[-1])
 
 
 def ort_child(model_path, input_pb, out_npy):
