@@ -365,6 +365,9 @@ struct BnTarget {
   }
 };
 
+/// The (magnitude, bias) pairs a BN may try with a free weight scale.
+constexpr int64_t kBnScaleTries = int64_t(1) << 16;
+
 /// Input values (t.in_lo..t.in_hi, stopping at `cap`) where the kernel with
 /// weight `w` (signed), bias `b` and weight scale `ws` misses ONNX Runtime's
 /// output; `cap` + 1 when the scale has no multiplier.
@@ -429,9 +432,10 @@ std::optional<float> bn_scale_for(int64_t lo, int64_t hi, int shift, const BnTar
 /// grid of a rounding boundary; a smaller weight moves the grid. Where all
 /// of them miss, the scale is freed as well: for each magnitude (127 down to
 /// 1) and bias near the ideal, the multipliers that give every output
-/// (bn_mult_range) and a float32 scale that yields one. The first with no
-/// miss, else the plain choice with the fewest. `a` == 0: a zero weight.
-BnChannel bn_channel(double a, double s, const BnTarget& t) {
+/// (bn_mult_range) and a float32 scale that yields one, while `tries` (the
+/// BN's budget of such tries, shared by its channels) lasts. The first with
+/// no miss, else the plain choice with the fewest. `a` == 0: a zero weight.
+BnChannel bn_channel(double a, double s, const BnTarget& t, int64_t& tries) {
   // A bias beyond int32 stays beyond it, and converts without overflow.
   const auto bias_of = [](double v) { return int64_t(std::clamp(std::nearbyint(v), -4e9, 4e9)); };
   const int sign = a > 0 ? 1 : -1;
@@ -448,13 +452,13 @@ BnChannel bn_channel(double a, double s, const BnTarget& t) {
       if (misses == 0) break;
     }
   }
-  for (int w = 127; w >= 1 && best.misses > 0; --w) {
+  for (int w = 127; w >= 1 && best.misses > 0 && tries > 0; --w) {
     const float ws = float(std::fabs(a) / w);
     Multiplier m;
     if (!quantize_multiplier(double(t.sx) * double(ws) / double(t.sy), &m)) break;
     const double ideal = s / (double(t.sx) * double(ws));
     if (!(std::fabs(ideal) < 2147483000.0)) break;
-    for (int d = 0; d <= 10 && best.misses > 0; ++d) {
+    for (int d = 0; d <= 10 && best.misses > 0 && tries-- > 0; ++d) {
       const int64_t b = int64_t(std::nearbyint(ideal)) + (d % 2 ? (d + 1) / 2 : -d / 2);
       const auto range = bn_mult_range(sign * w, b, m.shift, t);
       const auto fit = range ? bn_scale_for(range->first, range->second, m.shift, t) : std::nullopt;
@@ -533,13 +537,17 @@ std::string fold_channel_op(Model& m, const Known& known, const Known& param, No
   if (xz && xz->type == kUint8) bt.in_lo = 0, bt.in_hi = 255;
   if (yz && yz->type == kUint8) bt.lo = 0, bt.hi = 255;
   Value w = Value::make(kInt8, {C, 1, 1, 1}), ws = Value::make(kFloat, {C}), bias = Value::make(kInt32, {C});
+  // Freeing the weight scale costs up to 127 x 11 tries of 256 values for a
+  // channel that no choice fits: a budget per BN keeps a hostile model's
+  // import bounded (DenseNet-121 makes the same choices with it as without).
+  int64_t tries = kBnScaleTries;
   for (int64_t c = 0; c < C; ++c) {
     const size_t k = size_t(c);
     bt.a = 1.0f / std::sqrt(var->f[k] + eps) * g->f[k];  // float32, as ONNX Runtime's kernel
     bt.s = bb->f[k] - mean->f[k] * bt.a;
     const double a = bt.a, s = bt.s;
     if (!std::isfinite(a) || !std::isfinite(s)) return "its factor or shift is not finite";
-    const BnChannel ch = bn_channel(a, s, bt);
+    const BnChannel ch = bn_channel(a, s, bt, tries);
     if (std::fabs(double(ch.bias)) > 2147483647.0) return "its shift is beyond an int32 bias at this scale";
     w.i[k] = a > 0 ? ch.w : a < 0 ? -ch.w : 0;
     ws.f[k] = ch.ws;
