@@ -369,7 +369,7 @@ def drop_reason(row, cosine):
     if l["cosine"] < cosine:
         return "cosine %s < %s" % (cos_str(l["cosine"]), cosine)
     floors = [(f["identical"], name) for f, name in ((row["ort_floor"], "ORT's floor"),
-                                                     (row.get("ort_cpu_floor"), "ORT's floor on the other CPU"))
+                                                     (row["ort_cpu_floor"], "ORT's floor on the other CPU"))
               if f is not None]
     floor, name = min(floors) if floors else (1.0, None)
     if l["identical"] < floor - IDENTICAL_MARGIN:
@@ -394,12 +394,12 @@ def layer_name(row):
 
 
 def table(rows):
-    cpu = any(r.get("ort_cpu_floor") for r in rows)
+    cpu = any(r["ort_cpu_floor"] for r in rows)
     head = ["#", "tensor", "node (op)", "elements", "identical", "within 1", "max LSB", "cosine",
             "ORT floor: identical", "cosine"] + (["other CPU: identical", "cosine"] if cpu else [])
     lines = [head]
     for r in rows:
-        l, f, c = r["loom"], r["ort_floor"], r.get("ort_cpu_floor")
+        l, f, c = r["loom"], r["ort_floor"], r["ort_cpu_floor"]
         lines.append([str(r["index"]), r["tensor"] + (" (output)" if r["final"] else ""),
                       "%s (%s)" % (r["node"], r["op"]), str(r["elements"]), ort_peer.pct(l["identical"]),
                       ort_peer.pct(l["within_1"]), str(l["max_lsb"]), cos_str(l["cosine"]),
@@ -412,7 +412,7 @@ def table(rows):
 
 
 def agreement(row):
-    l, f, c = row["loom"], row["ort_floor"], row.get("ort_cpu_floor")
+    l, f, c = row["loom"], row["ort_floor"], row["ort_cpu_floor"]
     s = "loom %s identical, %s within 1 LSB, max %d LSB, cosine %s" % (
         ort_peer.pct(l["identical"]), ort_peer.pct(l["within_1"]), l["max_lsb"], cos_str(l["cosine"]))
     if f is None:

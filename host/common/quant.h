@@ -7,8 +7,7 @@
 // requantize_sum puts both operands on one grid and rounds their sum.
 // Average pooling rounds ties to even instead (requantize_even), as ONNX's
 // QuantizeLinear rounds the float average: with equal input and output
-// scales and a window of 2^k elements, a quarter or more of the sums of a
-// 2x2 window fall on a tie.
+// scales, every sum of a 2x2 window that is 2 mod 4 is a tie.
 #pragma once
 
 #include <algorithm>

@@ -51,9 +51,10 @@ Runtime also runs under `qemu-x86_64 -cpu CPU` and must compute the same
 output as on this CPU, element for element.
 
 The `bn` model (conv, relu, max pool, then a standalone BatchNormalization
-with no conv right before it to fold into, as DenseNet writes it) must run whole on the fabric,
-the normalization as a depthwise 1x1 convolution, and be identical to ONNX
-Runtime on at least 99.99 % of its 16384 output elements.
+with no conv right before it to fold into, as DenseNet writes it) must run
+whole on the fabric, the normalization as a depthwise 1x1 convolution, and
+be identical to ONNX Runtime on at least 99.99 % of its 16384 output
+elements.
 
 The `res` model (two residual adds of operands with different scales: one
 after a conv, folded into its POSTOP as a rescale, one of two activations,

@@ -539,7 +539,8 @@ std::string fold_channel_op(Model& m, const Known& known, const Known& param, No
   Value w = Value::make(kInt8, {C, 1, 1, 1}), ws = Value::make(kFloat, {C}), bias = Value::make(kInt32, {C});
   // Freeing the weight scale costs up to 127 x 11 tries of 256 values for a
   // channel that no choice fits: a budget per BN keeps a hostile model's
-  // import bounded (DenseNet-121 makes the same choices with it as without).
+  // import bounded (DenseNet-121 compares with ONNX Runtime the same with it
+  // as without).
   int64_t tries = kBnScaleTries;
   for (int64_t c = 0; c < C; ++c) {
     const size_t k = size_t(c);
