@@ -9,9 +9,11 @@
 // the row's sum gives one reciprocal (a division a row) and each output is a
 // multiply and a requantization. Layer normalization: the row's sum and sum
 // of squares give n^2 times the variance exactly; one integer square root
-// and one division a row give a reciprocal, and each output is a normalized
-// value in units of 2^-12 put through the channel's affine (gamma, beta)
-// with one rounding. The approach follows I-BERT's integer-only kernels
+// of it scaled into [2^60, 2^62) and one division a row give a reciprocal to
+// 31 significant bits, and each output is a normalized value rounded to
+// units of 2^-16 put through the channel's affine (gamma, beta) with one
+// rounding: within 2^-16 of exact, so the output rounds as float does
+// except within a few 2^-16 of its rounding boundary. The approach follows I-BERT's integer-only kernels
 // (Kim et al., 2021), with the exponential tabulated instead of approximated
 // by a polynomial, since an int8 input has only 256 distances to its maximum.
 #pragma once
@@ -30,7 +32,7 @@ namespace loom {
 /// The softmax table's entry for distance 0 (exp(0) = 1.0 in units of 2^-15).
 inline constexpr uint32_t kSoftmaxOne = 1u << 15;
 /// Fraction bits of the layer normalization's normalized value z.
-inline constexpr int kLayerNormZBits = 12;
+inline constexpr int kLayerNormZBits = 16;
 
 struct SoftmaxParams {
   std::array<uint16_t, 256> table{};  // table[d] = round(2^15 * exp(-scale_in * d))
@@ -77,6 +79,21 @@ inline void softmax_row(const int8_t* x, uint64_t n, const uint16_t* table, int3
   }
 }
 
+/// The layer normalization's reciprocal of sqrt(V) in units of 2^-48 (the
+/// ROWNORM ln semantics): V (1 when 0) shifted up by the even count 2e that
+/// puts it in [2^60, 2^62), q = floor(sqrt(V 4^e)) (31 bits), Q =
+/// floor(2^72 / q) (43 bits) and r = Q 2^(e - 24), floored when e < 24.
+/// V < 2^49 gives 6 <= e <= 30 and 2^23 < r <= 2^48.
+inline uint64_t layernorm_recip(uint64_t v) {
+  v = std::max<uint64_t>(v, 1);
+  int width = 0;
+  while (width < 64 && (v >> width) != 0) ++width;
+  const int e = (62 - width) / 2;
+  const uint64_t q = isqrt_u64(v << (2 * e));
+  const uint64_t big_q = uint64_t(((unsigned __int128)1 << 72) / q);
+  return e >= 24 ? big_q << (e - 24) : big_q >> (24 - e);
+}
+
 /// Layer normalization of one row of n int8 values with n channel triples
 /// (the ROWNORM ln semantics).
 inline void layernorm_row(const int8_t* x, uint64_t n, int32_t in_zp, uint32_t eps, const LayerNormChannel* ch,
@@ -90,14 +107,13 @@ inline void layernorm_row(const int8_t* x, uint64_t n, int32_t in_zp, uint32_t e
     s2 += uint64_t(d * d);
   }
   // n * s2 - s1^2 is n^2 times the variance: non-negative, below 2^48.
-  const uint64_t v = n * s2 - uint64_t(s1 * s1) + eps;
-  const uint64_t q = std::max<uint64_t>(1, isqrt_u64(v));
-  const int64_t r = int64_t((uint64_t(1) << 48) / q);
+  const int64_t r = int64_t(layernorm_recip(n * s2 - uint64_t(s1 * s1) + eps));
   for (uint64_t j = 0; j < n; ++j) {
     const int64_t c = int64_t(n) * (int64_t(x[j]) - in_zp) - s1;
-    // |c| <= sqrt(n * s2 - s1^2) * sqrt(n - 1) < 2q * 2^8, so |c * r| < 2^57,
-    // |z| < 2^21 and z * g + b stays below 2^53: all exact in int64.
-    const int64_t z = (c * r) >> (48 - kLayerNormZBits);  // arithmetic shift: floor
+    // |c| <= sqrt((n - 1) V) and r <= 2^48 / sqrt(V) (1 + 2^-29), so
+    // |c * r| < 2^48 sqrt(n - 1) (1 + 2^-29) < 2^57, |z| < 2^25 and
+    // z * g + b stays below 2^57: all exact in int64.
+    const int64_t z = (c * r + (int64_t(1) << (47 - kLayerNormZBits))) >> (48 - kLayerNormZBits);  // round half up
     const int64_t a = z * ch[j].g + ch[j].b;
     const uint64_t mag = a < 0 ? uint64_t(-(a + 1)) + 1 : uint64_t(a);
     const uint64_t t = (mag + (uint64_t(1) << (ch[j].sh - 1))) >> ch[j].sh;  // ties away from zero

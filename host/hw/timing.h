@@ -137,8 +137,8 @@ inline uint64_t eltwise_cycles(const TimingParams& t, const spec::EltwiseInsn& e
 /// restoring division between them. Layer normalization first scans every
 /// channel's shift as POSTOP does (a chunk of `lanes` triples: three reads
 /// and a check); per row a statistics pass like softmax's max pass, the
-/// variance (two cycles on one shared multiplier), a 25-step square root, a
-/// 49-step division, the two row products n * r and S1 * r, then per beat
+/// variance (two cycles on one shared multiplier, the second also scaling it
+/// into [2^60, 2^62)), a 31-step square root, a 43-step division, the two row products n * r and S1 * r, then per beat
 /// three PARAM reads (the beat is fed as the third arrives, the next beat's
 /// first read beside it) and one cycle to start the pass.
 inline uint64_t rownorm_cycles(const TimingParams& t, const spec::RownormInsn& r) {
@@ -147,7 +147,7 @@ inline uint64_t rownorm_cycles(const TimingParams& t, const spec::RownormInsn& r
   const uint64_t reads = ceil_div(r.n, t.spw), beats = ceil_div(r.n, t.lanes);
   if (!r.ln) return kIssueCycles + kPipeCycles + ceil_div(512, t.spw) + 1 + r.m * (reads + 1 + 2 * beats + 32);
   const uint64_t scan = beats * (kParamLoadCycles + kScanCheckCycles);
-  return kIssueCycles + kPipeCycles + scan + r.m * (reads + 1 + 2 + 25 + 49 + 2 + 3 * beats + 1);
+  return kIssueCycles + kPipeCycles + scan + r.m * (reads + 1 + 2 + 31 + 43 + 2 + 3 * beats + 1);
 }
 
 /// DWCONV (loom_dw_ctrl): output pixels in order, each in chunks of SpW

@@ -57,20 +57,22 @@
 //     (EParRd / EScanChk, same fields), so a bad one faults before any
 //     output. Per row: a statistics pass (sum of d and of d^2 over SpW bytes
 //     a read), V = n * S2 + eps - S1^2 on one shared row multiplier (two
-//     cycles), q = isqrt(V) (two bits of V, one root bit a cycle, 25 cycles),
-//     r = 2^48 / max(1, q) on the same divider (49 cycles), then n * r and
+//     cycles; V, 1 when 0, shifted up by the even count 2e that puts it in
+//     [2^60, 2^62) as the second cycle ends), q = isqrt(V) (two bits of V,
+//     one root bit a cycle, 31 cycles), Q = 2^72 / q on the same divider (43
+//     cycles) and r = Q 2^(e - 24) as its last step ends, then n * r and
 //     S1 * r (one cycle each, mod 2^64) so that c * r = d * (n r) - S1 r
 //     exactly (|c r| < 2^57). The output pass reads each beat's Lanes triples
 //     (three PARAM reads, as POSTOP's EParRd) and feeds the beat as the third
 //     window arrives, the next beat's first read going out with it: three
-//     cycles a beat. Each lane forms z = floor(c r / 2^36), z * g + b and
+//     cycles a beat. Each lane forms z = floor((c r + 2^31) / 2^32), z * g + b and
 //     t = sat32(round_half_away((z g + b) / 2^sh)) and feeds t through the
 //     datapath unchanged.
 // The beat passes take a chunk's first beat straight off the IN port the
 // cycle it arrives (xsrc) and hold the rest in xb; the next chunk is read
 // with the last beat of the one before, so the passes run a beat a cycle.
 // One 17 x 64 multiplier a lane serves both softmax (e * r) and layernorm
-// (d * n r); layernorm adds a 24 x 32 one (z * g) and a 64-bit rounding
+// (d * n r); layernorm adds a 26 x 32 one (z * g) and a 64-bit rounding
 // shifter a lane. The lane arithmetic is combinational into the datapath's
 // first register (a long path; a pipeline stage there is future work).
 `include "loom_assert.svh"
@@ -133,7 +135,7 @@ module loom_elem_ctrl #(
     RSum,      // ROWNORM softmax: the row's sum of table entries, Lanes lookups a cycle
     RVar1,     // ROWNORM layernorm: n * S2 + eps
     RVar2,     // ROWNORM layernorm: V = n * S2 + eps - S1^2
-    RSqrt,     // ROWNORM layernorm: q = isqrt(V), one result bit a cycle
+    RSqrt,     // ROWNORM layernorm: q = isqrt(V 4^e), one result bit a cycle
     RDiv,      // ROWNORM: r = floor(N / D), one quotient bit a cycle
     RNr1,      // ROWNORM layernorm: n * r
     RNr2,      // ROWNORM layernorm: S1 * r
@@ -350,9 +352,10 @@ module loom_elem_ctrl #(
   logic [31:0]        ssum_d, ssum_q;               // softmax: row sum of table entries
   logic signed [24:0] s1_d, s1_q;                   // layernorm: sum of d
   logic [31:0]        s2_d, s2_q;                   // layernorm: sum of d^2
-  logic [63:0]        v_d, v_q;                     // layernorm: V, shifted up two bits an isqrt step
-  logic [27:0]        sq_rem_d, sq_rem_q;
-  logic [24:0]        sq_root_d, sq_root_q;
+  logic [63:0]        v_d, v_q;                     // layernorm: V 4^e, shifted up two bits an isqrt step
+  logic [4:0]         ne_d, ne_q;                   // layernorm: e, V's normalizing shift in bit pairs
+  logic [32:0]        sq_rem_d, sq_rem_q;
+  logic [30:0]        sq_root_d, sq_root_q;
   logic [48:0]        dv_num_d, dv_num_q, dv_quo_d, dv_quo_q;
   logic [31:0]        dv_den_d, dv_den_q, dv_rem_d, dv_rem_q;
   logic               dv_zero_d, dv_zero_q;
@@ -428,13 +431,32 @@ module loom_elem_ctrl #(
   logic        dv_ge;
   assign dv_sh = {dv_rem_q, dv_num_q[48]};
   assign dv_ge = dv_sh >= {1'b0, dv_den_q};
-  logic [29:0] sq_sh, sq_trial;
+  logic [34:0] sq_sh, sq_trial;
   logic        sq_ge;
-  assign sq_sh    = {sq_rem_q, v_q[49:48]};
-  assign sq_trial = 30'({sq_root_q, 2'b01});
+  assign sq_sh    = {sq_rem_q, v_q[61:60]};
+  assign sq_trial = 35'({sq_root_q, 2'b01});
   assign sq_ge    = sq_sh >= sq_trial;
-  logic [24:0] sq_root_nx;
-  assign sq_root_nx = {sq_root_q[23:0], sq_ge};
+  logic [30:0] sq_root_nx;
+  assign sq_root_nx = {sq_root_q[29:0], sq_ge};
+
+  // Layernorm: V = n * S2 + eps - S1^2 (below 2^49), 1 when 0, and the even
+  // shift 2e that puts it in [2^60, 2^62): e = (61 - its top bit) / 2.
+  logic [63:0] vn_raw, vn_one;
+  logic [5:0]  vn_top;
+  logic [4:0]  vn_e;
+  assign vn_raw = v_q - rm_p;
+  assign vn_one = (vn_raw == '0) ? 64'd1 : vn_raw;
+  always_comb begin
+    vn_top = '0;
+    for (int unsigned b = 0; b < 62; b++) if (vn_one[b]) vn_top = 6'(b);
+  end
+  assign vn_e = 5'((6'd61 - vn_top) >> 1);
+  // The divider's last step: r = Q 2^(e - 24), floored when e < 24.
+  logic [48:0] dv_quo_nx, ln_r;
+  assign dv_quo_nx = {dv_quo_q[47:0], dv_ge};
+  assign ln_r      = (ne_q >= 5'd24) ? dv_quo_nx << (ne_q - 5'd24) : dv_quo_nx >> (5'd24 - ne_q);
+  logic unused_vn;
+  assign unused_vn = ^vn_one[63:62];
 
   // Softmax sum pass: the beat's table entries summed over its live lanes.
   logic [Lanes*16-1:0] lane_e;
@@ -447,7 +469,7 @@ module loom_elem_ctrl #(
   end
 
   // Output lanes. Softmax: p = floor(e * r / 2^16). Layernorm: c * r = d * (n r) - S1 r
-  // (exact mod 2^64, |c r| < 2^57), z = floor(c r / 2^36), t = sat32(round((z g + b) / 2^sh)).
+  // (exact mod 2^64, |c r| < 2^57), z = floor((c r + 2^31) / 2^32), t = sat32(round((z g + b) / 2^sh)).
   // One 17 x 64 multiplier a lane serves both.
   logic [Lanes*32-1:0] rn_acc;
   logic [ParW-1:0]     ptrip;
@@ -456,8 +478,8 @@ module loom_elem_ctrl #(
     logic [7:0]         x, idx;
     logic signed [8:0]  d;
     logic signed [16:0] la;
-    logic signed [63:0] lb, lp, cr, zg, a, t64;
-    logic signed [23:0] z;
+    logic signed [63:0] lb, lp, cr, crr, zg, a, t64;
+    logic signed [25:0] z;
     logic signed [31:0] b, g, t;
     logic [5:0]         sh;
     assign x   = xsrc[8*l +: 8];
@@ -468,7 +490,8 @@ module loom_elem_ctrl #(
     assign lb  = r_ln ? $signed(nr_q) : $signed(64'(rn_r));
     assign lp  = 64'(la) * lb;
     assign cr  = lp - $signed(k_q);
-    assign z   = cr[59:36];
+    assign crr = cr + 64'sd2147483648;  // rounds z half up
+    assign z   = crr[57:32];
     assign b   = ptrip[96*l +: 32];
     assign g   = ptrip[96*l + 32 +: 32];
     assign sh  = ptrip[96*l + 64 +: 6];
@@ -479,7 +502,7 @@ module loom_elem_ctrl #(
     assign rn_acc[32*l +: 32] = r_ln ? t : 32'(lp[47:16]);
 
     logic unused_rn;
-    assign unused_rn = ^{cr[63:60], cr[35:0], ptrip[96*l + 70 +: 26]};
+    assign unused_rn = ^{crr[63:58], crr[31:0], ptrip[96*l + 70 +: 26]};
   end
 
   // Beat operands per opcode; lanes at or past dp_lanes compute rq(0, 0, 1).
@@ -597,6 +620,7 @@ module loom_elem_ctrl #(
     v_d        = v_q;
     sq_rem_d   = sq_rem_q;
     sq_root_d  = sq_root_q;
+    ne_d       = ne_q;
     dv_num_d   = dv_num_q;
     dv_quo_d   = dv_quo_q;
     dv_den_d   = dv_den_q;
@@ -958,39 +982,43 @@ module loom_elem_ctrl #(
       end
 
       RVar2: begin
-        v_d       = v_q - rm_p;
+        v_d       = vn_one << {vn_e, 1'b0};
+        ne_d      = vn_e;
         sq_rem_d  = '0;
         sq_root_d = '0;
         it_d      = '0;
         es_d      = RSqrt;
       end
 
-      // 25 steps: V < 2^50, two bits a step from the top.
+      // 31 steps: V 4^e < 2^62, two bits a step from the top; q >= 2^30.
       RSqrt: begin
-        sq_rem_d  = sq_ge ? 28'(sq_sh - sq_trial) : 28'(sq_sh);
+        sq_rem_d  = sq_ge ? 33'(sq_sh - sq_trial) : 33'(sq_sh);
         sq_root_d = sq_root_nx;
         v_d       = v_q << 2;
         it_d      = it_q + 6'd1;
-        if (it_q == 6'd24) begin
-          dv_num_d  = {1'b1, 48'd0};
-          dv_den_d  = (sq_root_nx == '0) ? 32'd1 : 32'(sq_root_nx);
+        if (it_q == 6'd30) begin
+          // 2^72 / q: the dividend's bits above the 43 quotient bits, 2^29,
+          // start as the remainder (below q), the 43 below it are zero.
+          dv_num_d  = '0;
+          dv_den_d  = 32'(sq_root_nx);
           dv_zero_d = 1'b0;
-          dv_rem_d  = '0;
+          dv_rem_d  = 32'h2000_0000;
           dv_quo_d  = '0;
           it_d      = '0;
           es_d      = RDiv;
         end
       end
 
-      // 32 steps (softmax, (2^32 - 1) / S) or 49 (layernorm, 2^48 / q).
+      // 32 steps (softmax, (2^32 - 1) / S) or 43 (layernorm, 2^72 / q).
       RDiv: begin
         dv_rem_d = dv_ge ? 32'(dv_sh - {1'b0, dv_den_q}) : dv_sh[31:0];
-        dv_quo_d = {dv_quo_q[47:0], dv_ge};
+        dv_quo_d = dv_quo_nx;
         dv_num_d = dv_num_q << 1;
         it_d     = it_q + 6'd1;
-        if (it_q == (r_ln ? 6'd48 : 6'd31)) begin
+        if (it_q == (r_ln ? 6'd42 : 6'd31)) begin
           if (r_ln) begin
-            es_d = RNr1;
+            dv_quo_d = ln_r;
+            es_d     = RNr1;
           end else begin
             es_d         = ROut;
             bj_d         = '0;
@@ -1272,6 +1300,7 @@ module loom_elem_ctrl #(
     v_q        <= v_d;
     sq_rem_q   <= sq_rem_d;
     sq_root_q  <= sq_root_d;
+    ne_q       <= ne_d;
     dv_num_q   <= dv_num_d;
     dv_quo_q   <= dv_quo_d;
     dv_den_q   <= dv_den_d;
