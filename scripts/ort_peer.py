@@ -16,7 +16,9 @@ its seeded input, runs
 and compares every output element in units of the output's quantization step
 (the graph outputs come out of a DequantizeLinear, so each float is
 scale * (q - zero_point) and q is recovered exactly): identical, within 1 LSB,
-or worse. Prints a Markdown table; --doc FILE replaces the table between the
+or worse; with a backend, `loom compare` then names the first quantized
+tensor inside the model whose agreement drops below ONNX Runtime's own floor
+(docs/onnx.md). Prints a Markdown table; --doc FILE replaces the table between the
 `<!-- ort-peer:begin -->` / `<!-- ort-peer:end -->` markers in FILE.
 
 Usage:
@@ -199,6 +201,31 @@ def run_loom(loom, backend, model_path, inputs, out_dir, timeout, config=None, c
     return p, None, time.time() - t0
 
 
+def run_compare(loom, model_path, input_pb, timeout):
+    """`loom compare MODEL --inputs INPUT --json`: every quantized tensor of
+    the model against ONNX Runtime, and the first whose agreement drops below
+    ONNX Runtime's own floor ({"tensors", "first_drop": None or {"index",
+    "node", "op", "identical", "floor", "reason"}}), or {"error": line}."""
+    cmd = [loom, "compare", model_path, "--inputs", input_pb, "--json"]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": "loom compare timed out after %d s" % timeout}
+    if r.returncode != 0:
+        lines = [l for l in r.stderr.splitlines() if l.strip()]
+        return {"error": lines[-1] if lines else "loom compare exited %d" % r.returncode}
+    res = json.loads(r.stdout)
+    out = {"tensors": len(res["layers"]), "first_drop": None}
+    fd = res.get("first_drop")
+    if fd:
+        layer = res["layers"][fd["index"]]
+        floor = layer.get("ort_floor") or {}
+        out["first_drop"] = {"index": fd["index"], "node": layer["node"], "op": layer["op"],
+                             "identical": layer["loom"]["identical"], "floor": floor.get("identical"),
+                             "reason": fd["reason"]}
+    return out
+
+
 def load_pb(path):
     import onnx
     from onnx import numpy_helper
@@ -317,6 +344,8 @@ def peer(key, work, seed, loom, backends, timeout, config=None, check=False, cpu
             c = compare(to_q(load_pb(out_pb), scale, zp), q_ref, zp)
             c["seconds"] = round(secs, 1)
             row["loom"][b] = c
+    if backends:
+        row["layers"] = run_compare(loom, model_path, input_pb, timeout)
     return row
 
 
@@ -331,6 +360,17 @@ def cmp_cell(c):
                                                        c["differ"], c["beyond_1"])
 
 
+def layers_cell(c):
+    if "error" in c:
+        return "not run: %s" % c["error"].replace("|", "\\|")
+    f = c["first_drop"]
+    if not f:
+        return "%d, none" % c["tensors"]
+    floor = pct(f["floor"]) if f["floor"] is not None else "none"
+    return "%d, #%d `%s` (%s): %s against %s" % (c["tensors"], f["index"], f["node"], f["op"], pct(f["identical"]),
+                                                 floor)
+
+
 def table(rows, backends, cpus=()):
     head = ["model", "MACs", "output elements", "ORT integer kernels / float Conv+MatMul",
             "ORT DISABLE_ALL vs ENABLE_ALL: identical / within 1 LSB / max"]
@@ -338,8 +378,10 @@ def table(rows, backends, cpus=()):
         cls = rows[0]["ort_on_cpu"][cpu]["cpu_class"] if rows else cpu
         head.append("ORT on %s (%s) vs this CPU: identical / within 1 LSB / max" % (cpu, cls))
     head += ["loom %s vs ORT: identical / within 1 LSB / max" % b for b in backends]
+    if backends:
+        head.append("`loom compare`: quantized tensors, first below ORT's floor")
     lines = ["| " + " | ".join(head) + " |",
-             "|---|---:|---:|---|---|" + "---|" * (len(cpus) + len(backends))]
+             "|---|---:|---:|---|---|" + "---|" * (len(cpus) + len(backends) + (1 if backends else 0))]
     for r in rows:
         o = r["ort_disable_all_vs_enable_all"]
         cells = ["`%s`" % r["model"], "%.3g" % r["macs"], str(o["elements"]),
@@ -353,6 +395,8 @@ def table(rows, backends, cpus=()):
                 cells.append("not run: %s" % l["error"].replace("|", "\\|"))
             else:
                 cells.append(cmp_cell(l))
+        if backends:
+            cells.append(layers_cell(r["layers"]))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

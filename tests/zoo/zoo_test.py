@@ -283,6 +283,17 @@ class Peer(Base):
             cells = [c.strip() for c in r.strip().strip("|").split(" | ")]
             self.assertEqual(cells[5], "100.000 % / 100.000 % / 0 LSB (0 differ, 0 by > 1)", r)
 
+    def test_layers_through_loom_compare(self):
+        # With a backend, each row ends with `loom compare`'s verdict on every
+        # quantized tensor inside the model: the ResNet-50 stem (a conv and
+        # a max pool) has none below ONNX Runtime's floor.
+        out = self.peer("--models", "resnet50/stem", "--backends", "ref", "--loom", LOOM)
+        self.assertIn("`loom compare`: quantized tensors, first below ORT's floor", out)
+        rows = [l for l in out.splitlines() if l.startswith("| `")]
+        self.assertEqual(len(rows), 1, out)
+        cells = [c.strip() for c in rows[0].strip().strip("|").split(" | ")]
+        self.assertRegex(cells[-1], r"^[1-9][0-9]*, none$", rows[0])
+
     def test_ort_side_fast(self):
         # The stored references are what ONNX Runtime computes now; the table has every fast model.
         out = self.peer("--models", "fast", "--backends", "", "--loom", LOOM)
