@@ -42,6 +42,12 @@ WHOLE = {"conv_bias_identity_qdq": (), "gelu_opset20": (), "gelu_constants_qdq":
 # docs/onnx.md), 12.
 ATOL_STEPS = {"encoder_dynamic": 12}
 NOTES = {"conv_bias_identity_qdq": "Identity node", "gelu_constants_qdq": "constant folding"}
+# Forms whose output codes must equal ONNX Runtime's on at least this share of
+# elements: GELU with its constants quantized as activations is one table
+# lookup computed as ONNX Runtime computes the chain (float32, each
+# QuantizeLinear rounding half to even); its `1 + erf` falls on a half for
+# every input when erf's scale is the output's.
+IDENTICAL = {"gelu_constants_qdq": 0.999}
 
 
 def out_step(model_path):
@@ -59,7 +65,8 @@ def run_form(loom, backend, d, name):
     path = os.path.join(d, name + ".onnx")
     data = os.path.join(d, name, "test_data_set_0")
     step = out_step(path)
-    cmd = [loom, "run", path, "--backend", backend, "--config", "tiny", "--check", "--json",
+    outs = os.path.join(d, name + "_out")
+    cmd = [loom, "run", path, "--backend", backend, "--config", "tiny", "--check", "--json", "--outputs", outs,
            "--inputs", os.path.join(data, "input_0.pb"), "--expected", data, "--atol", str(ATOL_STEPS.get(name, 4) * step + 1e-5)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if r.returncode != 0:
@@ -81,6 +88,11 @@ def run_form(loom, backend, d, name):
         assert all(h["op"] in WHOLE[name] for h in inner), (name, inner)
     if name in NOTES:
         assert any(NOTES[name] in n for n in j["notes"]), (name, j["notes"])
+    if name in IDENTICAL:
+        got = numpy_helper.to_array(onnx.load_tensor(os.path.join(outs, "output_0.pb")))
+        want = numpy_helper.to_array(onnx.load_tensor(os.path.join(data, "output_0.pb")))
+        same = float(np.mean(np.abs(got - want) < step / 2))
+        assert same >= IDENTICAL[name], (name, "%.3f %% of output codes identical to ONNX Runtime" % (100 * same))
     print("%s: %d segments, %d host ops, %s, max |diff| %.4g (step %.4g)" %
           (name, len(j["segments"]), len(hosts), "bit-exact" if j["segments"] else "nothing on the device",
            j["expected"]["outputs"][0]["max_abs_diff"], step))

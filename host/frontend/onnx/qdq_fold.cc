@@ -212,10 +212,15 @@ int fold_lookup_chains(Model& m, const Known& known) {
 }
 
 /// A quantized Add or Mul whose operands are both functions of one 8-bit
-/// tensor x (x itself, or a lookup of x read only here: SiLU as ONNX Runtime
-/// quantizes it, x * sigmoid(x) with a QuantizeLinear between) is itself a
-/// function of x: one lookup whose table is the ops run on every value of x
-/// with the host ops (one pass instead of two, rounded as the host rounds).
+/// tensor x (x itself, or a lookup of x: SiLU as ONNX Runtime
+/// quantizes it, x * sigmoid(x) with a QuantizeLinear between), or a lookup
+/// of x and a quantized scalar constant (GELU's `1 + erf` and `* 0.5`, whose
+/// constants ONNX Runtime quantizes as activations), is itself a function of
+/// x: one lookup whose table is the ops run on every value of x with the host
+/// ops (one pass instead of two, rounded as the host rounds: in float32 as
+/// ONNX Runtime, which decides the sums that fall on a half). A lookup that
+/// is also read elsewhere, or is a graph output, stays for those readers, so
+/// the op computes the same values whatever else is observed.
 int fold_lookup_pairs(Model& m, const Known& known) {
   Uses u = uses_of(m);
   std::set<size_t> drop;
@@ -223,25 +228,39 @@ int fold_lookup_pairs(Model& m, const Known& known) {
   for (size_t k = 0; k < m.nodes.size(); ++k) {
     Node& n = m.nodes[k];
     if (n.domain != "com.microsoft" || (n.op != "QLinearAdd" && n.op != "QLinearMul") || n.inputs.size() < 8) continue;
-    // Operand i: the lookup producing it (read only here), and its base tensor.
+    // Operand i: the lookup producing it (read only here), and its base
+    // tensor; a scalar constant operand takes the other's base.
     const Node* look[2] = {nullptr, nullptr};
     std::string base[2];
+    bool constant[2] = {false, false};
+    bool sole[2] = {false, false};  // the lookup is read here only (it goes with the fold)
     for (int i = 0; i < 2; ++i) {
       const std::string& t = n.in(size_t(3 * i));
       base[i] = t;
+      const Value* c = known(t);
+      constant[i] = c && c->numel() == 1 && !c->is_float();
+      if (c) continue;
       auto p = u.producer.find(t);
       if (p == u.producer.end()) continue;
       const Node& l = m.nodes[p->second];
-      if (l.op == "QLinearLookup" && l.domain == "loom" && !drop.count(p->second) && u.consumers.at(t).size() == 1 &&
-          std::find(m.outputs.begin(), m.outputs.end(), t) == m.outputs.end()) {
+      if (l.op == "QLinearLookup" && l.domain == "loom" && !drop.count(p->second)) {
         look[i] = &l;
         base[i] = l.in(0);
+        sole[i] = u.consumers.at(t).size() == 1 && std::find(m.outputs.begin(), m.outputs.end(), t) == m.outputs.end();
       }
     }
+    if (constant[0] != constant[1]) {
+      const int v = constant[0] ? 1 : 0;  // the variable operand, which must be a lookup
+      if (!look[v]) continue;
+      base[1 - v] = base[v];
+    }
     if (base[0] != base[1] || known(base[0]) || (!look[0] && !look[1])) continue;
-    // x's scale and zero point: a direct operand's, else the first lookup's input's.
-    const std::string xs_name = !look[0] ? n.in(1) : !look[1] ? n.in(4) : look[0]->in(1);
-    const std::string xz_name = !look[0] ? n.in(2) : !look[1] ? n.in(5) : look[0]->in(2);
+    // x's scale and zero point: a direct operand's, else the first lookup's
+    // input's (with a constant operand, the other's lookup's).
+    const Node* first = constant[0] ? look[1] : look[0];
+    const bool direct = !constant[0] && !constant[1] && (!look[0] || !look[1]);
+    const std::string xs_name = !direct ? first->in(1) : !look[0] ? n.in(1) : n.in(4);
+    const std::string xz_name = !direct ? first->in(2) : !look[0] ? n.in(2) : n.in(5);
     const Value* xz = known(xz_name);
     if (!xz || xz->numel() != 1 || (xz->type != kInt8 && xz->type != kUint8) || !known(xs_name)) continue;
     std::map<std::string, Value> env;
@@ -268,10 +287,11 @@ int fold_lookup_pairs(Model& m, const Known& known) {
     f.domain = "loom";
     const std::string table = n.name + "/table";
     m.consts[table] = env.at(n.outputs[0]);
+    m.consts[table].shape = {256};  // a scalar constant may broadcast x's values to a higher rank
     f.inputs = {base[0], xs_name, xz_name, table, n.in(6), n.in(7)};
     f.outputs = n.outputs;
-    for (const Node* l : look)
-      if (l) drop.insert(size_t(l - m.nodes.data()));
+    for (int i = 0; i < 2; ++i)
+      if (look[i] && sole[i]) drop.insert(size_t(look[i] - m.nodes.data()));
     n = std::move(f);
     ++folded;
   }
