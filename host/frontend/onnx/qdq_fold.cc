@@ -228,8 +228,8 @@ int fold_lookup_pairs(Model& m, const Known& known) {
   for (size_t k = 0; k < m.nodes.size(); ++k) {
     Node& n = m.nodes[k];
     if (n.domain != "com.microsoft" || (n.op != "QLinearAdd" && n.op != "QLinearMul") || n.inputs.size() < 8) continue;
-    // Operand i: the lookup producing it (read only here), and its base
-    // tensor; a scalar constant operand takes the other's base.
+    // Operand i: the lookup producing it, and its base tensor; a scalar
+    // constant operand takes the other's base.
     const Node* look[2] = {nullptr, nullptr};
     std::string base[2];
     bool constant[2] = {false, false};
