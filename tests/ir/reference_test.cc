@@ -342,5 +342,24 @@ TEST(Reference, DemoCnnRunsAndIsNotSaturated) {
   EXPECT_EQ(r->at("y").shape, (std::vector<int64_t>{1, 10}));
 }
 
+TEST(Reference, AttentionBlockNormalizesItsOutput) {
+  // Its layer normalization's triples are hand-written integers (units of
+  // 2^-16 of the normalized value): written for other units, the normalized
+  // output would sit at the clamps.
+  auto g = parse_graph_json(LOOM_EXAMPLES "/attention_block.json");
+  ASSERT_TRUE(g.is_ok()) << g.error().str();
+  auto r = run_reference(*g, random_inputs(*g, 3));
+  ASSERT_TRUE(r.is_ok()) << r.error().str();
+  const Tensor& out = r->at("out");
+  std::set<int> distinct;
+  int64_t clamped = 0;
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    distinct.insert(out.i8()[i]);
+    clamped += out.i8()[i] == 127 || out.i8()[i] == -128;
+  }
+  EXPECT_GE(distinct.size(), 32u);
+  EXPECT_LT(double(clamped) / double(out.numel()), 0.02);
+}
+
 }  // namespace
 }  // namespace loom::ir
