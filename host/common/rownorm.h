@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -86,9 +87,7 @@ inline void softmax_row(const int8_t* x, uint64_t n, const uint16_t* table, int3
 /// V < 2^49 gives 6 <= e <= 30 and 2^23 < r <= 2^48.
 inline uint64_t layernorm_recip(uint64_t v) {
   v = std::max<uint64_t>(v, 1);
-  int width = 0;
-  while (width < 64 && (v >> width) != 0) ++width;
-  const int e = (62 - width) / 2;
+  const int e = (62 - int(std::bit_width(v))) / 2;
   const uint64_t q = isqrt_u64(v << (2 * e));
   const uint64_t big_q = uint64_t(((unsigned __int128)1 << 72) / q);
   return e >= 24 ? big_q << (e - 24) : big_q >> (24 - e);

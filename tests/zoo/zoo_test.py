@@ -422,8 +422,8 @@ class LoomRunFull(LoomBase):
 FAMILY_HOST_OPS = {"lraspp": {"Resize"}}
 # Families whose small slice agrees with ONNX Runtime layer by layer at least
 # as well as ONNX Runtime with itself (`loom compare`: no layer drops below
-# the threshold; docs/zoo.md). The transformer families' ROWNORM kernels
-# round more than once inside and drop.
+# the threshold; docs/zoo.md). The transformer families drop where a
+# matrix product spreads single differing codes of its inputs.
 FAMILY_NO_DROP = {"resnext", "regnet", "efficientnet", "mobilenetv3", "squeezenet", "googlenet", "densenet",
                   "shufflenet", "lraspp"}
 FAMILIES = ("resnext", "regnet", "efficientnet", "mobilenetv3", "squeezenet", "googlenet", "densenet", "shufflenet",

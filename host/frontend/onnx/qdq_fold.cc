@@ -255,12 +255,11 @@ int fold_lookup_pairs(Model& m, const Known& known) {
       base[1 - v] = base[v];
     }
     if (base[0] != base[1] || known(base[0]) || (!look[0] && !look[1])) continue;
-    // x's scale and zero point: a direct operand's, else the first lookup's
-    // input's (with a constant operand, the other's lookup's).
-    const Node* first = constant[0] ? look[1] : look[0];
-    const bool direct = !constant[0] && !constant[1] && (!look[0] || !look[1]);
-    const std::string xs_name = !direct ? first->in(1) : !look[0] ? n.in(1) : n.in(4);
-    const std::string xz_name = !direct ? first->in(2) : !look[0] ? n.in(2) : n.in(5);
+    // x's scale and zero point: the operand that is x itself, else a lookup's input's.
+    const int direct = !constant[0] && !look[0] ? 0 : !constant[1] && !look[1] ? 1 : -1;
+    const Node* lk = look[0] ? look[0] : look[1];
+    const std::string xs_name = direct >= 0 ? n.in(size_t(3 * direct + 1)) : lk->in(1);
+    const std::string xz_name = direct >= 0 ? n.in(size_t(3 * direct + 2)) : lk->in(2);
     const Value* xz = known(xz_name);
     if (!xz || xz->numel() != 1 || (xz->type != kInt8 && xz->type != kUint8) || !known(xs_name)) continue;
     std::map<std::string, Value> env;
