@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <tuple>
 #include <utility>
@@ -61,12 +62,14 @@ uint64_t postop(const CostParams& p, uint64_t m, uint64_t n, bool rescale) {
 /// in a steady period (the outstanding window repeats), measured over the
 /// last kWalkRows / 2 rows and extrapolated, so the cost stays bounded for
 /// long loads.
-uint64_t dma_walk(const CostParams& p, bool write, uint64_t rows, uint64_t bt, uint64_t bu) {
-  constexpr uint64_t kWalkRows = 32;
+constexpr uint64_t kWalkRows = 32;
+
+/// The exact walk of the first `walk` (<= kWalkRows) rows: the cycles to the
+/// unit's retire after walk / 2 rows and after all of them.
+std::pair<uint64_t, uint64_t> dma_walk_rows(uint64_t latency, bool write, uint64_t walk, uint64_t bt, uint64_t bu) {
   uint64_t issue = hw::kDmaStartCycles, rows_done = issue, last = issue, port_free = 0;
   uint64_t ring[kMaxOutstanding] = {};
   size_t head = 0, inflight = 0;
-  const uint64_t walk = std::min(rows, kWalkRows);
   uint64_t end_half = 0;
   const auto end_now = [&] { return std::max({last, rows_done, issue}) + hw::kDmaRetireCycles; };
   for (uint64_t r = 0; r < walk; ++r) {
@@ -83,10 +86,10 @@ uint64_t dma_walk(const CostParams& p, bool write, uint64_t rows, uint64_t bt, u
       if (write) {
         const uint64_t start = std::max(req, port_free);
         port_free = start + beats;
-        done = port_free + p.latency + 1;
+        done = port_free + latency + 1;
         issue += std::max<uint64_t>(beats + (b + 1 == bu ? kRowGapCycles : 0), hw::kAddrCycles);
       } else {
-        const uint64_t start = std::max(req + p.latency, port_free);
+        const uint64_t start = std::max(req + latency, port_free);
         port_free = start + beats;
         done = port_free;
         issue += hw::kAddrCycles;
@@ -97,7 +100,25 @@ uint64_t dma_walk(const CostParams& p, bool write, uint64_t rows, uint64_t bt, u
     }
     rows_done += hw::kReadRowGapCycles;
   }
-  const uint64_t end = end_now();
+  return {end_half, end_now()};
+}
+
+/// dma_walk_rows, remembered: the tile search costs thousands of tiles a
+/// layer whose transfers repeat the same few shapes. One cache a thread,
+/// emptied when it grows past kMaxEntries.
+std::pair<uint64_t, uint64_t> dma_walk_cached(uint64_t latency, bool write, uint64_t walk, uint64_t bt, uint64_t bu) {
+  constexpr size_t kMaxEntries = size_t(1) << 16;
+  using Key = std::tuple<uint64_t, bool, uint64_t, uint64_t, uint64_t>;
+  thread_local std::map<Key, std::pair<uint64_t, uint64_t>> cache;
+  const Key key{latency, write, walk, bt, bu};
+  if (const auto it = cache.find(key); it != cache.end()) return it->second;
+  if (cache.size() >= kMaxEntries) cache.clear();
+  return cache[key] = dma_walk_rows(latency, write, walk, bt, bu);
+}
+
+uint64_t dma_walk(const CostParams& p, bool write, uint64_t rows, uint64_t bt, uint64_t bu) {
+  const uint64_t walk = std::min(rows, kWalkRows);
+  const auto [end_half, end] = dma_walk_cached(p.latency, write, walk, bt, bu);
   if (rows <= walk) return end;
   // Steady state: the period of the last walk / 2 rows, repeated.
   const uint64_t per_row = cdiv(end - end_half, walk - walk / 2);
@@ -642,6 +663,33 @@ uint64_t dma_cycles(const CostParams& p, bool write, uint64_t rows, uint64_t col
 }
 
 uint64_t barrier_cycles() { return 2 * kIssueCycles; }
+
+uint64_t cycles_floor(const CostParams& p, const Layer& l, int cores, bool residual_in) {
+  const Tiling& t = l.tiling;
+  // A correction adds layer_cycles + insn_cycles x instructions; with
+  // insn_cycles >= 0 (as the refit fits it) it adds at least layer_cycles.
+  if (p.insn_cycles < 0 || l.props->kind != LayerKind::Mac || t.depthwise || t.band || t.row_window) return 0;
+  const MacGeom& g = l.mac;
+  const bool rescale = residual_in || l.rescale.on;  // as estimate's mac_tile
+  uint64_t total = 0, tiles = 0, least = UINT64_MAX;
+  classes(uint64_t(g.M()), uint64_t(std::max<int64_t>(t.tm, 1)), uint64_t(tile_channels(g, t)),
+          uint64_t(std::max<int64_t>(t.tn, 1)), uint64_t(g.batch * tile_groups(g, t)),
+          [&](uint64_t m, uint64_t n, uint64_t count, int, int) {
+            if (count == 0) return;
+            uint64_t c = postop(p, m, n, rescale);
+            for (size_t k = 0; k < t.ksteps.size(); ++k)
+              c += gemm(p, m, n, uint64_t(t.ksteps[k].len()), k > 0, g.b_trans);
+            total += count * c, tiles += count, least = std::min(least, c);
+          });
+  if (tiles == 0) return 0;
+  // The busiest core computes at least the average, and at least its
+  // ceil(tiles / used) tiles at the cheapest class's cycles.
+  const uint64_t used = std::min<uint64_t>(uint64_t(std::max(cores, 1)), tiles);
+  const uint64_t floor = std::max(cdiv(total, used), cdiv(tiles, used) * least) + barrier_cycles();
+  if (!p.corrected()) return floor;
+  const double v = std::floor(double(floor) + p.layer_cycles);
+  return v <= 0 ? 0 : uint64_t(v);
+}
 
 Cost estimate(const CostParams& p0, const Layer& l, int cores, int slots, bool residual_in) {
   Cost c;

@@ -91,6 +91,14 @@ uint64_t gather_cycles(const CostParams& p, const Permute& pm, uint64_t count);
 /// its LOAD (a residual add folded into POSTOP).
 Cost estimate(const CostParams& p, const Layer& l, int cores, int slots, bool residual_in = false);
 
+/// A lower bound of estimate(p, l, cores, slots, residual_in).cycles that
+/// walks no DMA: the array and POSTOP cycles of every tile, spread evenly
+/// over the cores the tiles use. The tile search skips a tiling whose bound
+/// is above the best prediction so far. 0 (no bound) for a tiling other
+/// than plain GEMM tiles (row windows, image bands, the depthwise unit), a
+/// layer that is not a MAC layer, or a correction with insn_cycles < 0.
+uint64_t cycles_floor(const CostParams& p, const Layer& l, int cores, bool residual_in = false);
+
 /// The cost of the barrier that separates two layers (SEM_SIGNAL + SEM_WAIT
 /// on every core).
 uint64_t barrier_cycles();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "compiler/chunks.h"
 #include "compiler/cost_model.h"
 #include "compiler/pass.h"
 #include "ir/op_quant.h"
@@ -89,8 +90,8 @@ class FuseActivationPass final : public Pass {
   /// predicted saving for the decision text.
   std::string weigh(const CompileState& s, const Layer& act) {
     Layer alone = act;
-    alone.tiling.tm = std::max<int64_t>(1, std::min({s.budget.in, s.budget.out, int64_t(65535), act.elems}));
-    const Cost c = estimate(s.cost(), alone, s.cores, s.budget.slots);
+    best_eltwise_chunk(s, alone);  // as the tiling pass would tile it
+    const Cost& c = alone.cost;
     saving_ = "; cost model: saves " + std::to_string(c.cycles) + " predicted cycles, " +
               std::to_string(c.dram_read + c.dram_written) + " DRAM bytes and " + std::to_string(c.insns) +
               " instructions, no scratchpad added";

@@ -24,7 +24,7 @@ constexpr std::array<OpProps, 17> kOps{{
     // A table lookup (ELTWISE lut): the table is loaded beside each chunk.
     {OpKind::Lut, "lut", LayerKind::Eltwise, false, false, false},
     // Row normalizations (ROWNORM): chunks of whole rows; the softmax table
-    // or the channel triples are loaded once a layer.
+    // or the channel triples are loaded once per core that runs the layer.
     {OpKind::Softmax, "softmax", LayerKind::Eltwise, false, false, false},
     {OpKind::LayerNorm, "layernorm", LayerKind::Eltwise, false, false, false},
     // Concat: one ELTWISE copy layer per input into its strided slice of the

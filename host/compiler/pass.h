@@ -477,6 +477,9 @@ std::unique_ptr<Pass> make_codegen_pass();
 Expected<CompileState> make_state(const ir::Graph& g, const spec::HwConfig& cfg, const CompileOptions& opt);
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// The largest m/n/k_len/lda/rows/cols an instruction's 16-bit fields hold.
+inline constexpr int64_t kField16 = 65535;
 inline uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 }  // namespace loom::compiler

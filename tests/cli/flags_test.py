@@ -186,8 +186,11 @@ class Kinds(unittest.TestCase):
                     cycles = [l["cycles"] for l in cut["layers"]]
                     self.assertTrue(all(c is not None and c > 0 for c in cycles), cycles)
                     self.assertEqual(sum(cycles), cut["cycles"])
-                    # Cuts cost about one ring fetch per layer boundary.
-                    self.assertGreaterEqual(cut["cycles"], whole["cycles"])
+                    # Cuts cost about one ring fetch per layer boundary; a
+                    # whole run may in turn refill its instruction ring where
+                    # the cut runs do not (demo on tiny: 506 instructions,
+                    # 2 refills; whole 31,673 cycles, cut 31,486).
+                    self.assertGreaterEqual(cut["cycles"], whole["cycles"] * 0.98)
                     self.assertLessEqual(cut["cycles"], whole["cycles"] * 1.05)
                     with open(t) as f:
                         names = {e["name"] for e in json.load(f)["traceEvents"] if e["ph"] == "X"}

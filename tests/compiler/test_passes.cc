@@ -310,12 +310,13 @@ TEST(FuseResidual, FoldsTheAddWhenPredictedFaster) {
   EXPECT_LT(r.predicted_cycles, none.predicted_cycles);
 }
 
-// The case greedy gets wrong: on tiny a 3x3 conv over 128 channels already
-// fills the IN slot with A tiles; the residual tile forces smaller tiles,
-// whose extra steps cost more than the separate add.
+// The case greedy gets wrong: on tiny a 3x3 conv over 256 channels already
+// fills the IN slot with A tiles; the residual tile forces other tiles,
+// which cost more than the separate add. (At 128 channels the full tile
+// search finds a fused tiling that wins.)
 TEST(FuseResidual, GreedyFoldsWhereTheCostModelRefuses) {
   GraphBuilder b("res");
-  residual_block(b, 8, 128, 3, true);
+  residual_block(b, 8, 256, 3, true);
   auto greedy = compile_ok(b.graph(), "tiny", policy(Fusion::Greedy));
   auto cost = compile_ok(b.graph());
   EXPECT_EQ(greedy.plan.layers.size(), 1u);
@@ -324,10 +325,10 @@ TEST(FuseResidual, GreedyFoldsWhereTheCostModelRefuses) {
   EXPECT_TRUE(has(decisions(cost, "tiling"), "conv+add: kept separate (cost): fused predicts "))
       << decisions(cost, "tiling")[0];
   EXPECT_EQ(stat(cost, "tiling.residual_refused"), 1);
+  // The residual tile in IN leaves the conv other tiles (28 x 32 against
+  // 16 x 16 alone), predicted slower than the conv and the add apart.
   EXPECT_GT(greedy.predicted_cycles, cost.predicted_cycles);
-  // The fused group needs smaller tiles: more instructions (more, shorter
-  // GEMMs and DMAs) than the conv and the add together.
-  EXPECT_GT(greedy.predicted[0].insns, cost.predicted[0].insns + cost.predicted[1].insns);
+  EXPECT_NE(greedy.predicted[0].insns, cost.predicted[0].insns);
 }
 
 // Every fusable add folds as a rescale, whatever its scales and whether the
@@ -527,18 +528,18 @@ TEST(Tiling, ConvOnTinyFitsHalvedScratchpads) {
   auto r = compile_ok(b.graph());
   const auto d = decisions(r, "tiling");
   ASSERT_EQ(d.size(), 1u);
-  // The layer is compute-bound either way. The cost model picks row windows
-  // (A read from three loaded input rows per output row, no per-pixel
-  // gather) over the DRAM-bytes-first 84 x 48 im2col tile. The search also
-  // weighs tiles that split the rows evenly over the cores and row windows
-  // (540 -> 588 candidates), and image bands (593; they lose here: the whole
-  // 576 x n weight tile leaves little WGT).
+  // The layer is compute-bound either way. Of all 593 candidates (im2col
+  // tiles, tiles that split the rows evenly over the cores, row windows,
+  // image bands) the cost model picks a 24 x 24 im2col tile of two K steps
+  // over the DRAM-bytes-first 84 x 48 tile; it reads 2.7x the bytes and
+  // is faster on tlm (717,553 cycles against 731,932 for the row-window
+  // tile the search picked when it costed only the first 24). The branch
+  // and bound costs a few dozen of them.
   EXPECT_EQ(d[0].substr(0, d[0].find("; predicted 7")),
-            "conv1: M=400 K=576 N=96: tm=76 tn=40 tk=192 (3 K steps, row windows); IN 7040 B/8192 B, WGT 7680 B/8192 B, "
-            "OUT 3040 B/4096 B per slot, ACC 12160 B/16384 B; predicted DRAM bytes read 684288, written 38400");
-  EXPECT_NE(d[0].find("best of 24 evaluated of 593 candidates (the DRAM-bytes-first choice predicts "),
-            std::string::npos)
-      << d[0];
+            "conv1: M=400 K=576 N=96: tm=24 tn=24 tk=320 (2 K steps); IN 7680 B/8192 B, WGT 7680 B/8192 B, "
+            "OUT 576 B/4096 B per slot, ACC 2304 B/16384 B; predicted DRAM bytes read 1881216, written 38400");
+  EXPECT_NE(d[0].find("best of 593 candidates ("), std::string::npos) << d[0];
+  EXPECT_NE(d[0].find("; the DRAM-bytes-first choice predicts "), std::string::npos) << d[0];
   EXPECT_GT(stat(r, "tiling.predicted_cycles"), 400 * 576 * 96 / (4 * 4 * 2));
   EXPECT_EQ(stat(r, "tiling.layers"), 1);
 }
@@ -552,8 +553,8 @@ TEST(Tiling, SingleBufferingDoublesTheBudget) {
   auto two = compile_ok(b.graph(), "tiny");
   EXPECT_LE(one.plan.layers[0].bytes_read, two.plan.layers[0].bytes_read);
   EXPECT_NE(decisions(one, "tiling")[0].find("/16384 B"), std::string::npos) << decisions(one, "tiling")[0];
-  EXPECT_NE(decisions(two, "tiling")[0].find("OUT 4080 B/4096 B per slot"), std::string::npos)
-      << decisions(two, "tiling")[0];
+  EXPECT_NE(decisions(two, "tiling")[0].find("/4096 B per slot"), std::string::npos) << decisions(two, "tiling")[0];
+  EXPECT_EQ(decisions(one, "tiling")[0].find("per slot"), std::string::npos) << decisions(one, "tiling")[0];
 }
 
 TEST(Placement, RoundRobinAndBarriers) {

@@ -215,7 +215,10 @@ TEST(TlmTiming, LayerCyclesSumToTheRunAndBarelyMoveIt) {
     std::cout << "[ tlm      ] demo_cnn on " << config << ": " << whole->cycles << " cycles whole, " << cut->cycles
               << " with layer cuts (" << rel * 100 << " %)\n";
     EXPECT_LE(rel, 0.05);
-    EXPECT_GE(cut->cycles, whole->cycles);
+    // Cuts add a ring fetch per layer boundary; a whole run may in turn
+    // refill its instruction ring where the cut runs do not (tiny: 506
+    // instructions, 2 refills, 31,673 cycles whole against 31,502 cut).
+    EXPECT_GE(double(cut->cycles), 0.98 * double(whole->cycles));
   }
 }
 
