@@ -1,6 +1,7 @@
-// Tiling: per layer, the tile sizes that fit the scratchpads (halved by
-// double buffering) and minimise predicted DRAM traffic, preferring
-// multiples of the systolic array.
+// Tiling: per layer, of the tile sizes that fit the scratchpads (halved by
+// double buffering), the one the cost model predicts fastest: every
+// candidate of a conv/gemm (branch and bound on cycles_floor), the chunk of
+// an element-wise or row layer (chunks.h).
 #include <algorithm>
 #include <string>
 #include <tuple>
