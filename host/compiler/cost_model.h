@@ -6,6 +6,7 @@
 // in docs/compiler.md ("Cost model").
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <string>
 
@@ -62,6 +63,7 @@ struct CostParams {
   bool corrected() const { return layer_cycles != 0 || insn_cycles != 0; }
   /// The correction for a layer whose busiest core runs `core_insns` instructions.
   double correction(double core_insns) const { return layer_cycles + insn_cycles * core_insns; }
+  auto operator<=>(const CostParams&) const = default;
 };
 
 /// A cost-params file (`loom compile --cost-params`, written by `loom tune

@@ -291,22 +291,26 @@ class MemoryPlanPass final : public Pass {
       const bool gemm_groups = n.op == ir::OpKind::Gemm && w.shape.size() == 3;  // b [G,K,N]: already the layout
       const bool gemm_t = n.op == ir::OpKind::Gemm && n.attrs.trans_b;           // b [G,N,K] or [N,K]: transposed here
       // Depthwise mode: the graph's [KH][KW][1][C] is DWCONV's taps x channels.
-      if (l.tiling.depthwise)
-        for (int64_t i = 0; i < m.KH * m.KW * m.Cout; ++i) c.push_back(uint8_t(wd[i]));
-      for (int64_t g = 0; g < (l.tiling.depthwise ? 0 : m.groups); ++g)
-        for (int64_t k = 0; k < m.K(); ++k) {
-          const int64_t pos = k / m.Cg, ci = k % m.Cg;
-          for (int64_t j = 0; j < m.Ng; ++j) {
-            if (ci / cg != j / ng) {  // off the packed groups' block diagonal
-              c.push_back(uint8_t(int8_t(q->w_zp)));
-              continue;
+      if (l.tiling.depthwise) {
+        c.insert(c.end(), reinterpret_cast<const uint8_t*>(wd),
+                 reinterpret_cast<const uint8_t*>(wd) + m.KH * m.KW * m.Cout);
+      } else {
+        const size_t at = c.size();
+        c.resize(at + size_t(m.groups * m.K() * m.Ng), uint8_t(int8_t(q->w_zp)));  // off-block entries: the zero point
+        uint8_t* row = c.data() + at;
+        for (int64_t g = 0; g < m.groups; ++g)
+          for (int64_t k = 0; k < m.K(); ++k, row += m.Ng) {
+            const int64_t pos = k / m.Cg, ci = k % m.Cg;
+            const int64_t blk = ci / cg, gr = g * m.pack + blk, cl = ci % cg;  // the graph's group, its channel
+            uint8_t* out = row + blk * ng;                                     // its block of ng output channels
+            if (gemm_t) {
+              for (int64_t jl = 0; jl < ng; ++jl) out[jl] = uint8_t(wd[(gr * ng + jl) * cg + cl]);
+            } else {
+              const int8_t* src = gemm_groups ? wd + (gr * cg + cl) * ng : wd + (pos * cg + cl) * m.Cout + gr * ng;
+              std::memcpy(out, src, size_t(ng));
             }
-            const int64_t gr = g * m.pack + j / ng, cl = ci % cg, jl = j % ng;  // the graph's group, its channels
-            c.push_back(gemm_t        ? uint8_t(wd[(gr * ng + jl) * cg + cl])
-                        : gemm_groups ? uint8_t(wd[(gr * cg + cl) * ng + jl])
-                                      : uint8_t(wd[(pos * cg + cl) * m.Cout + gr * ng + jl]));
           }
-        }
+      }
       if (!l.unit_kernel.empty() && m.graph_groups() != 1) {  // --hls auto: the unit reads the graph's layout
         c.resize(align_up(c.size(), kAlign));
         l.unit_wgt_offset = c.size();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <compare>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -60,6 +61,7 @@ struct MacGeom {
   bool seams() const { return images > 1 && (KH != 1 || pt != 0 || img_h() != img_oh() * sh); }
   int64_t K() const { return KH * KW * Cg; }
   int64_t graph_groups() const { return groups * pack; }
+  auto operator<=>(const MacGeom&) const = default;
 };
 
 /// `g` with its batch folded into its rows (MacGeom::images), and back.
@@ -373,6 +375,7 @@ struct Layer {
 struct Budget {
   int64_t in = 0, wgt = 0, acc = 0, out = 0, param = 0;
   int slots = 1;
+  auto operator<=>(const Budget&) const = default;
 };
 Budget make_budget(const spec::HwConfig& cfg, bool double_buffer);
 
@@ -467,6 +470,12 @@ std::unique_ptr<Pass> make_legalize_pass();
 std::unique_ptr<Pass> make_fuse_activation_pass();
 std::unique_ptr<Pass> make_fuse_residual_pass();
 std::unique_ptr<Pass> make_tiling_pass();
+/// The tiling pass remembers each conv/gemm layer's tile search by all it
+/// reads (the geometry, scratchpads, cores, cost parameters and tile-kind
+/// options), per thread, across compiles: repeated blocks and the
+/// compiles of one model under other options search once. Off: every layer
+/// searches (the tests compare both). Either way the memo is emptied.
+void set_tile_search_memo(bool on);
 std::unique_ptr<Pass> make_placement_pass();
 std::unique_ptr<Pass> make_hls_placement_pass();  // after placement (hetero.cc)
 std::unique_ptr<Pass> make_hls_calls_pass();      // after codegen (hetero.cc)

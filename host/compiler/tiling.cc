@@ -3,6 +3,8 @@
 // candidate of a conv/gemm (branch and bound on cycles_floor), the chunk of
 // an element-wise or row layer (chunks.h).
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -27,6 +29,7 @@ std::vector<int64_t> candidates(int64_t full, int64_t unit) {
 
 class TilingPass final : public Pass {
  public:
+  friend void loom::compiler::set_tile_search_memo(bool on);
   const PassInfo& info() const override {
     static const PassInfo i{
         "tiling",
@@ -480,18 +483,65 @@ class TilingPass final : public Pass {
     return cands;
   }
 
+  /// What the search over a MAC layer's candidates found: all that the
+  /// layer's tiling and --explain's record need of it.
+  struct Found {
+    Cand best, first;  // the winner and the DRAM-bytes-first candidate
+    size_t best_index = 0, count = 0, evaluated = 0;
+    uint64_t best_cycles = 0, first_cycles = 0;
+    Cost cost;  // the winner's
+  };
+
+  /// Everything the search reads: the layer's geometry and mode, the
+  /// scratchpads, the cores, the cost parameters and the tile-kind options.
+  /// Layers of one shape (a network's repeated blocks, every compile of one
+  /// model under `loom tune`'s choices) ask the same question.
+  struct Query {
+    MacGeom g;
+    Budget b;
+    CostParams p;
+    int64_t rows = 0, cols = 0;
+    int cores = 0, row_windows = 0, image_bands = 0;
+    bool residual = false, rescale = false, depthwise = false;
+    auto operator<=>(const Query&) const = default;
+  };
+  static Query query(const CompileState& s, const Layer& l, bool residual) {
+    return {l.mac,
+            s.budget,
+            s.cost(),
+            s.cfg->array_rows,
+            s.cfg->array_cols,
+            s.cores,
+            int(s.row_windows()),
+            int(s.image_bands()),
+            residual,
+            l.rescale.on,
+            l.tiling.depthwise};
+  }
+
+  /// The search's answers, remembered: the search is a pure function of its
+  /// Query. One memo a thread (set_tile_search_memo), emptied when it grows
+  /// past kMaxEntries.
+  struct SearchMemo {
+    bool on = true;
+    std::map<Query, Found> found;
+  };
+  static SearchMemo& search_memo() {
+    thread_local SearchMemo m;
+    return m;
+  }
+  static constexpr size_t kMaxEntries = size_t(1) << 14;
+
   /// --explain's record of the tile picked for `l`: its sizes, the
   /// scratchpads it fills, and the first candidate when the cost model chose
   /// another.
-  void explain_mac_tile(CompileState& s, const Layer& l, const std::vector<Cand>& cands, size_t best, size_t costed,
-                        uint64_t best_cycles, uint64_t first_cycles, bool residual) {
+  void explain_mac_tile(CompileState& s, const Layer& l, const Found& f, bool residual) {
     const MacGeom& g = l.mac;
     const Budget& b = s.budget;
     const Tiling& t = l.tiling;
     const int64_t M = g.M(), K = g.K();
-    const int64_t btm = cands[best].tm, btn = cands[best].tn, bcc = cands[best].cc, bnp = cands[best].np;
-    const int64_t tk = bcc * bnp;
-    const bool bwin = cands[best].win, bband = cands[best].band;
+    const int64_t btm = f.best.tm, btn = f.best.tn, tk = f.best.cc * f.best.np;
+    const bool bwin = f.best.win, bband = f.best.band;
     const int64_t in_bytes = bband ? band_in_bytes(g, btm) : bwin ? window_in_bytes(g, btm) : btm * tk;
     const int64_t c_rows = bband ? band_max_rows(g, btm) : btm;  // ACC rows (OUT holds the tm valid ones)
     s.decide(
@@ -507,67 +557,85 @@ class TilingPass final : public Pass {
             kib((bband ? K : tk) * btn) + "/" + kib(b.wgt) + ", OUT " + kib(btm * btn) + "/" + kib(b.out) +
             (b.slots > 1 ? " per slot" : "") + ", ACC " + kib(4 * c_rows * btn) + "/" + kib(b.acc) +
             "; predicted DRAM bytes read " + std::to_string(t.bytes_read) + ", written " +
-            std::to_string(t.bytes_written) + "; " + l.cost.summary() + "; best of " + std::to_string(cands.size()) +
-            " candidates (" + std::to_string(costed) + " costed, the rest bounded out by their array cycles" +
-            (best == 0 ? "" : "; the DRAM-bytes-first choice predicts " + std::to_string(first_cycles)) + ")",
-        best_cycles,
-        best == 0 ? std::vector<Alternative>{}
-                  : std::vector<Alternative>{{"the DRAM-bytes-first tile: tm=" + std::to_string(cands[0].tm) +
-                                                  " tn=" + std::to_string(cands[0].tn) +
-                                                  " tk=" + std::to_string(cands[0].cc * cands[0].np),
-                                              first_cycles}});
+            std::to_string(t.bytes_written) + "; " + l.cost.summary() + "; best of " + std::to_string(f.count) +
+            " candidates (" + std::to_string(f.evaluated) + " costed, the rest bounded out by their array cycles" +
+            (f.best_index == 0 ? "" : "; the DRAM-bytes-first choice predicts " + std::to_string(f.first_cycles)) + ")",
+        f.best_cycles,
+        f.best_index == 0 ? std::vector<Alternative>{}
+                          : std::vector<Alternative>{{"the DRAM-bytes-first tile: tm=" + std::to_string(f.first.tm) +
+                                                          " tn=" + std::to_string(f.first.tn) +
+                                                          " tk=" + std::to_string(f.first.cc * f.first.np),
+                                                      f.first_cycles}});
+  }
+
+  /// Candidate `c` as l's tiling (the other fields kept).
+  static void take(Tiling& t, const MacGeom& g, const Cand& c) {
+    t.tm = c.tm, t.tn = c.tn;
+    fill_ksteps(g, c.cc, c.np, t.ksteps);
+    t.row_window = c.win;
+    t.band = c.band;
+  }
+
+  /// Every candidate that fits, by predicted cycles; the pre-score orders
+  /// them, so among equal predictions the first in that order wins. (The
+  /// pre-score alone is a poor guide: on ResNet-50, ConvNeXt-T and ViT-Ti
+  /// the winner is past its 24th candidate on three layers in four.)
+  /// Branch and bound: candidates by their cycles_floor (the first one
+  /// always, for --explain's comparison), each costed only while its floor
+  /// is not above the best prediction so far; the result is the full
+  /// search's. Leaves l.tiling at some candidate.
+  std::optional<Found> search(const CompileState& s, Layer& l, bool residual) const {
+    std::vector<Cand> cands = mac_candidates(s, l, residual);
+    if (cands.empty()) return std::nullopt;
+    std::stable_sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& c) { return a.pre < c.pre; });
+    const CostParams cp = s.cost();
+    std::vector<std::pair<uint64_t, size_t>> order;  // (floor, index in pre-score order)
+    for (size_t i = 0; i < cands.size(); ++i) {
+      take(l.tiling, l.mac, cands[i]);
+      order.emplace_back(i == 0 ? 0 : cycles_floor(cp, l, s.cores, residual), i);
+    }
+    std::sort(order.begin(), order.end());
+    Found f;
+    f.count = cands.size();
+    f.first = cands[0];
+    f.best_cycles = UINT64_MAX;
+    for (const auto& [floor, i] : order) {
+      if (floor > f.best_cycles) break;
+      take(l.tiling, l.mac, cands[i]);
+      const Cost cost = estimate(cp, l, s.cores, s.budget.slots, residual);
+      ++f.evaluated;
+      if (i == 0) f.first_cycles = cost.cycles;
+      if (cost.cycles < f.best_cycles || (cost.cycles == f.best_cycles && i < f.best_index))
+        f.best_index = i, f.best_cycles = cost.cycles, f.cost = cost;
+    }
+    f.best = cands[f.best_index];
+    return f;
   }
 
   Status tile_mac_packed(CompileState& s, Layer& l, bool residual, bool quiet) {
     const MacGeom& g = l.mac;
-    const Budget& b = s.budget;
-    // Every candidate that fits, by predicted cycles; the pre-score orders
-    // them, so among equal predictions the first in that order wins. (The
-    // pre-score alone is a poor guide: on ResNet-50, ConvNeXt-T and ViT-Ti
-    // the winner is past its 24th candidate on three layers in four.)
-    std::vector<Cand> cands = mac_candidates(s, l, residual);
-    if (cands.empty())
-      return make_error("node '" + l.name + "'",
-                        "no tile of this layer fits the scratchpads of config '" + std::string(s.cfg->name) + "'");
-    std::stable_sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& c) { return a.pre < c.pre; });
-    const CostParams cp = s.cost();
-    Tiling& t = l.tiling;
-    const auto take = [&](const Cand& c) {
-      t.tm = c.tm, t.tn = c.tn;
-      fill_ksteps(g, c.cc, c.np, t.ksteps);
-      t.row_window = c.win;
-      t.band = c.band;
-    };
-    // Branch and bound: candidates by their cycles_floor (the first one
-    // always, for --explain's comparison), each costed only while its floor
-    // is not above the best prediction so far; the result is the full
-    // search's.
-    std::vector<std::pair<uint64_t, size_t>> order;  // (floor, index in pre-score order)
-    for (size_t i = 0; i < cands.size(); ++i) {
-      take(cands[i]);
-      order.emplace_back(i == 0 ? 0 : cycles_floor(cp, l, s.cores, residual), i);
+    SearchMemo& known = search_memo();
+    const Query q = query(s, l, residual);
+    auto it = known.found.find(q);
+    if (it == known.found.end()) {
+      std::optional<Found> f = search(s, l, residual);
+      if (!f)
+        return make_error("node '" + l.name + "'",
+                          "no tile of this layer fits the scratchpads of config '" + std::string(s.cfg->name) + "'");
+      if (!known.on || known.found.size() >= kMaxEntries) known.found.clear();
+      it = known.found.emplace(q, *f).first;
     }
-    std::sort(order.begin(), order.end());
-    size_t best = 0, evaluated = 0;
-    uint64_t best_cycles = UINT64_MAX, first_cycles = 0;
-    Tiling best_t;
-    for (const auto& [floor, i] : order) {
-      if (floor > best_cycles) break;
-      take(cands[i]);
-      const Cost cost = estimate(cp, l, s.cores, b.slots, residual);
-      ++evaluated;
-      if (i == 0) first_cycles = cost.cycles;
-      if (cost.cycles < best_cycles || (cost.cycles == best_cycles && i < best))
-        best = i, best_cycles = cost.cycles, best_t = t, l.cost = cost;
-    }
-    t = best_t;
+    const Found f = it->second;
+    if (!known.on) known.found.clear();
+    take(l.tiling, g, f.best);
+    l.cost = f.cost;
     if (quiet) return Status::ok();
-    bump("candidates", int64_t(cands.size()));
-    bump("evaluated", int64_t(evaluated));
-    bump("predicted_cycles", int64_t(best_cycles));
-    t.bytes_read = std::get<1>(cands[best].pre);
-    t.bytes_written = uint64_t(g.batch * g.M() * g.Cout);
-    explain_mac_tile(s, l, cands, best, evaluated, best_cycles, first_cycles, residual);
+    bump("candidates", int64_t(f.count));
+    bump("evaluated", int64_t(f.evaluated));
+    bump("predicted_cycles", int64_t(f.best_cycles));
+    l.tiling.bytes_read = std::get<1>(f.best.pre);
+    l.tiling.bytes_written = uint64_t(g.batch * g.M() * g.Cout);
+    explain_mac_tile(s, l, f, residual);
     return Status::ok();
   }
 
@@ -679,5 +747,10 @@ class TilingPass final : public Pass {
 }  // namespace
 
 std::unique_ptr<Pass> make_tiling_pass() { return std::make_unique<TilingPass>(); }
+
+void set_tile_search_memo(bool on) {
+  TilingPass::search_memo().on = on;
+  TilingPass::search_memo().found.clear();
+}
 
 }  // namespace loom::compiler

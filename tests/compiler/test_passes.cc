@@ -2,12 +2,15 @@
 // plan structure; plus the stream invariants every plan must satisfy.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
+#include <sstream>
 #include <string>
 
 #include "compiler/compiler.h"
 #include "compiler/pass.h"
 #include "ir/builder.h"
+#include "plan/plan.h"
 #include "residual_graphs.h"
 
 namespace loom::compiler::test {
@@ -555,6 +558,68 @@ TEST(Tiling, SingleBufferingDoublesTheBudget) {
   EXPECT_NE(decisions(one, "tiling")[0].find("/16384 B"), std::string::npos) << decisions(one, "tiling")[0];
   EXPECT_NE(decisions(two, "tiling")[0].find("/4096 B per slot"), std::string::npos) << decisions(two, "tiling")[0];
   EXPECT_EQ(decisions(one, "tiling")[0].find("per slot"), std::string::npos) << decisions(one, "tiling")[0];
+}
+
+/// Everything a compile gives, as text: the plan's bytes, every decision
+/// with its numbers and alternatives, the statistics and predictions.
+std::string compiled_text(const CompileResult& r) {
+  std::ostringstream out;
+  out << plan::encode_plan(r.plan);
+  for (const auto& d : r.decisions) {
+    out << '\n' << d.node << '|' << d.pass << '|' << d.choice << '|' << d.text << '|' << d.predicted_cycles.value_or(0);
+    for (const auto& a : d.alternatives) out << '|' << a.choice << '=' << a.predicted_cycles.value_or(0);
+  }
+  for (const auto& [k, v] : r.stats) out << '\n' << k << '=' << v;
+  for (const auto& p : r.predicted) out << '\n' << p.name << ':' << p.cycles;
+  out << '\n' << r.predicted_cycles;
+  return out.str();
+}
+
+// The tiling pass remembers each conv/gemm search by all it reads
+// (set_tile_search_memo): a network of repeated blocks of several widths,
+// strides, groups and a residual chain, compiled on three configurations,
+// 1-4 cores, single and double buffering and every fusion policy, gives
+// the same plan, decisions and statistics with the memo off, on and cold,
+// and on and warm from the other compiles.
+TEST(Tiling, RememberedSearchesChangeNothing) {
+  GraphBuilder b("blocks");
+  auto x = b.input("x", {1, 16, 16, 16});
+  const int64_t widths[] = {16, 32, 32, 64};
+  for (int i = 0; i < 4; ++i) {
+    const std::string p = std::string("b").append(1, char('0' + i));
+    const int64_t w = widths[i], stride = i == 2 ? 2 : 1;
+    auto y = b.unary(p + ".relu1", OpKind::Relu, b.conv(p + ".c1", x, {w, 1, 1, 1, 0, 1}));
+    y = b.unary(p + ".relu2", OpKind::Relu, b.conv(p + ".c2", y, {w, 3, 3, stride, 1, i == 3 ? 8 : 1}));
+    y = b.conv(p + ".c3", y, {w, 1, 1, 1, 0, 1});
+    const auto sc = i == 0 || (widths[i - 1] == w && stride == 1) ? x : b.conv(p + ".down", x, {w, 1, 1, stride, 0, 1});
+    x = b.unary(p + ".relu3", OpKind::Relu, b.add(p + ".add", y, sc));
+  }
+  b.output(b.gemm("fc", b.flatten("flat", b.pool("gap", OpKind::GlobalAvgPool, x, 8, 1, 0)), 40));
+  ASSERT_TRUE(ir::validate(b.graph()).is_ok());
+  std::vector<std::pair<const char*, CompileOptions>> runs;
+  for (const char* c : {"tiny", "small", "default"})
+    for (int cores : {1, 2, 4})
+      for (bool dbuf : {true, false})
+        for (Fusion f : {Fusion::Cost, Fusion::None, Fusion::Greedy}) {
+          CompileOptions o;
+          o.num_cores = std::min(cores, int(cfg(c).cores));
+          o.double_buffer = dbuf;
+          o.fusion = f;
+          runs.emplace_back(c, o);
+        }
+  std::vector<std::string> off, cold;
+  set_tile_search_memo(false);
+  for (const auto& [c, o] : runs) off.push_back(compiled_text(compile_ok(b.graph(), c, o)));
+  for (const auto& [c, o] : runs) {
+    set_tile_search_memo(true);  // on and empty
+    cold.push_back(compiled_text(compile_ok(b.graph(), c, o)));
+  }
+  set_tile_search_memo(true);
+  for (size_t i = runs.size(); i-- > 0;) {  // warm: every search asked before, in another order
+    EXPECT_EQ(cold[i], off[i]) << runs[i].first << " run " << i;
+    EXPECT_EQ(compiled_text(compile_ok(b.graph(), runs[i].first, runs[i].second)), off[i])
+        << runs[i].first << " run " << i;
+  }
 }
 
 TEST(Placement, RoundRobinAndBarriers) {
