@@ -5,9 +5,11 @@
 #include <array>
 #include <bit>
 #include <cstring>
+#include <optional>
 
 #include "common/quant.h"
 #include "common/rownorm.h"
+#include "hw/gemm_kernel.h"
 #include "hw/golden.h"
 
 namespace loom::hw {
@@ -70,8 +72,8 @@ uint32_t exec_gemm(CoreState& s, const spec::GemmInsn& g) {
   //   sum_k A*B - bz * rowsum(A)[i] - az * colsum(B)[j] + k * az * bz,
   // which is exact in uint32 arithmetic. The raw int8 products fit int16
   // and sum_k A*B fits int32 without wrapping (|A*B| <= 2^14, k < 2^16),
-  // so the inner loop is a plain int8 x int8 -> int32 kernel the compiler
-  // vectorises. Operand pointers are only formed when k > 0 (the checks
+  // so the kernel sums raw int8 products (gemm_kernel.h) and the zero
+  // points enter as corrections. Operand pointers are only formed when k > 0 (the checks
   // above then guarantee every row is inside its scratchpad).
   const uint32_t az = uint32_t(g.a_zp);
   const uint32_t bz = uint32_t(g.b_zp);
@@ -89,27 +91,15 @@ uint32_t exec_gemm(CoreState& s, const spec::GemmInsn& g) {
     for (uint64_t j = 0; j < n; ++j) col_corr[j] -= az * uint32_t(colsum[j]);
   }
 
-  // Rows are produced kRows at a time (each B row is read once per block)
-  // and written back in row order, each row read-modify-write in turn, so
-  // overlapping C rows (ldc < 4n) end as in a row-by-row evaluation.
+  // Rows are produced kRows at a time against B packed once (gemm_kernel.h)
+  // and written back by blocks of kCols columns, the rows of a block in
+  // order, each row read-modify-write in turn, so overlapping C rows
+  // (ldc < 4n) end as the fabric writes them.
   constexpr uint64_t kRows = 4;
-  constexpr uint64_t kCols = 512;  // column block: kRows * kCols int32 stay in L1
-  std::vector<int32_t> sums(kRows * std::min<uint64_t>(n, kCols));
-  // Columns [j0, j0 + cols) of B as rows of `ld` bytes: WGT itself, or with
-  // b_trans gathered from B's transpose into a block of k x cols bytes
-  // (kept while j0 stays: one gather when n fits one column block).
-  std::vector<int8_t> bt;
-  uint64_t bt_j0 = ~uint64_t(0);
-  auto b_block = [&](uint64_t j0, uint64_t cols) -> std::pair<const int8_t*, uint64_t> {
-    if (!g.b_trans) return {pb + j0, g.ldb};
-    if (bt_j0 != j0) {
-      bt.resize(k * cols);
-      for (uint64_t j = 0; j < cols; ++j)
-        for (uint64_t kk = 0; kk < k; ++kk) bt[kk * cols + j] = pb[(j0 + j) * g.ldb + kk];
-      bt_j0 = j0;
-    }
-    return {bt.data(), cols};
-  };
+  constexpr uint64_t kCols = 512;
+  std::optional<PackedB> packed;
+  if (k != 0) packed.emplace(pb, g.ldb, k, n, g.b_trans);
+  std::vector<int32_t> sums(kRows * n, 0);
   uint8_t* const pc = acc.data() + g.acc_addr;
   for (uint64_t i0 = 0; i0 < m; i0 += kRows) {
     const uint64_t rows = std::min(kRows, m - i0);
@@ -121,46 +111,13 @@ uint32_t exec_gemm(CoreState& s, const spec::GemmInsn& g) {
       for (uint64_t kk = 0; kk < k; ++kk) rowsum += ar[kk];
       row_corrs[r] = 0u - bz * uint32_t(rowsum);
     }
+    if (packed) packed->sums(pa + i0 * g.lda, g.lda, rows, sums.data());
     for (uint64_t j0 = 0; j0 < n; j0 += kCols) {
       const uint64_t cols = std::min(kCols, n - j0);
-      std::fill(sums.begin(), sums.end(), 0);
-      int32_t* const s0 = sums.data();
-      int32_t* const s1 = s0 + cols;
-      int32_t* const s2 = s1 + cols;
-      int32_t* const s3 = s2 + cols;
-      const auto [pw, ldw] = k != 0 ? b_block(j0, cols) : std::pair<const int8_t*, uint64_t>{nullptr, 0};
-      if (k != 0 && rows == kRows) {
-        const int8_t* a0 = pa + i0 * g.lda;
-        const int8_t* a1 = a0 + g.lda;
-        const int8_t* a2 = a1 + g.lda;
-        const int8_t* a3 = a2 + g.lda;
-        for (uint64_t kk = 0; kk < k; ++kk) {
-          const int8_t* w = pw + kk * ldw;
-          const int16_t x0 = a0[kk], x1 = a1[kk], x2 = a2[kk], x3 = a3[kk];
-          for (uint64_t j = 0; j < cols; ++j) {
-            const int16_t wj = w[j];
-            s0[j] += int16_t(x0 * wj);
-            s1[j] += int16_t(x1 * wj);
-            s2[j] += int16_t(x2 * wj);
-            s3[j] += int16_t(x3 * wj);
-          }
-        }
-      } else if (k != 0) {
-        for (uint64_t r = 0; r < rows; ++r) {
-          const int8_t* ar = pa + (i0 + r) * g.lda;
-          int32_t* sr = s0 + r * cols;
-          for (uint64_t kk = 0; kk < k; ++kk) {
-            const int8_t* w = pw + kk * ldw;
-            const int16_t x = ar[kk];
-            for (uint64_t j = 0; j < cols; ++j) sr[j] += int16_t(x * int16_t(w[j]));
-          }
-        }
-      }
       for (uint64_t r = 0; r < rows; ++r) {
-        const uint64_t i = i0 + r;
         const uint32_t row_corr = row_corrs[r];
-        const int32_t* sr = s0 + r * cols;
-        uint8_t* c = pc + i * g.ldc + 4 * j0;
+        const int32_t* sr = sums.data() + r * n + j0;
+        uint8_t* c = pc + (i0 + r) * g.ldc + 4 * j0;
         for (uint64_t j = 0; j < cols; ++j) {
           const uint32_t v = uint32_t(sr[j]) + row_corr + col_corr[j0 + j];
           store_le32(c + 4 * j, g.accumulate ? load_le32(c + 4 * j) + v : v);
