@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
+#include <set>
 
 #include "tune/space.h"
 
@@ -471,11 +472,22 @@ Expected<json> Loop::search_best_per_shape() {
   // shape of the workload (a bucketed model: every bucket set with each
   // bucket's best choice, for the lengths that arrived after the swap point).
   progress("exhaustive search over " + std::to_string(spaces_.begin()->second.size()) + " choices per model");
+  // The phase advances with the choices measured (compiled and run on the
+  // backend, or read from the cache), of all models' choices.
+  size_t total = 0;
+  for (const auto& [key, space] : spaces_) total += space.size();
+  std::set<std::string> seen;
+  const auto searched_cost = [&](const serve::ModelSpec& spec, const Choice& c) -> Expected<double> {
+    auto r = measured_cost(spec, c);
+    if (r && seen.insert(key_of(spec, c)).second && o_.on_progress)
+      o_.on_progress(at_ = (stage_ + double(seen.size()) / double(std::max<size_t>(total, 1))) / stages_,
+                     phase_ + ": " + std::to_string(seen.size()) + " of " + std::to_string(total) + " measured");
+    return r;
+  };
   Mapping mbest;
   json best_buckets = json::object();
   LOOM_TRY(decide(
-      base_, [&](const std::string& key) { return workload_seqs(key); },
-      [&](const serve::ModelSpec& spec, const Choice& c) { return measured_cost(spec, c); }, mbest, best_buckets));
+      base_, [&](const std::string& key) { return workload_seqs(key); }, searched_cost, mbest, best_buckets));
   progress("serving with the best plan per shape");
   auto bestrun = serve_with({{0.0, &m0_}, {s_.swap_us, &mbest}});
   if (!bestrun) return bestrun.error();
