@@ -19,7 +19,6 @@ class PackedB {
   /// r < rows (at most 4) and j < n; int32 does not wrap (|a*b| <= 2^14,
   /// k < 2^16).
   void sums(const int8_t* a, uint64_t lda, uint64_t rows, int32_t* sums) const;
-  uint64_t n() const { return n_; }
 
  private:
   uint64_t k_ = 0, n_ = 0, pairs_ = 0, groups_ = 0;
