@@ -12,7 +12,7 @@ namespace loom::cli {
 
 namespace {
 
-struct Opts {
+struct CompileOpts {
   std::string graph, config = "default", out;
   bool explain = false, json = false;
   CompileFlags compile;
@@ -22,7 +22,7 @@ struct Opts {
 /// `loom compile MODEL.onnx --bucket SYMBOL=A,B,... -o DIR`: the program of
 /// every bucket into DIR, the folder `loom run --bucket ... --cache DIR`
 /// reads (driver::ProgramFamily).
-int compile_family(const Opts& o, const spec::HwConfig& cfg, const compiler::CompileOptions& opt) {
+int compile_family(const CompileOpts& o, const spec::HwConfig& cfg, const compiler::CompileOptions& opt) {
   if (input_kind(o.graph) != InputKind::Onnx)
     return fail("--bucket: " + o.graph + " has fixed shapes; a family of programs is an ONNX model's");
   if (!o.compile.input_shapes.empty() || !o.compile.dims.empty() || o.compile.batch != 0)
@@ -61,7 +61,7 @@ int compile_family(const Opts& o, const spec::HwConfig& cfg, const compiler::Com
 }  // namespace
 
 void register_compile(CLI::App& app) {
-  auto o = std::make_shared<Opts>();
+  auto o = std::make_shared<CompileOpts>();
   auto* cmd =
       app.add_subcommand("compile", "Compile a graph or an ONNX model into a plan for a hardware configuration");
   cmd->add_option("GRAPH", o->graph, "Graph (.json) or ONNX model (.onnx)")->required();

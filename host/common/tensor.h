@@ -16,6 +16,13 @@ std::string_view dtype_name(DType t);
 /// Parses "int8", "uint8", "int32", "float32"; false when unknown.
 bool parse_dtype(std::string_view s, DType* out);
 
+/// Number of elements of a tensor of this shape (1 for a scalar's []).
+inline int64_t shape_numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
 struct Tensor {
   DType dtype = DType::I8;
   std::vector<int64_t> shape;
@@ -23,11 +30,7 @@ struct Tensor {
 
   Tensor() = default;
   Tensor(DType t, std::vector<int64_t> s) : dtype(t), shape(std::move(s)), data(numel() * dtype_size(t)) {}
-  int64_t numel() const {
-    int64_t n = 1;
-    for (auto d : shape) n *= d;
-    return n;
-  }
+  int64_t numel() const { return shape_numel(shape); }
   int8_t* i8() { return reinterpret_cast<int8_t*>(data.data()); }
   const int8_t* i8() const { return reinterpret_cast<const int8_t*>(data.data()); }
   int32_t* i32() { return reinterpret_cast<int32_t*>(data.data()); }

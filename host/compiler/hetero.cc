@@ -23,12 +23,6 @@ constexpr int64_t kGemmMaxK = 4096, kConvMaxR = 4608;
 
 Error node_error(const ir::Node& n, const std::string& what) { return make_error("node '" + n.name + "'", what); }
 
-int64_t numel(const std::vector<int64_t>& s) {
-  int64_t v = 1;
-  for (auto d : s) v *= d;
-  return v;
-}
-
 }  // namespace
 
 Expected<runtime::UnitCall> unit_call_for_node(const ir::Graph& g, const ir::Node& n, const UnitOperands& at,
@@ -139,7 +133,7 @@ Expected<runtime::UnitCall> unit_call_for_node(const ir::Graph& g, const ir::Nod
       const bool binary = n.op == ir::OpKind::Add;
       c.kernel = "loom_hls_eltwise";
       c.args = {int64_t(at.x),  int64_t(binary ? at.w : at.x),
-                int64_t(at.y),  numel(ys),
+                int64_t(at.y),  shape_numel(ys),
                 binary ? 1 : 0, q->a_zp,
                 q->b_zp,        q->y_zp,
                 q->a.mult,      q->a.shift,

@@ -52,12 +52,6 @@ spec::SemWaitInsn wait(uint64_t sem, uint64_t count) {
 
 // ---- byte ranges of a tile (dynamic dependencies) ----
 
-int64_t numel(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (auto d : shape) n *= d;
-  return n;
-}
-
 /// [lo, hi) device offsets relative to the plan base.
 struct Span {
   uint64_t lo = 0, hi = 0;
@@ -97,7 +91,7 @@ struct TileSpans {
   bool activation(const std::string& t) const { return !t.empty() && !s.graph.tensor(t).is_const; }
   uint64_t esize(const std::string& t) const { return dtype_size(s.graph.tensor(t).dtype); }
   uint64_t off(const std::string& t) const { return s.tensor_offset.at(t); }
-  void whole(const std::string& t, Spans& v) const { elems(t, 0, numel(s.graph.tensor(t).shape), v); }
+  void whole(const std::string& t, Spans& v) const { elems(t, 0, shape_numel(s.graph.tensor(t).shape), v); }
   /// Elements [e0, e1) of tensor t: of a view, the span of its base from
   /// the first to the last of them.
   void elems(const std::string& t, int64_t e0, int64_t e1, Spans& v) const {
@@ -156,7 +150,7 @@ struct TileSpans {
       case LayerKind::Eltwise:
         for (const auto& in : n.inputs) {
           if (!activation(in)) continue;
-          if (numel(s.graph.tensor(in).shape) == l.elems && !l.permute.on())
+          if (shape_numel(s.graph.tensor(in).shape) == l.elems && !l.permute.on())
             elems(in, t.m0, t.m0 + t.m, rd);
           else
             whole(in, rd);

@@ -18,6 +18,10 @@ namespace loom::hw {
 enum class TokenQueue : uint8_t { LoadToCompute, ComputeToLoad, ComputeToStore, StoreToCompute };
 inline constexpr unsigned kNumTokenQueues = 4;
 
+/// Scratchpad addresses and strides of 32-bit words (ACC, PARAM) are
+/// multiples of 4 bytes; an instruction that breaks this is illegal.
+inline bool is_word_aligned(uint64_t v) { return (v & 3) == 0; }
+
 /// Architectural state of one core that instructions read and write.
 struct CoreState {
   std::array<std::vector<uint8_t>, spec::kNumBuffers> sp;  // scratchpads by spec::Buffer id

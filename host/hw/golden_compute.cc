@@ -17,7 +17,6 @@ namespace {
 
 using spec::Buffer;
 
-bool is_word_aligned(uint64_t v) { return (v & 3) == 0; }
 bool shift_ok(int64_t shift) { return shift >= kMinShift && shift <= kMaxShift; }
 
 int32_t i8_at(const std::vector<uint8_t>& b, uint64_t a) { return int8_t(b[a]); }

@@ -22,8 +22,6 @@ uint32_t axi_cause(AxiResp r) {
   return spec::err::AXI_DECERR;
 }
 
-bool is_word_aligned(uint64_t v) { return (v & 3) == 0; }
-
 /// Checks the device-memory side of a 2-D transfer: the whole byte range
 /// against the window first (so a violation moves nothing), then each row
 /// against the memory's responses. Returns 0 or the error bit.

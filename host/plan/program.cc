@@ -3,7 +3,7 @@
 namespace loom::plan {
 namespace {
 
-bool same_names(const std::vector<std::string>& names, const std::vector<TensorBinding>& bindings) {
+bool same_names_in_order(const std::vector<std::string>& names, const std::vector<TensorBinding>& bindings) {
   if (names.size() != bindings.size()) return false;
   for (size_t k = 0; k < names.size(); ++k)
     if (names[k] != bindings[k].name) return false;
@@ -56,8 +56,10 @@ Status validate(const Program& p, const std::string& where) {
     const Segment& s = p.segments[k];
     const std::string w = where + ": segment " + std::to_string(k);
     if (!ran[k]) return make_error(w, "is run by no step");
-    if (!same_names(s.inputs, s.plan.inputs)) return make_error(w, "its inputs are not the inputs of its plan");
-    if (!same_names(s.outputs, s.plan.outputs)) return make_error(w, "its outputs are not the outputs of its plan");
+    if (!same_names_in_order(s.inputs, s.plan.inputs))
+      return make_error(w, "its inputs are not the inputs of its plan");
+    if (!same_names_in_order(s.outputs, s.plan.outputs))
+      return make_error(w, "its outputs are not the outputs of its plan");
   }
   return {};
 }

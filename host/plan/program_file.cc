@@ -223,7 +223,7 @@ Expected<HostBytes> read_host(const json& host, std::string_view payload, const 
   return h;
 }
 
-bool same_names(const std::vector<std::string>& names, const std::vector<TensorBinding>& b) {
+bool same_name_set(const std::vector<std::string>& names, const std::vector<TensorBinding>& b) {
   std::set<std::string> x(names.begin(), names.end()), y;
   for (const auto& t : b) y.insert(t.name);
   return x == y && x.size() == names.size();
@@ -253,9 +253,9 @@ Expected<Segment> read_segment(const json& j, size_t k, std::string_view payload
     return make_error(w, "field 'config': the segment was compiled for '" + s.plan.config + "', the program for '" +
                              info.config + "'");
   // The boundary tensors are the plan's bindings, by name.
-  if (!same_names(s.inputs, s.plan.inputs))
+  if (!same_name_set(s.inputs, s.plan.inputs))
     return make_error(w, "field 'inputs': not the inputs of the segment's plan");
-  if (!same_names(s.outputs, s.plan.outputs))
+  if (!same_name_set(s.outputs, s.plan.outputs))
     return make_error(w, "field 'outputs': not the outputs of the segment's plan");
   if (s.outputs.empty()) return make_error(w, "field 'outputs': a segment with no outputs");
   // Held in the plan's binding order, whatever order the file lists them in.

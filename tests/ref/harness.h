@@ -37,6 +37,9 @@ inline uint32_t test_seed(uint32_t fixed) {
 
 inline const spec::HwConfig& config(const char* name) { return *spec::find_config(name); }
 
+/// A byte of device memory read as int8.
+inline int8_t s8(uint8_t b) { return int8_t(b); }
+
 class Harness {
  public:
   static constexpr uint32_t kRingSize = 64;

@@ -8,7 +8,6 @@
 namespace loom::ref::test {
 namespace {
 
-int8_t s8(uint8_t b) { return int8_t(b); }
 
 struct GemmCase {
   unsigned m, n, k, lda, ldb, ldc;

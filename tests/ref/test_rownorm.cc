@@ -14,7 +14,6 @@
 namespace loom::ref::test {
 namespace {
 
-int8_t s8(uint8_t b) { return int8_t(b); }
 
 std::vector<uint8_t> table_bytes(const std::array<uint16_t, 256>& t) {
   std::vector<uint8_t> b;
