@@ -100,7 +100,7 @@ class ConcatInPlacePass final : public Pass {
         free.insert({c, l.part.input});
         placed += (placed.empty() ? "'" : ", '") + x + "'";
         bump("inputs_in_place");
-        bump("bytes_not_copied", numel(s.graph.tensor(x).shape));
+        bump("bytes_not_copied", shape_numel(s.graph.tensor(x).shape));
       } else if (v && propose_rescale(s, c, l, *v)) {
         copied += (copied.empty() ? "" : "; ") + ("'" + x + "' " + why + " by its producer's post-op if faster");
         bump("rescale_candidates");
@@ -213,7 +213,7 @@ class ConcatInPlacePass final : public Pass {
       const TensorView sl = slot(y, l->part);
       if (!v) {  // the output's view, from the first part
         if (sl.dense() != x.dense() || x.offset < sl.offset) return;
-        const int64_t all = numel(s.graph.tensor(y).shape);
+        const int64_t all = shape_numel(s.graph.tensor(y).shape);
         v = x.dense() ? TensorView{x.base, all, all, x.offset - sl.offset}
                       : TensorView{x.base, l->part.pitch, x.pitch, x.offset - sl.offset};
       }
@@ -280,12 +280,6 @@ class ConcatInPlacePass final : public Pass {
           break;
       }
     }
-  }
-
-  static int64_t numel(const std::vector<int64_t>& sh) {
-    int64_t v = 1;
-    for (auto d : sh) v *= d;
-    return v;
   }
 };
 

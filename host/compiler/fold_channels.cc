@@ -51,10 +51,6 @@ bool move_op(OpKind op) {
 
 constexpr int64_t kMaxElems = int64_t(1) << 24;  // the index map is built in memory
 
-int64_t numel(const std::vector<int64_t>& s) {
-  return std::accumulate(s.begin(), s.end(), int64_t(1), std::multiplies<>());
-}
-
 /// Tensor `from`'s channels sel[j], j = 0..C'-1.
 struct Pick {
   std::string from;
@@ -159,14 +155,14 @@ class FoldChannelsPass final : public Pass {
     if (x.q.scale != y.q.scale || x.q.zero_point != y.q.zero_point) return false;
     for (int d = 0; d < 3; ++d)
       if (x.shape[size_t(d)] != y.shape[size_t(d)]) return false;
-    if (numel(x.shape) > kMaxElems) return false;
+    if (shape_numel(x.shape) > kMaxElems) return false;
     int moves = 0;
     for (size_t i : path) moves += g.nodes[i].op != OpKind::Reshape && g.nodes[i].op != OpKind::Flatten;
     if (moves == 0) return false;  // reshapes alone move nothing
-    std::vector<int32_t> f(size_t(numel(x.shape)));
+    std::vector<int32_t> f(size_t(shape_numel(x.shape)));
     std::iota(f.begin(), f.end(), 0);
     for (size_t i : path) f = after_move(g, g.nodes[i], f);
-    const int64_t C = x.shape[3], Cy = y.shape[3], P = numel(x.shape) / C;
+    const int64_t C = x.shape[3], Cy = y.shape[3], P = shape_numel(x.shape) / C;
     sel->assign(size_t(Cy), 0);
     for (int64_t j = 0; j < Cy; ++j) (*sel)[size_t(j)] = f[size_t(j)];
     for (int64_t q = 0; q < P; ++q)
@@ -184,8 +180,8 @@ class FoldChannelsPass final : public Pass {
       const Node& n = g.nodes[i];
       const auto& x = g.tensor(n.inputs[0]).shape;
       const auto& y = g.tensor(n.outputs[0]).shape;
-      if (n.op == OpKind::Transpose) c += gather_cycles(p, permute_of(x, n.attrs.perm), uint64_t(numel(y)));
-      if (n.op == OpKind::Slice) c += gather_cycles(p, slice_of(x, n.attrs.starts, y), uint64_t(numel(y)));
+      if (n.op == OpKind::Transpose) c += gather_cycles(p, permute_of(x, n.attrs.perm), uint64_t(shape_numel(y)));
+      if (n.op == OpKind::Slice) c += gather_cycles(p, slice_of(x, n.attrs.starts, y), uint64_t(shape_numel(y)));
     }
     return c;
   }
@@ -193,7 +189,7 @@ class FoldChannelsPass final : public Pass {
   /// The 1x1 convolution's cycles, roughly: its array passes spread over the
   /// cores, and its bytes read and written over the memory ports.
   static uint64_t gemm_cycles(const CompileState& s, const CostParams& p, const std::vector<int64_t>& x, size_t cy) {
-    const uint64_t P = uint64_t(numel(x) / x[3]), C = uint64_t(x[3]), rows = s.cfg->array_rows,
+    const uint64_t P = uint64_t(shape_numel(x) / x[3]), C = uint64_t(x[3]), rows = s.cfg->array_rows,
                    cols = s.cfg->array_cols, cores = uint64_t(std::max(s.cores, 1));
     const uint64_t passes = (P + rows - 1) / rows * ((uint64_t(cy) + cols - 1) / cols);
     const uint64_t compute = (passes * (C + rows) + cores - 1) / cores;
@@ -223,7 +219,7 @@ class FoldChannelsPass final : public Pass {
         return std::nullopt;
       const ir::TensorInfo &w = g.tensor(n.inputs[1]), &y = g.tensor(n.outputs[0]);
       if (!w.is_const || w.dtype != DType::I8 || w.shape.size() != 4) return std::nullopt;
-      const uint64_t P = uint64_t(numel(y.shape) / y.shape[3]), M = uint64_t(y.shape[3]);
+      const uint64_t P = uint64_t(shape_numel(y.shape) / y.shape[3]), M = uint64_t(y.shape[3]);
       extra += (P + rows - 1) / rows * ((M + cols - 1) / cols) * uint64_t(w.shape[0] * w.shape[1]) *
                uint64_t(source_channels - int64_t(sel.size()));
     }

@@ -106,7 +106,7 @@ class FoldLayoutPass final : public Pass {
       int moves = 0;
       for (size_t c : chain) moves += g.nodes[c].op == OpKind::Transpose;
       const std::string src = g.nodes[chain.front()].inputs[0];
-      if (moves < 2 || g.tensor(src).is_const || numel(g.tensor(src).shape) > kMaxElems) continue;
+      if (moves < 2 || g.tensor(src).is_const || shape_numel(g.tensor(src).shape) > kMaxElems) continue;
       std::vector<const Node*> nodes;
       for (size_t c : chain) nodes.push_back(&g.nodes[c]);
       std::vector<int64_t> dims, strides;
@@ -114,7 +114,7 @@ class FoldLayoutPass final : public Pass {
       // Only when the one gather is cheaper than the chain's (a composed
       // shuffle can be a one-byte gather where the chain's were not).
       const Factors f = factors(dims, strides);
-      const uint64_t E = uint64_t(numel(g.tensor(src).shape));
+      const uint64_t E = uint64_t(shape_numel(g.tensor(src).shape));
       uint64_t before = 0;
       for (const Node* n : nodes)
         if (n->op == OpKind::Transpose)
@@ -149,9 +149,6 @@ class FoldLayoutPass final : public Pass {
   }
 
  private:
-  static int64_t numel(const std::vector<int64_t>& s) {
-    return std::accumulate(s.begin(), s.end(), int64_t(1), std::multiplies<>());
-  }
   static bool sorted(const std::vector<int64_t>& st) { return std::is_sorted(st.rbegin(), st.rend()); }
 
   /// True when the one reader of `t` is a layout op (the chain goes on there).

@@ -57,7 +57,7 @@ class LegalizePass final : public Pass {
       case LayerKind::Pool:
         return check_pool(g, n, l);
       case LayerKind::Eltwise:
-        l.elems = numel(y.shape);
+        l.elems = shape_numel(y.shape);
         if (n.op == ir::OpKind::Softmax || n.op == ir::OpKind::LayerNorm) {
           if (g.tensor(n.inputs[0]).is_const) return node_error(n, "normalizing a constant is not supported (fold it)");
           l.row = y.shape.back();
@@ -78,7 +78,7 @@ class LegalizePass final : public Pass {
                             std::string(ir::op_name(n.op)) + " needs b of a's shape or repeated over a's leading dims");
         if ((n.op == ir::OpKind::Add || n.op == ir::OpKind::Mul) &&
             g.tensor(n.inputs[1]).shape != g.tensor(n.inputs[0]).shape)
-          l.repeat = numel(g.tensor(n.inputs[1]).shape);
+          l.repeat = shape_numel(g.tensor(n.inputs[1]).shape);
         return Status::ok();
       case LayerKind::Alias:
         if (g.tensor(n.inputs[0]).is_const) return node_error(n, "reshape of a constant is not supported");
@@ -111,12 +111,6 @@ class LegalizePass final : public Pass {
       at += p.part.width;
       s.layers.push_back(std::move(p));
     }
-  }
-
-  static int64_t numel(const std::vector<int64_t>& s) {
-    int64_t v = 1;
-    for (auto d : s) v *= d;
-    return v;
   }
 
   /// Batch folding (MacGeom::images) where the images meet without seams:

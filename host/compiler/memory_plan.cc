@@ -199,7 +199,7 @@ class MemoryPlanPass final : public Pass {
     const auto place = [&](const std::string& name) {
       if (s.tensor_offset.count(name)) return;
       const ir::TensorInfo& t = g.tensor(name);
-      const uint64_t size = align_up(uint64_t(numel(t.shape)) * dtype_size(t.dtype), kAlign);
+      const uint64_t size = align_up(uint64_t(shape_numel(t.shape)) * dtype_size(t.dtype), kAlign);
       size_of[name] = size;
       bump("activation_buffers");
       bool reused = false;
@@ -259,12 +259,6 @@ class MemoryPlanPass final : public Pass {
     s.plan.outputs.clear();
     for (const auto& in : g.inputs) s.plan.inputs.push_back(bind(in));
     for (const auto& out : g.outputs) s.plan.outputs.push_back(bind(out));
-  }
-
-  static int64_t numel(const std::vector<int64_t>& sh) {
-    int64_t v = 1;
-    for (auto d : sh) v *= d;
-    return v;
   }
 
   /// Weights as [group][K][Ng] so one 2-D LOAD fetches any K x n tile (in

@@ -599,8 +599,7 @@ Status reshape(const Ctx& c) {
       for (int64_t k = 0; k < int64_t(r); ++k) shape.push_back(ax.count(k) ? 1 : x.shape[j++]);
     }
   }
-  int64_t n = 1;
-  for (auto d : shape) n *= d;
+  const int64_t n = shape_numel(shape);
   if (n != x.numel())
     return c.err("input '" + c.n.in(1) + "'", "cannot reshape " + shape_str(x.shape) + " to " + shape_str(shape));
   Value y = x;

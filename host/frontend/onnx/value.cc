@@ -58,11 +58,7 @@ void elem_range(int32_t t, int64_t* lo, int64_t* hi) {
   }
 }
 
-int64_t Value::numel() const {
-  int64_t n = 1;
-  for (auto d : shape) n *= d;
-  return n;
-}
+int64_t Value::numel() const { return shape_numel(shape); }
 
 Value Value::make(int32_t type, std::vector<int64_t> shape) {
   // The one place host values are allocated: a shape computed from hostile
