@@ -256,8 +256,9 @@ void add_compile_flags(CLI::App* cmd, CompileFlags& f) {
                                        "the fusion and tiling passes decide with"));
   f.given.emplace_back("--exact-host",
                        cmd->add_flag("--exact-host", f.exact_host,
-                                     "ONNX: keep Softmax and LayerNormalization on the host in float, exact against "
-                                     "ONNX Runtime, instead of the fabric's integer row normalizations (ROWNORM)"));
+                                     "ONNX: keep Softmax, LayerNormalization and linear Resize on the host in float, "
+                                     "exact against ONNX Runtime, instead of the fabric's integer row normalizations "
+                                     "(ROWNORM) and integer interpolation"));
   cmd->add_option("--input-shape", f.input_shapes,
                   "ONNX: bind graph input NAME to shape D0,D1,... (repeatable; symbolic and fixed dimensions alike)")
       ->type_name("NAME=D0,D1,...")

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "frontend/onnx/host_kernels.h"
+#include "frontend/onnx/resize_taps.h"
 
 namespace loom::onnxfe::hostk {
 
@@ -501,6 +502,31 @@ Status resize(const Ctx& c) {
   return {};
 }
 
+/// loom.QLinearResize (X, X_scale, X_zp, Y_scale, Y_zp, roi, scales,
+/// sizes): the integer taps of resize_taps.h rounded once, as the fabric
+/// computes them (map_resize.cc), for a group that stayed on the host.
+Status qlinear_resize(const Ctx& c) {
+  const Value& x = c.in(0);
+  const Value &xs = c.in(1), &xz = c.in(2), &ys = c.in(3), &yz = c.in(4);
+  if (x.is_float() || xs.numel() != 1 || xz.numel() != 1 || ys.numel() != 1 || yz.numel() != 1 || x.type != yz.type)
+    return c.err("inputs", "needs an integer input and per-tensor quantization of its type");
+  Node r = c.n;
+  r.inputs = {c.n.in(0), c.n.in(5), c.n.in(6), c.n.in(7)};
+  const Known known = [&](const std::string& t) -> const Value* {
+    for (size_t k : {5, 6, 7})
+      if (c.has(k) && c.n.in(k) == t) return &c.in(k);
+    return nullptr;
+  };
+  ResizeTaps t;
+  if (std::string why = resize_taps(r, 11, known, x.shape, &t); !why.empty()) return c.err("", why);
+  int64_t lo = 0, hi = 0;
+  elem_range(x.type, &lo, &hi);
+  Value y = Value::make(x.type, {x.shape[0], x.shape[1], x.shape[2] * t.h.factor, x.shape[3] * t.w.factor});
+  y.i = resize_integer(x.i, x.shape, t, xs.f[0], xz.i[0], ys.f[0], yz.i[0], lo, hi);
+  c.out(0, std::move(y));
+  return {};
+}
+
 /// com.microsoft.QLinearConcat (Y_scale, Y_zp, then X, X_scale, X_zp per
 /// input): each input requantized to the output's scale as ONNX Runtime does,
 /// y = saturate(round(x_scale (x - x_zp) / y_scale) + y_zp) in float, then
@@ -638,6 +664,7 @@ const std::map<std::string, Fn>& layout_ops() {
       {"ReduceMax", reduce},
       {"ReduceMin", reduce},
       {"Resize", resize},
+      {"loom.QLinearResize", qlinear_resize},
       {"com.microsoft.QLinearConcat", qlinear_concat},
       {"ConstantOfShape", constant_of_shape},
       {"Expand", expand},

@@ -972,6 +972,7 @@ const std::string* operand_kinds(const Node& n) {
                                                          {"loom.QLinearMatMul", "isziszszi"},
                                                          {"loom.QLinearConv", "isziszszi"},
                                                          {"loom.QLinearLookup", "iszisz"},
+                                                         {"loom.QLinearResize", "iszsz.fi"},
                                                          {"loom.QLinearSoftmax", "iszsz"},
                                                          {"loom.QLinearLayerNorm", "iszffsz"}};
   auto it = sig.find(key(n));

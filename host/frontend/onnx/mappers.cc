@@ -908,6 +908,8 @@ const std::map<std::pair<std::string, std::string>, Mapper>& mappers() {
       {{"", "Gather"}, map_select},
       {{"", "Squeeze"}, map_select},
       {{"", "Unsqueeze"}, map_select},
+      {{"", "Resize"}, map_resize},
+      {{"loom", "QLinearResize"}, map_resize},
   };
   return table;
 }

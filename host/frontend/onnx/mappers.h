@@ -18,6 +18,10 @@ namespace loom::onnxfe {
 /// reason leaves it to host_reason.
 using Refusal = std::optional<std::string>;
 
+/// Resize by whole factors, quantized (loom.QLinearResize) or nearest on
+/// the integers, as device ops (map_resize.cc). Called through map_device.
+Refusal map_resize(SegBuilder& b, const Node& n);
+
 /// Maps `n` into `b`; on a refusal `b` is unchanged.
 Refusal map_device(SegBuilder& b, const Node& n);
 

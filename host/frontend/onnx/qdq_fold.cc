@@ -11,6 +11,7 @@
 #include "common/quant.h"
 #include "common/rownorm.h"
 #include "frontend/onnx/host_ops.h"
+#include "frontend/onnx/resize_taps.h"
 
 namespace loom::onnxfe {
 
@@ -602,8 +603,8 @@ namespace {
 /// `unfolded` where the node looked quantized (false).
 class QdqFolder {
  public:
-  QdqFolder(Model& m, const Known& known, std::map<std::string, std::string>* unfolded)
-      : m(m), known(known), u(uses_of(m)), unfolded(unfolded) {}
+  QdqFolder(Model& m, const Known& known, bool exact_host, std::map<std::string, std::string>* unfolded)
+      : m(m), known(known), exact_host(exact_host), u(uses_of(m)), unfolded(unfolded) {}
 
   /// Folds every node it can, then removes what the folds absorbed; returns
   /// how many nodes it folded.
@@ -614,6 +615,10 @@ class QdqFolder {
   bool fold_split(Node& n);
   /// Concat: com.microsoft.QLinearConcat, each input requantized.
   bool fold_concat(Node& n);
+  /// A Resize that requantizes (linear, or nearest between differing
+  /// Q/DQ parameters) by whole factors: loom.QLinearResize
+  /// (resize_taps.h); a nearest one between equal parameters: fold_moving.
+  bool fold_resize(Node& n);
   /// AveragePool, ReduceMean and BatchNormalization (fold_channel_op).
   bool fold_channel(Node& n);
   /// Ops that only move or select values, and GlobalAveragePool.
@@ -639,6 +644,7 @@ class QdqFolder {
 
   Model& m;
   const Known& known;
+  bool exact_host;  // linear Resize stays float (ONNX Runtime's float32 rounding)
   Uses u;
   std::map<std::string, std::string>* unfolded;
   std::set<size_t> drop;  // node indices absorbed by a fold
@@ -656,6 +662,8 @@ int QdqFolder::run() {
     if (n.outputs.size() != 1) continue;
     if (n.op == "Concat")
       folded += fold_concat(n);
+    else if (n.op == "Resize")
+      folded += fold_resize(n);
     else if (n.op == "AveragePool" || n.op == "ReduceMean" || n.op == "BatchNormalization")
       folded += fold_channel(n);
     else if (moves_values(n) || n.op == "GlobalAveragePool")
@@ -741,6 +749,39 @@ bool QdqFolder::fold_concat(Node& n) {
     if (q) (*unfolded)[n.name] = "an input does not come from a per-tensor 8-bit DequantizeLinear of its type";
     return false;
   }
+  drop.insert(u.consumers[n.outputs[0]][0]);
+  n = f;
+  return true;
+}
+
+bool QdqFolder::fold_resize(Node& n) {
+  // loom.QLinearResize (X, X_scale, X_zp, Y_scale, Y_zp, roi, scales,
+  // sizes) with the opset-11 attributes: integer taps, rounded once.
+  const Node* d0 = dq_of(n.in(0));
+  const Node* q = sole_q(n.outputs[0]);
+  if (!d0 || !q || !scalar(d0) || known(d0->in(2))->type != known(q->in(2))->type) return false;
+  if (n.get_s("mode", "nearest") == "nearest" && same_q(d0, q)) return fold_moving(n);
+  if (exact_host) {
+    (*unfolded)[n.name] = "--exact-host keeps a requantizing Resize in float32, as ONNX Runtime rounds it";
+    return false;
+  }
+  const auto t = m.types.find(d0->in(0));
+  ResizeTaps taps;
+  const std::string why =
+      resize_taps(n, int(m.opset), known, t == m.types.end() ? std::vector<int64_t>{} : t->second.shape, &taps);
+  if (!why.empty()) {
+    (*unfolded)[n.name] = "loom has no integer form of this Resize: " + why +
+                          " (it runs in float between DequantizeLinear and QuantizeLinear)";
+    return false;
+  }
+  Node f = n;
+  f.op = "QLinearResize";
+  f.domain = "loom";
+  const bool v10 = m.opset < 11;  // (X, scales), asymmetric coordinates
+  f.inputs = {d0->in(0),         d0->in(1), d0->in(2), q->in(1), q->in(2), v10 ? "" : n.in(1), v10 ? n.in(1) : n.in(2),
+              v10 ? "" : n.in(3)};
+  if (v10) f.attrs["coordinate_transformation_mode"].s = "asymmetric", f.attrs["nearest_mode"].s = "floor";
+  f.outputs = q->outputs;
   drop.insert(u.consumers[n.outputs[0]][0]);
   n = f;
   return true;
@@ -974,7 +1015,7 @@ void QdqFolder::remove_dropped() {
 }  // namespace
 
 int fold_qdq(Model& m, const Known& known, bool exact_host, std::map<std::string, std::string>* unfolded) {
-  int folded = QdqFolder(m, known, unfolded).run();
+  int folded = QdqFolder(m, known, exact_host, unfolded).run();
   // What no quantized op absorbed: constant DequantizeLinear nodes left over,
   // then chains of float elementwise ops between a DQ and a Q.
   folded += fold_constant_dq(m);
