@@ -436,7 +436,7 @@ def gen_md_isa(spec):
          "Every instruction is %d bits (%d little-endian 32-bit words). Fields are "
          "absolute bit offsets. Requantization `rq(v, mult, shift)` = "
          "%s(v * mult / 2^shift), exact in 64-bit, saturated to int32; "
-         "`rqe` is rq with %s (POOL's average)."
+         "`rqe` is rq with %s (POOL's average, POSTOP with `even`)."
          % (isa["insn_bits"], isa["insn_bits"] // 32, isa["rounding"], isa["rounding_even"]), "",
          ]
     if isa.get("rules"):

@@ -36,6 +36,7 @@ Expected<runtime::UnitCall> unit_call_for_node(const ir::Graph& g, const ir::Nod
     case ir::OpKind::Conv2d: {
       auto q = ir::mac_quant(g, n);
       if (!q) return Status(q.error()).context("node '" + n.name + "'");
+      if (q->even) return node_error(n, "ties rounded to even do not run on a unit (its kernel rounds away from zero)");
       const int64_t H = xs[1], W = xs[2], C = xs[3], OH = ys[1], OW = ys[2], M = ys[3];
       if (xs[0] != 1 && row0 != 0) return node_error(n, "a row range needs batch 1");
       if (row0 % OW != 0 || row0 < 0 || row0 > OH * OW) return node_error(n, "row range not on an output row");
@@ -71,6 +72,7 @@ Expected<runtime::UnitCall> unit_call_for_node(const ir::Graph& g, const ir::Nod
     case ir::OpKind::Gemm: {
       auto q = ir::mac_quant(g, n);
       if (!q) return Status(q.error()).context("node '" + n.name + "'");
+      if (q->even) return node_error(n, "ties rounded to even do not run on a unit (its kernel rounds away from zero)");
       const int64_t M = xs[0], K = xs[1], N = ys[1];
       if (row0 < 0 || row0 > M) return node_error(n, "row range outside the output");
       c.kernel = "loom_hls_gemm";

@@ -183,6 +183,7 @@ spec::PostopInsn mac_postop(const ir::MacQuant& q, uint64_t acc, uint64_t out, u
   po.clip_lo = q.lo;
   po.clip_hi = q.hi;
   po.res_shift = kMinShift;  // unused without `residual`, but kept in the legal range
+  po.even = q.even;
   return po;
 }
 

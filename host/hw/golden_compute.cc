@@ -173,7 +173,7 @@ uint32_t exec_postop(CoreState& s, const spec::PostopInsn& p) {
     for (uint64_t j = 0; j < p.n; ++j) {
       const uint64_t e = i * p.n + j;
       const int32_t v = int32_t(load_le32(pacc + 4 * e) + bias[j]);  // int32 wrap of acc + bias
-      int64_t y = int64_t(requantize(v, mult[j], shift[j])) + p.out_zp;
+      int64_t y = int64_t(p.even ? requantize_even(v, mult[j], shift[j]) : requantize(v, mult[j], shift[j])) + p.out_zp;
       const int64_t r = pres ? int64_t(int8_t(pres[e])) - p.res_zp : 0;
       if (p.rescale) {  // a requantizing add of the clamped result, rounded once
         const int64_t x = int64_t(int8_t(clamp_out(y, p.clip_lo, p.clip_hi)));

@@ -76,6 +76,7 @@ struct Attrs {
   std::vector<int64_t> starts, ends;      // slice: one per axis, 0 <= start < end <= dim
   int64_t eps = 0;                        // layernorm: added to n^2 times the variance (input units), 0..2^32-1
   Activation act;                         // conv/gemm/add fused clamp (integer domain)
+  bool round_even = false;                // conv/gemm: the output requantization rounds ties to even
   bool moves_only =
       false;  // conv: a 0/1 choice of channels (the compiler's fold-channels): its MACs do no work of the model
   int64_t picked =

@@ -322,6 +322,9 @@ Status parse_attrs(const json& j, const std::string& where, const detail::OpInfo
     } else if (k == "trans_b") {
       if (!v.is_boolean()) return type_error(fw, "true or false", v);
       a.trans_b = v.get<bool>();
+    } else if (k == "round_even") {
+      if (!v.is_boolean()) return type_error(fw, "true or false", v);
+      a.round_even = v.get<bool>();
     } else if (k == "count_include_pad") {
       if (v.is_boolean()) {
         a.count_include_pad = v.get<bool>();

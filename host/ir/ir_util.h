@@ -22,9 +22,9 @@ struct OpInfo {
 };
 
 inline constexpr OpInfo kOps[] = {
-    {"conv2d", OpKind::Conv2d, 2, 3, "kernel strides pads dilations groups activation"},
-    {"gemm", OpKind::Gemm, 2, 3, "groups trans_b activation"},
-    {"matmul", OpKind::Gemm, 2, 2, "groups trans_b activation"},
+    {"conv2d", OpKind::Conv2d, 2, 3, "kernel strides pads dilations groups activation round_even"},
+    {"gemm", OpKind::Gemm, 2, 3, "groups trans_b activation round_even"},
+    {"matmul", OpKind::Gemm, 2, 2, "groups trans_b activation round_even"},
     {"relu", OpKind::Relu, 1, 1, ""},
     {"clip", OpKind::Clip, 1, 1, "min max"},
     {"add", OpKind::Add, 2, 2, "activation"},

@@ -137,6 +137,7 @@ Expected<MacQuant> mac_quant(const Graph& g, const Node& n) {
   q.x_zp = (*x)->q.zero_point;
   q.w_zp = wt.q.zero_point;
   q.y_zp = (*y)->q.zero_point;
+  q.even = n.attrs.round_even;
   q.mult.reserve(size_t(channels));
   for (int64_t c = 0; c < channels; ++c) {
     const double ws = wt.q.scale.size() == 1 ? wt.q.scale[0] : wt.q.scale[size_t(c)];

@@ -19,6 +19,7 @@ struct MacQuant {
   int32_t x_zp = 0, w_zp = 0, y_zp = 0;
   std::vector<Multiplier> mult;  // one per output channel (replicated when per-tensor)
   int32_t lo = -128, hi = 127;
+  bool even = false;  // rqe instead of rq (Attrs::round_even; POSTOP `even`)
 };
 
 /// add (two inputs) and the unary relu/clip (b absent: b.mult == 0):

@@ -20,6 +20,11 @@ namespace {
 
 int32_t out_q(int64_t v, int32_t lo, int32_t hi) { return int32_t(std::clamp<int64_t>(v, lo, hi)); }
 
+/// A conv/gemm output's requantization: rq, or rqe with round_even.
+int32_t mac_rq(const MacQuant& q, int32_t v, const Multiplier& mu) {
+  return q.even ? requantize_even(v, mu.mult, mu.shift) : requantize(v, mu.mult, mu.shift);
+}
+
 // NHWC addressing.
 struct Nhwc {
   int64_t n, h, w, c;
@@ -52,7 +57,7 @@ void conv2d(const Node& nd, const MacQuant& q, const Tensor& x, const Tensor& w,
           if (bias) acc += uint32_t(bias->i32()[m]);
           const int32_t v = int32_t(acc);
           const auto& mu = q.mult[size_t(m)];
-          y->i8()[ys.at(n, oh, ow, m)] = int8_t(out_q(int64_t(requantize(v, mu.mult, mu.shift)) + q.y_zp, q.lo, q.hi));
+          y->i8()[ys.at(n, oh, ow, m)] = int8_t(out_q(int64_t(mac_rq(q, v, mu)) + q.y_zp, q.lo, q.hi));
         }
 }
 
@@ -77,8 +82,7 @@ void gemm(const MacQuant& q, const Tensor& a, const Tensor& b, bool trans_b, con
         const int64_t c = g * cols + j;
         if (bias) acc += uint32_t(bias->i32()[c]);
         const auto& mu = q.mult[size_t(c)];
-        y->i8()[i * y_row + c] =
-            int8_t(out_q(int64_t(requantize(int32_t(acc), mu.mult, mu.shift)) + q.y_zp, q.lo, q.hi));
+        y->i8()[i * y_row + c] = int8_t(out_q(int64_t(mac_rq(q, int32_t(acc), mu)) + q.y_zp, q.lo, q.hi));
       }
 }
 

@@ -5,7 +5,7 @@
 //   clamp(rq(acc + bias, mult, shift) + out_zp [+ rq(res - res_zp, res_mult, res_shift)], lo, hi)
 // or, for a requantizing add (rounded once), its sum form
 //   clamp(rqs(acc + bias, mult, res - res_zp, res_mult, shift) + out_zp, lo, hi):
-//   POSTOP   acc = ACC word, (bias, mult, shift) = PARAM triple, res = IN byte
+//   POSTOP   acc = ACC word, (bias, mult, shift) = PARAM triple, res = IN byte; ties to even with `even`
 //            (with rescale the datapath's stage A adds the residual, see loom_postop)
 //   ELTWISE add (sum form): acc = A, bias = -a_zp, (a_mult, a_shift); res = B with (b_zp, b_mult);
 //            b_shift is checked (loom_compute_check) but not used
@@ -243,6 +243,7 @@ module loom_elem_ctrl #(
     if (is_post) begin
       cfg_res       = p_res;
       cfg_rescale   = p_rescale;
+      cfg_even      = insn_i[loom_pkg::POSTOP_EVEN_LSB];
       cfg_out_zp    = insn_i[loom_pkg::POSTOP_OUT_ZP_LSB +: loom_pkg::POSTOP_OUT_ZP_W];
       cfg_res_zp    = insn_i[loom_pkg::POSTOP_RES_ZP_LSB +: loom_pkg::POSTOP_RES_ZP_W];
       cfg_res_mult  = insn_i[loom_pkg::POSTOP_RES_MULT_LSB +: loom_pkg::POSTOP_RES_MULT_W];

@@ -14,7 +14,7 @@
 //   y   = rqs(x - a_zp, a_mult, res - res_zp, res_mult, a_shift) + add_zp
 //   out = clamp(y, add_lo, add_hi)
 // where rqs(a, ma, b, mb, s) = sat32(round_half_away((a * ma + b * mb) / 2^s)).
-// With cfg_even_i (POOL's average) the main requantizer rounds ties to even
+// With cfg_even_i (POOL's average, POSTOP's `even`) the main requantizer rounds ties to even
 // (rqe); the residual and rescale ones always round away from zero.
 // Each lane has three requantizers: the main one (v), the residual one and
 // the rescale one (stage A, between the first two and stage S). The residual
@@ -60,7 +60,7 @@ module loom_postop #(
   input  logic signed [31:0] cfg_res_mult_i,
   input  logic        [5:0] cfg_res_shift_i,
   input  logic              cfg_sum_i,       // ELTWISE add: needs cfg_residual_i, not with cfg_rescale_i
-  input  logic              cfg_even_i,      // POOL avg: the main requantizer rounds ties to even
+  input  logic              cfg_even_i,      // POOL avg, POSTOP even: the main requantizer rounds ties to even
   input  logic              cfg_rescale_i,
   input  logic signed [7:0] cfg_a_zp_i,
   input  logic signed [31:0] cfg_a_mult_i,

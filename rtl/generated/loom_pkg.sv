@@ -105,6 +105,8 @@ package loom_pkg;
   localparam int unsigned POSTOP_RESIDUAL_W = 1;
   localparam int unsigned POSTOP_RESCALE_LSB = 11;
   localparam int unsigned POSTOP_RESCALE_W = 1;
+  localparam int unsigned POSTOP_EVEN_LSB = 12;
+  localparam int unsigned POSTOP_EVEN_W = 1;
   localparam int unsigned POSTOP_RES_SHIFT_LSB = 16;
   localparam int unsigned POSTOP_RES_SHIFT_W = 6;
   localparam int unsigned POSTOP_ACC_ADDR_LSB = 32;

@@ -9,13 +9,13 @@ Resize -> QuantizeLinear, scales or sizes, int8 and uint8), through
     host ops the graph-edge Q/DQ, bit-exact with the direct reference;
   - its codes are the integer semantics of docs/onnx.md, computed here
     independently in exact rationals: y = rq(sum of w (x - zx), sx / (sy
-    den)) + zy, ties away from zero, edges clamped;
+    den)) + zy, ties to even, edges clamped;
   - every code is within one LSB of ONNX Runtime (which rounds float32);
   - a Resize the fabric has no form of (a factor that is not whole,
     align_corners, a tap weight above 255) stays on the host with its reason, and with
     `--exact-host` a linear one stays there too, identical to ONNX Runtime.
 
-usage: resize_test.py LOOM BACKEND
+usage: resize_test.py LOOM BACKEND [CONFIG]
 """
 import json
 import os
@@ -80,7 +80,10 @@ def nearest(nm, c):
 
 
 def expected(q, mode, ct, nm, F, xs, xz, ys, yz, lo, hi):
-    """The integer semantics in exact rationals (NCHW codes)."""
+    """The integer semantics in exact rationals (NCHW codes), ties to even.
+    x_scale / y_scale is taken exactly: the fabric's 31-bit multiplier of it
+    differs only within 2^-31 of a rounding boundary, which no case below
+    reaches."""
     N, C, H, W = q.shape
     ratio = Fraction(float(np.float32(xs))) / Fraction(float(np.float32(ys)))
 
@@ -99,9 +102,9 @@ def expected(q, mode, ct, nm, F, xs, xz, ys, yz, lo, hi):
             for n in range(N):
                 for ch in range(C):
                     v = sum(wy * wx * (int(q[n, ch, iy, ix]) - xz) for iy, wy in ty for ix, wx in tx) * ratio
-                    a = abs(v)
-                    r = a.numerator // a.denominator + (1 if a - a.numerator // a.denominator >= Fraction(1, 2) else 0)
-                    y[n, ch, oy, ox] = min(hi, max(lo, (r if v >= 0 else -r) + yz))
+                    fl = v.numerator // v.denominator
+                    r = fl + (1 if v - fl > Fraction(1, 2) or (v - fl == Fraction(1, 2) and fl % 2) else 0)
+                    y[n, ch, oy, ox] = min(hi, max(lo, r + yz))
     return y
 
 
@@ -128,9 +131,12 @@ HOST = {
 }
 
 
+CONFIG = "default"
+
+
 def run(loom, backend, model, xp, out, *extra):
-    p = subprocess.run([loom, "run", model, "--inputs", xp, "--outputs", out, "--backend", backend, "--check",
-                        "--json", *extra], capture_output=True, text=True, timeout=300)
+    p = subprocess.run([loom, "run", model, "--inputs", xp, "--outputs", out, "--backend", backend, "--config", CONFIG,
+                        "--check", "--json", *extra], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
 
@@ -200,7 +206,9 @@ def host_case(loom, backend, d, name, spec):
 
 
 def main():
+    global CONFIG
     loom, backend = sys.argv[1], sys.argv[2]
+    CONFIG = sys.argv[3] if len(sys.argv) > 3 else CONFIG
     rng = np.random.default_rng(11)
     same = total = 0
     with tempfile.TemporaryDirectory() as d:

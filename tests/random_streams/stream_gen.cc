@@ -430,6 +430,9 @@ void Generator::postop(Job& job, Shadow& s) {
   p.out_zp = rng_.i8();
   const auto [lo, hi] = rng_.clip(p.out_zp);
   p.clip_lo = lo, p.clip_hi = hi;
+  // Ties to even on half the post-ops, from a value already drawn, so the
+  // streams of every seed stay as they were before the field.
+  p.even = (p.out_zp & 1) != 0;
   if (p.rescale) {
     p.a_zp = rng_.i8(), p.add_zp = rng_.i8();
     const auto [alo, ahi] = rng_.clip(p.add_zp);

@@ -187,6 +187,38 @@ TEST(RefPostop, RandomPerChannelParamsResidualReluAndRescale) {
   EXPECT_EQ(rescaled, 10);
 }
 
+// `even` rounds the main requantization's ties to even and nothing else:
+// v / 2 for v in -40..40 (mult 2^30, shift 31) ties on every odd v.
+TEST(RefPostop, EvenRoundsTiesToEven) {
+  const unsigned m = 9, n = 9;
+  std::vector<int32_t> accv(m * n), params;
+  for (unsigned e = 0; e < m * n; ++e) accv[e] = int32_t(e) - 40;
+  for (unsigned j = 0; j < n; ++j) params.insert(params.end(), {0, 1 << 30, 31});
+  for (const bool even : {false, true}) {
+    SCOPED_TRACE(even ? "even" : "away");
+    Harness h;
+    spec::PostopInsn p;
+    p.even = even;
+    p.m = m, p.n = n, p.acc_addr = 64, p.out_addr = 0, p.param_addr = 0;
+    p.out_zp = 3, p.clip_lo = -128, p.clip_hi = 127, p.res_shift = 1;
+    auto& acc = h.core(0).buf(Buffer::ACC);
+    const auto acc_bytes = le32(accv);
+    std::copy(acc_bytes.begin(), acc_bytes.end(), acc.begin() + 64);
+    const uint64_t dp = h.put(le32(params)), dout = h.alloc(m * n);
+    h.run(0, {load(Buffer::PARAM, 0, dp, 1, params.size() * 4), p.encode(), store(Buffer::OUT, 0, dout, 1, m * n),
+              end_insn()});
+    ASSERT_EQ(h.err(0), 0u);
+    const auto got = h.get(dout, m * n);
+    for (unsigned e = 0; e < m * n; ++e) {
+      const int v = accv[e], half = v / 2;  // toward zero
+      // A tie (odd v) goes away from zero, or to the even one of half and half +- 1.
+      const int away = v % 2 == 0 ? half : half + (v > 0 ? 1 : -1);
+      const int to_even = v % 2 == 0 ? half : (half % 2 == 0 ? half : away);
+      ASSERT_EQ(s8(got[e]), (even ? to_even : away) + 3) << "v=" << v;
+    }
+  }
+}
+
 // rescale is POSTOP followed by ELTWISE without the round trip of the clamped
 // result through memory: both programs must write the same bytes.
 TEST(RefPostop, RescaleEqualsPostopThenEltwise) {

@@ -145,6 +145,7 @@ std::string phase_filter(ResizeEmitter& e, const std::string& rows, const Resize
   ir::Attrs at;
   at.kernel_h = kh, at.kernel_w = kw, at.groups = M;
   at.moves_only = true;  // an interpolation, not MACs of the model's count
+  at.round_even = true;  // ties to even, as QuantizeLinear rounds the float value
   e.node(ir::OpKind::Conv2d, {rows, wi.name}, out, at);
   return out;
 }

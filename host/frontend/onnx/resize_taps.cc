@@ -156,7 +156,7 @@ std::vector<int64_t> resize_integer(const std::vector<int64_t>& x, const std::ve
             const int64_t ix = std::clamp<int64_t>(ox / t.w.factor + pw.d + int64_t(b), 0, W - 1);
             acc += ph.w[a] * pw.w[b] * (x[size_t((nc * H + iy) * W + ix)] - xz);
           }
-        y[size_t((nc * OH + oy) * OW + ox)] = std::clamp<int64_t>(requantize(acc, m.mult, m.shift) + yz, lo, hi);
+        y[size_t((nc * OH + oy) * OW + ox)] = std::clamp<int64_t>(requantize_even(acc, m.mult, m.shift) + yz, lo, hi);
       }
   return y;
 }

@@ -50,8 +50,8 @@ std::string resize_taps(const std::string& mode, const std::string& coord, const
                         const std::vector<int64_t>& in, const std::vector<int64_t>& out, ResizeTaps* t);
 
 /// The quantized Resize's integer result (NCHW, int8 or uint8 codes):
-/// y = clamp(rq(sum of w * (x - xz), m) + yz), m = xs * (1 / den) / ys as
-/// the fabric's depthwise convolution derives it.
+/// y = clamp(rqe(sum of w * (x - xz), m) + yz), m = xs * (1 / den) / ys as
+/// the fabric's depthwise convolution derives it, ties to even.
 std::vector<int64_t> resize_integer(const std::vector<int64_t>& x, const std::vector<int64_t>& xsh, const ResizeTaps& t,
                                     double xs, int64_t xz, double ys, int64_t yz, int64_t lo, int64_t hi);
 

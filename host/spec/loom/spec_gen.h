@@ -440,7 +440,7 @@ struct GemmInsn {
   }
 };
 
-/// POSTOP: Accumulator to int8: for i < m, j < n with v = ACC[acc + 4(i*n+j)] + bias[j]: y = rq(v, mult[j], shift[j]) + out_zp (+ rq(IN[res + i*n + j] - res_zp, res_mult, res_shift) when `residual`), OUT[out + i*n + j] = clamp(y, clip_lo, clip_hi). bias, mult and shift are the int32 triple at PARAM[param + 12j]. With `rescale` (which needs `residual`) the sum is a requantizing add of the clamped int8 result, rounded once: x = clamp(rq(v, mult[j], shift[j]) + out_zp, clip_lo, clip_hi), y = rqs(x - a_zp, a_mult, IN[res + i*n + j] - res_zp, res_mult, a_shift) + add_zp, OUT[out + i*n + j] = clamp(y, add_lo, add_hi), where (a_mult, a_shift) is the int32 pair at PARAM[param + 12n] and res_shift is checked but not used. This is POSTOP followed by ELTWISE add without the round trip of x through memory.
+/// POSTOP: Accumulator to int8: for i < m, j < n with v = ACC[acc + 4(i*n+j)] + bias[j]: y = rq(v, mult[j], shift[j]) + out_zp (+ rq(IN[res + i*n + j] - res_zp, res_mult, res_shift) when `residual`), where with `even` rq(v, mult[j], shift[j]) is rqe (ties to even, as POOL's average and ONNX's QuantizeLinear round), OUT[out + i*n + j] = clamp(y, clip_lo, clip_hi). bias, mult and shift are the int32 triple at PARAM[param + 12j]. With `rescale` (which needs `residual`) the sum is a requantizing add of the clamped int8 result, rounded once: x = clamp(rq(v, mult[j], shift[j]) + out_zp, clip_lo, clip_hi), y = rqs(x - a_zp, a_mult, IN[res + i*n + j] - res_zp, res_mult, a_shift) + add_zp, OUT[out + i*n + j] = clamp(y, add_lo, add_hi), where (a_mult, a_shift) is the int32 pair at PARAM[param + 12n] and res_shift is checked but not used. This is POSTOP followed by ELTWISE add without the round trip of x through memory.
 struct PostopInsn {
   uint64_t pop_prev = 0;  // Wait for and consume a token from the previous unit (load<-compute<-store) before starting.
   uint64_t pop_next = 0;  // Wait for and consume a token from the next unit before starting.
@@ -448,6 +448,7 @@ struct PostopInsn {
   uint64_t push_next = 0;  // Give a token to the next unit when done.
   uint64_t residual = 0;  // Add a requantized int8 residual from IN.
   uint64_t rescale = 0;  // Requantize the clamped result before the residual is added (needs residual).
+  uint64_t even = 0;  // rq(v, mult[j], shift[j]) rounds ties to even (rqe) instead of away from zero.
   uint64_t res_shift = 0;  // Residual requantization shift (1..62; checked but not used with rescale, which rounds once at a_shift).
   uint64_t acc_addr = 0;  // ACC byte address of the m x n int32 tile (dense).
   int64_t a_zp = 0;  // rescale: zero point subtracted from the clamped result.
@@ -466,7 +467,7 @@ struct PostopInsn {
   int64_t res_mult = 0;  // Residual requantization multiplier.
 
   static constexpr Opcode kOpcode = Opcode::POSTOP;
-  static constexpr std::array<FieldInfo, 23> kFields{{
+  static constexpr std::array<FieldInfo, 24> kFields{{
       {"opcode", 0, 6, false},
       {"pop_prev", 6, 1, false},
       {"pop_next", 7, 1, false},
@@ -474,6 +475,7 @@ struct PostopInsn {
       {"push_next", 9, 1, false},
       {"residual", 10, 1, false},
       {"rescale", 11, 1, false},
+      {"even", 12, 1, false},
       {"res_shift", 16, 6, false},
       {"acc_addr", 32, 24, false},
       {"a_zp", 56, 8, true},
@@ -502,6 +504,7 @@ struct PostopInsn {
     set_bits(in, 9, 1, uint64_t(push_next));
     set_bits(in, 10, 1, uint64_t(residual));
     set_bits(in, 11, 1, uint64_t(rescale));
+    set_bits(in, 12, 1, uint64_t(even));
     set_bits(in, 16, 6, uint64_t(res_shift));
     set_bits(in, 32, 24, uint64_t(acc_addr));
     set_bits(in, 56, 8, uint64_t(a_zp));
@@ -528,6 +531,7 @@ struct PostopInsn {
     d.push_next = get_bits(in, 9, 1);
     d.residual = get_bits(in, 10, 1);
     d.rescale = get_bits(in, 11, 1);
+    d.even = get_bits(in, 12, 1);
     d.res_shift = get_bits(in, 16, 6);
     d.acc_addr = get_bits(in, 32, 24);
     d.a_zp = sign_extend(get_bits(in, 56, 8), 8);
@@ -554,6 +558,7 @@ struct PostopInsn {
     if (!fits(int64_t(push_next), 1, false)) return "push_next";
     if (!fits(int64_t(residual), 1, false)) return "residual";
     if (!fits(int64_t(rescale), 1, false)) return "rescale";
+    if (!fits(int64_t(even), 1, false)) return "even";
     if (!fits(int64_t(res_shift), 6, false)) return "res_shift";
     if (!fits(int64_t(acc_addr), 24, false)) return "acc_addr";
     if (!fits(int64_t(a_zp), 8, true)) return "a_zp";
