@@ -33,13 +33,9 @@ ChunkChoice best_chunk(const CompileState& s, Layer& l, int64_t largest, ChunkFo
 
 }  // namespace
 
-int64_t eltwise_operands(const CompileState& s, const Layer& l) {
-  return s.node(l).inputs.size() == 2 && !l.part.on ? 2 : 1;
-}
-
 int64_t eltwise_chunk(const CompileState& s, const Layer& l, int64_t cap) {
   const Budget& b = s.budget;
-  const int64_t operands = eltwise_operands(s, l);
+  const int64_t operands = l.operands();
   int64_t chunk = std::max<int64_t>(std::min({b.in / operands, b.out, kField16, l.elems}), 1);
   // A lookup's table sits after the chunk in IN.
   if (s.node(l).op == ir::OpKind::Lut) chunk = std::max<int64_t>(std::min<int64_t>(chunk, b.in - 256), 1);

@@ -13,10 +13,6 @@
 
 namespace loom::compiler {
 
-/// The operands an element-wise layer reads a chunk of: two for an add or
-/// mul, one for the others (a concat part copies its one input).
-int64_t eltwise_operands(const CompileState& s, const Layer& l);
-
 /// The elements a chunk of element-wise layer `l` holds: as many as the
 /// scratchpads take, or about `cap` (never below one whole unit: a DMA run,
 /// a broadcast period, a row of a concat slice), rounded down to whole units.

@@ -761,7 +761,7 @@ Cost estimate(const CostParams& p0, const Layer& l, int cores, int slots, bool r
       break;
     }
     case LayerKind::Eltwise: {
-      const int operands = l.props->op == ir::OpKind::Add || l.props->op == ir::OpKind::Mul ? 2 : 1;
+      const int operands = int(l.operands());
       const uint64_t E = uint64_t(l.elems), tm = uint64_t(std::max<int64_t>(l.tiling.tm, 1));
       const uint64_t n = cdiv(E, tm);
       const bool lut = l.props->op == ir::OpKind::Lut;

@@ -303,6 +303,10 @@ struct Layer {
   int64_t row = 0;     // softmax/layernorm: elements a row (chunks hold whole rows); 0 for other ops
   Permute permute;     // transpose, slice: the gather that reads its input
   int64_t repeat = 0;  // add, mul: b's element count when it repeats over a's leading dims (0: b has a's shape)
+  /// The operands an element-wise layer reads a chunk of from memory: two
+  /// for an add or mul, one for the others (a lookup's table is loaded
+  /// beside its chunk, a concat part copies its one input).
+  int64_t operands() const { return props && (props->op == ir::OpKind::Add || props->op == ir::OpKind::Mul) ? 2 : 1; }
   /// concat: one layer per input, each copying (and requantizing) input
   /// `input` into its slice of the output: `rows` rows of `width` elements,
   /// `pitch` elements apart in the output, the first at element `offset`.

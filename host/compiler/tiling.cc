@@ -719,7 +719,7 @@ class TilingPass final : public Pass {
   }
 
   void tile_eltwise(CompileState& s, Layer& l) {
-    const int64_t operands = eltwise_operands(s, l);
+    const int64_t operands = l.operands();
     Tiling& t = l.tiling;
     t.bytes_read = uint64_t(operands * l.elems);
     t.bytes_written = uint64_t(l.elems);
