@@ -193,8 +193,8 @@ class TilingPass final : public Pass {
   static std::vector<int64_t> pack_candidates(const MacGeom& g, int64_t cols) {
     std::vector<int64_t> v{1};
     if (g.groups <= 1 || !g.b_const) return v;
-    for (int64_t d = 2; d <= g.groups && d * g.Ng <= 4 * cols; ++d)
-      if (g.groups % d == 0 && ((d & (d - 1)) == 0 || (d * g.Ng) % cols == 0)) v.push_back(d);
+    for (int64_t d = 2; d <= g.groups && d * g.Ng <= 8 * cols; ++d)
+      if (g.groups % d == 0) v.push_back(d);
     return v;
   }
 
@@ -356,13 +356,13 @@ class TilingPass final : public Pass {
     }
     std::erase_if(weighed, [&](const Alternative& a) { return a.choice == "packs " + std::to_string(best); });
     l.mac = packed(base, best == 0 ? 1 : best);
-    if (!quiet && best > 1) {
-      bump("packed_layers");
+    if (!quiet && best > 1) bump("packed_layers");
+    if (!quiet && best > 0)
       s.decide(l.name, name(),
-               "packs " + std::to_string(best) + " of its " + std::to_string(base.groups) +
-                   " groups into each GEMM (block-diagonal weights)",
+               best > 1 ? "packs " + std::to_string(best) + " of its " + std::to_string(base.groups) +
+                              " groups into each GEMM (block-diagonal weights)"
+                        : "runs its " + std::to_string(base.groups) + " groups one GEMM each",
                "; predicted cycles per groups packed: " + tried, best_cycles, std::move(weighed));
-    }
     return tile_mac_packed(s, l, residual, quiet);
   }
 
