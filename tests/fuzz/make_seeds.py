@@ -104,6 +104,22 @@ def new_forms():
     return m
 
 
+def qdq_resize():
+    """DQ -> Resize -> Q twice: a linear x2 (loom.QLinearResize on the
+    fabric) and a nearest x3 between equal parameters (on the integers)."""
+    inits = [scalar("s", TensorProto.FLOAT, 0.05), scalar("z", TensorProto.INT8, 0),
+             numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "sc"),
+             numpy_helper.from_array(np.array([1, 2, 12, 12], np.int64), "sz")]
+    nodes = qdq("x", "xq", "xd", "s", "z")
+    nodes += [helper.make_node("Resize", ["xd", "", "sc"], ["r1"], mode="linear")]
+    nodes += qdq("r1", "r1q", "r1d", "s", "z")
+    nodes += [helper.make_node("Resize", ["r1d", "", "", "sz"], ["r2"], mode="nearest",
+                               coordinate_transformation_mode="asymmetric", nearest_mode="floor")]
+    nodes += qdq("r2", "yq", "y", "s", "z")
+    return model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 2, 2])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 12, 12])], inits)
+
+
 def latency(base):
     return {"p50_us": base, "p95_us": base * 2, "p99_us": base * 3, "p999_us": base * 4, "mean_us": base * 1.5,
             "max_us": base * 5}
@@ -244,7 +260,7 @@ def main():
     onnx_dir = os.path.join(out, "onnx")
     models = {"qdq_conv": qdq_conv(), "qdq_dwconv": qdq_conv(groups=4, relu=False),
               "qdq_matmul_softmax": qdq_matmul_softmax(), "qlinear_conv": qlinear_conv(), "pool_add": pool_add(),
-              "new_forms_opset20": new_forms()}
+              "new_forms_opset20": new_forms(), "qdq_resize": qdq_resize()}
     for name, m in models.items():
         write(os.path.join(onnx_dir, name + ".onnx"), m.SerializeToString())
 

@@ -44,7 +44,8 @@ int64_t nearest_index(const std::string& nm, int64_t num, int64_t den) {
 
 std::string axis_taps(const std::string& mode, const std::string& coord, const std::string& nm, int64_t in, int64_t out,
                       ResizeAxis* a) {
-  if (out % in != 0) return "a factor of " + std::to_string(out) + "/" + std::to_string(in) + " is not whole";
+  if (out < in || out % in != 0)
+    return "a factor of " + std::to_string(out) + "/" + std::to_string(in) + " is not whole (1 or more)";
   const int64_t F = out / in;
   if (F > kMaxFactor) return "a factor of " + std::to_string(F) + " (the fabric takes up to 16)";
   a->factor = F;
