@@ -2,9 +2,11 @@
 #include "frontend/onnx/canonicalize.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
+#include "common/limits.h"
 #include "frontend/onnx/host_ops.h"
 
 namespace loom::onnxfe {
@@ -72,10 +74,78 @@ bool fold_const(Model& m, const Node& n, const std::map<std::string, Value>& dq_
   return true;
 }
 
+/// The shape of every output of `n` where ONNX's shape inference left it
+/// unknown and it follows from known ones: a Resize whose sizes or scales
+/// became constants here (ONNX 1.12 does not propagate a Slice of a Shape
+/// into them, as torchvision's `interpolate(size=x.shape[-2:])` exports
+/// it), and the ops after it that keep or broadcast their inputs' shapes
+/// or are a 2-D Conv, so that a Shape further on folds too. True when it
+/// set one.
+bool infer_shape(Model& m, const Node& n) {
+  if (!n.domain.empty() || n.outputs.size() != 1 || n.outputs[0].empty()) return false;
+  const auto yt = m.types.find(n.outputs[0]);
+  if (yt == m.types.end() || yt->second.type == 0 || yt->second.has_shape) return false;
+  const auto shape_of = [&](const std::string& t) -> const std::vector<int64_t>* {
+    if (auto c = m.consts.find(t); c != m.consts.end()) return &c->second.shape;
+    auto it = m.types.find(t);
+    return it != m.types.end() && it->second.has_shape ? &it->second.shape : nullptr;
+  };
+  static const std::set<std::string> kKeeps = {"QuantizeLinear", "DequantizeLinear", "Relu", "Sigmoid",  "Tanh",
+                                               "HardSigmoid",    "HardSwish",        "Clip", "LeakyRelu"};
+  static const std::set<std::string> kBroadcasts = {"Add", "Sub", "Mul", "Div"};
+  const std::vector<int64_t>* x = n.inputs.empty() ? nullptr : shape_of(n.inputs[0]);
+  if (!x) return false;
+  std::vector<int64_t> s = *x;
+  if (kBroadcasts.count(n.op)) {
+    const std::vector<int64_t>* b = n.inputs.size() == 2 ? shape_of(n.inputs[1]) : nullptr;
+    if (!b) return false;
+    if (b->size() > s.size()) s.insert(s.begin(), b->size() - s.size(), 1);
+    for (size_t k = 0; k < b->size(); ++k) {
+      int64_t& d = s[s.size() - b->size() + k];
+      const int64_t e = (*b)[k];
+      if (d != e && d != 1 && e != 1) return false;
+      d = d == 1 ? e : d;
+    }
+  } else if (n.op == "Conv" && s.size() == 4 && n.get_s("auto_pad", "NOTSET") == "NOTSET") {
+    const std::vector<int64_t>* w = n.inputs.size() > 1 ? shape_of(n.inputs[1]) : nullptr;
+    if (!w || w->size() != 4) return false;
+    const auto st = n.get_ints("strides", {1, 1}), di = n.get_ints("dilations", {1, 1});
+    const auto pa = n.get_ints("pads", {0, 0, 0, 0});
+    if (st.size() != 2 || di.size() != 2 || pa.size() != 4) return false;
+    s[1] = (*w)[0];
+    for (size_t k = 0; k < 2; ++k) {
+      if (st[k] < 1 || di[k] < 1) return false;
+      s[2 + k] = (s[2 + k] + pa[k] + pa[k + 2] - ((*w)[2 + k] - 1) * di[k] - 1) / st[k] + 1;
+    }
+  } else if (n.op == "Resize" && m.opset >= 11) {
+    const auto c = [&](size_t k) -> const Value* {
+      auto it = m.consts.find(n.in(k));
+      return n.in(k).empty() || it == m.consts.end() || it->second.numel() == 0 ? nullptr : &it->second;
+    };
+    if (const Value* sizes = c(3); sizes && size_t(sizes->numel()) == s.size()) {
+      for (size_t k = 0; k < s.size(); ++k) s[k] = sizes->i[k];
+    } else if (const Value* scales = c(2); scales && size_t(scales->numel()) == s.size()) {
+      for (size_t k = 0; k < s.size(); ++k) s[k] = int64_t(std::floor(double(s[k]) * scales->at(int64_t(k))));
+    } else {
+      return false;
+    }
+  } else if (!kKeeps.count(n.op)) {
+    return false;
+  }
+  int64_t e = 1;
+  for (int64_t d : s) {
+    if (d < 1 || e > limits::kMaxTensorElems / d) return false;
+    e *= d;
+  }
+  yt->second.shape = std::move(s);
+  yt->second.has_shape = true;
+  return true;
+}
+
 }  // namespace
 
 std::string Canonicalized::note() const {
-  if (!identities && !folded) return {};
+  if (!identities && !folded && !shapes_inferred) return {};
   std::string s = "at import:";
   if (identities)
     s.append(1, ' ')
@@ -87,6 +157,11 @@ std::string Canonicalized::note() const {
         .append(std::to_string(folded))
         .append(folded == 1 ? " node of constants computed once (constant folding)"
                             : " nodes of constants computed once (constant folding)");
+  if ((identities || folded) && shapes_inferred) s.append(1, ',');
+  if (shapes_inferred)
+    s.append(1, ' ')
+        .append(std::to_string(shapes_inferred))
+        .append(shapes_inferred == 1 ? " shape inferred from them" : " shapes inferred from them");
   return s;
 }
 
@@ -136,6 +211,7 @@ Canonicalized canonicalize(Model& m) {
       }
       for (const auto& o : n.outputs) m.consts.erase(o);  // a graph output stays a node's
     }
+    c.shapes_inferred += infer_shape(m, n);
     kept.push_back(std::move(n));
   }
   m.nodes = std::move(kept);

@@ -13,8 +13,9 @@
 namespace loom::onnxfe {
 
 struct Canonicalized {
-  int identities = 0;  // Identity nodes bypassed
-  int folded = 0;      // nodes computed at import
+  int identities = 0;       // Identity nodes bypassed
+  int folded = 0;           // nodes computed at import
+  int shapes_inferred = 0;  // outputs whose shape followed from constants folded here
   /// One line for the notes of every compile of the model (empty when nothing changed).
   std::string note() const;
 };

@@ -186,6 +186,8 @@ Refusal map_resize(SegBuilder& b, const Node& n) {
   const Known& K = b.known;
   const bool quantized = n.domain == "loom";
   const std::string x = n.in(0), y = n.outputs[0];
+  // A float Resize (its QDQ group did not fold): host_reason says why.
+  if (!quantized && (n.get_s("mode", "nearest") != "nearest" || !b.adopt(x))) return "";
   Node r = n;
   if (quantized) r.inputs = {x, n.in(5), n.in(6), n.in(7)};
   const std::vector<int64_t> xsh = b.shape_of(x);
@@ -207,8 +209,6 @@ Refusal map_resize(SegBuilder& b, const Node& n) {
     const ir::QParams& xq = b.seg.graph.tensors.at(x).q;
     filter = filter || xq.scale != yq.scale || xq.zero_point != yq.zero_point;  // a nearest one requantizes
   } else {
-    if (n.get_s("mode", "nearest") != "nearest") return "";  // a float linear Resize: host_reason says why
-    if (!b.adopt(x)) return "";
     if (!b.in_seg(x)) return "a layout op alone is left to the host";
     yq = b.seg.graph.tensors.at(x).q, yt = b.onnx_type.at(x);
   }
