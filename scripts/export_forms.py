@@ -243,6 +243,32 @@ def encoder_dynamic(seed):
     return _model(net, "encoder_dynamic", ["batch", "seq", D], x, ["batch", "seq", D], 17, 8)
 
 
+def unflatten_qkv(seed):
+    """A packed projection split as torch's `unflatten(-1, (3, E))` exports
+    it (nn.MultiheadAttention): the Reshape target is Concat(Shape[:2],
+    [3, E], Shape[3:]), whose last part is empty for a rank-3 input; then
+    the three parts summed and projected (float, opset 17, IR 8)."""
+    net = _net(seed)
+    np = net.np
+    E = 32
+
+    def i64(base, v):
+        return net.const(base, np.array(v, np.int64))
+
+    h = net.linear("input", E, 3 * E)
+    shape = net.node("Shape", [h], "shape")
+    head = net.node("Slice", [shape, i64("starts", [0]), i64("ends", [2])], "slice")
+    tail = net.node("Slice", [shape, i64("starts", [3]), i64("ends", [2**63 - 1])], "slice")
+    target = net.node("Concat", [head, i64("dims", [3, E]), tail], "concat", axis=0)
+    parts = net.node("Reshape", [h, target], "reshape")  # [1, 16, 3, E]
+    q, k, v = (net.node("Slice", [parts, i64("starts", [i]), i64("ends", [i + 1]), i64("axes", [2])], "slice")
+               for i in range(3))
+    x = net.node("Add", [net.node("Add", [q, k], "add"), v], "add")
+    x = net.node("Reshape", [x, i64("shape", [1, 16, E])], "reshape")
+    x = net.linear(x, E, E)
+    return _model(net, "unflatten_qkv", [1, 16, E], x, [1, 16, E], 17, 8)
+
+
 def cnn_dynamic(seed):
     """A batch-N CNN: two Conv + Relu, global pool, Flatten, Linear (float,
     opset 17, IR 8)."""
@@ -271,6 +297,8 @@ FORMS = [
     ("encoder_dynamic", encoder_dynamic, True, 17, 8,
      "symbolic batch and seq: Reshape targets from Shape -> Gather -> Unsqueeze -> Concat"),
     ("cnn_dynamic", cnn_dynamic, True, 17, 8, "a CNN with a symbolic batch dimension N"),
+    ("unflatten_qkv", unflatten_qkv, True, 17, 8,
+     "torch's unflatten: a Reshape target concatenating an empty tail of a Shape"),
 ]
 
 # Forms with symbolic input dimensions: the shape of their calibration
@@ -336,6 +364,9 @@ def check_form(name, m):
                         if src(q) == "QuantizeLinear" and src(prod[q].input[0]) == "Constant":
                             chain = True
         need(chain, "no Constant -> QuantizeLinear -> DequantizeLinear -> Add")
+    elif name == "unflatten_qkv":
+        need(any(n.op_type == "Slice" and src(n.input[0]) == "Shape" for n in nodes) and "Reshape" in ops,
+             "no Reshape target sliced from a Shape")
     elif name == "cnn_dynamic":
         for io in (m.graph.input[0], m.graph.output[0]):
             need(io.type.tensor_type.shape.dim[0].dim_param == "N", "%s has no batch dimension N" % io.name)

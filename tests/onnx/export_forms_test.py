@@ -36,7 +36,8 @@ import export_forms  # noqa: E402
 # Forms that must run whole on the fabric between their first Q and last DQ
 # (the ops listed are allowed on the host as well).
 WHOLE = {"conv_bias_identity_qdq": (), "gelu_opset20": (), "gelu_constants_qdq": (), "conv_opset18": (),
-         "conv_opset19": (), "conv_opset20": (), "conv_opset21": (), "encoder_dynamic": (), "cnn_dynamic": ()}
+         "conv_opset19": (), "conv_opset20": (), "conv_opset21": (), "encoder_dynamic": (), "cnn_dynamic": (),
+         "unflatten_qkv": ()}
 # Output steps of tolerance against ONNX Runtime: 4, and for Softmax and
 # LayerNormalization, which run as integer row normalizations (ROWNORM,
 # docs/onnx.md), 12.

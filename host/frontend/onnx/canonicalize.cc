@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/limits.h"
+#include "common/tensor.h"
 #include "frontend/onnx/host_ops.h"
 
 namespace loom::onnxfe {
@@ -74,13 +75,85 @@ bool fold_const(Model& m, const Node& n, const std::map<std::string, Value>& dq_
   return true;
 }
 
+/// Whether `n` is a Slice of a constant 1-D vector (a shape) that selects
+/// nothing: torch's `unflatten` writes `shape[dim + 1:]`, empty for the
+/// last dim, and concatenates it. loom has no zero-sized tensors, so the
+/// empty vector is only known as such, to the Concat that drops it.
+bool empty_shape_slice(const Model& m, const Node& n) {
+  if (n.op != "Slice" || n.inputs.size() < 3 || n.outputs.size() != 1) return false;
+  const auto c = [&](size_t k) -> const Value* {
+    auto it = k < n.inputs.size() && !n.in(k).empty() ? m.consts.find(n.in(k)) : m.consts.end();
+    return it == m.consts.end() ? nullptr : &it->second;
+  };
+  const Value *x = c(0), *st = c(1), *en = c(2), *ax = c(3), *sp = c(4);
+  if (!x || !st || !en || x->shape.size() != 1 || st->numel() != 1 || en->numel() != 1 || st->is_float() ||
+      en->is_float() || (!n.in(3).empty() && (!ax || ax->numel() != 1 || ax->i[0] < -1 || ax->i[0] > 0)) ||
+      (!n.in(4).empty() && (!sp || sp->numel() != 1 || sp->i[0] != 1)))
+    return false;
+  const int64_t d = x->numel();
+  const auto fix = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? (v < -d ? 0 : v + d) : v, 0, d); };
+  return fix(en->i[0]) <= fix(st->i[0]);
+}
+
+/// The output shape of a Reshape (allowzero 0) or a Slice whose other
+/// inputs are constants, from its input's shape `s` (replaced); false
+/// where it is not defined.
+bool reshaped_or_sliced(const Model& m, const Node& n, std::vector<int64_t>* s) {
+  const auto c = [&](size_t k) -> const Value* {
+    auto it = k < n.inputs.size() && !n.in(k).empty() ? m.consts.find(n.in(k)) : m.consts.end();
+    return it == m.consts.end() || it->second.is_float() ? nullptr : &it->second;
+  };
+  const int64_t total = shape_numel(*s), r = int64_t(s->size());
+  if (n.op == "Reshape") {
+    const Value* t = c(1);
+    if (!t || n.get_i("allowzero", 0) != 0) return false;
+    std::vector<int64_t> o;
+    int64_t known = 1, free_at = -1;
+    for (int64_t k = 0; k < t->numel(); ++k) {
+      int64_t d = t->i[size_t(k)];
+      if (d == 0 && k < r) d = (*s)[size_t(k)];
+      if (d == -1 && free_at < 0) {
+        free_at = k;
+      } else if (d < 1) {
+        return false;
+      } else {
+        known *= d;
+        if (known > total) return false;
+      }
+      o.push_back(d);
+    }
+    if (free_at >= 0) {
+      if (total % known != 0) return false;
+      o[size_t(free_at)] = total / known;
+    }
+    if (shape_numel(o) != total) return false;
+    *s = std::move(o);
+    return true;
+  }
+  const Value *st = c(1), *en = c(2), *ax = c(3), *sp = c(4);
+  if (!st || !en || st->numel() != en->numel() || (!n.in(3).empty() && (!ax || ax->numel() != st->numel())) ||
+      (!n.in(4).empty() && (!sp || sp->numel() != st->numel())))
+    return false;
+  for (int64_t k = 0; k < st->numel(); ++k) {
+    const int64_t a = ax ? (ax->i[size_t(k)] < 0 ? ax->i[size_t(k)] + r : ax->i[size_t(k)]) : k;
+    if (a < 0 || a >= r || (sp && sp->i[size_t(k)] != 1)) return false;
+    const int64_t d = (*s)[size_t(a)];
+    const auto fix = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? (v < -d ? 0 : v + d) : v, 0, d); };
+    const int64_t len = fix(en->i[size_t(k)]) - fix(st->i[size_t(k)]);
+    if (len < 1) return false;
+    (*s)[size_t(a)] = len;
+  }
+  return true;
+}
+
 /// The shape of every output of `n` where ONNX's shape inference left it
 /// unknown and it follows from known ones: a Resize whose sizes or scales
 /// became constants here (ONNX 1.12 does not propagate a Slice of a Shape
 /// into them, as torchvision's `interpolate(size=x.shape[-2:])` exports
-/// it), and the ops after it that keep or broadcast their inputs' shapes
-/// or are a 2-D Conv, so that a Shape further on folds too. True when it
-/// set one.
+/// it) or a Reshape whose target became one (torch's `unflatten`), and
+/// the ops after them that keep or broadcast their inputs' shapes, slice
+/// them by constants or are a 2-D Conv, so that a Shape further on folds
+/// too. True when it set one.
 bool infer_shape(Model& m, const Node& n) {
   if (!n.domain.empty() || n.outputs.size() != 1 || n.outputs[0].empty()) return false;
   const auto yt = m.types.find(n.outputs[0]);
@@ -117,6 +190,8 @@ bool infer_shape(Model& m, const Node& n) {
       if (st[k] < 1 || di[k] < 1) return false;
       s[2 + k] = (s[2 + k] + pa[k] + pa[k + 2] - ((*w)[2 + k] - 1) * di[k] - 1) / st[k] + 1;
     }
+  } else if (n.op == "Reshape" || n.op == "Slice") {
+    if (!reshaped_or_sliced(m, n, &s)) return false;
   } else if (n.op == "Resize" && m.opset >= 11) {
     const auto c = [&](size_t k) -> const Value* {
       auto it = m.consts.find(n.in(k));
@@ -188,6 +263,11 @@ Canonicalized canonicalize(Model& m) {
   for (const auto& n : bypassed)
     if (n.op == "QuantizeLinear" && n.domain.empty() && !n.inputs.empty()) requantized.insert(n.inputs[0]);
   std::map<std::string, Value> dq_values;  // requantized outputs of DequantizeLinear nodes of constants
+  std::set<std::string> empties;           // empty slices of constant shapes (empty_shape_slice)
+  std::set<std::string> not_concat_input;  // tensors some other node reads (they must stay real)
+  for (const auto& n : bypassed)
+    if (n.op != "Concat" || !n.domain.empty()) not_concat_input.insert(n.inputs.begin(), n.inputs.end());
+  not_concat_input.insert(m.outputs.begin(), m.outputs.end());
   std::vector<Node> kept;
   for (auto& n : bypassed) {
     if (n.op == "DequantizeLinear" && n.domain.empty() && n.outputs.size() == 1 && requantized.count(n.outputs[0])) {
@@ -204,6 +284,14 @@ Canonicalized canonicalize(Model& m) {
       if (all && run_host(m, n, env).is_ok() && env.count(n.outputs[0]))
         dq_values[n.outputs[0]] = std::move(env.at(n.outputs[0]));
     }
+    if (n.domain.empty() && !not_concat_input.count(n.outputs.empty() ? "" : n.outputs[0]) && empty_shape_slice(m, n)) {
+      empties.insert(n.outputs[0]);
+      ++c.folded;
+      continue;
+    }
+    if (n.domain.empty() && n.op == "Concat" &&  // an empty shape slice adds nothing
+        std::any_of(n.inputs.begin(), n.inputs.end(), [&](const std::string& i) { return !empties.count(i); }))
+      std::erase_if(n.inputs, [&](const std::string& i) { return empties.count(i) != 0; });
     if (n.domain.empty() && (n.op == "Shape" ? fold_shape(m, n) : fold_const(m, n, dq_values))) {
       if (!std::any_of(n.outputs.begin(), n.outputs.end(), [&](const std::string& o) { return is_output(m, o); })) {
         ++c.folded;

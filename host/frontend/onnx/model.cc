@@ -594,6 +594,13 @@ Expected<std::map<std::string, TensorType>> infer_shapes(onnx::ModelProto& mp, c
   *mp.mutable_graph()->mutable_output() = std::move(*types.mutable_output());
   std::map<std::string, TensorType> out;
   for (const auto& vi : mp.graph().value_info()) {
+    // An empty slice of a shape (torch's unflatten concatenates Shape[3:]
+    // of a rank-3 tensor) is left unknown: the import drops it from its
+    // Concat (canonicalize.h); any other zero-sized tensor is refused.
+    const auto& tt = vi.type().tensor_type();
+    if (tt.elem_type() == onnx::TensorProto::INT64 && tt.shape().dim_size() == 1 && tt.shape().dim(0).has_dim_value() &&
+        tt.shape().dim(0).dim_value() == 0)
+      continue;
     LOOM_TRY(check_value_info(vi, path + ": tensor '" + vi.name() + "'"));
     out[vi.name()] = type_of(vi.type());
   }
