@@ -75,6 +75,10 @@ bool fold_const(Model& m, const Node& n, const std::map<std::string, Value>& dq_
   return true;
 }
 
+/// A step-1 Slice's start or end `v` on an axis of length `d`, as ONNX
+/// clamps it: negative counts from the end, then into [0, d].
+int64_t slice_bound(int64_t v, int64_t d) { return std::clamp<int64_t>(v < 0 ? (v < -d ? 0 : v + d) : v, 0, d); }
+
 /// Whether `n` is a Slice of a constant 1-D vector (a shape) that selects
 /// nothing: torch's `unflatten` writes `shape[dim + 1:]`, empty for the
 /// last dim, and concatenates it. loom has no zero-sized tensors, so the
@@ -91,8 +95,7 @@ bool empty_shape_slice(const Model& m, const Node& n) {
       (!n.in(4).empty() && (!sp || sp->numel() != 1 || sp->i[0] != 1)))
     return false;
   const int64_t d = x->numel();
-  const auto fix = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? (v < -d ? 0 : v + d) : v, 0, d); };
-  return fix(en->i[0]) <= fix(st->i[0]);
+  return slice_bound(en->i[0], d) <= slice_bound(st->i[0], d);
 }
 
 /// The output shape of a Reshape (allowzero 0) or a Slice whose other
@@ -138,8 +141,7 @@ bool reshaped_or_sliced(const Model& m, const Node& n, std::vector<int64_t>* s) 
     const int64_t a = ax ? (ax->i[size_t(k)] < 0 ? ax->i[size_t(k)] + r : ax->i[size_t(k)]) : k;
     if (a < 0 || a >= r || (sp && sp->i[size_t(k)] != 1)) return false;
     const int64_t d = (*s)[size_t(a)];
-    const auto fix = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? (v < -d ? 0 : v + d) : v, 0, d); };
-    const int64_t len = fix(en->i[size_t(k)]) - fix(st->i[size_t(k)]);
+    const int64_t len = slice_bound(en->i[size_t(k)], d) - slice_bound(st->i[size_t(k)], d);
     if (len < 1) return false;
     (*s)[size_t(a)] = len;
   }
