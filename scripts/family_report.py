@@ -13,9 +13,11 @@ Each row's command is `loom zoo build NAME --slice S -o DIR` then
 --inputs DIR/test_data_set_0/input_0.pb`.
 """
 import argparse
+import atexit
 import collections
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -51,11 +53,13 @@ def main():
     ap.add_argument("--backend", default="tlm")
     ap.add_argument("--slice", default="full")
     ap.add_argument("--families", default=",".join(FAMILIES))
-    ap.add_argument("--work", default=None, help="folder for the built models (kept); default: a temporary one")
+    ap.add_argument("--work", default=None, help="folder for the built models (kept); default: a temporary one, removed at the end")
     a = ap.parse_args()
     per_cycle = peak(a.loom, a.config)
     work = a.work or tempfile.mkdtemp(prefix="loom_families_")
     os.makedirs(work, exist_ok=True)
+    if not a.work:
+        atexit.register(shutil.rmtree, work, True)
     rows, causes = [], []
     for name in a.families.split(","):
         j = measure(a.loom, name, a.slice, a.config, a.backend, work)

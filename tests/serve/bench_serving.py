@@ -19,8 +19,10 @@
 Usage: bench_serving.py LOOM_BINARY ROOT [batching|scheduling|fairness ...]
 Prints one table per benchmark; takes a few minutes (not a CTest test).
 """
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,6 +30,13 @@ import tempfile
 LOOM, ROOT = sys.argv[1], sys.argv[2]
 WHICH = sys.argv[3:] or ["batching", "scheduling", "fairness", "contention", "portlimit"]
 CACHE = os.path.join(tempfile.gettempdir(), "loom_serve_bench_cache")
+
+
+def scratch(prefix):
+    """A new temporary folder, removed when the benchmark ends."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, d, True)
+    return d
 
 
 def serve(workload, *args):
@@ -117,7 +126,7 @@ streams:
 
 
 def scheduling():
-    bal = os.path.join(tempfile.mkdtemp(prefix="loom_bal_"), "balanced_workload.yaml")
+    bal = os.path.join(scratch("loom_bal_"), "balanced_workload.yaml")
     with open(bal, "w") as f:
         f.write(BALANCED)
     cases = [("bursty", os.path.join(ROOT, "examples", "serve_bursty_workload.yaml")),
@@ -157,7 +166,7 @@ MIX_STREAM = """  - name: s{i}
 
 def fairness():
     params = [(256, 30000, 4, 20), (256, 25000, 5, 32), (128, 20000, 3, 17), (128, 28000, 6, 41)]
-    d = tempfile.mkdtemp(prefix="loom_mix_")
+    d = scratch("loom_mix_")
     # ANTT of a stream is its mean latency shared over alone on the whole
     # fabric, so no scheduler gets dynamic's ANTT below about 1: 1 / (static
     # ANTT) is the best ratio any dynamic scheduler could reach on the mix.
@@ -190,7 +199,7 @@ CONTENTION_MODELS = [
 def contention():
     # As many requests at t = 0 as the fabric has cores x batch: every core
     # starts a batch at once, so each port has all its cores busy.
-    d = tempfile.mkdtemp(prefix="loom_port_")
+    d = scratch("loom_port_")
     print("contention: config  model                               seq  batch  cores/port  with                    "
           "alone us   stretch  worst phase")
     seen = set()
@@ -254,7 +263,7 @@ streams:
 
 
 def portlimit():
-    d = tempfile.mkdtemp(prefix="loom_portlimit_")
+    d = scratch("loom_portlimit_")
     w = os.path.join(d, "port_mix_workload.yaml")
     with open(w, "w") as f:
         f.write(PORT_MIX)

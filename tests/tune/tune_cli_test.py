@@ -10,6 +10,7 @@ import json
 import struct
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -126,6 +127,7 @@ def run(args, cwd):
 class Tune(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="loom_tune_")
+        self.addCleanup(shutil.rmtree, self.dir, True)
         self.wl = os.path.join(self.dir, "w_workload.yaml")
         with open(self.wl, "w") as f:
             f.write(WORKLOAD)
