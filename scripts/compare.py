@@ -38,6 +38,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from loomtool import script_main  # noqa: E402
+import compare_local  # noqa: E402
 import ort_peer  # noqa: E402
 import zoo  # noqa: E402
 
@@ -177,9 +178,7 @@ def elem_type(dtype):
     return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
 
 
-def first_line(e):
-    lines = [l.strip() for l in str(e).splitlines() if l.strip()]
-    return lines[0] if lines else type(e).__name__
+first_line = ort_peer.first_line
 
 
 def ort_outputs(model, feeds, level, optimized=None):
@@ -340,10 +339,11 @@ def ort_floor(model, layers, feeds, ref, work):
     return floor, None
 
 
-def layer_rows(layers, ref, got, floor, cpu_ref=None):
+def layer_rows(layers, ref, got, floor, cpu_ref=None, local=None):
     """One row per layer: loom against ORT_DISABLE_ALL, ORT's floor
-    (ORT_ENABLE_ALL against ORT_DISABLE_ALL) where it has one, and with
-    `cpu_ref` ONNX Runtime on the other CPU against the reference."""
+    (ORT_ENABLE_ALL against ORT_DISABLE_ALL) where it has one, with
+    `cpu_ref` ONNX Runtime on the other CPU against the reference, and with
+    `local` (--local) the layer alone on ONNX Runtime's codes of what it reads."""
     import numpy as np
 
     rows = []
@@ -357,7 +357,8 @@ def layer_rows(layers, ref, got, floor, cpu_ref=None):
                      "shape": list(r.shape), "elements": int(r.size), "final": l.final,
                      "loom": ort_peer.compare(g, r, zp),
                      "ort_floor": ort_peer.compare(f, r, zp) if f is not None else None,
-                     "ort_cpu_floor": ort_peer.compare(cpu_ref[l.tensor], r, zp) if cpu_ref else None})
+                     "ort_cpu_floor": ort_peer.compare(cpu_ref[l.tensor], r, zp) if cpu_ref else None,
+                     "local": local[l.tensor] if local else None})
     return rows
 
 
@@ -393,10 +394,18 @@ def layer_name(row):
     return "#%d %s (%s, %s)" % (row["index"], row["tensor"], row["node"], row["op"])
 
 
+def local_cells(x):
+    if "error" in x:
+        return ["error", "-"]
+    return [ort_peer.pct(x["identical"]), str(x["max_lsb"])]
+
+
 def table(rows):
     cpu = any(r["ort_cpu_floor"] for r in rows)
+    local = any(r["local"] for r in rows)
     head = ["#", "tensor", "node (op)", "elements", "identical", "within 1", "max LSB", "cosine",
-            "ORT floor: identical", "cosine"] + (["other CPU: identical", "cosine"] if cpu else [])
+            "ORT floor: identical", "cosine"] + (["other CPU: identical", "cosine"] if cpu else []) + \
+        (["alone: identical", "max LSB"] if local else [])
     lines = [head]
     for r in rows:
         l, f, c = r["loom"], r["ort_floor"], r["ort_cpu_floor"]
@@ -404,7 +413,8 @@ def table(rows):
                       "%s (%s)" % (r["node"], r["op"]), str(r["elements"]), ort_peer.pct(l["identical"]),
                       ort_peer.pct(l["within_1"]), str(l["max_lsb"]), cos_str(l["cosine"]),
                       ort_peer.pct(f["identical"]) if f else "-", cos_str(f["cosine"]) if f else "-"] +
-                     ([ort_peer.pct(c["identical"]), cos_str(c["cosine"])] if cpu else []))
+                     ([ort_peer.pct(c["identical"]), cos_str(c["cosine"])] if cpu else []) +
+                     (local_cells(r["local"]) if local else []))
     widths = [max(len(x[k]) for x in lines) for k in range(len(head))]
     left = {1, 2}
     return "\n".join("  ".join(c.ljust(w) if k in left else c.rjust(w) for k, (c, w) in enumerate(zip(x, widths)))
@@ -444,8 +454,38 @@ def summary(doc):
     d = doc["first_drop"]
     lines.append("first layer below the threshold (%s): %s" % (
         rule, "none" if d is None else "%s: %s" % (layer_name(rows[d["index"]]), d["reason"])))
+    if doc["local"]:
+        lines += local_summary(rows)
     lines += ["note: " + n for n in doc["notes"]]
     return "\n".join(lines)
+
+
+def local_summary(rows):
+    """--local: how many layers alone on ONNX Runtime's codes agree, per op
+    type, the largest difference and the layers that could not run alone."""
+    ran = [r for r in rows if "error" not in r["local"]]
+    failed = [r for r in rows if "error" in r["local"]]
+    same = sum(r["local"]["differ"] == 0 for r in ran)
+    within = sum(r["local"]["differ"] > 0 and r["local"]["beyond_1"] == 0 for r in ran)
+    by_op = {}
+    for r in ran:
+        n = by_op.setdefault(r["op"], [0, 0, 0])
+        n[0] += 1
+        n[1] += r["local"]["differ"] > 0
+        n[2] = max(n[2], r["local"]["max_lsb"])
+    lines = ["each layer alone on ONNX Runtime's codes of what it reads (--local): %d of %d identical on every "
+             "element, %d more within 1 LSB, %d beyond" % (same, len(ran), within, len(ran) - same - within),
+             "  by op (layers, with any difference, max LSB): " + ", ".join(
+                 "%s %d/%d/%d" % (op, n[0], n[1], n[2]) for op, n in sorted(by_op.items()))]
+    worst = max(ran, key=lambda r: (r["local"]["max_lsb"], r["local"]["differ"]), default=None)
+    if worst is not None and worst["local"]["differ"]:
+        lines.append("  largest: %s: %s identical, max %d LSB" % (
+            layer_name(worst), ort_peer.pct(worst["local"]["identical"]), worst["local"]["max_lsb"]))
+    for r in failed[:3]:
+        lines.append("  not run alone: %s: %s" % (layer_name(r), r["local"]["error"]))
+    if len(failed) > 3:
+        lines.append("  and %d more not run alone" % (len(failed) - 3))
+    return lines
 
 
 def ort_on_cpu(cpu, model, feeds, work):
@@ -509,7 +549,9 @@ def compare(a):
     floor, note = ort_floor(model, layers, feeds, ref, a.work)
     cpu_ref, cpu_class = ort_on_cpu(a.floor_cpu, marked(model, names, shaped), feeds, a.work) if a.floor_cpu \
         else (None, None)
-    rows = layer_rows(layers, ref, got, floor, cpu_ref)
+    local = compare_local.local_rows(a.loom, model, topological(model, list(model.graph.node)), layers,
+                                     dict(feeds, **ref), a.work) if a.local else None
+    rows = layer_rows(layers, ref, got, floor, cpu_ref, local)
     cosine = DEFAULT_COSINE if a.min_cosine is None else a.min_cosine
     drop = next(((r, why) for r in rows for why in [drop_reason(r, cosine)] if why), None)
     notes = [note] if note else []
@@ -521,6 +563,7 @@ def compare(a):
         "model": a.model, "against": "onnxruntime", "onnxruntime_version": onnxruntime.__version__,
         "loom_backend": "ref", "reference": "ORT_DISABLE_ALL", "floor": "ORT_ENABLE_ALL",
         "floor_cpu": {"cpu": a.floor_cpu, "cpu_class": cpu_class} if a.floor_cpu else None,
+        "local": a.local,
         "inputs": {"seed": a.seed} if a.seed is not None else {"files": a.given},
         "threshold": {"cosine": cosine, "identical_margin": IDENTICAL_MARGIN}, "min_cosine": a.min_cosine,
         "layers": rows,
@@ -545,6 +588,7 @@ def main():
     ap.add_argument("--layers", action="store_true")
     ap.add_argument("--json-out", help="write the result here instead of printing text")
     ap.add_argument("--min-cosine", type=float)
+    ap.add_argument("--local", action="store_true", help="also each layer alone, on ONNX Runtime's codes of its inputs")
     ap.add_argument("--floor-cpu", help="a qemu CPU model: ONNX Runtime at ORT_DISABLE_ALL on it, a second floor")
     a = ap.parse_args()
     try:

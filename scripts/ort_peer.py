@@ -226,6 +226,12 @@ def run_compare(loom, model_path, input_pb, timeout):
     return out
 
 
+def first_line(e):
+    """The first non-empty line of an exception's text (its type's name when it has none)."""
+    lines = [l.strip() for l in str(e).splitlines() if l.strip()]
+    return lines[0] if lines else type(e).__name__
+
+
 def load_pb(path):
     import onnx
     from onnx import numpy_helper

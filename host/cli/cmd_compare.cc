@@ -37,7 +37,7 @@ namespace fs = std::filesystem;
 struct CompareOpts {
   std::string model, against = "onnxruntime", floor_cpu;
   std::vector<std::string> inputs;
-  bool layers = false, json = false;
+  bool layers = false, json = false, local = false;
   double min_cosine = 0;
   CLI::Option* min_cosine_opt = nullptr;
   int64_t seed = 1;
@@ -115,6 +115,7 @@ std::vector<std::string> script_args(const CompareOpts& o, const std::string& di
     a.insert(a.end(), o.inputs.begin(), o.inputs.end());
   }
   if (o.layers) a.push_back("--layers");
+  if (o.local) a.push_back("--local");
   if (!o.floor_cpu.empty()) a.insert(a.end(), {"--floor-cpu", o.floor_cpu});
   if (o.json) a.insert(a.end(), {"--json-out", dir + "/result.json"});
   if (o.min_cosine_opt->count() > 0) {
@@ -164,6 +165,9 @@ void register_compare(CLI::App& app) {
   c->add_flag("--layers", o->layers,
               "Print every quantized tensor (default: the outputs and the first layer that "
               "drops below the threshold)");
+  c->add_flag("--local", o->local,
+              "Also run each quantized tensor's op alone, on ONNX Runtime's own codes of what it reads: "
+              "the rounding the op adds itself, apart from what it inherits upstream");
   c->add_flag("--json", o->json, "Print JSON");
   o->min_cosine_opt = c->add_option("--min-cosine", o->min_cosine,
                                     "Exit 1, naming the layer, when a layer's cosine similarity with ONNX Runtime is "

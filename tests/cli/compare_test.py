@@ -13,6 +13,10 @@ QLinearConvs around a host Softmax):
     row agrees with `loom run` on the unmarked model;
   - --json validates against docs/schema/compare.schema.json;
   - --min-cosine above 1 exits 1 naming a layer in one line;
+  - --local runs each quantized tensor's part of the graph alone on ONNX
+    Runtime's codes of what it reads: the part is the op between the
+    quantized tensors, and the ops loom and ONNX Runtime must agree on are
+    identical alone;
   - --floor-cpu Nehalem adds ONNX Runtime on an SSE-only CPU (under qemu) as
     a second floor in every row;
   - every bad input is one line, a non-zero exit, nothing left behind.
@@ -154,6 +158,52 @@ class Layers(Base):
         for r in j["layers"]:
             self.assertEqual(r["loom"]["identical"], 1.0, r)
         self.assertIsNone(j["first_drop"])
+
+
+class Local(Base):
+    def test_each_layer_alone(self):
+        import jsonschema
+        import onnx
+
+        import compare
+        import compare_local
+
+        model, x = self.cnn()
+        j = self.compare_json(model, "--inputs", x, "--local")
+        with open(os.path.join(ROOT, "docs", "schema", "compare.schema.json")) as f:
+            jsonschema.validate(j, json.load(f))
+        self.assertTrue(j["local"])
+        # The part of each tensor: the nodes between it and the quantized
+        # tensors it reads. The residual Add's reads its two operands' codes.
+        m = onnx.load(model)
+        layers = compare.quantized_layers(m)
+        found = compare_local.parts(m, compare.topological(m, list(m.graph.node)), {l.tensor for l in layers})
+        add = next(l for l in layers if l.op == "Add")
+        places, bound = found[add.tensor]
+        ops = sorted(m.graph.node[k].op_type for k in places)
+        self.assertEqual(len(bound), 2, bound)
+        self.assertTrue(all(b in found for b in bound), bound)
+        self.assertEqual(ops.count("Add"), 1, ops)
+        self.assertEqual(ops.count("DequantizeLinear"), 2, ops)
+        self.assertNotIn("Conv", ops)
+        self.assertEqual(found[layers[0].tensor][1], ["x"])  # the graph input's quantization reads the input
+        rows = {r["tensor"]: r for r in j["layers"]}
+        for r in j["layers"]:
+            self.assertNotIn("error", r["local"], r)
+            self.assertEqual((r["local"]["elements"], r["local"]["inputs"]), (r["elements"], len(found[r["tensor"]][1])))
+        for r in j["layers"][:3] + [rows[add.tensor]]:
+            self.assertEqual(r["local"]["differ"], 0, r)
+        # Without it the rows say nothing of it; the text names it.
+        self.assertTrue(all(r["local"] is None for r in self.compare_json(model, "--inputs", x)["layers"]))
+        r = self.loom("compare", model, "--inputs", x, "--local", "--layers")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("alone: identical", r.stdout.splitlines()[0])
+        self.assertIn("each layer alone on ONNX Runtime's codes of what it reads (--local): ", r.stdout)
+        # A QLinear op alone reads its one quantized input.
+        j = self.compare_json(self.qlinear(), "--seed", "3", "--local")
+        for r in j["layers"]:
+            self.assertEqual(r["local"]["differ"], 0, r)
+        self.assertEqual([r["local"]["inputs"] for r in j["layers"]], [1, 1, 1, 1])
 
 
 class FloorCpu(Base):
