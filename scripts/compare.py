@@ -452,8 +452,11 @@ def summary(doc):
     rule = "cosine < %s, or identical more than %s under ORT's lower floor, 100 %% where it has none" % (
         t["cosine"], points(t["identical_margin"]))
     d = doc["first_drop"]
-    lines.append("first layer below the threshold (%s): %s" % (
-        rule, "none" if d is None else "%s: %s" % (layer_name(rows[d["index"]]), d["reason"])))
+    alone = rows[d["index"]]["local"] if d is not None else None
+    lines.append("first layer below the threshold (%s): %s%s" % (
+        rule, "none" if d is None else "%s: %s" % (layer_name(rows[d["index"]]), d["reason"]),
+        "; alone %s identical, max %d LSB" % (ort_peer.pct(alone["identical"]), alone["max_lsb"])
+        if alone and "error" not in alone else ""))
     if doc["local"]:
         lines += local_summary(rows)
     lines += ["note: " + n for n in doc["notes"]]

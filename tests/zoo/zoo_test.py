@@ -437,8 +437,8 @@ FAMILIES = ("resnext", "regnet", "efficientnet", "mobilenetv3", "squeezenet", "g
 class Families(LoomBase):
     """Each family through `loom compile` + `loom run PLAN --check` on tlm,
     the same plan on ref (identical outputs), compared with ONNX Runtime
-    (the output; on the small slices of FAMILY_NO_DROP every quantized
-    tensor, `loom compare`).
+    (the output; on the small slices every quantized tensor, in the whole
+    model and alone, `loom compare --local`).
     `small` slices on tiny (the encoder on small: its LayerNorm rows need
     more PARAM than tiny has); the full networks on default (slow)."""
 
@@ -458,13 +458,29 @@ class Families(LoomBase):
         # ONNX Runtime agreement as measured (docs/zoo.md); ViT-Ti's twelve
         # requantized blocks drift furthest (0.989 at full size).
         self.assertGreaterEqual(c["cosine"], 0.985 if name == "vit" else 0.99, c)
-        if slice_ == "small" and name in FAMILY_NO_DROP:
-            d = self.path("m")
-            r = loom("compare", os.path.join(d, "model.onnx"), "--inputs",
-                     os.path.join(d, "test_data_set_0", "input_0.pb"), "--json")
-            self.assertEqual(r.returncode, 0, r.stderr)
-            self.assertIsNone(json.loads(r.stdout)["first_drop"], "a layer drops below ONNX Runtime's floor")
+        if slice_ == "small":
+            self.layers_against_ort(name)
         return c
+
+    def layers_against_ort(self, name):
+        """`loom compare --local` on the small slice: no layer drops below
+        ONNX Runtime's floor (FAMILY_NO_DROP), and each layer alone, given
+        ONNX Runtime's codes of what it reads, is within 1 LSB of ONNX
+        Runtime on every element, every requantizing Add, Mul and Concat
+        identical (each rounds once, as the ONNX operator)."""
+        d = self.path("m")
+        r = loom("compare", os.path.join(d, "model.onnx"), "--inputs", os.path.join(d, "test_data_set_0", "input_0.pb"),
+                 "--local", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        if name in FAMILY_NO_DROP:
+            self.assertIsNone(doc["first_drop"], "a layer drops below ONNX Runtime's floor")
+        for row in doc["layers"]:
+            alone = row["local"]
+            self.assertNotIn("error", alone, row)
+            self.assertEqual(alone["beyond_1"], 0, row)
+            if row["op"] in ("Add", "Mul", "Concat"):
+                self.assertEqual(alone["differ"], 0, row)
 
 
 def _family(name, slice_, config):
