@@ -101,20 +101,26 @@ struct ResizeEmitter {
     if (right > 0) parts.insert(parts.end(), size_t(right), slice(src, ax, L - 1, L));
     return concat(parts, ax, info(src).q);
   }
+
+  /// shifted(src, ax, d, len) for each phase's offset d, in phase order;
+  /// phases that share an offset share one copy.
+  std::vector<std::string> shifted_per_phase(const std::string& src, size_t ax, const ResizeAxis& axis, int64_t len) {
+    std::map<int64_t, std::string> by_shift;
+    std::vector<std::string> out;
+    for (const auto& ph : axis.phases) {
+      auto it = by_shift.find(ph.d);
+      if (it == by_shift.end()) it = by_shift.emplace(ph.d, shifted(src, ax, ph.d, len)).first;
+      out.push_back(it->second);
+    }
+    return out;
+  }
 };
 
 /// Step 1: [N, H, U, F_w * C], pixel u of column phase b's channels holding
 /// input column clamp(u + d_b), U = W + taps - 1.
 std::string wide_columns(ResizeEmitter& e, const std::string& x, const ResizeAxis& aw) {
   const int64_t U = e.info(x).shape[2] + aw.taps() - 1;
-  std::map<int64_t, std::string> by_shift;
-  std::vector<std::string> parts;
-  for (const auto& ph : aw.phases) {
-    auto it = by_shift.find(ph.d);
-    if (it == by_shift.end()) it = by_shift.emplace(ph.d, e.shifted(x, 2, ph.d, U)).first;
-    parts.push_back(it->second);
-  }
-  return e.concat(parts, 3, e.info(x).q);
+  return e.concat(e.shifted_per_phase(x, 2, aw, U), 3, e.info(x).q);
 }
 
 /// Step 3 for a Resize that requantizes: row phase a's depthwise convolution over the
@@ -164,12 +170,7 @@ void row_phases(ResizeEmitter& e, const std::string& wide, const ResizeTaps& t, 
     const std::string rows = e.shifted(wide, 1, dmin, H + kh - 1);
     for (size_t a = 0; a < t.h.phases.size(); ++a) phases.push_back(phase_filter(e, rows, t, a, dmin, kh, yq));
   } else {
-    std::map<int64_t, std::string> by_shift;
-    for (const auto& ph : t.h.phases) {
-      auto it = by_shift.find(ph.d);
-      if (it == by_shift.end()) it = by_shift.emplace(ph.d, e.shifted(wide, 1, ph.d, H)).first;
-      phases.push_back(it->second);
-    }
+    phases = e.shifted_per_phase(wide, 1, t.h, H);
   }
   if (phases.size() == 1) return e.reshape_into(phases[0], y);
   const int64_t row = e.info(y).shape[2] * e.info(y).shape[3];  // an output row: OW pixels of C
