@@ -182,7 +182,8 @@ def run_loom(loom, backend, model_path, inputs, out_dir, timeout, config=None, c
     (path of output_0.pb, None, seconds), or (None, its last error line,
     seconds)."""
     os.makedirs(out_dir, exist_ok=True)
-    cmd = [loom, "run", model_path, "--backend", backend, "--inputs", *inputs, "--outputs", out_dir]
+    cmd = [loom, "run", model_path, "--backend", backend, "--outputs", out_dir]
+    cmd += ["--inputs", *inputs] if inputs else []  # a model without graph inputs takes none
     if config:
         cmd += ["--config", config]
     if check:

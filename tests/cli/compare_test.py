@@ -161,6 +161,31 @@ class Layers(Base):
 
 
 class Local(Base):
+    def constant_add(self):
+        """x -> Q -> DQ, plus a quantized Constant 1.0 (Constant -> Q -> DQ), -> Q."""
+        import onnx
+        from onnx import TensorProto, helper
+
+        def q(name, src, scale, zp):
+            return [helper.make_node("QuantizeLinear", [src, scale, zp], [name + "_q"]),
+                    helper.make_node("DequantizeLinear", [name + "_q", scale, zp], [name + "_dq"])]
+
+        inits = [helper.make_tensor("s", TensorProto.FLOAT, [], [0.05]),
+                 helper.make_tensor("s2", TensorProto.FLOAT, [], [0.03]),
+                 helper.make_tensor("z", TensorProto.INT8, [], [3])]
+        nodes = [helper.make_node("Constant", [], ["one"], value=helper.make_tensor("v", TensorProto.FLOAT, [], [1.0]))]
+        nodes += q("x", "x", "s", "z") + q("one", "one", "s", "z")
+        nodes += [helper.make_node("Add", ["x_dq", "one_dq"], ["sum"]),
+                  helper.make_node("QuantizeLinear", ["sum", "s2", "z"], ["y_q"]),
+                  helper.make_node("DequantizeLinear", ["y_q", "s2", "z"], ["y"])]
+        g = helper.make_graph(nodes, "c", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])], inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        m.ir_version = 8
+        p = self.path("const_add.onnx")
+        onnx.save(m, p)
+        return p
+
     def test_each_layer_alone(self):
         import jsonschema
         import onnx
@@ -190,7 +215,8 @@ class Local(Base):
         rows = {r["tensor"]: r for r in j["layers"]}
         for r in j["layers"]:
             self.assertNotIn("error", r["local"], r)
-            self.assertEqual((r["local"]["elements"], r["local"]["inputs"]), (r["elements"], len(found[r["tensor"]][1])))
+            self.assertEqual((r["local"]["elements"], r["local"]["inputs"]),
+                             (r["elements"], len(found[r["tensor"]][1])))
         for r in j["layers"][:3] + [rows[add.tensor]]:
             self.assertEqual(r["local"]["differ"], 0, r)
         # Without it the rows say nothing of it; the text names it.
@@ -199,6 +225,10 @@ class Local(Base):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("alone: identical", r.stdout.splitlines()[0])
         self.assertIn("each layer alone on ONNX Runtime's codes of what it reads (--local): ", r.stdout)
+        # A quantized constant's part reads nothing: it runs without inputs.
+        j = self.compare_json(self.constant_add(), "--seed", "2", "--local")
+        self.assertEqual([(r["op"], r["local"].get("inputs")) for r in j["layers"]],
+                         [("graph input", 1), ("Constant", 0), ("Add", 2)])
         # A QLinear op alone reads its one quantized input.
         j = self.compare_json(self.qlinear(), "--seed", "3", "--local")
         for r in j["layers"]:
