@@ -59,6 +59,12 @@ class Fabric {
   void clear_semaphore(unsigned i) {
     if (i < sems_.size()) sems_[i] = 0;
   }
+  /// Verification backdoor: sets semaphore `i` to `v` without a signal, as
+  /// RtlDevice::preload_semaphore does on the RTL (a counter that grows by
+  /// one per SEM_SIGNAL needs 2^32 of them to reach its top bits).
+  void preload_semaphore(unsigned i, uint32_t v) {
+    if (i < sems_.size()) sems_[i] = v;
+  }
 
   /// Executes one instruction on core `c`. `pc` is the instruction's ring
   /// index, recorded in ERR_PC when it faults. A faulting instruction changes

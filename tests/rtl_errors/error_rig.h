@@ -68,14 +68,19 @@ class Rig {
     }
     for (unsigned c = 0; c < tiny().cores; ++c) {
       ring_[c] = alloc(uint64_t(kRingSize) * spec::kInsnBytes, 32);
-      wcreg(c, cr::RING_BASE_LO, uint32_t(ring_[c]));
-      wcreg(c, cr::RING_BASE_HI, uint32_t(ring_[c] >> 32));
+      set_ring_base(c, ring_[c]);
       wcreg(c, cr::RING_SIZE, kRingSize);
       set_window(c, hw::DeviceMemory::kBase, hw::DeviceMemory::kBase + hw::DeviceMemory::kCapacity);
     }
   }
 
   bool ok() const { return dev_ != nullptr; }
+  /// Device address of core `c`'s command ring.
+  uint64_t ring(unsigned c) const { return ring_[c]; }
+  void set_ring_base(unsigned c, uint64_t base) {
+    wcreg(c, cr::RING_BASE_LO, uint32_t(base));
+    wcreg(c, cr::RING_BASE_HI, uint32_t(base >> 32));
+  }
   bool is_rtl() const { return rtl_ != nullptr; }
   runtime::Device& dev() { return *dev_; }
   rtl::RtlDevice* rtl() { return rtl_; }
@@ -171,6 +176,14 @@ class Rig {
       ref_->clear_faults();
   }
   bool irq_line() const { return rtl_ ? rtl_->irq_line() : ref_->irq_line(); }
+  /// The semaphore backdoor of either backend; false when it is missing.
+  bool preload_semaphore(unsigned i, uint32_t v) {
+    if (rtl_) return rtl_->preload_semaphore(i, v);
+    if (i >= ref_->fabric().num_semaphores()) return false;
+    ref_->fabric().preload_semaphore(i, v);
+    return true;
+  }
+  uint32_t semaphore(unsigned i) { return greg(spec::reg::SEM_VALUE + 4 * i); }
   /// Memory-port statistics summed over ports (rtl only; zeros on ref).
   hw::AxiMemoryStats mem_stats() const {
     hw::AxiMemoryStats s;

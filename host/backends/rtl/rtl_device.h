@@ -86,6 +86,11 @@ class RtlDevice final : public runtime::Device {
   void clear_faults() { mem_.clear_faults(); }
 
   bool irq_line() const { return sim_->interrupt(); }
+  /// Verification backdoor: sets semaphore `i` to `v` between clock edges
+  /// (hw::FabricSim::preload_semaphore), so tests reach the counters' top
+  /// bits and saturation without 2^32 SEM_SIGNALs. False when the model has
+  /// no backdoor or `i` is past the configuration's semaphores.
+  bool preload_semaphore(unsigned i, uint32_t v) { return i < cfg_.semaphores && sim_->preload_semaphore(i, v); }
   /// Clocks the fabric `n` cycles with the memory models attached.
   void step(uint64_t n = 1);
   /// Ok, or the first problem seen: protocol violations, assertion failures,

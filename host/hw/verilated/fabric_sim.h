@@ -38,6 +38,12 @@ class FabricSim {
   virtual void get_lite(hw::LitePins& p) const = 0;
   virtual bool interrupt() const = 0;
 
+  /// Verification backdoor: sets fabric semaphore `i` to `v` between two
+  /// clock edges, as if it had counted that far (rtl/loom.vlt makes the
+  /// counters writable). False when the model has no such access (a
+  /// stand-in) or `i` is out of range.
+  virtual bool preload_semaphore(unsigned /*i*/, uint32_t /*v*/) { return false; }
+
   /// True once an SVA/`$error` fired (assertions run with --assert).
   virtual bool assertion_failed() const = 0;
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "hw/verilated/coverage.h"
@@ -122,6 +123,23 @@ class VerilatedFabric final : public FabricSim {
     p.rresp = m.s_axi_control_rresp;
   }
 
+  bool preload_semaphore(unsigned i, uint32_t v) override {
+    if constexpr (kSemBackdoor) {
+      auto& q = model_->rootp->loom_fabric__DOT__u_sem__DOT__value_q;  // NumSems x 32 bits
+      if (i >= sizeof(q) / sizeof(uint32_t)) return false;
+      if constexpr (std::is_integral_v<std::remove_reference_t<decltype(q)>>) {
+        using T = std::remove_reference_t<decltype(q)>;
+        q = T((q & ~(T(0xFFFFFFFFu) << (32 * i))) | (T(v) << (32 * i)));
+      } else {
+        q[i] = v;
+      }
+      return true;
+    } else {
+      (void)i, (void)v;
+      return false;
+    }
+  }
+
   bool interrupt() const override { return model_->interrupt_o; }
   bool assertion_failed() const override { return ctx_->gotError(); }
 
@@ -150,6 +168,9 @@ class VerilatedFabric final : public FabricSim {
  private:
   /// Whether the model was verilated with --trace-fst (the fast build is not).
   static constexpr bool kTraced = requires(Model & m, VerilatedFstC* t) { m.trace(t, 99); };
+  /// Whether the semaphore counters are writable (rtl/loom.vlt; the model's
+  /// root header must be included before this one).
+  static constexpr bool kSemBackdoor = requires(Model & m) { m.rootp->loom_fabric__DOT__u_sem__DOT__value_q; };
 
   FabricShape shape_;
   std::unique_ptr<VerilatedContext> ctx_;
