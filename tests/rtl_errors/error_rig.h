@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "backends/ref/ref_device.h"
@@ -30,31 +31,31 @@ constexpr uint32_t kBusy = 1, kDone = 2, kError = 4, kBlocked = 8;
 
 inline const spec::HwConfig& tiny() { return *spec::find_config("tiny"); }
 
-/// Whether the tiny loom_fabric was verilated into this build.
-inline bool rtl_built() {
+/// Whether the loom_fabric of `config` was verilated into this build.
+inline bool rtl_built(std::string_view config = "tiny") {
   for (auto n : rtl::rtl_configs())
-    if (n == "tiny") return true;
+    if (n == config) return true;
   return false;
 }
 
 /// Memory options of the rtl runs: the configuration's DRAM latency, fixed seed.
-inline rtl::RtlOptions rtl_options() {
+inline rtl::RtlOptions rtl_options(const spec::HwConfig& cfg = tiny()) {
   rtl::RtlOptions opt;
-  opt.mem.read_latency = tiny().mem_latency_cycles;
-  opt.mem.write_latency = tiny().mem_latency_cycles;
+  opt.mem.read_latency = cfg.mem_latency_cycles;
+  opt.mem.write_latency = cfg.mem_latency_cycles;
   opt.mem.seed = 11;
   return opt;
 }
 
-/// One device of the tiny configuration with a 256-entry ring per core and a
-/// window covering all of device memory.
+/// One device (of the tiny configuration unless told) with a 256-entry ring
+/// per core and a window covering all of device memory.
 class Rig {
  public:
   static constexpr uint32_t kRingSize = 256;
 
-  explicit Rig(std::string_view backend) {
+  explicit Rig(std::string_view backend, const spec::HwConfig& cfg = tiny()) : cfg_(cfg) {
     if (backend == "rtl") {
-      auto made = rtl::make_rtl_device(tiny(), rtl_options());
+      auto made = rtl::make_rtl_device(cfg, rtl_options(cfg));
       if (!made.is_ok()) {
         ADD_FAILURE() << made.error().str();
         return;
@@ -62,11 +63,11 @@ class Rig {
       rtl_ = made->get();
       dev_ = std::move(*made);
     } else {
-      auto r = std::make_unique<ref::RefDevice>(tiny());
+      auto r = std::make_unique<ref::RefDevice>(cfg);
       ref_ = r.get();
       dev_ = std::move(r);
     }
-    for (unsigned c = 0; c < tiny().cores; ++c) {
+    for (unsigned c = 0; c < cfg.cores; ++c) {
       ring_[c] = alloc(uint64_t(kRingSize) * spec::kInsnBytes, 32);
       set_ring_base(c, ring_[c]);
       wcreg(c, cr::RING_SIZE, kRingSize);
@@ -75,6 +76,7 @@ class Rig {
   }
 
   bool ok() const { return dev_ != nullptr; }
+  const spec::HwConfig& config() const { return cfg_; }
   /// Device address of core `c`'s command ring.
   uint64_t ring(unsigned c) const { return ring_[c]; }
   void set_ring_base(unsigned c, uint64_t base) {
@@ -203,6 +205,7 @@ class Rig {
   Status health() const { return rtl_ ? rtl_->health() : Status::ok(); }
 
  private:
+  const spec::HwConfig& cfg_;
   std::unique_ptr<runtime::Device> dev_;
   rtl::RtlDevice* rtl_ = nullptr;
   ref::RefDevice* ref_ = nullptr;
@@ -219,6 +222,26 @@ class OnBackend : public ::testing::TestWithParam<std::string> {
 };
 
 inline std::string backend_name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
+
+/// Parameterized over (backend, configuration); rtl cases skip when that
+/// configuration's model is absent.
+class OnConfig : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {
+ protected:
+  void SetUp() override {
+    if (backend() == "rtl" && !rtl_built(config_name()))
+      GTEST_SKIP() << config_name() << " loom_fabric not verilated into this build";
+  }
+  const std::string& backend() const { return std::get<0>(GetParam()); }
+  const std::string& config_name() const { return std::get<1>(GetParam()); }
+  const spec::HwConfig& config() const { return *spec::find_config(config_name()); }
+};
+/// tiny and small, each on rtl and ref.
+inline auto every_config() {
+  return ::testing::Combine(::testing::Values("rtl", "ref"), ::testing::Values("tiny", "small"));
+}
+inline std::string config_case_name(const ::testing::TestParamInfo<std::tuple<std::string, std::string>>& info) {
+  return std::get<0>(info.param) + "_" + std::get<1>(info.param);
+}
 
 // ---- instruction builders: tests/support/insn_builders.h, plus GEMM ----
 using namespace loom::test;

@@ -1,6 +1,6 @@
 // Every address bit the spec gives a width of 48 (ring base, DMA window,
-// LOAD/STORE addresses) and the strides' top bits, on the tiny fabric (rtl)
-// and the golden model (ref). Device memory spans 4 GiB from 0x1000_0000,
+// LOAD/STORE addresses) and the strides' top bits, on every core of the tiny
+// and small fabrics (rtl) and the golden model (ref). Device memory spans 4 GiB from 0x1000_0000,
 // so the tests use what an address with a high bit set must do without
 // memory behind it: a DMA leaves the window and is blocked before any beat
 // (WINDOW), a window whose low 32 bits are zero still compares all 48, and a
@@ -16,92 +16,99 @@
 namespace loom::rtl_errors {
 namespace {
 
-class HighBits : public OnBackend {
+class HighBits : public OnConfig {
  protected:
-  /// Runs `prog` on core 0 and expects it halted on `cause` with no DMA byte
+  /// Runs `prog` on core `c` and expects it halted on `cause` with no DMA byte
   /// moved and no memory beat written (the fetch reads the ring; an
   /// unallocated address read would answer DECERR, not `cause`), then
   /// recovers the core (soft reset, interrupts cleared).
-  static void expect_fault_then_recover(Rig& r, const std::vector<Insn>& prog, uint32_t cause, const char* what,
-                                        int bit) {
+  static void expect_fault_then_recover(Rig& r, unsigned c, const std::vector<Insn>& prog, uint32_t cause,
+                                        const char* what, int bit) {
     const auto before = r.mem_stats();
-    const uint64_t dma = r.counter(0, spec::Counter::BYTES_RD) + r.counter(0, spec::Counter::BYTES_WR);
-    r.run(0, prog);
-    EXPECT_EQ(r.err(0), cause) << what << ", bit " << bit;
-    EXPECT_EQ(r.status(0), kError) << what << ", bit " << bit;
-    EXPECT_EQ(r.counter(0, spec::Counter::BYTES_RD) + r.counter(0, spec::Counter::BYTES_WR), dma)
-        << what << ", bit " << bit << ": a blocked DMA moved bytes";
-    EXPECT_EQ(r.mem_stats().write_beats, before.write_beats) << what << ", bit " << bit << ": a blocked DMA wrote memory";
-    r.soft_reset(0);
+    const uint64_t dma = r.counter(c, spec::Counter::BYTES_RD) + r.counter(c, spec::Counter::BYTES_WR);
+    r.run(c, prog);
+    EXPECT_EQ(r.err(c), cause) << what << ", core " << c << ", bit " << bit;
+    EXPECT_EQ(r.status(c), kError) << what << ", core " << c << ", bit " << bit;
+    EXPECT_EQ(r.counter(c, spec::Counter::BYTES_RD) + r.counter(c, spec::Counter::BYTES_WR), dma)
+        << what << ", core " << c << ", bit " << bit << ": a blocked DMA moved bytes";
+    EXPECT_EQ(r.mem_stats().write_beats, before.write_beats)
+        << what << ", core " << c << ", bit " << bit << ": a blocked DMA wrote memory";
+    r.soft_reset(c);
     r.wgreg(spec::reg::IRQ_STATUS, 0xFFFFu);
-    EXPECT_EQ(r.err(0), 0u);
+    EXPECT_EQ(r.err(c), 0u);
   }
 };
 
 TEST_P(HighBits, WindowComparesAll48Bits) {
-  Rig r(GetParam());
+  Rig r(backend(), config());
   ASSERT_TRUE(r.ok());
   const uint64_t buf = r.put(std::vector<uint8_t>(64, 0x3C));
-  const uint64_t dst = r.put(std::vector<uint8_t>(64, 0));
-  for (int k = 32; k < 48; ++k) {
-    // A base of bit k alone: its low 32 bits are zero, so only the full
-    // compare puts the buffer below it.
-    r.set_window(0, uint64_t(1) << k, ~uint64_t(0) >> 16);
-    expect_fault_then_recover(r, {load(Buffer::OUT, 0, buf, 1, 64), end_insn()}, spec::err::WINDOW, "base", k);
-    // A limit of bit k alone: the buffer is below it, in the window.
-    r.set_window(0, hw::DeviceMemory::kBase, uint64_t(1) << k);
-    r.run(0, {load(Buffer::OUT, 0, buf, 1, 64), store(Buffer::OUT, 0, dst, 1, 64), end_insn()});
-    EXPECT_EQ(r.err(0), 0u) << "limit, bit " << k;
-    EXPECT_EQ(r.status(0), kDone) << "limit, bit " << k;
+  for (unsigned c = 0; c < r.config().cores; ++c) {
+    const uint64_t dst = r.put(std::vector<uint8_t>(64, 0));
+    for (int k = 32; k < 48; ++k) {
+      // A base of bit k alone: its low 32 bits are zero, so only the full
+      // compare puts the buffer below it.
+      r.set_window(c, uint64_t(1) << k, ~uint64_t(0) >> 16);
+      expect_fault_then_recover(r, c, {load(Buffer::OUT, 0, buf, 1, 64), end_insn()}, spec::err::WINDOW, "base", k);
+      // A limit of bit k alone: the buffer is below it, in the window.
+      r.set_window(c, hw::DeviceMemory::kBase, uint64_t(1) << k);
+      r.run(c, {load(Buffer::OUT, 0, buf, 1, 64), store(Buffer::OUT, 0, dst, 1, 64), end_insn()});
+      EXPECT_EQ(r.err(c), 0u) << "limit, core " << c << ", bit " << k;
+      EXPECT_EQ(r.status(c), kDone) << "limit, core " << c << ", bit " << k;
+    }
+    EXPECT_EQ(r.get(dst, 64), std::vector<uint8_t>(64, 0x3C)) << "core " << c;
   }
-  EXPECT_EQ(r.get(dst, 64), std::vector<uint8_t>(64, 0x3C));
   EXPECT_TRUE(r.health().is_ok()) << r.health().str();
 }
 
 TEST_P(HighBits, DmaAddressAndStrideBitsLeaveTheWindow) {
-  Rig r(GetParam());
+  Rig r(backend(), config());
   ASSERT_TRUE(r.ok());
   const uint64_t buf = r.put(std::vector<uint8_t>(4096, 0x11));
-  r.set_window(0, buf, buf + 4096);
-  for (int k = 12; k < 48; ++k) {
-    const uint64_t far = buf ^ (uint64_t(1) << k);  // outside [buf, buf + 4096) for every k >= 12
-    expect_fault_then_recover(r, {load(Buffer::IN, 0, far, 1, 16), end_insn()}, spec::err::WINDOW, "LOAD address",
-                              k);
-    expect_fault_then_recover(r, {store(Buffer::OUT, 0, far, 1, 16), end_insn()}, spec::err::WINDOW,
-                              "STORE address", k);
-  }
-  for (int k = 12; k < 32; ++k) {  // the second row lands `stride` past the first
-    expect_fault_then_recover(r, {load(Buffer::IN, 0, buf, 2, 16, uint64_t(1) << k), end_insn()}, spec::err::WINDOW,
-                              "LOAD stride", k);
-    expect_fault_then_recover(r, {store(Buffer::OUT, 0, buf, 2, 16, uint64_t(1) << k), end_insn()},
-                              spec::err::WINDOW, "STORE stride", k);
+  for (unsigned c = 0; c < r.config().cores; ++c) {
+    r.set_window(c, buf, buf + 4096);
+    for (int k = 12; k < 48; ++k) {
+      const uint64_t far = buf ^ (uint64_t(1) << k);  // outside [buf, buf + 4096) for every k >= 12
+      expect_fault_then_recover(r, c, {load(Buffer::IN, 0, far, 1, 16), end_insn()}, spec::err::WINDOW,
+                                "LOAD address", k);
+      expect_fault_then_recover(r, c, {store(Buffer::OUT, 0, far, 1, 16), end_insn()}, spec::err::WINDOW,
+                                "STORE address", k);
+    }
+    for (int k = 12; k < 32; ++k) {  // the second row lands `stride` past the first
+      expect_fault_then_recover(r, c, {load(Buffer::IN, 0, buf, 2, 16, uint64_t(1) << k), end_insn()},
+                                spec::err::WINDOW, "LOAD stride", k);
+      expect_fault_then_recover(r, c, {store(Buffer::OUT, 0, buf, 2, 16, uint64_t(1) << k), end_insn()},
+                                spec::err::WINDOW, "STORE stride", k);
+    }
   }
   EXPECT_TRUE(r.health().is_ok()) << r.health().str();
 }
 
 TEST_P(HighBits, RingBaseBitsReachTheFetch) {
-  Rig r(GetParam());
+  Rig r(backend(), config());
   ASSERT_TRUE(r.ok());
-  for (int k = 33; k < 48; ++k) {
-    // Nothing is allocated at 2^k (memory ends at 0x1_1000_0000): the first
-    // fetch answers DECERR. A base cut to fewer bits would fetch the ring.
-    r.set_ring_base(0, uint64_t(1) << k);
-    r.wcreg(0, cr::RING_TAIL, 1);
-    r.wcreg(0, cr::DOORBELL, 1);
-    r.idle();
-    EXPECT_EQ(r.err(0), spec::err::AXI_DECERR) << "bit " << k;
-    EXPECT_EQ(r.status(0), kError) << "bit " << k;
-    r.soft_reset(0);
-    r.wgreg(spec::reg::IRQ_STATUS, 0xFFFFu);
+  for (unsigned c = 0; c < r.config().cores; ++c) {
+    for (int k = 33; k < 48; ++k) {
+      // Nothing is allocated at 2^k (memory ends at 0x1_1000_0000): the
+      // first fetch answers DECERR. A base cut to fewer bits would fetch the ring.
+      r.set_ring_base(c, uint64_t(1) << k);
+      r.wcreg(c, cr::RING_TAIL, 1);
+      r.wcreg(c, cr::DOORBELL, 1);
+      r.idle();
+      EXPECT_EQ(r.err(c), spec::err::AXI_DECERR) << "core " << c << ", bit " << k;
+      EXPECT_EQ(r.status(c), kError) << "core " << c << ", bit " << k;
+      r.soft_reset(c);
+      r.wgreg(spec::reg::IRQ_STATUS, 0xFFFFu);
+    }
+    // Back at its own ring, the core runs again.
+    r.set_ring_base(c, r.ring(c));
+    r.run(c, {nop(), end_insn()});
+    EXPECT_EQ(r.status(c), kDone) << "core " << c;
   }
-  // Back at its own ring, the core runs again.
-  r.set_ring_base(0, r.ring(0));
-  r.run(0, {nop(), end_insn()});
-  EXPECT_EQ(r.status(0), kDone);
   EXPECT_TRUE(r.health().is_ok()) << r.health().str();
 }
 
-INSTANTIATE_TEST_SUITE_P(B, HighBits, ::testing::Values("rtl", "ref"), backend_name);
+INSTANTIATE_TEST_SUITE_P(B, HighBits, every_config(), config_case_name);
 
 }  // namespace
 }  // namespace loom::rtl_errors

@@ -1,5 +1,5 @@
-// Semaphores at the top of their range, on the tiny fabric (rtl) and the
-// golden model (ref): every bit of every counter through SEM_VALUE, the
+// Semaphores at the top of their range, on the tiny and small fabrics (rtl)
+// and the golden model (ref): every bit of every counter through SEM_VALUE, the
 // saturation at 2^32 - 1 that the ISA specifies, and SEM_WAIT's unsigned
 // compare. A counter grows by one per SEM_SIGNAL, so the tests preload it
 // through the backends' backdoor (RtlDevice::preload_semaphore) instead of
@@ -15,12 +15,12 @@
 namespace loom::rtl_errors {
 namespace {
 
-class Semaphores : public OnBackend {};
+class Semaphores : public OnConfig {};
 
 TEST_P(Semaphores, EveryBitReadsBackAndClears) {
-  Rig r(GetParam());
+  Rig r(backend(), config());
   ASSERT_TRUE(r.ok());
-  const unsigned n = tiny().semaphores;
+  const unsigned n = r.config().semaphores;
   for (uint32_t pattern : {0xFFFFFFFFu, 0xAAAAAAAAu, 0x55555555u, 0x80000001u, 0x00000000u}) {
     // Each semaphore its own value, so a crossed wire between two shows.
     for (unsigned i = 0; i < n; ++i) ASSERT_TRUE(r.preload_semaphore(i, pattern ^ (i * 0x01010101u)));
@@ -36,7 +36,7 @@ TEST_P(Semaphores, EveryBitReadsBackAndClears) {
 }
 
 TEST_P(Semaphores, SignalsSaturateAtTheTop) {
-  Rig r(GetParam());
+  Rig r(backend(), config());
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE(r.preload_semaphore(2, 0xFFFFFFFDu));
   ASSERT_TRUE(r.preload_semaphore(3, 0xFFFFFFFEu));
@@ -59,7 +59,7 @@ TEST_P(Semaphores, SignalsSaturateAtTheTop) {
 }
 
 TEST_P(Semaphores, WaitComparesUnsigned) {
-  Rig r(GetParam());
+  Rig r(backend(), config());
   ASSERT_TRUE(r.ok());
   // 0x7FFFFFFF < 0x80000000 unsigned (a signed compare would pass at once).
   ASSERT_TRUE(r.preload_semaphore(1, 0x7FFFFFFFu));
@@ -77,7 +77,7 @@ TEST_P(Semaphores, WaitComparesUnsigned) {
   EXPECT_TRUE(r.health().is_ok()) << r.health().str();
 }
 
-INSTANTIATE_TEST_SUITE_P(B, Semaphores, ::testing::Values("rtl", "ref"), backend_name);
+INSTANTIATE_TEST_SUITE_P(B, Semaphores, every_config(), config_case_name);
 
 }  // namespace
 }  // namespace loom::rtl_errors
