@@ -57,6 +57,19 @@ TEST_P(HighBits, WindowComparesAll48Bits) {
       EXPECT_EQ(r.status(c), kDone) << "limit, core " << c << ", bit " << k;
     }
     EXPECT_EQ(r.get(dst, 64), std::vector<uint8_t>(64, 0x3C)) << "core " << c;
+    // Edges at every bit: a base 2^k past the buffer denies it, a limit
+    // 2^k - 1 past its end admits it, one byte short of its end denies it.
+    for (int k = 0; k < 48; ++k) {
+      r.set_window(c, buf + (uint64_t(1) << k), ~uint64_t(0) >> 16);
+      expect_fault_then_recover(r, c, {load(Buffer::OUT, 0, buf, 1, 64), end_insn()}, spec::err::WINDOW,
+                                "base past the buffer", k);
+      r.set_window(c, buf, buf + 64 + (uint64_t(1) << k) - 1);
+      r.run(c, {load(Buffer::OUT, 0, buf, 1, 64), end_insn()});
+      EXPECT_EQ(r.err(c), 0u) << "limit past the end, core " << c << ", bit " << k;
+    }
+    r.set_window(c, buf, buf + 63);
+    expect_fault_then_recover(r, c, {load(Buffer::OUT, 0, buf, 1, 64), end_insn()}, spec::err::WINDOW,
+                              "limit one byte short", 0);
   }
   EXPECT_TRUE(r.health().is_ok()) << r.health().str();
 }

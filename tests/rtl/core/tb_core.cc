@@ -132,6 +132,21 @@ void scenario_sem(CoreTb& tb) {
   tb.check_eq(tb.ctr(INSN_COMPUTE), 1, "compute after release");
   tb.check(tb.ctr(CYCLES_STALL_DEP) >= 300, "semaphore wait counted as a dependency stall");
 
+  // Counts at the top of the range: every bit of every semaphore input
+  // moves, and SEM_WAIT compares all 32 bits unsigned (0x7FFFFFFF is below
+  // 0x80000000; a signed compare would release at once).
+  tb.flush();
+  tb.sems.assign(CoreTb::kNumSems, 0xFFFFFFFFu);
+  tb.run(5);
+  tb.sems.assign(CoreTb::kNumSems, 0);
+  tb.sems[6] = 0x7FFFFFFFu;
+  tb.push({Insn::sem(SEM_WAIT, 6, 0x80000000u), Insn::op(END)});
+  tb.run(100);
+  tb.check(tb.blocked() && tb.busy(), "SEM_WAIT 0x80000000 blocks at 0x7FFFFFFF");
+  tb.sems[6] = 0x80000000u;
+  tb.wait_idle();
+  tb.check(!tb.blocked() && tb.done() && !tb.error(), "released at 0x80000000");
+
   // A semaphore id at or above NumSems is illegal.
   tb.flush();
   tb.push({Insn::op(NOP), Insn::sem(SEM_WAIT, CoreTb::kNumSems, 0)});

@@ -264,6 +264,13 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 2; ++i) tb.tick();
   tb.expect(tb.sem_clear_seen == 0xA5, "sem_clear_o pulse (NumSems bits)", tb.sem_clear_seen, 0xA5);
   tb.expect(tb.pulse_cycles == 1, "sem_clear_o lasts one cycle", tb.pulse_cycles, 1);
+  // Every bit of every semaphore through the read mux, each its own value.
+  for (uint32_t pattern : {0xFFFFFFFFu, 0xAAAAAAAAu, 0x55555555u, 0x00000000u}) {
+    for (unsigned i = 0; i < kSems; ++i) m.sem_value_i[i] = pattern ^ (i * 0x01010101u);
+    for (unsigned i = 0; i < spec::reg::SEM_VALUE_COUNT; ++i)
+      tb.check_read(spec::reg::SEM_VALUE + i * spec::reg::SEM_VALUE_STRIDE,
+                    i < kSems ? pattern ^ (i * 0x01010101u) : 0, "SEM_VALUE[i], every bit");
+  }
   for (unsigned i = 0; i < kSems; ++i) m.sem_value_i[i] = 0x1000u * (i + 1) + i;
   for (unsigned i = 0; i < spec::reg::SEM_VALUE_COUNT; ++i)
     tb.check_read(spec::reg::SEM_VALUE + i * spec::reg::SEM_VALUE_STRIDE, i < kSems ? 0x1000u * (i + 1) + i : 0,
