@@ -79,6 +79,12 @@ class Rig {
   const spec::HwConfig& config() const { return cfg_; }
   /// Device address of core `c`'s command ring.
   uint64_t ring(unsigned c) const { return ring_[c]; }
+  /// Moves core `c`'s command ring to `base` (32-byte aligned, kRingSize
+  /// entries there); submit() writes there from now on.
+  void move_ring(unsigned c, uint64_t base) {
+    ring_[c] = base;
+    set_ring_base(c, base);
+  }
   void set_ring_base(unsigned c, uint64_t base) {
     wcreg(c, cr::RING_BASE_LO, uint32_t(base));
     wcreg(c, cr::RING_BASE_HI, uint32_t(base >> 32));

@@ -1,11 +1,12 @@
 // Every address bit the spec gives a width of 48 (ring base, DMA window,
 // LOAD/STORE addresses) and the strides' top bits, on every core of the tiny
-// and small fabrics (rtl) and the golden model (ref). Device memory spans 4 GiB from 0x1000_0000,
-// so the tests use what an address with a high bit set must do without
-// memory behind it: a DMA leaves the window and is blocked before any beat
-// (WINDOW), a window whose low 32 bits are zero still compares all 48, and a
-// ring placed there answers DECERR on fetch (AXI_DECERR). A compare or an
-// address path cut to fewer bits fails one of them.
+// and small fabrics (rtl) and the golden model (ref). Device memory spans
+// 4 GiB from 0x1000_0000, so past it the tests use what an address must do
+// without memory behind it: a DMA leaves the window and is blocked before
+// any beat (WINDOW), a window whose low 32 bits are zero still compares all
+// 48, and a ring placed there answers DECERR on fetch (AXI_DECERR); below
+// it, a ring at every bit of a 2 MiB arena runs. A compare or an address
+// path cut to fewer bits fails one of them.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -100,11 +101,25 @@ TEST_P(HighBits, DmaAddressAndStrideBitsLeaveTheWindow) {
 TEST_P(HighBits, RingBaseBitsReachTheFetch) {
   Rig r(backend(), config());
   ASSERT_TRUE(r.ok());
+  // An arena aligned to 2^21, so arena + 2^k sets bit k alone of the low 21.
+  constexpr uint64_t kArena = uint64_t(1) << 21;
+  const uint64_t ring_bytes = uint64_t(Rig::kRingSize) * spec::kInsnBytes;
+  const uint64_t arena = r.alloc(kArena + ring_bytes, kArena);
   for (unsigned c = 0; c < r.config().cores; ++c) {
-    for (int k = 33; k < 48; ++k) {
-      // Nothing is allocated at 2^k (memory ends at 0x1_1000_0000): the
-      // first fetch answers DECERR. A base cut to fewer bits would fetch the ring.
-      r.set_ring_base(c, uint64_t(1) << k);
+    const uint64_t own = r.ring(c);
+    // A ring at arena + 2^k, k = 5 (the 32-byte alignment) .. 21: it runs.
+    for (int k = 5; k <= 21; ++k) {
+      r.move_ring(c, arena + (uint64_t(1) << k));
+      r.run(c, {nop(), end_insn()});
+      EXPECT_EQ(r.status(c), kDone) << "core " << c << ", ring at arena + 2^" << k;
+      EXPECT_EQ(r.err(c), 0u) << "core " << c << ", ring at arena + 2^" << k;
+    }
+    r.soft_reset(c);
+    for (int k = 22; k < 48; ++k) {
+      // Nothing is allocated past the arena (and memory ends at
+      // 0x1_1000_0000): the first fetch answers DECERR. A base cut to fewer
+      // bits would fetch from allocated memory.
+      r.set_ring_base(c, arena + (uint64_t(1) << k));
       r.wcreg(c, cr::RING_TAIL, 1);
       r.wcreg(c, cr::DOORBELL, 1);
       r.idle();
@@ -114,7 +129,7 @@ TEST_P(HighBits, RingBaseBitsReachTheFetch) {
       r.wgreg(spec::reg::IRQ_STATUS, 0xFFFFu);
     }
     // Back at its own ring, the core runs again.
-    r.set_ring_base(c, r.ring(c));
+    r.move_ring(c, own);
     r.run(c, {nop(), end_insn()});
     EXPECT_EQ(r.status(c), kDone) << "core " << c;
   }
