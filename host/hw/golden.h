@@ -61,9 +61,12 @@ class Fabric {
   }
   /// Verification backdoor: sets semaphore `i` to `v` without a signal, as
   /// RtlDevice::preload_semaphore does on the RTL (a counter that grows by
-  /// one per SEM_SIGNAL needs 2^32 of them to reach its top bits).
-  void preload_semaphore(unsigned i, uint32_t v) {
-    if (i < sems_.size()) sems_[i] = v;
+  /// one per SEM_SIGNAL needs 2^32 of them to reach its top bits). False
+  /// for a semaphore the configuration lacks, as on the RTL.
+  bool preload_semaphore(unsigned i, uint32_t v) {
+    if (i >= sems_.size()) return false;
+    sems_[i] = v;
+    return true;
   }
 
   /// Executes one instruction on core `c`. `pc` is the instruction's ring

@@ -186,10 +186,7 @@ class Rig {
   bool irq_line() const { return rtl_ ? rtl_->irq_line() : ref_->irq_line(); }
   /// The semaphore backdoor of either backend; false when it is missing.
   bool preload_semaphore(unsigned i, uint32_t v) {
-    if (rtl_) return rtl_->preload_semaphore(i, v);
-    if (i >= ref_->fabric().num_semaphores()) return false;
-    ref_->fabric().preload_semaphore(i, v);
-    return true;
+    return rtl_ ? rtl_->preload_semaphore(i, v) : ref_->fabric().preload_semaphore(i, v);
   }
   uint32_t semaphore(unsigned i) { return greg(spec::reg::SEM_VALUE + 4 * i); }
   /// Memory-port statistics summed over ports (rtl only; zeros on ref).

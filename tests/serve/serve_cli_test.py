@@ -74,9 +74,14 @@ streams:
 """
 
 
+# Generous: the sanitizer build runs the tlm platform 10-20 times slower, and a
+# coverage build's RTL (LOOM_RTL_TIMEOUT_SCALE, set by CMake) slower still.
+SUBPROCESS_TIMEOUT = 900 * int(os.environ.get("LOOM_RTL_TIMEOUT_SCALE", "1"))
+
+
 def loom(*args, env=None):
-    # Generous: the sanitizer build runs the tlm platform 10-20 times slower.
-    return subprocess.run([LOOM] + [str(a) for a in args], capture_output=True, text=True, timeout=900, env=env)
+    return subprocess.run([LOOM] + [str(a) for a in args], capture_output=True, text=True,
+                          timeout=SUBPROCESS_TIMEOUT, env=env)
 
 
 class Base(unittest.TestCase):
