@@ -178,14 +178,16 @@ const Mapper* ServiceModel::mapper() const {
   return mapper;
 }
 
-Expected<ServiceModel::Bucket> ServiceModel::bucket(const ModelSpec& m, int64_t seq) const {
+Expected<ServiceModel::Bucket> ServiceModel::bucket(const ModelSpec& m, int64_t seq, int batch) const {
   Bucket b;
+  b.batch = std::max(batch, 1);
   int64_t len = m.bucket_of(seq);
   if (const Mapper* mp = mapper()) {
-    MappedRun mr = (*mp)(m, seq, 1);
+    MappedRun mr = (*mp)(m, seq, b.batch);
     if (mr.rows > 0) len = mr.rows;
     b.options = mr.options;
     b.tag = mr.tag;
+    b.requests = std::max(mr.requests, 0);
   }
   if (len < seq || !m.bucket_allowed(len))
     return make_error(m.name, "a batch of sequence length " + std::to_string(seq) + " has no bucket (got " +
@@ -202,15 +204,15 @@ Expected<uint64_t> ServiceModel::cycles(const ModelSpec& m, int64_t seq, int bat
   if (!can_batch) return can_batch.error();
   const bool fixed = !*can_batch;
   if (m.bucketed()) {
-    // One run of the bucket's program compiled for the batch.
-    auto b = bucket(m, seq);
+    // The bucket's program for the requests one run holds, run as often as the batch needs.
+    auto b = bucket(m, seq, batch);
     if (!b) return b.error();
-    const auto mk = std::make_tuple(key + "|batch " + std::to_string(batch), b->model.bound_length(), b->tag);
-    if (auto mit = mapped_.find(mk); mit != mapped_.end()) return mit->second;
+    const auto mk = std::make_tuple(key + "|batch " + std::to_string(b->per_run()), b->model.bound_length(), b->tag);
+    if (auto mit = mapped_.find(mk); mit != mapped_.end()) return b->runs() * mit->second;
     auto r = measure(m, 0, key, seq, batch, b->options, b->tag);
     if (!r) return r;
     mapped_[mk] = *r;
-    return *r;
+    return b->runs() * *r;
   }
   if (auto ch = chunked(m, seq, batch, fixed)) {
     const int64_t rows = ch->rows;
@@ -268,10 +270,10 @@ Expected<uint64_t> ServiceModel::host_cycles(const ModelSpec& m, int64_t seq, in
     if (!l) return l.error();
     return (*l)->host.host_cycles * ch->runs;
   }
-  // As cycles(): a fixed-shape model runs its plan `batch` times.
+  // As cycles(): a fixed-shape model runs its plan `batch` times, a bucketed one as its bucket says.
   auto l = onnx(m, seq, *can_batch ? batch : 1);
   if (!l) return l.error();
-  return (*l)->host.host_cycles * uint64_t(*can_batch ? 1 : batch);
+  return (*l)->host.host_cycles * runs_of(m, seq, batch, *can_batch);
 }
 
 Expected<driver::Source> ServiceModel::source(const ModelSpec& m, int64_t rows, int batch) {
@@ -339,6 +341,7 @@ Expected<std::unique_ptr<ServiceModel::Loaded>> ServiceModel::compile(const Mode
   if (!prog) return prog.error();
   auto l = std::make_unique<Loaded>();
   l->bucket = m.bound_length();
+  l->batch = std::max(batch, 1);
   l->host = serve::host_cost(*prog, cfg_);
   for (const auto& seg : prog->segments) l->inputs.push_back(ir::random_inputs(seg.graph, 1));
   l->program = std::move(*prog);
@@ -365,9 +368,16 @@ Expected<ServiceModel::Loaded*> ServiceModel::load(const ModelSpec& m, int64_t r
 
 Expected<ServiceModel::Loaded*> ServiceModel::onnx(const ModelSpec& mm, int64_t seq, int batch) {
   if (!mm.bucketed()) return load(mm, 0, {}, {}, batch);
-  auto b = bucket(mm, seq);
+  auto b = bucket(mm, seq, batch);
   if (!b) return b.error();
-  return load(b->model, 0, b->options, b->tag, batch);
+  return load(b->model, 0, b->options, b->tag, b->per_run());
+}
+
+uint64_t ServiceModel::runs_of(const ModelSpec& m, int64_t seq, int batch, bool batchable) const {
+  if (!batchable) return uint64_t(batch);
+  if (!m.bucketed()) return 1;
+  auto b = bucket(m, seq, batch);
+  return b ? b->runs() : 1;  // an error here is the load's, reported there
 }
 
 Expected<const plan::Program*> ServiceModel::onnx_program(const ModelSpec& m, int64_t seq) {
@@ -408,7 +418,7 @@ Expected<uint64_t> ServiceModel::measure(const ModelSpec& m, int64_t rows, const
     l = own.get();
   }
   if (!l) return l.error();
-  if (m.bucketed()) seq = (*l)->bucket;  // the table lists the length that ran
+  if (m.bucketed()) seq = (*l)->bucket, batch = (*l)->batch;  // the table lists the shape that ran
   measuring_ = key + " seq " + std::to_string(seq) + " batch " + std::to_string(batch) +
                (m.kind == ModelSpec::Kind::GemmChain && rows != seq ? " (" + std::to_string(rows) + " rows)" : "");
   uint64_t total = (*l)->host.host_cycles;  // the host ops run on the CPU: no port contention
@@ -700,7 +710,8 @@ Expected<LiveWork> ServiceModel::live_work(const ModelSpec& m, int64_t seq, int 
   } else if (m.kind == ModelSpec::Kind::Graph) {  // one shape: its plan `batch` times
     l = load(m, 0, unmapped_options(m), {});
   } else {
-    l = onnx(m, seq, runs == 1 ? batch : 1);
+    runs = runs_of(m, seq, batch, *can_batch);
+    l = onnx(m, seq, *can_batch ? batch : 1);
   }
   if (!l) return l.error();
   Loaded& x = **l;

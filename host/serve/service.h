@@ -97,12 +97,15 @@ using ZooBuilder = std::function<Expected<std::string>(const ModelSpec& m)>;
 /// run of the program compiled for a batch of `rows` (the last padded);
 /// rows == 0: not mapped (its program for the batch). A bucketed model
 /// (ModelSpec::bucketed): `rows` is the bucket the batch is padded to (one
-/// of its bucket lengths >= seq; 0: the smallest), the batch one run of that
-/// length's program compiled with `options`.
+/// of its bucket lengths >= seq; 0: the smallest), its programs compiled
+/// with `options`; the batch runs in ceil(batch / requests) runs of that
+/// length's program compiled for `requests` requests (the last padded), or
+/// with requests == 0 in one run of the program compiled for the batch.
 struct MappedRun {
   int64_t rows = 0;
   compiler::CompileOptions options;
   std::string tag;  // names the mapping choice; part of the cache key
+  int requests = 0;
 };
 using Mapper = std::function<MappedRun(const ModelSpec& m, int64_t seq, int batch)>;
 
@@ -161,15 +164,21 @@ class ServiceModel {
   }
   Expected<plan::Program> compile_program(const ModelSpec& m, int64_t rows, int batch,
                                           const compiler::CompileOptions& opt);
-  /// A bucketed model (ModelSpec::bucketed) at the bucket a batch padded to
-  /// `seq` runs in under the mapping in force: the model bound to that length
-  /// (ModelSpec::at_length) and the options its plans compile with.
+  /// A bucketed model (ModelSpec::bucketed) at the bucket a batch of `batch`
+  /// requests padded to `seq` runs in under the mapping in force: the model
+  /// bound to that length (ModelSpec::at_length), the options its plans
+  /// compile with and the requests one run holds.
   struct Bucket {
     ModelSpec model;  // zoo:bert:seq=B, or the ONNX file with its sequence symbol bound to B
     compiler::CompileOptions options;
-    std::string tag;  // MappedRun::tag
+    std::string tag;   // MappedRun::tag
+    int requests = 0;  // MappedRun::requests
+    int batch = 1;
+    /// The requests one run's program is compiled for, and the runs the batch takes.
+    int per_run() const { return requests > 0 ? requests : batch; }
+    uint64_t runs() const { return uint64_t((batch + per_run() - 1) / per_run()); }
   };
-  Expected<Bucket> bucket(const ModelSpec& m, int64_t seq) const;
+  Expected<Bucket> bucket(const ModelSpec& m, int64_t seq, int batch = 1) const;
   /// The cores one batch runs on at once under the mapping in force (its
   /// plans' CompileOptions::num_cores; without a mapping the stream's
   /// cores_per_batch, unmapped_options). The serving simulator and live
@@ -225,6 +234,7 @@ class ServiceModel {
     std::vector<std::vector<std::pair<std::string, Tensor>>> expected;
     bool checked = false, golden_done = false;
     int64_t bucket = 0;  // a bucketed model: the length this program runs at
+    int batch = 1;       // an ONNX model: the requests one run holds
   };
   /// `m` with `rows` rows (gemm_chain; 0 for the others; an ONNX model
   /// with a batch dimension for `batch` requests) compiled with `opts` (one
@@ -259,7 +269,13 @@ class ServiceModel {
   /// The stretch's runs: `a` on port 0's first core, `with` looping on the others.
   Expected<StretchMeasurement> measure_stretch(const BatchShape& a, const std::vector<BatchShape>& with);
   std::string cache_file(uint64_t hash, const char* ext) const;
+  /// An ONNX model's program for one run of a batch of `batch` requests
+  /// padded to `seq` (a bucketed model: its bucket's program for the
+  /// requests one run holds, Bucket::per_run).
   Expected<Loaded*> onnx(const ModelSpec& m, int64_t seq, int batch = 1);
+  /// The runs of onnx()'s program a batch takes: `batch` for a model that
+  /// cannot batch, a bucketed model's Bucket::runs, else 1.
+  uint64_t runs_of(const ModelSpec& m, int64_t seq, int batch, bool batchable) const;
   const Mapper* mapper() const;
   const spec::HwConfig& cfg_;
   std::string backend_, cache_dir_;

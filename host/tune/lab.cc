@@ -44,10 +44,10 @@ Expected<uint64_t> Lab::predicted_cycles(const serve::ModelSpec& m, const Choice
 }
 
 Expected<plan::Program> Lab::build(const serve::ModelSpec& m, const Choice& c) {
-  // A bucketed model: the program of the bucket's length, its segments
-  // compiled with the choice's options, as ServiceModel compiles it when it
-  // serves; a gemm_chain of the choice's rows.
-  if (m.bucketed()) return sm_.compile_program(m.at_length(c.rows), c.rows, options_of(c));
+  // A bucketed model: the program of the bucket's length for the requests
+  // one run holds, its segments compiled with the choice's options, as
+  // ServiceModel compiles it when it serves; a gemm_chain of the choice's rows.
+  if (m.bucketed()) return sm_.compile_program(m.at_length(c.rows), c.rows, std::max(c.requests, 1), options_of(c));
   if (m.kind == serve::ModelSpec::Kind::Onnx)  // its program for a batch of `rows` requests
     return sm_.compile_program(m, 0, int(c.rows), options_of(c));
   return sm_.compile_program(m, c.rows, options_of(c));

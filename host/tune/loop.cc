@@ -256,7 +256,7 @@ std::function<Expected<BatchLayers>(const serve::BatchSpan&)> Loop::layers_with(
     const Choice& c = mp.at(serve::model_key(spec)).at(b.seq, b.requests);
     auto steps = lab_.run_layers(spec, c);
     if (!steps) return steps.error();
-    const int64_t runs = spec.bucketed() ? b.requests : cdiv(b.seq * b.requests, c.rows);
+    const int64_t runs = spec.bucketed() ? cdiv(b.requests, std::max(c.requests, 1)) : cdiv(b.seq * b.requests, c.rows);
     return std::pair{std::move(*steps), runs};
   };
 }
@@ -278,13 +278,6 @@ LengthMix Loop::initial_mix(const std::string& key) const {
     else
       for (size_t k = 0; k < s.shapes.values.size(); ++k) mix[s.shapes.values[k]] += s.shapes.weights[k];
   }
-  return mix;
-}
-
-LengthMix Loop::observed_mix(const Served& run, const std::string& key) const {
-  // Each batch's requests at the batch's length (its longest request, which picks the bucket).
-  LengthMix mix;
-  for (const auto& [sb, n] : observed_batches(run, key, {})) mix[sb.first] += n * double(sb.second);
   return mix;
 }
 
@@ -330,18 +323,26 @@ std::set<int64_t> Loop::workload_seqs(const std::string& key) const {
 }
 
 Expected<json> Loop::bucket_json(const serve::ModelSpec& spec, const BucketPick& bp) {
+  // Each bucket's programs: one per number of requests a run holds.
   double compile_ms = 0;
+  std::set<std::string> plans;
   json bs = json::array();
   for (const auto& c : bp.map.buckets) {
-    auto cr = lab_.compiled(spec, c);
-    if (!cr) return cr.error();
-    compile_ms += lab_.compile_ms(spec, c);
-    bs.push_back({{"seq", c.rows}, {"choice", c.tag()}});
+    json per_run = json::array();
+    for (int b = 1; b <= s_.w.max_batch; ++b) {
+      const Choice& cb = bp.map.at(c.rows, b);
+      per_run.push_back(cb.requests);
+      if (!plans.insert(cb.tag()).second) continue;
+      auto cr = lab_.compiled(spec, cb);
+      if (!cr) return cr.error();
+      compile_ms += lab_.compile_ms(spec, cb);
+    }
+    bs.push_back({{"seq", c.rows}, {"choice", c.tag()}, {"requests_per_run", per_run}});
   }
   return json{{"buckets", bs},
               {"cores", bp.map.buckets.empty() ? 1 : bp.map.buckets.front().cores},
               {"placements", bp.placements},
-              {"plans", bp.map.buckets.size()},
+              {"plans", plans.size()},
               {"padding", bp.padding},
               {"expected_cycles_per_request", bp.expected},
               {"compile_ms", compile_ms},
@@ -357,8 +358,9 @@ Expected<json> Loop::initial_mapping() {
     const LengthMix mix = initial_mix(key);
     const ChoiceCost predicted = [&, &sp = spec](const Choice& c) { return lab_.predict(sp, c, identity); };
     if (spec.bucketed()) {
-      auto bp = pick_placed(mix, lens_of(key), plain(spaces_[key]), o_.max_buckets, predicted,
-                            Arrivals{s_.rate0[key], 1, 1}, s_.fab);
+      const BucketSearch search{one_request_batches(mix), lens_of(key), o_.max_buckets,
+                                s_.w.max_batch,           predicted,    predicted};
+      auto bp = pick_placed(search, plain(spaces_[key]), Arrivals{s_.rate0[key], 1, 1}, s_.fab);
       if (!bp) return bp.error();
       m0_[key] = bp->map;
       auto bj = bucket_json(spec, *bp);
@@ -368,7 +370,8 @@ Expected<json> Loop::initial_mapping() {
                   "lowest predicted (uncorrected cost model) cycles per request over the initial length mix, "
                   "at most " +
                       std::to_string(o_.max_buckets) + " buckets, the longest (" + std::to_string(lens_of(key).back()) +
-                      ") always in"}};
+                      ") always in; per bucket and batch size, the requests per run of the lowest predicted "
+                      "cycles a batch"}};
       ij.update(*bj);
       init[key] = ij;
       continue;
@@ -429,15 +432,17 @@ Expected<double> Loop::measured_cost(const serve::ModelSpec& spec, const Choice&
 }
 
 Status Loop::decide(const Served& seen, const SeqsOf& seqs_of, const Cost& cost, Mapping& out, json& buckets) {
-  // A bucketed model: its buckets for the length mix observed; a gemm chain
+  // A bucketed model: its buckets for the length mix observed, and the
+  // requests per run for each bucket and batch size; a gemm chain
   // or batched model: a choice per (seq, batch) for every seq of
   // `seqs_of(key)` and batch 1..max_batch (the fallback kept).
   for (const auto& [key, spec] : s_.models) {
     const serve::ModelSpec& sp = spec;
     const ChoiceCost cost_of = [&](const Choice& c) { return cost(sp, c); };
     if (spec.bucketed()) {
-      auto bp = pick_placed(observed_mix(seen, key), lens_of(key), plain(spaces_[key]), o_.max_buckets, cost_of,
-                            observed_arrivals(seen, key), s_.fab);
+      const BucketSearch search{
+          observed_batches(seen, key, {}), lens_of(key), o_.max_buckets, s_.w.max_batch, cost_of, cost_of};
+      auto bp = pick_placed(search, plain(spaces_[key]), observed_arrivals(seen, key), s_.fab);
       if (!bp) return bp.error();
       out[key] = bp->map;
       auto bj = bucket_json(spec, *bp);

@@ -133,8 +133,6 @@ class Loop {
   // Mixes and shapes a decision is made for.
   /// The mix at deployment of model `key`.
   LengthMix initial_mix(const std::string& key) const;
-  /// A model's length mix after the swap point in a run (requests per batch length).
-  LengthMix observed_mix(const Served& run, const std::string& key) const;
   /// The lengths of the requests of model `key` that arrived after the swap point in a run.
   std::set<int64_t> observed_seqs(const Served& run, const std::string& key) const;
   /// Model `key`'s requests that arrived at or after the swap point in a

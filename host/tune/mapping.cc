@@ -9,6 +9,18 @@
 
 namespace loom::tune {
 
+namespace {
+
+/// A batch's service over a weighted mix: from the weighted sums of the
+/// cycles (e) and their squares (e2) and the total weight, the mean and the
+/// squared coefficient of variation.
+Service service_of(double e, double e2, double wsum) {
+  const double mean = wsum > 0 ? e / wsum : 0;
+  return Service{mean, mean > 0 ? std::max(0.0, e2 / wsum / (mean * mean) - 1) : 0};
+}
+
+}  // namespace
+
 serve::Mapper mapper_of(Mapping m) {
   return [m = std::move(m)](const serve::ModelSpec& spec, int64_t seq, int batch) {
     serve::MappedRun r;
@@ -18,6 +30,7 @@ serve::Mapper mapper_of(Mapping m) {
     r.rows = c.rows;
     r.options = options_of(c);
     r.tag = c.tag();
+    r.requests = c.requests;
     return r;
   };
 }
@@ -77,17 +90,56 @@ Expected<BucketPick> pick_buckets(const LengthMix& mix, const std::vector<int64_
   return out;
 }
 
-Expected<BucketPick> pick_placed(const LengthMix& mix, const std::vector<int64_t>& lens, const Candidates& cands,
-                                 int max_buckets, const ChoiceCost& cost, const Arrivals& requests, const Fabric& f) {
+Status pick_requests(ModelMap& map, int max_batch, const ChoiceCost& cost) {
+  std::vector<int> per_run;  // as decision_space's requests per run
+  for (int r = 1; r < max_batch; r *= 2) per_run.push_back(r);
+  per_run.push_back(std::max(1, max_batch));
+  for (const Choice& bucket : map.buckets) {
+    std::vector<double> run_cost;
+    for (int r : per_run) {
+      Choice c = bucket;
+      c.requests = r;
+      auto x = cost(c);
+      if (!x) return x.error();
+      run_cost.push_back(*x);
+    }
+    for (int b = 1; b <= max_batch; ++b) {
+      size_t pick = 0;
+      for (size_t k = 1; k < per_run.size(); ++k)
+        if (double(cdiv(b, per_run[k])) * run_cost[k] < double(cdiv(b, per_run[pick])) * run_cost[pick]) pick = k;
+      Choice c = bucket;
+      c.requests = per_run[pick];
+      map.shape[{bucket.rows, b}] = c;
+    }
+  }
+  return Status::ok();
+}
+
+Expected<BucketPick> pick_placed(const BucketSearch& s, const Candidates& cands, const Arrivals& requests,
+                                 const Fabric& f) {
+  LengthMix mix;
+  double reqs = 0, wsum = 0;
+  for (const auto& [sb, wt] : s.batches)
+    mix[sb.first] += wt * double(sb.second), reqs += wt * double(sb.second), wsum += wt;
+  const double per_batch = wsum > 0 ? std::max(1.0, reqs / wsum) : 1.0;
   std::map<int, BucketPick> by;
   std::map<int, Service> service;
   for (int k : widths_of(cands)) {
-    auto bp = pick_buckets(mix, lens, of_width(cands, k), max_buckets, cost);
+    auto bp = pick_buckets(mix, s.lens, of_width(cands, k), s.max_buckets, s.cost);
     if (!bp) return bp.error();
-    service[k] = Service{bp->expected, 1};
+    LOOM_TRY(pick_requests(bp->map, s.max_batch, s.run_cost));
+    double e = 0, e2 = 0;
+    for (const auto& [sb, wt] : s.batches) {
+      const Choice& c = bp->map.at(sb.first, sb.second);
+      auto x = s.run_cost(c);
+      if (!x) return x.error();
+      const double v = double(cdiv(sb.second, std::max(c.requests, 1))) * *x;
+      e += wt * v, e2 += wt * v * v;
+    }
+    service[k] = service_of(e, e2, wsum);
     by[k] = std::move(*bp);
   }
-  const Placed pl = place(service, Arrivals{requests.requests_per_us, 1, requests.scv}, f);
+  const Placed pl = place(service, Arrivals{requests.requests_per_us, per_batch, requests.scv / per_batch}, f);
   BucketPick out = std::move(by.at(pl.pick));
   out.placements = pl.to_json();
   return out;
@@ -118,8 +170,7 @@ Expected<Placed> place_gemm(const BatchMix& batches, const Candidates& cands, co
       }
       e += wt * best, e2 += wt * best * best;
     }
-    const double mean = wsum > 0 ? e / wsum : 0;
-    service[k] = Service{mean, mean > 0 ? std::max(0.0, e2 / wsum / (mean * mean) - 1) : 0};
+    service[k] = service_of(e, e2, wsum);
   }
   return place(service, Arrivals{requests.requests_per_us, per_batch, requests.scv / per_batch}, f);
 }

@@ -20,14 +20,19 @@ namespace loom::tune {
 
 /// A mapping: per model key, a choice per (seq, batch) and a fallback; a
 /// bucketed model: its buckets (one choice each, by increasing length), a
-/// batch running in the shortest that holds it.
+/// batch running in the shortest that holds it, with the choice `shape`
+/// gives for (that bucket's length, the batch's requests) when it has one
+/// (pick_requests), else the bucket's.
 struct ModelMap {
   Choice fallback;
   std::map<std::pair<int64_t, int>, Choice> shape;
   std::vector<Choice> buckets;
   const Choice& at(int64_t seq, int batch) const {
     for (const auto& b : buckets)
-      if (b.rows >= seq) return b;
+      if (b.rows >= seq) {
+        auto it = shape.find({b.rows, batch});
+        return it == shape.end() ? b : it->second;
+      }
     auto it = shape.find({seq, batch});
     return it == shape.end() ? fallback : it->second;
   }
@@ -80,11 +85,35 @@ struct BucketPick {
 Expected<BucketPick> pick_buckets(const LengthMix& mix, const std::vector<int64_t>& lens, const Candidates& cands,
                                   int max_buckets, const ChoiceCost& cost);
 
-/// pick_buckets for every gang width, the width by place(): one request a
-/// customer, its service's variation unknown (as exponential); `requests`
-/// gives the rate and the inter-arrival variation.
-Expected<BucketPick> pick_placed(const LengthMix& mix, const std::vector<int64_t>& lens, const Candidates& cands,
-                                 int max_buckets, const ChoiceCost& cost, const Arrivals& requests, const Fabric& f);
+/// A bucketed model's batch size per bucket: for every bucket of `map` and
+/// every batch of b = 1..`max_batch` requests, the requests r one run of the
+/// bucket's program holds, of 1, 2, 4, ... and `max_batch`, that costs the
+/// batch least: ceil(b / r) runs of the bucket's choice compiled for r
+/// requests (the last padded), each run costed by `cost`; the fewer
+/// requests a run on a tie. Each pick goes to `map.shape` at (the bucket's
+/// length, b).
+Status pick_requests(ModelMap& map, int max_batch, const ChoiceCost& cost);
+
+/// What a bucketed model's mapping search weighs: the batches observed (by
+/// length and requests), its bucket lengths, the most buckets and requests
+/// a batch, and two costs of one run: `cost` of a candidate's costed choice
+/// (pick_buckets) and `run_cost` of a mapped choice with other requests per
+/// run (pick_requests; the same cost unless the candidates map other plans
+/// than they cost).
+struct BucketSearch {
+  BatchMix batches;
+  std::vector<int64_t> lens;
+  int max_buckets = 3, max_batch = 1;
+  ChoiceCost cost, run_cost;
+};
+
+/// For every gang width, pick_buckets over the requests' length mix and
+/// pick_requests; the width by place(), its customers the batches of
+/// `s.batches`, each costing ceil(b / requests) runs of its choice, arriving
+/// at `requests`' rate (their inter-arrival variation the requests' over the
+/// mean batch, as place_gemm).
+Expected<BucketPick> pick_placed(const BucketSearch& s, const Candidates& cands, const Arrivals& requests,
+                                 const Fabric& f);
 
 /// A gemm chain's or batched model's width: per width, the cost of a batch
 /// of `batches` (seq, b) run as ceil(seq * b / rows) runs of its best choice

@@ -123,23 +123,28 @@ Expected<Candidates> Loop::refitted_candidates(const std::string& key, const ser
 Status Loop::redecide_buckets(const std::string& key, const serve::ModelSpec& spec, const Candidates& cands, int round,
                               const Calibration& before, const std::string& params_text, Redecision& rd) {
   // The buckets re-chosen for the lengths observed after the swap point,
-  // each bucket's plan by the compiler's corrected prediction.
-  const LengthMix mix = observed_mix(*last_, key);
-  auto bp = pick_placed(
-      mix, lens_of(key), cands, o_.max_buckets,
-      [&](const Choice& c) { return lab_.predict_compiled(spec, c, cal_.overhead); }, observed_arrivals(*last_, key),
-      s_.fab);
+  // each bucket's plan by the compiler's corrected prediction, then the
+  // requests per run for each bucket and batch size.
+  // Every choice is predicted with the parameters in force (a candidate's
+  // second), whichever plan its mapping runs.
+  const ChoiceCost predicted = [&](const Choice& c) { return lab_.predict_compiled(spec, c, cal_.overhead); };
+  const ChoiceCost in_force = [&](const Choice& c) { return predicted(with_params(c, cfit_.params, round)); };
+  const BucketSearch search{
+      observed_batches(*last_, key, {}), lens_of(key), o_.max_buckets, s_.w.max_batch, predicted, in_force};
+  auto bp = pick_placed(search, cands, observed_arrivals(*last_, key), s_.fab);
   if (!bp) return bp.error();
   rd.next[key] = bp->map;
   auto bj = bucket_json(spec, *bp);
   if (!bj) return bj.error();
   rd.mapping[key] = *bj;
-  for (auto [seq, n] : mix) {
-    const Choice old = prev_[key].at(seq, 1), now = rd.next[key].at(seq, 1);
+  for (const auto& [sb, batches] : observed_batches(*last_, key, {})) {
+    const auto [seq, b] = sb;
+    const Choice old = prev_[key].at(seq, b), now = rd.next[key].at(seq, b);
     if (old == now) continue;
+    const double n_old = double(cdiv(b, std::max(old.requests, 1))), n_new = double(cdiv(b, std::max(now.requests, 1)));
     auto po = lab_.predict_compiled(spec, with_params(old, cfit_.params, round), cal_.overhead);
     auto pb = lab_.predict_compiled(spec, old, before.overhead);
-    auto pn = lab_.predict_compiled(spec, now, cal_.overhead);
+    auto pn = in_force(now);
     if (!po) return po.error();
     if (!pb) return pb.error();
     if (!pn) return pn.error();
@@ -147,17 +152,18 @@ Status Loop::redecide_buckets(const std::string& key, const serve::ModelSpec& sp
     why.precision(0);
     why << std::fixed << "buckets " << prev_[key].bucket_list() << " -> " << rd.next[key].bucket_list()
         << " for the lengths observed after the swap (padding " << std::setprecision(1) << 100 * bp->padding
-        << " %), compiler with the " << params_text << std::setprecision(0) << ": " << *po << " cycles with "
-        << old.tag() << ", " << *pn << " with " << now.tag();
+        << " %), a batch of " << b << " in " << n_old << " -> " << n_new << " runs, compiler with the " << params_text
+        << std::setprecision(0) << ": " << n_old << " x " << *po << " cycles with " << old.tag() << ", " << n_new
+        << " x " << *pn << " with " << now.tag();
     rd.changed.push_back({{"model", key},
                           {"seq", seq},
-                          {"batch", 1},
-                          {"requests", n},
+                          {"batch", b},
+                          {"requests", batches * double(b)},
                           {"from", old.tag()},
                           {"to", now.tag()},
-                          {"predicted_from_cycles_before_refit", *pb},
-                          {"predicted_from_cycles", *po},
-                          {"predicted_to_cycles", *pn},
+                          {"predicted_from_cycles_before_refit", n_old * *pb},
+                          {"predicted_from_cycles", n_old * *po},
+                          {"predicted_to_cycles", n_new * *pn},
                           {"why", why.str()}});
   }
   return Status::ok();

@@ -29,6 +29,7 @@ std::string Choice::tag() const {
     t += ",cores=" + std::to_string(cores) + ",placement=" + compiler::placement_name(placement);
     if (placement == compiler::Placement::Dynamic) t += ",tpc=" + std::to_string(tasks_per_core);
   }
+  if (requests > 1) t += ",req=" + std::to_string(requests);
   return t + (params ? ",cost=r" + std::to_string(params_round) : "");
 }
 
@@ -66,6 +67,7 @@ std::vector<Choice> decision_space(const serve::ModelSpec& m, const std::vector<
           Choice c;
           c.rows = rows, c.fusion = f, c.double_buffer = db;
           c.cores = k, c.placement = pl, c.tasks_per_core = tpc;
+          c.requests = m.bucketed() ? 1 : 0;
           out.push_back(c);
         }
   return out;

@@ -35,8 +35,11 @@ namespace loom::tune {
 /// (a CNN) it is the requests per run: a batch of b runs in ceil(b / rows)
 /// runs of the program compiled for a batch of `rows`; for a bucketed model (zoo:bert or an ONNX
 /// file with a symbolic dimension, and a seq_len distribution) it is the bucket, the sequence length the batch is
-/// padded to, each request one run of that length's program (device segments
-/// and host ops).
+/// padded to, and `requests` the requests one run of that length's program
+/// holds (device segments and host ops): a batch of b runs in
+/// ceil(b / requests) runs of the program compiled for that many requests,
+/// the last padded (1 in the decision space; pick_requests decides it per
+/// bucket and batch size).
 ///
 /// Placement: a batch runs on `cores` cores at once (a gang: the serving
 /// simulator starts it when that many cores are free and holds them all until
@@ -53,23 +56,25 @@ struct Choice {
   int cores = 1;
   compiler::Placement placement = compiler::Placement::Static;
   int tasks_per_core = 1;
+  int requests = 0;  // a bucketed model's requests per run (0 for the others)
   std::optional<compiler::CostParams> params;
   int params_round = 0;
   /// "rows=64,fusion=cost,db=on" (+ ",cores=2,placement=dynamic,tpc=2" on
-  /// several cores; + ",cost=r1" with params of round 1)
+  /// several cores; + ",req=4" with several requests a run; + ",cost=r1"
+  /// with params of round 1)
   std::string tag() const;
   /// The placement alone: "1 core", "2 cores static", "4 cores dynamic x2".
   std::string placement_tag() const;
   /// The same rows, fusion, double buffering and placement (whatever the parameters).
   bool same_decision(const Choice& o) const {
     return rows == o.rows && fusion == o.fusion && double_buffer == o.double_buffer && cores == o.cores &&
-           placement == o.placement && tasks_per_core == o.tasks_per_core;
+           placement == o.placement && tasks_per_core == o.tasks_per_core && requests == o.requests;
   }
   bool operator==(const Choice& o) const { return same_decision(o) && params_round == o.params_round; }
 };
 
 /// Every choice: rows in {32, 64, ..., 1024} (a bucketed model: its bucket
-/// lengths; an ONNX model with a batch dimension: requests per run 1, 2, 4,
+/// lengths, one request a run; an ONNX model with a batch dimension: requests per run 1, 2, 4,
 /// ... up to `max_batch`) x fusion {none, cost} x double buffering {on, off} x
 /// placement: one core, and for every power of two k in 2..`max_cores`: k
 /// cores static, pipeline, dynamic with 1 and with 2 tasks per core.

@@ -174,6 +174,70 @@ TEST(Decisions, GangWidthWeighsBatchesAsCustomers) {
   EXPECT_NEAR(mixed->widths[0].service_scv, (100.0 * 100 + 200 * 200) / 2 / (150.0 * 150) - 1, 1e-12);
 }
 
+TEST(Decisions, RequestsPerRunPerBucketAndBatchSize) {
+  // Two buckets. At 32 a run of r requests costs 100 r - 10 (r - 1): a
+  // batch program is cheaper a request; at 64 a run costs 200 r + 50 (r - 1):
+  // one request a run is cheapest. A batch of 3 at 32: one padded run of 4
+  // (370) against three runs of 1 (300) or two of 2 (380).
+  ModelMap m;
+  for (int64_t len : {32, 64}) {
+    Choice c;
+    c.rows = len, c.requests = 1;
+    m.buckets.push_back(c);
+  }
+  int calls = 0;
+  const ChoiceCost cost = [&](const Choice& c) -> Expected<double> {
+    ++calls;
+    const double r = c.requests;
+    return c.rows == 32 ? 100 * r - 10 * (r - 1) : 200 * r + 50 * (r - 1);
+  };
+  ASSERT_TRUE(pick_requests(m, 4, cost));
+  EXPECT_EQ(calls, 6);  // each bucket at 1, 2 and 4 requests a run
+  const int want32[] = {1, 2, 1, 4}, want64[] = {1, 1, 1, 1};
+  for (int b = 1; b <= 4; ++b) {
+    EXPECT_EQ(m.at(20, b).requests, want32[b - 1]) << "batch " << b;
+    EXPECT_EQ(m.at(20, b).rows, 32);
+    EXPECT_EQ(m.at(33, b).requests, want64[b - 1]) << "batch " << b;
+    EXPECT_EQ(m.at(33, b).rows, 64);
+  }
+  EXPECT_EQ(m.at(20, 2).tag(), "rows=32,fusion=cost,db=on,req=2");
+  // max_batch that is no power of two is a candidate itself: 6 a run.
+  ModelMap six;
+  six.buckets = {m.buckets[0]};
+  ASSERT_TRUE(pick_requests(six, 6, cost));
+  EXPECT_EQ(six.at(1, 6).requests, 6);  // 550 against 6 x 100 or 3 x 190
+  EXPECT_EQ(six.at(1, 5).requests, 1);  // five single runs (500) against one padded run of 6 (550)
+}
+
+TEST(Decisions, BucketWidthWeighsBatchesAsCustomers) {
+  // One bucket, one or two cores; a run of r requests costs 100 r on one
+  // core and 60 r on two (1 MHz). Batches of 4 requests at 0.016 requests
+  // per us: the customers are batches (0.004 per us) of 400 or 240 us;
+  // one core's two servers run at rho 0.8, the gang's one at rho 0.96.
+  Candidates cands;
+  for (int cores : {1, 2}) {
+    Choice c;
+    c.rows = 16, c.cores = cores, c.requests = 1;
+    cands.push_back({c, c});
+  }
+  const ChoiceCost cost = [](const Choice& c) -> Expected<double> {
+    return (c.cores == 1 ? 100.0 : 60.0) * c.requests;
+  };
+  BucketSearch s;
+  s.batches = {{{10, 4}, 1.0}};
+  s.lens = {16};
+  s.max_buckets = 1, s.max_batch = 4;
+  s.cost = s.run_cost = cost;
+  auto bp = pick_placed(s, cands, Arrivals{0.016, 1, 1}, Fabric{2, 1.0});
+  ASSERT_TRUE(bp);
+  ASSERT_EQ(bp->placements.size(), 2u);
+  EXPECT_NEAR(double(bp->placements[0]["service_us"]), 400, 1e-9);  // one run of 4 on one core
+  EXPECT_NEAR(double(bp->placements[1]["service_us"]), 240, 1e-9);
+  EXPECT_EQ(bp->placements[0]["requests_per_batch"], 4);
+  EXPECT_EQ(bp->map.at(10, 4).cores, 1);
+  EXPECT_EQ(bp->map.at(10, 4).requests, 1);  // no batching gain: the fewer requests a run on a tie
+}
+
 serve::ServedRequest req(int stream, double arrival, double start, double done, bool dropped = false) {
   serve::ServedRequest r;
   r.stream = stream, r.arrival_us = arrival, r.start_us = start, r.done_us = done, r.dropped = dropped;

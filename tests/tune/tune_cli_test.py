@@ -286,7 +286,8 @@ class Tune(unittest.TestCase):
                     j["offline_recompile"]["mapping"]["zoo:bert"]] + [r["mapping"]["zoo:bert"] for r in j["rounds"]]
             for m in maps:
                 seqs = [b["seq"] for b in m["buckets"]]
-                self.assertEqual(m["plans"], len(seqs))
+                # One program per bucket and number of requests a run holds.
+                self.assertEqual(m["plans"], len({(b["seq"], r) for b in m["buckets"] for r in b["requests_per_run"]}))
                 self.assertLessEqual(len(seqs), k)
                 self.assertEqual(seqs, sorted(seqs))
                 self.assertTrue(all(s in lens for s in seqs))
@@ -560,6 +561,32 @@ class Tune(unittest.TestCase):
         self.assertGreater(sum(last), sum(first))
         self.assertTrue(j["target"]["met"], j["target"])
         self.assertGreaterEqual(j["rounds"][-1]["gap_recovered_mean"], 0.8)
+        # A batch size per bucket: each bucket runs a batch of b (1..max_batch 4)
+        # as ceil(b / r) runs of its program for r requests, r of 1, 2 and 4;
+        # one program per bucket and r.
+        for m in [j["initial_mapping"][key], j["rounds"][-1]["mapping"][key]]:
+            plans = set()
+            for b in m["buckets"]:
+                self.assertEqual(len(b["requests_per_run"]), 4, b)
+                self.assertTrue(set(b["requests_per_run"]) <= {1, 2, 4}, b)
+                self.assertEqual(b["requests_per_run"][0], 1, b)
+                plans |= {(b["seq"], r) for r in b["requests_per_run"]}
+            self.assertEqual(m["plans"], len(plans))
+        # Every batch after the swap runs as many runs of its bucket's program
+        # as its requests need: the timeline's steps are one run's, repeated.
+        last_map = {b["seq"]: b["requests_per_run"] for b in j["rounds"][-1]["mapping"][key]["buckets"]}
+        one_run = {}
+        spans = [x for x in j["rounds"][-1]["timeline"] if x["layers"] and x["start_us"] >= j["swap_at_ms"] * 1000]
+        self.assertTrue(spans)
+        for x in spans:
+            bucket = min(s for s in last_map if s >= x["seq"])
+            r = last_map[bucket][x["requests"] - 1]
+            runs = -(-x["requests"] // r)
+            names = [n for n, _, _ in x["layers"]]
+            self.assertEqual(len(names) % runs, 0, x)
+            step = names[:len(names) // runs]
+            self.assertEqual(names, step * runs, x)
+            self.assertEqual(one_run.setdefault((bucket, r), step), step, x)
         # Refusals: seq_len naming the batch dimension, a bucket no request
         # can use, a length the model cannot be built at.
         bad = os.path.join(self.dir, "bad_workload.yaml")
