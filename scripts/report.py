@@ -474,18 +474,23 @@ def mappings(res):
 
 
 def buckets_table(res, page):
-    """Bucketed models: the buckets of every mapping, with padding, plans and
-    compile time."""
+    """Bucketed models: the buckets of every mapping (each with its requests
+    per run by batch size), with padding, plans and compile time."""
+    def bucket(b):
+        per_run = b.get("requests_per_run")
+        return "%d: %s" % (b["seq"], b["choice"]) + \
+            ("; requests a run for batches of 1..%d: %s" % (len(per_run), " ".join(map(str, per_run))) if per_run else "")
+
     rows = []
     for name, mm in mappings(res):
         for model, m in mm.items():
             if "buckets" in m:
-                rows.append([name, model, ", ".join("%d: %s" % (b["seq"], b["choice"]) for b in m["buckets"]), m["plans"],
+                rows.append([name, model, ", ".join(bucket(b) for b in m["buckets"]), m["plans"],
                              "%.1f%%" % (100 * m["padding"]), number(m["expected_cycles_per_request"]),
                              "%s ms" % number(m["compile_ms"])])
     if rows:
         page.detail("sequence-length buckets", "%d mappings" % len(rows), html_table(
-            ["mapping", "model", "buckets (plan each)", "plans", "padding", "predicted or measured cycles per request",
+            ["mapping", "model", "buckets", "plans", "padding", "predicted or measured cycles per request",
              "compile"], rows))
 
 
