@@ -30,6 +30,7 @@ struct TuneOpts {
   std::optional<int64_t> seed;  // not given: the workload's
   int rounds = 3;
   std::optional<double> swap_at_ms;  // not given: the first drift
+  std::string batch_cap = "decide";
   bool json = false, progress = false;
 };
 
@@ -60,6 +61,7 @@ void print_summary(const tune::TuneResult& r, const std::string& workload, const
         "deployed plans\n",
         rd.mapping_changed, rd.plans_recompiled, rd.compiler_decisions_changed, rd.compiler_plans_changed,
         rd.compiler_plans_compared, rd.compiler_decisions_deployed);
+    for (const auto& c : rd.batch_caps_changed) std::printf("    %s\n", c.c_str());
     std::printf("    plan error %.2f%% -> %.2f%%, mean %s us, gap recovered %s%%\n", 100 * rd.plan_error_before,
                 100 * rd.plan_error_after, num(rd.mean_us).c_str(), num(rd.gap_recovered_mean, 100).c_str());
   }
@@ -100,6 +102,7 @@ int tune(const TuneOpts& o) {
   to.cache_dir = o.cache;
   to.max_buckets = o.max_buckets;
   to.max_cores_per_batch = o.max_cores_per_batch.value_or(-1);
+  to.decide_batch_cap = o.batch_cap == "decide";
   to.bucket_lengths = o.bucket_lengths;
   ZooModels zoo{o.cache, {}};
   to.zoo_builder = [&zoo](const serve::ModelSpec& m) { return zoo.build(m); };
@@ -155,6 +158,10 @@ void register_tune(CLI::App& app) {
   c->add_option("--max-cores-per-batch", o->max_cores_per_batch,
                 "Placement: a batch may run on up to this many cores at once (2, 4, ... each with static, pipeline and "
                 "dynamic plans); 1 keeps every batch on one core (default: the configuration's cores)");
+  c->add_option("--batch-cap", o->batch_cap,
+                "decide: the loop caps each model's batches (1, 2, 4, ... up to max_batch) after the swap point, "
+                "by simulated runs; workload: the workload's max_batch throughout (default decide)")
+      ->check(CLI::IsMember({"decide", "workload"}));
   c->add_option("--cache", o->cache, "Folder caching measured service times by plan hash, and the zoo models built");
   c->add_option("--swap-at-ms", o->swap_at_ms, "When the new mapping is swapped in (default: the first drift)");
   c->add_flag("--json", o->json, "Print the report as JSON");

@@ -173,9 +173,16 @@ int ServiceModel::cores_per_port() const { return int(port0_cores(cfg_).size());
 
 const Mapper* ServiceModel::mapper() const {
   const Mapper* mapper = nullptr;
-  for (const auto& [at, f] : epochs_)
-    if (at <= now_us_) mapper = &f;
+  for (const auto& e : epochs_)
+    if (e.at_us <= now_us_) mapper = &e.map;
   return mapper;
+}
+
+int ServiceModel::batch_cap(const ModelSpec& m) const {
+  const BatchCap* cap = nullptr;
+  for (const auto& e : epochs_)
+    if (e.at_us <= now_us_) cap = e.cap ? &e.cap : nullptr;
+  return cap ? std::max(0, (*cap)(m)) : 0;
 }
 
 Expected<ServiceModel::Bucket> ServiceModel::bucket(const ModelSpec& m, int64_t seq, int batch) const {
@@ -497,8 +504,8 @@ Expected<double> ServiceModel::stretch(const BatchShape& a, const std::vector<Ba
   std::sort(with.begin(), with.end(), [&](const BatchShape& x, const BatchShape& y) { return key_of(x) < key_of(y); });
   std::string key = key_of(a) + " with";
   for (const auto& b : with) key.append(" ").append(key_of(b));
-  for (const auto& [at, f] : epochs_)
-    if (at <= now_us_) key.append(" @").append(std::to_string(at));  // the mapping in force
+  for (const auto& e : epochs_)
+    if (e.at_us <= now_us_) key.append(" @").append(std::to_string(e.at_us));  // the mapping in force
   if (auto it = stretch_.find(key); it != stretch_.end()) return it->second;
   auto m = measure_stretch(a, with);
   if (!m) return m.error();
@@ -595,8 +602,8 @@ Expected<StretchMeasurement> ServiceModel::measure_stretch(const BatchShape& a, 
   const auto run_alone = [&](int core, const LiveWork& w, uint64_t id, const BatchShape& b) -> Expected<double> {
     std::string k = model_key(*b.model);
     k.append("|").append(std::to_string(b.seq)).append("|").append(std::to_string(b.batch));
-    for (const auto& [at, f] : epochs_)
-      if (at <= now_us_) k.append(" @").append(std::to_string(at));
+    for (const auto& e : epochs_)
+      if (e.at_us <= now_us_) k.append(" @").append(std::to_string(e.at_us));
     if (auto it = live_alone_us_.find(k); it != live_alone_us_.end()) return it->second;
     const double t0 = eng.now_us();
     LOOM_TRY(eng.start(core, w, id, pred[size_t(id - 1)]));

@@ -108,6 +108,9 @@ struct MappedRun {
   int requests = 0;
 };
 using Mapper = std::function<MappedRun(const ModelSpec& m, int64_t seq, int batch)>;
+/// The largest batch the server forms of a model's requests under a mapping
+/// (set by `loom tune`); 0: the workload's max_batch.
+using BatchCap = std::function<int(const ModelSpec& m)>;
 
 /// One device run of a batch in live mode: a plan (for one core, or for the
 /// batch's gang of cores), its inputs and
@@ -203,8 +206,14 @@ class ServiceModel {
 
   /// Plan hot swap: batches dispatched at or after `at_us` (simulated time of
   /// the current run) use `m`; earlier ones keep the mapping before it.
-  /// Graph models ignore mappings.
-  void swap_mapping(Mapper m, double at_us) { epochs_.push_back({at_us, std::move(m)}); }
+  /// Graph models ignore mappings. `cap`, when given, caps the batches the
+  /// server forms from then on (batch_cap).
+  void swap_mapping(Mapper m, double at_us, BatchCap cap = {}) {
+    epochs_.push_back({at_us, std::move(m), std::move(cap)});
+  }
+  /// The batch cap of the mapping in force for `m`'s batches (0: none, the
+  /// workload's max_batch).
+  int batch_cap(const ModelSpec& m) const;
   void clear_mappings() { epochs_.clear(); }
   /// The backend device the model measures on (created on first use; one
   /// tlm platform per process, so other measurements share it).
@@ -298,7 +307,12 @@ class ServiceModel {
   Expected<std::string> onnx_path(const ModelSpec& m);
   std::map<std::string, bool> batchable_;  // by model_key
   ZooBuilder zoo_builder_;
-  std::vector<std::pair<double, Mapper>> epochs_;
+  struct Epoch {
+    double at_us = 0;
+    Mapper map;
+    BatchCap cap;
+  };
+  std::vector<Epoch> epochs_;
   double now_us_ = 0;
   std::vector<Measurement> table_;
   uint64_t runs_ = 0, disk_hits_ = 0;

@@ -428,8 +428,11 @@ bool Sim::decide_batches(double now, std::vector<BatchDecision>& dec) {
   bool any = false;
   for (size_t si = 0; si < ns; ++si) {
     if (queue_[si].empty()) continue;
+    BatchParams bp = bp_[si];  // under a mapping's batch cap (loom tune) from its swap on
+    if (const int cap = sm_.batch_cap(w_.streams[size_t(active_[si])].model); cap > 0)
+      bp.max_batch = std::min(bp.max_batch, cap);
     dec[si] = decide_batch(
-        bp_[si], queue_[si].view, now, [&](int64_t s, int n) { return service_us(si, s, n); },
+        bp, queue_[si].view, now, [&](int64_t s, int n) { return service_us(si, s, n); },
         sched_ == Sched::Static ? idle[si] : idle_all);
     if (dec[si].n > 0)
       any = true;

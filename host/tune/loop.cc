@@ -188,6 +188,7 @@ json Loop::header() const {
   j["swap_at_ms"] = s_.swap_ms;
   j["max_buckets"] = o_.max_buckets;
   j["max_cores_per_batch"] = s_.max_cores;
+  j["batch_cap"] = o_.decide_batch_cap ? "decide" : "workload";
   if (!s_.lens.empty()) {  // every bucketed model's, ascending
     std::vector<int64_t> all;
     for (const auto& [key, lens] : s_.lens) all.insert(all.end(), lens.begin(), lens.end());
@@ -207,16 +208,17 @@ void Loop::progress(const std::string& phase) {
   if (o_.on_progress) o_.on_progress(at_ = stage_ / stages_, phase_);
 }
 
-Expected<Served> Loop::serve_with(const Epochs& epochs) {
+Expected<Served> Loop::serve_with(const Epochs& epochs, const serve::Workload* w) {
   sm_.clear_mappings();
-  for (auto [at, m] : epochs) sm_.swap_mapping(mapper_of(*m), at);
+  for (auto [at, m] : epochs) sm_.swap_mapping(mapper_of(*m), at, cap_of(*m));
   Served s;
   serve::ServeOptions so;
   so.backend = o_.backend;
   so.requests = &s.reqs;
   so.spans = &s.spans;
-  if (o_.on_progress) so.on_progress = [&](double f) { o_.on_progress(at_ = (stage_ + f) / stages_, phase_); };
-  auto r = serve::run_serve(s_.w, so, sm_);
+  if (o_.on_progress && !w)  // a trial run (decide_caps) moves no progress bar back
+    so.on_progress = [&](double f) { o_.on_progress(at_ = (stage_ + f) / stages_, phase_); };
+  auto r = serve::run_serve(w ? *w : s_.w, so, sm_);
   if (!r) return r.error();
   s.result = std::move(*r);
   return s;
@@ -493,6 +495,7 @@ Expected<json> Loop::search_best_per_shape() {
   json best_buckets = json::object();
   LOOM_TRY(decide(
       base_, [&](const std::string& key) { return workload_seqs(key); }, searched_cost, mbest, best_buckets));
+  LOOM_TRY(cap_mapping(mbest, best_buckets, nullptr));
   progress("serving with the best plan per shape");
   auto bestrun = serve_with({{0.0, &m0_}, {s_.swap_us, &mbest}});
   if (!bestrun) return bestrun.error();
@@ -529,6 +532,7 @@ Expected<json> Loop::recompile_offline() {
       base_, [&](const std::string& key) { return observed_seqs(base_, key); },
       [&](const serve::ModelSpec& spec, const Choice& c) { return lab_.predict(spec, c, identity); }, moff,
       off_buckets));
+  LOOM_TRY(cap_mapping(moff, off_buckets, nullptr));
   auto offrun = serve_with({{0.0, &m0_}, {s_.swap_us, &moff}});
   if (!offrun) return offrun.error();
   json joff;

@@ -61,6 +61,7 @@ struct OutOfSample {
 struct Redecision {
   Mapping next;
   nlohmann::ordered_json changed = nlohmann::ordered_json::array();           // mapped choices changed
+  nlohmann::ordered_json caps_changed = nlohmann::ordered_json::array();      // batch caps changed
   nlohmann::ordered_json recompiled = nlohmann::ordered_json::array();        // same decision, other parameters
   nlohmann::ordered_json compiler_changed = nlohmann::ordered_json::array();  // fusion/tiling decisions changed
   nlohmann::ordered_json mapping = nlohmann::ordered_json::object();          // per model: buckets or placements
@@ -120,8 +121,8 @@ class Loop {
 
   /// Enters the next progress stage.
   void progress(const std::string& phase);
-  /// Serves the workload with each mapping of `epochs` in force from its time (us).
-  Expected<Served> serve_with(const Epochs& epochs);
+  /// Serves the workload (`w`, or the loop's) with each mapping of `epochs` in force from its time (us).
+  Expected<Served> serve_with(const Epochs& epochs, const serve::Workload* w = nullptr);
   /// Sets `j`'s "latency" (every request) and "after_swap" (arrivals from the
   /// swap point) and returns the latter; refused when no request of the `run`
   /// completes after the swap point.
@@ -166,6 +167,13 @@ class Loop {
   /// Step 3 for a bucketed model: the buckets re-chosen for the lengths observed after the swap point.
   Status redecide_buckets(const std::string& key, const serve::ModelSpec& spec, const Candidates& cands, int round,
                           const Calibration& before, const std::string& params_text, Redecision& rd);
+  /// The server's batch cap per model for `next` swapped in at the swap
+  /// point, each cap tried in a simulated run of the workload under another
+  /// arrival seed (batch_cap.cc); the record of what was weighed.
+  Expected<nlohmann::ordered_json> decide_caps(Mapping& next);
+  /// decide_caps on `next`, each model's record into `mapping[model]["batch_cap"]`
+  /// and, given `changed`, a cap that differs from the last run's mapping's into it.
+  Status cap_mapping(Mapping& next, nlohmann::ordered_json& mapping, nlohmann::ordered_json* changed);
   /// Step 3 for a gemm chain: its width, then a choice per observed (seq, batch).
   Status redecide_gemm(const std::string& key, const serve::ModelSpec& spec, const Candidates& cands, int round,
                        const Calibration& before, const std::string& params_text, Redecision& rd);

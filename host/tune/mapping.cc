@@ -35,6 +35,15 @@ serve::Mapper mapper_of(Mapping m) {
   };
 }
 
+serve::BatchCap cap_of(const Mapping& m) {
+  std::map<std::string, int> caps;
+  for (const auto& [key, mm] : m) caps[key] = mm.batch_cap;
+  return [caps = std::move(caps)](const serve::ModelSpec& spec) {
+    auto it = caps.find(serve::model_key(spec));
+    return it == caps.end() ? 0 : it->second;
+  };
+}
+
 Expected<BucketPick> pick_buckets(const LengthMix& mix, const std::vector<int64_t>& lens, const Candidates& cands,
                                   int max_buckets, const ChoiceCost& cost) {
   std::map<int64_t, std::pair<double, const Choice*>> best;  // per length: cost, the choice mapped

@@ -27,6 +27,7 @@ struct ModelMap {
   Choice fallback;
   std::map<std::pair<int64_t, int>, Choice> shape;
   std::vector<Choice> buckets;
+  int batch_cap = 0;  // the largest batch the server forms (0: the workload's max_batch; decide_caps)
   const Choice& at(int64_t seq, int batch) const {
     for (const auto& b : buckets)
       if (b.rows >= seq) {
@@ -56,6 +57,8 @@ using Mapping = std::map<std::string, ModelMap>;
 
 /// The mapping as the serving simulator asks for it (serve::Mapper).
 serve::Mapper mapper_of(Mapping m);
+/// Its batch caps (serve::BatchCap).
+serve::BatchCap cap_of(const Mapping& m);
 
 /// The cost of one run of a choice (cycles), as a search weighs it.
 using ChoiceCost = std::function<Expected<double>(const Choice&)>;

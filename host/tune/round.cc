@@ -19,7 +19,10 @@ TuneRound round_figures(int round, const RefitCheck& check, const Redecision& rd
   TuneRound tr;
   tr.round = round;
   tr.refit = check;
-  tr.mapping_changed = rd.changed.size();
+  tr.mapping_changed = rd.changed.size() + rd.caps_changed.size();
+  for (const auto& c : rd.caps_changed)
+    tr.batch_caps_changed.push_back(c["model"].get<std::string>() + ": " + c["from"].get<std::string>() + " -> " +
+                                    c["to"].get<std::string>());
   tr.plans_recompiled = rd.recompiled.size();
   tr.compiler_decisions_changed = rd.compiler_changed.size();
   tr.compiler_decisions_deployed = rd.compiler_deployed;
@@ -56,6 +59,7 @@ Expected<json> Loop::run_round(int round) {
   // 3. Re-decide through the compiler with the cost parameters in force.
   auto rd = redecide(before);
   if (!rd) return rd.error();
+  LOOM_TRY(cap_mapping(rd->next, rd->mapping, &rd->caps_changed));
   auto deployed = deployed_compiler_changes(rd->next);
   if (!deployed) return deployed.error();
   rd->compiler_deployed = *deployed;
@@ -149,6 +153,7 @@ Expected<json> Loop::round_json(int round, const OutOfSample& fresh, const FitEr
   jr["new_plans_error_cost_model"] = fresh.plans ? fresh.raw / fresh.plans : 0.0;
   jr["new_plans_error_previous_fit"] = fresh.plans ? fresh.fit / fresh.plans : 0.0;
   jr["decisions_changed"] = rd.changed;
+  jr["batch_caps_changed"] = rd.caps_changed;
   if (!rd.mapping.empty()) jr["mapping"] = rd.mapping;
   jr["plans_recompiled"] = rd.recompiled;
   jr["compiler_plans_compared"] = rd.compared;

@@ -272,6 +272,9 @@ struct TuneOptions {
   /// Placement: the most cores one batch may run on (decision_space's
   /// max_cores); -1: the configuration's cores.
   int max_cores_per_batch = -1;
+  /// The server's batch cap per model after the swap point as a decision of
+  /// the loop (ModelMap::batch_cap); false: the workload's max_batch.
+  bool decide_batch_cap = true;
   runtime::DeviceOptions device;  // the measuring device's options
   int rounds = 3;
   double swap_at_ms = -1;  // < 0: the first drift time of any stream, else half the duration
@@ -289,6 +292,8 @@ struct TuneRound {
   /// mapping, and entries kept but moved to a plan compiled with other
   /// parameters.
   size_t mapping_changed = 0, plans_recompiled = 0;
+  /// Batch caps changed (of mapping_changed): "MODEL: batch cap 8 (max_batch) -> batch cap 2".
+  std::vector<std::string> batch_caps_changed;
   /// Fusion and tiling decisions in which a compile with the cost parameters
   /// in force differs from the uncorrected compile of the same choice: over
   /// every choice of the decision space (in `compiler_plans_changed` of

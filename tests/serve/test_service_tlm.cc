@@ -315,6 +315,30 @@ streams:
   return *w;
 }
 
+TEST(BatchCap, AMappingsCapHoldsFromItsSwapOn) {
+  // The busy stream forms batches of max_batch 4; a mapping swapped in at
+  // 0.4 ms caps them at 2 (loom tune's batch cap) from then on.
+  register_tlm();
+  const spec::HwConfig& cfg = *spec::find_config("small");
+  ServiceModel sm(cfg, "tlm", "");
+  const double at = 400;
+  sm.swap_mapping(on_cores(1), at, [](const ModelSpec&) { return 2; });
+  std::vector<BatchSpan> spans;
+  ServeOptions o;
+  o.spans = &spans;
+  auto r = run_serve(lopsided_workload("dynamic"), o, sm);
+  ASSERT_TRUE(r) << r.error().str();
+  int before = 0, after = 0;
+  for (const auto& b : spans)
+    if (b.stream == 0) (b.start_us < at ? before : after) = std::max(b.start_us < at ? before : after, b.requests);
+  EXPECT_EQ(before, 4);
+  EXPECT_EQ(after, 2);
+  sm.set_now(at - 1);
+  EXPECT_EQ(sm.batch_cap(lopsided_workload("dynamic").streams[0].model), 0);  // no mapping yet: the workload's
+  sm.set_now(at);
+  EXPECT_EQ(sm.batch_cap(lopsided_workload("dynamic").streams[0].model), 2);
+}
+
 TEST(TailAttribution, EveryRequestsPartsSumToItsLatency) {
   register_tlm();
   const spec::HwConfig& cfg = *spec::find_config("small");

@@ -624,6 +624,28 @@ class Tune(unittest.TestCase):
         self.assertEqual(base["requests"], tuned["requests"])  # the same offered load
         self.assertLess(tuned["p99_us"], base["p99_us"])
         self.assertTrue(j["swap_ok"])
+        # The batch cap: each of 1, 2, 4 and max_batch 8 tried in a simulated
+        # run under another arrival seed; the chosen one has the lowest p99 of
+        # those that complete the most requests (within 1 %), and the round's
+        # batches after the swap point hold no more requests than it.
+        self.assertEqual(j["batch_cap"], "decide")
+        cap = j["rounds"][0]["mapping"][key]["batch_cap"]
+        self.assertIn("seed %d" % (j["seed"] + 1), cap["rule"])
+        tried = cap["tried"]
+        self.assertEqual([t["cap"] for t in tried], [1, 2, 4, 8])
+        most = max(t["completed"] for t in tried)
+        fit = [t for t in tried if t["completed"] >= 0.99 * most]
+        self.assertEqual(cap["chosen"], min(fit, key=lambda t: (t["p99_us"], t["cap"]))["cap"])
+        self.assertEqual(sum(t["chosen"] for t in tried), 1)
+        self.assertEqual([c["to"] for c in j["rounds"][0]["batch_caps_changed"]],
+                         [] if cap["chosen"] == 8 else ["batch cap %d" % cap["chosen"]])
+        after = [x for x in j["rounds"][0]["timeline"] if x["start_us"] >= j["swap_at_ms"] * 1000]
+        self.assertTrue(after)
+        self.assertLessEqual(max(x["requests"] for x in after), cap["chosen"])
+        # --batch-cap workload: the workload's max_batch throughout, nothing tried.
+        _, w = self.tune("--rounds", "1", "--batch-cap", "workload")
+        self.assertEqual(w["batch_cap"], "workload")
+        self.assertNotIn("batch_cap", w["rounds"][0]["mapping"].get(key, {}))
 
     def test_bad_input(self):
         bert = os.path.join(self.dir, "bert_workload.yaml")
