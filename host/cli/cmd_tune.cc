@@ -49,8 +49,11 @@ void print_summary(const tune::TuneResult& r, const std::string& workload, const
   std::printf("%s on %s: swap at %.1f ms\n", workload.c_str(), backend.c_str(), r.swap_at_ms);
   std::printf("  after the swap point: initial mapping %s us mean, best per shape %s us\n", num(r.baseline_us).c_str(),
               num(r.best_per_shape_us).c_str());
-  std::printf("  re-compiled for the observed shapes with the offline cost model: %s us mean, gap recovered %s%%\n",
-              num(r.offline_mean_us).c_str(), num(r.offline_gap_recovered_mean, 100).c_str());
+  std::printf("  re-compiled for the observed shapes with the offline cost model: %s us mean, gap recovered %s%%%s\n",
+              num(r.offline_mean_us).c_str(), num(r.offline_gap_recovered_mean, 100).c_str(),
+              r.offline_capped_mean_us != r.offline_mean_us
+                  ? ("; under the batch caps " + num(r.offline_capped_mean_us) + " us").c_str()
+                  : "");
   for (const auto& rd : r.rounds) {
     std::printf("  round %d: refit %s: %s (%zu layers of %zu held-out plans)\n", rd.round,
                 rd.refit.accepted ? "accepted" : "rejected", rd.refit.reason.c_str(), rd.refit.validation_samples,
@@ -67,8 +70,11 @@ void print_summary(const tune::TuneResult& r, const std::string& workload, const
   }
   if (!r.rounds.empty()) {
     const auto& a = r.rounds.back();
-    std::printf("  gain after the last round: %s us = %s us from re-compiling (offline model) %s us from the refit\n",
-                num(a.gain_us).c_str(), num(a.offline_recompile_us).c_str(), num(a.refit_us, 1, 1, "+").c_str());
+    std::printf(
+        "  gain after the last round: %s us = %s us from re-compiling (offline model) %s us from the batch cap %s us "
+        "from the refit\n",
+        num(a.gain_us).c_str(), num(a.offline_recompile_us).c_str(), num(a.batch_cap_us, 1, 1, "+").c_str(),
+        num(a.refit_us, 1, 1, "+").c_str());
   }
   std::printf("  target (>= 80%% of the gap within %d rounds): %s\n", r.rounds_requested,
               r.target_met ? "met" : "missed");

@@ -121,8 +121,9 @@ class Loop {
 
   /// Enters the next progress stage.
   void progress(const std::string& phase);
-  /// Serves the workload (`w`, or the loop's) with each mapping of `epochs` in force from its time (us).
-  Expected<Served> serve_with(const Epochs& epochs, const serve::Workload* w = nullptr);
+  /// Serves the workload (`w`, or the loop's) with each mapping of `epochs` in force from its time (us);
+  /// the loop's workload moves the progress bar over [from, to] of the phase, a trial's does not move it.
+  Expected<Served> serve_with(const Epochs& epochs, const serve::Workload* w = nullptr, double from = 0, double to = 1);
   /// Sets `j`'s "latency" (every request) and "after_swap" (arrivals from the
   /// swap point) and returns the latter; refused when no request of the `run`
   /// completes after the swap point.
@@ -207,6 +208,7 @@ class Loop {
   double tl_len_ = 0;  // the timelines' window (us)
   // Latency after the swap point: initial mapping, best per shape, offline re-map.
   serve::LatencySummary l0_, lbest_, loff_;
+  serve::LatencySummary lcap_;  // the offline re-map under the loop's batch caps (loff_ when it decides none)
 
   // Across rounds.
   std::vector<PlanTelemetry> tel_;

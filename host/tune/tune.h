@@ -303,10 +303,10 @@ struct TuneRound {
   int compiler_plans_changed = 0, compiler_plans_compared = 0;
   /// The round's refit and its validation.
   RefitCheck refit;
-  double plan_error_before = 0, plan_error_after = 0;             // mean relative error of the plans measured
-  std::optional<double> mean_us;                                  // after the swap point
-  std::optional<double> gap_recovered_mean;                       // of the initial mapping's gap to the best per shape
-  std::optional<double> gain_us, offline_recompile_us, refit_us;  // the gain split into its causes
+  double plan_error_before = 0, plan_error_after = 0;  // mean relative error of the plans measured
+  std::optional<double> mean_us;                       // after the swap point
+  std::optional<double> gap_recovered_mean;            // of the initial mapping's gap to the best per shape
+  std::optional<double> gain_us, offline_recompile_us, batch_cap_us, refit_us;  // the gain split into its causes
 };
 
 /// What the closed loop found: the figures its summary and callers read,
@@ -318,7 +318,8 @@ struct TuneResult {
   int rounds_requested = 0;
   std::optional<double> baseline_us, best_per_shape_us;  // mean after the swap point
   std::optional<double> offline_mean_us, offline_gap_recovered_mean;
-  bool target_met = false;  // >= 80 % of the gap recovered after the last round
+  std::optional<double> offline_capped_mean_us;  // the offline re-map under the loop's batch caps
+  bool target_met = false;                       // >= 80 % of the gap recovered after the last round
   std::vector<TuneRound> rounds;
   nlohmann::ordered_json cost_params;  // the last round's refit as a cost-params file
   nlohmann::ordered_json report;
