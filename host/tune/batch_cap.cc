@@ -2,23 +2,15 @@
 // cap"): how large the batches of each model may grow after the swap point,
 // decided by simulated runs of the workload under another arrival seed.
 #include <algorithm>
-#include <sstream>
 
 #include "tune/loop.h"
+#include "tune/space.h"
 
 namespace loom::tune {
 
 using json = nlohmann::ordered_json;
 
 namespace {
-
-/// The caps tried: 1, 2, 4, ... and the workload's max_batch.
-std::vector<int> caps_of(int max_batch) {
-  std::vector<int> caps;
-  for (int c = 1; c < max_batch; c *= 2) caps.push_back(c);
-  caps.push_back(std::max(1, max_batch));
-  return caps;
-}
 
 struct Trial {
   int cap = 0;
@@ -69,7 +61,7 @@ Expected<json> Loop::decide_caps(Mapping& next) {
   trial_w.seed = s_.w.seed + 1;
   for (const auto& [key, spec] : s_.models) {
     std::vector<Trial> trials;
-    for (int cap : caps_of(s_.w.max_batch)) {
+    for (int cap : doubling_to(s_.w.max_batch)) {  // 1, 2, 4, ... and max_batch
       Mapping m = next;
       m[key].batch_cap = cap;
       auto run = serve_with({{0.0, &m0_}, {s_.swap_us, &m}}, &trial_w);

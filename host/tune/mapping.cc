@@ -100,9 +100,7 @@ Expected<BucketPick> pick_buckets(const LengthMix& mix, const std::vector<int64_
 }
 
 Status pick_requests(ModelMap& map, int max_batch, const ChoiceCost& cost) {
-  std::vector<int> per_run;  // as decision_space's requests per run
-  for (int r = 1; r < max_batch; r *= 2) per_run.push_back(r);
-  per_run.push_back(std::max(1, max_batch));
+  const std::vector<int> per_run = doubling_to(max_batch);
   for (const Choice& bucket : map.buckets) {
     std::vector<double> run_cost;
     for (int r : per_run) {

@@ -9,6 +9,13 @@
 
 namespace loom::tune {
 
+std::vector<int> doubling_to(int n) {
+  std::vector<int> v;
+  for (int x = 1; x < n; x *= 2) v.push_back(x);
+  v.push_back(std::max(1, n));
+  return v;
+}
+
 std::string key_of(const serve::ModelSpec& m, const Choice& c) { return serve::model_key(m) + "|" + c.tag(); }
 
 compiler::CompileOptions options_of(const Choice& c) {
@@ -49,8 +56,7 @@ std::vector<Choice> decision_space(const serve::ModelSpec& m, const std::vector<
   } else if (m.bucketed()) {
     rows_of = m.bucket_lengths();
   } else if (m.kind == serve::ModelSpec::Kind::Onnx) {  // requests per run: powers of two and max_batch
-    for (int64_t b = 1; b < max_batch; b *= 2) rows_of.push_back(b);
-    rows_of.push_back(std::max(1, max_batch));
+    for (int r : doubling_to(max_batch)) rows_of.push_back(r);
   } else {
     for (int64_t rows = 32; rows <= 1024; rows *= 2) rows_of.push_back(rows);
   }
