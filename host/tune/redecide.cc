@@ -141,7 +141,7 @@ Status Loop::redecide_buckets(const std::string& key, const serve::ModelSpec& sp
     const auto [seq, b] = sb;
     const Choice old = prev_[key].at(seq, b), now = rd.next[key].at(seq, b);
     if (old == now) continue;
-    const double n_old = double(cdiv(b, std::max(old.requests, 1))), n_new = double(cdiv(b, std::max(now.requests, 1)));
+    const int64_t n_old = cdiv(b, std::max(old.requests, 1)), n_new = cdiv(b, std::max(now.requests, 1));
     auto po = lab_.predict_compiled(spec, with_params(old, cfit_.params, round), cal_.overhead);
     auto pb = lab_.predict_compiled(spec, old, before.overhead);
     auto pn = in_force(now);
@@ -161,9 +161,9 @@ Status Loop::redecide_buckets(const std::string& key, const serve::ModelSpec& sp
                           {"requests", batches * double(b)},
                           {"from", old.tag()},
                           {"to", now.tag()},
-                          {"predicted_from_cycles_before_refit", n_old * *pb},
-                          {"predicted_from_cycles", n_old * *po},
-                          {"predicted_to_cycles", n_new * *pn},
+                          {"predicted_from_cycles_before_refit", double(n_old) * *pb},
+                          {"predicted_from_cycles", double(n_old) * *po},
+                          {"predicted_to_cycles", double(n_new) * *pn},
                           {"why", why.str()}});
   }
   return Status::ok();
