@@ -165,8 +165,8 @@ void register_tune(CLI::App& app) {
                 "Placement: a batch may run on up to this many cores at once (2, 4, ... each with static, pipeline and "
                 "dynamic plans); 1 keeps every batch on one core (default: the configuration's cores)");
   c->add_option("--batch-cap", o->batch_cap,
-                "decide: the loop caps each model's batches (1, 2, 4, ... up to max_batch) after the swap point, "
-                "by simulated runs; workload: the workload's max_batch throughout (default decide)")
+                "The server's batch cap after the swap point: decide (the loop caps each model's batches at 1, 2, "
+                "4 or up to max_batch, by simulated runs; the default) or workload (its max_batch throughout)")
       ->check(CLI::IsMember({"decide", "workload"}));
   c->add_option("--cache", o->cache, "Folder caching measured service times by plan hash, and the zoo models built");
   c->add_option("--swap-at-ms", o->swap_at_ms, "When the new mapping is swapped in (default: the first drift)");
