@@ -305,6 +305,8 @@ def tune_charts(res, page, plt):
     curves = [("initial mapping", res["baseline"]["after_swap"]), ("best per shape", res["best_per_shape"]["after_swap"])]
     if "offline_recompile" in res:
         curves.append(("re-compiled, offline model", res["offline_recompile"]["after_swap"]))
+        if "with_batch_cap" in res["offline_recompile"]:
+            curves.append(("re-compiled, offline model, batch cap", res["offline_recompile"]["with_batch_cap"]["after_swap"]))
     curves += [("round %d" % r["round"], r["after_swap"]) for r in res["rounds"]]
     # A curve equal to an earlier one says so in its label, and every curve
     # has its own line style and width (the first drawn widest), so curves

@@ -196,6 +196,7 @@ Status tune_mapping(const ordered_json& m, const Loc& at) {
     if (v.contains("buckets")) {
       LOOM_TRY(objects(v, ma, "buckets", [](const ordered_json& b, const Loc& ba) -> Status {
         LOOM_TRY(need(b, ba, "seq", kNum));
+        if (b.contains("requests_per_run")) LOOM_TRY(numbers(b, ba, "requests_per_run"));
         return need(b, ba, "choice", kScalar);
       }));
       LOOM_TRY(need(v, ma, "plans", kScalar));
@@ -224,6 +225,11 @@ Status tune_latency(const ordered_json& l, const Loc& at) {
 /// latency after the swap point and the mapping it served with.
 Status tune_served(const ordered_json& s, const Loc& at) {
   LOOM_TRY(object(s, at, "after_swap", tune_latency));
+  // The offline re-map served again under the loop's batch caps.
+  LOOM_TRY(object(
+      s, at, "with_batch_cap",
+      [](const ordered_json& w, const Loc& wa) { return object(w, wa, "after_swap", tune_latency); },
+      /*optional=*/true));
   return object(s, at, "mapping", tune_mapping, /*optional=*/true);
 }
 
@@ -304,6 +310,8 @@ Status tune_round(const ordered_json& r, const Loc& at, bool attribution) {
   return object(
       r, at, "attribution",
       [](const ordered_json& a, const Loc& aa) -> Status {
+        LOOM_TRY(opt(a, aa, "batch_cap_us", kNum));  // results before the batch cap have none
+        LOOM_TRY(opt(a, aa, "batch_cap_p99_us", kNum));
         return need_all(
             a, aa,
             {"gain_us", "offline_recompile_us", "refit_us", "gain_p99_us", "offline_recompile_p99_us", "refit_p99_us"},

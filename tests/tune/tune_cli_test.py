@@ -216,6 +216,21 @@ class Tune(unittest.TestCase):
         self.assertLess(details, html.index("compile profile and telemetry of the deployed plans"))
         self.assertGreater(html[details:].count("<details><summary>"), 2)
         j = json.loads(text)
+        # The fields the batch size per bucket and the batch cap added are
+        # checked before the report draws them: a damaged one is one line.
+        self.assertIn("with_batch_cap", j["offline_recompile"])
+        for damage, where in ((lambda d: d["rounds"][0]["attribution"].update(batch_cap_us="x"), "batch_cap_us"),
+                              (lambda d: d["offline_recompile"].update(with_batch_cap={"after_swap": 1}),
+                               "with_batch_cap.after_swap")):
+            bad = json.loads(text)
+            damage(bad)
+            with open(res, "w") as f:
+                json.dump(bad, f)
+            r = run(["report", res, "-o", os.path.join(self.dir, "bad_report")], self.dir)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertIn(where, r.stderr)
+            self.assertNotIn("Traceback", r.stderr)
         for tl in (j["baseline"]["timeline"], j["rounds"][-1]["timeline"]):
             self.assertTrue(tl)
             by_core = {}
@@ -577,6 +592,16 @@ class Tune(unittest.TestCase):
                 self.assertEqual(b["requests_per_run"][0], 1, b)
                 plans |= {(b["seq"], r) for r in b["requests_per_run"]}
             self.assertEqual(m["plans"], len(plans))
+        # A damaged requests_per_run is one line of `loom report`, never a traceback.
+        bad = json.loads(json.dumps(j))
+        bad["rounds"][-1]["mapping"][key]["buckets"][0]["requests_per_run"] = [1, "two"]
+        res = os.path.join(self.dir, "bad_buckets.json")
+        with open(res, "w") as f:
+            json.dump(bad, f)
+        r = run(["report", res, "-o", os.path.join(self.dir, "bad_report")], self.dir)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertIn("requests_per_run[1]", r.stderr)
         # Every batch after the swap runs as many runs of its bucket's program
         # as its requests need: the timeline's steps are one run's, repeated.
         last_map = {b["seq"]: b["requests_per_run"] for b in j["rounds"][-1]["mapping"][key]["buckets"]}
